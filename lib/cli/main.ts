@@ -1,0 +1,35 @@
+/**
+ * The `crawl-cluster` command line. Every command has `--help`; `--json` switches any command to one
+ * machine-readable JSON document on stdout. Exit codes: 0 success, 1 failure, 2 invalid usage or input.
+ */
+import { Command, CommanderError } from 'commander';
+import { ConfigError, SchemaValidationError } from '../errors.ts';
+import { createOutput } from './output.ts';
+import { registerServices } from './services-command.ts';
+import { registerTopics } from './topics-command.ts';
+
+export async function main(argv: string[]): Promise<number> {
+  const json = argv.includes('--json');
+  const out = createOutput(json);
+  const program = new Command('crawl-cluster')
+    .description('Scrapy Cluster reborn: a distributed on-demand crawler on Kafka, Redis, Lambda and Fargate')
+    .option('--json', 'print one machine-readable JSON document instead of human output')
+    .showHelpAfterError()
+    .exitOverride();
+  registerServices(program, out);
+  registerTopics(program, out);
+  try {
+    await program.parseAsync(argv);
+    return 0;
+  } catch (error) {
+    if (error instanceof CommanderError) {
+      return error.exitCode === 0 ? 0 : 2;
+    }
+    if (error instanceof ConfigError || error instanceof SchemaValidationError) {
+      out.error(error.message);
+      return 2;
+    }
+    out.error((error as Error).message);
+    return 1;
+  }
+}

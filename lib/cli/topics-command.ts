@@ -1,0 +1,45 @@
+import type { Command } from 'commander';
+import { config } from '../config/index.ts';
+import { createKafka, ensureTopics, kafkaSettings } from '../kafka/client.ts';
+import { clusterTopicList } from '../kafka/topics.ts';
+import type { Output } from './output.ts';
+
+/** `topics create|list`. */
+export function registerTopics(program: Command, out: Output): void {
+  const topics = program.command('topics').description("create or list the contract's Kafka topics");
+  topics
+    .command('create')
+    .description('create the topics of the contract for KAFKA_TOPIC_PREFIX that do not exist yet (idempotent)')
+    .option('--prefix <prefix>', 'topic prefix (default: KAFKA_TOPIC_PREFIX)')
+    .option('--partitions <n>', 'partitions per topic (default: KAFKA_TOPIC_PARTITIONS)', (v) => Number.parseInt(v, 10))
+    .action(async (opts: { prefix?: string; partitions?: number }) => {
+      const vars = config();
+      const prefix = opts.prefix ?? vars.KAFKA_TOPIC_PREFIX;
+      const partitions = opts.partitions ?? vars.KAFKA_TOPIC_PARTITIONS;
+      if (!Number.isInteger(partitions) || partitions < 1) throw new Error('--partitions must be a positive integer');
+      const admin = createKafka(kafkaSettings(vars)).admin();
+      await admin.connect();
+      try {
+        const wanted = clusterTopicList(prefix);
+        const created = await ensureTopics(admin, wanted, partitions);
+        if (out.json) out.data({ created, existing: wanted.filter((t) => !created.includes(t)) });
+        else for (const t of wanted) out.info(`${created.includes(t) ? 'created' : 'exists '}  ${t}`);
+      } finally {
+        await admin.disconnect();
+      }
+    });
+  topics
+    .command('list')
+    .description('list the topics on the brokers')
+    .action(async () => {
+      const admin = createKafka(kafkaSettings(config())).admin();
+      await admin.connect();
+      try {
+        const names = (await admin.listTopics()).filter((t) => !t.startsWith('__')).sort();
+        if (out.json) out.data(names);
+        else for (const t of names) out.info(t);
+      } finally {
+        await admin.disconnect();
+      }
+    });
+}

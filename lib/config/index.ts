@@ -1,0 +1,62 @@
+/**
+ * Configuration is read once, validated against one schema ({@link VARIABLES}) with defaults, and
+ * fails at start with the variable's name (STYLE.md §5). This is the only module that reads
+ * `process.env`; everything else receives a {@link Config} (or a part of it) from its entry point.
+ */
+import { Ajv } from 'ajv';
+import { ConfigError } from '../errors.ts';
+import { VARIABLES, type VariableSpec, type Variables } from './variables.ts';
+
+export { VARIABLES, type VariableName, type Variables } from './variables.ts';
+
+const ajv = new Ajv({ coerceTypes: true, useDefaults: true, allErrors: true, strict: true });
+const validate = ajv.compile<Variables>({
+  type: 'object',
+  properties: Object.fromEntries(
+    Object.entries(VARIABLES).map(([name, spec]) => {
+      const { description: _description, ...schema } = spec as Record<string, unknown>;
+      return [name, schema];
+    }),
+  ),
+});
+
+const TRUE = new Set(['1', 'true', 'yes', 'on']);
+const FALSE = new Set(['0', 'false', 'no', 'off', '']);
+
+/**
+ * Reads and validates every known variable from `env`.
+ * @param env the environment to read; @default process.env
+ * @throws ConfigError naming the first invalid variable
+ */
+export function loadConfig(env: Readonly<Record<string, string | undefined>> = process.env): Variables {
+  const input: Record<string, unknown> = {};
+  for (const [name, spec] of Object.entries(VARIABLES) as [string, VariableSpec][]) {
+    const raw = env[name];
+    if (raw === undefined) continue;
+    if (spec.type === 'boolean') {
+      const lower = raw.trim().toLowerCase();
+      if (TRUE.has(lower)) input[name] = true;
+      else if (FALSE.has(lower)) input[name] = false;
+      else throw new ConfigError(name, `must be true or false (got ${JSON.stringify(raw)})`);
+    } else if (spec.type === 'integer' || spec.type === 'number') {
+      if (raw.trim() === '') continue;
+      input[name] = raw.trim();
+    } else {
+      input[name] = raw;
+    }
+  }
+  if (!validate(input)) {
+    const first = validate.errors?.[0];
+    const name = first?.instancePath.slice(1) || 'environment';
+    throw new ConfigError(name, `${first?.message ?? 'is invalid'} (got ${JSON.stringify(env[name])})`);
+  }
+  return input as Variables;
+}
+
+let cached: Variables | undefined;
+
+/** The process-wide configuration, read from `process.env` on first use. */
+export function config(): Variables {
+  cached ??= loadConfig();
+  return cached;
+}

@@ -1,0 +1,195 @@
+/**
+ * Every environment variable crawl-cluster reads, with its type, default and meaning: the one schema
+ * (STYLE.md §5). cdk/ and the local runtime import the names from here so they never drift.
+ * Scrapy Cluster's setting names are kept where they exist (DESIGN.md §7).
+ */
+
+/** The JSON-schema fragment of one variable; `description` feeds the README's configuration table. */
+export interface VariableSpec {
+  type: 'string' | 'integer' | 'number' | 'boolean';
+  default?: string | number | boolean;
+  minimum?: number;
+  maximum?: number;
+  enum?: readonly string[];
+  minLength?: number;
+  pattern?: string;
+  description: string;
+}
+
+export const VARIABLES = {
+  // Kafka
+  KAFKA_BROKERS: {
+    type: 'string',
+    default: '127.0.0.1:9092',
+    minLength: 1,
+    description: 'Comma-separated Kafka bootstrap brokers (host:port).',
+  },
+  KAFKA_TOPIC_PREFIX: {
+    type: 'string',
+    default: 'demo',
+    pattern: '^[A-Za-z0-9._-]{1,100}$',
+    description: 'Prefix of every topic: <prefix>.incoming, <prefix>.crawled_firehose, ...',
+  },
+  KAFKA_CLIENT_ID: { type: 'string', default: 'crawl-cluster', minLength: 1, description: 'Kafka client id.' },
+  KAFKA_SASL_MECHANISM: {
+    type: 'string',
+    default: 'none',
+    enum: ['none', 'aws-msk-iam'],
+    description: 'Kafka authentication: none (plaintext, local) or aws-msk-iam (SASL OAUTHBEARER with IAM, MSK).',
+  },
+  KAFKA_SSL: { type: 'boolean', default: false, description: 'Use TLS to the brokers (implied by aws-msk-iam).' },
+  KAFKA_APPID_TOPICS: {
+    type: 'boolean',
+    default: false,
+    description: 'Also publish pages and replies to per-app topics <prefix>.crawled_<appid> / outbound_<appid>.',
+  },
+  KAFKA_BASE_64_ENCODE: { type: 'boolean', default: false, description: 'Send page bodies base64-encoded.' },
+  KAFKA_TOPIC_PARTITIONS: {
+    type: 'integer',
+    default: 3,
+    minimum: 1,
+    maximum: 1000,
+    description: 'Partitions per topic for `crawl-cluster topics create`.',
+  },
+  KAFKA_MAX_MESSAGE_BYTES: {
+    type: 'integer',
+    default: 1_000_000,
+    minimum: 10_000,
+    description: 'Largest message produced; bigger page bodies go to the object store.',
+  },
+  KAFKA_CONNECT_TIMEOUT_MS: {
+    type: 'integer',
+    default: 5000,
+    minimum: 100,
+    description: 'Timeout of one broker connection attempt.',
+  },
+  AWS_REGION: { type: 'string', default: 'us-east-1', description: 'AWS region (MSK IAM signing, S3, CloudWatch).' },
+
+  // Redis
+  REDIS_HOST: { type: 'string', default: '127.0.0.1', minLength: 1, description: 'Redis / Valkey host.' },
+  REDIS_PORT: { type: 'integer', default: 6379, minimum: 1, maximum: 65535, description: 'Redis / Valkey port.' },
+  REDIS_CLUSTER: {
+    type: 'boolean',
+    default: false,
+    description: 'Connect with the cluster client (ElastiCache cluster mode, Serverless).',
+  },
+  REDIS_TLS: { type: 'boolean', default: false, description: 'Use TLS to Redis (required on ElastiCache).' },
+  REDIS_USERNAME: { type: 'string', default: '', description: 'Redis ACL / RBAC user name (empty: none).' },
+  REDIS_PASSWORD: { type: 'string', default: '', description: 'Redis AUTH token or RBAC password (empty: none).' },
+  REDIS_KEY_PREFIX: {
+    type: 'string',
+    default: 'cc',
+    pattern: '^[A-Za-z0-9:_-]{1,64}$',
+    description: 'Prefix of every Redis key, so several clusters (or test runs) can share one Redis.',
+  },
+
+  // Queue engine (Scrapy Cluster names)
+  QUEUE_HITS: {
+    type: 'integer',
+    default: 10,
+    minimum: 1,
+    description: 'Default throttle: fetches per window per domain.',
+  },
+  QUEUE_WINDOW: { type: 'integer', default: 60, minimum: 1, description: 'Default throttle window in seconds.' },
+  QUEUE_MODERATED: {
+    type: 'boolean',
+    default: true,
+    description: 'Space the fetches of a domain evenly over the window instead of allowing bursts.',
+  },
+  SCHEDULER_TYPE_ENABLED: {
+    type: 'boolean',
+    default: true,
+    description: 'Throttle each spider type separately per domain.',
+  },
+  SCHEDULER_IP_ENABLED: {
+    type: 'boolean',
+    default: false,
+    description: "Throttle per public egress IP as well (each IP gets the domain's full limit).",
+  },
+  DUPEFILTER_TIMEOUT: {
+    type: 'integer',
+    default: 600,
+    minimum: 1,
+    description: 'Seconds a crawl’s dupefilter lives after its last use.',
+  },
+  LEASE_TIMEOUT: {
+    type: 'integer',
+    default: 120,
+    minimum: 5,
+    description: 'Seconds a crawler may hold a leased request before it is reclaimed.',
+  },
+  STOP_BLACKLIST_TTL: {
+    type: 'integer',
+    default: 3600,
+    minimum: 60,
+    description: 'Seconds a stopped crawl id stays blacklisted (its late children are refused).',
+  },
+
+  // Logging
+  LOG_LEVEL: {
+    type: 'string',
+    default: 'INFO',
+    enum: ['DEBUG', 'INFO', 'WARN', 'ERROR', 'SILENT'],
+    description: 'Log level.',
+  },
+
+  // Local services (localstack/ native path)
+  CRAWL_SERVICES_DIR: {
+    type: 'string',
+    default: '',
+    description: 'Data, logs and pid files of the local services (empty: <repo>/.services).',
+  },
+  CRAWL_REDIS_PORT: {
+    type: 'integer',
+    default: 6379,
+    minimum: 1,
+    maximum: 65535,
+    description: 'Port of the local standalone Redis.',
+  },
+  CRAWL_REDIS_CLUSTER_PORT: {
+    type: 'integer',
+    default: 7379,
+    minimum: 1,
+    maximum: 65535,
+    description: 'Port of the local cluster-mode Redis (one node, all 16384 slots).',
+  },
+  CRAWL_KAFKA_PORT: {
+    type: 'integer',
+    default: 9092,
+    minimum: 1,
+    maximum: 65535,
+    description: 'Port of the local Kafka broker.',
+  },
+  CRAWL_KAFKA_CONTROLLER_PORT: {
+    type: 'integer',
+    default: 9093,
+    minimum: 1,
+    maximum: 65535,
+    description: 'Port of the local KRaft controller.',
+  },
+  CRAWL_KAFKA_HEAP: {
+    type: 'string',
+    default: '512m',
+    pattern: '^[0-9]+[mg]$',
+    description: 'Max heap of the local Kafka JVM.',
+  },
+  CRAWL_SERVICES_TIMEOUT: {
+    type: 'integer',
+    default: 90,
+    minimum: 5,
+    description: 'Seconds `services up` waits for each service to be ready.',
+  },
+} as const satisfies Record<string, VariableSpec>;
+
+export type VariableName = keyof typeof VARIABLES;
+
+type ValueOf<S> = S extends { type: 'boolean' }
+  ? boolean
+  : S extends { type: 'integer' | 'number' }
+    ? number
+    : S extends { enum: readonly (infer E)[] }
+      ? E
+      : string;
+
+/** The validated variables, defaults filled in, typed by their spec. */
+export type Variables = { -readonly [K in VariableName]: ValueOf<(typeof VARIABLES)[K]> };

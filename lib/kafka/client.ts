@@ -1,0 +1,78 @@
+/**
+ * The narrow Kafka seam (DESIGN.md §4): everything else talks to these interfaces, so kafkajs (in
+ * maintenance mode) can be swapped without touching callers. Connections are created by entry points
+ * (STYLE.md §4) through {@link createKafka} and passed down.
+ */
+import { type Admin, Kafka, logLevel, type Producer } from 'kafkajs';
+import { ConfigError } from '../errors.ts';
+
+/** What a Kafka connection needs; a subset of the configuration. */
+export interface KafkaSettings {
+  brokers: string[];
+  clientId: string;
+  /** @default 'none' */
+  saslMechanism?: 'none' | 'aws-msk-iam';
+  /** @default false */
+  ssl?: boolean;
+  /** @default 5000 */
+  connectionTimeoutMs?: number;
+}
+
+/** Builds the settings from the validated configuration variables. */
+export function kafkaSettings(vars: {
+  KAFKA_BROKERS: string;
+  KAFKA_CLIENT_ID: string;
+  KAFKA_SASL_MECHANISM: 'none' | 'aws-msk-iam';
+  KAFKA_SSL: boolean;
+  KAFKA_CONNECT_TIMEOUT_MS: number;
+}): KafkaSettings {
+  const brokers = vars.KAFKA_BROKERS.split(',')
+    .map((b) => b.trim())
+    .filter((b) => b.length > 0);
+  for (const b of brokers) {
+    if (!/^[^\s:]+:\d{1,5}$/.test(b)) throw new ConfigError('KAFKA_BROKERS', `"${b}" is not host:port`);
+  }
+  return {
+    brokers,
+    clientId: vars.KAFKA_CLIENT_ID,
+    saslMechanism: vars.KAFKA_SASL_MECHANISM,
+    ssl: vars.KAFKA_SSL,
+    connectionTimeoutMs: vars.KAFKA_CONNECT_TIMEOUT_MS,
+  };
+}
+
+/** Creates a kafkajs client. Quiet by default: errors surface as thrown errors, not log spam. */
+export function createKafka(settings: KafkaSettings): Kafka {
+  if (settings.saslMechanism === 'aws-msk-iam') {
+    throw new ConfigError('KAFKA_SASL_MECHANISM', 'aws-msk-iam is not wired in this build yet');
+  }
+  return new Kafka({
+    clientId: settings.clientId,
+    brokers: settings.brokers,
+    ssl: settings.ssl ?? false,
+    connectionTimeout: settings.connectionTimeoutMs ?? 5000,
+    logLevel: logLevel.NOTHING,
+    retry: { retries: 5, initialRetryTime: 200, maxRetryTime: 5000 },
+  });
+}
+
+/** Idempotent, acks=all producer (DESIGN.md §4). */
+export function createProducer(kafka: Kafka): Producer {
+  return kafka.producer({ idempotent: true, maxInFlightRequests: 5, allowAutoTopicCreation: false });
+}
+
+/**
+ * Creates the topics that do not exist yet; existing ones are left as they are.
+ * @returns the names that were created
+ */
+export async function ensureTopics(admin: Admin, topics: string[], partitions: number): Promise<string[]> {
+  const existing = new Set(await admin.listTopics());
+  const missing = topics.filter((t) => !existing.has(t));
+  if (missing.length === 0) return [];
+  await admin.createTopics({
+    waitForLeaders: true,
+    // No replicationFactor: the broker default applies (1 locally, 3 on MSK).
+    topics: missing.map((topic) => ({ topic, numPartitions: partitions })),
+  });
+  return missing;
+}

@@ -1,0 +1,225 @@
+/**
+ * A real Apache Kafka broker from its Maven Central artifacts (shared/notes/kafka-from-maven.md), run on
+ * the machine's Java as one KRaft broker+controller on loopback with auto topic creation off (as MSK).
+ * Ready means a topic create, a produce and a consume all succeeded.
+ */
+import { execFileSync, spawn, spawnSync } from 'node:child_process';
+import { existsSync, mkdirSync, openSync, readdirSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { ServiceStartError } from '../../errors.ts';
+import { createKafka } from '../../kafka/client.ts';
+import { type Progress, REPO_ROOT, type ServiceStatus, type ServicesLayout } from './layout.ts';
+import { ownedPid, portOpen, stopProcess, waitFor, writePid } from './processes.ts';
+
+const POM = join(REPO_ROOT, 'localstack', 'kafka', 'pom.xml');
+const READY_TOPIC = '__crawl_cluster_ready';
+
+function paths(layout: ServicesLayout) {
+  const dir = join(layout.dir, 'kafka');
+  return {
+    dir,
+    libs: join(dir, 'libs'),
+    libsDone: join(dir, 'libs', '.complete'),
+    data: join(dir, 'data'),
+    logs: join(dir, 'logs'),
+    props: join(dir, 'server.properties'),
+    log4j: join(dir, 'log4j.properties'),
+    pid: join(dir, 'kafka.pid'),
+    out: join(dir, 'kafka.out'),
+  };
+}
+
+/** Downloads Kafka and its runtime dependencies from Maven Central once (later runs are offline). */
+function ensureLibs(p: ReturnType<typeof paths>, progress: Progress): string {
+  if (!existsSync(p.libsDone)) {
+    if (spawnSync('mvn', ['-v'], { stdio: 'ignore' }).status !== 0) {
+      throw new ServiceStartError('Maven (mvn) is needed to fetch Kafka from Maven Central: apt-get install -y maven');
+    }
+    progress(`kafka: fetching Apache Kafka jars from Maven Central into ${p.libs} (first run only)`);
+    mkdirSync(p.libs, { recursive: true });
+    execFileSync(
+      'mvn',
+      [
+        '-q',
+        '-B',
+        '-Dstyle.color=never',
+        '-f',
+        POM,
+        'dependency:copy-dependencies',
+        `-DoutputDirectory=${p.libs}`,
+        '-DincludeScope=runtime',
+      ],
+      { stdio: ['ignore', 'inherit', 'inherit'] },
+    );
+    writeFileSync(p.libsDone, new Date().toISOString());
+  }
+  const jars = readdirSync(p.libs).filter((f) => f.endsWith('.jar'));
+  if (!jars.some((j) => j.startsWith('kafka_2.13-'))) {
+    throw new ServiceStartError(`kafka: no kafka_2.13 jar in ${p.libs}; delete that folder and run again`);
+  }
+  return jars.map((j) => join(p.libs, j)).join(':');
+}
+
+function writeConfig(layout: ServicesLayout, p: ReturnType<typeof paths>): void {
+  const props = [
+    'process.roles=broker,controller',
+    'node.id=1',
+    `controller.quorum.voters=1@127.0.0.1:${layout.kafkaControllerPort}`,
+    `listeners=PLAINTEXT://127.0.0.1:${layout.kafkaPort},CONTROLLER://127.0.0.1:${layout.kafkaControllerPort}`,
+    `advertised.listeners=PLAINTEXT://127.0.0.1:${layout.kafkaPort}`,
+    'controller.listener.names=CONTROLLER',
+    'inter.broker.listener.name=PLAINTEXT',
+    'listener.security.protocol.map=CONTROLLER:PLAINTEXT,PLAINTEXT:PLAINTEXT',
+    `log.dirs=${p.data}`,
+    'num.partitions=1',
+    'offsets.topic.replication.factor=1',
+    'offsets.topic.num.partitions=10',
+    'transaction.state.log.replication.factor=1',
+    'transaction.state.log.min.isr=1',
+    // As on MSK: topics are created up front, never by a typo.
+    'auto.create.topics.enable=false',
+    'group.initial.rebalance.delay.ms=0',
+    // Large enough for the contract's page messages; bodies beyond it go to the object store.
+    'message.max.bytes=10485760',
+    'log.retention.hours=24',
+    'log.segment.bytes=67108864',
+  ];
+  writeFileSync(p.props, `${props.join('\n')}\n`);
+  writeFileSync(
+    p.log4j,
+    [
+      'log4j.rootLogger=WARN, file',
+      'log4j.appender.file=org.apache.log4j.RollingFileAppender',
+      `log4j.appender.file.File=${join(p.logs, 'server.log')}`,
+      'log4j.appender.file.MaxFileSize=20MB',
+      'log4j.appender.file.MaxBackupIndex=2',
+      'log4j.appender.file.layout=org.apache.log4j.PatternLayout',
+      'log4j.appender.file.layout.ConversionPattern=[%d] %p %m (%c)%n',
+      'log4j.logger.kafka.server.KafkaServer=INFO',
+      'log4j.logger.kafka.server.BrokerServer=INFO',
+      '',
+    ].join('\n'),
+  );
+}
+
+function formatStorage(cp: string, p: ReturnType<typeof paths>, progress: Progress): void {
+  if (existsSync(join(p.data, 'meta.properties'))) return;
+  progress('kafka: formatting KRaft storage');
+  const java = (args: string[]) =>
+    execFileSync('java', ['-cp', cp, `-Dlog4j.configuration=file:${p.log4j}`, ...args], { encoding: 'utf8' }).trim();
+  const clusterId = java(['kafka.tools.StorageTool', 'random-uuid']).split('\n').pop() ?? '';
+  java(['kafka.tools.StorageTool', 'format', '-t', clusterId, '-c', p.props, '--ignore-formatted']);
+}
+
+/** True when a produce and a consume through the broker both work. */
+async function roundTrip(port: number): Promise<boolean> {
+  const kafka = createKafka({
+    brokers: [`127.0.0.1:${port}`],
+    clientId: 'crawl-cluster-ready',
+    connectionTimeoutMs: 1000,
+  });
+  const admin = kafka.admin();
+  const producer = kafka.producer({ allowAutoTopicCreation: false });
+  const consumer = kafka.consumer({ groupId: `${READY_TOPIC}-${process.pid}-${Date.now()}` });
+  try {
+    await admin.connect();
+    const topics = await admin.listTopics();
+    if (!topics.includes(READY_TOPIC)) {
+      await admin.createTopics({ waitForLeaders: true, topics: [{ topic: READY_TOPIC, numPartitions: 1 }] });
+    }
+    const token = `ready-${Date.now()}-${Math.random()}`;
+    await producer.connect();
+    await producer.send({ topic: READY_TOPIC, messages: [{ value: token }] });
+    await consumer.connect();
+    await consumer.subscribe({ topic: READY_TOPIC, fromBeginning: true });
+    const seen = new Promise<boolean>((resolve) => {
+      const timer = setTimeout(() => resolve(false), 20_000);
+      void consumer.run({
+        eachMessage: async ({ message }) => {
+          if (message.value?.toString() === token) {
+            clearTimeout(timer);
+            resolve(true);
+          }
+        },
+      });
+    });
+    return await seen;
+  } finally {
+    await consumer.disconnect().catch(() => undefined);
+    await producer.disconnect().catch(() => undefined);
+    await admin.disconnect().catch(() => undefined);
+  }
+}
+
+/** Starts the broker (idempotent) and waits until a produce/consume round trip works. */
+export async function kafkaUp(layout: ServicesLayout, progress: Progress): Promise<ServiceStatus> {
+  const p = paths(layout);
+  const address = `127.0.0.1:${layout.kafkaPort}`;
+  const marker = p.props;
+  let pid = ownedPid(p.pid, marker);
+  let state: ServiceStatus['state'] = 'running';
+  if (pid === undefined && (await portOpen(layout.kafkaPort))) {
+    progress(`kafka: a broker not started by us already listens on ${address}; using it`);
+    state = 'external';
+  } else if (pid === undefined) {
+    mkdirSync(p.logs, { recursive: true });
+    mkdirSync(p.data, { recursive: true });
+    const cp = ensureLibs(p, progress);
+    writeConfig(layout, p);
+    formatStorage(cp, p, progress);
+    progress(`kafka: starting broker on ${address} (log ${p.out}, ${join(p.logs, 'server.log')})`);
+    const out = openSync(p.out, 'a');
+    const child = spawn(
+      'java',
+      [
+        '-Xms128m',
+        `-Xmx${layout.kafkaHeap}`,
+        '-XX:+UseSerialGC',
+        '-XX:TieredStopAtLevel=1',
+        '-Djava.awt.headless=true',
+        `-Dlog4j.configuration=file:${p.log4j}`,
+        `-Dkafka.logs.dir=${p.logs}`,
+        '-cp',
+        cp,
+        'kafka.Kafka',
+        p.props,
+      ],
+      { detached: true, stdio: ['ignore', out, out] },
+    );
+    if (child.pid === undefined) throw new ServiceStartError('kafka: java did not start (is Java 17+ installed?)');
+    child.unref();
+    pid = child.pid;
+    writePid(p.pid, pid);
+  }
+  const started = pid;
+  await waitFor(
+    `kafka on ${address} (see ${p.out})`,
+    async () => {
+      if (started !== undefined && ownedPid(p.pid, marker) === undefined) {
+        throw new ServiceStartError(`kafka exited during start; see ${p.out} and ${join(p.logs, 'server.log')}`);
+      }
+      return (await portOpen(layout.kafkaPort)) && (await roundTrip(layout.kafkaPort));
+    },
+    layout.timeoutSec * 1000,
+    500,
+  );
+  progress(`kafka: ready on ${address} (produce/consume checked)`);
+  return { name: 'kafka', state, pid, address, log: p.out };
+}
+
+export async function kafkaDown(layout: ServicesLayout, progress: Progress): Promise<void> {
+  const p = paths(layout);
+  const pid = ownedPid(p.pid, p.props);
+  if (pid === undefined) return;
+  progress(`kafka: stopping pid ${pid}`);
+  // A clean shutdown of a KRaft broker takes a few seconds; SIGKILL after 30 s.
+  await stopProcess(pid, p.pid, 30_000);
+}
+
+export async function kafkaStatus(layout: ServicesLayout): Promise<ServiceStatus> {
+  const p = paths(layout);
+  const address = `127.0.0.1:${layout.kafkaPort}`;
+  const pid = ownedPid(p.pid, p.props);
+  if (pid !== undefined) return { name: 'kafka', state: 'running', pid, address, log: p.out };
+  return { name: 'kafka', state: (await portOpen(layout.kafkaPort)) ? 'external' : 'stopped', address };
+}

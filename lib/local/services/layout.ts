@@ -1,0 +1,56 @@
+/**
+ * Where the local services keep their data, logs and pid files, and on which ports they listen.
+ * Everything lives under one git-ignored directory so a test run can use its own.
+ */
+import { join, resolve } from 'node:path';
+import type { Variables } from '../../config/index.ts';
+
+/** The repository root (this file is lib/local/services/layout.ts). */
+export const REPO_ROOT = resolve(import.meta.dirname, '../../..');
+
+export interface ServicesLayout {
+  dir: string;
+  redisPort: number;
+  redisClusterPort: number;
+  kafkaPort: number;
+  kafkaControllerPort: number;
+  kafkaHeap: string;
+  /** Seconds to wait for each service to become ready. */
+  timeoutSec: number;
+}
+
+export function servicesLayout(
+  vars: Pick<
+    Variables,
+    | 'CRAWL_SERVICES_DIR'
+    | 'CRAWL_REDIS_PORT'
+    | 'CRAWL_REDIS_CLUSTER_PORT'
+    | 'CRAWL_KAFKA_PORT'
+    | 'CRAWL_KAFKA_CONTROLLER_PORT'
+    | 'CRAWL_KAFKA_HEAP'
+    | 'CRAWL_SERVICES_TIMEOUT'
+  >,
+): ServicesLayout {
+  return {
+    dir: resolve(vars.CRAWL_SERVICES_DIR || join(REPO_ROOT, '.services')),
+    redisPort: vars.CRAWL_REDIS_PORT,
+    redisClusterPort: vars.CRAWL_REDIS_CLUSTER_PORT,
+    kafkaPort: vars.CRAWL_KAFKA_PORT,
+    kafkaControllerPort: vars.CRAWL_KAFKA_CONTROLLER_PORT,
+    kafkaHeap: vars.CRAWL_KAFKA_HEAP,
+    timeoutSec: vars.CRAWL_SERVICES_TIMEOUT,
+  };
+}
+
+/** A line of progress for a person watching `services up`. */
+export type Progress = (message: string) => void;
+
+/** What `status` reports for one service. */
+export interface ServiceStatus {
+  name: string;
+  /** `running` (ours), `external` (something else answers on the port), `stopped`. */
+  state: 'running' | 'external' | 'stopped';
+  pid?: number;
+  address: string;
+  log?: string;
+}

@@ -1,0 +1,152 @@
+/**
+ * Two local Redis servers from Debian's `redis-server`: a standalone one (append-only file on) and a
+ * cluster-mode one (`cluster-enabled yes`, one node owning all 16384 slots) so that a script touching
+ * keys of two slots fails the integration tier exactly as it would on ElastiCache (DESIGN.md §3).
+ */
+import { execFileSync, spawnSync } from 'node:child_process';
+import { mkdirSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { Redis } from 'ioredis';
+import { ServiceStartError } from '../../errors.ts';
+import type { Progress, ServiceStatus, ServicesLayout } from './layout.ts';
+import { ownedPid, portOpen, stopProcess, waitFor } from './processes.ts';
+
+export type RedisKind = 'redis' | 'redis-cluster';
+
+function paths(layout: ServicesLayout, kind: RedisKind) {
+  const dir = join(layout.dir, kind);
+  return {
+    dir,
+    conf: join(dir, 'redis.conf'),
+    pid: join(dir, 'redis.pid'),
+    log: join(dir, 'redis.log'),
+    port: kind === 'redis' ? layout.redisPort : layout.redisClusterPort,
+  };
+}
+
+/** Finds `redis-server`, installing Debian's package when it is missing and we are root. */
+export function ensureRedisBinary(progress: Progress): string {
+  const found = spawnSync('sh', ['-c', 'command -v redis-server'], { encoding: 'utf8' }).stdout.trim();
+  if (found) return found;
+  if (process.getuid?.() !== 0) {
+    throw new ServiceStartError('redis-server is not installed: run `sudo apt-get install -y redis-server`');
+  }
+  progress('redis-server missing: installing Debian package redis-server (apt-get)');
+  execFileSync(
+    'sh',
+    ['-c', 'apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq redis-server'],
+    {
+      stdio: ['ignore', 'ignore', 'inherit'],
+    },
+  );
+  return 'redis-server';
+}
+
+async function ping(port: number): Promise<string> {
+  const client = new Redis({
+    port,
+    host: '127.0.0.1',
+    lazyConnect: true,
+    maxRetriesPerRequest: 0,
+    retryStrategy: () => null,
+  });
+  try {
+    await client.connect();
+    return await client.ping();
+  } finally {
+    client.disconnect();
+  }
+}
+
+async function clusterReady(port: number): Promise<boolean> {
+  const client = new Redis({
+    port,
+    host: '127.0.0.1',
+    lazyConnect: true,
+    maxRetriesPerRequest: 0,
+    retryStrategy: () => null,
+  });
+  try {
+    await client.connect();
+    const info = (await client.cluster('INFO')) as string;
+    if (info.includes('cluster_state:ok')) return true;
+    if (info.includes('cluster_slots_assigned:0')) await client.call('CLUSTER', 'ADDSLOTSRANGE', '0', '16383');
+    return false;
+  } finally {
+    client.disconnect();
+  }
+}
+
+/** Starts one Redis (idempotent) and waits for PING (and, in cluster mode, `cluster_state:ok`). */
+export async function redisUp(layout: ServicesLayout, kind: RedisKind, progress: Progress): Promise<ServiceStatus> {
+  const p = paths(layout, kind);
+  const address = `127.0.0.1:${p.port}`;
+  const pid = ownedPid(p.pid, p.conf);
+  if (pid === undefined && (await portOpen(p.port))) {
+    const answer = await ping(p.port).catch((e: Error) => e.message);
+    if (answer !== 'PONG')
+      throw new ServiceStartError(`port ${p.port} is taken by something that is not Redis (${answer})`);
+    progress(`${kind}: a Redis not started by us already answers on ${address}; using it`);
+    if (kind === 'redis-cluster')
+      await waitFor(`${kind} on ${address}`, () => clusterReady(p.port), layout.timeoutSec * 1000);
+    return { name: kind, state: 'external', address };
+  }
+  if (pid === undefined) {
+    const bin = ensureRedisBinary(progress);
+    mkdirSync(p.dir, { recursive: true });
+    const lines = [
+      `port ${p.port}`,
+      'bind 127.0.0.1',
+      'protected-mode yes',
+      'daemonize yes',
+      `pidfile ${p.pid}`,
+      `logfile ${p.log}`,
+      `dir ${p.dir}`,
+      'appendonly yes',
+      'appendfsync everysec',
+      // The frontier must never be evicted silently (DESIGN.md §3, as on ElastiCache).
+      'maxmemory-policy noeviction',
+      'save ""',
+      // Keeps the config path in the process title, so `down` can tell our process from a stranger's.
+      'proc-title-template "{title} {listen-addr} {server-mode} {config-file}"',
+    ];
+    if (kind === 'redis-cluster') {
+      lines.push(
+        'cluster-enabled yes',
+        // A lone node does not know its own address and would announce "" in CLUSTER SLOTS.
+        'cluster-announce-ip 127.0.0.1',
+        `cluster-config-file ${join(p.dir, 'nodes.conf')}`,
+        'cluster-node-timeout 5000',
+      );
+    }
+    writeFileSync(p.conf, `${lines.join('\n')}\n`);
+    progress(`${kind}: starting on ${address} (log ${p.log})`);
+    const started = spawnSync(bin, [p.conf], { encoding: 'utf8' });
+    if (started.status !== 0) {
+      throw new ServiceStartError(
+        `${kind}: redis-server exited ${started.status}: ${started.stderr || started.stdout}`,
+      );
+    }
+  }
+  await waitFor(`${kind} on ${address}`, async () => (await ping(p.port)) === 'PONG', layout.timeoutSec * 1000);
+  if (kind === 'redis-cluster') await waitFor(`${kind} slots`, () => clusterReady(p.port), layout.timeoutSec * 1000);
+  progress(`${kind}: ready on ${address}`);
+  return { name: kind, state: 'running', pid: ownedPid(p.pid, p.conf), address, log: p.log };
+}
+
+/** Stops the Redis we started (if any). */
+export async function redisDown(layout: ServicesLayout, kind: RedisKind, progress: Progress): Promise<void> {
+  const p = paths(layout, kind);
+  const pid = ownedPid(p.pid, p.conf);
+  if (pid === undefined) return;
+  progress(`${kind}: stopping pid ${pid}`);
+  await stopProcess(pid, p.pid);
+}
+
+export async function redisStatus(layout: ServicesLayout, kind: RedisKind): Promise<ServiceStatus> {
+  const p = paths(layout, kind);
+  const address = `127.0.0.1:${p.port}`;
+  const pid = ownedPid(p.pid, p.conf);
+  if (pid !== undefined) return { name: kind, state: 'running', pid, address, log: p.log };
+  return { name: kind, state: (await portOpen(p.port)) ? 'external' : 'stopped', address };
+}

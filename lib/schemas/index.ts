@@ -1,0 +1,406 @@
+/**
+ * The requests clients put on `<p>.incoming` (CONTRACT.md "Requests"). One Ajv instance compiles the
+ * four schemas once at load (STYLE.md §6); {@link parseRequest} and {@link validateRequest} are the way
+ * in, and every failure is one {@link SchemaValidationError} whose details point at the offending field.
+ */
+import { Buffer } from 'node:buffer';
+import { domainToASCII } from 'node:url';
+import type { ErrorObject, ValidateFunction } from 'ajv';
+import { Ajv } from 'ajv';
+import type { RejectionDetail } from '../errors.ts';
+import { SchemaValidationError } from '../errors.ts';
+import actionSchema from './action.schema.json' with { type: 'json' };
+import crawlSchema from './crawl.schema.json' with { type: 'json' };
+import domainConfigSchema from './domain-config.schema.json' with { type: 'json' };
+import statsSchema from './stats.schema.json' with { type: 'json' };
+
+/** The four request types; decided by shape, see {@link classifyRequest}. */
+export type RequestType = 'crawl' | 'action' | 'stats' | 'domain';
+
+/** A crawl request after validation, with defaults filled in. */
+export interface CrawlRequest {
+  /** The application that owns the crawl, 3–40 chars. */
+  appid: string;
+  /** The crawl within the app, 1–40 chars; a URL is fetched at most once per crawlid. */
+  crawlid: string;
+  /** The seed: an absolute http(s) URL of at most 2048 chars; a bare host has had `http://` prepended. */
+  url: string;
+  /**
+   * A registered spider.
+   * @default "link"
+   */
+  spiderid: string;
+  /**
+   * 1–100; higher is crawled first, children get `priority - 10`.
+   * @default 1
+   */
+  priority: number;
+  /**
+   * 0–3; links are followed while a page's depth is below this.
+   * @default 0
+   */
+  maxdepth: number;
+  /** 0–2000: at most this many pages per domain for this crawl, seed included. No limit when absent. */
+  domain_max_pages?: number;
+  /** Only links to these domains or their subdomains are followed. Any domain when absent. */
+  allowed_domains?: string[];
+  /** JavaScript regular expressions (each compiles); a link must match one. */
+  allow_regex?: string[];
+  /** JavaScript regular expressions (each compiles); a match denies the link, winning over `allow_regex`. */
+  deny_regex?: string[];
+  /** Replaces the default list of binary and media extensions whose links are not followed. */
+  deny_extensions?: string[];
+  /**
+   * Unix epoch seconds (UTC) after which the crawl is purged; 0 means never.
+   * @default 0
+   */
+  expires: number;
+  /** User-Agent for this crawl, 3–1000 chars. The cluster default when absent. */
+  useragent?: string;
+  /** Cookie header, 3–1000 chars, `k=v; k2=v2`. */
+  cookie?: string;
+  /** Free-form, echoed in every page of the crawl. */
+  attrs?: Record<string, unknown>;
+  /** Extra request headers (Ext): at most 50, names are HTTP tokens. */
+  headers?: Record<string, string>;
+}
+
+/** Fields every action request carries. */
+export interface ActionRequestBase {
+  /** Chosen by the client and echoed in the reply, 1–40 chars. */
+  uuid: string;
+  /** 3–40 chars. */
+  appid: string;
+  /** A registered spider. */
+  spiderid: string;
+}
+
+/** Reports what is pending, for one crawl or, without `crawlid`, for the whole app. */
+export interface InfoActionRequest extends ActionRequestBase {
+  action: 'info';
+  /** 1–40 chars; the whole app when absent. */
+  crawlid?: string;
+}
+
+/** Purges a crawl's pending requests; `crawlid` is required. */
+export interface StopActionRequest extends ActionRequestBase {
+  action: 'stop';
+  /** 1–40 chars. */
+  crawlid: string;
+}
+
+/** An action request after validation. */
+export type ActionRequest = InfoActionRequest | StopActionRequest;
+
+/** Which statistics a stats request asks for. */
+export type StatsType = 'kafka-monitor' | 'redis-monitor' | 'crawler' | 'spider' | 'machine' | 'queue' | 'rest' | 'all';
+
+/** A stats request after validation, with defaults filled in. */
+export interface StatsRequest {
+  /** Chosen by the client and echoed in the reply, 1–40 chars. */
+  uuid: string;
+  /** 3–40 chars. */
+  appid: string;
+  /**
+   * The component to report on; `all` reports one key per component.
+   * @default "all"
+   */
+  stats: StatsType;
+}
+
+/** What a domain config request changes. */
+export type DomainConfigAction = 'domain-update' | 'domain-remove' | 'blacklist-update' | 'blacklist-remove';
+
+/** A domain config request after validation, with defaults filled in. */
+export interface DomainConfigRequest {
+  /** Chosen by the client and echoed in the reply, 1–40 chars. */
+  uuid: string;
+  /** 3–40 chars. */
+  appid: string;
+  /** The registrable domain, lower-cased, internationalised names in punycode (as URL hostnames are). */
+  domain: string;
+  action: DomainConfigAction;
+  /**
+   * Pages per window before `scale`; at least 1 for `domain-update`.
+   * @default 0
+   */
+  hits: number;
+  /**
+   * Window length in seconds; at least 1 for `domain-update`.
+   * @default 0
+   */
+  window: number;
+  /**
+   * 0.0–1.0; the effective limit is `floor(hits × scale)` pages per window.
+   * @default 1
+   */
+  scale: number;
+}
+
+/** A validated request tagged with its type; narrow on `type`. */
+export type ClassifiedRequest =
+  | { type: 'crawl'; request: CrawlRequest }
+  | { type: 'action'; request: ActionRequest }
+  | { type: 'stats'; request: StatsRequest }
+  | { type: 'domain'; request: DomainConfigRequest };
+
+/** The spiders this cluster runs. */
+export const KNOWN_SPIDERS: ReadonlySet<string> = new Set(['link', 'wandering']);
+
+/** The largest message {@link parseRequest} accepts by default: 1 MiB, Kafka's default message limit. */
+export const MAX_REQUEST_BYTES = 1_048_576;
+
+/** Options of {@link validateRequest}. */
+export interface ValidateOptions {
+  /**
+   * The spiders a `spiderid` may name.
+   * @default KNOWN_SPIDERS
+   */
+  spiders?: ReadonlySet<string>;
+}
+
+/** Options of {@link parseRequest}. */
+export interface ParseOptions extends ValidateOptions {
+  /**
+   * Messages longer than this many bytes are rejected as `too_large` before decoding.
+   * @default MAX_REQUEST_BYTES (1 MiB)
+   */
+  maxBytes?: number;
+}
+
+const ajv = new Ajv({ allErrors: true, useDefaults: true, strict: true });
+const validateCrawl: ValidateFunction<CrawlRequest> = ajv.compile<CrawlRequest>(crawlSchema);
+const validateAction: ValidateFunction<ActionRequest> = ajv.compile<ActionRequest>(actionSchema);
+const validateStats: ValidateFunction<StatsRequest> = ajv.compile<StatsRequest>(statsSchema);
+const validateDomainConfig: ValidateFunction<DomainConfigRequest> =
+  ajv.compile<DomainConfigRequest>(domainConfigSchema);
+
+const DOMAIN_ACTIONS: ReadonlySet<unknown> = new Set(domainConfigSchema.properties.action.enum);
+
+/**
+ * Decides a request's type from its shape alone, without validating it: `url` → crawl; `domain` and
+ * `action`, or an `action` that only domain config has → domain; `stats` → stats; `action` info or stop
+ * → action. The rules are checked in that order, so the types are mutually exclusive.
+ * @returns `undefined` for a value that is not an object or matches no type.
+ */
+export function classifyRequest(value: unknown): RequestType | undefined {
+  if (!isObject(value)) return undefined;
+  if (Object.hasOwn(value, 'url')) return 'crawl';
+  // A domain action without `domain` is still a domain config request, so the rejection says "/domain is required".
+  if (Object.hasOwn(value, 'action') && (Object.hasOwn(value, 'domain') || DOMAIN_ACTIONS.has(value.action))) {
+    return 'domain';
+  }
+  if (Object.hasOwn(value, 'stats')) return 'stats';
+  if (value.action === 'info' || value.action === 'stop') return 'action';
+  return undefined;
+}
+
+const UNKNOWN_TYPE_DETAILS: readonly RejectionDetail[] = [
+  { path: '', message: 'a crawl request needs "url"' },
+  { path: '', message: 'an action request needs "action": "info" or "stop"' },
+  { path: '', message: 'a stats request needs "stats"' },
+  { path: '', message: 'a domain config request needs "domain" and "action"' },
+];
+
+/**
+ * Classifies a decoded request, validates it against its type's schema and the checks a schema cannot
+ * express (URL, regexes, domain name, spider), and returns a new object with defaults filled in; the
+ * input is not modified. A bare-host `url` such as `example.com/x` gets `http://` prepended.
+ * @throws SchemaValidationError with kind `schema`, `unknown_type` or `unknown_spider`.
+ */
+export function validateRequest(value: unknown, options: ValidateOptions = {}): ClassifiedRequest {
+  if (!isObject(value)) throw new SchemaValidationError('schema', [{ path: '', message: 'must be an object' }]);
+  const type = classifyRequest(value);
+  if (type === undefined) throw new SchemaValidationError('unknown_type', [...UNKNOWN_TYPE_DETAILS]);
+  const spiders = options.spiders ?? KNOWN_SPIDERS;
+  // Ajv fills defaults in place, so it works on a copy.
+  const copy = cloneJson(value);
+  switch (type) {
+    case 'crawl': {
+      const request = check(validateCrawl, copy);
+      throwIfAny(crawlProblems(request));
+      checkSpider(request.spiderid, spiders);
+      return { type, request };
+    }
+    case 'action': {
+      const request = check(validateAction, copy);
+      checkSpider(request.spiderid, spiders);
+      return { type, request };
+    }
+    case 'stats':
+      return { type, request: check(validateStats, copy) };
+    case 'domain': {
+      const request = check(validateDomainConfig, copy);
+      throwIfAny(domainProblems(request));
+      return { type, request };
+    }
+  }
+}
+
+const utf8 = new TextDecoder('utf-8', { fatal: true });
+
+/**
+ * Decodes one message from `<p>.incoming` (UTF-8 JSON) and validates it with {@link validateRequest}.
+ * @throws SchemaValidationError with kind `too_large` (over `maxBytes`), `invalid_json` (not UTF-8, or
+ * not JSON), `schema` (not an object, or invalid), `unknown_type` or `unknown_spider`.
+ */
+export function parseRequest(raw: string | Uint8Array, options: ParseOptions = {}): ClassifiedRequest {
+  const maxBytes = options.maxBytes ?? MAX_REQUEST_BYTES;
+  const size = typeof raw === 'string' ? Buffer.byteLength(raw, 'utf8') : raw.byteLength;
+  if (size > maxBytes) {
+    throw new SchemaValidationError('too_large', [
+      { path: '', message: `is ${size} bytes, more than the limit of ${maxBytes}` },
+    ]);
+  }
+  let text: string;
+  try {
+    text = typeof raw === 'string' ? raw : utf8.decode(raw);
+  } catch {
+    throw new SchemaValidationError('invalid_json', [{ path: '', message: 'is not valid UTF-8' }]);
+  }
+  let value: unknown;
+  try {
+    value = JSON.parse(text);
+  } catch (error) {
+    throw new SchemaValidationError('invalid_json', [{ path: '', message: (error as Error).message }]);
+  }
+  return validateRequest(value, options);
+}
+
+function isObject(value: unknown): value is Record<string, unknown> {
+  return typeof value === 'object' && value !== null && !Array.isArray(value);
+}
+
+function cloneJson(value: Record<string, unknown>): Record<string, unknown> {
+  try {
+    return structuredClone(value);
+  } catch {
+    // Only reachable from callers that hand over functions or symbols, never from parseRequest.
+    throw new SchemaValidationError('schema', [{ path: '', message: 'must contain only JSON values' }]);
+  }
+}
+
+function check<T>(validate: ValidateFunction<T>, data: Record<string, unknown>): T {
+  if (validate(data)) return data;
+  const details = (validate.errors ?? []).flatMap((error) => toDetail(error, data.action));
+  throw new SchemaValidationError('schema', details);
+}
+
+function throwIfAny(details: RejectionDetail[]): void {
+  if (details.length > 0) throw new SchemaValidationError('schema', details);
+}
+
+function checkSpider(spiderid: string, spiders: ReadonlySet<string>): void {
+  if (spiders.has(spiderid)) return;
+  throw new SchemaValidationError('unknown_spider', [
+    {
+      path: '/spiderid',
+      message: `must be a registered spider (${[...spiders].join(', ')}), not ${JSON.stringify(spiderid)}`,
+    },
+  ]);
+}
+
+/** Readable messages for the schemas' patterns; Ajv's own message would print the regex. */
+const PATTERN_MESSAGES: ReadonlyMap<string, string> = new Map([
+  [crawlSchema.properties.cookie.pattern, 'must not contain control characters'],
+  [crawlSchema.properties.headers.propertyNames.pattern, "must be an HTTP token (letters, digits, !#$%&'*+-.^_`|~)"],
+]);
+
+/** One Ajv error as zero or one rejection details: paths name the field, messages say what to change. */
+function toDetail(error: ErrorObject, action: unknown): RejectionDetail[] {
+  const params = error.params as Record<string, unknown>;
+  let path = error.instancePath;
+  let message = error.message ?? 'is invalid';
+  switch (error.keyword) {
+    // Summaries of errors that are reported on their own.
+    case 'if':
+    case 'propertyNames':
+      return [];
+    case 'additionalProperties':
+      path += pointerSegment(String(params.additionalProperty));
+      message = 'is not an allowed field';
+      break;
+    case 'required':
+      path += pointerSegment(String(params.missingProperty));
+      message = 'is required';
+      break;
+    case 'enum':
+      message = `must be one of ${(params.allowedValues as unknown[]).map((v) => JSON.stringify(v)).join(', ')}`;
+      break;
+    case 'pattern':
+      message = PATTERN_MESSAGES.get(String(params.pattern)) ?? message;
+      break;
+  }
+  if (error.propertyName !== undefined) {
+    path += pointerSegment(error.propertyName);
+    message = `name ${message}`;
+  }
+  // Both schemas' conditionals (stop needs crawlid, domain-update needs hits and window) test `action`.
+  if (error.schemaPath.startsWith('#/then/')) message += ` when action is ${JSON.stringify(action)}`;
+  return [{ path, message }];
+}
+
+function pointerSegment(key: string): string {
+  return `/${key.replaceAll('~', '~0').replaceAll('/', '~1')}`;
+}
+
+const MAX_URL_LENGTH = 2048;
+const HAS_SCHEME = /^[a-z][a-z0-9+.-]*:/i;
+// `localhost:8080/x` looks like a scheme to HAS_SCHEME but is a host and port.
+const HOST_AND_PORT = /^[^/?#:@]+:\d+(?:[/?#]|$)/;
+
+function withScheme(url: string): string {
+  if (url.startsWith('//')) return `http:${url}`;
+  if (HAS_SCHEME.test(url) && !HOST_AND_PORT.test(url)) return url;
+  return `http://${url}`;
+}
+
+function crawlProblems(request: CrawlRequest): RejectionDetail[] {
+  const details: RejectionDetail[] = [];
+  request.url = withScheme(request.url);
+  const urlProblem = seedUrlProblem(request.url);
+  if (urlProblem !== undefined) details.push({ path: '/url', message: urlProblem });
+  for (const field of ['allow_regex', 'deny_regex'] as const) {
+    request[field]?.forEach((source, index) => {
+      try {
+        new RegExp(source);
+      } catch (error) {
+        details.push({
+          path: `/${field}/${index}`,
+          message: `must be a valid regular expression: ${(error as Error).message}`,
+        });
+      }
+    });
+  }
+  return details;
+}
+
+function seedUrlProblem(url: string): string | undefined {
+  // Checked after the prefix: the URL the crawler fetches is what must fit.
+  if (url.length > MAX_URL_LENGTH) return `must NOT have more than ${MAX_URL_LENGTH} characters`;
+  // WHATWG parsing refuses http(s) URLs without a host, so a parsed http(s) URL always has one.
+  const parsed = URL.parse(url);
+  if (parsed === null) return `must be an absolute http(s) URL, got ${JSON.stringify(url)}`;
+  if (parsed.protocol !== 'http:' && parsed.protocol !== 'https:') {
+    return `must be an http or https URL, not ${parsed.protocol}`;
+  }
+  return undefined;
+}
+
+// Labels of letters, digits and inner hyphens; at least two labels; the TLD alphabetic or punycode.
+const DOMAIN_NAME = /^(?=.{1,253}$)(?:[a-z0-9](?:[a-z0-9-]{0,61}[a-z0-9])?\.)+(?:[a-z]{2,63}|xn--[a-z0-9-]{1,59})$/;
+
+// domainToASCII alone would quietly cut `ebay.com/x` to `ebay.com` and decode `%41`, so those are refused first.
+const DOMAIN_CHARACTERS = /^[\p{L}\p{M}\p{N}.-]+$/u;
+
+function domainProblems(request: DomainConfigRequest): RejectionDetail[] {
+  // Lower-cased and punycoded so it equals the hostname of any URL on that domain.
+  const domain = DOMAIN_CHARACTERS.test(request.domain) ? domainToASCII(request.domain) : '';
+  if (!DOMAIN_NAME.test(domain)) {
+    return [
+      { path: '/domain', message: `must be a domain name such as ebay.com, not ${JSON.stringify(request.domain)}` },
+    ];
+  }
+  request.domain = domain;
+  return [];
+}

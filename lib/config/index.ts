@@ -35,6 +35,8 @@ export function loadConfig(env: Readonly<Record<string, string | undefined>> = p
     if (raw === undefined) continue;
     if (spec.type === 'boolean') {
       const lower = raw.trim().toLowerCase();
+      // Set but empty (`VAR=`) means "not set": the default applies.
+      if (lower === '') continue;
       if (TRUE.has(lower)) input[name] = true;
       else if (FALSE.has(lower)) input[name] = false;
       else throw new ConfigError(name, `must be true or false (got ${JSON.stringify(raw)})`);

@@ -1,0 +1,446 @@
+/**
+ * The crawl frontier: per-domain priority queues with cluster-wide politeness throttling, in Redis.
+ * The monitors and the crawler fleet only call this. DESIGN.md §3 has the rules; keys.ts the sharding.
+ *
+ * ## What the operations mean across workers
+ * - **enqueue**: a request is accepted at most once per crawl (canonical-URL fingerprint); accepted means
+ *   it will be leased eventually unless its crawl is stopped or expires first. Idempotent under redelivery.
+ * - **lease**: hands one request to one worker; no other worker sees it until the lease is acked,
+ *   released, retried, or its deadline passes (then `reclaim` returns it to the queue). The domain's
+ *   throttle is charged at lease time, and only when something is leased.
+ * - **ack**: the page was published (or failed for good); the request is done. Acking an expired lease
+ *   whose request was reclaimed but not yet leased again still counts (no second fetch).
+ * - **release**: give back unfetched leases; they keep their place (FIFO among equal priority).
+ * - **retry**: back in the queue at `priority - 10`, `retries + 1`, not before a backoff delay.
+ * - **empty**: nothing is due now; `lease` says when the next domain or retry becomes due.
+ * - **done** (a crawl): nothing queued and nothing leased; `ack` reports the moment it happens, once.
+ */
+import type { Variables } from '../config/index.ts';
+import type { CrawlRequest } from '../schemas/index.ts';
+import type { RedisClient } from './client.ts';
+import { crawlKey, dupefilterKey, type PartitionRef, partitionKeyList, spiderPartitions, spidersKey } from './keys.ts';
+import { type LuaScript, runScript, script } from './scripts.ts';
+
+/** Crawl settings stored once per crawl: the seed request without its URL. */
+export type CrawlSettings = Omit<CrawlRequest, 'url'>;
+
+export interface FrontierOptions {
+  /** Key prefix (`REDIS_KEY_PREFIX`). */
+  prefix: string;
+  /** @default 10 (`QUEUE_HITS`) */
+  hits: number;
+  /** @default 60 (`QUEUE_WINDOW`), seconds */
+  windowSec: number;
+  /** @default true (`QUEUE_MODERATED`) */
+  moderated: boolean;
+  /** Throttle per spider type (`SCHEDULER_TYPE_ENABLED`). @default true */
+  typeEnabled: boolean;
+  /** Throttle per egress IP (`SCHEDULER_IP_ENABLED`). @default false */
+  ipEnabled: boolean;
+  /** @default 600 (`DUPEFILTER_TIMEOUT`), seconds */
+  dupefilterTtlSec: number;
+  /** @default 120000 (`LEASE_TIMEOUT` × 1000), ms */
+  leaseMs: number;
+  /** @default 3600000 (`STOP_BLACKLIST_TTL` × 1000), ms */
+  stopTtlMs: number;
+  /** Work bound per lease/reclaim call (promotions, skipped stale requests). @default 100 */
+  bound?: number;
+}
+
+export function frontierOptions(vars: Variables): FrontierOptions {
+  return {
+    prefix: vars.REDIS_KEY_PREFIX,
+    hits: vars.QUEUE_HITS,
+    windowSec: vars.QUEUE_WINDOW,
+    moderated: vars.QUEUE_MODERATED,
+    typeEnabled: vars.SCHEDULER_TYPE_ENABLED,
+    ipEnabled: vars.SCHEDULER_IP_ENABLED,
+    dupefilterTtlSec: vars.DUPEFILTER_TIMEOUT,
+    leaseMs: vars.LEASE_TIMEOUT * 1000,
+    stopTtlMs: vars.STOP_BLACKLIST_TTL * 1000,
+  };
+}
+
+/** One request to queue. */
+export interface QueueRequest {
+  url: string;
+  /** Registrable domain (lib/crawl/url.ts `registrableDomain`): the queue and throttle key. */
+  domain: string;
+  /** 8-byte fingerprint of the canonical request (lib/crawl/url.ts `requestFingerprint`). */
+  fingerprint: Buffer;
+  priority: number;
+  depth: number;
+  /** @default 0 */
+  retries?: number;
+}
+
+/** The crawl a request belongs to. `settings` present = a seed, which registers the crawl if new. */
+export interface CrawlRef {
+  appid: string;
+  crawlid: string;
+  settings?: CrawlSettings;
+}
+
+export type EnqueueOutcome = 'queued' | 'duplicate' | 'stopped' | 'expired' | 'capped' | 'unknown_crawl';
+
+const OUTCOMES: Record<string, EnqueueOutcome> = {
+  '1': 'queued',
+  '0': 'duplicate',
+  '-1': 'stopped',
+  '-2': 'expired',
+  '-3': 'capped',
+  '-4': 'unknown_crawl',
+};
+
+/** A leased request. `handle` identifies the lease for ack / release / retry. */
+export interface Lease {
+  handle: string;
+  partition: PartitionRef;
+  url: string;
+  domain: string;
+  priority: number;
+  depth: number;
+  retries: number;
+  crawl: CrawlSettings;
+}
+
+export type LeaseResult =
+  | { leased: true; lease: Lease; skipped: number }
+  | {
+      leased: false /** epoch ms when something may be due; null: no work at all */;
+      nextDueMs: number | null;
+      skipped: number;
+    };
+
+export interface AckResult {
+  acked: boolean;
+  /** True exactly when this ack left the crawl with nothing queued and nothing leased. */
+  complete: boolean;
+  queued: number;
+  leased: number;
+  done: number;
+  failed: number;
+}
+
+/** Queue info of one crawl, from counters. */
+export interface CrawlInfo {
+  settings: CrawlSettings;
+  queued: number;
+  leased: number;
+  done: number;
+  failed: number;
+  /** Queued requests per domain and priority. */
+  domains: Record<string, { priorities: Record<number, number>; total: number }>;
+}
+
+export type DomainAction = 'domain-update' | 'domain-remove' | 'blacklist-update' | 'blacklist-remove';
+
+const P0 = 1024;
+
+function parseHandle(handle: string): Omit<Lease, 'handle' | 'partition' | 'crawl'> & { ref: string } {
+  const [domain = '', ps = '', ref = '', depth = '0', retries = '0', ...rest] = handle.split('\0');
+  return {
+    domain,
+    priority: P0 - Number(ps.slice(0, 4)),
+    ref,
+    depth: Number(depth),
+    retries: Number(retries),
+    url: rest.join('\0'),
+  };
+}
+
+export class Frontier {
+  readonly #redis: RedisClient;
+  readonly #o: Required<FrontierOptions>;
+  readonly #knownSpiders = new Set<string>();
+
+  constructor(redis: RedisClient, options: FrontierOptions) {
+    this.#redis = redis;
+    this.#o = { bound: 100, ...options };
+  }
+
+  /** The partition holding a spider type's requests for a domain (one partition per scope today). */
+  partitionFor(spider: string, _domain?: string): PartitionRef {
+    return spiderPartitions(this.#o.prefix, spider, this.#o.typeEnabled)[0] as PartitionRef;
+  }
+
+  /** Every partition of a spider type (periodic jobs and info visit them all). */
+  partitionsOf(spider: string): PartitionRef[] {
+    return spiderPartitions(this.#o.prefix, spider, this.#o.typeEnabled);
+  }
+
+  /** Spider types that ever had work queued (a registry, not a keyspace scan). */
+  async spiders(): Promise<string[]> {
+    return (await this.#redis.smembers(spidersKey(this.#o.prefix))).sort();
+  }
+
+  #common(now: number): (string | number)[] {
+    const o = this.#o;
+    return [now, o.hits, o.windowSec, o.moderated ? 1 : 0, o.ipEnabled ? 1 : 0];
+  }
+
+  #run<T>(name: string, p: PartitionRef, extraKeys: string[], args: (string | number | Buffer)[], now: number) {
+    const s: LuaScript = script(name);
+    return runScript<T>(this.#redis, s, [...partitionKeyList(p), ...extraKeys], [...this.#common(now), ...args]);
+  }
+
+  /**
+   * Queues a batch for one spider type in one round trip per partition. Outcomes are in input order.
+   * Children carry a crawl without `settings`; they are refused (`unknown_crawl`) when the crawl has ended.
+   */
+  async enqueue(
+    spider: string,
+    items: { crawl: CrawlRef; request: QueueRequest }[],
+    now = Date.now(),
+  ): Promise<EnqueueOutcome[]> {
+    if (items.length === 0) return [];
+    if (!this.#knownSpiders.has(spider)) {
+      await this.#redis.sadd(spidersKey(this.#o.prefix), spider);
+      this.#knownSpiders.add(spider);
+    }
+    const byPartition = new Map<string, { p: PartitionRef; idx: number[] }>();
+    items.forEach((item, i) => {
+      const p = this.partitionFor(spider, item.request.domain);
+      const id = `${p.scope}:${p.partition}`;
+      const group = byPartition.get(id) ?? { p, idx: [] };
+      group.idx.push(i);
+      byPartition.set(id, group);
+    });
+    const out: EnqueueOutcome[] = new Array(items.length);
+    for (const { p, idx } of byPartition.values()) {
+      const crawlIndex = new Map<string, number>();
+      const crawlArgs: (string | number)[] = [];
+      const dupeKeys: string[] = [];
+      const reqArgs: (string | number | Buffer)[] = [];
+      for (const i of idx) {
+        const { crawl, request } = items[i] as { crawl: CrawlRef; request: QueueRequest };
+        const ck = crawlKey(crawl.appid, crawl.crawlid);
+        let ci = crawlIndex.get(ck);
+        if (ci === undefined) {
+          ci = crawlIndex.size + 1;
+          crawlIndex.set(ck, ci);
+          dupeKeys.push(dupefilterKey(p, ck));
+          const s = crawl.settings;
+          crawlArgs.push(ck, crawl.appid, s ? JSON.stringify(s) : '', s?.expires ?? 0, s?.domain_max_pages ?? 0);
+        } else if (crawl.settings && crawlArgs[(ci - 1) * 5 + 2] === '') {
+          // A seed after a child of the same crawl in one batch: the seed's settings register the crawl.
+          crawlArgs[(ci - 1) * 5 + 2] = JSON.stringify(crawl.settings);
+          crawlArgs[(ci - 1) * 5 + 3] = crawl.settings.expires ?? 0;
+          crawlArgs[(ci - 1) * 5 + 4] = crawl.settings.domain_max_pages ?? 0;
+        }
+        reqArgs.push(
+          ci,
+          request.fingerprint,
+          request.domain,
+          request.priority,
+          request.depth,
+          request.retries ?? 0,
+          request.url,
+        );
+      }
+      const codes = await this.#run<number[]>(
+        'enqueue',
+        p,
+        dupeKeys,
+        [this.#o.dupefilterTtlSec, crawlIndex.size, ...crawlArgs, idx.length, ...reqArgs],
+        now,
+      );
+      idx.forEach((i, k) => {
+        out[i] = OUTCOMES[String(codes[k])] ?? 'unknown_crawl';
+      });
+    }
+    return out;
+  }
+
+  /** Leases the next due request of a spider type (see the module doc). */
+  async lease(spider: string, options: { ip?: string; now?: number } = {}): Promise<LeaseResult> {
+    const now = options.now ?? Date.now();
+    const p = this.partitionFor(spider);
+    const r = await this.#run<[number, string | number, string?, number?]>(
+      'lease',
+      p,
+      [],
+      [this.#o.leaseMs, options.ip ?? '', this.#o.bound],
+      now,
+    );
+    if (r[0] === 1) {
+      const handle = String(r[1]);
+      const { ref: _ref, ...fields } = parseHandle(handle);
+      return {
+        leased: true,
+        skipped: Number(r[3] ?? 0),
+        lease: { handle, partition: p, ...fields, crawl: JSON.parse(String(r[2])) as CrawlSettings },
+      };
+    }
+    const due = Number(r[1]);
+    return { leased: false, nextDueMs: due < 0 ? null : due, skipped: Number(r[2] ?? 0) };
+  }
+
+  /** Marks a leased request done (`done`: page published) or failed for good (`fail`). */
+  async ack(lease: Pick<Lease, 'handle' | 'partition'>, outcome: 'done' | 'fail' = 'done', now = Date.now()) {
+    const r = await this.#run<number[]>('ack', lease.partition, [], [lease.handle, outcome], now);
+    const [code = -1, queued = 0, leased = 0, done = 0, failed = 0] = r;
+    return { acked: code >= 1, complete: code === 2, queued, leased, done, failed } satisfies AckResult;
+  }
+
+  /** Gives leases back unfetched. @returns how many went back to their queues */
+  async release(leases: Pick<Lease, 'handle' | 'partition'>[], now = Date.now()): Promise<number> {
+    let n = 0;
+    const byPartition = new Map<string, { p: PartitionRef; handles: string[] }>();
+    for (const l of leases) {
+      const id = `${l.partition.scope}:${l.partition.partition}:${l.partition.spider}`;
+      const g = byPartition.get(id) ?? { p: l.partition, handles: [] };
+      g.handles.push(l.handle);
+      byPartition.set(id, g);
+    }
+    for (const { p, handles } of byPartition.values()) n += await this.#run<number>('release', p, [], handles, now);
+    return n;
+  }
+
+  /** Requeues a leased request at `priority - 10`, `retries + 1`, leasable after `delayMs`. */
+  async retry(lease: Pick<Lease, 'handle' | 'partition'>, delayMs: number, now = Date.now()) {
+    const r = await this.#run<[number, string?]>(
+      'retry',
+      lease.partition,
+      [],
+      [lease.handle, Math.max(0, delayMs)],
+      now,
+    );
+    return { retried: r[0] === 1, handle: r[1] };
+  }
+
+  /** Returns expired leases of one spider type to their queues. @returns how many */
+  async reclaim(spider: string, now = Date.now(), limit = 1000): Promise<number> {
+    let total = 0;
+    for (const p of this.partitionsOf(spider)) {
+      for (;;) {
+        const [n, more] = await this.#run<[number, number]>('reclaim', p, [], [limit], now);
+        total += n;
+        if (more !== 1) break;
+      }
+    }
+    return total;
+  }
+
+  /**
+   * Stops a crawl: purges its queued requests (returns how many), refuses its later children for
+   * `stopTtlMs`, and returns its settings (undefined when it was not queued here).
+   */
+  async stop(spider: string, appid: string, crawlid: string, now = Date.now()) {
+    const ck = crawlKey(appid, crawlid);
+    let purged = 0;
+    let settings: CrawlSettings | undefined;
+    for (const p of this.partitionsOf(spider)) {
+      const [n, s] = await this.#run<[number, string]>('stop', p, [dupefilterKey(p, ck)], [ck, this.#o.stopTtlMs], now);
+      purged += Number(n);
+      if (s) settings ??= JSON.parse(s) as CrawlSettings;
+    }
+    return { purged, settings };
+  }
+
+  /** Crawls of a spider type whose `expires` has passed (the expiry index; O(log n + due)). */
+  async dueCrawls(spider: string, now = Date.now(), limit = 1000): Promise<CrawlSettings[]> {
+    const out: CrawlSettings[] = [];
+    for (const p of this.partitionsOf(spider)) {
+      const flat = await this.#run<string[]>('expiry-due', p, [], [limit], now);
+      for (let i = 1; i < flat.length; i += 2) if (flat[i]) out.push(JSON.parse(flat[i] as string) as CrawlSettings);
+    }
+    return out;
+  }
+
+  /** Info for one crawl (undefined when it has nothing registered). Summed over partitions. */
+  async crawlInfo(spider: string, appid: string, crawlid: string, now = Date.now()): Promise<CrawlInfo | undefined> {
+    const infos = await this.#info(spider, 'crawl', crawlKey(appid, crawlid), now);
+    return mergeInfos(infos)[0];
+  }
+
+  /** Info for every crawl of an app under a spider type, keyed by crawlid. */
+  async appInfo(spider: string, appid: string, now = Date.now()): Promise<Record<string, CrawlInfo>> {
+    const infos = mergeInfos(await this.#info(spider, 'app', appid, now));
+    return Object.fromEntries(infos.map((i) => [i.settings.crawlid, i]));
+  }
+
+  async #info(spider: string, mode: 'crawl' | 'app', id: string, now: number): Promise<CrawlInfo[]> {
+    const out: CrawlInfo[] = [];
+    for (const p of this.partitionsOf(spider)) {
+      const rows = await this.#run<[string, number, number, number, number, (string | number)[]][]>(
+        'info',
+        p,
+        [],
+        [mode, id],
+        now,
+      );
+      for (const [settings, queued, leased, done, failed, entries] of rows) {
+        const domains: CrawlInfo['domains'] = {};
+        for (let i = 0; i < entries.length; i += 3) {
+          const d = String(entries[i]);
+          const prio = Number(entries[i + 1]);
+          const n = Number(entries[i + 2]);
+          const e = domains[d] ?? { priorities: {}, total: 0 };
+          e.priorities[prio] = (e.priorities[prio] ?? 0) + n;
+          e.total += n;
+          domains[d] = e;
+        }
+        out.push({ settings: JSON.parse(settings) as CrawlSettings, queued, leased, done, failed, domains });
+      }
+    }
+    return out;
+  }
+
+  /** Applies a domain throttle override or blacklist change to every spider type's partitions. */
+  async configureDomain(
+    action: DomainAction,
+    domain: string,
+    limits: { hits?: number; window?: number; scale?: number } = {},
+    now = Date.now(),
+  ): Promise<void> {
+    const spiders = new Set([...(await this.spiders()), ...this.#knownSpiders]);
+    for (const spider of spiders) {
+      for (const p of this.partitionsOf(spider)) {
+        await this.#run(
+          'domain-config',
+          p,
+          [],
+          [action, domain, limits.hits ?? 0, limits.window ?? 0, limits.scale ?? 1],
+          now,
+        );
+      }
+    }
+  }
+
+  /** Queued requests per domain of a spider type (O(domains)). */
+  async backlog(spider: string): Promise<Record<string, number>> {
+    const out: Record<string, number> = {};
+    for (const p of this.partitionsOf(spider)) {
+      const { domainCounts } = await import('./keys.ts').then((k) => k.partitionKeys(p));
+      const h = await this.#redis.hgetall(domainCounts);
+      for (const [d, n] of Object.entries(h)) out[d] = (out[d] ?? 0) + Number(n);
+    }
+    return out;
+  }
+}
+
+/** Sums the per-partition infos of the same crawl. */
+function mergeInfos(infos: CrawlInfo[]): CrawlInfo[] {
+  const byCrawl = new Map<string, CrawlInfo>();
+  for (const info of infos) {
+    const key = `${info.settings.appid}\n${info.settings.crawlid}`;
+    const acc = byCrawl.get(key);
+    if (!acc) {
+      byCrawl.set(key, info);
+      continue;
+    }
+    acc.queued += info.queued;
+    acc.leased += info.leased;
+    acc.done += info.done;
+    acc.failed += info.failed;
+    for (const [d, e] of Object.entries(info.domains)) {
+      const a = acc.domains[d] ?? { priorities: {}, total: 0 };
+      for (const [prio, n] of Object.entries(e.priorities))
+        a.priorities[Number(prio)] = (a.priorities[Number(prio)] ?? 0) + n;
+      a.total += e.total;
+      acc.domains[d] = a;
+    }
+  }
+  return [...byCrawl.values()];
+}

@@ -1,0 +1,171 @@
+/**
+ * Every Redis key crawl-cluster uses is built here, and nowhere else (STYLE.md §1).
+ *
+ * ## Sharding (hash tags) — read this before adding a key
+ * ElastiCache in cluster mode (and Serverless, always cluster mode) runs a Lua script only when every key
+ * it touches is declared in KEYS and all of them hash to one slot. So keys are grouped by the atomic steps
+ * that use them together, and each group shares one hash tag:
+ *
+ * - **Frontier partition** `{<prefix>:f:<scope>:<n>}`: the queue, the domain schedule (ready / waiting),
+ *   throttle state, domain config and blacklist, leases, crawl records and counters, the expiry index.
+ *   Enqueue, lease, ack, release, retry, reclaim, stop and info are each one script inside one partition.
+ *   `<scope>` is the spider type when throttles are per spider type (`SCHEDULER_TYPE_ENABLED`, the
+ *   default), and `all` when the throttle is shared by every spider type: the throttle's scope decides the
+ *   tag, because a throttle must live in the same slot as every queue it limits.
+ *   `<n>` is the partition number. Today each scope has one partition (`0`). The scale-out seam: past one
+ *   shard's throughput a scope splits into N partitions, domain → partition by a stable hash, and crawlers
+ *   lease from partitions in turn. No script assumes a single partition: each gets its partition's keys
+ *   from the caller, and cross-partition answers (info, stats) are summed by the caller.
+ * - **Per-crawl dupefilter** lives in the partition's slot too (same tag), but is one key per crawl so it
+ *   can expire on its own (`DUPEFILTER_TIMEOUT`); the caller declares it in KEYS.
+ * - **Stats** `{<prefix>:stats}`: time-bucketed counters and heartbeats, never touched together with the
+ *   frontier, so one slot of their own.
+ * - **Replies** `<prefix>:reply:<uuid>`: single-key reads and writes; no tag needed.
+ *
+ * Names inside a partition are short on purpose: they are repeated in every command.
+ */
+import { createHash } from 'node:crypto';
+
+/**
+ * Identifies one spider type's frontier inside one partition: the throttle scope (the spider type, or
+ * `all`), the partition number, and the spider type whose queue this is. Spider types that share a
+ * scope share the slot, the throttle state and the crawl records, but each has its own queue.
+ */
+export interface PartitionRef {
+  prefix: string;
+  scope: string;
+  partition: number;
+  spider: string;
+}
+
+/** The fixed keys of one frontier partition, in the order every script declares them. */
+export interface PartitionKeys {
+  /** ZSET, all scores 0, lexicographic: `<domain>\0<prio><seq>\0<ref>\0<depth>\0<retries>\0<url>` — every queued request. */
+  queue: string;
+  /** ZSET domain → score of its best queued request; domains with work whose throttle allows a fetch now. */
+  ready: string;
+  /** ZSET domain → epoch ms when its throttle next allows a fetch. */
+  waiting: string;
+  /** ZSET request → epoch ms: retries held back until their backoff delay passes. */
+  delayed: string;
+  /** ZSET request → lease deadline (epoch ms): leased requests. */
+  leases: string;
+  /** HASH throttle key → state (last fetch ms, or the recent fetch times in burst mode). */
+  throttle: string;
+  /** HASH domain → `hits,window,scale` overrides. */
+  domainConfig: string;
+  /** SET of blacklisted domains: their requests stay queued but are never leased. */
+  blacklist: string;
+  /** STRING counter: request sequence numbers (FIFO) and crawl refs. */
+  seq: string;
+  /** HASH `<crawl key>` → crawl ref (the live registration of a crawl). */
+  crawlRefs: string;
+  /** HASH crawl ref → crawl settings (JSON), stored once per crawl. */
+  crawlSettings: string;
+  /** HASH counters: `<ref>\0<domain>\0<prio>` queued, `<ref>\0q` queued, `<ref>\0l` leased, `<ref>\0<domain>\0cap` pages, `<ref>\0done`, `<ref>\0fail`. */
+  counts: string;
+  /** ZSET, lexicographic: `<ref>\0<domain>\0<prio>` — which counters a crawl has (info without queue scans). */
+  crawlIndex: string;
+  /** ZSET, lexicographic: `<appid>\0<ref>` — the crawls of an app. */
+  appIndex: string;
+  /** HASH domain → queued count (for queue stats, O(domains)). */
+  domainCounts: string;
+  /** ZSET crawl ref → `expires` (epoch s), only crawls that expire. */
+  expiry: string;
+  /** ZSET `<crawl key>` → epoch ms until which it stays stopped (late children refused). */
+  stopped: string;
+}
+
+/** The hash tag of a partition. */
+export function partitionTag(p: PartitionRef): string {
+  return `{${p.prefix}:f:${p.scope}:${p.partition}}`;
+}
+
+/** The fixed keys of a partition. */
+export function partitionKeys(p: PartitionRef): PartitionKeys {
+  const t = partitionTag(p);
+  const s = p.spider;
+  return {
+    queue: `${t}:q:${s}`,
+    ready: `${t}:ready:${s}`,
+    waiting: `${t}:wait:${s}`,
+    delayed: `${t}:delay:${s}`,
+    leases: `${t}:lease:${s}`,
+    throttle: `${t}:thr`,
+    domainConfig: `${t}:dcfg`,
+    blacklist: `${t}:black`,
+    seq: `${t}:seq`,
+    crawlRefs: `${t}:crawls`,
+    crawlSettings: `${t}:settings`,
+    counts: `${t}:counts`,
+    crawlIndex: `${t}:cidx`,
+    appIndex: `${t}:apps`,
+    domainCounts: `${t}:dcount:${s}`,
+    expiry: `${t}:expiry`,
+    stopped: `${t}:stopped`,
+  };
+}
+
+/** The fixed keys as a list, in declaration order (the order of {@link PartitionKeys}). */
+export function partitionKeyList(p: PartitionRef): string[] {
+  return Object.values(partitionKeys(p));
+}
+
+/**
+ * A crawl's identity inside Redis: 16 hex chars of SHA-1 over appid and crawlid. Deterministic, so the
+ * caller can name the crawl's own keys (its dupefilter) without a round trip.
+ */
+export function crawlKey(appid: string, crawlid: string): string {
+  return createHash('sha1').update(appid).update('\n').update(crawlid).digest('hex').slice(0, 16);
+}
+
+/** SET of 8-byte request fingerprints already seen in a crawl; expires `DUPEFILTER_TIMEOUT` after last use. */
+export function dupefilterKey(p: PartitionRef, crawl: string): string {
+  return `${partitionTag(p)}:dupe:${crawl}`;
+}
+
+/** The throttle scope for a spider type under the `SCHEDULER_TYPE_ENABLED` setting. */
+export function throttleScope(spider: string, typeEnabled: boolean): string {
+  return typeEnabled ? spider : 'all';
+}
+
+/** The partitions of a spider type (one today; see the sharding note above). */
+export function spiderPartitions(prefix: string, spider: string, typeEnabled: boolean, count = 1): PartitionRef[] {
+  const scope = throttleScope(spider, typeEnabled);
+  return Array.from({ length: count }, (_, partition) => ({ prefix, scope, partition, spider }));
+}
+
+/** The stats hash tag. */
+export function statsTag(prefix: string): string {
+  return `{${prefix}:stats}`;
+}
+
+/** HASH of time-bucketed counts for one counter name (e.g. `kafka-monitor:total`). */
+export function statsCounterKey(prefix: string, name: string): string {
+  return `${statsTag(prefix)}:c:${name}`;
+}
+
+/** SET of the counter names that exist, so stats read them without scanning the keyspace. */
+export function statsRegistryKey(prefix: string): string {
+  return `${statsTag(prefix)}:names`;
+}
+
+/** ZSET `<kind>\0<name>` → last heartbeat (epoch ms): live crawlers and monitors. */
+export function heartbeatKey(prefix: string): string {
+  return `${statsTag(prefix)}:hb`;
+}
+
+/** STRING: a reply stored under its request uuid for REST polling (with a TTL). */
+export function replyKey(prefix: string, uuid: string): string {
+  return `${prefix}:reply:${uuid}`;
+}
+
+/** STRING: robots.txt of a host, cached for the fleet (with a TTL). */
+export function robotsKey(prefix: string, origin: string): string {
+  return `${prefix}:robots:${origin}`;
+}
+
+/** SET of the spider types that have ever had work queued, so periodic jobs find every frontier without scans. */
+export function spidersKey(prefix: string): string {
+  return `${prefix}:spiders`;
+}

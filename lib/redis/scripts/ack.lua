@@ -1,0 +1,36 @@
+--[[
+  Ack a leased request: its page was published (outcome 'done') or it failed for good ('fail').
+  A late ack (the lease had expired and the request was reclaimed but not yet leased again) removes the
+  queued copy, so a slow crawler does not cause a second fetch.
+
+  KEYS[1..17]  partition keys (includes/frontier.lua)
+  ARGV[1..5]   common frontier arguments
+  ARGV[6]      member (the lease handle)
+  ARGV[7]      outcome: 'done' | 'fail'
+
+  Returns {code, queued, leased, done, failed}
+    code 1 acked, 2 acked and the crawl is now complete (nothing queued, nothing leased), 0 the crawl was
+    stopped or expired meanwhile, -1 unknown lease (already acked, or reclaimed and leased again).
+  Cost: O(log n).
+]]
+--- @include "frontier"
+
+local m = ARGV[6]
+local r = parse_member(m)
+if redis.call('ZREM', K.leases, m) == 1 then
+  if not crawl_alive(r.ref) then return {0, 0, 0, 0, 0} end
+  redis.call('HINCRBY', K.counts, r.ref .. '\0l', -1)
+elseif redis.call('ZREM', K.queue, m) == 1 or redis.call('ZREM', K.delayed, m) == 1 then
+  if not crawl_alive(r.ref) then return {0, 0, 0, 0, 0} end
+  count_queued(r, -1)
+  schedule(r.domain)
+else
+  return {-1, 0, 0, 0, 0}
+end
+local outcome = ARGV[7] == 'fail' and 'fail' or 'done'
+redis.call('HINCRBY', K.counts, r.ref .. '\0' .. outcome, 1)
+local c = redis.call('HMGET', K.counts, r.ref .. '\0q', r.ref .. '\0l', r.ref .. '\0done', r.ref .. '\0fail')
+local q, l = tonumber(c[1] or 0), tonumber(c[2] or 0)
+local code = 1
+if q <= 0 and l <= 0 then code = 2 end
+return {code, q, l, tonumber(c[3] or 0), tonumber(c[4] or 0)}

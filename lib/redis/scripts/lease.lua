@@ -1,0 +1,95 @@
+--[[
+  Lease the next request of a frontier partition: the highest-priority request among domains whose
+  throttle allows a fetch now, FIFO among equal priority. The throttle hit is recorded only when a
+  request is leased. The request stays invisible to others until it is acked, released or reclaimed.
+
+  KEYS[1..17]  partition keys (includes/frontier.lua)
+  ARGV[1..5]   common frontier arguments (includes/frontier.lua)
+  ARGV[6]      lease duration (ms)
+  ARGV[7]      egress IP of the caller ('' when throttles are not IP-scoped)
+  ARGV[8]      bound on work per call: promotions of due domains/retries, stale requests skipped
+
+  Returns
+    {1, member, settings, skipped}  leased: the member (lease handle) and its crawl's settings (JSON)
+    {0, next_due, skipped}          nothing due now; next_due = epoch ms when something may be (-1: no work)
+  skipped = requests of stopped/expired crawls dropped on the way (lazy purge).
+  Cost: O(log n) per promotion and per skipped request, bounded by ARGV[8].
+]]
+--- @include "frontier"
+
+local lease_ms = tonumber(ARGV[6])
+local ip = ARGV[7]
+local bound = tonumber(ARGV[8])
+
+-- Retries whose backoff passed go back to their queues.
+local touched = {}
+for _, m in ipairs(redis.call('ZRANGEBYSCORE', K.delayed, '-inf', NOW, 'LIMIT', 0, bound)) do
+  redis.call('ZREM', K.delayed, m)
+  redis.call('ZADD', K.queue, 0, m)
+  touched[parse_member(m).domain] = true
+end
+for d in pairs(touched) do schedule(d) end
+-- Domains whose throttle now allows a fetch become ready.
+for _, d in ipairs(redis.call('ZRANGEBYSCORE', K.waiting, '-inf', NOW, 'LIMIT', 0, bound)) do schedule(d) end
+
+local skipped = 0
+local ip_next_due = nil
+for _ = 1, bound do
+  local domain, tkey = nil, nil
+  if not IP_MODE or ip == '' then
+    domain = redis.call('ZRANGE', K.ready, 0, 0)[1]
+    if not domain then break end
+    tkey = domain
+    -- The domain's config may have tightened since it became ready.
+    local due = throttle_due(domain, domain)
+    if due > NOW then
+      redis.call('ZREM', K.ready, domain)
+      redis.call('ZADD', K.waiting, due, domain)
+      domain = nil
+    end
+  else
+    -- IP scoping: each egress IP has its own throttle per domain, so the best few ready domains are
+    -- checked against this caller's IP (bounded by ARGV[8]).
+    for _, d in ipairs(redis.call('ZRANGE', K.ready, 0, bound - 1)) do
+      local key = d .. '\0' .. ip
+      local due = throttle_due(key, d)
+      if due <= NOW then
+        domain, tkey = d, key
+        break
+      end
+      if not ip_next_due or due < ip_next_due then ip_next_due = due end
+    end
+    if not domain then break end
+  end
+  if domain then
+    local m = domain_head(domain)
+    if not m then
+      redis.call('ZREM', K.ready, domain)
+    else
+      redis.call('ZREM', K.queue, m)
+      local r = parse_member(m)
+      local settings = redis.call('HGET', K.settings, r.ref)
+      if not settings then
+        -- Its crawl was stopped or expired: the counters were settled then; drop it, no throttle hit.
+        skipped = skipped + 1
+        schedule(domain)
+      else
+        throttle_hit(tkey, domain)
+        count_queued(r, -1)
+        redis.call('HINCRBY', K.counts, r.ref .. '\0l', 1)
+        redis.call('ZADD', K.leases, NOW + lease_ms, m)
+        schedule(domain)
+        return {1, m, settings, skipped}
+      end
+    end
+  end
+end
+
+local next_due = -1
+local w = redis.call('ZRANGE', K.waiting, 0, 0, 'WITHSCORES')
+if w[2] then next_due = tonumber(w[2]) end
+local dl = redis.call('ZRANGE', K.delayed, 0, 0, 'WITHSCORES')
+if dl[2] and (next_due < 0 or tonumber(dl[2]) < next_due) then next_due = tonumber(dl[2]) end
+if ip_next_due and ip_next_due < 9007199254740991 and (next_due < 0 or ip_next_due < next_due) then next_due = ip_next_due end
+if next_due < 0 and redis.call('ZCARD', K.ready) > 0 then next_due = NOW end
+return {0, next_due, skipped}

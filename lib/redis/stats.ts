@@ -1,0 +1,212 @@
+/**
+ * Stats for the `stats` replies (CONTRACT.md): time-bucketed counters and heartbeats, all under the
+ * `{<prefix>:stats}` hash tag, so a multi-key script or a pipeline over them stays in one slot.
+ *
+ * ## Counters
+ * A counter is one HASH (`statsCounterKey`). For each window W in {@link STATS_WINDOWS} it keeps
+ * {@link BUCKETS_PER_WINDOW} (B = 15) buckets of W / B seconds (60 s for `900`, 40 320 s for `604800`),
+ * aligned on the epoch, plus a running `lifetime` total.
+ *
+ * - **Window count.** The count reported for W is the sum of the B buckets ending with the one that holds
+ *   `nowMs`: the events in `[start of bucket (current - B + 1), nowMs]`. That span is between W - W/B and
+ *   W seconds long, so the count never includes an event older than W seconds and misses at most the
+ *   events of the oldest W/B seconds of the window (for a steady rate, at most 1/15 ≈ 6.7 % low).
+ * - **Memory.** Buckets that leave the window are deleted by the next increment, so a counter holds at
+ *   most `6 × (15 + 1) + 1 = 97` fields ({@link MAX_FIELDS_PER_COUNTER}), whatever its age and rate.
+ *   That stays under Redis's default `hash-max-listpack-entries` (128), so every counter stays in the
+ *   compact encoding. Counters carry no TTL: `lifetime` must survive.
+ * - **Registry.** Every name incremented is added to a SET (`statsRegistryKey`), so readers list counters
+ *   without scanning the keyspace. The registry grows with the number of distinct names: callers choose
+ *   names from bounded sets (component, status, machine).
+ *
+ * ## Heartbeats
+ * One ZSET (`heartbeatKey`) of `<kind>\0<id>` → last beat (epoch ms). A member is live while
+ * `nowMs - lastBeat < ttlMs`.
+ */
+import type { RedisClient } from './client.ts';
+import { heartbeatKey, statsCounterKey, statsRegistryKey } from './keys.ts';
+import { runScript, script } from './scripts.ts';
+
+/** The windows of the stats replies, in seconds, in reply order (CONTRACT.md). */
+export const STATS_WINDOWS = ['900', '3600', '21600', '43200', '86400', '604800'] as const;
+
+/** A window of the stats replies, in seconds. */
+export type StatsWindow = (typeof STATS_WINDOWS)[number];
+
+/** Buckets per window: the window's count misses at most one bucket (W / 15 seconds) of its oldest events. */
+export const BUCKETS_PER_WINDOW = 15;
+
+/** The most fields a counter's HASH ever holds: B buckets and one `last` marker per window, plus `lifetime`. */
+export const MAX_FIELDS_PER_COUNTER = STATS_WINDOWS.length * (BUCKETS_PER_WINDOW + 1) + 1;
+
+/** One counter's counts: one per window (see the module note for the error bound) and the lifetime total. */
+export type StatsCounts = Record<StatsWindow | 'lifetime', number>;
+
+/** An increment of one counter. */
+export interface StatsIncrement {
+  /** The counter name, e.g. `kafka-monitor:total` or `crawler:<machine>:200`. */
+  name: string;
+  /**
+   * How much to add: an integer ≥ 0. With 0 the name is registered and nothing is counted.
+   * @default 1
+   */
+  by?: number;
+}
+
+const LIFETIME_FIELD = 'lifetime';
+const WINDOW_LIST = STATS_WINDOWS.join(',');
+const incrScript = script('stats-incr');
+
+function bucketIndex(window: StatsWindow, nowMs: number): number {
+  // Same double arithmetic as stats-incr.lua, so both sides name the same bucket.
+  return Math.floor(nowMs / ((Number(window) * 1000) / BUCKETS_PER_WINDOW));
+}
+
+/** The bucket fields that make up each window's count at `nowMs`, oldest first. */
+function windowFields(nowMs: number): Record<StatsWindow, string[]> {
+  const fields = {} as Record<StatsWindow, string[]>;
+  for (const window of STATS_WINDOWS) {
+    const current = bucketIndex(window, nowMs);
+    fields[window] = Array.from(
+      { length: BUCKETS_PER_WINDOW },
+      (_, i) => `${window}:${current - BUCKETS_PER_WINDOW + 1 + i}`,
+    );
+  }
+  return fields;
+}
+
+/**
+ * Adds to counters: every window's current bucket and `lifetime`, deleting the buckets that left their
+ * window, and registers the names. Atomic and one round trip for the whole list (one script call; all the
+ * keys share the stats hash tag). Repeated names are summed first. An empty list sends nothing.
+ *
+ * `nowMs` is the caller's clock: callers on different machines should be within one bucket (60 s) of each
+ * other; an increment older than a window's retained buckets counts only in the windows it still falls in.
+ *
+ * @returns how many of the names were new to the registry.
+ * @throws RangeError when an increment is not an integer ≥ 0 or `nowMs` is not a non-negative integer.
+ */
+export async function incrementStats(
+  redis: RedisClient,
+  prefix: string,
+  increments: StatsIncrement[],
+  nowMs: number,
+): Promise<number> {
+  checkNow(nowMs);
+  const totals = new Map<string, number>();
+  for (const { name, by = 1 } of increments) {
+    if (!Number.isSafeInteger(by) || by < 0)
+      throw new RangeError(`stats increment of ${name} must be an integer >= 0, got ${by}`);
+    totals.set(name, (totals.get(name) ?? 0) + by);
+  }
+  if (totals.size === 0) return 0;
+  const keys = [statsRegistryKey(prefix)];
+  const args: (string | number)[] = [nowMs, BUCKETS_PER_WINDOW, WINDOW_LIST];
+  for (const [name, by] of totals) {
+    keys.push(statsCounterKey(prefix, name));
+    args.push(name, by);
+  }
+  return runScript<number>(redis, incrScript, keys, args);
+}
+
+/**
+ * Reads counters as of `nowMs`, one round trip (a pipeline of one HMGET per name, all in the stats slot).
+ * A name never incremented reads as zeros. Each window's count follows the bound in the module note;
+ * `lifetime` is exact. Read-only: stale buckets are left for the next increment to delete.
+ */
+export async function readStats(
+  redis: RedisClient,
+  prefix: string,
+  names: string[],
+  nowMs: number,
+): Promise<Record<string, StatsCounts>> {
+  checkNow(nowMs);
+  const unique = [...new Set(names)];
+  if (unique.length === 0) return {};
+  const byWindow = windowFields(nowMs);
+  const fields = [LIFETIME_FIELD, ...STATS_WINDOWS.flatMap((w) => byWindow[w])];
+  const pipeline = redis.pipeline();
+  for (const name of unique) pipeline.hmget(statsCounterKey(prefix, name), ...fields);
+  const replies = (await pipeline.exec()) ?? [];
+  const result: Record<string, StatsCounts> = {};
+  unique.forEach((name, i) => {
+    const [error, values] = replies[i] ?? [new Error(`no reply for stats counter ${name}`), null];
+    if (error) throw error;
+    const numbers = (values as (string | null)[]).map((v) => (v === null ? 0 : Number(v)));
+    const counts = { lifetime: numbers[0] ?? 0 } as StatsCounts;
+    STATS_WINDOWS.forEach((window, w) => {
+      const start = 1 + w * BUCKETS_PER_WINDOW;
+      counts[window] = numbers.slice(start, start + BUCKETS_PER_WINDOW).reduce((a, b) => a + b, 0);
+    });
+    result[name] = counts;
+  });
+  return result;
+}
+
+/**
+ * The registered counter names, sorted. O(registered names): the registry is read whole and filtered
+ * here, never the keyspace.
+ * @param namePrefix - keep only the names that start with this; by default (`''`) every name.
+ */
+export async function listStatNames(redis: RedisClient, prefix: string, namePrefix = ''): Promise<string[]> {
+  const names = await redis.smembers(statsRegistryKey(prefix));
+  return names.filter((n) => n.startsWith(namePrefix)).sort();
+}
+
+/**
+ * Records that `id` of `kind` (e.g. `crawler`, `redis-monitor`) is alive at `nowMs`, and trims every
+ * member whose last beat is `ttlMs` or more before `nowMs`, so the set holds only live members (plus those
+ * that died within the last `ttlMs`). One round trip (ZADD and ZREMRANGEBYSCORE in a pipeline).
+ *
+ * The trim applies to every kind in the prefix: all kinds must share one TTL (the cluster's heartbeat
+ * timeout); with different TTLs the shortest one also removes the other kinds' members early.
+ *
+ * @throws RangeError when `kind` contains a NUL character (the separator of kind and id).
+ */
+export async function heartbeat(
+  redis: RedisClient,
+  prefix: string,
+  kind: string,
+  id: string,
+  nowMs: number,
+  ttlMs: number,
+): Promise<void> {
+  checkKind(kind);
+  checkNow(nowMs);
+  const key = heartbeatKey(prefix);
+  const replies = await redis
+    .pipeline()
+    .zadd(key, nowMs, `${kind}\0${id}`)
+    .zremrangebyscore(key, '-inf', nowMs - ttlMs)
+    .exec();
+  for (const [error] of replies ?? []) if (error) throw error;
+}
+
+/**
+ * The ids of `kind` whose last beat is less than `ttlMs` before `nowMs` (beats stamped after `nowMs`, from
+ * a clock ahead of the reader's, count as live), sorted. O(log n + live members of every kind).
+ */
+export async function liveMembers(
+  redis: RedisClient,
+  prefix: string,
+  kind: string,
+  nowMs: number,
+  ttlMs: number,
+): Promise<string[]> {
+  checkKind(kind);
+  checkNow(nowMs);
+  const members = await redis.zrangebyscore(heartbeatKey(prefix), `(${nowMs - ttlMs}`, '+inf');
+  const head = `${kind}\0`;
+  return members
+    .filter((m) => m.startsWith(head))
+    .map((m) => m.slice(head.length))
+    .sort();
+}
+
+function checkNow(nowMs: number): void {
+  if (!Number.isSafeInteger(nowMs) || nowMs < 0) throw new RangeError(`nowMs must be epoch milliseconds, got ${nowMs}`);
+}
+
+function checkKind(kind: string): void {
+  if (kind.includes('\0')) throw new RangeError('a heartbeat kind must not contain NUL');
+}

@@ -41,8 +41,27 @@ export function kafkaSettings(vars: {
   };
 }
 
+let warningFilterInstalled = false;
+
+/**
+ * kafkajs 2.2.4 schedules timers with negative delays, which Node 24 reports as a TimeoutNegativeWarning
+ * on every connection (tulios/kafkajs#1751; harmless: Node runs them at once). Print every other warning
+ * as Node would, but not that one.
+ */
+function filterKafkajsTimerWarning(): void {
+  if (warningFilterInstalled) return;
+  warningFilterInstalled = true;
+  const previous = process.listeners('warning');
+  process.removeAllListeners('warning');
+  process.on('warning', (warning) => {
+    if (warning.name === 'TimeoutNegativeWarning') return;
+    for (const listener of previous) listener(warning);
+  });
+}
+
 /** Creates a kafkajs client. Quiet by default: errors surface as thrown errors, not log spam. */
 export function createKafka(settings: KafkaSettings): Kafka {
+  filterKafkajsTimerWarning();
   if (settings.saslMechanism === 'aws-msk-iam') {
     throw new ConfigError('KAFKA_SASL_MECHANISM', 'aws-msk-iam is not wired in this build yet');
   }

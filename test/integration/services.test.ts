@@ -34,6 +34,7 @@ describe('local services', () => {
     } finally {
       await consumer.disconnect();
       await producer.disconnect();
+      await admin.deleteTopics({ topics: [topic as string] });
       await admin.disconnect();
     }
   });

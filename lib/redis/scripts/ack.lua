@@ -10,7 +10,8 @@
 
   Returns {code, queued, leased, done, failed}
     code 1 acked, 2 acked and the crawl is now complete (nothing queued, nothing leased), 0 the crawl was
-    stopped or expired meanwhile, -1 unknown lease (already acked, or reclaimed and leased again).
+    stopped or expired meanwhile, -1 unknown lease (already acked). A request reclaimed and leased again
+    keeps its handle, so of its two holders the first to ack counts and the other gets -1.
   Cost: O(log n).
 ]]
 --- @include "frontier"

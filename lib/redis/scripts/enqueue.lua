@@ -1,7 +1,8 @@
 --[[
   Enqueue a batch of requests into one frontier partition, in one round trip. Per request, in order:
   stopped crawl → refused; crawl unknown (a child whose crawl ended) → refused; crawl expired → refused;
-  domain page cap reached → refused; already seen in this crawl (dupefilter) → duplicate; else queued.
+  already seen in this crawl (dupefilter) → duplicate; domain page cap reached → refused; else queued.
+  (Duplicate before cap, so a redelivered batch answers duplicate for what it queued the first time.)
   Seeds register their crawl on first sight (settings stored once per crawl). Enqueueing the same batch
   twice changes nothing the second time. A blacklisted domain's requests are queued but not scheduled.
 
@@ -62,7 +63,6 @@ local nreq = tonumber(ARGV[a])
 a = a + 1
 local codes = {}
 local touched = {}
-local used = {}
 for i = 1, nreq do
   local c = crawls[tonumber(ARGV[a])]
   local fp, domain, prio = ARGV[a + 1], ARGV[a + 2], clamp_prio(tonumber(ARGV[a + 3]))
@@ -76,6 +76,7 @@ for i = 1, nreq do
     if c.cap and c.cap > 0 and c.ref then
       capf = c.ref .. '\0' .. domain .. '\0cap'
       over = tonumber(redis.call('HGET', K.counts, capf) or 0) >= c.cap
+        and redis.call('SISMEMBER', c.dupe, fp) == 0
     end
     if over then
       codes[i] = -3
@@ -95,9 +96,11 @@ for i = 1, nreq do
       touched[domain] = true
       codes[i] = 1
     end
-    used[c.dupe] = true
+    c.used = true
   end
 end
 for d in pairs(touched) do schedule(d) end
-for k in pairs(used) do redis.call('EXPIRE', k, ttl) end
+for _, c in ipairs(crawls) do
+  if c.used then redis.call('EXPIRE', c.dupe, ttl) end
+end
 return codes

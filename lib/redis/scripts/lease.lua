@@ -34,11 +34,17 @@ for _, d in ipairs(redis.call('ZRANGEBYSCORE', K.waiting, '-inf', NOW, 'LIMIT', 
 
 local skipped = 0
 local ip_next_due = nil
+-- True until the loop stops on its own (nothing ready or nothing due for this IP): a loop that ran out of
+-- its bound (skipping purged requests, re-parking domains) leaves work it has not looked at.
+local exhausted = true
 for _ = 1, bound do
   local domain, tkey = nil, nil
   if not IP_MODE or ip == '' then
     domain = redis.call('ZRANGE', K.ready, 0, 0)[1]
-    if not domain then break end
+    if not domain then
+      exhausted = false
+      break
+    end
     tkey = domain
     -- The domain's config may have tightened since it became ready.
     local due = throttle_due(domain, domain)
@@ -59,7 +65,10 @@ for _ = 1, bound do
       end
       if not ip_next_due or due < ip_next_due then ip_next_due = due end
     end
-    if not domain then break end
+    if not domain then
+      exhausted = false
+      break
+    end
   end
   if domain then
     local m = domain_head(domain)
@@ -85,11 +94,15 @@ for _ = 1, bound do
   end
 end
 
+-- Out of bound with domains still ready: more may be leasable right now, so say so rather than
+-- sending the caller to sleep until the next throttle or retry.
+if exhausted and redis.call('ZCARD', K.ready) > 0 then return {0, NOW, skipped} end
 local next_due = -1
 local w = redis.call('ZRANGE', K.waiting, 0, 0, 'WITHSCORES')
-if w[2] then next_due = tonumber(w[2]) end
+-- A domain whose effective hits are 0 waits at NEVER: it is not work that will become due.
+if w[2] and tonumber(w[2]) < NEVER then next_due = tonumber(w[2]) end
 local dl = redis.call('ZRANGE', K.delayed, 0, 0, 'WITHSCORES')
 if dl[2] and (next_due < 0 or tonumber(dl[2]) < next_due) then next_due = tonumber(dl[2]) end
-if ip_next_due and ip_next_due < 9007199254740991 and (next_due < 0 or ip_next_due < next_due) then next_due = ip_next_due end
+if ip_next_due and ip_next_due < NEVER and (next_due < 0 or ip_next_due < next_due) then next_due = ip_next_due end
 if next_due < 0 and redis.call('ZCARD', K.ready) > 0 then next_due = NOW end
 return {0, next_due, skipped}

@@ -81,7 +81,8 @@ local function throttle_config(domain)
 end
 
 -- When the throttle key next allows a fetch (<= NOW: allowed now).
--- Moderated: fetches evenly spaced window/hits apart (so at most `hits` in any window).
+-- Moderated: fetches evenly spaced window/hits apart, rounded up (rounding down would let hits + 1
+-- fetches into one window when hits does not divide it, e.g. 3 per 2 s at 0, 666, 1332, 1998 ms).
 -- Not moderated: a sliding-window log of the last `hits` fetch times.
 local function throttle_due(tkey, domain)
   local hits, window = throttle_config(domain)
@@ -91,7 +92,7 @@ local function throttle_due(tkey, domain)
   local wms = window * 1000
   if MODERATED then
     local last = tonumber(string.match(state, '(%d+)$'))
-    return last + math.floor(wms / hits)
+    return last + math.ceil(wms / hits)
   end
   local times = {}
   for t in string.gmatch(state, '%d+') do times[#times + 1] = tonumber(t) end

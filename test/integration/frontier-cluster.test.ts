@@ -1,0 +1,294 @@
+import { createHash } from 'node:crypto';
+import { readdirSync, readFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { afterAll, afterEach, describe, expect, test, vi } from 'vitest';
+import type { Frontier, Lease } from '../../lib/redis/frontier.ts';
+import {
+  crawlKey,
+  dupefilterKey,
+  type PartitionKeys,
+  partitionKeyList,
+  partitionKeys,
+  statsCounterKey,
+  statsRegistryKey,
+} from '../../lib/redis/keys.ts';
+import { allScripts } from '../../lib/redis/scripts.ts';
+import { incrementStats } from '../../lib/redis/stats.ts';
+import {
+  childCrawl,
+  dropTestFrontiers,
+  leaseAll,
+  queueRequest,
+  seedCrawl,
+  T0,
+  testFrontier,
+} from '../helpers/frontier.ts';
+import { clusterRedis, uniqueName } from '../helpers/services.ts';
+
+const redis = clusterRedis();
+afterEach(() => dropTestFrontiers(redis));
+afterAll(() => redis.disconnect());
+
+const SCRIPTS_DIR = join(import.meta.dirname, '../../lib/redis/scripts');
+
+type Call = { script: string; keys: string[] };
+
+/** Records the script name and KEYS of every script run meanwhile (EVALSHA, and EVAL after a NOSCRIPT). */
+async function recordScriptCalls(run: () => Promise<void>): Promise<Call[]> {
+  const bySha = new Map(allScripts().map((s) => [s.sha, s.name]));
+  const client = redis as unknown as Record<'evalsha' | 'eval', (...args: unknown[]) => Promise<unknown>>;
+  const evalsha = vi.spyOn(client, 'evalsha');
+  const evalSource = vi.spyOn(client, 'eval');
+  let shaCalls: unknown[][] = [];
+  let sourceCalls: unknown[][] = [];
+  try {
+    await run();
+  } finally {
+    // Restoring a spy clears its record, so copy it first.
+    shaCalls = [...evalsha.mock.calls];
+    sourceCalls = [...evalSource.mock.calls];
+    evalsha.mockRestore();
+    evalSource.mockRestore();
+  }
+  const toCall = (sha: string, args: unknown[]): Call => ({
+    script: bySha.get(sha) ?? `unknown script ${sha}`,
+    keys: args.slice(2, 2 + Number(args[1])).map(String),
+  });
+  return [
+    ...shaCalls.map((args) => toCall(String(args[0]), args)),
+    ...sourceCalls.map((args) => toCall(createHash('sha1').update(String(args[0])).digest('hex'), args)),
+  ];
+}
+
+/** Exercises every Frontier operation (and so every frontier script) once or more. */
+async function exerciseFrontier(frontier: Frontier, spider: string): Promise<void> {
+  // Names of its own per spider type: with SCHEDULER_TYPE_ENABLED=false the types share crawls and domain config.
+  const a = seedCrawl('app', `${spider}-a`, { spiderid: spider, expires: T0 / 1000 + 10 });
+  const b = seedCrawl('app', `${spider}-b`, { spiderid: spider });
+  await frontier.enqueue(
+    spider,
+    [
+      { crawl: a, request: queueRequest(`http://x-${spider}.com/1`) },
+      { crawl: childCrawl(a), request: queueRequest(`http://y-${spider}.com/2`, -9, 1) },
+      { crawl: b, request: queueRequest(`http://x-${spider}.com/1`) },
+      { crawl: childCrawl(b), request: queueRequest(`http://z-${spider}.com/3`, -9, 1) },
+    ],
+    T0,
+  );
+  const leases = await leaseAll(frontier, spider, T0, { ip: '10.0.0.1' });
+  expect(leases).toHaveLength(4);
+  const [l1, l2, l3, l4] = leases as [Lease, Lease, Lease, Lease];
+  await frontier.ack(l1, 'done', T0 + 1);
+  await frontier.release([l2], T0 + 1);
+  await frontier.retry(l3, 10, T0 + 1);
+  await frontier.reclaim(spider, T0 + 10 * 60_000);
+  await frontier.ack(l4, 'fail', T0 + 10 * 60_000);
+  await frontier.configureDomain('domain-update', `x-${spider}.com`, { hits: 3, window: 2, scale: 0.5 }, T0 + 2);
+  await frontier.configureDomain('blacklist-update', `y-${spider}.com`, {}, T0 + 2);
+  await frontier.crawlInfo(spider, 'app', `${spider}-a`, T0 + 3);
+  await frontier.appInfo(spider, 'app', T0 + 3);
+  await frontier.dueCrawls(spider, T0 + 20_000);
+  await frontier.stop(spider, 'app', `${spider}-a`, T0 + 20_000);
+}
+
+describe('cluster readiness', () => {
+  test.each([
+    { typeEnabled: true, ipEnabled: false },
+    { typeEnabled: false, ipEnabled: true },
+  ])('every script a Frontier runs gets keys that all hash to one slot ($typeEnabled, $ipEnabled)', async (modes) => {
+    const frontier = testFrontier(redis, modes);
+    const calls = await recordScriptCalls(async () => {
+      await exerciseFrontier(frontier, 'link');
+      await exerciseFrontier(frontier, 'wandering');
+    });
+
+    const frontierScripts = allScripts()
+      .map((s) => s.name)
+      .filter((n) => n !== 'stats-incr');
+    expect(new Set(calls.map((c) => c.script))).toEqual(new Set(frontierScripts));
+    for (const { script, keys } of calls) {
+      const spider = keys[0]?.endsWith(':q:wandering') ? 'wandering' : 'link';
+      const p = frontier.partitionFor(spider);
+      // The 17 partition keys come first, in PartitionKeys order; then only this partition's dupefilters.
+      expect(keys.slice(0, 17), script).toEqual(partitionKeyList(p));
+      const extra = keys.slice(17);
+      const dupe = (crawlid: string) => dupefilterKey(p, crawlKey('app', `${spider}-${crawlid}`));
+      if (script === 'stop') expect(extra).toEqual([dupe('a')]);
+      else if (script === 'enqueue') expect(extra).toEqual([dupe('a'), dupe('b')]);
+      else expect(extra, script).toEqual([]);
+      const slots = new Set<number>();
+      for (const key of keys) slots.add(Number(await redis.cluster('KEYSLOT', key)));
+      expect(slots.size, `${script}: ${keys.join(' ')}`).toBe(1);
+    }
+    // Spider types that share a throttle (SCHEDULER_TYPE_ENABLED=false) share a slot; otherwise each has its own tag.
+    const link = partitionKeys(frontier.partitionFor('link')).queue;
+    const wandering = partitionKeys(frontier.partitionFor('wandering')).queue;
+    const same = (await redis.cluster('KEYSLOT', link)) === (await redis.cluster('KEYSLOT', wandering));
+    if (!modes.typeEnabled) expect(same).toBe(true);
+    else expect(link.split('}')[0]).not.toBe(wandering.split('}')[0]);
+  });
+
+  test('the stats script gets keys that all hash to one slot', async () => {
+    const prefix = uniqueName();
+    const names = ['a', 'crawler:m1:200'];
+    try {
+      const calls = await recordScriptCalls(async () => {
+        await incrementStats(
+          redis,
+          prefix,
+          names.map((name) => ({ name })),
+          T0,
+        );
+      });
+      expect(new Set(calls.map((c) => c.script))).toEqual(new Set(['stats-incr']));
+      const keys = calls.flatMap((c) => c.keys);
+      expect(keys).toContain(statsRegistryKey(prefix));
+      const slots = new Set<number>();
+      for (const key of keys) slots.add(Number(await redis.cluster('KEYSLOT', key)));
+      expect(slots.size).toBe(1);
+    } finally {
+      await redis.del(statsRegistryKey(prefix), ...names.map((n) => statsCounterKey(prefix, n)));
+    }
+  });
+
+  test('this Redis really is in cluster mode: a script given keys of two slots is refused', async () => {
+    const keys = [`{${uniqueName()}}:a`, `{${uniqueName()}}:b`];
+    expect(await redis.cluster('KEYSLOT', keys[0] as string)).not.toBe(
+      await redis.cluster('KEYSLOT', keys[1] as string),
+    );
+    await expect(redis.eval("return redis.call('GET', KEYS[2])", 2, ...keys)).rejects.toThrow(/CROSSSLOT|slot/i);
+  });
+});
+
+describe('Lua sources', () => {
+  const files = [
+    ...readdirSync(SCRIPTS_DIR)
+      .filter((f) => f.endsWith('.lua'))
+      .map((f) => join(SCRIPTS_DIR, f)),
+    ...readdirSync(join(SCRIPTS_DIR, 'includes')).map((f) => join(SCRIPTS_DIR, 'includes', f)),
+  ];
+
+  /** Commands whose keys are exactly their first argument. */
+  const FIRST_ARG_KEY = new Set(
+    (
+      'EXPIRE HDEL HEXISTS HGET HGETALL HINCRBY HKEYS HLEN HMGET HSET INCR SADD SCARD SISMEMBER SMEMBERS SREM ' +
+      'ZADD ZCARD ZINCRBY ZRANGE ZRANGEBYLEX ZRANGEBYSCORE ZREM ZREMRANGEBYLEX ZREMRANGEBYSCORE ZSCORE'
+    ).split(' '),
+  );
+  /** Commands all of whose arguments are keys. */
+  const ALL_ARGS_KEYS = new Set(['DEL', 'UNLINK', 'EXISTS']);
+
+  test('every script opens with a header naming its KEYS and ARGV', () => {
+    for (const s of allScripts()) {
+      const header = /^--\[\[([\s\S]*?)\]\]/.exec(s.source)?.[1] ?? '';
+      expect(header, s.name).toMatch(/KEYS\[/);
+      expect(header, s.name).toMatch(/ARGV\[/);
+    }
+  });
+
+  test('every redis.call names a literal command and touches only keys taken from KEYS, never built ones', () => {
+    const seen = new Set<string>();
+    for (const file of files) {
+      const source = stripComments(readFileSync(file, 'utf8'));
+      for (const args of redisCalls(source)) {
+        const where = `${file.split('/scripts/')[1]}: redis.call(${args.join(', ')})`;
+        const command = /^'([A-Z]+)'$/.exec(args[0] ?? '')?.[1];
+        expect(command, where).toBeDefined();
+        seen.add(command as string);
+        expect(FIRST_ARG_KEY.has(command as string) || ALL_ARGS_KEYS.has(command as string), where).toBe(true);
+        const keyArgs = ALL_ARGS_KEYS.has(command as string) ? args.slice(1) : args.slice(1, 2);
+        for (const key of keyArgs) expect(isDeclaredKey(key, source), where).toBe(true);
+      }
+    }
+    expect(seen.has('KEYS') || seen.has('SCAN')).toBe(false);
+    expect(seen.size).toBeGreaterThan(10);
+  });
+
+  test('the frontier include names the 17 partition keys as KEYS[1..17] in the order of PartitionKeys', () => {
+    const include = readFileSync(join(SCRIPTS_DIR, 'includes', 'frontier.lua'), 'utf8');
+    const table = /local K = \{([\s\S]*?)\n\}/.exec(stripComments(include))?.[1] ?? '';
+    const entries = [...table.matchAll(/(\w+)\s*=\s*KEYS\[(\d+)\]/g)].map((m) => [m[1], Number(m[2])] as const);
+    const luaName: Record<keyof PartitionKeys, string> = {
+      queue: 'queue',
+      ready: 'ready',
+      waiting: 'waiting',
+      delayed: 'delayed',
+      leases: 'leases',
+      throttle: 'throttle',
+      domainConfig: 'dcfg',
+      blacklist: 'black',
+      seq: 'seq',
+      crawlRefs: 'refs',
+      crawlSettings: 'settings',
+      counts: 'counts',
+      crawlIndex: 'cidx',
+      appIndex: 'apps',
+      domainCounts: 'dcount',
+      expiry: 'expiry',
+      stopped: 'stopped',
+    };
+    const order = Object.keys(partitionKeys({ prefix: 'p', scope: 's', partition: 0, spider: 'link' }));
+    expect(entries).toEqual(order.map((name, i) => [luaName[name as keyof PartitionKeys], i + 1]));
+  });
+
+  test('the key check itself catches a built key name', () => {
+    const bad = "local k = KEYS[1]\nredis.call('GET', KEYS[1] .. ':x')\nredis.call('GET', 'q:' .. ARGV[1])";
+    const verdicts = redisCalls(bad).map((args) => isDeclaredKey(args[1] as string, bad));
+    expect(verdicts).toEqual([false, false]);
+    expect(redisCalls("redis.call('HGET', K.dcfg, domain)").map((a) => isDeclaredKey(a[1] as string, ''))).toEqual([
+      true,
+    ]);
+  });
+});
+
+/** Drops `--[[ ... ]]` blocks and `--` line comments (the sources have no `--` inside strings). */
+function stripComments(source: string): string {
+  return source.replace(/--\[\[[\s\S]*?\]\]/g, '').replace(/--[^\n]*/g, '');
+}
+
+/** The argument texts of every `redis.call(...)` / `redis.pcall(...)`, split at top-level commas. */
+function redisCalls(source: string): string[][] {
+  const out: string[][] = [];
+  const re = /redis\.p?call\(/g;
+  for (let m = re.exec(source); m; m = re.exec(source)) {
+    const args: string[] = [];
+    let depth = 0;
+    let quote = '';
+    let current = '';
+    let i = m.index + m[0].length;
+    for (; i < source.length; i++) {
+      const ch = source[i] as string;
+      if (quote) {
+        current += ch;
+        if (ch === '\\') current += source[++i] ?? '';
+        else if (ch === quote) quote = '';
+        continue;
+      }
+      if (ch === "'" || ch === '"') quote = ch;
+      else if ('([{'.includes(ch)) depth++;
+      else if (')]}'.includes(ch)) {
+        if (depth === 0) break;
+        depth--;
+      } else if (ch === ',' && depth === 0) {
+        args.push(current.trim());
+        current = '';
+        continue;
+      }
+      current += ch;
+    }
+    args.push(current.trim());
+    out.push(args);
+  }
+  return out;
+}
+
+/**
+ * A key argument is declared when it is `K.<name>` (the include's table of KEYS), `KEYS[...]`, or a plain
+ * variable or field that the same source binds straight from `KEYS[...]` — and never a concatenation.
+ */
+function isDeclaredKey(arg: string, source: string): boolean {
+  if (arg.includes('..')) return false;
+  if (/^K\.[a-z]+$/.test(arg) || /^KEYS\[[^\]]+\]$/.test(arg)) return true;
+  const name = /^(?:[a-z_]\w*\.)?([a-z_]\w*)$/i.exec(arg)?.[1];
+  return name !== undefined && new RegExp(`\\b${name}\\s*=\\s*KEYS\\[[^\\]]+\\]\\s*[,\\n}]`).test(source);
+}

@@ -1,0 +1,244 @@
+import { afterAll, afterEach, describe, expect, test } from 'vitest';
+import type { CrawlRef, Frontier, Lease } from '../../lib/redis/frontier.ts';
+import {
+  childCrawl,
+  dropTestFrontiers,
+  leaseAll,
+  queueRequest,
+  seedCrawl,
+  T0,
+  testFrontier,
+} from '../helpers/frontier.ts';
+import { clusterRedis } from '../helpers/services.ts';
+
+const redis = clusterRedis();
+afterEach(() => dropTestFrontiers(redis));
+afterAll(() => redis.disconnect());
+
+const LEASE_MS = 30_000;
+
+/** Queues `urls` (priority 5) for crawl app/c1, the first as its seed. */
+async function queue(frontier: Frontier, urls: string[], now = T0, crawl: CrawlRef = seedCrawl('app', 'c1')) {
+  const outcomes = await frontier.enqueue(
+    'link',
+    urls.map((url, i) => ({ crawl: i === 0 ? crawl : childCrawl(crawl), request: queueRequest(url, 5) })),
+    now,
+  );
+  expect(outcomes.every((o) => o === 'queued')).toBe(true);
+}
+
+const urls = (n: number, host = 'a.com') => Array.from({ length: n }, (_, i) => `http://${host}/${i}`);
+
+async function counts(frontier: Frontier, crawlid = 'c1') {
+  const info = await frontier.crawlInfo('link', 'app', crawlid);
+  return info && { queued: info.queued, leased: info.leased, done: info.done, failed: info.failed };
+}
+
+describe('frontier leases', () => {
+  test('10 leases never acked are reclaimed after their deadline and are leasable again in their old order', async () => {
+    const frontier = testFrontier(redis, { leaseMs: LEASE_MS });
+    await queue(frontier, [...urls(5, 'a.com'), ...urls(5, 'b.com')]);
+    const first = await leaseAll(frontier, 'link', T0);
+    expect(first).toHaveLength(10);
+    expect(await counts(frontier)).toEqual({ queued: 0, leased: 10, done: 0, failed: 0 });
+
+    expect(await frontier.reclaim('link', T0 + LEASE_MS - 1)).toBe(0);
+    expect(await leaseAll(frontier, 'link', T0 + LEASE_MS - 1)).toEqual([]);
+    expect(await frontier.reclaim('link', T0 + LEASE_MS + 1)).toBe(10);
+    expect(await frontier.reclaim('link', T0 + LEASE_MS + 2)).toBe(0);
+    expect(await counts(frontier)).toEqual({ queued: 10, leased: 0, done: 0, failed: 0 });
+
+    const again = await leaseAll(frontier, 'link', T0 + LEASE_MS + 2);
+    expect(again.map((l) => l.url)).toEqual(first.map((l) => l.url));
+    expect(await counts(frontier)).toEqual({ queued: 0, leased: 10, done: 0, failed: 0 });
+  });
+
+  test('reclaim works through more expired leases than its per-call limit', async () => {
+    const frontier = testFrontier(redis, { leaseMs: LEASE_MS });
+    await queue(frontier, urls(25));
+    expect(await leaseAll(frontier, 'link', T0)).toHaveLength(25);
+    expect(await frontier.reclaim('link', T0 + LEASE_MS + 1, 10)).toBe(25);
+    expect(await leaseAll(frontier, 'link', T0 + LEASE_MS + 1)).toHaveLength(25);
+  });
+
+  test('a released request goes back to its FIFO place, ahead of requests queued after it', async () => {
+    const frontier = testFrontier(redis);
+    await queue(frontier, urls(5));
+    const [a, b, c] = await leaseAll(frontier, 'link', T0, { max: 3 });
+    expect(await frontier.release([b as Lease], T0 + 1)).toBe(1);
+    expect(await frontier.release([b as Lease], T0 + 1)).toBe(0);
+    expect(await counts(frontier)).toEqual({ queued: 3, leased: 2, done: 0, failed: 0 });
+    const rest = await leaseAll(frontier, 'link', T0 + 2);
+    expect(rest.map((l) => l.url)).toEqual(['http://a.com/1', 'http://a.com/3', 'http://a.com/4']);
+    expect([a?.url, c?.url]).toEqual(['http://a.com/0', 'http://a.com/2']);
+  });
+
+  test('a retried request is queued at priority - 10 with retries + 1 and is not leasable before its delay', async () => {
+    const frontier = testFrontier(redis);
+    await queue(frontier, ['http://a.com/flaky']);
+    const [lease] = await leaseAll(frontier, 'link', T0);
+    const r = await frontier.retry(lease as Lease, 5000, T0 + 100);
+    expect(r.retried).toBe(true);
+    expect(r.handle).not.toBe(lease?.handle);
+    const info = await frontier.crawlInfo('link', 'app', 'c1', T0 + 100);
+    expect(info?.domains).toEqual({ 'a.com': { priorities: { [-5]: 1 }, total: 1 } });
+    expect(info?.queued).toBe(1);
+    expect(info?.leased).toBe(0);
+
+    expect(await frontier.lease('link', { now: T0 + 5099 })).toEqual({
+      leased: false,
+      nextDueMs: T0 + 5100,
+      skipped: 0,
+    });
+    const again = await frontier.lease('link', { now: T0 + 5100 });
+    expect(again.leased && again.lease).toMatchObject({
+      url: 'http://a.com/flaky',
+      domain: 'a.com',
+      priority: -5,
+      retries: 1,
+      depth: 0,
+      handle: r.handle,
+    });
+    // The old handle is gone.
+    expect((await frontier.retry(lease as Lease, 0, T0 + 5200)).retried).toBe(false);
+  });
+
+  test('a retried request waits behind requests of higher priority once its delay has passed', async () => {
+    const frontier = testFrontier(redis);
+    await queue(frontier, ['http://a.com/0']);
+    const [lease] = await leaseAll(frontier, 'link', T0);
+    await frontier.retry(lease as Lease, 1000, T0);
+    await queue(frontier, ['http://b.com/low'], T0 + 1, seedCrawl('app', 'c2'));
+    await frontier.enqueue(
+      'link',
+      [{ crawl: seedCrawl('app', 'c3'), request: queueRequest('http://c.com/x', -6) }],
+      T0,
+    );
+    const order = await leaseAll(frontier, 'link', T0 + 2000);
+    expect(order.map((l) => [l.url, l.priority])).toEqual([
+      ['http://b.com/low', 5],
+      ['http://a.com/0', -5],
+      ['http://c.com/x', -6],
+    ]);
+  });
+
+  test('an ack of an unknown or already acked lease answers acked: false', async () => {
+    const frontier = testFrontier(redis);
+    await queue(frontier, urls(2));
+    const [lease] = await leaseAll(frontier, 'link', T0, { max: 1 });
+    expect((await frontier.ack(lease as Lease, 'done', T0 + 1)).acked).toBe(true);
+    expect(await frontier.ack(lease as Lease, 'done', T0 + 2)).toMatchObject({ acked: false, complete: false });
+    const made = {
+      handle: `a.com\u0000${'0'.repeat(17)}\u0000999\u00000\u00000\u0000http://a.com/x`,
+      partition: lease?.partition,
+    };
+    expect(await frontier.ack(made as Lease, 'done', T0 + 3)).toMatchObject({ acked: false, complete: false });
+    expect(await counts(frontier)).toEqual({ queued: 1, leased: 0, done: 1, failed: 0 });
+  });
+
+  test('a late ack after its lease was reclaimed removes the queued copy, so nobody fetches it again', async () => {
+    const frontier = testFrontier(redis, { leaseMs: LEASE_MS });
+    await queue(frontier, urls(2));
+    const [slow, other] = await leaseAll(frontier, 'link', T0);
+    expect(await frontier.reclaim('link', T0 + LEASE_MS + 1)).toBe(2);
+    const late = await frontier.ack(slow as Lease, 'done', T0 + LEASE_MS + 2);
+    expect(late).toMatchObject({ acked: true, complete: false, queued: 1, leased: 0, done: 1 });
+    const again = await leaseAll(frontier, 'link', T0 + LEASE_MS + 3);
+    expect(again.map((l) => l.url)).toEqual([other?.url]);
+    expect((await frontier.ack(again[0] as Lease, 'done', T0 + LEASE_MS + 4)).complete).toBe(true);
+  });
+
+  test('a request reclaimed and leased again counts once when both holders ack it', async () => {
+    const frontier = testFrontier(redis, { leaseMs: LEASE_MS });
+    await queue(frontier, urls(1));
+    const [slow] = await leaseAll(frontier, 'link', T0);
+    await frontier.reclaim('link', T0 + LEASE_MS + 1);
+    const [second] = await leaseAll(frontier, 'link', T0 + LEASE_MS + 1);
+    const acks = [
+      await frontier.ack(second as Lease, 'done', T0 + LEASE_MS + 2),
+      await frontier.ack(slow as Lease, 'done', T0 + LEASE_MS + 3),
+    ];
+    expect(acks.map((a) => [a.acked, a.complete])).toEqual([
+      [true, true],
+      [false, false],
+    ]);
+    expect(await counts(frontier)).toEqual({ queued: 0, leased: 0, done: 1, failed: 0 });
+  });
+
+  test('complete is reported exactly once, by the ack that leaves the crawl with nothing queued or leased', async () => {
+    const frontier = testFrontier(redis);
+    const crawl = seedCrawl('app', 'c1');
+    await queue(frontier, ['http://a.com/seed'], T0, crawl);
+    const [seed] = await leaseAll(frontier, 'link', T0);
+    // The seed's children are queued before the seed is acked.
+    await frontier.enqueue(
+      'link',
+      ['http://a.com/1', 'http://b.com/2'].map((u) => ({ crawl: childCrawl(crawl), request: queueRequest(u, -5, 1) })),
+      T0 + 1,
+    );
+    expect(await frontier.ack(seed as Lease, 'done', T0 + 2)).toEqual({
+      acked: true,
+      complete: false,
+      queued: 2,
+      leased: 0,
+      done: 1,
+      failed: 0,
+    });
+    const [c1, c2] = await leaseAll(frontier, 'link', T0 + 3);
+    expect((await frontier.ack(c1 as Lease, 'fail', T0 + 4)).complete).toBe(false);
+    // A retry keeps the crawl open while its delay runs.
+    const retried = await frontier.retry(c2 as Lease, 1000, T0 + 5);
+    const [r] = await leaseAll(frontier, 'link', T0 + 1005);
+    expect(r?.handle).toBe(retried.handle);
+    expect(await frontier.ack(r as Lease, 'done', T0 + 1006)).toEqual({
+      acked: true,
+      complete: true,
+      queued: 0,
+      leased: 0,
+      done: 2,
+      failed: 1,
+    });
+    expect((await frontier.ack(r as Lease, 'done', T0 + 1007)).complete).toBe(false);
+    expect((await frontier.ack(c1 as Lease, 'done', T0 + 1008)).complete).toBe(false);
+  });
+
+  test('with two leases out, only the second ack completes the crawl, whichever order they come in', async () => {
+    const frontier = testFrontier(redis);
+    await queue(frontier, urls(2));
+    const [a, b] = await leaseAll(frontier, 'link', T0);
+    expect((await frontier.ack(b as Lease, 'done', T0 + 1)).complete).toBe(false);
+    expect((await frontier.ack(a as Lease, 'done', T0 + 2)).complete).toBe(true);
+  });
+
+  test('10 acks sent at once: exactly one of them reports the crawl complete', async () => {
+    const frontier = testFrontier(redis);
+    await queue(frontier, [...urls(5, 'a.com'), ...urls(5, 'b.com')]);
+    const leases = await leaseAll(frontier, 'link', T0);
+    const acks = await Promise.all(leases.map((l, i) => frontier.ack(l, i % 3 ? 'done' : 'fail', T0 + 1)));
+    expect(acks.filter((a) => a.acked)).toHaveLength(10);
+    expect(acks.filter((a) => a.complete)).toHaveLength(1);
+    expect(await counts(frontier)).toEqual({ queued: 0, leased: 0, done: 6, failed: 4 });
+  });
+
+  test('8 concurrent leasers draining 300 requests get each request exactly once', async () => {
+    const frontier = testFrontier(redis);
+    await queue(
+      frontier,
+      Array.from({ length: 300 }, (_, i) => `http://d${i % 7}.com/${i}`),
+    );
+    const got = await Promise.all(Array.from({ length: 8 }, () => leaseAll(frontier, 'link', T0)));
+    const handles = got.flat().map((l) => l.handle);
+    expect(handles).toHaveLength(300);
+    expect(new Set(handles).size).toBe(300);
+    expect(await counts(frontier)).toEqual({ queued: 0, leased: 300, done: 0, failed: 0 });
+  });
+
+  test('a released last lease does not complete the crawl; its later ack does', async () => {
+    const frontier = testFrontier(redis);
+    await queue(frontier, urls(1));
+    const [a] = await leaseAll(frontier, 'link', T0);
+    expect(await frontier.release([a as Lease], T0 + 1)).toBe(1);
+    const [again] = await leaseAll(frontier, 'link', T0 + 2);
+    expect((await frontier.ack(again as Lease, 'done', T0 + 3)).complete).toBe(true);
+  });
+});

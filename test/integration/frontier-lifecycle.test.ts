@@ -1,0 +1,357 @@
+import { afterAll, afterEach, describe, expect, test } from 'vitest';
+import type { CrawlRef, Frontier, Lease, QueueRequest } from '../../lib/redis/frontier.ts';
+import { partitionKeys } from '../../lib/redis/keys.ts';
+import {
+  childCrawl,
+  dropTestFrontiers,
+  leaseAll,
+  queueRequest,
+  seedCrawl,
+  T0,
+  testFrontier,
+} from '../helpers/frontier.ts';
+import { clusterRedis } from '../helpers/services.ts';
+
+const redis = clusterRedis();
+afterEach(() => dropTestFrontiers(redis));
+afterAll(() => redis.disconnect());
+
+const T0S = T0 / 1000;
+
+type Item = { crawl: CrawlRef; request: QueueRequest };
+
+/** Items of one crawl: the first is its seed, the rest children. */
+function crawlItems(crawl: CrawlRef, requests: QueueRequest[]): Item[] {
+  return requests.map((request, i) => ({ crawl: i === 0 ? crawl : childCrawl(crawl), request }));
+}
+
+/** Leases until nothing is due at `now`, also counting the requests of stopped crawls dropped on the way. */
+async function drain(frontier: Frontier, now: number): Promise<{ leases: Lease[]; skipped: number }> {
+  const leases: Lease[] = [];
+  let skipped = 0;
+  for (;;) {
+    const r = await frontier.lease('link', { now });
+    skipped += r.skipped;
+    if (!r.leased) return { leases, skipped };
+    leases.push(r.lease);
+  }
+}
+
+describe('stop', () => {
+  test('stop purges exactly what the crawl had queued (delayed retries included) and leaves other crawls alone', async () => {
+    const frontier = testFrontier(redis);
+    const a = seedCrawl('app', 'a');
+    const b = seedCrawl('app', 'b');
+    const aUrls = ['x.com/1', 'x.com/2', 'x.com/3', 'x.com/4', 'y.com/1', 'y.com/2', 'y.com/3', 'z.com/1'];
+    const bUrls = ['x.com/1', 'x.com/2', 'x.com/3', 'y.com/1', 'y.com/2', 'z.com/1', 'z.com/2'];
+    await frontier.enqueue(
+      'link',
+      crawlItems(
+        a,
+        aUrls.map((u) => queueRequest(`http://${u}`, 10)),
+      ),
+      T0,
+    );
+    await frontier.enqueue(
+      'link',
+      crawlItems(
+        b,
+        bUrls.map((u) => queueRequest(`http://${u}`, 1)),
+      ),
+      T0,
+    );
+    const [ax1, ax2, ax3] = await leaseAll(frontier, 'link', T0, { max: 3 });
+    expect([ax1, ax2, ax3].map((l) => `${l?.crawl.crawlid} ${l?.url}`)).toEqual([
+      'a http://x.com/1',
+      'a http://x.com/2',
+      'a http://x.com/3',
+    ]);
+    await frontier.retry(ax2 as Lease, 10_000, T0 + 1);
+    const bBefore = await frontier.crawlInfo('link', 'app', 'b', T0 + 2);
+
+    const stopped = await frontier.stop('link', 'app', 'a', T0 + 2);
+
+    // 5 queued + 1 delayed retry; the 2 still leased are not "pending".
+    expect(stopped.purged).toBe(6);
+    expect(stopped.settings).toMatchObject({ appid: 'app', crawlid: 'a' });
+    expect(await frontier.crawlInfo('link', 'app', 'a', T0 + 3)).toBeUndefined();
+    expect(await frontier.crawlInfo('link', 'app', 'b', T0 + 3)).toEqual(bBefore);
+    expect(Object.keys(await frontier.appInfo('link', 'app', T0 + 3))).toEqual(['b']);
+    expect(await frontier.backlog('link')).toEqual({ 'x.com': 3, 'y.com': 2, 'z.com': 2 });
+
+    // Leases of the stopped crawl settle to nothing.
+    expect(await frontier.ack(ax1 as Lease, 'done', T0 + 4)).toMatchObject({ acked: false, complete: false });
+    expect(await frontier.release([ax3 as Lease], T0 + 4)).toBe(0);
+
+    // Nothing of the stopped crawl is leased, not even its retry once due; each purged request is dropped once.
+    const { leases, skipped } = await drain(frontier, T0 + 20_000);
+    expect(leases.map((l) => `${l.crawl.crawlid} ${l.url}`)).toEqual(bUrls.map((u) => `b http://${u}`));
+    expect(skipped).toBe(6);
+    const keys = partitionKeys(frontier.partitionFor('link'));
+    expect(await redis.zcard(keys.queue)).toBe(0);
+    expect(await redis.zcard(keys.delayed)).toBe(0);
+    expect(await redis.zcard(keys.leases)).toBe(7);
+  });
+
+  test('a stopped crawl refuses later seeds and children, until the stop has lapsed', async () => {
+    const frontier = testFrontier(redis, { stopTtlMs: 60_000 });
+    const a = seedCrawl('app', 'a');
+    await frontier.enqueue('link', crawlItems(a, [queueRequest('http://x.com/1')]), T0);
+    expect((await frontier.stop('link', 'app', 'a', T0 + 1)).purged).toBe(1);
+
+    const late = [
+      { crawl: a, request: queueRequest('http://x.com/1') },
+      { crawl: a, request: queueRequest('http://x.com/new') },
+      { crawl: childCrawl(a), request: queueRequest('http://x.com/child', -9, 1) },
+    ];
+    expect(await frontier.enqueue('link', late, T0 + 2)).toEqual(['stopped', 'stopped', 'stopped']);
+    expect(await frontier.enqueue('link', late, T0 + 60_000)).toEqual(['stopped', 'stopped', 'stopped']);
+    expect(await leaseAll(frontier, 'link', T0 + 60_000)).toEqual([]);
+
+    // Past the stop, the crawlid starts over: a fresh crawl with an empty dupefilter.
+    expect(await frontier.enqueue('link', late, T0 + 60_001)).toEqual(['queued', 'queued', 'queued']);
+    expect((await frontier.crawlInfo('link', 'app', 'a', T0 + 60_002))?.queued).toBe(3);
+  });
+
+  test('stopping a crawl that was never queued purges nothing and still refuses its requests', async () => {
+    const frontier = testFrontier(redis);
+    await frontier.enqueue('link', crawlItems(seedCrawl('app', 'b'), [queueRequest('http://x.com/1')]), T0);
+    expect(await frontier.stop('link', 'app', 'never', T0)).toEqual({ purged: 0, settings: undefined });
+    expect(
+      await frontier.enqueue(
+        'link',
+        [{ crawl: seedCrawl('app', 'never'), request: queueRequest('http://x.com/1') }],
+        T0,
+      ),
+    ).toEqual(['stopped']);
+  });
+
+  test('a lease that spends its work bound skipping purged requests reports work due now, not the next throttle', async () => {
+    const frontier = testFrontier(redis, { hits: 1, windowSec: 10, moderated: true, bound: 5 });
+    const a = seedCrawl('app', 'a');
+    const b = seedCrawl('app', 'b');
+    await frontier.enqueue(
+      'link',
+      crawlItems(
+        a,
+        Array.from({ length: 10 }, (_, i) => queueRequest(`http://x.com/a${i}`, 50)),
+      ),
+      T0,
+    );
+    await frontier.enqueue(
+      'link',
+      crawlItems(b, [
+        queueRequest('http://y.com/1', 100),
+        queueRequest('http://y.com/2', 100),
+        queueRequest('http://x.com/b', 1),
+      ]),
+      T0,
+    );
+    const first = await frontier.lease('link', { now: T0 });
+    expect(first.leased && first.lease.url).toBe('http://y.com/1');
+    expect((await frontier.stop('link', 'app', 'a', T0)).purged).toBe(10);
+
+    expect(await frontier.lease('link', { now: T0 })).toEqual({ leased: false, nextDueMs: T0, skipped: 5 });
+    expect(await frontier.lease('link', { now: T0 })).toEqual({ leased: false, nextDueMs: T0, skipped: 5 });
+    const third = await frontier.lease('link', { now: T0 });
+    expect(third.leased && [third.lease.url, third.skipped]).toEqual(['http://x.com/b', 0]);
+    expect(await frontier.lease('link', { now: T0 })).toEqual({ leased: false, nextDueMs: T0 + 10_000, skipped: 0 });
+  });
+});
+
+describe('expiry', () => {
+  test('dueCrawls lists exactly the crawls whose expires has passed, not future ones and not expires=0', async () => {
+    const frontier = testFrontier(redis);
+    const crawls = [
+      seedCrawl('app', 'e10', { expires: T0S + 10 }),
+      seedCrawl('app', 'e20', { expires: T0S + 20 }),
+      seedCrawl('app', 'never', { expires: 0 }),
+      seedCrawl('other', 'o10', { expires: T0S + 10 }),
+    ];
+    for (const crawl of crawls) await frontier.enqueue('link', crawlItems(crawl, [queueRequest('http://x.com/')]), T0);
+    const due = async (now: number) => (await frontier.dueCrawls('link', now)).map((s) => s.crawlid).sort();
+
+    expect(await due(T0 + 9_999)).toEqual([]);
+    expect(await due(T0 + 10_000)).toEqual(['e10', 'o10']);
+    expect(await due(T0 + 19_999)).toEqual(['e10', 'o10']);
+    expect(await due(T0 + 20_000)).toEqual(['e10', 'e20', 'o10']);
+    expect(await frontier.dueCrawls('link', T0 + 20_000, 1)).toHaveLength(1);
+    expect((await frontier.dueCrawls('link', T0 + 20_000))[0]).toMatchObject({ appid: 'app', expires: T0S + 10 });
+
+    // Expiring is stopping: a stopped crawl leaves the index.
+    expect((await frontier.stop('link', 'app', 'e10', T0 + 20_000)).purged).toBe(1);
+    expect(await due(T0 + 1_000_000)).toEqual(['e20', 'o10']);
+  });
+
+  test('enqueueing for a crawl whose expires has passed answers expired, seed or child', async () => {
+    const frontier = testFrontier(redis);
+    const past = seedCrawl('app', 'past', { expires: T0S - 1 });
+    expect(await frontier.enqueue('link', crawlItems(past, [queueRequest('http://x.com/')]), T0)).toEqual(['expired']);
+    expect(await frontier.crawlInfo('link', 'app', 'past', T0)).toBeUndefined();
+
+    const soon = seedCrawl('app', 'soon', { expires: T0S + 20 });
+    await frontier.enqueue('link', crawlItems(soon, [queueRequest('http://x.com/')]), T0);
+    const more = [
+      { crawl: soon, request: queueRequest('http://x.com/seed2') },
+      { crawl: childCrawl(soon), request: queueRequest('http://x.com/child', -9, 1) },
+    ];
+    expect(await frontier.enqueue('link', more, T0 + 20_000)).toEqual(['expired', 'expired']);
+    expect(await frontier.enqueue('link', more, T0 + 19_999)).toEqual(['queued', 'queued']);
+  });
+});
+
+describe('info', () => {
+  test('crawl info counts what was enqueued minus what was leased, per domain and priority', async () => {
+    const frontier = testFrontier(redis);
+    const crawl = seedCrawl('app', 'c1', { priority: 5, attrs: { k: 'v' } });
+    await frontier.enqueue(
+      'link',
+      crawlItems(crawl, [
+        queueRequest('http://x.com/1', 5),
+        queueRequest('http://x.com/2', 5),
+        queueRequest('http://x.com/3', 5),
+        queueRequest('http://y.com/1', 5),
+        queueRequest('http://x.com/c1', -5, 1),
+        queueRequest('http://x.com/c2', -5, 1),
+        queueRequest('http://z.com/c1', -5, 1),
+        queueRequest('http://z.com/cc1', -15, 2),
+      ]),
+      T0,
+    );
+    const [x1, x2] = await leaseAll(frontier, 'link', T0, { max: 2 });
+    expect([x1?.url, x2?.url]).toEqual(['http://x.com/1', 'http://x.com/2']);
+    await frontier.ack(x1 as Lease, 'done', T0 + 1);
+
+    expect(await frontier.crawlInfo('link', 'app', 'c1', T0 + 2)).toEqual({
+      settings: crawl.settings,
+      queued: 6,
+      leased: 1,
+      done: 1,
+      failed: 0,
+      domains: {
+        'x.com': { priorities: { 5: 1, [-5]: 2 }, total: 3 },
+        'y.com': { priorities: { 5: 1 }, total: 1 },
+        'z.com': { priorities: { [-5]: 1, [-15]: 1 }, total: 2 },
+      },
+    });
+
+    // A retry moves its request to priority - 10 in the counts; a domain that empties disappears.
+    await frontier.retry(x2 as Lease, 1000, T0 + 3);
+    const [x3] = await leaseAll(frontier, 'link', T0 + 3, { max: 1 });
+    expect(x3?.url).toBe('http://x.com/3');
+    const info = await frontier.crawlInfo('link', 'app', 'c1', T0 + 4);
+    expect(info?.domains).toEqual({
+      'x.com': { priorities: { [-5]: 3 }, total: 3 },
+      'y.com': { priorities: { 5: 1 }, total: 1 },
+      'z.com': { priorities: { [-5]: 1, [-15]: 1 }, total: 2 },
+    });
+    expect([info?.queued, info?.leased]).toEqual([6, 1]);
+  });
+
+  test('app info lists every crawl of the app and no other app, even one whose name starts the same', async () => {
+    const frontier = testFrontier(redis);
+    const items = [
+      ...crawlItems(seedCrawl('app', 'c1'), [queueRequest('http://x.com/1', 3), queueRequest('http://y.com/1', -7, 1)]),
+      ...crawlItems(seedCrawl('app', 'c2'), [queueRequest('http://x.com/1', 9)]),
+      ...crawlItems(seedCrawl('app2', 'c3'), [queueRequest('http://x.com/1', 9)]),
+      ...crawlItems(seedCrawl('ap', 'c4'), [queueRequest('http://x.com/1', 9)]),
+    ];
+    expect(await frontier.enqueue('link', items, T0)).toEqual(Array(5).fill('queued'));
+    await frontier.enqueue(
+      'wandering',
+      crawlItems(seedCrawl('app', 'w1', { spiderid: 'wandering' }), [queueRequest('http://x.com/1')]),
+      T0,
+    );
+
+    const apps = await frontier.appInfo('link', 'app', T0);
+    expect(Object.keys(apps).sort()).toEqual(['c1', 'c2']);
+    expect(apps.c1?.domains).toEqual({
+      'x.com': { priorities: { 3: 1 }, total: 1 },
+      'y.com': { priorities: { [-7]: 1 }, total: 1 },
+    });
+    expect(apps.c1?.queued).toBe(2);
+    expect(apps.c2?.domains).toEqual({ 'x.com': { priorities: { 9: 1 }, total: 1 } });
+    expect(Object.keys(await frontier.appInfo('link', 'app2', T0))).toEqual(['c3']);
+    expect(Object.keys(await frontier.appInfo('wandering', 'app', T0))).toEqual(['w1']);
+    expect(await frontier.appInfo('link', 'nobody', T0)).toEqual({});
+    expect(await frontier.crawlInfo('link', 'app', 'nothing', T0)).toBeUndefined();
+  });
+});
+
+describe('redelivery and page caps', () => {
+  test('enqueueing the same batch twice: the second time everything is duplicate and info is unchanged', async () => {
+    const frontier = testFrontier(redis);
+    const c1 = seedCrawl('app', 'c1');
+    const c2 = seedCrawl('app', 'c2');
+    const batch = [
+      ...crawlItems(c1, [queueRequest('http://a.com/'), queueRequest('http://a.com/1', -9, 1)]),
+      { crawl: childCrawl(c1), request: queueRequest('http://b.com/2', -9, 1) },
+      ...crawlItems(c2, [queueRequest('http://a.com/'), queueRequest('http://c.com/3', -9, 1)]),
+    ];
+    expect(await frontier.enqueue('link', batch, T0)).toEqual(Array(5).fill('queued'));
+    const info = await frontier.appInfo('link', 'app', T0);
+    const backlog = await frontier.backlog('link');
+
+    expect(await frontier.enqueue('link', batch, T0 + 1)).toEqual(Array(5).fill('duplicate'));
+    expect(await frontier.appInfo('link', 'app', T0 + 1)).toEqual(info);
+    expect(await frontier.backlog('link')).toEqual(backlog);
+    // Still duplicates after they were leased and acked.
+    for (const l of await leaseAll(frontier, 'link', T0 + 2)) await frontier.ack(l, 'done', T0 + 2);
+    expect(await frontier.enqueue('link', batch, T0 + 3)).toEqual(Array(5).fill('duplicate'));
+    expect(await leaseAll(frontier, 'link', T0 + 3)).toEqual([]);
+  });
+
+  test('a child ahead of its seed in one batch is queued, the seed registering the crawl; a child of an unknown crawl is refused', async () => {
+    const frontier = testFrontier(redis);
+    const c1 = seedCrawl('app', 'c1', { attrs: { from: 'seed' } });
+    const batch = [
+      { crawl: childCrawl(c1), request: queueRequest('http://a.com/child', -9, 1) },
+      { crawl: c1, request: queueRequest('http://a.com/') },
+      { crawl: childCrawl(seedCrawl('app', 'ghost')), request: queueRequest('http://a.com/x', -9, 1) },
+    ];
+    expect(await frontier.enqueue('link', batch, T0)).toEqual(['queued', 'queued', 'unknown_crawl']);
+    expect((await frontier.crawlInfo('link', 'app', 'c1', T0))?.settings).toEqual(c1.settings);
+  });
+
+  test('domain_max_pages=4: the 5th request of that domain is capped, other domains and crawls are not', async () => {
+    const frontier = testFrontier(redis);
+    const capped = seedCrawl('app', 'capped', { domain_max_pages: 4 });
+    const free = seedCrawl('app', 'free');
+    const a = (n: number) => queueRequest(`http://a.com/${n}`);
+    const outcomes = await frontier.enqueue(
+      'link',
+      [
+        ...crawlItems(capped, [a(1), a(2), a(3), a(4), a(5), queueRequest('http://b.com/1')]),
+        ...crawlItems(free, [a(1), a(2), a(3), a(4), a(5), a(6)]),
+        ...crawlItems(childCrawl(capped), [a(6), queueRequest('http://b.com/2'), queueRequest('http://b.com/3')]),
+      ],
+      T0,
+    );
+    expect(outcomes).toEqual([
+      ...['queued', 'queued', 'queued', 'queued', 'capped', 'queued'],
+      ...Array(6).fill('queued'),
+      ...['capped', 'queued', 'queued'],
+    ]);
+    expect((await frontier.crawlInfo('link', 'app', 'capped', T0))?.domains).toEqual({
+      'a.com': { priorities: { 1: 4 }, total: 4 },
+      'b.com': { priorities: { 1: 3 }, total: 3 },
+    });
+
+    // The cap counts pages ever queued, not pages waiting: leasing them frees no room.
+    for (const l of await leaseAll(frontier, 'link', T0 + 1)) await frontier.ack(l, 'done', T0 + 1);
+    expect(
+      await frontier.enqueue('link', [{ crawl: childCrawl(capped), request: queueRequest('http://a.com/7') }], T0 + 2),
+    ).toEqual(['capped']);
+  });
+
+  test('redelivering a batch that hit a page cap: what was queued is duplicate, what was capped is capped again', async () => {
+    const frontier = testFrontier(redis);
+    const capped = seedCrawl('app', 'capped', { domain_max_pages: 2 });
+    const batch = crawlItems(
+      capped,
+      [1, 2, 3].map((n) => queueRequest(`http://a.com/${n}`)),
+    );
+    expect(await frontier.enqueue('link', batch, T0)).toEqual(['queued', 'queued', 'capped']);
+    expect(await frontier.enqueue('link', batch, T0 + 1)).toEqual(['duplicate', 'duplicate', 'capped']);
+  });
+});

@@ -1,0 +1,255 @@
+import { afterAll, afterEach, describe, expect, test } from 'vitest';
+import type { Frontier } from '../../lib/redis/frontier.ts';
+import { partitionKeys } from '../../lib/redis/keys.ts';
+import {
+  childCrawl,
+  dropTestFrontiers,
+  leaseAll,
+  maxInWindow,
+  queueRequest,
+  seedCrawl,
+  simulateLeasers,
+  T0,
+  testFrontier,
+} from '../helpers/frontier.ts';
+import { clusterRedis } from '../helpers/services.ts';
+
+const redis = clusterRedis();
+afterEach(() => dropTestFrontiers(redis));
+afterAll(() => redis.disconnect());
+
+/** 5 fetches per 2 s: moderated, one every 400 ms. */
+const FIVE_PER_2S = { hits: 5, windowSec: 2 } as const;
+
+/** Queues `n` requests of `domain` (priority 1) for spider `spider` under crawl app/c1. */
+async function fill(frontier: Frontier, domain: string, n: number, now = T0, spider = 'link', crawlid = 'c1') {
+  const seed = seedCrawl('app', crawlid, { spiderid: spider });
+  const outcomes = await frontier.enqueue(
+    spider,
+    Array.from({ length: n }, (_, i) => ({
+      crawl: i === 0 ? seed : childCrawl(seed),
+      request: queueRequest(`http://www.${domain}/${spider}/${i}`),
+    })),
+    now,
+  );
+  expect(outcomes.every((o) => o === 'queued')).toBe(true);
+}
+
+describe('frontier throttle', () => {
+  test('moderated: 3 concurrent leasers on one domain get leases exactly 400 ms apart, at most 5 in any 2 s', async () => {
+    const frontier = testFrontier(redis, { ...FIVE_PER_2S, moderated: true });
+    await fill(frontier, 'a.com', 100);
+    const leases = await simulateLeasers(frontier, 'link', { leasers: 3, start: T0, durationMs: 10_000, stepMs: 50 });
+    const times = leases.map((l) => l.at);
+    expect(maxInWindow(times, 2000)).toBeLessThanOrEqual(5);
+    for (let i = 1; i < times.length; i++)
+      expect((times[i] as number) - (times[i - 1] as number)).toBeGreaterThanOrEqual(400);
+    // Not stricter than it must be: a lease at every 400 ms mark.
+    expect(times).toEqual(Array.from({ length: 25 }, (_, i) => T0 + i * 400));
+    expect(new Set(leases.map((l) => l.lease.handle)).size).toBe(leases.length);
+  });
+
+  test('moderated spacing rounds up: 3 per 2 s never puts 4 leases inside one 2 s window', async () => {
+    const frontier = testFrontier(redis, { hits: 3, windowSec: 2, moderated: true });
+    await fill(frontier, 'a.com', 50);
+    const leases = await simulateLeasers(frontier, 'link', { leasers: 3, start: T0, durationMs: 2500, stepMs: 1 });
+    const times = leases.map((l) => l.at);
+    expect(maxInWindow(times, 2000)).toBe(3);
+    expect(times.slice(0, 4)).toEqual([T0, T0 + 667, T0 + 1334, T0 + 2001]);
+  });
+
+  test('not moderated: a burst of 5 goes at once, then nothing until the 2 s window slides past the first', async () => {
+    const frontier = testFrontier(redis, { ...FIVE_PER_2S, moderated: false });
+    await fill(frontier, 'a.com', 100);
+    const leases = await simulateLeasers(frontier, 'link', { leasers: 3, start: T0, durationMs: 10_000, stepMs: 50 });
+    const times = leases.map((l) => l.at);
+    expect(maxInWindow(times, 2000)).toBeLessThanOrEqual(5);
+    expect(times.slice(0, 6)).toEqual([T0, T0, T0, T0 + 50, T0 + 50, T0 + 2000]);
+    // Over 10 s the log lets exactly 5 through per 2 s.
+    expect(times).toHaveLength(25);
+  });
+
+  test('a lease with nothing due says when the domain is next due', async () => {
+    const frontier = testFrontier(redis, { ...FIVE_PER_2S, moderated: true });
+    await fill(frontier, 'a.com', 3);
+    expect((await frontier.lease('link', { now: T0 })).leased).toBe(true);
+    expect(await frontier.lease('link', { now: T0 + 50 })).toEqual({ leased: false, nextDueMs: T0 + 400, skipped: 0 });
+    expect(await frontier.lease('link', { now: T0 + 399 })).toEqual({ leased: false, nextDueMs: T0 + 400, skipped: 0 });
+    expect((await frontier.lease('link', { now: T0 + 400 })).leased).toBe(true);
+
+    const burst = testFrontier(redis, { ...FIVE_PER_2S, moderated: false });
+    await fill(burst, 'a.com', 6);
+    expect(await leaseAll(burst, 'link', T0)).toHaveLength(5);
+    await fill(burst, 'b.com', 6, T0 + 700, 'link', 'c2');
+    expect(await leaseAll(burst, 'link', T0 + 700)).toHaveLength(5);
+    // The earliest of several waiting domains is reported: a.com at T0 + 2 s, not b.com at T0 + 2.7 s.
+    expect(await burst.lease('link', { now: T0 + 800 })).toEqual({ leased: false, nextDueMs: T0 + 2000, skipped: 0 });
+  });
+
+  test('a domain-update override applies at the next lease, tightening or loosening, and domain-remove restores the default', async () => {
+    const frontier = testFrontier(redis, { ...FIVE_PER_2S, moderated: true });
+    await fill(frontier, 'a.com', 20);
+    expect((await frontier.lease('link', { now: T0 })).leased).toBe(true);
+
+    await frontier.configureDomain('domain-update', 'a.com', { hits: 2, window: 2 }, T0 + 10);
+    expect(await frontier.lease('link', { now: T0 + 400 })).toEqual({
+      leased: false,
+      nextDueMs: T0 + 1000,
+      skipped: 0,
+    });
+    expect((await frontier.lease('link', { now: T0 + 1000 })).leased).toBe(true);
+
+    await frontier.configureDomain('domain-update', 'a.com', { hits: 20, window: 2 }, T0 + 1010);
+    expect((await frontier.lease('link', { now: T0 + 1100 })).leased).toBe(true);
+    expect(await frontier.lease('link', { now: T0 + 1150 })).toEqual({
+      leased: false,
+      nextDueMs: T0 + 1200,
+      skipped: 0,
+    });
+
+    await frontier.configureDomain('domain-remove', 'a.com', {}, T0 + 1160);
+    expect(await frontier.lease('link', { now: T0 + 1200 })).toEqual({
+      leased: false,
+      nextDueMs: T0 + 1500,
+      skipped: 0,
+    });
+    expect((await frontier.lease('link', { now: T0 + 1500 })).leased).toBe(true);
+  });
+
+  test('a tightened override counts from the last lease: 1 per 2 s after a lease at +400 ms is next due at +2400 ms', async () => {
+    const frontier = testFrontier(redis, { ...FIVE_PER_2S, moderated: true });
+    await fill(frontier, 'a.com', 5);
+    expect((await frontier.lease('link', { now: T0 })).leased).toBe(true);
+    expect((await frontier.lease('link', { now: T0 + 400 })).leased).toBe(true);
+    await frontier.configureDomain('domain-update', 'a.com', { hits: 1, window: 2 }, T0 + 401);
+    expect(await frontier.lease('link', { now: T0 + 800 })).toEqual({
+      leased: false,
+      nextDueMs: T0 + 2400,
+      skipped: 0,
+    });
+  });
+
+  test('scale 0.5 halves the effective hits: 10 per 2 s at scale 0.5 is one lease every 400 ms', async () => {
+    const frontier = testFrontier(redis, { hits: 10, windowSec: 2, moderated: true });
+    await fill(frontier, 'a.com', 40);
+    await fill(frontier, 'b.com', 40, T0, 'link', 'c2');
+    await frontier.configureDomain('domain-update', 'a.com', { hits: 10, window: 2, scale: 0.5 }, T0);
+    const leases = await simulateLeasers(frontier, 'link', { leasers: 3, start: T0, durationMs: 4000, stepMs: 50 });
+    const a = leases.filter((l) => l.lease.domain === 'a.com').map((l) => l.at);
+    const b = leases.filter((l) => l.lease.domain === 'b.com').map((l) => l.at);
+    expect(a).toEqual(Array.from({ length: 10 }, (_, i) => T0 + i * 400));
+    expect(b).toEqual(Array.from({ length: 20 }, (_, i) => T0 + i * 200));
+  });
+
+  test('a domain whose scaled hits round down to 0 is never leased and reports no due time', async () => {
+    const frontier = testFrontier(redis, { ...FIVE_PER_2S, moderated: true });
+    await fill(frontier, 'a.com', 3);
+    await fill(frontier, 'b.com', 1, T0, 'link', 'c2');
+    await frontier.configureDomain('domain-update', 'a.com', { hits: 1, window: 2, scale: 0.5 }, T0);
+    expect((await leaseAll(frontier, 'link', T0)).map((l) => l.domain)).toEqual(['b.com']);
+    expect(await frontier.lease('link', { now: T0 + 1 })).toEqual({ leased: false, nextDueMs: null, skipped: 0 });
+    await frontier.configureDomain('domain-update', 'a.com', { hits: 2, window: 2, scale: 0.5 }, T0 + 2);
+    expect((await leaseAll(frontier, 'link', T0 + 3)).map((l) => l.domain)).toEqual(['a.com']);
+    expect(await frontier.lease('link', { now: T0 + 4 })).toEqual({ leased: false, nextDueMs: T0 + 2003, skipped: 0 });
+  });
+
+  test('a blacklisted domain is never leased while other domains are, and is leased again after blacklist-remove', async () => {
+    const frontier = testFrontier(redis);
+    await fill(frontier, 'a.com', 5);
+    await fill(frontier, 'b.com', 5, T0, 'link', 'c2');
+    await frontier.configureDomain('blacklist-update', 'a.com', {}, T0);
+    await fill(frontier, 'a.com', 1, T0, 'link', 'c3');
+    const during = await leaseAll(frontier, 'link', T0 + 1);
+    expect(during.map((l) => l.domain)).toEqual(['b.com', 'b.com', 'b.com', 'b.com', 'b.com']);
+    // Its requests stay queued.
+    expect(await frontier.backlog('link')).toEqual({ 'a.com': 6 });
+    expect((await frontier.lease('link', { now: T0 + 2 })).leased).toBe(false);
+
+    await frontier.configureDomain('blacklist-remove', 'a.com', {}, T0 + 3);
+    const after = await leaseAll(frontier, 'link', T0 + 4);
+    expect(after.map((l) => l.url)).toEqual([
+      'http://www.a.com/link/0',
+      'http://www.a.com/link/1',
+      'http://www.a.com/link/2',
+      'http://www.a.com/link/3',
+      'http://www.a.com/link/4',
+      'http://www.a.com/link/0',
+    ]);
+    expect(after.map((l) => l.crawl.crawlid)).toEqual(['c1', 'c1', 'c1', 'c1', 'c1', 'c3']);
+  });
+
+  test('leases that find nothing record no throttle hit: a request enqueued after them is leased at once', async () => {
+    const frontier = testFrontier(redis, { ...FIVE_PER_2S, moderated: true });
+    await fill(frontier, 'a.com', 1);
+    expect((await frontier.lease('link', { now: T0 })).leased).toBe(true);
+    const thr = partitionKeys(frontier.partitionFor('link')).throttle;
+    const state = await redis.hgetall(thr);
+    for (let t = T0 + 1; t <= T0 + 450; t += 10) {
+      expect(await frontier.lease('link', { now: t })).toEqual({ leased: false, nextDueMs: null, skipped: 0 });
+    }
+    expect(await redis.hgetall(thr)).toEqual(state);
+    await fill(frontier, 'a.com', 1, T0 + 450, 'link', 'c2');
+    expect((await frontier.lease('link', { now: T0 + 450 })).leased).toBe(true);
+
+    // The same on a frontier that never had work: the first request is leased at once.
+    const empty = testFrontier(redis, { ...FIVE_PER_2S, moderated: true });
+    for (let t = T0; t < T0 + 1000; t += 100) expect((await empty.lease('link', { now: t })).leased).toBe(false);
+    await fill(empty, 'a.com', 2, T0 + 1000);
+    expect((await empty.lease('link', { now: T0 + 1000 })).leased).toBe(true);
+  });
+
+  test('SCHEDULER_IP_ENABLED: two egress IPs each get the full per-domain limit', async () => {
+    const frontier = testFrontier(redis, { ...FIVE_PER_2S, moderated: true, ipEnabled: true });
+    await fill(frontier, 'a.com', 100);
+    const ips = ['10.0.0.1', '10.0.0.2', '10.0.0.2'];
+    const leases = await simulateLeasers(frontier, 'link', {
+      leasers: 3,
+      start: T0,
+      durationMs: 4000,
+      stepMs: 50,
+      ips,
+    });
+    for (const ip of ['10.0.0.1', '10.0.0.2']) {
+      const times = leases.filter((l) => ips[l.leaser] === ip).map((l) => l.at);
+      expect(times, ip).toEqual(Array.from({ length: 10 }, (_, i) => T0 + i * 400));
+    }
+    expect(new Set(leases.map((l) => l.lease.handle)).size).toBe(20);
+    // The IP's own throttle says when it is next due.
+    expect(await frontier.lease('link', { now: T0 + 3601, ip: '10.0.0.1' })).toEqual({
+      leased: false,
+      nextDueMs: T0 + 4000,
+      skipped: 0,
+    });
+  });
+
+  test('SCHEDULER_IP_ENABLED off: the same two egress IPs share one limit', async () => {
+    const frontier = testFrontier(redis, { ...FIVE_PER_2S, moderated: true, ipEnabled: false });
+    await fill(frontier, 'a.com', 100);
+    const ips = ['10.0.0.1', '10.0.0.2', '10.0.0.2'];
+    const leases = await simulateLeasers(frontier, 'link', {
+      leasers: 3,
+      start: T0,
+      durationMs: 4000,
+      stepMs: 50,
+      ips,
+    });
+    expect(leases.map((l) => l.at)).toEqual(Array.from({ length: 10 }, (_, i) => T0 + i * 400));
+  });
+
+  test('SCHEDULER_TYPE_ENABLED=false: two spider types share one domain throttle', async () => {
+    const shared = testFrontier(redis, { ...FIVE_PER_2S, moderated: true, typeEnabled: false });
+    await fill(shared, 'a.com', 10, T0, 'link', 'c1');
+    await fill(shared, 'a.com', 10, T0, 'wandering', 'c2');
+    expect((await shared.lease('link', { now: T0 })).leased).toBe(true);
+    expect(await shared.lease('wandering', { now: T0 })).toEqual({ leased: false, nextDueMs: T0 + 400, skipped: 0 });
+    expect((await shared.lease('wandering', { now: T0 + 400 })).leased).toBe(true);
+    expect(await shared.lease('link', { now: T0 + 400 })).toEqual({ leased: false, nextDueMs: T0 + 800, skipped: 0 });
+
+    // With per-type throttles (the default) each spider type gets its own limit on the same domain.
+    const perType = testFrontier(redis, { ...FIVE_PER_2S, moderated: true, typeEnabled: true });
+    await fill(perType, 'a.com', 10, T0, 'link', 'c1');
+    await fill(perType, 'a.com', 10, T0, 'wandering', 'c2');
+    expect((await perType.lease('link', { now: T0 })).leased).toBe(true);
+    expect((await perType.lease('wandering', { now: T0 })).leased).toBe(true);
+  });
+});

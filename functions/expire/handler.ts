@@ -1,0 +1,28 @@
+/**
+ * expire (EventBridge, every minute): crawls whose `expires` passed are stopped with an `expired` notice.
+ */
+import { injectLambdaContext } from '@aws-lambda-powertools/logger/middleware';
+import { MetricUnit } from '@aws-lambda-powertools/metrics';
+import { logMetrics } from '@aws-lambda-powertools/metrics/middleware';
+import middy from '@middy/core';
+import { config } from '../../lib/config/index.ts';
+import type { ScheduledEvent } from '../../lib/kafka/msk-event.ts';
+import type { MonitorContext } from '../../lib/monitor/context.ts';
+import { expireCrawls } from '../../lib/monitor/periodic.ts';
+import { createMonitorDeps, once } from '../shared/deps.ts';
+import { createLogger, createMetrics, monitorLog } from '../shared/observability.ts';
+
+const logger = createLogger('expire', config().LOG_LEVEL);
+const metrics = createMetrics('expire');
+
+export function expireHandler(context: () => Promise<MonitorContext>) {
+  return middy(async (_event: ScheduledEvent) => {
+    const { expired } = await expireCrawls(await context());
+    metrics.addMetric('CrawlsExpired', MetricUnit.Count, expired);
+    return { expired };
+  })
+    .use(injectLambdaContext(logger))
+    .use(logMetrics(metrics));
+}
+
+export const handler = expireHandler(once(async () => (await createMonitorDeps('expire', monitorLog(logger))).ctx));

@@ -1,0 +1,33 @@
+/**
+ * redis-monitor (MSK event source on `<p>.actions`): info, stop, stats, domain config. Behaviour:
+ * lib/monitor/redis-monitor.ts.
+ */
+import { injectLambdaContext } from '@aws-lambda-powertools/logger/middleware';
+import { MetricUnit } from '@aws-lambda-powertools/metrics';
+import { logMetrics } from '@aws-lambda-powertools/metrics/middleware';
+import middy from '@middy/core';
+import { config } from '../../lib/config/index.ts';
+import { type BatchResponse, decodeMskEvent, type MskEvent } from '../../lib/kafka/msk-event.ts';
+import type { MonitorContext } from '../../lib/monitor/context.ts';
+import { handleActions } from '../../lib/monitor/redis-monitor.ts';
+import { toBatchResponse } from '../shared/batch.ts';
+import { createMonitorDeps, once } from '../shared/deps.ts';
+import { createLogger, createMetrics, monitorLog } from '../shared/observability.ts';
+
+const logger = createLogger('redis-monitor', config().LOG_LEVEL);
+const metrics = createMetrics('redis-monitor');
+
+export function redisMonitorHandler(context: () => Promise<MonitorContext>) {
+  return middy(async (event: MskEvent): Promise<BatchResponse> => {
+    const result = await handleActions(await context(), decodeMskEvent(event));
+    metrics.addMetric('Replies', MetricUnit.Count, result.replies.length);
+    metrics.addMetric('RecordsFailed', MetricUnit.Count, result.failures.length);
+    return toBatchResponse(result.failures);
+  })
+    .use(injectLambdaContext(logger))
+    .use(logMetrics(metrics));
+}
+
+export const handler = redisMonitorHandler(
+  once(async () => (await createMonitorDeps('redis-monitor', monitorLog(logger))).ctx),
+);

@@ -1,0 +1,69 @@
+/**
+ * The connections a monitor function needs, created once per container (module scope, on first use) and
+ * reused across invocations (STYLE.md §4). The local runtime and the tests build their own and pass them
+ * to the handler factories instead.
+ */
+import { hostname } from 'node:os';
+import type { Variables } from '../../lib/config/index.ts';
+import { config } from '../../lib/config/index.ts';
+import { createKafka, createProducer, kafkaSettings } from '../../lib/kafka/client.ts';
+import { type MessageSink, producerSink } from '../../lib/kafka/sink.ts';
+import type { MonitorContext, MonitorLog } from '../../lib/monitor/context.ts';
+import { redisReplyStore, redisStatsStore } from '../../lib/monitor/stores.ts';
+import { createRedis, redisSettings } from '../../lib/redis/client.ts';
+import { Frontier, frontierOptions } from '../../lib/redis/frontier.ts';
+import { KNOWN_SPIDERS } from '../../lib/schemas/index.ts';
+
+export interface MonitorDeps {
+  ctx: MonitorContext;
+  /** Flushes and closes the connections (local runtime shutdown; Lambda never calls it). */
+  close(): Promise<void>;
+}
+
+/** Opens Redis and a Kafka producer from the configuration and builds a monitor context. */
+export async function createMonitorDeps(
+  name: string,
+  log: MonitorLog,
+  vars: Variables = config(),
+): Promise<MonitorDeps> {
+  const redis = createRedis({ ...redisSettings(vars), connectionName: name });
+  const kafka = createKafka(kafkaSettings(vars));
+  const producer = createProducer(kafka);
+  await producer.connect();
+  const sink: MessageSink = producerSink(producer);
+  const ctx: MonitorContext = {
+    frontier: new Frontier(redis, frontierOptions(vars)),
+    stats: redisStatsStore(redis, vars.REDIS_KEY_PREFIX),
+    replies: redisReplyStore(redis, vars.REDIS_KEY_PREFIX),
+    sink,
+    topicPrefix: vars.KAFKA_TOPIC_PREFIX,
+    appidTopics: vars.KAFKA_APPID_TOPICS,
+    spiders: KNOWN_SPIDERS,
+    replyTtlSec: 300,
+    nodeId: `${name}@${hostname()}:${process.pid}`,
+    log,
+    now: Date.now,
+  };
+  return {
+    ctx,
+    async close() {
+      await producer.disconnect();
+      redis.disconnect();
+    },
+  };
+}
+
+/**
+ * A memoised async factory: the first call creates, later calls reuse; a failed creation is forgotten so
+ * the next invocation tries again (Redis or Kafka may come back).
+ */
+export function once<T>(factory: () => Promise<T>): () => Promise<T> {
+  let pending: Promise<T> | undefined;
+  return () => {
+    pending ??= factory().catch((error: unknown) => {
+      pending = undefined;
+      throw error;
+    });
+    return pending;
+  };
+}

@@ -1,0 +1,63 @@
+/**
+ * `info` replies in Scrapy Cluster's shapes (CONTRACT.md), built from the frontier's counters.
+ * `low_priority` / `high_priority` are the lowest and highest request priority queued for a domain.
+ */
+import type { CrawlInfo } from '../redis/frontier.ts';
+import type { ActionRequest } from '../schemas/index.ts';
+import { type MonitorContext, serverTime } from './context.ts';
+import type { Reply } from './replies.ts';
+
+type DomainSummary = { low_priority: number; high_priority: number; total: number };
+
+function domainSummaries(info: CrawlInfo): Record<string, DomainSummary> {
+  const out: Record<string, DomainSummary> = {};
+  for (const [domain, d] of Object.entries(info.domains)) {
+    const prios = Object.keys(d.priorities).map(Number);
+    if (prios.length === 0 || d.total === 0) continue;
+    out[domain] = { low_priority: Math.min(...prios), high_priority: Math.max(...prios), total: d.total };
+  }
+  return out;
+}
+
+/** Answers an info request: the crawl form when it names a crawlid, else the app form. */
+export async function infoReply(ctx: MonitorContext, request: ActionRequest): Promise<Reply> {
+  const base = { server_time: serverTime(ctx), uuid: request.uuid, appid: request.appid };
+  if (request.crawlid !== undefined) {
+    const info = await ctx.frontier.crawlInfo(request.spiderid, request.appid, request.crawlid, ctx.now());
+    const domains = info ? domainSummaries(info) : {};
+    const reply: Reply = {
+      ...base,
+      crawlid: request.crawlid,
+      spiderid: request.spiderid,
+      total_pending: info?.queued ?? 0,
+      total_domains: Object.keys(domains).length,
+      domains,
+    };
+    if (info?.settings.expires) reply.expires = info.settings.expires;
+    return reply;
+  }
+  const infos = await ctx.frontier.appInfo(request.spiderid, request.appid, ctx.now());
+  const crawlids: Record<string, Record<string, unknown>> = {};
+  const allDomains = new Set<string>();
+  let totalPending = 0;
+  for (const [crawlid, info] of Object.entries(infos)) {
+    const domains = domainSummaries(info);
+    for (const d of Object.keys(domains)) allDomains.add(d);
+    totalPending += info.queued;
+    const entry: Record<string, unknown> = {
+      domains,
+      distinct_domains: Object.keys(domains).length,
+      total: info.queued,
+    };
+    if (info.settings.expires) entry.expires = info.settings.expires;
+    crawlids[crawlid] = entry;
+  }
+  return {
+    ...base,
+    spiderid: request.spiderid,
+    total_pending: totalPending,
+    total_domains: allDomains.size,
+    total_crawlids: Object.keys(crawlids).length,
+    crawlids,
+  };
+}

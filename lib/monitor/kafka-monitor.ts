@@ -1,0 +1,190 @@
+/**
+ * The kafka-monitor: every record of `<p>.incoming` is parsed, classified and validated. Crawl requests go
+ * into the frontier (one enqueue call per spider type for the whole batch); action, stats and domain
+ * requests go on to `<p>.actions` for the redis-monitor; anything invalid is answered on `<p>.rejected`
+ * (and on the outbound topics when it carried appid + uuid), never dropped in silence.
+ *
+ * Failure semantics (DESIGN.md §4): a poison record never fails the batch. Only infrastructure failing
+ * (Redis or Kafka unreachable) fails records, and only those whose work did not happen; re-processing a
+ * record is harmless (the frontier's dupefilter makes enqueue idempotent).
+ */
+import { InvalidUrlError, registrableDomain, requestFingerprint } from '../crawl/url.ts';
+import { type RejectionDetail, type RejectionKind, SchemaValidationError } from '../errors.ts';
+import type { DecodedRecord } from '../kafka/msk-event.ts';
+import type { OutMessage } from '../kafka/sink.ts';
+import { clusterTopics } from '../kafka/topics.ts';
+import type { CrawlRef, EnqueueOutcome, QueueRequest } from '../redis/frontier.ts';
+import type { StatsIncrement } from '../redis/stats.ts';
+import { type ClassifiedRequest, type CrawlRequest, parseRequest } from '../schemas/index.ts';
+import { type MonitorContext, serverTime } from './context.ts';
+import { type Reply, replyBatches } from './replies.ts';
+import { HEARTBEAT_TTL_MS } from './stats-report.ts';
+
+/** How much of a rejected message is echoed back in `raw`. */
+export const RAW_ECHO_BYTES = 4096;
+
+/** The outcome of one batch. */
+export interface IncomingResult {
+  /** Records whose work did not happen (infrastructure failure): report them so they are delivered again. */
+  failures: DecodedRecord[];
+  crawl: Record<EnqueueOutcome, number>;
+  forwarded: number;
+  rejected: number;
+}
+
+/** A rejection message (CONTRACT.md "Rejections"). */
+export interface Rejection extends Reply {
+  error: RejectionKind;
+  details: RejectionDetail[];
+  raw: string;
+  source: { topic: string; partition: number; offset: number };
+  server_time: number;
+}
+
+function rejection(
+  ctx: MonitorContext,
+  record: DecodedRecord,
+  kind: RejectionKind,
+  details: RejectionDetail[],
+): Rejection {
+  const r: Rejection = {
+    error: kind,
+    details,
+    raw: record.value.subarray(0, RAW_ECHO_BYTES).toString('utf8'),
+    source: { topic: record.topic, partition: record.partition, offset: record.offset },
+    server_time: serverTime(ctx),
+  };
+  // Best effort: who sent it, so a waiting client hears about its mistake.
+  if (record.value.length <= 1_048_576) {
+    try {
+      const parsed = JSON.parse(record.value.toString('utf8')) as unknown;
+      if (parsed && typeof parsed === 'object' && !Array.isArray(parsed)) {
+        const { appid, uuid } = parsed as { appid?: unknown; uuid?: unknown };
+        if (typeof appid === 'string') r.appid = appid;
+        if (typeof uuid === 'string') r.uuid = uuid;
+      }
+    } catch {
+      // not JSON: no appid to echo
+    }
+  }
+  return r;
+}
+
+/** A seed's frontier entry: registrable domain, fingerprint of the canonical URL, and the crawl's settings. */
+export function seedEntry(request: CrawlRequest): { crawl: CrawlRef; request: QueueRequest } {
+  const { url, ...settings } = request;
+  return {
+    crawl: { appid: request.appid, crawlid: request.crawlid, settings },
+    request: {
+      url,
+      domain: registrableDomain(url),
+      fingerprint: requestFingerprint(url),
+      priority: request.priority,
+      depth: 0,
+    },
+  };
+}
+
+/** Handles one batch of `<p>.incoming` records (see the module doc for the failure semantics). */
+export async function handleIncoming(ctx: MonitorContext, records: DecodedRecord[]): Promise<IncomingResult> {
+  const topics = clusterTopics(ctx.topicPrefix);
+  const rejections: Rejection[] = [];
+  const forwards: { record: DecodedRecord; message: OutMessage }[] = [];
+  const crawls = new Map<string, { record: DecodedRecord; entry: ReturnType<typeof seedEntry> }[]>();
+  const stats: StatsIncrement[] = [{ name: 'kafka-monitor:total', by: records.length }];
+
+  for (const record of records) {
+    let classified: ClassifiedRequest;
+    try {
+      classified = parseRequest(record.value, { spiders: ctx.spiders });
+    } catch (error) {
+      if (!(error instanceof SchemaValidationError)) throw error;
+      rejections.push(rejection(ctx, record, error.kind, error.details));
+      continue;
+    }
+    stats.push({ name: `kafka-monitor:plugin:${classified.type}` });
+    if (classified.type === 'crawl') {
+      let entry: ReturnType<typeof seedEntry>;
+      try {
+        entry = seedEntry(classified.request);
+      } catch (error) {
+        if (!(error instanceof InvalidUrlError)) throw error;
+        rejections.push(rejection(ctx, record, 'schema', [{ path: '/url', message: error.message }]));
+        continue;
+      }
+      const list = crawls.get(classified.request.spiderid) ?? [];
+      list.push({ record, entry });
+      crawls.set(classified.request.spiderid, list);
+    } else {
+      forwards.push({
+        record,
+        message: { key: classified.request.appid, value: JSON.stringify(classified.request) },
+      });
+    }
+  }
+  if (rejections.length > 0) stats.push({ name: 'kafka-monitor:fail', by: rejections.length });
+
+  const failures: DecodedRecord[] = [];
+  const result: IncomingResult = {
+    failures,
+    crawl: { queued: 0, duplicate: 0, stopped: 0, expired: 0, capped: 0, unknown_crawl: 0 },
+    forwarded: 0,
+    rejected: 0,
+  };
+
+  // Crawl requests: one enqueue per spider type for the whole batch.
+  for (const [spider, items] of crawls) {
+    try {
+      const outcomes = await ctx.frontier.enqueue(
+        spider,
+        items.map((i) => i.entry),
+        ctx.now(),
+      );
+      outcomes.forEach((o, k) => {
+        result.crawl[o] += 1;
+        if (o === 'stopped' || o === 'expired') {
+          const { appid, crawlid } = items[k]?.entry.crawl ?? {};
+          ctx.log.info('crawl request refused', { outcome: o, appid, crawlid });
+        }
+      });
+    } catch (error) {
+      ctx.log.error('enqueue failed; these records will be delivered again', {
+        spider,
+        records: items.length,
+        error: (error as Error).message,
+      });
+      failures.push(...items.map((i) => i.record));
+    }
+  }
+
+  // Forwards and rejections: one produce call.
+  const rejectionReplies = rejections.filter((r) => r.appid !== undefined && r.uuid !== undefined);
+  const batch = [
+    { topic: topics.actions, messages: forwards.map((f) => f.message) },
+    { topic: topics.rejected, messages: rejections.map((r) => ({ key: r.appid ?? null, value: JSON.stringify(r) })) },
+    ...replyBatches(ctx, rejectionReplies),
+  ];
+  try {
+    await ctx.sink.send(batch);
+    result.forwarded = forwards.length;
+    result.rejected = rejections.length;
+  } catch (error) {
+    ctx.log.error('producing forwards and rejections failed; these records will be delivered again', {
+      records: forwards.length + rejections.length,
+      error: (error as Error).message,
+    });
+    failures.push(...forwards.map((f) => f.record));
+    const rejected = new Set(rejections.map((r) => `${r.source.partition}:${r.source.offset}`));
+    failures.push(...records.filter((r) => rejected.has(`${r.partition}:${r.offset}`)));
+  }
+
+  // Stats are best effort: losing a count must not make Lambda redeliver a batch.
+  try {
+    const now = ctx.now();
+    await ctx.stats.increment(stats, now);
+    await ctx.stats.beat('kafka-monitor', ctx.nodeId, now, HEARTBEAT_TTL_MS);
+  } catch (error) {
+    ctx.log.warn('stats update failed', { error: (error as Error).message });
+  }
+  return result;
+}

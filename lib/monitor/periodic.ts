@@ -1,0 +1,53 @@
+/**
+ * The scheduled jobs: expiry (crawls whose `expires` passed are stopped, with an `expired` notice), lease
+ * reclaim (requests of dead crawlers go back to their queues), and the fleet metrics that drive autoscaling.
+ */
+import { type MonitorContext, serverTime } from './context.ts';
+import { type Reply, replyBatches } from './replies.ts';
+import { HEARTBEAT_TTL_MS } from './stats-report.ts';
+
+/** Stops every crawl whose `expires` has passed and sends one `expired` notice per crawl. */
+export async function expireCrawls(ctx: MonitorContext): Promise<{ expired: number; notices: Reply[] }> {
+  const notices: Reply[] = [];
+  for (const spider of await ctx.frontier.spiders()) {
+    for (const crawl of await ctx.frontier.dueCrawls(spider, ctx.now())) {
+      const { purged } = await ctx.frontier.stop(spider, crawl.appid, crawl.crawlid, ctx.now());
+      notices.push({
+        action: 'expired',
+        server_time: serverTime(ctx),
+        appid: crawl.appid,
+        crawlid: crawl.crawlid,
+        spiderid: crawl.spiderid ?? spider,
+        total_expired: purged,
+      });
+    }
+  }
+  if (notices.length > 0) await ctx.sink.send(replyBatches(ctx, notices));
+  return { expired: notices.length, notices };
+}
+
+/** Returns expired leases of every spider type to their queues. @returns how many */
+export async function reclaimLeases(ctx: MonitorContext): Promise<number> {
+  let total = 0;
+  for (const spider of await ctx.frontier.spiders()) total += await ctx.frontier.reclaim(spider, ctx.now());
+  return total;
+}
+
+/** The numbers the stats function publishes as metrics (per spider type and in total). */
+export interface FleetMetrics {
+  backlog: Record<string, number>;
+  totalBacklog: number;
+  liveCrawlers: number;
+  /** Backlog per running crawler task: the signal the fleet scales on (backlog itself when none run). */
+  backlogPerTask: number;
+}
+
+export async function fleetMetrics(ctx: MonitorContext): Promise<FleetMetrics> {
+  const backlog: Record<string, number> = {};
+  for (const spider of await ctx.frontier.spiders()) {
+    backlog[spider] = Object.values(await ctx.frontier.backlog(spider)).reduce((s, n) => s + n, 0);
+  }
+  const totalBacklog = Object.values(backlog).reduce((s, n) => s + n, 0);
+  const liveCrawlers = (await ctx.stats.live('crawler', ctx.now(), HEARTBEAT_TTL_MS)).length;
+  return { backlog, totalBacklog, liveCrawlers, backlogPerTask: totalBacklog / Math.max(1, liveCrawlers) };
+}

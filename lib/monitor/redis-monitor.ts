@@ -1,0 +1,102 @@
+/**
+ * The redis-monitor: handles the validated action, stats and domain-config requests that the kafka-monitor
+ * forwards on `<p>.actions`, and replies on the outbound topics (stored under the uuid for REST polling).
+ * A request it cannot handle gets a reply with an `error` field; only infrastructure failures fail records.
+ */
+import { SchemaValidationError } from '../errors.ts';
+import type { DecodedRecord } from '../kafka/msk-event.ts';
+import type { StatsIncrement } from '../redis/stats.ts';
+import { type ClassifiedRequest, type DomainConfigRequest, parseRequest } from '../schemas/index.ts';
+import { type MonitorContext, serverTime } from './context.ts';
+import { infoReply } from './info.ts';
+import { type Reply, replyBatches, storeReplies } from './replies.ts';
+import { HEARTBEAT_TTL_MS, statsPayload } from './stats-report.ts';
+
+export interface ActionsResult {
+  failures: DecodedRecord[];
+  replies: Reply[];
+}
+
+async function domainReply(ctx: MonitorContext, r: DomainConfigRequest): Promise<Reply> {
+  await ctx.frontier.configureDomain(r.action, r.domain, { hits: r.hits, window: r.window, scale: r.scale }, ctx.now());
+  return { action: r.action, domain: r.domain, uuid: r.uuid, appid: r.appid, server_time: serverTime(ctx) };
+}
+
+/** The reply to one request (throws only on infrastructure failure). */
+export async function replyTo(ctx: MonitorContext, c: ClassifiedRequest): Promise<Reply | undefined> {
+  switch (c.type) {
+    case 'action': {
+      const r = c.request;
+      if (r.action === 'info') return infoReply(ctx, r);
+      const { purged } = await ctx.frontier.stop(r.spiderid, r.appid, r.crawlid as string, ctx.now());
+      return {
+        action: 'stop',
+        server_time: serverTime(ctx),
+        uuid: r.uuid,
+        appid: r.appid,
+        crawlid: r.crawlid,
+        spiderid: r.spiderid,
+        total_purged: purged,
+      };
+    }
+    case 'stats': {
+      const r = c.request;
+      const payload = await statsPayload(ctx, r.stats);
+      return { stats: r.stats, server_time: serverTime(ctx), uuid: r.uuid, appid: r.appid, ...payload };
+    }
+    case 'domain':
+      return domainReply(ctx, c.request);
+    case 'crawl':
+      // Crawl requests never come this way; the kafka-monitor enqueues them.
+      return undefined;
+  }
+}
+
+/** Handles one batch of `<p>.actions` records. */
+export async function handleActions(ctx: MonitorContext, records: DecodedRecord[]): Promise<ActionsResult> {
+  const replies: Reply[] = [];
+  const failures: DecodedRecord[] = [];
+  const stats: StatsIncrement[] = [{ name: 'redis-monitor:total', by: records.length }];
+  for (let i = 0; i < records.length; i++) {
+    const record = records[i] as DecodedRecord;
+    let c: ClassifiedRequest;
+    try {
+      c = parseRequest(record.value, { spiders: ctx.spiders });
+    } catch (error) {
+      if (!(error instanceof SchemaValidationError)) throw error;
+      // The kafka-monitor validated it; something else wrote to the internal topic.
+      ctx.log.warn('invalid record on the actions topic skipped', { offset: record.offset, error: error.message });
+      stats.push({ name: 'redis-monitor:fail' });
+      continue;
+    }
+    stats.push({ name: `redis-monitor:plugin:${c.type}` });
+    try {
+      const reply = await replyTo(ctx, c);
+      if (reply) replies.push(reply);
+    } catch (error) {
+      ctx.log.error('action failed; it and the rest of the batch will be delivered again', {
+        offset: record.offset,
+        error: (error as Error).message,
+      });
+      failures.push(...records.slice(i));
+      break;
+    }
+  }
+  if (replies.length > 0) {
+    try {
+      await ctx.sink.send(replyBatches(ctx, replies));
+      await storeReplies(ctx, replies);
+    } catch (error) {
+      ctx.log.error('sending replies failed; the batch will be delivered again', { error: (error as Error).message });
+      return { failures: records, replies };
+    }
+  }
+  try {
+    const now = ctx.now();
+    await ctx.stats.increment(stats, now);
+    await ctx.stats.beat('redis-monitor', ctx.nodeId, now, HEARTBEAT_TTL_MS);
+  } catch (error) {
+    ctx.log.warn('stats update failed', { error: (error as Error).message });
+  }
+  return { failures, replies };
+}

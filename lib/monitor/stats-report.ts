@@ -1,0 +1,106 @@
+/**
+ * `stats` replies in Scrapy Cluster's shapes (CONTRACT.md), from the time-bucketed counters and the
+ * heartbeats (never a keyspace scan: counter names come from the registry).
+ *
+ * Counter names written by the components:
+ * - `<monitor>:total`, `<monitor>:fail`, `<monitor>:plugin:<type>` for kafka-monitor, redis-monitor, rest;
+ * - `crawler:<spider>:<status>` and `machine:<host>:<status>` by the crawler fleet (status: HTTP code or error kind).
+ * Heartbeats: kind `kafka-monitor` / `redis-monitor` / `rest` (id host:pid), kind `crawler` (id `<spider>|<host>|<pid>`).
+ */
+import type { StatsCounts } from '../redis/stats.ts';
+import type { StatsType } from '../schemas/index.ts';
+import type { MonitorContext } from './context.ts';
+
+/** Heartbeats older than this are not live. */
+export const HEARTBEAT_TTL_MS = 300_000;
+
+async function counters(ctx: MonitorContext, namePrefix: string): Promise<Record<string, StatsCounts>> {
+  const names = await ctx.stats.names(namePrefix);
+  return names.length === 0 ? {} : ctx.stats.read(names, ctx.now());
+}
+
+const ZERO: StatsCounts = { '900': 0, '3600': 0, '21600': 0, '43200': 0, '86400': 0, '604800': 0, lifetime: 0 };
+
+async function monitorStats(ctx: MonitorContext, monitor: string) {
+  const c = await counters(ctx, `${monitor}:`);
+  const plugins: Record<string, StatsCounts> = {};
+  for (const [name, counts] of Object.entries(c)) {
+    const m = name.match(/^[^:]+:plugin:(.+)$/);
+    if (m?.[1]) plugins[m[1]] = counts;
+  }
+  const nodes = await ctx.stats.live(monitor, ctx.now(), HEARTBEAT_TTL_MS);
+  return { total: c[`${monitor}:total`] ?? ZERO, fail: c[`${monitor}:fail`] ?? ZERO, plugins, nodes };
+}
+
+async function spiderStats(ctx: MonitorContext) {
+  const live = await ctx.stats.live('crawler', ctx.now(), HEARTBEAT_TTL_MS);
+  const c = await counters(ctx, 'crawler:');
+  const spiders: Record<string, unknown> = {};
+  const perSpider = new Map<string, number>();
+  for (const id of live) {
+    const spider = id.split('|')[0] ?? 'unknown';
+    perSpider.set(spider, (perSpider.get(spider) ?? 0) + 1);
+  }
+  for (const [name, counts] of Object.entries(c)) {
+    const [, spider = '', status = ''] = name.split(':');
+    const s = (spiders[spider] as Record<string, unknown> | undefined) ?? { count: perSpider.get(spider) ?? 0 };
+    s[status] = counts;
+    spiders[spider] = s;
+  }
+  for (const [spider, count] of perSpider) spiders[spider] ??= { count };
+  return {
+    spiders: { unique_spider_count: perSpider.size, total_spider_count: live.length, ...spiders },
+  };
+}
+
+async function machineStats(ctx: MonitorContext) {
+  const c = await counters(ctx, 'machine:');
+  const machines: Record<string, Record<string, StatsCounts>> = {};
+  for (const [name, counts] of Object.entries(c)) {
+    const [, machine = '', status = ''] = name.split(':');
+    const m = machines[machine] ?? {};
+    m[status] = counts;
+    machines[machine] = m;
+  }
+  return { machines: { count: Object.keys(machines).length, ...machines } };
+}
+
+async function queueStats(ctx: MonitorContext) {
+  const queues: Record<string, unknown> = {};
+  let total = 0;
+  for (const spider of await ctx.frontier.spiders()) {
+    const backlog = await ctx.frontier.backlog(spider);
+    const domains = Object.entries(backlog)
+      .map(([domain, n]) => ({ domain, backlog: n }))
+      .sort((a, b) => b.backlog - a.backlog || a.domain.localeCompare(b.domain));
+    const spiderBacklog = domains.reduce((s, d) => s + d.backlog, 0);
+    total += spiderBacklog;
+    queues[`queue_${spider}`] = { spider_backlog: spiderBacklog, num_domains: domains.length, domains };
+  }
+  return { queues: { total_backlog: total, ...queues } };
+}
+
+/** The payload of a stats reply of this type (merged into the reply's top level, as Scrapy Cluster does). */
+export async function statsPayload(ctx: MonitorContext, type: StatsType): Promise<Record<string, unknown>> {
+  switch (type) {
+    case 'kafka-monitor':
+    case 'redis-monitor':
+    case 'rest':
+      return monitorStats(ctx, type);
+    case 'spider':
+      return spiderStats(ctx);
+    case 'machine':
+      return machineStats(ctx);
+    case 'queue':
+      return queueStats(ctx);
+    case 'crawler':
+      return { ...(await spiderStats(ctx)), ...(await machineStats(ctx)), ...(await queueStats(ctx)) };
+    case 'all':
+      return {
+        'kafka-monitor': await monitorStats(ctx, 'kafka-monitor'),
+        'redis-monitor': await monitorStats(ctx, 'redis-monitor'),
+        crawler: { ...(await spiderStats(ctx)), ...(await machineStats(ctx)), ...(await queueStats(ctx)) },
+        rest: await monitorStats(ctx, 'rest'),
+      };
+  }
+}

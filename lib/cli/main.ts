@@ -4,6 +4,9 @@
  */
 import { Command, CommanderError } from 'commander';
 import { ConfigError, SchemaValidationError } from '../errors.ts';
+import { registerDump } from './dump-command.ts';
+import { registerFeed } from './feed-command.ts';
+import { registerLocal } from './local-command.ts';
 import { createOutput } from './output.ts';
 import { registerServices } from './services-command.ts';
 import { registerTopics } from './topics-command.ts';
@@ -18,6 +21,9 @@ export async function main(argv: string[]): Promise<number> {
     .exitOverride();
   registerServices(program, out);
   registerTopics(program, out);
+  registerFeed(program, out);
+  registerDump(program, out);
+  registerLocal(program, out);
   try {
     await program.parseAsync(argv);
     return 0;

@@ -62,3 +62,12 @@ export function config(): Variables {
   cached ??= loadConfig();
   return cached;
 }
+
+/**
+ * Local runs only: Powertools would print an Embedded Metric Format JSON document to stdout on every
+ * invocation, which is noise on a terminal. Turn metrics output off unless the user set it explicitly.
+ * Must run before the handler modules are imported (Powertools reads it when a Metrics is built).
+ */
+export function quietLocalMetrics(env: Record<string, string | undefined> = process.env): void {
+  env.POWERTOOLS_METRICS_DISABLED ??= 'true';
+}

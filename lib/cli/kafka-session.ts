@@ -1,0 +1,116 @@
+/**
+ * Kafka for one-shot CLI commands (`feed`, `dump`): a person is waiting, so an unreachable or unhappy
+ * cluster must turn into a clear error within a bounded time, never kafkajs's long retries (an
+ * idempotent producer retries a send forever). The commands are entry points: they open and close
+ * their own connections (STYLE.md §4).
+ */
+import type { Admin, Kafka } from 'kafkajs';
+import { VARIABLES, type Variables } from '../config/index.ts';
+import { ConfigError, InfrastructureError } from '../errors.ts';
+import { createKafka, kafkaSettings } from '../kafka/client.ts';
+import { clusterTopicList } from '../kafka/topics.ts';
+
+/** One connection attempt; shorter than a service's because nobody should wait on a dead address. */
+const CLI_CONNECT_TIMEOUT_MS = 3000;
+
+/**
+ * The longest a command waits for one Kafka step (connect, metadata, send) before giving up. With
+ * kafkajs's 6 connection attempts and backoff, a refused connection fails on its own in about 7 s;
+ * this bound covers addresses that never answer.
+ */
+export const KAFKA_STEP_DEADLINE_MS = 12_000;
+
+/** A kafkajs client for a CLI command, and the broker list for error messages. */
+export interface CliKafka {
+  kafka: Kafka;
+  /** `KAFKA_BROKERS` as configured, for messages. */
+  brokers: string;
+}
+
+export function cliKafka(vars: Variables): CliKafka {
+  const settings = kafkaSettings(vars);
+  settings.connectionTimeoutMs = Math.min(
+    settings.connectionTimeoutMs ?? CLI_CONNECT_TIMEOUT_MS,
+    CLI_CONNECT_TIMEOUT_MS,
+  );
+  return { kafka: createKafka(settings), brokers: settings.brokers.join(',') };
+}
+
+/**
+ * Waits for `work` at most `ms`; a failure or the deadline becomes an {@link InfrastructureError} that
+ * starts with `what`. The abandoned work is left to fail on its own, without an unhandled rejection.
+ */
+export async function bounded<T>(work: Promise<T>, what: string, ms = KAFKA_STEP_DEADLINE_MS): Promise<T> {
+  work.catch(() => {});
+  let timer: NodeJS.Timeout | undefined;
+  const deadline = new Promise<never>((_, reject) => {
+    timer = setTimeout(() => reject(new Error(`no answer within ${(ms / 1000).toFixed(0)} s`)), ms);
+  });
+  try {
+    return await Promise.race([work, deadline]);
+  } catch (error) {
+    throw new InfrastructureError(`${what}: ${(error as Error).message}`, { cause: error });
+  } finally {
+    clearTimeout(timer);
+  }
+}
+
+/** Best-effort cleanup that must neither throw nor wait longer than the deadline. */
+export async function quietly(work: Promise<unknown>, ms = KAFKA_STEP_DEADLINE_MS): Promise<void> {
+  try {
+    await bounded(work, 'cleanup', ms);
+  } catch {
+    // Cleanup of a connection that already failed: the command's own error is the one to report.
+  }
+}
+
+/** Connects an admin client, failing with the broker address when Kafka cannot be reached. */
+export async function connectAdmin(client: CliKafka): Promise<Admin> {
+  const admin = client.kafka.admin();
+  try {
+    await bounded(admin.connect(), `cannot reach Kafka at ${client.brokers} (KAFKA_BROKERS)`);
+  } catch (error) {
+    void admin.disconnect().catch(() => {});
+    throw error;
+  }
+  return admin;
+}
+
+/** The names of the topics on the brokers. */
+export async function listTopics(admin: Admin, client: CliKafka): Promise<Set<string>> {
+  return new Set(await bounded(admin.listTopics(), `cannot list the topics on ${client.brokers}`));
+}
+
+/** `--prefix` if given, else `KAFKA_TOPIC_PREFIX`; checked against the variable's own pattern. */
+export function topicPrefix(option: string | undefined, vars: Variables): string {
+  if (option === undefined) return vars.KAFKA_TOPIC_PREFIX;
+  if (!new RegExp(VARIABLES.KAFKA_TOPIC_PREFIX.pattern).test(option)) {
+    throw new ConfigError(
+      '--prefix',
+      `must match ${VARIABLES.KAFKA_TOPIC_PREFIX.pattern} (got ${JSON.stringify(option)})`,
+    );
+  }
+  return option;
+}
+
+/**
+ * The contract topics of `prefix` that exist: the fixed ones and any per-app `crawled_` / `outbound_`
+ * copies, for "did you mean" messages.
+ */
+export function existingContractTopics(prefix: string, existing: ReadonlySet<string>): string[] {
+  const fixed = clusterTopicList(prefix).filter((t) => existing.has(t));
+  const perApp = [...existing]
+    .filter((t) => t.startsWith(`${prefix}.crawled_`) || t.startsWith(`${prefix}.outbound_`))
+    .filter((t) => !fixed.includes(t))
+    .sort();
+  return [...fixed, ...perApp];
+}
+
+/** Says which topics exist instead of a missing one, and how to create them when none do. */
+export function missingTopicMessage(topic: string, prefix: string, existing: ReadonlySet<string>): string {
+  const known = existingContractTopics(prefix, existing);
+  if (known.length === 0) {
+    return `topic ${topic} does not exist, and no contract topic exists for prefix "${prefix}"; create them with: crawl-cluster topics create --prefix ${prefix}`;
+  }
+  return `topic ${topic} does not exist; the contract topics for prefix "${prefix}" are: ${known.join(', ')}`;
+}

@@ -1,0 +1,79 @@
+import type { Command } from 'commander';
+import { config, quietLocalMetrics } from '../config/index.ts';
+import type { RuntimeLog } from '../local/runtime/log.ts';
+import type { Output } from './output.ts';
+
+function intOption(name: string, min: number) {
+  return (v: string) => {
+    const n = Number.parseInt(v, 10);
+    if (!Number.isInteger(n) || n < min) throw new Error(`${name} must be an integer >= ${min}`);
+    return n;
+  };
+}
+
+/** `local`: the whole cluster in the foreground, with the real handlers, until Ctrl-C. */
+export function registerLocal(program: Command, out: Output): void {
+  program
+    .command('local')
+    .description(
+      'run the cluster on this machine with the same handlers as on AWS: kafka-monitor and redis-monitor fed from ' +
+        'Kafka consumer groups, expire/reclaim/stats on timers (needs `services up`)',
+    )
+    .option(
+      '--batch-size <n>',
+      'records per MSK event, like the event source mapping',
+      intOption('--batch-size', 1),
+      100,
+    )
+    .option('--batching-window <ms>', 'max batching window in ms', intOption('--batching-window', 0), 500)
+    .option(
+      '--schedule-every <s>',
+      'seconds between expire / reclaim / stats runs (AWS: 60)',
+      intOption('--schedule-every', 1),
+      10,
+    )
+    .option('--json-logs', 'log lines as JSON instead of human-readable text')
+    .action(async (opts: { batchSize: number; batchingWindow: number; scheduleEvery: number; jsonLogs?: boolean }) => {
+      quietLocalMetrics();
+      const vars = config();
+      const json = Boolean(opts.jsonLogs || out.json);
+      const log: RuntimeLog = (level, message, fields) => {
+        if (json) {
+          process.stderr.write(`${JSON.stringify({ time: new Date().toISOString(), level, message, ...fields })}\n`);
+          return;
+        }
+        const extra = fields && Object.keys(fields).length > 0 ? ` ${JSON.stringify(fields)}` : '';
+        process.stderr.write(`${new Date().toISOString().slice(11, 23)} ${level.padEnd(5)} ${message}${extra}\n`);
+      };
+      // Imported here, after quietLocalMetrics: the handler modules build their Powertools objects on import.
+      const { startLocalCluster } = await import('../local/cluster.ts');
+      const { createMonitorDeps } = await import('../../functions/shared/deps.ts');
+      const deps = await createMonitorDeps('local', {
+        info: (m, f) => log('info', m, f),
+        warn: (m, f) => log('warn', m, f),
+        error: (m, f) => log('error', m, f),
+      });
+      const cluster = await startLocalCluster({
+        vars,
+        context: deps.ctx,
+        log,
+        batchSize: opts.batchSize,
+        maxBatchingWindowMs: opts.batchingWindow,
+        scheduleEveryMs: opts.scheduleEvery * 1000,
+        onBatch: (fn, s) =>
+          log(s.threw || s.failures > 0 ? 'warn' : 'info', `${fn}: ${s.records} records in ${s.durationMs} ms`, {
+            ...(s.failures > 0 ? { failures: s.failures } : {}),
+            ...(s.threw ? { threw: true } : {}),
+          }),
+      });
+      log('info', 'press Ctrl-C to stop');
+      await new Promise<void>((resolve) => {
+        process.once('SIGINT', resolve);
+        process.once('SIGTERM', resolve);
+      });
+      log('info', 'stopping: finishing in-flight batches');
+      await cluster.stop();
+      await deps.close();
+      log('info', 'stopped');
+    });
+}

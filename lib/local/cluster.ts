@@ -1,0 +1,115 @@
+/**
+ * `crawl-cluster local`: the whole cluster on one machine, running the SAME handlers Lambda runs
+ * (DESIGN.md §6): a consumer group per MSK-triggered function turns records into MSK events (batch size
+ * and batching window as the event source mapping), commits only after success and redelivers on failure;
+ * timers play the EventBridge schedules. Crawler workers join when the crawler fleet lands.
+ */
+import type { Kafka } from 'kafkajs';
+import { expireHandler } from '../../functions/expire/handler.ts';
+import { kafkaMonitorHandler } from '../../functions/kafka-monitor/handler.ts';
+import { reclaimHandler } from '../../functions/reclaim/handler.ts';
+import { redisMonitorHandler } from '../../functions/redis-monitor/handler.ts';
+import { statsHandler } from '../../functions/stats/handler.ts';
+import type { Variables } from '../config/index.ts';
+import { createKafka, ensureTopics, kafkaSettings } from '../kafka/client.ts';
+import type { BatchResponse, MskEvent, ScheduledEvent } from '../kafka/msk-event.ts';
+import { clusterTopicList, clusterTopics } from '../kafka/topics.ts';
+import type { MonitorContext } from '../monitor/context.ts';
+import { lambdaContext } from './lambda-context.ts';
+import type { RuntimeLog } from './runtime/log.ts';
+import { type MskBatchStats, type MskSource, startMskSource } from './runtime/msk-source.ts';
+import { type Schedule, startSchedule } from './runtime/schedule.ts';
+
+export interface LocalClusterOptions {
+  vars: Variables;
+  /** The monitors' context (connections owned by the caller). */
+  context: MonitorContext;
+  log: RuntimeLog;
+  /** Records per MSK event. @default 100 */
+  batchSize?: number;
+  /** Batching window (ms). @default 500 */
+  maxBatchingWindowMs?: number;
+  /** Interval of the expire / reclaim / stats timers (ms); AWS runs them every minute. @default 10000 */
+  scheduleEveryMs?: number;
+  /** Called after every MSK event a function handled. */
+  onBatch?: (fn: string, stats: MskBatchStats) => void;
+  /** Kafka client for the consumers. @default one built from `vars` */
+  kafka?: Kafka;
+}
+
+export interface LocalCluster {
+  stop(): Promise<void>;
+}
+
+type Invoke<E, R> = (event: E, context: ReturnType<typeof lambdaContext>) => Promise<R>;
+
+/** Starts the monitors and schedules; resolves once every consumer has joined its group. */
+export async function startLocalCluster(options: LocalClusterOptions): Promise<LocalCluster> {
+  const { vars, context, log } = options;
+  const kafka = options.kafka ?? createKafka(kafkaSettings(vars));
+  const topics = clusterTopics(vars.KAFKA_TOPIC_PREFIX);
+  const admin = kafka.admin();
+  await admin.connect();
+  try {
+    const created = await ensureTopics(admin, clusterTopicList(vars.KAFKA_TOPIC_PREFIX), vars.KAFKA_TOPIC_PARTITIONS);
+    if (created.length > 0) log('info', 'created topics', { topics: created });
+  } finally {
+    await admin.disconnect();
+  }
+
+  const provide = () => Promise.resolve(context);
+  const msk = (name: string, handler: Invoke<MskEvent, BatchResponse>) => (event: MskEvent) =>
+    handler(event, lambdaContext(name));
+  const scheduled = (name: string, handler: Invoke<ScheduledEvent, unknown>) => (event: ScheduledEvent) =>
+    handler(event, lambdaContext(name));
+
+  const sources: MskSource[] = [];
+  const schedules: Schedule[] = [];
+  const stopAll = async () => {
+    await Promise.all([...sources.map((s) => s.stop()), ...schedules.map((s) => s.stop())]);
+  };
+  try {
+    for (const [name, topic, handler] of [
+      ['kafka-monitor', topics.incoming, kafkaMonitorHandler(provide)],
+      ['redis-monitor', topics.actions, redisMonitorHandler(provide)],
+    ] as const) {
+      sources.push(
+        await startMskSource({
+          kafka,
+          topic,
+          groupId: `${vars.KAFKA_TOPIC_PREFIX}.${name}`,
+          handler: msk(name, handler as Invoke<MskEvent, BatchResponse>),
+          log: (level, message, fields) => log(level, `${name}: ${message}`, fields),
+          batchSize: options.batchSize ?? 100,
+          maxBatchingWindowMs: options.maxBatchingWindowMs ?? 500,
+          onBatch: (stats) => options.onBatch?.(name, stats),
+        }),
+      );
+    }
+    const everyMs = options.scheduleEveryMs ?? 10_000;
+    for (const [name, handler] of [
+      ['expire', expireHandler(provide)],
+      ['reclaim', reclaimHandler(provide)],
+      ['stats', statsHandler(provide)],
+    ] as const) {
+      schedules.push(
+        startSchedule({
+          name,
+          everyMs,
+          handler: scheduled(name, handler as Invoke<ScheduledEvent, unknown>),
+          log: (level, message, fields) => log(level, `${name}: ${message}`, fields),
+        }),
+      );
+    }
+  } catch (error) {
+    await stopAll();
+    throw error;
+  }
+  log('info', 'local cluster running', {
+    incoming: topics.incoming,
+    actions: topics.actions,
+    outbound: topics.outboundFirehose,
+    schedulesEveryMs: options.scheduleEveryMs ?? 10_000,
+  });
+  return { stop: stopAll };
+}

@@ -1,0 +1,440 @@
+/**
+ * The local stand-in for Lambda's MSK event source mapping (DESIGN.md §6): one kafkajs consumer group per
+ * function turns records into MSK-shaped events, hands them to the real handler, and commits offsets only
+ * for what the handler accepted.
+ *
+ * Semantics, as Lambda's poller has them:
+ * - **Batching.** Records of every partition of the topic are gathered into one event until it holds
+ *   `batchSize` records or `maxBatchingWindowMs` has passed since its first record, whichever comes first.
+ *   Records under one `<topic>-<partition>` key are in offset order.
+ * - **Success** (the handler resolves with nothing or an empty `batchItemFailures`): every record of the
+ *   event is committed (offset of the last record + 1, per partition).
+ * - **Partial failure** (`batchItemFailures`): per partition, offsets below the lowest failed offset are
+ *   committed and the partition is delivered again from that offset after a backoff; partitions without a
+ *   failure are committed in full. An identifier naming a partition or offset that is not in the event
+ *   fails the whole event, as a handler error would.
+ * - **Handler error:** nothing of the event is committed; every partition of the event is delivered again
+ *   from its first record after a backoff that doubles per consecutive failure of that partition.
+ * - Delivery is at least once: a record is never skipped, but it can come again after a commit that
+ *   failed, a consumer restart or a group rebalance. Handlers must be idempotent, as on Lambda.
+ *
+ * kafkajs facts this relies on (kafkajs 2.2.4, `src/consumer`): the fetch position of a partition is its
+ * last *resolved* offset, not its committed one, so records are resolved as they enter the buffer and
+ * commits are explicit (`autoCommit: false`); with `autoCommit: false`, `seek` only moves the fetch position
+ * and commits nothing; a pending seek makes the batches already fetched for that partition stale
+ * (`isStale()`), and a fetcher hands over every batch of one fetch before it applies seeks and fetches
+ * again; a group (re)join restarts every partition from its committed offset.
+ */
+import type { Consumer, EachBatchPayload, IHeaders, Kafka, KafkaMessage } from 'kafkajs';
+import { type BatchResponse, encodeMskEvent, type MskEvent, recordGroupKey } from '../../kafka/msk-event.ts';
+import { errorFields, type RuntimeLog } from './log.ts';
+
+/** What one handler call did, for the local runtime's stats line. */
+export interface MskBatchStats {
+  /** Records in the event handed to the handler. */
+  records: number;
+  /** Time the handler took, in ms. */
+  durationMs: number;
+  /** Records of the event that were not committed and will be delivered again (0: the whole event succeeded). */
+  failures: number;
+  /** True when the handler threw (or rejected) instead of answering. */
+  threw: boolean;
+}
+
+/** An MSK-triggered handler as the local runtime calls it: the same function Lambda would call. */
+export type MskHandler = (event: MskEvent) => Promise<BatchResponse | undefined>;
+
+/** Options of {@link startMskSource}. */
+export interface MskSourceOptions {
+  /** A kafkajs client; the source creates (and on stop disconnects) one consumer of its own. */
+  kafka: Kafka;
+  /** The one topic this source consumes. */
+  topic: string;
+  /** The consumer group (Lambda: the event source mapping's `consumerGroupId`). */
+  groupId: string;
+  /** Called with one MSK event at a time; never called concurrently. */
+  handler: MskHandler;
+  /** Where handler errors, partial failures and failed commits are reported. */
+  log: RuntimeLog;
+  /** Most records in one event. @default 100 */
+  batchSize?: number;
+  /** Longest time the first record of an event waits for the event to fill up, in ms. @default 500 */
+  maxBatchingWindowMs?: number;
+  /**
+   * Where a group without committed offsets starts: the oldest record (`TRIM_HORIZON`) or only records
+   * produced after the group first joined (`LATEST`). A group with committed offsets resumes from them.
+   * @default 'TRIM_HORIZON'
+   */
+  startingPosition?: 'LATEST' | 'TRIM_HORIZON';
+  /** Called after every handler call (its errors are ignored). @default none */
+  onBatch?: (stats: MskBatchStats) => void;
+  /** Backoff before the first redelivery of a failed partition, in ms; doubles per consecutive failure. @default 200 */
+  retryBackoffMs?: number;
+  /** Cap of the redelivery backoff, in ms. @default 10_000 */
+  maxRetryBackoffMs?: number;
+  /** How long `stop()` waits for a running handler call, then for the consumer to leave the group, in ms. @default 30_000 */
+  stopTimeoutMs?: number;
+  /**
+   * Longest time one fetch waits at the broker for new records, in ms. It bounds how long `stop()` takes
+   * while idle; it does not delay events (the broker answers as soon as records arrive).
+   * @default 500
+   */
+  pollWaitMs?: number;
+  /** The event's `bootstrapServers` field. @default absent */
+  bootstrapServers?: string;
+}
+
+/** A running source. */
+export interface MskSource {
+  /**
+   * Stops fetching, waits (up to `stopTimeoutMs`) for a running handler call to finish and commits what it
+   * accepted, then leaves the group and disconnects. Records fetched but not yet handed over are not
+   * committed: the next consumer of the group gets them. Calling it again returns the same promise.
+   */
+  stop(): Promise<void>;
+}
+
+interface Buffered {
+  partition: number;
+  message: KafkaMessage;
+}
+
+/** Per partition of one event: its offset range and, when it failed, where redelivery starts. */
+interface PartitionOutcome {
+  first: number;
+  last: number;
+  failedFrom?: number;
+}
+
+const HEARTBEAT_EVERY_MS = 1000;
+
+/**
+ * Starts consuming `topic` as group `groupId` and feeding MSK events to `handler` (semantics in the module
+ * comment). Resolves once the consumer has joined the group.
+ */
+export async function startMskSource(options: MskSourceOptions): Promise<MskSource> {
+  const { kafka, topic, groupId, handler, log, onBatch, bootstrapServers } = options;
+  const batchSize = positiveInteger('batchSize', options.batchSize ?? 100);
+  const maxBatchingWindowMs = nonNegative('maxBatchingWindowMs', options.maxBatchingWindowMs ?? 500);
+  const retryBackoffMs = nonNegative('retryBackoffMs', options.retryBackoffMs ?? 200);
+  const maxRetryBackoffMs = nonNegative('maxRetryBackoffMs', options.maxRetryBackoffMs ?? 10_000);
+  const stopTimeoutMs = nonNegative('stopTimeoutMs', options.stopTimeoutMs ?? 30_000);
+  const pollWaitMs = positiveInteger('pollWaitMs', options.pollWaitMs ?? 500);
+  const startingPosition = options.startingPosition ?? 'TRIM_HORIZON';
+
+  const consumer: Consumer = kafka.consumer({ groupId, maxWaitTimeInMs: pollWaitMs, allowAutoTopicCreation: false });
+  const buffer: Buffered[] = [];
+  const failureStreak = new Map<number, number>();
+  const resumeTimers = new Set<NodeJS.Timeout>();
+  let windowTimer: NodeJS.Timeout | undefined;
+  let heartbeat: (() => Promise<void>) | undefined;
+  let stopping = false;
+  let stopped: Promise<void> | undefined;
+
+  // One handler call at a time, and no record enters the buffer while one runs: a promise-chain mutex.
+  let tail: Promise<void> = Promise.resolve();
+  const exclusive = (fn: () => Promise<void>): Promise<void> => {
+    const run = tail.then(fn);
+    tail = run.catch(() => undefined);
+    return run;
+  };
+
+  const dropBuffer = (): void => {
+    clearTimeout(windowTimer);
+    windowTimer = undefined;
+    buffer.length = 0;
+  };
+
+  const armWindow = (): void => {
+    windowTimer = setTimeout(() => {
+      windowTimer = undefined;
+      exclusive(async () => {
+        if (!stopping && buffer.length > 0) await flush();
+      }).catch((error: unknown) => log('error', 'msk source: flush failed', { topic, groupId, ...errorFields(error) }));
+    }, maxBatchingWindowMs);
+  };
+
+  const eachBatch = async ({ batch, resolveOffset, heartbeat: beat, isRunning, isStale }: EachBatchPayload) => {
+    heartbeat = beat;
+    await exclusive(async () => {
+      for (const message of batch.messages) {
+        // Stale: this partition was rewound after a failure; these records come again from the new position.
+        if (stopping || !isRunning() || isStale()) return;
+        buffer.push({ partition: batch.partition, message });
+        // Moves the fetch position only; the commit waits for the handler's answer.
+        resolveOffset(message.offset);
+        if (buffer.length >= batchSize) await flush();
+        else if (buffer.length === 1) armWindow();
+      }
+    });
+  };
+
+  async function flush(): Promise<void> {
+    clearTimeout(windowTimer);
+    windowTimer = undefined;
+    const records = buffer.splice(0);
+    if (records.length === 0) return;
+
+    const event = toMskEvent(topic, records, bootstrapServers);
+    // The fetch loop may be parked behind this call: keep the group session alive meanwhile.
+    const beating = setInterval(() => {
+      heartbeat?.().catch(() => undefined);
+    }, HEARTBEAT_EVERY_MS);
+    const started = Date.now();
+    let response: unknown;
+    let threw = false;
+    let thrown: unknown;
+    try {
+      response = await handler(event);
+    } catch (error) {
+      threw = true;
+      thrown = error;
+    } finally {
+      clearInterval(beating);
+    }
+    const durationMs = Date.now() - started;
+
+    const outcomes = partitionsOf(records);
+    if (threw) {
+      for (const o of outcomes.values()) o.failedFrom = o.first;
+    } else {
+      const problem = applyItemFailures(topic, outcomes, response);
+      if (problem) {
+        log('error', `msk source: ${problem}; the whole event will be delivered again`, { topic, groupId });
+        for (const o of outcomes.values()) o.failedFrom = o.first;
+      }
+    }
+
+    await commit(outcomes);
+
+    let failures = 0;
+    let longestBackoff = 0;
+    for (const [partition, o] of outcomes) {
+      if (o.failedFrom === undefined) {
+        failureStreak.delete(partition);
+        continue;
+      }
+      failures += records.filter(
+        (r) => r.partition === partition && Number(r.message.offset) >= (o.failedFrom as number),
+      ).length;
+      longestBackoff = Math.max(longestBackoff, redeliverLater(partition, o.failedFrom));
+    }
+
+    if (threw) {
+      log('error', 'msk source: handler failed; the event will be delivered again', {
+        topic,
+        groupId,
+        records: records.length,
+        retryInMs: longestBackoff,
+        ...errorFields(thrown),
+      });
+    } else if (failures > 0) {
+      log('warn', 'msk source: handler reported batch item failures; delivering them again', {
+        topic,
+        groupId,
+        records: records.length,
+        failures,
+        retryInMs: longestBackoff,
+      });
+    }
+    try {
+      onBatch?.({ records: records.length, durationMs, failures, threw });
+    } catch {
+      // A stats callback must not change what happens to records.
+    }
+  }
+
+  async function commit(outcomes: Map<number, PartitionOutcome>): Promise<void> {
+    const offsets: { topic: string; partition: number; offset: string }[] = [];
+    for (const [partition, o] of outcomes) {
+      const next = o.failedFrom ?? o.last + 1;
+      if (next > o.first) offsets.push({ topic, partition, offset: String(next) });
+    }
+    if (offsets.length === 0) return;
+    try {
+      await consumer.commitOffsets(offsets);
+    } catch (error) {
+      // The records were handled; they come again only if this consumer restarts or the group rebalances.
+      log('warn', 'msk source: commit failed; handled records may be delivered again later', {
+        topic,
+        groupId,
+        offsets,
+        ...errorFields(error),
+      });
+    }
+  }
+
+  /** Rewinds `partition` to `offset` and holds it back for the backoff; returns the backoff in ms. */
+  function redeliverLater(partition: number, offset: number): number {
+    const streak = failureStreak.get(partition) ?? 0;
+    failureStreak.set(partition, streak + 1);
+    const delay = Math.min(maxRetryBackoffMs, retryBackoffMs * 2 ** Math.min(streak, 30));
+    try {
+      consumer.seek({ topic, partition, offset: String(offset) });
+      consumer.pause([{ topic, partitions: [partition] }]);
+    } catch (error) {
+      // Only while kafkajs restarts the consumer, which then resumes from the committed offsets anyway.
+      log('warn', 'msk source: could not rewind a partition', { topic, groupId, partition, ...errorFields(error) });
+      return delay;
+    }
+    const timer = setTimeout(() => {
+      resumeTimers.delete(timer);
+      try {
+        consumer.resume([{ topic, partitions: [partition] }]);
+      } catch {
+        // The consumer restarted or stopped; a new consumer group starts unpaused.
+      }
+    }, delay);
+    resumeTimers.add(timer);
+    return delay;
+  }
+
+  async function stopNow(): Promise<void> {
+    stopping = true;
+    dropBuffer();
+    for (const t of resumeTimers) clearTimeout(t);
+    resumeTimers.clear();
+    if (!(await within(tail, stopTimeoutMs))) {
+      log('warn', 'msk source: handler still running at stop; its records will be delivered again', {
+        topic,
+        groupId,
+        stopTimeoutMs,
+      });
+    }
+    if (!(await within(consumer.disconnect(), stopTimeoutMs))) {
+      log('warn', 'msk source: consumer did not disconnect in time', { topic, groupId, stopTimeoutMs });
+    }
+  }
+
+  // A (re)join restarts every partition from its committed offset: buffered records would come twice.
+  consumer.on(consumer.events.GROUP_JOIN, () => dropBuffer());
+  consumer.on(consumer.events.CRASH, ({ payload }) => {
+    log('error', 'msk source: consumer crashed', {
+      topic,
+      groupId,
+      restart: payload.restart,
+      ...errorFields(payload.error),
+    });
+  });
+
+  try {
+    await consumer.connect();
+    await consumer.subscribe({ topic, fromBeginning: startingPosition === 'TRIM_HORIZON' });
+    await consumer.run({ autoCommit: false, eachBatchAutoResolve: false, eachBatch });
+  } catch (error) {
+    stopping = true;
+    await consumer.disconnect().catch(() => undefined);
+    throw error;
+  }
+
+  return {
+    stop() {
+      stopped ??= stopNow();
+      return stopped;
+    },
+  };
+}
+
+/** Builds the event; header names that occur more than once become one `{name: bytes}` entry each, as on Lambda. */
+function toMskEvent(topic: string, records: Buffered[], bootstrapServers: string | undefined): MskEvent {
+  const event = encodeMskEvent(
+    records.map(({ partition, message }) => ({
+      topic,
+      partition,
+      offset: Number(message.offset),
+      timestamp: Number(message.timestamp),
+      key: message.key,
+      value: message.value,
+      headers: singleHeaders(message.headers),
+    })),
+    bootstrapServers,
+  );
+  for (const { partition, message } of records) {
+    const headers = message.headers ?? {};
+    if (!Object.values(headers).some(Array.isArray)) continue;
+    const offset = Number(message.offset);
+    const record = event.records[recordGroupKey(topic, partition)]?.find((r) => r.offset === offset);
+    if (!record) continue;
+    record.headers = Object.entries(headers).flatMap(([name, v]) =>
+      (Array.isArray(v) ? v : v === undefined ? [] : [v]).map((one) => ({ [name]: [...Buffer.from(one)] })),
+    );
+  }
+  return event;
+}
+
+function singleHeaders(headers: IHeaders | undefined): Record<string, Buffer | string | undefined> {
+  const out: Record<string, Buffer | string | undefined> = {};
+  for (const [name, v] of Object.entries(headers ?? {})) out[name] = Array.isArray(v) ? v[0] : v;
+  return out;
+}
+
+function partitionsOf(records: Buffered[]): Map<number, PartitionOutcome> {
+  const outcomes = new Map<number, PartitionOutcome>();
+  for (const { partition, message } of records) {
+    const offset = Number(message.offset);
+    const o = outcomes.get(partition);
+    if (!o) outcomes.set(partition, { first: offset, last: offset });
+    else {
+      o.first = Math.min(o.first, offset);
+      o.last = Math.max(o.last, offset);
+    }
+  }
+  return outcomes;
+}
+
+/**
+ * Marks the failed partitions of `outcomes` from the handler's answer (lowest failed offset per partition).
+ * @returns a description of what is wrong with the answer, or undefined when it is usable
+ */
+function applyItemFailures(
+  topic: string,
+  outcomes: Map<number, PartitionOutcome>,
+  response: unknown,
+): string | undefined {
+  if (response === undefined || response === null) return undefined;
+  const failures = (response as Partial<BatchResponse>).batchItemFailures;
+  if (failures === undefined || failures === null) return undefined;
+  if (!Array.isArray(failures)) return 'batchItemFailures is not an array';
+  const byKey = new Map<string, number>();
+  for (const partition of outcomes.keys()) byKey.set(recordGroupKey(topic, partition), partition);
+  for (const failure of failures) {
+    const id = failure?.itemIdentifier;
+    const partition = typeof id?.partition === 'string' ? byKey.get(id.partition) : undefined;
+    const offset = Number(id?.offset);
+    const o = partition === undefined ? undefined : outcomes.get(partition);
+    if (!o || !Number.isInteger(offset) || offset < o.first || offset > o.last) {
+      return `batch item failure ${JSON.stringify(id ?? null)} names no record of the event`;
+    }
+    o.failedFrom = Math.min(o.failedFrom ?? offset, offset);
+  }
+  return undefined;
+}
+
+/** Resolves true when `promise` settles within `ms`, false otherwise (never rejects). */
+async function within(promise: Promise<unknown>, ms: number): Promise<boolean> {
+  let timer: NodeJS.Timeout | undefined;
+  const timeout = new Promise<false>((resolve) => {
+    timer = setTimeout(() => resolve(false), ms);
+  });
+  try {
+    return await Promise.race([
+      promise.then(
+        () => true,
+        () => true,
+      ),
+      timeout,
+    ]);
+  } finally {
+    clearTimeout(timer);
+  }
+}
+
+function positiveInteger(name: string, value: number): number {
+  if (!Number.isInteger(value) || value < 1) throw new RangeError(`${name} must be an integer >= 1, got ${value}`);
+  return value;
+}
+
+function nonNegative(name: string, value: number): number {
+  if (!Number.isFinite(value) || value < 0) throw new RangeError(`${name} must be a number >= 0, got ${value}`);
+  return value;
+}

@@ -11,6 +11,7 @@ export default defineConfig({
         test: {
           name: 'unit',
           include: ['test/unit/**/*.test.ts'],
+          env: { POWERTOOLS_METRICS_DISABLED: 'true' },
           environment: 'node',
         },
       },
@@ -28,6 +29,8 @@ export default defineConfig({
         test: {
           name: 'e2e',
           include: ['test/e2e/**/*.test.ts'],
+          // The handlers' Powertools metrics would print an EMF document per invocation.
+          env: { POWERTOOLS_METRICS_DISABLED: 'true' },
           globalSetup: ['test/helpers/global-setup.ts'],
           testTimeout: 120_000,
           hookTimeout: 180_000,

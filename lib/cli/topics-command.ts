@@ -1,7 +1,7 @@
 import type { Command } from 'commander';
 import { config } from '../config/index.ts';
 import { createKafka, ensureTopics, kafkaSettings } from '../kafka/client.ts';
-import { clusterTopicList } from '../kafka/topics.ts';
+import { clusterTopicList, crawledAppTopic, outboundAppTopic } from '../kafka/topics.ts';
 import type { Output } from './output.ts';
 
 /** `topics create|list`. */
@@ -12,7 +12,11 @@ export function registerTopics(program: Command, out: Output): void {
     .description('create the topics of the contract for KAFKA_TOPIC_PREFIX that do not exist yet (idempotent)')
     .option('--prefix <prefix>', 'topic prefix (default: KAFKA_TOPIC_PREFIX)')
     .option('--partitions <n>', 'partitions per topic (default: KAFKA_TOPIC_PARTITIONS)', (v) => Number.parseInt(v, 10))
-    .action(async (opts: { prefix?: string; partitions?: number }) => {
+    .option(
+      '--appid <appid...>',
+      'also create the per-app topics crawled_<appid> and outbound_<appid> (KAFKA_APPID_TOPICS)',
+    )
+    .action(async (opts: { prefix?: string; partitions?: number; appid?: string[] }) => {
       const vars = config();
       const prefix = opts.prefix ?? vars.KAFKA_TOPIC_PREFIX;
       const partitions = opts.partitions ?? vars.KAFKA_TOPIC_PARTITIONS;
@@ -21,6 +25,11 @@ export function registerTopics(program: Command, out: Output): void {
       await admin.connect();
       try {
         const wanted = clusterTopicList(prefix);
+        for (const appid of opts.appid ?? []) {
+          if (!/^[A-Za-z0-9._-]{1,200}$/.test(appid))
+            throw new Error(`appid "${appid}" is not a legal Kafka topic name part`);
+          wanted.push(crawledAppTopic(prefix, appid), outboundAppTopic(prefix, appid));
+        }
         const created = await ensureTopics(admin, wanted, partitions);
         if (out.json) out.data({ created, existing: wanted.filter((t) => !created.includes(t)) });
         else for (const t of wanted) out.info(`${created.includes(t) ? 'created' : 'exists '}  ${t}`);

@@ -17,7 +17,7 @@ import type { CrawlRef, EnqueueOutcome, QueueRequest } from '../redis/frontier.t
 import type { StatsIncrement } from '../redis/stats.ts';
 import { type ClassifiedRequest, type CrawlRequest, parseRequest } from '../schemas/index.ts';
 import { type MonitorContext, serverTime } from './context.ts';
-import { type Reply, replyBatches } from './replies.ts';
+import { type Reply, sendReplies } from './replies.ts';
 import { HEARTBEAT_TTL_MS } from './stats-report.ts';
 
 /** How much of a rejected message is echoed back in `raw`. */
@@ -41,6 +41,20 @@ export interface Rejection extends Reply {
   server_time: number;
 }
 
+/** The longest prefix of `bytes` of at most `max` bytes that does not end inside a UTF-8 character. */
+export function utf8Prefix(bytes: Buffer, max: number): string {
+  if (bytes.length <= max) return bytes.toString('utf8');
+  let end = max;
+  // Step back over continuation bytes (10xxxxxx) to the lead byte of the last character, and drop that
+  // character if it does not fit whole.
+  let lead = end - 1;
+  while (lead > 0 && lead > end - 4 && ((bytes[lead] as number) & 0xc0) === 0x80) lead--;
+  const b = bytes[lead] as number;
+  const width = b >= 0xf0 ? 4 : b >= 0xe0 ? 3 : b >= 0xc0 ? 2 : 1;
+  if (lead + width > end) end = lead;
+  return bytes.subarray(0, end).toString('utf8');
+}
+
 function rejection(
   ctx: MonitorContext,
   record: DecodedRecord,
@@ -50,7 +64,7 @@ function rejection(
   const r: Rejection = {
     error: kind,
     details,
-    raw: record.value.subarray(0, RAW_ECHO_BYTES).toString('utf8'),
+    raw: utf8Prefix(record.value, RAW_ECHO_BYTES),
     source: { topic: record.topic, partition: record.partition, offset: record.offset },
     server_time: serverTime(ctx),
   };
@@ -159,13 +173,11 @@ export async function handleIncoming(ctx: MonitorContext, records: DecodedRecord
 
   // Forwards and rejections: one produce call.
   const rejectionReplies = rejections.filter((r) => r.appid !== undefined && r.uuid !== undefined);
-  const batch = [
-    { topic: topics.actions, messages: forwards.map((f) => f.message) },
-    { topic: topics.rejected, messages: rejections.map((r) => ({ key: r.appid ?? null, value: JSON.stringify(r) })) },
-    ...replyBatches(ctx, rejectionReplies),
-  ];
   try {
-    await ctx.sink.send(batch);
+    await sendReplies(ctx, rejectionReplies, [
+      { topic: topics.actions, messages: forwards.map((f) => f.message) },
+      { topic: topics.rejected, messages: rejections.map((r) => ({ key: r.appid ?? null, value: JSON.stringify(r) })) },
+    ]);
     result.forwarded = forwards.length;
     result.rejected = rejections.length;
   } catch (error) {

@@ -3,7 +3,7 @@
  * reclaim (requests of dead crawlers go back to their queues), and the fleet metrics that drive autoscaling.
  */
 import { type MonitorContext, serverTime } from './context.ts';
-import { type Reply, replyBatches } from './replies.ts';
+import { type Reply, sendReplies } from './replies.ts';
 import { HEARTBEAT_TTL_MS } from './stats-report.ts';
 
 /** Stops every crawl whose `expires` has passed and sends one `expired` notice per crawl. */
@@ -11,18 +11,22 @@ export async function expireCrawls(ctx: MonitorContext): Promise<{ expired: numb
   const notices: Reply[] = [];
   for (const spider of await ctx.frontier.spiders()) {
     for (const crawl of await ctx.frontier.dueCrawls(spider, ctx.now())) {
-      const { purged } = await ctx.frontier.stop(spider, crawl.appid, crawl.crawlid, ctx.now());
-      notices.push({
+      // Notice first, then stop: if Kafka is down the crawl stays due and the next run tries again
+      // (at least once), instead of stopping it and losing its notice.
+      const info = await ctx.frontier.crawlInfo(spider, crawl.appid, crawl.crawlid, ctx.now());
+      const notice: Reply = {
         action: 'expired',
         server_time: serverTime(ctx),
         appid: crawl.appid,
         crawlid: crawl.crawlid,
         spiderid: crawl.spiderid ?? spider,
-        total_expired: purged,
-      });
+        total_expired: info?.queued ?? 0,
+      };
+      await sendReplies(ctx, [notice]);
+      await ctx.frontier.stop(spider, crawl.appid, crawl.crawlid, ctx.now());
+      notices.push(notice);
     }
   }
-  if (notices.length > 0) await ctx.sink.send(replyBatches(ctx, notices));
   return { expired: notices.length, notices };
 }
 

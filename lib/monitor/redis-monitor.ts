@@ -9,7 +9,7 @@ import type { StatsIncrement } from '../redis/stats.ts';
 import { type ClassifiedRequest, type DomainConfigRequest, parseRequest } from '../schemas/index.ts';
 import { type MonitorContext, serverTime } from './context.ts';
 import { infoReply } from './info.ts';
-import { type Reply, replyBatches, storeReplies } from './replies.ts';
+import { type Reply, sendReplies, storeReplies } from './replies.ts';
 import { HEARTBEAT_TTL_MS, statsPayload } from './stats-report.ts';
 
 export interface ActionsResult {
@@ -84,8 +84,9 @@ export async function handleActions(ctx: MonitorContext, records: DecodedRecord[
   }
   if (replies.length > 0) {
     try {
-      await ctx.sink.send(replyBatches(ctx, replies));
+      // Stored first: if sending fails the batch comes again and the store is simply overwritten.
       await storeReplies(ctx, replies);
+      await sendReplies(ctx, replies);
     } catch (error) {
       ctx.log.error('sending replies failed; the batch will be delivered again', { error: (error as Error).message });
       return { failures: records, replies };

@@ -9,8 +9,38 @@ import type { MonitorContext } from './context.ts';
 
 export type Reply = Record<string, unknown> & { appid?: string; uuid?: string };
 
+/** Kafka topic names: at most 249 of [A-Za-z0-9._-]. An appid outside that has no per-app topic. */
+const TOPIC_NAME = /^[A-Za-z0-9._-]{1,200}$/;
+
+type Batch = { topic: string; messages: OutMessage[] }[];
+
+/**
+ * Sends replies: the firehose must succeed (its failure is thrown, so the records are delivered again);
+ * per-app copies are best effort, since a per-app topic may not exist (auto-create is off) or the appid may
+ * not be a legal topic name; their failure is logged, never a reason to redeliver a batch.
+ */
+export async function sendReplies(ctx: MonitorContext, replies: Reply[], alsoFirehose: Batch = []): Promise<void> {
+  const { firehose, perApp } = splitReplies(ctx, replies);
+  await ctx.sink.send([...alsoFirehose, ...firehose]);
+  if (perApp.length === 0) return;
+  try {
+    await ctx.sink.send(perApp);
+  } catch (error) {
+    ctx.log.warn('per-app reply topics not written (create them with `topics create --appid`)', {
+      topics: perApp.map((b) => b.topic),
+      error: (error as Error).message,
+    });
+  }
+}
+
+function splitReplies(ctx: MonitorContext, replies: Reply[]): { firehose: Batch; perApp: Batch } {
+  const all = replyBatches(ctx, replies);
+  const firehose = clusterTopics(ctx.topicPrefix).outboundFirehose;
+  return { firehose: all.filter((b) => b.topic === firehose), perApp: all.filter((b) => b.topic !== firehose) };
+}
+
 /** The topic batches for a list of replies (keyed by appid). */
-export function replyBatches(ctx: MonitorContext, replies: Reply[]): { topic: string; messages: OutMessage[] }[] {
+export function replyBatches(ctx: MonitorContext, replies: Reply[]): Batch {
   const firehose = clusterTopics(ctx.topicPrefix).outboundFirehose;
   const byTopic = new Map<string, OutMessage[]>();
   const add = (topic: string, m: OutMessage) => {
@@ -21,7 +51,9 @@ export function replyBatches(ctx: MonitorContext, replies: Reply[]): { topic: st
   for (const r of replies) {
     const m: OutMessage = { key: typeof r.appid === 'string' ? r.appid : null, value: JSON.stringify(r) };
     add(firehose, m);
-    if (ctx.appidTopics && typeof r.appid === 'string') add(outboundAppTopic(ctx.topicPrefix, r.appid), m);
+    if (ctx.appidTopics && typeof r.appid === 'string' && TOPIC_NAME.test(r.appid)) {
+      add(outboundAppTopic(ctx.topicPrefix, r.appid), m);
+    }
   }
   return [...byTopic].map(([topic, messages]) => ({ topic, messages }));
 }

@@ -28,7 +28,12 @@ async function monitorStats(ctx: MonitorContext, monitor: string) {
     const m = name.match(/^[^:]+:plugin:(.+)$/);
     if (m?.[1]) plugins[m[1]] = counts;
   }
-  const nodes = await ctx.stats.live(monitor, ctx.now(), HEARTBEAT_TTL_MS);
+  // Scrapy Cluster's shape: {<machine>: [<instance ids>]}; ids are `<name>@<host>:<pid>`.
+  const nodes: Record<string, string[]> = {};
+  for (const id of await ctx.stats.live(monitor, ctx.now(), HEARTBEAT_TTL_MS)) {
+    const host = id.match(/@([^:]+)/)?.[1] ?? id;
+    (nodes[host] ??= []).push(id);
+  }
   return { total: c[`${monitor}:total`] ?? ZERO, fail: c[`${monitor}:fail`] ?? ZERO, plugins, nodes };
 }
 
@@ -80,6 +85,15 @@ async function queueStats(ctx: MonitorContext) {
   return { queues: { total_backlog: total, ...queues } };
 }
 
+/** Scrapy Cluster's crawler stats: `{spiders, machines, queue}`. */
+async function crawlerStats(ctx: MonitorContext) {
+  return {
+    ...(await spiderStats(ctx)),
+    ...(await machineStats(ctx)),
+    queue: (await queueStats(ctx)).queues,
+  };
+}
+
 /** The payload of a stats reply of this type (merged into the reply's top level, as Scrapy Cluster does). */
 export async function statsPayload(ctx: MonitorContext, type: StatsType): Promise<Record<string, unknown>> {
   switch (type) {
@@ -94,12 +108,12 @@ export async function statsPayload(ctx: MonitorContext, type: StatsType): Promis
     case 'queue':
       return queueStats(ctx);
     case 'crawler':
-      return { ...(await spiderStats(ctx)), ...(await machineStats(ctx)), ...(await queueStats(ctx)) };
+      return crawlerStats(ctx);
     case 'all':
       return {
         'kafka-monitor': await monitorStats(ctx, 'kafka-monitor'),
         'redis-monitor': await monitorStats(ctx, 'redis-monitor'),
-        crawler: { ...(await spiderStats(ctx)), ...(await machineStats(ctx)), ...(await queueStats(ctx)) },
+        crawler: await crawlerStats(ctx),
         rest: await monitorStats(ctx, 'rest'),
       };
   }

@@ -18,6 +18,11 @@ export interface RedisSettings {
   password?: string;
   /** Name shown in CLIENT LIST. */
   connectionName?: string;
+  /**
+   * Connection errors (refused, reset) while ioredis reconnects. Commands fail on their own with the error,
+   * so the default ignores these events; without a listener ioredis prints each one as "Unhandled".
+   */
+  onError?: (error: Error) => void;
 }
 
 export function redisSettings(vars: {
@@ -52,14 +57,19 @@ export function createRedis(settings: RedisSettings): RedisClient {
     connectTimeout: 5000,
     enableAutoPipelining: true,
   };
+  const onError = settings.onError ?? (() => {});
   if (settings.cluster) {
-    return new Cluster([{ host: settings.host, port: settings.port }], {
+    const cluster = new Cluster([{ host: settings.host, port: settings.port }], {
       // ElastiCache's TLS certificates name the configuration endpoint, not the node IPs.
       dnsLookup: (address, callback) => callback(null, address),
       redisOptions: common,
       enableAutoPipelining: true,
       slotsRefreshTimeout: 5000,
     });
+    cluster.on('error', onError);
+    return cluster;
   }
-  return new Redis({ host: settings.host, port: settings.port, ...common });
+  const client = new Redis({ host: settings.host, port: settings.port, ...common });
+  client.on('error', onError);
+  return client;
 }

@@ -180,7 +180,7 @@ const DOMAIN_ACTIONS: ReadonlySet<unknown> = new Set(domainConfigSchema.properti
 /**
  * Decides a request's type from its shape alone, without validating it: `url` → crawl; `domain` and
  * `action`, or an `action` that only domain config has → domain; `stats` → stats; `action` info or stop
- * → action. The rules are checked in that order, so the types are mutually exclusive.
+ * → action; `uuid` and `appid` with no `action` → stats (its `stats` defaults to `all`). The rules are checked in that order, so the types are mutually exclusive.
  * @returns `undefined` for a value that is not an object or matches no type.
  */
 export function classifyRequest(value: unknown): RequestType | undefined {
@@ -192,13 +192,15 @@ export function classifyRequest(value: unknown): RequestType | undefined {
   }
   if (Object.hasOwn(value, 'stats')) return 'stats';
   if (value.action === 'info' || value.action === 'stop') return 'action';
+  // `stats` defaults to "all": a bare {uuid, appid} asks for every stat.
+  if (!Object.hasOwn(value, 'action') && Object.hasOwn(value, 'uuid') && Object.hasOwn(value, 'appid')) return 'stats';
   return undefined;
 }
 
 const UNKNOWN_TYPE_DETAILS: readonly RejectionDetail[] = [
   { path: '', message: 'a crawl request needs "url"' },
   { path: '', message: 'an action request needs "action": "info" or "stop"' },
-  { path: '', message: 'a stats request needs "stats"' },
+  { path: '', message: 'a stats request needs "uuid" and "appid" (and optionally "stats")' },
   { path: '', message: 'a domain config request needs "domain" and "action"' },
 ];
 

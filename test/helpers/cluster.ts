@@ -1,0 +1,121 @@
+/**
+ * The local cluster for e2e tests: the real handlers, driven from real Kafka consumer groups, over a
+ * topic prefix and Redis key prefix of the test's own, plus a collector of what comes out.
+ */
+import type { Kafka, Producer } from 'kafkajs';
+import { createMonitorDeps, type MonitorDeps } from '../../functions/shared/deps.ts';
+import { config, type Variables } from '../../lib/config/index.ts';
+import { createProducer } from '../../lib/kafka/client.ts';
+import { clusterTopics } from '../../lib/kafka/topics.ts';
+import { type LocalCluster, startLocalCluster } from '../../lib/local/cluster.ts';
+import type { RuntimeLog } from '../../lib/local/runtime/log.ts';
+import { silentLog } from '../../lib/monitor/context.ts';
+import { testKafka, uniqueName, waitUntil } from './services.ts';
+
+export interface TestCluster {
+  vars: Variables;
+  deps: MonitorDeps;
+  cluster: LocalCluster;
+  kafka: Kafka;
+  producer: Producer;
+  topics: ReturnType<typeof clusterTopics>;
+  /** Produces JSON (objects) or raw bytes/strings to `<p>.incoming`. */
+  feed(values: (object | string | Buffer)[]): Promise<void>;
+  /** Collects every message of a topic from the beginning. */
+  collect(topic: string): Promise<Collector>;
+  stop(): Promise<void>;
+}
+
+export interface Collector {
+  messages: Record<string, unknown>[];
+  /** Waits for the first message matching `match`. */
+  waitFor(
+    match: (m: Record<string, unknown>) => boolean,
+    what: string,
+    timeoutMs?: number,
+  ): Promise<Record<string, unknown>>;
+  stop(): Promise<void>;
+}
+
+/** Starts a local cluster over fresh prefixes; `overrides` change configuration variables (e.g. Redis port). */
+export async function startTestCluster(
+  overrides: Partial<Variables> = {},
+  options: { scheduleEveryMs?: number; log?: RuntimeLog; batchSize?: number } = {},
+): Promise<TestCluster> {
+  const base = config();
+  const vars: Variables = {
+    ...base,
+    KAFKA_BROKERS: `127.0.0.1:${base.CRAWL_KAFKA_PORT}`,
+    KAFKA_TOPIC_PREFIX: uniqueName('e2e'),
+    KAFKA_TOPIC_PARTITIONS: 2,
+    REDIS_HOST: '127.0.0.1',
+    REDIS_PORT: base.CRAWL_REDIS_CLUSTER_PORT,
+    REDIS_CLUSTER: true,
+    REDIS_KEY_PREFIX: uniqueName('k'),
+    ...overrides,
+  };
+  const deps = await createMonitorDeps('e2e', silentLog, vars);
+  const kafka = testKafka();
+  const cluster = await startLocalCluster({
+    vars,
+    context: deps.ctx,
+    log: options.log ?? (() => {}),
+    scheduleEveryMs: options.scheduleEveryMs ?? 1000,
+    maxBatchingWindowMs: 100,
+    batchSize: options.batchSize ?? 100,
+    kafka,
+  });
+  const producer = createProducer(kafka);
+  await producer.connect();
+  const topics = clusterTopics(vars.KAFKA_TOPIC_PREFIX);
+  const collectors: Collector[] = [];
+  return {
+    vars,
+    deps,
+    cluster,
+    kafka,
+    producer,
+    topics,
+    async feed(values) {
+      await producer.send({
+        topic: topics.incoming,
+        acks: -1,
+        messages: values.map((v) => ({
+          value: Buffer.isBuffer(v) || typeof v === 'string' ? v : JSON.stringify(v),
+        })),
+      });
+    },
+    async collect(topic) {
+      const messages: Record<string, unknown>[] = [];
+      const consumer = kafka.consumer({ groupId: uniqueName('collect') });
+      await consumer.connect();
+      await consumer.subscribe({ topic, fromBeginning: true });
+      await consumer.run({
+        eachMessage: async ({ message }) => {
+          try {
+            messages.push(JSON.parse(message.value?.toString('utf8') ?? 'null') as Record<string, unknown>);
+          } catch {
+            messages.push({ unparsable: message.value?.toString('utf8') });
+          }
+        },
+      });
+      const c: Collector = {
+        messages,
+        waitFor: (match, what, timeoutMs = 30_000) => waitUntil(what, () => messages.find(match), timeoutMs),
+        stop: () => consumer.disconnect(),
+      };
+      collectors.push(c);
+      return c;
+    },
+    async stop() {
+      await Promise.all(collectors.map((c) => c.stop()));
+      await producer.disconnect();
+      await cluster.stop();
+      await deps.close();
+      const admin = kafka.admin();
+      await admin.connect();
+      await admin.deleteTopics({ topics: Object.values(topics) }).catch(() => undefined);
+      await admin.disconnect();
+    },
+  };
+}

@@ -1,0 +1,96 @@
+/**
+ * Sample events for the handler tests: the real-shaped files under `events/` (events/README.md), builders
+ * for MSK events of chosen records, and a minimal Lambda context for invoking the middy handlers.
+ */
+import { readFileSync } from 'node:fs';
+import { type DecodedRecord, decodeMskEvent, encodeMskEvent, type MskEvent } from '../../lib/kafka/msk-event.ts';
+
+const EVENTS_DIR = new URL('../../events/', import.meta.url);
+
+/** Reads `events/<name>.json` from the repository root, fresh on every call (tests may modify it). */
+export function loadEvent<T = unknown>(name: string): T {
+  return JSON.parse(readFileSync(new URL(`${name}.json`, EVENTS_DIR), 'utf8')) as T;
+}
+
+/** Record timestamps of built events (epoch ms): fixed so built events are reproducible. */
+export const RECORD_TIME = Date.UTC(2026, 10, 22, 14, 59, 0);
+
+/** Where the records of {@link mskEventOf} go. */
+export interface MskEventOptions {
+  /** @default 0 */
+  partition?: number;
+  /** Offset of the first value; the others follow one by one. @default 0 */
+  firstOffset?: number;
+  /** Key of every record. @default none */
+  key?: string;
+}
+
+function valueBytes(value: string | Buffer | object): Buffer {
+  if (Buffer.isBuffer(value)) return value;
+  return Buffer.from(typeof value === 'string' ? value : JSON.stringify(value), 'utf8');
+}
+
+/**
+ * The MSK event Lambda would deliver for these values on one partition of `topic`: a string is sent as is,
+ * a Buffer as its bytes, anything else as its JSON.
+ */
+export function mskEventOf(
+  topic: string,
+  values: (string | Buffer | object)[],
+  options: MskEventOptions = {},
+): MskEvent {
+  const { partition = 0, firstOffset = 0, key } = options;
+  return encodeMskEvent(
+    values.map((value, i) => ({
+      topic,
+      partition,
+      offset: firstOffset + i,
+      timestamp: RECORD_TIME + i,
+      key: key === undefined ? null : Buffer.from(key),
+      value: valueBytes(value),
+    })),
+  );
+}
+
+/** The decoded records of {@link mskEventOf}, as the monitors receive them. */
+export function recordsOf(
+  topic: string,
+  values: (string | Buffer | object)[],
+  options: MskEventOptions = {},
+): DecodedRecord[] {
+  return decodeMskEvent(mskEventOf(topic, values, options));
+}
+
+/** The fields of the Lambda context object that Powertools and middy read. */
+export interface TestLambdaContext {
+  callbackWaitsForEmptyEventLoop: boolean;
+  functionName: string;
+  functionVersion: string;
+  invokedFunctionArn: string;
+  memoryLimitInMB: string;
+  awsRequestId: string;
+  logGroupName: string;
+  logStreamName: string;
+  getRemainingTimeInMillis(): number;
+  done(): void;
+  fail(): void;
+  succeed(): void;
+}
+
+/** A minimal Lambda context for `functionName`, with a minute left to run. */
+export function lambdaContext(functionName: string): TestLambdaContext {
+  return {
+    callbackWaitsForEmptyEventLoop: true,
+    functionName,
+    functionVersion: '$LATEST',
+    invokedFunctionArn: `arn:aws:lambda:us-east-1:123456789012:function:${functionName}`,
+    memoryLimitInMB: '512',
+    awsRequestId: '7f4c1e2a-0d3b-4c5e-9a8b-1f2e3d4c5b6a',
+    logGroupName: `/aws/lambda/${functionName}`,
+    logStreamName: '2026/11/22/[$LATEST]0123456789abcdef0123456789abcdef',
+    getRemainingTimeInMillis: () => 60_000,
+    done() {},
+    fail() {},
+    succeed() {},
+  };
+}

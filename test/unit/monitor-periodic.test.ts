@@ -1,0 +1,194 @@
+import { describe, expect, it } from 'vitest';
+import { expireCrawls, fleetMetrics, reclaimLeases } from '../../lib/monitor/periodic.ts';
+import { HEARTBEAT_TTL_MS } from '../../lib/monitor/stats-report.ts';
+import { child, seed, TEST_NOW, TEST_NOW_SEC, type TestContext, testContext } from '../helpers/fakes.ts';
+
+const FIREHOSE = 'demo.outbound_firehose';
+
+/**
+ * Queued an hour before the test clock: link testapp/gone (2 requests) and wandering otherapp/w-gone (1), both
+ * expired a minute ago; link testapp/later (expires in an hour) and link testapp/never (no expiry), 1 each.
+ */
+async function withExpiringCrawls(ctx: TestContext): Promise<void> {
+  const anHourAgo = TEST_NOW - 3_600_000;
+  const gone = { appid: 'testapp', crawlid: 'gone' };
+  await ctx.frontier.enqueue(
+    'link',
+    [
+      seed({ ...gone, url: 'http://example.com/', expires: TEST_NOW_SEC - 60 }),
+      child(gone, 'http://example.com/a', -9),
+      seed({ appid: 'testapp', crawlid: 'later', url: 'http://example.org/', expires: TEST_NOW_SEC + 3600 }),
+      seed({ appid: 'testapp', crawlid: 'never', url: 'http://example.net/' }),
+    ],
+    anHourAgo,
+  );
+  await ctx.frontier.enqueue(
+    'wandering',
+    [
+      seed({
+        appid: 'otherapp',
+        crawlid: 'w-gone',
+        url: 'http://example.com/w',
+        spiderid: 'wandering',
+        expires: TEST_NOW_SEC - 1,
+      }),
+    ],
+    anHourAgo,
+  );
+}
+
+describe('expireCrawls', () => {
+  it('stops every crawl whose expiry passed and sends one expired notice per crawl with total_expired', async () => {
+    const ctx = testContext();
+    await withExpiringCrawls(ctx);
+    const result = await expireCrawls(ctx);
+
+    const notices = [
+      {
+        action: 'expired',
+        server_time: TEST_NOW_SEC,
+        appid: 'testapp',
+        crawlid: 'gone',
+        spiderid: 'link',
+        total_expired: 2,
+      },
+      {
+        action: 'expired',
+        server_time: TEST_NOW_SEC,
+        appid: 'otherapp',
+        crawlid: 'w-gone',
+        spiderid: 'wandering',
+        total_expired: 1,
+      },
+    ];
+    expect(result).toEqual({ expired: 2, notices });
+    expect(ctx.sink.values(FIREHOSE)).toEqual(notices);
+    expect(ctx.sink.keys(FIREHOSE)).toEqual(['testapp', 'otherapp']);
+    expect(ctx.frontier.queued('link', 'testapp', 'gone')).toEqual([]);
+    expect(ctx.frontier.queued('wandering', 'otherapp', 'w-gone')).toEqual([]);
+  });
+
+  it('leaves crawls that expire later or never alone', async () => {
+    const ctx = testContext();
+    await withExpiringCrawls(ctx);
+    await expireCrawls(ctx);
+
+    expect(ctx.frontier.queued('link', 'testapp', 'later')).toHaveLength(1);
+    expect(ctx.frontier.queued('link', 'testapp', 'never')).toHaveLength(1);
+  });
+
+  it('sends nothing on a second run: each crawl expires once', async () => {
+    const ctx = testContext();
+    await withExpiringCrawls(ctx);
+    await expireCrawls(ctx);
+    const sends = ctx.sink.sendCalls;
+
+    expect(await expireCrawls(ctx)).toEqual({ expired: 0, notices: [] });
+    expect(ctx.sink.sendCalls).toBe(sends);
+  });
+
+  it('with per-app topics on, also sends each notice to demo.outbound_<appid>', async () => {
+    const ctx = testContext({ appidTopics: true });
+    await withExpiringCrawls(ctx);
+    await expireCrawls(ctx);
+
+    expect(ctx.sink.topics()).toEqual([FIREHOSE, 'demo.outbound_otherapp', 'demo.outbound_testapp']);
+    expect(ctx.sink.values('demo.outbound_testapp')).toMatchObject([{ crawlid: 'gone' }]);
+    expect(ctx.sink.values('demo.outbound_otherapp')).toMatchObject([{ crawlid: 'w-gone' }]);
+  });
+
+  it('an expired crawl refuses its late children', async () => {
+    const ctx = testContext();
+    await withExpiringCrawls(ctx);
+    await expireCrawls(ctx);
+
+    expect(
+      await ctx.frontier.enqueue(
+        'link',
+        [child({ appid: 'testapp', crawlid: 'gone' }, 'http://example.com/b', -9)],
+        TEST_NOW,
+      ),
+    ).toEqual(['stopped']);
+  });
+
+  it('with Redis down, throws so that the schedule retries', async () => {
+    const ctx = testContext();
+    ctx.frontier.down = true;
+
+    await expect(expireCrawls(ctx)).rejects.toThrow(/ECONNREFUSED/);
+  });
+});
+
+describe('reclaimLeases', () => {
+  it('returns the expired leases summed over every spider type', async () => {
+    const ctx = testContext();
+    ctx.frontier.expireLeases('link', 3);
+    ctx.frontier.expireLeases('wandering', 2);
+
+    expect(await reclaimLeases(ctx)).toBe(5);
+    expect(await reclaimLeases(ctx)).toBe(0);
+  });
+
+  it('returns 0 when no spider type ever had work', async () => {
+    expect(await reclaimLeases(testContext())).toBe(0);
+  });
+});
+
+describe('fleetMetrics', () => {
+  async function withBacklog(ctx: TestContext): Promise<void> {
+    const c = { appid: 'testapp', crawlid: 'c1' };
+    await ctx.frontier.enqueue(
+      'link',
+      [
+        seed({ ...c, url: 'http://example.com/', maxdepth: 2 }),
+        child(c, 'http://example.com/a', -9),
+        child(c, 'http://other.org/', -9),
+      ],
+      TEST_NOW,
+    );
+    await ctx.frontier.enqueue(
+      'wandering',
+      [seed({ appid: 'testapp', crawlid: 'w1', url: 'http://example.net/', spiderid: 'wandering' })],
+      TEST_NOW,
+    );
+  }
+
+  it('reports backlog per spider type, its total, the live crawlers and backlog per live crawler', async () => {
+    const ctx = testContext();
+    await withBacklog(ctx);
+    await ctx.stats.beat('crawler', 'link|host-a|1', TEST_NOW - 1000, HEARTBEAT_TTL_MS);
+    await ctx.stats.beat('crawler', 'wandering|host-b|2', TEST_NOW - 1000, HEARTBEAT_TTL_MS);
+
+    expect(await fleetMetrics(ctx)).toEqual({
+      backlog: { link: 3, wandering: 1 },
+      totalBacklog: 4,
+      liveCrawlers: 2,
+      backlogPerTask: 2,
+    });
+  });
+
+  it('does not count a crawler whose heartbeat is older than the heartbeat TTL', async () => {
+    const ctx = testContext();
+    await withBacklog(ctx);
+    await ctx.stats.beat('crawler', 'link|host-a|1', TEST_NOW - 1000, HEARTBEAT_TTL_MS);
+    await ctx.stats.beat('crawler', 'link|host-b|2', TEST_NOW - HEARTBEAT_TTL_MS - 1, HEARTBEAT_TTL_MS);
+
+    expect(await fleetMetrics(ctx)).toMatchObject({ liveCrawlers: 1, backlogPerTask: 4 });
+  });
+
+  it('reports the whole backlog as backlog per task when no crawler runs', async () => {
+    const ctx = testContext();
+    await withBacklog(ctx);
+
+    expect(await fleetMetrics(ctx)).toMatchObject({ totalBacklog: 4, liveCrawlers: 0, backlogPerTask: 4 });
+  });
+
+  it('reports zeros for an empty frontier', async () => {
+    expect(await fleetMetrics(testContext())).toEqual({
+      backlog: {},
+      totalBacklog: 0,
+      liveCrawlers: 0,
+      backlogPerTask: 0,
+    });
+  });
+});

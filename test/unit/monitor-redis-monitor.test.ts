@@ -1,0 +1,517 @@
+import { describe, expect, it } from 'vitest';
+import { type DecodedRecord, decodeMskEvent, type MskEvent } from '../../lib/kafka/msk-event.ts';
+import { handleActions } from '../../lib/monitor/redis-monitor.ts';
+import type { StatsType } from '../../lib/schemas/index.ts';
+import { loadEvent, recordsOf } from '../helpers/events.ts';
+import { child, seed, TEST_NODE_ID, TEST_NOW, TEST_NOW_SEC, type TestContext, testContext } from '../helpers/fakes.ts';
+
+const ACTIONS = 'demo.actions';
+const FIREHOSE = 'demo.outbound_firehose';
+const WINDOW_KEYS = ['900', '3600', '21600', '43200', '86400', '604800', 'lifetime'];
+
+/** The records of events/redis-monitor.json: info-1 (crawl abc123), info-2 (app), stop-1 (abc123), stats-2, dom-2. */
+function sampleRecords(): DecodedRecord[] {
+  return decodeMskEvent(loadEvent<MskEvent>('redis-monitor'));
+}
+
+const where = (records: DecodedRecord[]) => records.map((r) => `${r.topic}-${r.partition}@${r.offset}`);
+
+/** When abc124 expires (epoch s): an hour after the test clock. */
+const EXPIRES = TEST_NOW_SEC + 3600;
+
+/**
+ * testapp/abc123 on link: example.com at 60 (seed) and 50, other.org at 50. testapp/abc124 on link, expiring:
+ * example.org at 1 (seed) and -9. otherapp/abc123 on link and testapp/w1 on wandering, one request each.
+ */
+async function withCrawls(ctx: TestContext): Promise<void> {
+  const abc123 = { appid: 'testapp', crawlid: 'abc123' };
+  const abc124 = { appid: 'testapp', crawlid: 'abc124' };
+  const before = TEST_NOW - 60_000;
+  await ctx.frontier.enqueue(
+    'link',
+    [
+      seed({ ...abc123, url: 'http://example.com/', priority: 60, maxdepth: 1 }),
+      child(abc123, 'http://example.com/a', 50),
+      child(abc123, 'http://other.org/', 50),
+      seed({ ...abc124, url: 'https://www.example.org/', expires: EXPIRES, maxdepth: 1 }),
+      child(abc124, 'https://www.example.org/x', -9),
+      seed({ appid: 'otherapp', crawlid: 'abc123', url: 'http://example.net/' }),
+    ],
+    before,
+  );
+  await ctx.frontier.enqueue(
+    'wandering',
+    [seed({ appid: 'testapp', crawlid: 'w1', url: 'http://example.com/w', spiderid: 'wandering' })],
+    before,
+  );
+}
+
+/** All windows at `n` (events of a minute ago). */
+const all = (n: number) => Object.fromEntries(WINDOW_KEYS.map((w) => [w, n]));
+
+/**
+ * kafka-monitor: 10 records two hours ago (2 failed, 7 crawls), 3 crawls a minute ago, one live node.
+ * Crawler fleet a minute ago: link 200 ×5 and 404 ×1, wandering 200 ×2; host-a 200 ×5, host-b 200 ×2 and 503 ×1;
+ * three live crawlers (two link, one wandering) and one whose heartbeat is ten minutes old.
+ */
+async function withStats(ctx: TestContext): Promise<void> {
+  await ctx.stats.increment(
+    [
+      { name: 'kafka-monitor:total', by: 10 },
+      { name: 'kafka-monitor:fail', by: 2 },
+      { name: 'kafka-monitor:plugin:crawl', by: 7 },
+    ],
+    TEST_NOW - 2 * 3_600_000,
+  );
+  const aMinuteAgo = TEST_NOW - 60_000;
+  await ctx.stats.increment(
+    [
+      { name: 'kafka-monitor:total', by: 3 },
+      { name: 'kafka-monitor:plugin:crawl', by: 3 },
+      { name: 'crawler:link:200', by: 5 },
+      { name: 'crawler:link:404', by: 1 },
+      { name: 'crawler:wandering:200', by: 2 },
+      { name: 'machine:host-a:200', by: 5 },
+      { name: 'machine:host-b:200', by: 2 },
+      { name: 'machine:host-b:503', by: 1 },
+    ],
+    aMinuteAgo,
+  );
+  await ctx.stats.beat('kafka-monitor', 'kafka-monitor@host-a:101', aMinuteAgo, 300_000);
+  for (const id of ['link|host-a|11', 'link|host-b|12', 'wandering|host-b|13']) {
+    await ctx.stats.beat('crawler', id, aMinuteAgo, 300_000);
+  }
+  await ctx.stats.beat('crawler', 'link|host-c|14', TEST_NOW - 600_000, 300_000);
+}
+
+/** The one reply to a stats request of this type. */
+async function statsReply(ctx: TestContext, type: StatsType): Promise<Record<string, unknown>> {
+  const { replies } = await handleActions(
+    ctx,
+    recordsOf(ACTIONS, [{ uuid: `s-${type}`, appid: 'testapp', stats: type }]),
+  );
+  expect(replies).toHaveLength(1);
+  return replies[0] as Record<string, unknown>;
+}
+
+/** Every object in `value` that has a `lifetime` key: the counts objects. */
+function countsObjects(value: unknown): Record<string, unknown>[] {
+  if (value === null || typeof value !== 'object') return [];
+  const own = !Array.isArray(value) && 'lifetime' in value ? [value as Record<string, unknown>] : [];
+  return [...own, ...Object.values(value).flatMap(countsObjects)];
+}
+
+const SPIDERS = {
+  unique_spider_count: 2,
+  total_spider_count: 3,
+  link: { count: 2, '200': all(5), '404': all(1) },
+  wandering: { count: 1, '200': all(2) },
+};
+const MACHINES = { count: 2, 'host-a': { '200': all(5) }, 'host-b': { '200': all(2), '503': all(1) } };
+const QUEUES = {
+  total_backlog: 7,
+  queue_link: {
+    spider_backlog: 6,
+    num_domains: 4,
+    domains: [
+      { domain: 'example.com', backlog: 2 },
+      { domain: 'example.org', backlog: 2 },
+      { domain: 'example.net', backlog: 1 },
+      { domain: 'other.org', backlog: 1 },
+    ],
+  },
+  queue_wandering: { spider_backlog: 1, num_domains: 1, domains: [{ domain: 'example.com', backlog: 1 }] },
+};
+
+describe('handleActions: info', () => {
+  it('answers the sample crawl-form info with low/high priority and total per domain, and no other keys', async () => {
+    const ctx = testContext();
+    await withCrawls(ctx);
+    const { replies } = await handleActions(ctx, sampleRecords());
+
+    expect(replies[0]).toStrictEqual({
+      server_time: TEST_NOW_SEC,
+      uuid: 'info-1',
+      appid: 'testapp',
+      crawlid: 'abc123',
+      spiderid: 'link',
+      total_pending: 3,
+      total_domains: 2,
+      domains: {
+        'example.com': { low_priority: 50, high_priority: 60, total: 2 },
+        'other.org': { low_priority: 50, high_priority: 50, total: 1 },
+      },
+    });
+  });
+
+  it('adds expires to the crawl form when the crawl has one', async () => {
+    const ctx = testContext();
+    await withCrawls(ctx);
+    const { replies } = await handleActions(
+      ctx,
+      recordsOf(ACTIONS, [{ action: 'info', appid: 'testapp', uuid: 'i', crawlid: 'abc124', spiderid: 'link' }]),
+    );
+
+    expect(replies[0]).toMatchObject({
+      total_pending: 2,
+      total_domains: 1,
+      domains: { 'example.org': { low_priority: -9, high_priority: 1, total: 2 } },
+      expires: EXPIRES,
+    });
+  });
+
+  it('answers the info of an unknown crawl with nothing pending and no domains', async () => {
+    const ctx = testContext();
+    const { replies } = await handleActions(
+      ctx,
+      recordsOf(ACTIONS, [{ action: 'info', appid: 'testapp', uuid: 'i', crawlid: 'nope', spiderid: 'link' }]),
+    );
+
+    expect(replies).toStrictEqual([
+      {
+        server_time: TEST_NOW_SEC,
+        uuid: 'i',
+        appid: 'testapp',
+        crawlid: 'nope',
+        spiderid: 'link',
+        total_pending: 0,
+        total_domains: 0,
+        domains: {},
+      },
+    ]);
+  });
+
+  it('answers the sample app-form info with every crawl of the app under that spider, and nothing of others', async () => {
+    const ctx = testContext();
+    await withCrawls(ctx);
+    const { replies } = await handleActions(ctx, sampleRecords());
+
+    expect(replies[1]).toStrictEqual({
+      server_time: TEST_NOW_SEC,
+      uuid: 'info-2',
+      appid: 'testapp',
+      spiderid: 'link',
+      total_pending: 5,
+      total_domains: 3,
+      total_crawlids: 2,
+      crawlids: {
+        abc123: {
+          domains: {
+            'example.com': { low_priority: 50, high_priority: 60, total: 2 },
+            'other.org': { low_priority: 50, high_priority: 50, total: 1 },
+          },
+          distinct_domains: 2,
+          total: 3,
+        },
+        abc124: {
+          domains: { 'example.org': { low_priority: -9, high_priority: 1, total: 2 } },
+          distinct_domains: 1,
+          total: 2,
+          expires: EXPIRES,
+        },
+      },
+    });
+  });
+});
+
+describe('handleActions: stop', () => {
+  it('answers the sample stop with total_purged, after which the crawl has nothing queued and refuses children', async () => {
+    const ctx = testContext();
+    await withCrawls(ctx);
+    const { replies } = await handleActions(ctx, sampleRecords());
+
+    expect(replies[2]).toStrictEqual({
+      action: 'stop',
+      server_time: TEST_NOW_SEC,
+      uuid: 'stop-1',
+      appid: 'testapp',
+      crawlid: 'abc123',
+      spiderid: 'link',
+      total_purged: 3,
+    });
+    expect(ctx.frontier.queued('link', 'testapp', 'abc123')).toEqual([]);
+    expect(ctx.frontier.queued('link', 'otherapp', 'abc123')).toHaveLength(1);
+    expect(
+      await ctx.frontier.enqueue(
+        'link',
+        [child({ appid: 'testapp', crawlid: 'abc123' }, 'http://example.com/b', 50)],
+        TEST_NOW,
+      ),
+    ).toEqual(['stopped']);
+  });
+
+  it('answers the stop of an unknown crawl with total_purged 0', async () => {
+    const ctx = testContext();
+    const { replies } = await handleActions(
+      ctx,
+      recordsOf(ACTIONS, [{ action: 'stop', appid: 'testapp', uuid: 's', crawlid: 'nope', spiderid: 'wandering' }]),
+    );
+
+    expect(replies).toMatchObject([{ action: 'stop', crawlid: 'nope', spiderid: 'wandering', total_purged: 0 }]);
+  });
+});
+
+describe('handleActions: stats', () => {
+  const monitorKeys = ['appid', 'fail', 'nodes', 'plugins', 'server_time', 'stats', 'total', 'uuid'];
+  const common = ['appid', 'server_time', 'stats', 'uuid'];
+  it.each<[StatsType, string[]]>([
+    ['kafka-monitor', monitorKeys],
+    ['redis-monitor', monitorKeys],
+    ['rest', monitorKeys],
+    ['spider', [...common, 'spiders']],
+    ['machine', [...common, 'machines']],
+    ['queue', [...common, 'queues']],
+    ['crawler', [...common, 'machines', 'queue', 'spiders']],
+    ['all', [...common, 'crawler', 'kafka-monitor', 'redis-monitor', 'rest']],
+  ])('answers stats "%s" with the keys CONTRACT.md lists', async (type, keys) => {
+    const ctx = testContext();
+    await withCrawls(ctx);
+    await withStats(ctx);
+    const reply = await statsReply(ctx, type);
+
+    expect(Object.keys(reply).sort()).toEqual([...keys].sort());
+    expect(reply).toMatchObject({ stats: type, uuid: `s-${type}`, appid: 'testapp', server_time: TEST_NOW_SEC });
+  });
+
+  it.each<StatsType>(['kafka-monitor', 'redis-monitor', 'crawler', 'spider', 'machine', 'rest', 'all'])(
+    'gives every count in a stats "%s" reply the windows "900" to "604800" and "lifetime"',
+    async (type) => {
+      const ctx = testContext();
+      await withCrawls(ctx);
+      await withStats(ctx);
+      const counts = countsObjects(await statsReply(ctx, type));
+
+      expect(counts.length).toBeGreaterThan(0);
+      for (const c of counts) expect(Object.keys(c).sort()).toEqual([...WINDOW_KEYS].sort());
+    },
+  );
+
+  it('reports a monitor’s total, fail and plugins per window, zero windows included', async () => {
+    const ctx = testContext();
+    await withStats(ctx);
+    const reply = await statsReply(ctx, 'kafka-monitor');
+
+    expect(reply.total).toEqual({
+      '900': 3,
+      '3600': 3,
+      '21600': 13,
+      '43200': 13,
+      '86400': 13,
+      '604800': 13,
+      lifetime: 13,
+    });
+    expect(reply.fail).toEqual({ '900': 0, '3600': 0, '21600': 2, '43200': 2, '86400': 2, '604800': 2, lifetime: 2 });
+    expect(reply.plugins).toEqual({
+      crawl: { '900': 3, '3600': 3, '21600': 10, '43200': 10, '86400': 10, '604800': 10, lifetime: 10 },
+    });
+  });
+
+  it('reports zero counts and no plugins for a monitor that never counted anything', async () => {
+    const ctx = testContext();
+    const reply = await statsReply(ctx, 'rest');
+
+    expect(reply.total).toEqual(all(0));
+    expect(reply.fail).toEqual(all(0));
+    expect(reply.plugins).toEqual({});
+  });
+
+  // CONTRACT.md: `"nodes":{...}`, an object (Scrapy Cluster: host → ids of live processes).
+  it('reports a monitor’s live nodes as an object listing the live node ids', async () => {
+    const ctx = testContext();
+    await withStats(ctx);
+    const { nodes } = await statsReply(ctx, 'kafka-monitor');
+
+    expect(nodes).toBeTypeOf('object');
+    expect(Array.isArray(nodes)).toBe(false);
+    expect(Object.values(nodes as Record<string, unknown>).flat()).toContain('kafka-monitor@host-a:101');
+  });
+
+  it('reports spider stats: live crawler counts per spider and per-status counts', async () => {
+    const ctx = testContext();
+    await withStats(ctx);
+
+    expect((await statsReply(ctx, 'spider')).spiders).toEqual(SPIDERS);
+  });
+
+  it('reports machine stats: per-machine per-status counts and the machine count', async () => {
+    const ctx = testContext();
+    await withStats(ctx);
+
+    expect((await statsReply(ctx, 'machine')).machines).toEqual(MACHINES);
+  });
+
+  it('reports queue stats: backlog per spider type and per domain, largest first', async () => {
+    const ctx = testContext();
+    await withCrawls(ctx);
+
+    expect((await statsReply(ctx, 'queue')).queues).toEqual(QUEUES);
+  });
+
+  it('reports crawler stats as spiders, machines and queue', async () => {
+    const ctx = testContext();
+    await withCrawls(ctx);
+    await withStats(ctx);
+    const reply = await statsReply(ctx, 'crawler');
+
+    expect(reply).toMatchObject({ spiders: SPIDERS, machines: MACHINES, queue: QUEUES });
+  });
+
+  it('reports all stats as one key per component, each as its own stats reply reports it', async () => {
+    const ctx = testContext();
+    await withCrawls(ctx);
+    await withStats(ctx);
+    const reply = await statsReply(ctx, 'all');
+    const { stats: _s, server_time: _t, uuid: _u, appid: _a, ...kafkaMonitor } = await statsReply(ctx, 'kafka-monitor');
+
+    expect(reply['kafka-monitor']).toEqual(kafkaMonitor);
+    expect(reply.crawler).toMatchObject({ spiders: SPIDERS, machines: MACHINES });
+    expect(reply.rest).toMatchObject({ total: all(0), fail: all(0), plugins: {} });
+  });
+});
+
+describe('handleActions: domain config', () => {
+  it('applies the sample blacklist-update to the frontier and echoes action, domain, uuid, appid, server_time', async () => {
+    const ctx = testContext();
+    const { replies } = await handleActions(ctx, sampleRecords());
+
+    expect(ctx.frontier.domainConfigs).toEqual([
+      { action: 'blacklist-update', domain: 'example.com', limits: { hits: 0, window: 0, scale: 1 }, now: TEST_NOW },
+    ]);
+    expect(replies[4]).toStrictEqual({
+      action: 'blacklist-update',
+      domain: 'example.com',
+      uuid: 'dom-2',
+      appid: 'testapp',
+      server_time: TEST_NOW_SEC,
+    });
+  });
+
+  it('passes the hits, window and scale of a domain-update to the frontier', async () => {
+    const ctx = testContext();
+    await handleActions(
+      ctx,
+      recordsOf(ACTIONS, [
+        { uuid: 'd', appid: 'testapp', domain: 'ebay.com', action: 'domain-update', hits: 20, window: 60, scale: 0.5 },
+      ]),
+    );
+
+    expect(ctx.frontier.domainConfigs).toMatchObject([
+      { action: 'domain-update', domain: 'ebay.com', limits: { hits: 20, window: 60, scale: 0.5 } },
+    ]);
+  });
+});
+
+describe('handleActions: delivery', () => {
+  it('sends every sample reply to demo.outbound_firehose keyed by appid, in batch order, failing nothing', async () => {
+    const ctx = testContext();
+    await withCrawls(ctx);
+    const result = await handleActions(ctx, sampleRecords());
+
+    expect(where(result.failures)).toEqual([]);
+    expect(ctx.sink.topics()).toEqual([FIREHOSE]);
+    expect(ctx.sink.values(FIREHOSE).map((r) => r.uuid)).toEqual(['info-1', 'info-2', 'stop-1', 'stats-2', 'dom-2']);
+    expect(ctx.sink.values(FIREHOSE)).toEqual(JSON.parse(JSON.stringify(result.replies)));
+    expect(ctx.sink.keys(FIREHOSE)).toEqual(Array(5).fill('testapp'));
+  });
+
+  it('with per-app topics on, also sends every reply to demo.outbound_<appid>', async () => {
+    const ctx = testContext({ appidTopics: true });
+    await handleActions(ctx, sampleRecords());
+
+    expect(ctx.sink.topics()).toEqual([FIREHOSE, 'demo.outbound_testapp']);
+    expect(ctx.sink.values('demo.outbound_testapp')).toEqual(ctx.sink.values(FIREHOSE));
+  });
+
+  it('with per-app topics on, a reply to an appid that is no legal topic name still reaches the firehose', async () => {
+    const ctx = testContext({ appidTopics: true });
+    const result = await handleActions(
+      ctx,
+      recordsOf(ACTIONS, [{ action: 'info', appid: 'my app', uuid: 'i', spiderid: 'link' }]),
+    );
+
+    expect(where(result.failures)).toEqual([]);
+    expect(ctx.sink.values(FIREHOSE)).toMatchObject([{ uuid: 'i', appid: 'my app' }]);
+  });
+
+  it('stores every sample reply under its uuid for 300 s, as sent', async () => {
+    const ctx = testContext();
+    await handleActions(ctx, sampleRecords());
+
+    expect(ctx.replies.uuids()).toEqual(['dom-2', 'info-1', 'info-2', 'stats-2', 'stop-1']);
+    for (const sent of ctx.sink.values(FIREHOSE)) {
+      expect(ctx.replies.peek(String(sent.uuid))).toEqual({ reply: sent, ttlSec: 300 });
+    }
+  });
+
+  it('counts redis-monitor:total and plugin:<type>, and beats the redis-monitor heartbeat', async () => {
+    const ctx = testContext();
+    await handleActions(ctx, sampleRecords());
+
+    const counts = Object.fromEntries(
+      (await ctx.stats.names('redis-monitor:')).map((name) => [name, ctx.stats.lifetime(name)]),
+    );
+    expect(counts).toEqual({
+      'redis-monitor:total': 5,
+      'redis-monitor:plugin:action': 3,
+      'redis-monitor:plugin:stats': 1,
+      'redis-monitor:plugin:domain': 1,
+    });
+    expect(await ctx.stats.live('redis-monitor', TEST_NOW, 1000)).toEqual([TEST_NODE_ID]);
+  });
+});
+
+describe('handleActions: failures', () => {
+  it('with Redis failing at the second record, fails it and the rest; the first reply is still sent and stored', async () => {
+    const ctx = testContext();
+    await withCrawls(ctx);
+    ctx.frontier.goDownAfter(1);
+    const result = await handleActions(ctx, sampleRecords());
+
+    expect(where(result.failures)).toEqual([
+      'demo.actions-0@1',
+      'demo.actions-0@2',
+      'demo.actions-0@3',
+      'demo.actions-0@4',
+    ]);
+    expect(ctx.sink.values(FIREHOSE).map((r) => r.uuid)).toEqual(['info-1']);
+    expect(ctx.replies.uuids()).toEqual(['info-1']);
+    expect(ctx.frontier.queued('link', 'testapp', 'abc123')).toHaveLength(3);
+  });
+
+  it('with Kafka down, fails every record', async () => {
+    const ctx = testContext();
+    ctx.sink.down = true;
+    const records = sampleRecords();
+    const result = await handleActions(ctx, records);
+
+    expect(where(result.failures)).toEqual(where(records));
+  });
+
+  it('skips an invalid record on the actions topic with a warning and a redis-monitor:fail count', async () => {
+    const ctx = testContext();
+    const result = await handleActions(
+      ctx,
+      recordsOf(ACTIONS, [
+        '{not json',
+        { action: 'stop', appid: 'testapp', uuid: 's', crawlid: 'c', spiderid: 'link' },
+      ]),
+    );
+
+    expect(where(result.failures)).toEqual([]);
+    expect(result.replies).toMatchObject([{ action: 'stop', uuid: 's' }]);
+    expect(ctx.log.at('warn').map((l) => l.message)).toEqual(['invalid record on the actions topic skipped']);
+    expect(ctx.stats.lifetime('redis-monitor:fail')).toBe(1);
+  });
+
+  it('with the stats store down, the replies still go out and nothing fails', async () => {
+    const ctx = testContext();
+    ctx.stats.down = true;
+    const result = await handleActions(
+      ctx,
+      recordsOf(ACTIONS, [{ action: 'stop', appid: 'testapp', uuid: 's', crawlid: 'c', spiderid: 'link' }]),
+    );
+
+    expect(where(result.failures)).toEqual([]);
+    expect(ctx.sink.values(FIREHOSE)).toHaveLength(1);
+  });
+});

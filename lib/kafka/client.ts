@@ -3,7 +3,8 @@
  * maintenance mode) can be swapped without touching callers. Connections are created by entry points
  * (STYLE.md §4) through {@link createKafka} and passed down.
  */
-import { type Admin, Kafka, logLevel, type Producer } from 'kafkajs';
+import { generateAuthToken } from 'aws-msk-iam-sasl-signer-js';
+import { type Admin, Kafka, logLevel, type Producer, type SASLOptions } from 'kafkajs';
 import { ConfigError } from '../errors.ts';
 
 /** What a Kafka connection needs; a subset of the configuration. */
@@ -16,6 +17,8 @@ export interface KafkaSettings {
   ssl?: boolean;
   /** @default 5000 */
   connectionTimeoutMs?: number;
+  /** AWS region for MSK IAM token signing. @default 'us-east-1' */
+  region?: string;
 }
 
 /** Builds the settings from the validated configuration variables. */
@@ -25,6 +28,7 @@ export function kafkaSettings(vars: {
   KAFKA_SASL_MECHANISM: 'none' | 'aws-msk-iam';
   KAFKA_SSL: boolean;
   KAFKA_CONNECT_TIMEOUT_MS: number;
+  AWS_REGION?: string;
 }): KafkaSettings {
   const brokers = vars.KAFKA_BROKERS.split(',')
     .map((b) => b.trim())
@@ -38,6 +42,21 @@ export function kafkaSettings(vars: {
     saslMechanism: vars.KAFKA_SASL_MECHANISM,
     ssl: vars.KAFKA_SSL,
     connectionTimeoutMs: vars.KAFKA_CONNECT_TIMEOUT_MS,
+    region: vars.AWS_REGION,
+  };
+}
+
+/**
+ * MSK IAM auth: SASL OAUTHBEARER with a token signed by the AWS MSK IAM signer from the default credential
+ * chain (the Lambda or task role). kafkajs asks for a fresh token whenever it (re)authenticates.
+ */
+export function mskIamSasl(region: string): SASLOptions {
+  return {
+    mechanism: 'oauthbearer',
+    oauthBearerProvider: async () => {
+      const { token } = await generateAuthToken({ region });
+      return { value: token };
+    },
   };
 }
 
@@ -62,13 +81,13 @@ function filterKafkajsTimerWarning(): void {
 /** Creates a kafkajs client. Quiet by default: errors surface as thrown errors, not log spam. */
 export function createKafka(settings: KafkaSettings): Kafka {
   filterKafkajsTimerWarning();
-  if (settings.saslMechanism === 'aws-msk-iam') {
-    throw new ConfigError('KAFKA_SASL_MECHANISM', 'aws-msk-iam is not wired in this build yet');
-  }
+  const iam = settings.saslMechanism === 'aws-msk-iam';
   return new Kafka({
     clientId: settings.clientId,
     brokers: settings.brokers,
-    ssl: settings.ssl ?? false,
+    // MSK's IAM listener is TLS only.
+    ssl: iam || (settings.ssl ?? false),
+    sasl: iam ? mskIamSasl(settings.region ?? 'us-east-1') : undefined,
     connectionTimeout: settings.connectionTimeoutMs ?? 5000,
     logLevel: logLevel.NOTHING,
     retry: { retries: 5, initialRetryTime: 200, maxRetryTime: 5000 },

@@ -32,7 +32,9 @@ async function monitorStats(ctx: MonitorContext, monitor: string) {
   const nodes: Record<string, string[]> = {};
   for (const id of await ctx.stats.live(monitor, ctx.now(), HEARTBEAT_TTL_MS)) {
     const host = id.match(/@([^:]+)/)?.[1] ?? id;
-    (nodes[host] ??= []).push(id);
+    const list = nodes[host] ?? [];
+    list.push(id);
+    nodes[host] = list;
   }
   return { total: c[`${monitor}:total`] ?? ZERO, fail: c[`${monitor}:fail`] ?? ZERO, plugins, nodes };
 }

@@ -1,0 +1,127 @@
+/**
+ * The crawler's seams: the fetcher, the page item (CONTRACT.md "Pages"), and spider plugins. The crawl
+ * loop (crawler.ts) only talks to these.
+ */
+import { CrawlClusterError } from '../errors.ts';
+import type { CrawlSettings } from '../redis/frontier.ts';
+
+/** One HTTP fetch. Cookies and extra headers come from the crawl request. */
+export interface FetchRequest {
+  url: string;
+  userAgent: string;
+  /** Extra request headers (CONTRACT `headers`, Ext). */
+  headers?: Record<string, string>;
+  /** `k=v; k2=v2` (CONTRACT `cookie`). */
+  cookie?: string;
+}
+
+/** A response, body decompressed and capped; `text` is the body decoded with the detected charset. */
+export interface FetchResult {
+  /** The URL requested. */
+  requestUrl: string;
+  /** The final URL after redirects. */
+  url: string;
+  status: number;
+  /** The reason phrase (CONTRACT: the real one, not always "OK"). */
+  statusText: string;
+  /** Lower-case header names → values (repeated headers keep every value). */
+  headers: Record<string, string[]>;
+  requestHeaders: Record<string, string[]>;
+  /** Decompressed body bytes, at most the body limit. */
+  body: Buffer;
+  /** The body decoded to text when the content type is textual (HTML, XML, JSON, text/*), else undefined. */
+  text?: string;
+  /** The charset used to decode `text` (e.g. `utf-8`, `windows-1251`), or undefined for binary bodies. */
+  encoding?: string;
+  /** True when the body was cut at the size limit. */
+  truncated: boolean;
+  /** Every URL redirected through, in order (empty when none). */
+  redirects: string[];
+  /** Milliseconds from the request to the end of the body. */
+  fetchedMs: number;
+}
+
+/** Why a fetch failed. */
+export type FetchErrorKind =
+  | 'timeout'
+  | 'connect'
+  | 'dns'
+  | 'blocked_address'
+  | 'too_many_redirects'
+  | 'bad_url'
+  | 'protocol';
+
+/** A fetch that produced no response. `retryable` follows CONTRACT.md behaviour 6. */
+export class FetchError extends CrawlClusterError {
+  readonly kind: FetchErrorKind;
+  override readonly retryable: boolean;
+  constructor(kind: FetchErrorKind, message: string, options?: ErrorOptions) {
+    super(message, options);
+    this.kind = kind;
+    this.retryable = kind === 'timeout' || kind === 'connect' || kind === 'dns' || kind === 'protocol';
+  }
+}
+
+export interface Fetcher {
+  /** Fetches one URL (following redirects up to the limit, every hop checked by the SSRF guard). */
+  fetch(request: FetchRequest, signal?: AbortSignal): Promise<FetchResult>;
+  close(): Promise<void>;
+}
+
+/** A link found on a page. */
+export interface Link {
+  url: string;
+  text: string;
+}
+
+/** The page message on `<p>.crawled_firehose` (CONTRACT.md "Pages"). */
+export interface PageItem {
+  appid: string;
+  crawlid: string;
+  spiderid: string;
+  url: string;
+  response_url: string;
+  status_code: number | null;
+  status_msg: string;
+  response_headers: Record<string, string[]>;
+  request_headers: Record<string, string[]>;
+  body: string;
+  encoding: string;
+  links: Link[];
+  attrs: Record<string, unknown>;
+  success: boolean;
+  /** UTC, `YYYY-MM-DDTHH:mm:ss.SSS`. */
+  timestamp: string;
+  exception?: string;
+  depth?: number;
+  fetched_ms?: number;
+  retry_times?: number;
+  body_ref?: string;
+  body_truncated?: boolean;
+}
+
+/** What a spider sees of the request it handles. */
+export interface SpiderRequest {
+  url: string;
+  depth: number;
+  priority: number;
+  retries: number;
+  crawl: CrawlSettings;
+}
+
+/** A request a spider wants crawled next; `spider` hands it to another spider type. */
+export interface FollowRequest {
+  url: string;
+  /** @default the same spider type */
+  spider?: string;
+}
+
+/** A spider plugin: maps a response to links to follow. The page item itself is built by the crawler. */
+export interface Spider {
+  readonly name: string;
+  /**
+   * Chooses what to follow from a page's links (already filtered by the crawl's rules and depth).
+   * @param links the page's links that pass the crawl's filters
+   */
+  follow(request: SpiderRequest, response: FetchResult, links: Link[]): FollowRequest[];
+}

@@ -125,6 +125,92 @@ export const VARIABLES = {
     description: 'Seconds a stopped crawl id stays blacklisted (its late children are refused).',
   },
 
+  // Crawler fleet
+  CRAWLER_CONCURRENCY: {
+    type: 'integer',
+    default: 16,
+    minimum: 1,
+    maximum: 1000,
+    description: 'Concurrent fetches per crawler process.',
+  },
+  CRAWLER_WORKERS: {
+    type: 'integer',
+    default: 1,
+    minimum: 0,
+    maximum: 64,
+    description: '`crawl-cluster local`: crawler worker processes to start.',
+  },
+  CRAWLER_SPIDERS: {
+    type: 'string',
+    default: '',
+    description: 'Comma-separated spider types this crawler leases for (empty: every registered spider).',
+  },
+  USER_AGENT: {
+    type: 'string',
+    default: 'crawl-cluster/0.1 (+https://github.com/crawl-cluster/crawl-cluster)',
+    minLength: 3,
+    description: 'Default User-Agent (a crawl request’s `useragent` overrides it).',
+  },
+  FETCH_TIMEOUT_MS: {
+    type: 'integer',
+    default: 10_000,
+    minimum: 100,
+    description: 'Connect, headers and body timeouts of one fetch, each.',
+  },
+  MAX_BODY_BYTES: {
+    type: 'integer',
+    default: 10_485_760,
+    minimum: 1024,
+    description: 'Largest decoded body kept; longer bodies are cut and flagged `body_truncated`.',
+  },
+  MAX_REDIRECTS: { type: 'integer', default: 5, minimum: 0, maximum: 20, description: 'Redirects followed per fetch.' },
+  ALLOW_PRIVATE_NETWORKS: {
+    type: 'boolean',
+    default: false,
+    description: 'Allow fetching loopback, private and link-local addresses (local runs and tests only).',
+  },
+  ROBOTSTXT_OBEY: { type: 'boolean', default: true, description: 'Obey robots.txt (RFC 9309), cached for the fleet.' },
+  RETRY_TIMES: {
+    type: 'integer',
+    default: 3,
+    minimum: 0,
+    maximum: 10,
+    description: 'Retries of a retryable failure before a `success:false` page.',
+  },
+  RETRY_BASE_DELAY_MS: {
+    type: 'integer',
+    default: 2000,
+    minimum: 0,
+    description: 'Backoff of the first retry; doubles with each further retry.',
+  },
+  SHUTDOWN_DEADLINE_MS: {
+    type: 'integer',
+    default: 25_000,
+    minimum: 1000,
+    description: 'On SIGTERM: time to finish in-flight fetches before releasing them back to the queue.',
+  },
+  BODY_STORE_DIR: {
+    type: 'string',
+    default: '',
+    description: 'Local directory for bodies over the Kafka message limit (empty: <repo>/.services/bodies).',
+  },
+  BODY_STORE_BUCKET: {
+    type: 'string',
+    default: '',
+    description: 'S3 bucket for bodies over the Kafka message limit (set on AWS; wins over BODY_STORE_DIR).',
+  },
+  CRAWLER_HOST_MAP: {
+    type: 'string',
+    default: '',
+    pattern: '^([^=,\\s]+=[0-9a-fA-F.:]+)?(,[^=,\\s]+=[0-9a-fA-F.:]+)*$',
+    description: 'Tests and benchmarks: `host=ip,host2=ip` resolved without DNS (the SSRF guard still applies).',
+  },
+  EGRESS_IP: {
+    type: 'string',
+    default: '',
+    description: 'This crawler’s public egress IP, for IP-scoped throttles (SCHEDULER_IP_ENABLED).',
+  },
+
   // Logging
   LOG_LEVEL: {
     type: 'string',

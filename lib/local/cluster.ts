@@ -2,7 +2,7 @@
  * `crawl-cluster local`: the whole cluster on one machine, running the SAME handlers Lambda runs
  * (DESIGN.md §6): a consumer group per MSK-triggered function turns records into MSK events (batch size
  * and batching window as the event source mapping), commits only after success and redelivers on failure;
- * timers play the EventBridge schedules. Crawler workers join when the crawler fleet lands.
+ * timers play the EventBridge schedules; CRAWLER_WORKERS crawler processes run functions/crawler/main.ts.
  */
 import type { Kafka } from 'kafkajs';
 import { expireHandler } from '../../functions/expire/handler.ts';
@@ -15,6 +15,7 @@ import { createKafka, ensureTopics, kafkaSettings } from '../kafka/client.ts';
 import type { BatchResponse, MskEvent, ScheduledEvent } from '../kafka/msk-event.ts';
 import { clusterTopicList, clusterTopics } from '../kafka/topics.ts';
 import type { MonitorContext } from '../monitor/context.ts';
+import { type CrawlerWorkers, startCrawlerWorkers } from './crawler-workers.ts';
 import { lambdaContext } from './lambda-context.ts';
 import type { RuntimeLog } from './runtime/log.ts';
 import { type MskBatchStats, type MskSource, startMskSource } from './runtime/msk-source.ts';
@@ -35,9 +36,15 @@ export interface LocalClusterOptions {
   onBatch?: (fn: string, stats: MskBatchStats) => void;
   /** Kafka client for the consumers. @default one built from `vars` */
   kafka?: Kafka;
+  /** Crawler worker processes. @default vars.CRAWLER_WORKERS */
+  crawlerWorkers?: number;
+  /** Environment the workers inherit (the configuration values are set on top). @default process.env */
+  workerEnv?: NodeJS.ProcessEnv;
 }
 
 export interface LocalCluster {
+  /** Pids of the running crawler workers. */
+  workers(): number[];
   stop(): Promise<void>;
 }
 
@@ -65,7 +72,9 @@ export async function startLocalCluster(options: LocalClusterOptions): Promise<L
 
   const sources: MskSource[] = [];
   const schedules: Schedule[] = [];
+  let workers: CrawlerWorkers | undefined;
   const stopAll = async () => {
+    await workers?.stop();
     await Promise.all([...sources.map((s) => s.stop()), ...schedules.map((s) => s.stop())]);
   };
   try {
@@ -101,6 +110,8 @@ export async function startLocalCluster(options: LocalClusterOptions): Promise<L
         }),
       );
     }
+    const count = options.crawlerWorkers ?? vars.CRAWLER_WORKERS;
+    if (count > 0) workers = startCrawlerWorkers(vars, count, log, options.workerEnv ?? process.env);
   } catch (error) {
     await stopAll();
     throw error;
@@ -111,5 +122,5 @@ export async function startLocalCluster(options: LocalClusterOptions): Promise<L
     outbound: topics.outboundFirehose,
     schedulesEveryMs: options.scheduleEveryMs ?? 10_000,
   });
-  return { stop: stopAll };
+  return { stop: stopAll, workers: () => workers?.pids() ?? [] };
 }

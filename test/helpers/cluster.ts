@@ -40,7 +40,7 @@ export interface Collector {
 /** Starts a local cluster over fresh prefixes; `overrides` change configuration variables (e.g. Redis port). */
 export async function startTestCluster(
   overrides: Partial<Variables> = {},
-  options: { scheduleEveryMs?: number; log?: RuntimeLog; batchSize?: number } = {},
+  options: { scheduleEveryMs?: number; log?: RuntimeLog; batchSize?: number; crawlerWorkers?: number } = {},
 ): Promise<TestCluster> {
   const base = config();
   const vars: Variables = {
@@ -64,6 +64,7 @@ export async function startTestCluster(
     maxBatchingWindowMs: 100,
     batchSize: options.batchSize ?? 100,
     kafka,
+    crawlerWorkers: options.crawlerWorkers ?? 0,
   });
   const producer = createProducer(kafka);
   await producer.connect();

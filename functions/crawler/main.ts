@@ -1,0 +1,87 @@
+/**
+ * The crawler task (ECS Fargate; `crawl-cluster local` starts CRAWLER_WORKERS of these as child processes):
+ * reads the configuration, runs the crawl loop, and on SIGTERM stops leasing, finishes or releases
+ * in-flight work within SHUTDOWN_DEADLINE_MS, flushes the producer and exits 0.
+ */
+import { hostname } from 'node:os';
+import { join } from 'node:path';
+import { config } from '../../lib/config/index.ts';
+import { directoryBodyStore } from '../../lib/crawl/body-store.ts';
+import { Crawler } from '../../lib/crawl/crawler.ts';
+import { UndiciFetcher } from '../../lib/crawl/fetch.ts';
+import { RobotsCache } from '../../lib/crawl/robots.ts';
+import { spiderRegistry } from '../../lib/crawl/spiders/index.ts';
+import { createKafka, createProducer, kafkaSettings } from '../../lib/kafka/client.ts';
+import { producerSink } from '../../lib/kafka/sink.ts';
+import { REPO_ROOT } from '../../lib/local/services/layout.ts';
+import { redisStatsStore } from '../../lib/monitor/stores.ts';
+import { createRedis, redisSettings } from '../../lib/redis/client.ts';
+import { Frontier, frontierOptions } from '../../lib/redis/frontier.ts';
+import { createLogger, monitorLog } from '../shared/observability.ts';
+
+const vars = config();
+
+/** `host=ip,host2=ip` → a map (CRAWLER_HOST_MAP). */
+function hostMap(spec: string): Record<string, string> | undefined {
+  if (!spec) return undefined;
+  return Object.fromEntries(spec.split(',').map((pair) => pair.split('=') as [string, string]));
+}
+const logger = createLogger('crawler', vars.LOG_LEVEL);
+const log = monitorLog(logger);
+
+const redis = createRedis({ ...redisSettings(vars), connectionName: 'crawler' });
+const producer = createProducer(createKafka(kafkaSettings(vars)));
+await producer.connect();
+const fetcher = new UndiciFetcher({
+  userAgent: vars.USER_AGENT,
+  connectTimeoutMs: vars.FETCH_TIMEOUT_MS,
+  headersTimeoutMs: vars.FETCH_TIMEOUT_MS,
+  bodyTimeoutMs: vars.FETCH_TIMEOUT_MS,
+  maxBodyBytes: vars.MAX_BODY_BYTES,
+  maxRedirects: vars.MAX_REDIRECTS,
+  allowPrivateNetworks: vars.ALLOW_PRIVATE_NETWORKS,
+  resolve: hostMap(vars.CRAWLER_HOST_MAP),
+});
+const spiders = spiderRegistry();
+const spiderTypes = vars.CRAWLER_SPIDERS ? vars.CRAWLER_SPIDERS.split(',').map((s) => s.trim()) : [...spiders.keys()];
+for (const s of spiderTypes) if (!spiders.has(s)) throw new Error(`CRAWLER_SPIDERS: unknown spider type "${s}"`);
+
+const crawler = new Crawler({
+  frontier: new Frontier(redis, frontierOptions(vars)),
+  fetcher,
+  robots: vars.ROBOTSTXT_OBEY ? new RobotsCache({ redis, prefix: vars.REDIS_KEY_PREFIX, fetcher }) : undefined,
+  sink: producerSink(producer),
+  stats: redisStatsStore(redis, vars.REDIS_KEY_PREFIX),
+  spiders,
+  spiderTypes,
+  topicPrefix: vars.KAFKA_TOPIC_PREFIX,
+  appidTopics: vars.KAFKA_APPID_TOPICS,
+  base64: vars.KAFKA_BASE_64_ENCODE,
+  maxMessageBytes: vars.KAFKA_MAX_MESSAGE_BYTES,
+  bodyStore: directoryBodyStore(vars.BODY_STORE_DIR || join(REPO_ROOT, '.services', 'bodies')),
+  concurrency: vars.CRAWLER_CONCURRENCY,
+  retryTimes: vars.RETRY_TIMES,
+  retryBaseDelayMs: vars.RETRY_BASE_DELAY_MS,
+  userAgent: vars.USER_AGENT,
+  ip: vars.EGRESS_IP || undefined,
+  nodeId: `${hostname()}:${process.pid}`,
+  host: hostname(),
+  log,
+});
+crawler.start();
+logger.info('crawler started', { spiderTypes, concurrency: vars.CRAWLER_CONCURRENCY });
+
+let stopping = false;
+async function shutdown(signal: string): Promise<void> {
+  if (stopping) return;
+  stopping = true;
+  logger.info('stopping', { signal, deadlineMs: vars.SHUTDOWN_DEADLINE_MS });
+  const { released } = await crawler.stop(vars.SHUTDOWN_DEADLINE_MS);
+  await producer.disconnect();
+  await fetcher.close();
+  redis.disconnect();
+  logger.info('stopped', { pages: crawler.pages, released });
+  process.exit(0);
+}
+process.once('SIGTERM', () => void shutdown('SIGTERM'));
+process.once('SIGINT', () => void shutdown('SIGINT'));

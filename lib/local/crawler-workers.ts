@@ -1,0 +1,66 @@
+/**
+ * The crawler fleet on one machine: CRAWLER_WORKERS child processes running functions/crawler/main.ts,
+ * the same entry point as the Fargate task. A worker that dies is started again (as ECS would); stop sends
+ * SIGTERM and waits for the graceful drain.
+ */
+import { type ChildProcess, spawn } from 'node:child_process';
+import { join } from 'node:path';
+import { VARIABLES, type Variables } from '../config/index.ts';
+import type { RuntimeLog } from './runtime/log.ts';
+import { REPO_ROOT } from './services/layout.ts';
+
+export interface CrawlerWorkers {
+  /** Live worker pids. */
+  pids(): number[];
+  stop(): Promise<void>;
+}
+
+/** The environment that gives a child process exactly these configuration values. */
+export function envOf(vars: Variables, base: NodeJS.ProcessEnv): NodeJS.ProcessEnv {
+  const env: NodeJS.ProcessEnv = { ...base };
+  for (const name of Object.keys(VARIABLES) as (keyof Variables)[]) env[name] = String(vars[name]);
+  return env;
+}
+
+export function startCrawlerWorkers(
+  vars: Variables,
+  count: number,
+  log: RuntimeLog,
+  baseEnv: NodeJS.ProcessEnv,
+): CrawlerWorkers {
+  const children = new Map<number, ChildProcess>();
+  let stopping = false;
+  const entry = join(REPO_ROOT, 'functions', 'crawler', 'main.ts');
+  const env = envOf(vars, baseEnv);
+
+  const startOne = (slot: number) => {
+    const child = spawn(process.execPath, [entry], { env, stdio: ['ignore', 'inherit', 'inherit'] });
+    children.set(slot, child);
+    log('info', `crawler worker ${slot} started`, { pid: child.pid });
+    child.once('exit', (code, signal) => {
+      if (stopping) return;
+      log('warn', `crawler worker ${slot} exited; starting it again`, { code, signal });
+      setTimeout(() => {
+        if (!stopping) startOne(slot);
+      }, 1000).unref();
+    });
+  };
+  for (let i = 0; i < count; i++) startOne(i);
+
+  return {
+    pids: () => [...children.values()].map((c) => c.pid).filter((p): p is number => p !== undefined),
+    async stop() {
+      stopping = true;
+      await Promise.all(
+        [...children.values()].map(
+          (c) =>
+            new Promise<void>((resolve) => {
+              if (c.exitCode !== null || c.signalCode !== null) return resolve();
+              c.once('exit', () => resolve());
+              c.kill('SIGTERM');
+            }),
+        ),
+      );
+    },
+  };
+}

@@ -1,0 +1,241 @@
+import { afterAll, afterEach, describe, expect, test } from 'vitest';
+import { RobotsCache, type RobotsCacheOptions } from '../../lib/crawl/robots.ts';
+import { FetchError, type Fetcher, type FetchRequest, type FetchResult } from '../../lib/crawl/types.ts';
+import { robotsKey } from '../../lib/redis/keys.ts';
+import { clusterRedis, uniqueName } from '../helpers/services.ts';
+
+const redis = clusterRedis();
+afterAll(() => redis.disconnect());
+
+const UA = 'Mozilla/5.0 (compatible; crawl-cluster/1.0; +https://example.com/bot)';
+const OTHER_UA = 'SomeOtherCrawler/2.0';
+
+/** A robots.txt answer per origin: a status and body, or a FetchError to throw. */
+type Answer = { status: number; body?: string | Buffer } | FetchError;
+
+/** Our Fetcher interface over a table of answers, counting the requests it gets. */
+class FakeFetcher implements Fetcher {
+  readonly requests: FetchRequest[] = [];
+  readonly #answers: Map<string, Answer>;
+  constructor(answers: Record<string, Answer>) {
+    this.#answers = new Map(Object.entries(answers));
+  }
+  async fetch(request: FetchRequest): Promise<FetchResult> {
+    this.requests.push(request);
+    await Promise.resolve();
+    const answer = this.#answers.get(request.url) ?? { status: 404 };
+    if (answer instanceof FetchError) throw answer;
+    const body = typeof answer.body === 'string' ? Buffer.from(answer.body) : (answer.body ?? Buffer.alloc(0));
+    return {
+      requestUrl: request.url,
+      url: request.url,
+      status: answer.status,
+      statusText: '',
+      headers: { 'content-type': ['text/plain'] },
+      requestHeaders: { 'user-agent': [request.userAgent] },
+      body,
+      text: body.toString('utf8'),
+      encoding: 'utf-8',
+      truncated: false,
+      redirects: [],
+      fetchedMs: 1,
+    };
+  }
+  async close(): Promise<void> {}
+}
+
+const usedKeys: string[] = [];
+afterEach(async () => {
+  for (const key of usedKeys.splice(0)) await redis.del(key);
+});
+
+/** A fresh prefix and a cache over it; the keys of `origins` are deleted after the test. */
+function setup(answers: Record<string, Answer>, options: Partial<RobotsCacheOptions> = {}) {
+  const prefix = uniqueName();
+  const fetcher = new FakeFetcher(answers);
+  for (const url of Object.keys(answers)) usedKeys.push(robotsKey(prefix, new URL(url).origin));
+  const cache = new RobotsCache({ redis, prefix, fetcher, ...options });
+  return { prefix, fetcher, cache };
+}
+
+const ROBOTS = [
+  'User-agent: *',
+  'Disallow: /private/',
+  'Crawl-delay: 2.5',
+  '',
+  'User-agent: crawl-cluster',
+  'Disallow: /no-bots/',
+  'Allow: /no-bots/except-this',
+  'Disallow: /*.json$',
+  'Crawl-delay: 1',
+].join('\n');
+
+describe('RobotsCache', () => {
+  test('applies the group of the User-Agent’s product token, and * to other agents', async () => {
+    const { cache } = setup({ 'http://a.example/robots.txt': { status: 200, body: ROBOTS } });
+    expect(await cache.check('http://a.example/no-bots/page', UA)).toEqual({ allowed: false, crawlDelayMs: 1000 });
+    expect(await cache.check('http://a.example/no-bots/except-this', UA)).toMatchObject({ allowed: true });
+    expect(await cache.check('http://a.example/data.json', UA)).toMatchObject({ allowed: false });
+    expect(await cache.check('http://a.example/data.json?x=1', UA)).toMatchObject({ allowed: true });
+    // Only the most specific group applies: the * rules do not add to crawl-cluster's.
+    expect(await cache.check('http://a.example/private/x', UA)).toMatchObject({ allowed: true });
+
+    expect(await cache.check('http://a.example/private/x', OTHER_UA)).toEqual({ allowed: false, crawlDelayMs: 2500 });
+    expect(await cache.check('http://a.example/no-bots/page', OTHER_UA)).toEqual({ allowed: true, crawlDelayMs: 2500 });
+  });
+
+  test('matches the product token as a whole word, case-insensitively', async () => {
+    const body = 'User-agent: Bot\nDisallow: /\n\nUser-agent: MYBOT\nDisallow: /mine/\n';
+    const { cache } = setup({ 'http://w.example/robots.txt': { status: 200, body } });
+    expect((await cache.check('http://w.example/x', 'MyBot/3.1')).allowed).toBe(true);
+    expect((await cache.check('http://w.example/mine/x', 'mybot')).allowed).toBe(false);
+    expect((await cache.check('http://w.example/x', 'Some Bot/1.0')).allowed).toBe(false);
+    expect((await cache.check('http://w.example/x', 'robotic/1.0')).allowed).toBe(true);
+  });
+
+  test('allows everything when robots.txt is 404 (unavailable)', async () => {
+    const { cache } = setup({ 'http://b.example/robots.txt': { status: 404 } });
+    expect(await cache.check('http://b.example/anything', UA)).toEqual({ allowed: true });
+    expect(await cache.check('http://b.example/private/x', UA)).toEqual({ allowed: true });
+  });
+
+  test('disallows everything when robots.txt answers 500, and asks again after the shorter TTL', async () => {
+    const { prefix, cache } = setup(
+      { 'http://c.example/robots.txt': { status: 500 } },
+      { ttlMs: 3_600_000, errorTtlMs: 60_000 },
+    );
+    expect(await cache.check('http://c.example/', UA)).toEqual({ allowed: false });
+    const ttl = await redis.pttl(robotsKey(prefix, 'http://c.example'));
+    expect(ttl).toBeGreaterThan(50_000);
+    expect(ttl).toBeLessThanOrEqual(60_000);
+  });
+
+  test('disallows everything when robots.txt answers 429 or 503', async () => {
+    const { cache } = setup({
+      'http://d.example/robots.txt': { status: 429 },
+      'http://e.example/robots.txt': { status: 503 },
+    });
+    expect((await cache.check('http://d.example/x', UA)).allowed).toBe(false);
+    expect((await cache.check('http://e.example/x', UA)).allowed).toBe(false);
+  });
+
+  test('disallows everything when robots.txt is unreachable (the fetcher throws a FetchError)', async () => {
+    const { fetcher, cache } = setup({
+      'http://f.example/robots.txt': new FetchError('connect', 'ECONNREFUSED'),
+      'http://g.example/robots.txt': new FetchError('timeout', 'no response in 10000 ms'),
+    });
+    expect(await cache.check('http://f.example/', UA)).toEqual({ allowed: false });
+    expect(await cache.check('http://g.example/x', UA)).toEqual({ allowed: false });
+    expect(fetcher.requests.map((r) => r.url)).toEqual(['http://f.example/robots.txt', 'http://g.example/robots.txt']);
+  });
+
+  test('always allows /robots.txt itself, even when the origin is disallowed', async () => {
+    const { cache } = setup({ 'http://h.example/robots.txt': { status: 200, body: 'User-agent: *\nDisallow: /\n' } });
+    expect((await cache.check('http://h.example/page', UA)).allowed).toBe(false);
+    expect((await cache.check('http://h.example/robots.txt', UA)).allowed).toBe(true);
+  });
+
+  test('stores robots.txt in Redis with the TTL, so another crawler does not fetch it again', async () => {
+    const answers = { 'http://i.example/robots.txt': { status: 200, body: ROBOTS } };
+    const first = setup(answers, { ttlMs: 600_000 });
+    expect((await first.cache.check('http://i.example/private/x', OTHER_UA)).allowed).toBe(false);
+    expect(first.fetcher.requests).toHaveLength(1);
+    expect(first.fetcher.requests[0]).toMatchObject({ url: 'http://i.example/robots.txt', userAgent: OTHER_UA });
+
+    const key = robotsKey(first.prefix, 'http://i.example');
+    const ttl = await redis.pttl(key);
+    expect(ttl).toBeGreaterThan(590_000);
+    expect(ttl).toBeLessThanOrEqual(600_000);
+    expect(await redis.get(key)).toContain('Disallow: /private/');
+
+    const secondFetcher = new FakeFetcher(answers);
+    const second = new RobotsCache({ redis, prefix: first.prefix, fetcher: secondFetcher });
+    expect(await second.check('http://i.example/private/x', OTHER_UA)).toEqual({ allowed: false, crawlDelayMs: 2500 });
+    expect(await second.check('http://i.example/no-bots/x', UA)).toEqual({ allowed: false, crawlDelayMs: 1000 });
+    expect(secondFetcher.requests).toHaveLength(0);
+  });
+
+  test('shares the cached unreachable verdict too, so the fleet does not hammer a failing server', async () => {
+    const answers = { 'http://j.example/robots.txt': { status: 502 } };
+    const first = setup(answers);
+    await first.cache.check('http://j.example/', UA);
+    const secondFetcher = new FakeFetcher(answers);
+    const second = new RobotsCache({ redis, prefix: first.prefix, fetcher: secondFetcher });
+    expect(await second.check('http://j.example/x', UA)).toEqual({ allowed: false });
+    expect(secondFetcher.requests).toHaveLength(0);
+  });
+
+  test('fetches once for many checks of one origin, concurrent or not', async () => {
+    const { fetcher, cache } = setup({ 'http://k.example/robots.txt': { status: 200, body: ROBOTS } });
+    await Promise.all(Array.from({ length: 20 }, (_, i) => cache.check(`http://k.example/p${i}`, UA)));
+    await cache.check('http://k.example/again', UA);
+    expect(fetcher.requests).toHaveLength(1);
+  });
+
+  test('treats origins separately: scheme, host and port each have their own robots.txt', async () => {
+    const { fetcher, cache } = setup({
+      'http://l.example/robots.txt': { status: 200, body: 'User-agent: *\nDisallow: /\n' },
+      'https://l.example/robots.txt': { status: 404 },
+      'http://l.example:8080/robots.txt': { status: 404 },
+      'http://sub.l.example/robots.txt': { status: 404 },
+    });
+    expect((await cache.check('http://l.example/x', UA)).allowed).toBe(false);
+    expect((await cache.check('https://l.example/x', UA)).allowed).toBe(true);
+    expect((await cache.check('http://l.example:8080/x', UA)).allowed).toBe(true);
+    expect((await cache.check('http://SUB.l.example/x', UA)).allowed).toBe(true);
+    expect(fetcher.requests).toHaveLength(4);
+  });
+
+  test('fetches again once the stored copy has expired', async () => {
+    let now = Date.now();
+    const { fetcher, cache } = setup(
+      { 'http://m.example/robots.txt': { status: 200, body: ROBOTS } },
+      { ttlMs: 60_000, now: () => now },
+    );
+    await cache.check('http://m.example/', UA);
+    now += 30_000;
+    await cache.check('http://m.example/', UA);
+    expect(fetcher.requests).toHaveLength(1);
+    now += 31_000;
+    await cache.check('http://m.example/', UA);
+    expect(fetcher.requests).toHaveLength(2);
+  });
+
+  test('parses only the first maxBytes of robots.txt', async () => {
+    const head = 'User-agent: *\nDisallow: /early/\n';
+    const body = `${head}${'#'.repeat(200)}\nDisallow: /late/\n`;
+    const { cache } = setup({ 'http://n.example/robots.txt': { status: 200, body } }, { maxBytes: 100 });
+    expect((await cache.check('http://n.example/early/x', UA)).allowed).toBe(false);
+    expect((await cache.check('http://n.example/late/x', UA)).allowed).toBe(true);
+  });
+
+  test('reads a robots.txt that starts with a UTF-8 byte order mark', async () => {
+    const body = Buffer.concat([Buffer.from([0xef, 0xbb, 0xbf]), Buffer.from('User-agent: *\nDisallow: /x/\n')]);
+    const { cache } = setup({ 'http://o.example/robots.txt': { status: 200, body } });
+    expect((await cache.check('http://o.example/x/1', UA)).allowed).toBe(false);
+  });
+
+  test('leaves out a Crawl-delay that is zero or not a number', async () => {
+    const { cache } = setup({
+      'http://p.example/robots.txt': { status: 200, body: 'User-agent: *\nCrawl-delay: 0\n' },
+      'http://q.example/robots.txt': { status: 200, body: 'User-agent: *\nCrawl-delay: soon\n' },
+    });
+    expect(await cache.check('http://p.example/', UA)).toEqual({ allowed: true });
+    expect(await cache.check('http://q.example/', UA)).toEqual({ allowed: true });
+  });
+
+  test('allows everything without fetching when obey is false', async () => {
+    const { fetcher, cache } = setup(
+      { 'http://r.example/robots.txt': { status: 200, body: 'User-agent: *\nDisallow: /\n' } },
+      { obey: false },
+    );
+    expect(await cache.check('http://r.example/x', UA)).toEqual({ allowed: true });
+    expect(fetcher.requests).toHaveLength(0);
+  });
+
+  test('rejects a URL that is not absolute http(s)', async () => {
+    const { cache } = setup({});
+    await expect(cache.check('/relative', UA)).rejects.toThrow(/invalid URL/);
+    await expect(cache.check('ftp://s.example/x', UA)).rejects.toThrow(/invalid URL/);
+  });
+});

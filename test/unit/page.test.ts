@@ -1,0 +1,205 @@
+import { describe, expect, it } from 'vitest';
+import { buildPage, failedPage, type PageRequest, pageTimestamp } from '../../lib/crawl/page.ts';
+import type { FetchResult } from '../../lib/crawl/types.ts';
+
+const NOW = Date.UTC(2026, 10, 22, 10, 0, 0, 7);
+
+function request(overrides: Partial<PageRequest> = {}): PageRequest {
+  return {
+    url: 'http://a.example/',
+    depth: 1,
+    priority: -9,
+    retries: 0,
+    spiderid: 'link',
+    crawl: {
+      appid: 'app',
+      crawlid: 'c1',
+      spiderid: 'link',
+      priority: 1,
+      maxdepth: 2,
+      expires: 0,
+      attrs: { customer: 42 },
+    },
+    ...overrides,
+  };
+}
+
+function response(overrides: Partial<FetchResult> = {}): FetchResult {
+  const text = '<html><body>héllo</body></html>';
+  return {
+    requestUrl: 'http://a.example/',
+    url: 'https://a.example/home',
+    status: 200,
+    statusText: 'OK',
+    headers: { 'content-type': ['text/html; charset=utf-8'], 'set-cookie': ['a=1', 'b=2'] },
+    requestHeaders: { 'user-agent': ['crawl-cluster/1.0'] },
+    body: Buffer.from(text, 'utf8'),
+    text,
+    encoding: 'utf-8',
+    truncated: false,
+    redirects: ['http://a.example/'],
+    fetchedMs: 123,
+    ...overrides,
+  };
+}
+
+/** Every field the CONTRACT's page example has, plus our Ext fields. */
+const CONTRACT_FIELDS = [
+  'appid',
+  'crawlid',
+  'spiderid',
+  'url',
+  'response_url',
+  'status_code',
+  'status_msg',
+  'response_headers',
+  'request_headers',
+  'body',
+  'encoding',
+  'links',
+  'attrs',
+  'success',
+  'timestamp',
+  'depth',
+  'fetched_ms',
+  'retry_times',
+];
+
+describe('buildPage', () => {
+  const links = [{ url: 'http://a.example/x', text: 'x' }];
+
+  it('fills every CONTRACT field from the request, the crawl and the response', () => {
+    const page = buildPage(request(), response(), links, { base64: false, success: true, retryTimes: 2, now: NOW });
+    for (const field of CONTRACT_FIELDS) expect(page, field).toHaveProperty(field);
+    expect(page).toEqual({
+      appid: 'app',
+      crawlid: 'c1',
+      spiderid: 'link',
+      url: 'http://a.example/',
+      response_url: 'https://a.example/home',
+      status_code: 200,
+      status_msg: 'OK',
+      response_headers: { 'content-type': ['text/html; charset=utf-8'], 'set-cookie': ['a=1', 'b=2'] },
+      request_headers: { 'user-agent': ['crawl-cluster/1.0'] },
+      body: '<html><body>héllo</body></html>',
+      encoding: 'utf-8',
+      links,
+      attrs: { customer: 42 },
+      success: true,
+      timestamp: '2026-11-22T10:00:00.007',
+      depth: 1,
+      fetched_ms: 123,
+      retry_times: 2,
+    });
+  });
+
+  it('serializes to JSON without losing fields (no undefined values)', () => {
+    const page = buildPage(request(), response(), links, { base64: false, success: true, now: NOW });
+    expect(Object.keys(JSON.parse(JSON.stringify(page))).sort()).toEqual([...CONTRACT_FIELDS].sort());
+  });
+
+  it('sends the response bytes base64-encoded in base64 mode, with their charset as encoding', () => {
+    const latin1 = Buffer.from([0x63, 0x61, 0x66, 0xe9]);
+    const page = buildPage(request(), response({ body: latin1, text: 'café', encoding: 'windows-1252' }), [], {
+      base64: true,
+      success: true,
+      now: NOW,
+    });
+    expect(page.body).toBe(latin1.toString('base64'));
+    expect(Buffer.from(page.body, 'base64')).toEqual(latin1);
+    expect(page.encoding).toBe('windows-1252');
+  });
+
+  it('sends a binary body (no text) as base64 with encoding "base64", even when base64 mode is off', () => {
+    const png = Buffer.from([0x89, 0x50, 0x4e, 0x47, 0x0d, 0x0a, 0x1a, 0x0a]);
+    const page = buildPage(request(), response({ body: png, text: undefined, encoding: undefined }), [], {
+      base64: false,
+      success: true,
+      now: NOW,
+    });
+    expect(page.body).toBe(png.toString('base64'));
+    expect(page.encoding).toBe('base64');
+  });
+
+  it('echoes {} as attrs when the crawl has none, and the spider type that handled the request', () => {
+    const base = request();
+    const { attrs: _, ...crawl } = base.crawl;
+    const page = buildPage({ ...base, crawl, spiderid: 'wandering' }, response(), [], {
+      base64: false,
+      success: true,
+      now: NOW,
+    });
+    expect(page.attrs).toEqual({});
+    expect(page.spiderid).toBe('wandering');
+  });
+
+  it('takes the crawl’s spider type when the request names none, and its retries as retry_times', () => {
+    const { spiderid: _, ...rest } = request({ retries: 3 });
+    const page = buildPage(rest, response(), [], { base64: false, success: true, now: NOW });
+    expect(page.spiderid).toBe('link');
+    expect(page.retry_times).toBe(3);
+  });
+
+  it('flags a body the fetcher cut at its size limit', () => {
+    const page = buildPage(request(), response({ truncated: true }), [], { base64: false, success: true, now: NOW });
+    expect(page.body_truncated).toBe(true);
+    expect(buildPage(request(), response(), [], { base64: false, success: true }).body_truncated).toBeUndefined();
+  });
+});
+
+describe('failedPage', () => {
+  it('builds a success:false page with the exception and no response fields', () => {
+    const page = failedPage(request({ retries: 3 }), 'timeout: no response in 10000 ms', undefined, false, NOW);
+    for (const field of CONTRACT_FIELDS) expect(page, field).toHaveProperty(field);
+    expect(page).toMatchObject({
+      appid: 'app',
+      crawlid: 'c1',
+      url: 'http://a.example/',
+      response_url: 'http://a.example/',
+      success: false,
+      exception: 'timeout: no response in 10000 ms',
+      status_code: null,
+      status_msg: '',
+      response_headers: {},
+      request_headers: {},
+      body: '',
+      links: [],
+      attrs: { customer: 42 },
+      retry_times: 3,
+      fetched_ms: 0,
+      timestamp: '2026-11-22T10:00:00.007',
+    });
+  });
+
+  it('carries the last status code and its standard reason phrase when given a code', () => {
+    const page = failedPage(request(), 'retries exhausted', 503, false, NOW);
+    expect(page.status_code).toBe(503);
+    expect(page.status_msg).toBe('Service Unavailable');
+    expect(page.success).toBe(false);
+  });
+
+  it('carries the last response’s status, reason phrase, headers and body when given the response', () => {
+    const last = response({
+      status: 502,
+      statusText: 'Bad Gateway From Proxy',
+      text: 'oops',
+      body: Buffer.from('oops'),
+    });
+    const page = failedPage(request(), 'HTTP 502', last, true, NOW);
+    expect(page).toMatchObject({
+      status_code: 502,
+      status_msg: 'Bad Gateway From Proxy',
+      body: Buffer.from('oops').toString('base64'),
+      success: false,
+      exception: 'HTTP 502',
+      links: [],
+    });
+  });
+});
+
+describe('pageTimestamp', () => {
+  it('formats UTC as YYYY-MM-DDTHH:mm:ss.SSS without a zone', () => {
+    expect(pageTimestamp(Date.UTC(2026, 0, 2, 3, 4, 5, 60))).toBe('2026-01-02T03:04:05.060');
+    expect(pageTimestamp(Date.now())).toMatch(/^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}$/);
+  });
+});

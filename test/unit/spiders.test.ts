@@ -1,0 +1,119 @@
+import { describe, expect, it } from 'vitest';
+import { getSpider, spiderRegistry } from '../../lib/crawl/spiders/index.ts';
+import { linkSpider } from '../../lib/crawl/spiders/link.ts';
+import { createWanderingSpider } from '../../lib/crawl/spiders/wandering.ts';
+import type { FetchResult, Link, SpiderRequest } from '../../lib/crawl/types.ts';
+import { KNOWN_SPIDERS } from '../../lib/schemas/index.ts';
+
+/** mulberry32: a small seeded PRNG, uniform in [0, 1). */
+function seeded(seed: number): () => number {
+  let a = seed >>> 0;
+  return () => {
+    a = (a + 0x6d2b79f5) >>> 0;
+    let t = a;
+    t = Math.imul(t ^ (t >>> 15), t | 1);
+    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
+    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
+  };
+}
+
+function request(depth: number, maxdepth: number): SpiderRequest {
+  return {
+    url: 'http://a.example/',
+    depth,
+    priority: 1 - 10 * depth,
+    retries: 0,
+    crawl: { appid: 'app', crawlid: 'c1', spiderid: 'link', priority: 1, maxdepth, expires: 0 },
+  };
+}
+
+const response: FetchResult = {
+  requestUrl: 'http://a.example/',
+  url: 'http://a.example/',
+  status: 200,
+  statusText: 'OK',
+  headers: {},
+  requestHeaders: {},
+  body: Buffer.alloc(0),
+  text: '',
+  encoding: 'utf-8',
+  truncated: false,
+  redirects: [],
+  fetchedMs: 1,
+};
+
+const links: Link[] = Array.from({ length: 10 }, (_, i) => ({ url: `http://a.example/${i}`, text: `${i}` }));
+
+describe('link spider', () => {
+  it('follows every link it is given, in order, with the same spider type', () => {
+    expect(linkSpider.follow(request(0, 1), response, links)).toEqual(links.map((l) => ({ url: l.url })));
+  });
+
+  it('follows nothing at maxdepth', () => {
+    expect(linkSpider.follow(request(1, 1), response, links)).toEqual([]);
+    expect(linkSpider.follow(request(0, 0), response, links)).toEqual([]);
+  });
+});
+
+describe('wandering spider', () => {
+  it('follows exactly one of the page’s links', () => {
+    const follow = createWanderingSpider(seeded(1)).follow(request(0, 3), response, links);
+    expect(follow).toHaveLength(1);
+    expect(links.map((l) => l.url)).toContain(follow[0]?.url);
+  });
+
+  it('walks the same way for the same seed, and another way for another seed', () => {
+    const walk = (seed: number) => {
+      const spider = createWanderingSpider(seeded(seed));
+      return Array.from({ length: 20 }, () => spider.follow(request(0, 3), response, links)[0]?.url);
+    };
+    expect(walk(7)).toEqual(walk(7));
+    expect(walk(7)).not.toEqual(walk(8));
+  });
+
+  it('picks the link the generator points at, including the ends of the range', () => {
+    const pick = (r: number) => createWanderingSpider(() => r).follow(request(0, 1), response, links)[0]?.url;
+    expect(pick(0)).toBe('http://a.example/0');
+    expect(pick(0.55)).toBe('http://a.example/5');
+    expect(pick(0.999_999)).toBe('http://a.example/9');
+    expect(pick(1)).toBe('http://a.example/9');
+  });
+
+  it('reaches every link over many pages', () => {
+    const spider = createWanderingSpider(seeded(3));
+    const seen = new Set<string>();
+    for (let i = 0; i < 500; i++) seen.add(spider.follow(request(0, 3), response, links)[0]?.url as string);
+    expect(seen.size).toBe(links.length);
+  });
+
+  it('follows nothing at maxdepth or when the page has no links', () => {
+    const spider = createWanderingSpider(seeded(1));
+    expect(spider.follow(request(2, 2), response, links)).toEqual([]);
+    expect(spider.follow(request(0, 2), response, [])).toEqual([]);
+  });
+});
+
+describe('spider registry', () => {
+  it('registers link and wandering under their names', () => {
+    const registry = spiderRegistry();
+    expect([...registry.keys()].sort()).toEqual(['link', 'wandering']);
+    for (const [name, spider] of registry) expect(spider.name).toBe(name);
+  });
+
+  it('registers exactly the spiders request validation accepts', () => {
+    expect(new Set(spiderRegistry().keys())).toEqual(new Set(KNOWN_SPIDERS));
+  });
+
+  it('finds a spider by name and nothing for an unknown name', () => {
+    expect(getSpider('link')).toBe(linkSpider);
+    expect(getSpider('wandering')?.name).toBe('wandering');
+    expect(getSpider('nope')).toBeUndefined();
+  });
+
+  it('hands out a fresh map each call, so adding to one does not change the registry', () => {
+    const mine = spiderRegistry();
+    mine.set('test', { name: 'test', follow: () => [] });
+    expect(spiderRegistry().has('test')).toBe(false);
+    expect(getSpider('test')).toBeUndefined();
+  });
+});

@@ -1,0 +1,150 @@
+/**
+ * Real crawls end to end: requests fed to Kafka, the kafka-monitor handler, the Redis frontier, crawler
+ * worker PROCESSES (functions/crawler/main.ts, as on Fargate) fetching a fixture site on loopback over
+ * several host names, pages read back from `<p>.crawled_firehose`.
+ */
+import { afterAll, beforeAll, describe, expect, test } from 'vitest';
+import { type FixtureSite, startSite } from '../../bench/site/site.ts';
+import { type Collector, startTestCluster, type TestCluster } from '../helpers/cluster.ts';
+import { waitUntil } from '../helpers/services.ts';
+
+const CONTRACT_FIELDS = [
+  'appid',
+  'crawlid',
+  'spiderid',
+  'url',
+  'response_url',
+  'status_code',
+  'status_msg',
+  'response_headers',
+  'request_headers',
+  'body',
+  'encoding',
+  'links',
+  'attrs',
+  'success',
+  'timestamp',
+];
+
+describe('crawling a fixture site with crawler worker processes', () => {
+  let site: FixtureSite;
+  let t: TestCluster;
+  let pages: Collector;
+  let outbound: Collector;
+
+  beforeAll(async () => {
+    site = await startSite({ pages: 120, links: 4 });
+    t = await startTestCluster(
+      {
+        ALLOW_PRIVATE_NETWORKS: true,
+        CRAWLER_HOST_MAP: site.hostMap,
+        QUEUE_HITS: 1000,
+        QUEUE_WINDOW: 1,
+        QUEUE_MODERATED: false,
+        RETRY_BASE_DELAY_MS: 100,
+        CRAWLER_CONCURRENCY: 8,
+        LOG_LEVEL: 'WARN',
+      },
+      { crawlerWorkers: 2 },
+    );
+    pages = await t.collect(t.topics.crawledFirehose);
+    outbound = await t.collect(t.topics.outboundFirehose);
+  });
+  afterAll(async () => {
+    await t?.stop();
+    await site?.close();
+  });
+
+  const pagesOf = (crawlid: string) => pages.messages.filter((m) => m.crawlid === crawlid);
+  const complete = (crawlid: string) =>
+    outbound.waitFor((m) => m.action === 'complete' && m.crawlid === crawlid, `crawl ${crawlid} to complete`, 60_000);
+
+  test.each([0, 1, 2])('maxdepth %i crawls exactly the pages within that many hops, each once', async (maxdepth) => {
+    const crawlid = `depth${maxdepth}`;
+    await t.feed([{ url: site.url(0), appid: 'e2e', crawlid, maxdepth }]);
+    const done = await complete(crawlid);
+    const expected = [...site.reachable(0, maxdepth)].map((n) => site.url(n)).sort();
+    const got = pagesOf(crawlid).map((m) => m.url as string);
+    expect([...got].sort()).toEqual(expected);
+    expect(done).toMatchObject({ total_pages: expected.length, total_failed: 0, appid: 'e2e', spiderid: 'link' });
+  });
+
+  test('every page message has the contract fields, the real reason phrase, links and depth', async () => {
+    const page = pagesOf('depth1').find((m) => m.url === site.url(0));
+    expect(page).toBeDefined();
+    for (const f of CONTRACT_FIELDS) expect(page).toHaveProperty(f);
+    expect(page).toMatchObject({ status_code: 200, status_msg: 'OK', success: true, encoding: 'utf-8', depth: 0 });
+    expect((page?.links as { url: string }[]).map((l) => l.url)).toEqual(
+      expect.arrayContaining(site.linksOf(0).map((n) => site.url(n))),
+    );
+    expect(page?.timestamp).toMatch(/^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}$/);
+  });
+
+  test('allowed_domains keeps the crawl on the allowed host', async () => {
+    const host = site.hosts[0] as string;
+    await t.feed([{ url: site.url(0), appid: 'e2e', crawlid: 'allowed', maxdepth: 2, allowed_domains: [host] }]);
+    await complete('allowed');
+    const expected = [...site.reachable(0, 2, (h) => h === host)].map((n) => site.url(n)).sort();
+    expect(
+      pagesOf('allowed')
+        .map((m) => m.url as string)
+        .sort(),
+    ).toEqual(expected);
+  });
+
+  test('domain_max_pages=4 crawls exactly 4 pages of a domain', async () => {
+    await t.feed([{ url: site.url(0), appid: 'e2e', crawlid: 'cap', maxdepth: 3, domain_max_pages: 4 }]);
+    await complete('cap');
+    const perHost = new Map<string, number>();
+    for (const m of pagesOf('cap')) {
+      const host = new URL(m.url as string).hostname;
+      perHost.set(host, (perHost.get(host) ?? 0) + 1);
+    }
+    expect(perHost.get(site.hosts[0] as string)).toBe(4);
+    for (const n of perHost.values()) expect(n).toBeLessThanOrEqual(4);
+  });
+
+  test('robots.txt disallow and exhausted retries each produce one success:false page', async () => {
+    const base = `http://${site.hosts[1]}:${site.port}`;
+    await t.feed([
+      { url: `${base}/private/secret`, appid: 'e2e', crawlid: 'robots' },
+      { url: `${base}/always-500`, appid: 'e2e', crawlid: 'broken' },
+      { url: `${base}/flaky/2`, appid: 'e2e', crawlid: 'flaky' },
+    ]);
+    await Promise.all([complete('robots'), complete('broken'), complete('flaky')]);
+    expect(pagesOf('robots')).toHaveLength(1);
+    expect(pagesOf('robots')[0]).toMatchObject({ success: false, exception: expect.stringMatching(/robots/) });
+    expect(pagesOf('broken')).toHaveLength(1);
+    expect(pagesOf('broken')[0]).toMatchObject({ success: false, status_code: 500, retry_times: 3 });
+    expect(site.hits.get('/always-500')).toBe(4);
+    expect(pagesOf('flaky')).toHaveLength(1);
+    expect(pagesOf('flaky')[0]).toMatchObject({ success: true, status_code: 200, retry_times: 2 });
+  });
+
+  test('gzip, ISO-8859-1 and binary responses come through decoded', async () => {
+    const base = `http://${site.hosts[2]}:${site.port}`;
+    await t.feed([
+      { url: `${base}/gzip`, appid: 'e2e', crawlid: 'enc' },
+      { url: `${base}/latin1`, appid: 'e2e', crawlid: 'enc' },
+      { url: `${base}/image.png`, appid: 'e2e', crawlid: 'enc' },
+    ]);
+    await waitUntil('three pages', () => pagesOf('enc').length >= 3, 30_000);
+    const byPath = (p: string) => pagesOf('enc').find((m) => (m.url as string).endsWith(p));
+    expect(byPath('/gzip')?.body).toContain('gzip ok');
+    expect(byPath('/latin1')).toMatchObject({ encoding: 'windows-1252' });
+    expect(byPath('/latin1')?.body).toContain('café naïve');
+    expect(byPath('/image.png')).toMatchObject({ encoding: 'base64', success: true });
+  });
+
+  test('a crawler worker killed with SIGKILL mid-crawl loses nothing: after reclaim every page arrives', async () => {
+    const [victim] = t.cluster.workers();
+    await t.feed([{ url: site.url(3), appid: 'e2e', crawlid: 'kill', maxdepth: 3 }]);
+    await waitUntil('the crawl to be under way', () => pagesOf('kill').length >= 3, 30_000);
+    process.kill(victim as number, 'SIGKILL');
+    // Leases of the dead worker expire after LEASE_TIMEOUT; the reclaim timer returns them.
+    await t.deps.ctx.frontier.reclaim('link', Date.now() + 10 * 60_000);
+    await complete('kill');
+    const expected = [...site.reachable(3, 3)].map((n) => site.url(n)).sort();
+    expect([...new Set(pagesOf('kill').map((m) => m.url as string))].sort()).toEqual(expected);
+  });
+});

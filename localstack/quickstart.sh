@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # From a fresh clone to a running local cluster: Node 24 toolchain, npm dependencies, the native services
-# (Redis standalone + cluster mode, Kafka), and the contract's topics. The crawl itself needs the crawler
-# fleet, which has not landed yet: this script says so instead of pretending.
+# (Redis standalone + cluster mode, Kafka), the contract's topics, then a real crawl of the bundled demo
+# site (served on 127.0.0.1) through the whole local cluster: kafka-monitor, Redis frontier, crawler worker
+# processes, pages on <prefix>.crawled_firehose.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -13,7 +14,8 @@ if [ ! -d node_modules ] || [ package-lock.json -nt node_modules ]; then
 fi
 node bin/crawl-cluster.ts services up
 node bin/crawl-cluster.ts topics create
+node bin/crawl-cluster.ts demo "$@"
 echo
-echo "The local services run and the topics exist (see 'node bin/crawl-cluster.ts services status')."
-echo "Not yet: the crawler fleet and the monitors have not landed, so no pages are crawled yet."
+echo "Next: 'node bin/crawl-cluster.ts local' runs the cluster in the foreground; feed it with"
+echo "'node bin/crawl-cluster.ts feed <json>' and read pages with 'node bin/crawl-cluster.ts dump crawled_firehose'."
 echo "Stop the services with: node bin/crawl-cluster.ts services down"

@@ -4,6 +4,7 @@
  */
 import { Command, CommanderError } from 'commander';
 import { ConfigError, SchemaValidationError } from '../errors.ts';
+import { registerDemo } from './demo-command.ts';
 import { registerDump } from './dump-command.ts';
 import { registerFeed } from './feed-command.ts';
 import { registerLocal } from './local-command.ts';
@@ -24,6 +25,7 @@ export async function main(argv: string[]): Promise<number> {
   registerFeed(program, out);
   registerDump(program, out);
   registerLocal(program, out);
+  registerDemo(program, out);
   try {
     await program.parseAsync(argv);
     return 0;

@@ -1,0 +1,110 @@
+import type { Command } from 'commander';
+import { config, quietLocalMetrics, type Variables } from '../config/index.ts';
+import { createKafka, createProducer, kafkaSettings } from '../kafka/client.ts';
+import { clusterTopics } from '../kafka/topics.ts';
+import type { RuntimeLog } from '../local/runtime/log.ts';
+import type { Output } from './output.ts';
+
+/**
+ * `demo`: a real crawl on this machine in one command — the bundled fixture site on loopback, the local
+ * cluster (monitors + crawler worker processes), one crawl fed through Kafka, pages shown as they arrive on
+ * `<p>.crawled_firehose`, and a summary when the `complete` notice comes.
+ */
+export function registerDemo(program: Command, out: Output): void {
+  program
+    .command('demo')
+    .description(
+      'crawl the bundled demo site (served on 127.0.0.1) through the whole local cluster and show the pages; ' +
+        'needs `services up`',
+    )
+    .option('--depth <n>', 'maxdepth of the crawl (0-3)', (v) => Number.parseInt(v, 10), 2)
+    .option('--pages <n>', 'pages on the demo site', (v) => Number.parseInt(v, 10), 300)
+    .option('--workers <n>', 'crawler worker processes', (v) => Number.parseInt(v, 10), 2)
+    .option('--timeout <s>', 'give up after this many seconds', (v) => Number.parseInt(v, 10), 120)
+    .action(async (opts: { depth: number; pages: number; workers: number; timeout: number }) => {
+      if (!(opts.depth >= 0 && opts.depth <= 3)) throw new Error('--depth must be 0..3');
+      quietLocalMetrics();
+      const { startSite } = await import('../../bench/site/site.ts');
+      const { startLocalCluster } = await import('../local/cluster.ts');
+      const { createMonitorDeps } = await import('../../functions/shared/deps.ts');
+      const base = config();
+      const site = await startSite({ pages: opts.pages, links: 5 });
+      const vars: Variables = {
+        ...base,
+        KAFKA_TOPIC_PREFIX: `${base.KAFKA_TOPIC_PREFIX}`,
+        ALLOW_PRIVATE_NETWORKS: true,
+        CRAWLER_HOST_MAP: site.hostMap,
+        QUEUE_HITS: 50,
+        QUEUE_WINDOW: 1,
+        LOG_LEVEL: 'WARN',
+      };
+      const log: RuntimeLog = (level, message, fields) => {
+        if (level !== 'info') process.stderr.write(`${level}: ${message} ${fields ? JSON.stringify(fields) : ''}\n`);
+      };
+      const silent = { info() {}, warn() {}, error() {} };
+      const deps = await createMonitorDeps('demo', silent, vars);
+      const cluster = await startLocalCluster({ vars, context: deps.ctx, log, crawlerWorkers: opts.workers });
+      const kafka = createKafka(kafkaSettings(vars));
+      const topics = clusterTopics(vars.KAFKA_TOPIC_PREFIX);
+      const crawlid = `demo-${Date.now()}`;
+      const consumer = kafka.consumer({ groupId: `crawl-cluster-demo-${crawlid}` });
+      const producer = createProducer(kafka);
+      const started = Date.now();
+      let pages = 0;
+      let failed = 0;
+      let summary: Record<string, unknown> | undefined;
+      try {
+        await consumer.connect();
+        await consumer.subscribe({ topics: [topics.crawledFirehose, topics.outboundFirehose] });
+        const finished = new Promise<void>((resolve) => {
+          void consumer.run({
+            eachMessage: async ({ topic, message }) => {
+              const m = JSON.parse(message.value?.toString('utf8') ?? '{}') as Record<string, unknown>;
+              if (m.crawlid !== crawlid) return;
+              if (topic === topics.crawledFirehose) {
+                if (m.success) pages++;
+                else failed++;
+                if (!out.json) {
+                  const rate = (pages + failed) / Math.max(0.001, (Date.now() - started) / 1000);
+                  process.stdout.write(
+                    `${String(m.status_code ?? '---').padEnd(4)} depth ${m.depth} ${m.url}  [${pages} ok, ${failed} failed, ${rate.toFixed(1)} pages/s]\n`,
+                  );
+                }
+              } else if (m.action === 'complete') {
+                summary = m;
+                resolve();
+              }
+            },
+          });
+        });
+        await producer.connect();
+        const seed = { url: site.url(0), appid: 'demo', crawlid, maxdepth: opts.depth };
+        await producer.send({ topic: topics.incoming, messages: [{ key: 'demo', value: JSON.stringify(seed) }] });
+        out.progress(
+          `demo site on 127.0.0.1:${site.port} (${site.hosts.join(', ')}); crawling ${seed.url} to depth ${opts.depth}`,
+        );
+        const timedOut = await Promise.race([
+          finished.then(() => false),
+          new Promise<boolean>((r) => setTimeout(() => r(true), opts.timeout * 1000).unref()),
+        ]);
+        const seconds = (Date.now() - started) / 1000;
+        const expected = site.reachable(0, opts.depth).size;
+        const result = { crawlid, pages, failed, expected, seconds, complete: !timedOut, notice: summary };
+        if (out.json) out.data(result);
+        else {
+          out.info(
+            timedOut
+              ? `timed out after ${opts.timeout} s: ${pages} pages so far (expected ${expected})`
+              : `complete: ${pages} pages (${failed} failed) in ${seconds.toFixed(1)} s; the site has ${expected} pages within depth ${opts.depth}`,
+          );
+        }
+        if (timedOut) process.exitCode = 1;
+      } finally {
+        await consumer.disconnect().catch(() => undefined);
+        await producer.disconnect().catch(() => undefined);
+        await cluster.stop();
+        await deps.close();
+        await site.close();
+      }
+    });
+}

@@ -74,7 +74,7 @@ describe('crawling a fixture site with crawler worker processes', () => {
     expect(page).toBeDefined();
     for (const f of CONTRACT_FIELDS) expect(page).toHaveProperty(f);
     expect(page).toMatchObject({ status_code: 200, status_msg: 'OK', success: true, encoding: 'utf-8', depth: 0 });
-    expect((page?.links as { url: string }[]).map((l) => l.url)).toEqual(
+    expect(((page?.links ?? []) as { url: string }[]).map((l) => l.url)).toEqual(
       expect.arrayContaining(site.linksOf(0).map((n) => site.url(n))),
     );
     expect(page?.timestamp).toMatch(/^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}$/);

@@ -56,6 +56,8 @@ export function registerDemo(program: Command, out: Output): void {
       try {
         await consumer.connect();
         await consumer.subscribe({ topics: [topics.crawledFirehose, topics.outboundFirehose] });
+        // Feed only once the consumer owns its partitions, or a fast crawl's messages could come before it reads.
+        const joined = new Promise<void>((resolve) => consumer.on(consumer.events.GROUP_JOIN, () => resolve()));
         const finished = new Promise<void>((resolve) => {
           void consumer.run({
             eachMessage: async ({ topic, message }) => {
@@ -77,6 +79,7 @@ export function registerDemo(program: Command, out: Output): void {
             },
           });
         });
+        await joined;
         await producer.connect();
         const seed = { url: site.url(0), appid: 'demo', crawlid, maxdepth: opts.depth };
         await producer.send({ topic: topics.incoming, messages: [{ key: 'demo', value: JSON.stringify(seed) }] });

@@ -1,14 +1,23 @@
 import type { Command } from 'commander';
 import { config, quietLocalMetrics } from '../config/index.ts';
 import type { RuntimeLog } from '../local/runtime/log.ts';
+import type { MonitorLog } from '../monitor/context.ts';
 import type { Output } from './output.ts';
 
-function intOption(name: string, min: number) {
+function intOption(name: string, min: number, max = Number.MAX_SAFE_INTEGER) {
   return (v: string) => {
     const n = Number.parseInt(v, 10);
-    if (!Number.isInteger(n) || n < min) throw new Error(`${name} must be an integer >= ${min}`);
+    if (!Number.isInteger(n) || n < min || n > max) throw new Error(`${name} must be an integer from ${min} to ${max}`);
     return n;
   };
+}
+
+interface LocalOptions {
+  batchSize: number;
+  batchingWindow: number;
+  scheduleEvery: number;
+  restPort: number;
+  jsonLogs?: boolean;
 }
 
 /** `local`: the whole cluster in the foreground, with the real handlers, until Ctrl-C. */
@@ -32,8 +41,14 @@ export function registerLocal(program: Command, out: Output): void {
       intOption('--schedule-every', 1),
       10,
     )
+    .option(
+      '--rest-port <port>',
+      'port of the REST API on 127.0.0.1 (Scrapy Cluster: 5343); 0 disables it',
+      intOption('--rest-port', 0, 65535),
+      5343,
+    )
     .option('--json-logs', 'log lines as JSON instead of human-readable text')
-    .action(async (opts: { batchSize: number; batchingWindow: number; scheduleEvery: number; jsonLogs?: boolean }) => {
+    .action(async (opts: LocalOptions) => {
       quietLocalMetrics();
       const vars = config();
       const json = Boolean(opts.jsonLogs || out.json);
@@ -48,11 +63,14 @@ export function registerLocal(program: Command, out: Output): void {
       // Imported here, after quietLocalMetrics: the handler modules build their Powertools objects on import.
       const { startLocalCluster } = await import('../local/cluster.ts');
       const { createMonitorDeps } = await import('../../functions/shared/deps.ts');
-      const deps = await createMonitorDeps('local', {
+      const monitorLog: MonitorLog = {
         info: (m, f) => log('info', m, f),
         warn: (m, f) => log('warn', m, f),
         error: (m, f) => log('error', m, f),
-      });
+      };
+      // First, so a port in use fails the command before anything else has started.
+      const rest = opts.restPort === 0 ? undefined : await startRest(opts.restPort, monitorLog, log);
+      const deps = await createMonitorDeps('local', monitorLog);
       const cluster = await startLocalCluster({
         vars,
         context: deps.ctx,
@@ -72,8 +90,29 @@ export function registerLocal(program: Command, out: Output): void {
         process.once('SIGTERM', resolve);
       });
       log('info', 'stopping: finishing in-flight batches');
+      await rest?.close();
       await cluster.stop();
       await deps.close();
       log('info', 'stopped');
     });
+}
+
+/** The REST API on 127.0.0.1:`port` (lib/local/rest-server.ts), over connections of its own, closed with it. */
+async function startRest(port: number, monitorLog: MonitorLog, log: RuntimeLog): Promise<{ close(): Promise<void> }> {
+  const { createRestDeps } = await import('../../functions/rest/deps.ts');
+  const { startRestServer } = await import('../local/rest-server.ts');
+  const vars = config();
+  const deps = createRestDeps('rest', monitorLog, vars, { waitForResponseMs: vars.WAIT_FOR_RESPONSE_TIME * 1000 });
+  try {
+    const server = await startRestServer({ context: deps.ctx, port, log });
+    return {
+      async close() {
+        await server.close();
+        await deps.close();
+      },
+    };
+  } catch (error) {
+    await deps.close();
+    throw error;
+  }
 }

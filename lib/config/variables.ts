@@ -211,6 +211,15 @@ export const VARIABLES = {
     description: 'This crawler’s public egress IP, for IP-scoped throttles (SCHEDULER_IP_ENABLED).',
   },
 
+  // REST API
+  WAIT_FOR_RESPONSE_TIME: {
+    type: 'integer',
+    default: 5,
+    minimum: 0,
+    maximum: 25,
+    description: 'Seconds `POST /feed` waits for the reply to a request with a uuid before answering a poll_id.',
+  },
+
   // Logging
   LOG_LEVEL: {
     type: 'string',

@@ -1,0 +1,85 @@
+/**
+ * `POST /feed`: validate first (Scrapy Cluster passed invalid input through to the kafka-monitor; here the
+ * caller gets a 400 with the rejection details), produce to `<p>.incoming` keyed by appid, then, for a
+ * request with a uuid (action, stats, domain config), wait for the redis-monitor's stored reply.
+ */
+import { SchemaValidationError } from '../errors.ts';
+import { clusterTopics } from '../kafka/topics.ts';
+import { type ClassifiedRequest, parseRequest, type RequestType } from '../schemas/index.ts';
+import { type ResolvedRestOptions, type RestContext, realSleep } from './context.ts';
+import { causeOf, failure, type RestResponse, success } from './envelope.ts';
+import { invalidInput } from './input.ts';
+import { withTimeout } from './timeout.ts';
+
+/** The answer, and the request type when the request was valid (for the `rest:plugin:<type>` counter). */
+export interface FeedOutcome {
+  response: RestResponse;
+  type?: RequestType;
+}
+
+/** Handles one `POST /feed` body. */
+export async function feed(
+  ctx: RestContext,
+  options: ResolvedRestOptions,
+  body: Uint8Array | undefined,
+): Promise<FeedOutcome> {
+  let classified: ClassifiedRequest;
+  try {
+    classified = parseRequest(body ?? new Uint8Array(), { spiders: ctx.spiders, maxBytes: options.maxBodyBytes });
+  } catch (error) {
+    if (!(error instanceof SchemaValidationError)) throw error;
+    return { response: invalidInput(error, options.maxBodyBytes) };
+  }
+  const { type, request } = classified;
+  try {
+    // The validated request (defaults filled, bare host given its scheme): the kafka-monitor validates it
+    // again and reaches the same result.
+    const message = { key: request.appid, value: JSON.stringify(request) };
+    await withTimeout(
+      ctx.sink.send([{ topic: clusterTopics(ctx.topicPrefix).incoming, messages: [message] }]),
+      options.sendTimeoutMs,
+      'Kafka',
+    );
+  } catch (error) {
+    ctx.log.error('feed: producing the request failed', { type, appid: request.appid, error: causeOf(error) });
+    return { type, response: failure(500, { message: 'Unable to connect to Kafka', cause: causeOf(error) }) };
+  }
+  if (classified.type === 'crawl') return { type, response: success(null) };
+  return { type, response: await waitForReply(ctx, options, classified.request.uuid) };
+}
+
+/**
+ * Reads the stored reply every `pollIntervalMs` until `waitForResponseMs` has passed (at least once, and
+ * once more at the deadline). A reply that arrives later stays stored for `POST /poll`.
+ */
+async function waitForReply(ctx: RestContext, options: ResolvedRestOptions, uuid: string): Promise<RestResponse> {
+  const sleep = ctx.sleep ?? realSleep;
+  const deadline = ctx.now() + options.waitForResponseMs;
+  for (;;) {
+    let stored: string | undefined;
+    try {
+      stored = await withTimeout(ctx.replies.take(uuid), options.probeTimeoutMs, 'Redis');
+    } catch (error) {
+      ctx.log.error('feed: reading the reply failed', { uuid, error: causeOf(error) });
+      // The request is on its way: the caller may poll for it once Redis is back.
+      return failure(
+        500,
+        { message: 'Unable to connect to Redis', cause: causeOf(error) },
+        { data: { poll_id: uuid } },
+      );
+    }
+    if (stored !== undefined) return success(parseReply(stored));
+    const left = deadline - ctx.now();
+    if (left <= 0) return success({ poll_id: uuid });
+    await sleep(Math.min(options.pollIntervalMs, left));
+  }
+}
+
+/** A stored reply as the redis-monitor wrote it (JSON); anything else is handed back as the string. */
+export function parseReply(stored: string): unknown {
+  try {
+    return JSON.parse(stored) as unknown;
+  } catch {
+    return stored;
+  }
+}

@@ -1,0 +1,125 @@
+/**
+ * The REST API's routes (Scrapy Cluster's rest service, CONTRACT.md), framework-free: a request in, a
+ * response out. The adapters are functions/rest/handler.ts (API Gateway HTTP API) and
+ * lib/local/rest-server.ts (node:http, `crawl-cluster local`).
+ *
+ * | Route | Methods | Answers |
+ * |---|---|---|
+ * | `/` | GET, POST | 200 health report (Scrapy Cluster's fields, plus the envelope) |
+ * | `/feed` | POST | 200 `data: null` (crawl), the reply, or `{"poll_id"}`; 400 invalid; 500 Kafka/Redis down |
+ * | `/poll` | POST | 200 the stored reply (once); 404 none; 400 invalid; 500 Redis down |
+ *
+ * Every route: 404 for an unknown path, 405 (with `Allow`) for another method, 413 for a body over
+ * `maxBodyBytes`, 500 for an unexpected error. Each request counts in `rest:total`, each failure in
+ * `rest:fail`, each valid feed in `rest:plugin:<type>`; the node beats as kind `rest` (best effort).
+ */
+
+import { SchemaValidationError } from '../errors.ts';
+import { HEARTBEAT_TTL_MS } from '../monitor/stats-report.ts';
+import type { StatsIncrement } from '../redis/stats.ts';
+import { type ResolvedRestOptions, type RestContext, resolveRestOptions } from './context.ts';
+import { causeOf, failure, type RestRequest, type RestResponse } from './envelope.ts';
+import { feed } from './feed.ts';
+import { checkHealth, healthResponse } from './health.ts';
+import { checkBodySize, invalidInput } from './input.ts';
+import { poll } from './poll.ts';
+import { withTimeout } from './timeout.ts';
+
+/** The REST API as one function; build it once per context (it keeps the time of the last heartbeat). */
+export type RestRouter = (request: RestRequest) => Promise<RestResponse>;
+
+/** What a route produced: the answer and, for a valid feed, the plugin counter to bump. */
+interface RouteResult {
+  response: RestResponse;
+  plugin?: string;
+}
+
+type Route = (request: RestRequest) => Promise<RouteResult>;
+
+/** Builds the router over a context; see the module doc for the routes. */
+export function createRestRouter(ctx: RestContext): RestRouter {
+  const options = resolveRestOptions(ctx.options);
+  const startedAt = ctx.startedAt ?? ctx.now();
+  const routes: Record<string, Record<string, Route>> = {
+    '/': {
+      GET: async () => ({ response: healthResponse(await checkHealth(ctx, options, startedAt)) }),
+      // Scrapy Cluster answered the index to POST as well.
+      POST: async () => ({ response: healthResponse(await checkHealth(ctx, options, startedAt)) }),
+    },
+    '/feed': {
+      POST: async (request) => {
+        const outcome = await feed(ctx, options, request.body);
+        return { response: outcome.response, plugin: outcome.type };
+      },
+    },
+    '/poll': { POST: async (request) => ({ response: await poll(ctx, options, request.body) }) },
+  };
+  let lastBeat = Number.NEGATIVE_INFINITY;
+
+  async function record(result: RouteResult): Promise<void> {
+    const increments: StatsIncrement[] = [{ name: 'rest:total' }];
+    if (result.response.status >= 400) increments.push({ name: 'rest:fail' });
+    if (result.plugin !== undefined) increments.push({ name: `rest:plugin:${result.plugin}` });
+    const now = ctx.now();
+    try {
+      await withTimeout(ctx.stats.increment(increments, now), options.statsTimeoutMs, 'Redis (stats)');
+      if (now - lastBeat >= options.heartbeatEveryMs) {
+        await withTimeout(
+          ctx.stats.beat('rest', ctx.nodeId, now, HEARTBEAT_TTL_MS),
+          options.statsTimeoutMs,
+          'Redis (heartbeat)',
+        );
+        lastBeat = now;
+      }
+    } catch (error) {
+      ctx.log.warn('rest: stats update failed', { error: causeOf(error) });
+    }
+  }
+
+  return async (request) => {
+    const result = await route(routes, options, request).catch((error: unknown): RouteResult => {
+      ctx.log.error('rest: unexpected error', { method: request.method, path: request.path, error: causeOf(error) });
+      return { response: failure(500, { message: 'Unexpected error in the REST service', cause: causeOf(error) }) };
+    });
+    await record(result);
+    return result.response;
+  };
+}
+
+async function route(
+  routes: Record<string, Record<string, Route>>,
+  options: ResolvedRestOptions,
+  request: RestRequest,
+): Promise<RouteResult> {
+  const path = normalisePath(request.path);
+  const methods = Object.hasOwn(routes, path) ? routes[path] : undefined;
+  if (methods === undefined) {
+    return { response: failure(404, { message: 'The desired endpoint does not exist' }) };
+  }
+  const method = request.method.toUpperCase();
+  const handler = Object.hasOwn(methods, method) ? methods[method] : undefined;
+  if (handler === undefined) {
+    const allowed = Object.keys(methods).join(', ');
+    return {
+      response: failure(
+        405,
+        { message: `Method ${method} is not allowed on ${path}; use ${allowed}` },
+        { headers: { allow: allowed } },
+      ),
+    };
+  }
+  try {
+    checkBodySize(request.body, options.maxBodyBytes);
+  } catch (error) {
+    if (!(error instanceof SchemaValidationError)) throw error;
+    return { response: invalidInput(error, options.maxBodyBytes) };
+  }
+  return handler(request);
+}
+
+/** The path without query string or fragment, and without one trailing slash (`/feed/` is `/feed`). */
+function normalisePath(path: string): string {
+  const bare = path.replace(/[?#].*$/s, '');
+  if (bare === '' || bare === '/') return '/';
+  return bare.endsWith('/') ? bare.slice(0, -1) : bare;
+}

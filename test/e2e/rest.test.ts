@@ -1,0 +1,199 @@
+/**
+ * The REST API as a client uses it: real HTTP (`fetch`) to the node:http server of `crawl-cluster local`,
+ * on an ephemeral port, over the REST deps of the Lambda (functions/rest/deps.ts) pointed at the test
+ * cluster's Kafka topics and Redis prefix, with the real monitors behind them.
+ */
+import { afterAll, beforeAll, describe, expect, test } from 'vitest';
+import { createRestDeps, type RestDeps } from '../../functions/rest/deps.ts';
+import type { Variables } from '../../lib/config/index.ts';
+import { type RestServer, startRestServer } from '../../lib/local/rest-server.ts';
+import { silentLog } from '../../lib/monitor/context.ts';
+import type { RestOptions } from '../../lib/rest/context.ts';
+import type { Envelope } from '../../lib/rest/envelope.ts';
+import { startTestCluster, type TestCluster } from '../helpers/cluster.ts';
+import { uniqueName, waitUntil } from '../helpers/services.ts';
+
+interface Answer {
+  status: number;
+  headers: Headers;
+  json: Envelope<Record<string, unknown> | null> & Record<string, unknown>;
+}
+
+async function call(server: RestServer, method: string, path: string, body?: string | object): Promise<Answer> {
+  const response = await fetch(`${server.url}${path}`, {
+    method,
+    headers: { 'content-type': 'application/json' },
+    body: body === undefined ? undefined : typeof body === 'string' ? body : JSON.stringify(body),
+  });
+  return { status: response.status, headers: response.headers, json: (await response.json()) as Answer['json'] };
+}
+
+describe('REST API over HTTP against a local cluster', () => {
+  let t: TestCluster;
+  const opened: { deps: RestDeps; server: RestServer }[] = [];
+  let rest: RestServer;
+  /** The same API answering poll_id at once, for the poll path. */
+  let impatient: RestServer;
+
+  async function serve(vars: Variables, options: RestOptions = {}): Promise<RestServer> {
+    const deps = createRestDeps('rest-e2e', silentLog, vars, options);
+    const server = await startRestServer({ context: deps.ctx, port: 0 });
+    opened.push({ deps, server });
+    return server;
+  }
+
+  beforeAll(async () => {
+    t = await startTestCluster();
+    rest = await serve(t.vars);
+    impatient = await serve(t.vars, { waitForResponseMs: 0 });
+  });
+  afterAll(async () => {
+    for (const { deps, server } of opened) {
+      await server.close();
+      await deps.close();
+    }
+    await t?.stop();
+  });
+
+  test('GET / is GREEN with Kafka and Redis connected', async () => {
+    const r = await call(rest, 'GET', '/');
+    expect(r.status).toBe(200);
+    expect(r.json).toMatchObject({
+      kafka_connected: true,
+      redis_connected: true,
+      node_health: 'GREEN',
+      uptime_sec: expect.any(Number),
+      status: 'SUCCESS',
+      data: { node_health: 'GREEN' },
+    });
+  });
+
+  test('a fed crawl is answered data null and queued in Redis by the kafka-monitor', async () => {
+    const crawlid = uniqueName('c');
+    const r = await call(rest, 'POST', '/feed', { url: 'http://example.com/rest', appid: 'app-rest', crawlid });
+    expect(r.status).toBe(200);
+    expect(r.json).toEqual({ status: 'SUCCESS', data: null, error: null });
+    const info = await waitUntil('the crawl to be queued', () =>
+      t.deps.ctx.frontier.crawlInfo('link', 'app-rest', crawlid),
+    );
+    expect(info.queued).toBe(1);
+    expect(info.settings).toMatchObject({ appid: 'app-rest', crawlid, spiderid: 'link', priority: 1 });
+  });
+
+  test('a fed info request is answered with the real reply within the wait', async () => {
+    const crawlid = uniqueName('c');
+    await call(rest, 'POST', '/feed', { url: 'http://info.example.com/', appid: 'app-rest', crawlid });
+    await waitUntil('the crawl to be queued', () => t.deps.ctx.frontier.crawlInfo('link', 'app-rest', crawlid));
+    const uuid = uniqueName('u');
+    const started = Date.now();
+    const r = await call(rest, 'POST', '/feed', { action: 'info', appid: 'app-rest', uuid, crawlid, spiderid: 'link' });
+    expect(Date.now() - started).toBeLessThan(5000);
+    expect(r.status).toBe(200);
+    expect(r.json).toEqual({
+      status: 'SUCCESS',
+      error: null,
+      data: {
+        server_time: expect.any(Number),
+        uuid,
+        appid: 'app-rest',
+        crawlid,
+        spiderid: 'link',
+        total_pending: 1,
+        total_domains: 1,
+        domains: { 'example.com': { low_priority: 1, high_priority: 1, total: 1 } },
+      },
+    });
+  });
+
+  test('a reply that comes after the wait is answered by /poll once, then 404', async () => {
+    const uuid = uniqueName('u');
+    const fed = await call(impatient, 'POST', '/feed', { uuid, appid: 'app-rest', stats: 'rest' });
+    expect(fed.status).toBe(200);
+    expect(fed.json).toEqual({ status: 'SUCCESS', data: { poll_id: uuid }, error: null });
+    const polled = await waitUntil('the reply to be stored', async () => {
+      const r = await call(rest, 'POST', '/poll', { poll_id: uuid });
+      return r.status === 200 ? r : undefined;
+    });
+    expect(polled.json.status).toBe('SUCCESS');
+    expect(polled.json.data).toMatchObject({ stats: 'rest', uuid, appid: 'app-rest', total: expect.any(Object) });
+    // This file's REST requests were counted before the reply was built.
+    expect((polled.json.data?.total as { lifetime?: number } | undefined)?.lifetime).toBeGreaterThan(0);
+    const again = await call(rest, 'POST', '/poll', { poll_id: uuid });
+    expect(again.status).toBe(404);
+    expect(again.json).toEqual({
+      status: 'FAILURE',
+      data: null,
+      error: { message: 'Could not find matching poll_id' },
+    });
+  });
+
+  test('invalid JSON is answered 400 invalid_json', async () => {
+    const r = await call(rest, 'POST', '/feed', '{"url": "http://example.com/", ');
+    expect(r.status).toBe(400);
+    expect(r.json).toMatchObject({
+      status: 'FAILURE',
+      data: null,
+      error: { message: 'The payload must be valid JSON.', kind: 'invalid_json' },
+    });
+  });
+
+  test('a schema violation is answered 400 with the rejection details', async () => {
+    const r = await call(rest, 'POST', '/feed', {
+      url: 'http://example.com/',
+      appid: 'app-rest',
+      crawlid: 'c',
+      maxdepth: 9,
+    });
+    expect(r.status).toBe(400);
+    expect(r.json.error).toMatchObject({
+      message: 'JSON did not validate against schema.',
+      kind: 'schema',
+      details: [{ path: '/maxdepth', message: 'must be <= 3' }],
+    });
+  });
+
+  test('a 2 MiB body is answered 413 and the server keeps serving', async () => {
+    const body = JSON.stringify({
+      url: 'http://example.com/',
+      appid: 'app-rest',
+      crawlid: 'big',
+      attrs: { pad: 'x'.repeat(2 * 1024 * 1024) },
+    });
+    const r = await call(rest, 'POST', '/feed', body);
+    expect(r.status).toBe(413);
+    expect(r.json).toMatchObject({ status: 'FAILURE', error: { kind: 'too_large' } });
+    expect((await call(rest, 'GET', '/')).status).toBe(200);
+  });
+
+  test('an unknown path is 404 and a wrong method 405 with Allow', async () => {
+    expect((await call(rest, 'GET', '/nope')).status).toBe(404);
+    const r = await call(rest, 'GET', '/poll');
+    expect(r.status).toBe(405);
+    expect(r.headers.get('allow')).toBe('POST');
+  });
+
+  test('requests are counted in rest:* stats and the node beats as kind rest', async () => {
+    const stats = t.deps.ctx.stats;
+    const counts = await stats.read(['rest:total', 'rest:fail', 'rest:plugin:crawl'], Date.now());
+    expect(counts['rest:total']?.lifetime).toBeGreaterThanOrEqual(10);
+    expect(counts['rest:fail']?.lifetime).toBeGreaterThanOrEqual(4);
+    expect(counts['rest:plugin:crawl']?.lifetime).toBeGreaterThanOrEqual(2);
+    expect((await stats.live('rest', Date.now(), 300_000)).some((id) => id.startsWith('rest-e2e@'))).toBe(true);
+  });
+
+  test('with Redis and Kafka unreachable, / is RED, /feed and /poll answer 500 with a message', async () => {
+    const down = await serve(
+      { ...t.vars, REDIS_PORT: 1, REDIS_CLUSTER: false, KAFKA_BROKERS: '127.0.0.1:1', KAFKA_CONNECT_TIMEOUT_MS: 200 },
+      { sendTimeoutMs: 2000 },
+    );
+    const health = await call(down, 'GET', '/');
+    expect(health.status).toBe(200);
+    expect(health.json).toMatchObject({ kafka_connected: false, redis_connected: false, node_health: 'RED' });
+    const fed = await call(down, 'POST', '/feed', { url: 'http://example.com/', appid: 'app-rest', crawlid: 'c' });
+    expect(fed.status).toBe(500);
+    expect(fed.json).toMatchObject({ status: 'FAILURE', data: null, error: { message: 'Unable to connect to Kafka' } });
+    const polled = await call(down, 'POST', '/poll', { poll_id: 'u' });
+    expect(polled.status).toBe(500);
+    expect(polled.json.error).toMatchObject({ message: 'Unable to connect to Redis', cause: expect.any(String) });
+  });
+});

@@ -11,8 +11,9 @@
  *    domain throttled), then L leases (default 20k) on a simulated clock (`now` passed explicitly) that
  *    advances just slower than the domains' throttle frees them, so ~92% of domains are throttled
  *    (waiting) at any moment; then the same with 4 concurrent callers for throughput;
- * 5. stop latency: one `stop` of a crawl with ~25% of the backlog; then leases again, which meet the
- *    stopped crawl's requests and drop them (lazy purge);
+ * 5. stop latency: one `stop` of a crawl with ~25% of the backlog (O(1): the purge is lazy); then the
+ *    background settlement of its counters that stop leaves to the sweep, timed as the `backlog` read that
+ *    runs it (bounded chunks); then leases again, which meet the stopped crawl's requests and drop them;
  * 6. cleanup: UNLINK of the partition's known keys and dupefilters (no KEYS, no SCAN, no FLUSHDB).
  *
  * Sizes: BENCH_QUEUE_URLS, BENCH_QUEUE_DOMAINS, BENCH_QUEUE_LEASES; BENCH_QUEUE_ENQUEUE_BUDGET_S caps the
@@ -54,6 +55,7 @@ export const headline: [string, string][] = [
   ['bytes_per_url_dupefilter', 'bytes/URL dupefilter'],
   ['info_p50_ms', 'info p50 ms'],
   ['stop_ms', 'stop ms'],
+  ['stop_settle_ms', 'stop settle ms (background)'],
   ['lease_per_s', 'lease/s (1 caller)'],
   ['lease_per_s_concurrent', 'lease/s (4 callers)'],
   ['lease_p50_ms', 'lease p50 ms'],
@@ -185,7 +187,7 @@ export async function run(ctx: ScenarioContext): Promise<Numbers> {
   const p = frontier.partitionFor(SPIDER);
   const pk = partitionKeys(p);
   const crawlRefs = CRAWLS.map(([crawlid, appid]) => ({ appid, crawlid }) satisfies CrawlRef);
-  const dupeKeys = crawlRefs.map((c) => dupefilterKey(p, crawlKey(c.appid, c.crawlid)));
+  const dupeKeys = crawlRefs.map((c) => dupefilterKey(p, crawlKey(c.appid, c.crawlid, SPIDER)));
   const allKeys = [...Object.values(pk), ...dupeKeys, spidersKey(prefix)];
 
   for (const [k, v] of Object.entries({
@@ -446,6 +448,14 @@ export async function run(ctx: ScenarioContext): Promise<Numbers> {
     const stopServerUs = usecPerCall(stopStats0, await scriptStats(redis));
     out.stop_server_breakdown = commandBreakdown(stopCmd0, await commandStats(redis));
     ctx.progress(`  purged ${stopped.purged} in ${stopMs.toFixed(1)} ms (server ${Math.round(stopServerUs)} µs)`);
+    const settleStats0 = await scriptStats(redis);
+    const settleCmd0 = await commandStats(redis);
+    const ts = nowNs();
+    await frontier.backlog(SPIDER);
+    const settleMs = msSince(ts);
+    const settleServerUs = usecPerCall(settleStats0, await scriptStats(redis));
+    out.stop_settle_server_breakdown = commandBreakdown(settleCmd0, await commandStats(redis));
+    ctx.progress(`  its counters settled in the background (backlog read): ${settleMs.toFixed(1)} ms`);
     const afterStopN = Math.max(1000, Math.floor(nLeases / 4));
     ctx.progress(`lease after stop: ${afterStopN} leases meeting the stopped crawl's requests (lazy purge)`);
     const after = await leaseLoop(afterStopN);
@@ -455,6 +465,8 @@ export async function run(ctx: ScenarioContext): Promise<Numbers> {
       stop_purged: stopped.purged,
       stop_ms: round(stopMs),
       stop_server_us: Math.round(stopServerUs),
+      stop_settle_ms: round(settleMs),
+      stop_settle_server_us_per_call: Math.round(settleServerUs),
       lease_after_stop_p50_ms: round(after.p50),
       lease_after_stop_p99_ms: round(after.p99),
       lease_after_stop_skipped: after.skipped,

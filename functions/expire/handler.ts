@@ -17,9 +17,10 @@ const metrics = createMetrics('expire');
 
 export function expireHandler(context: () => Promise<MonitorContext>) {
   return middy(async (_event: ScheduledEvent) => {
-    const { expired } = await expireCrawls(await context());
+    const { expired, swept } = await expireCrawls(await context());
     metrics.addMetric('CrawlsExpired', MetricUnit.Count, expired);
-    return { expired };
+    metrics.addMetric('CrawlsSwept', MetricUnit.Count, swept);
+    return { expired, swept };
   })
     .use(injectLambdaContext(logger))
     .use(logMetrics(metrics));

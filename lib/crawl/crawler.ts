@@ -10,6 +10,7 @@
  * Shutdown: `stop()` stops leasing, lets in-flight work finish until the deadline, then aborts what is
  * left and releases those leases back to the queue, so nothing is lost.
  */
+import { createHash } from 'node:crypto';
 import { setTimeout as sleep } from 'node:timers/promises';
 import type { MessageSink, OutMessage } from '../kafka/sink.ts';
 import { clusterTopics, crawledAppTopic } from '../kafka/topics.ts';
@@ -313,7 +314,8 @@ export class Crawler {
     let value = JSON.stringify(page);
     if (Buffer.byteLength(value) > o.maxMessageBytes && o.bodyStore) {
       const full = Buffer.from(page.body, o.base64 ? 'base64' : 'utf8');
-      const key = `${page.appid}/${page.crawlid}/${lease.handle.split('\0')[1] ?? Date.now()}`;
+      // Lease handles are opaque (binary); a hash of one names the body uniquely and safely.
+      const key = `${encodeURIComponent(page.appid)}/${encodeURIComponent(page.crawlid)}/${createHash('sha1').update(lease.handle).digest('hex')}`;
       page.body_ref = await o.bodyStore.put(key, full);
       page.body_truncated = true;
       const room = Math.max(0, o.maxMessageBytes - (Buffer.byteLength(value) - Buffer.byteLength(page.body)) - 1024);

@@ -16,7 +16,16 @@ export interface MonitorLog {
 /** The frontier operations the monitors use (a fake implements this in unit tests). */
 export type FrontierApi = Pick<
   Frontier,
-  'enqueue' | 'stop' | 'crawlInfo' | 'appInfo' | 'configureDomain' | 'spiders' | 'backlog' | 'dueCrawls' | 'reclaim'
+  | 'enqueue'
+  | 'stop'
+  | 'crawlInfo'
+  | 'appInfo'
+  | 'configureDomain'
+  | 'spiders'
+  | 'backlog'
+  | 'dueCrawls'
+  | 'reclaim'
+  | 'sweepFinished'
 >;
 
 export interface MonitorContext {

@@ -7,9 +7,12 @@ import { type Reply, sendReplies } from './replies.ts';
 import { HEARTBEAT_TTL_MS } from './stats-report.ts';
 
 /** Stops every crawl whose `expires` has passed and sends one `expired` notice per crawl. */
-export async function expireCrawls(ctx: MonitorContext): Promise<{ expired: number; notices: Reply[] }> {
+export async function expireCrawls(ctx: MonitorContext): Promise<{ expired: number; swept: number; notices: Reply[] }> {
   const notices: Reply[] = [];
+  let swept = 0;
   for (const spider of await ctx.frontier.spiders()) {
+    // Completed crawls whose dupefilter time has passed: their records go (bounded growth, DESIGN.md §3).
+    swept += await ctx.frontier.sweepFinished(spider, ctx.now());
     for (const crawl of await ctx.frontier.dueCrawls(spider, ctx.now())) {
       // Notice first, then stop: if Kafka is down the crawl stays due and the next run tries again
       // (at least once), instead of stopping it and losing its notice.
@@ -27,7 +30,7 @@ export async function expireCrawls(ctx: MonitorContext): Promise<{ expired: numb
       notices.push(notice);
     }
   }
-  return { expired: notices.length, notices };
+  return { expired: notices.length, swept, notices };
 }
 
 /** Returns expired leases of every spider type to their queues. @returns how many */

@@ -14,12 +14,24 @@
  * - **retry**: back in the queue at `priority - 10`, `retries + 1`, not before a backoff delay.
  * - **empty**: nothing is due now; `lease` says when the next domain or retry becomes due.
  * - **done** (a crawl): nothing queued and nothing leased; `ack` reports the moment it happens, once.
+ *   The crawl's records stay (info answers, late children are accepted) until `sweepFinished` drops them
+ *   a dupefilter TTL later, unless new work arrived meanwhile.
+ * - A crawl is identified by spider type, appid and crawlid (keys.ts `crawlKey`).
  */
 import type { Variables } from '../config/index.ts';
 import type { CrawlRequest } from '../schemas/index.ts';
 import type { RedisClient } from './client.ts';
-import { crawlKey, dupefilterKey, type PartitionRef, partitionKeyList, spiderPartitions, spidersKey } from './keys.ts';
-import { type LuaScript, runScript, script } from './scripts.ts';
+import {
+  crawlKey,
+  dupefilterKey,
+  type PartitionRef,
+  partitionKeyList,
+  partitionKeys,
+  spiderPartitions,
+  spidersKey,
+} from './keys.ts';
+import { decodePriority, memberBytes, memberHandle, memberTail, parseMember } from './member.ts';
+import { type LuaScript, runScript, runScriptBuffer, script } from './scripts.ts';
 
 /** Crawl settings stored once per crawl: the seed request without its URL. */
 export type CrawlSettings = Omit<CrawlRequest, 'url'>;
@@ -92,7 +104,10 @@ const OUTCOMES: Record<string, EnqueueOutcome> = {
   '-4': 'unknown_crawl',
 };
 
-/** A leased request. `handle` identifies the lease for ack / release / retry. */
+/**
+ * A leased request. `handle` identifies the lease for ack / release / retry: an opaque binary string (the
+ * queue member, one char per byte; member.ts).
+ */
 export interface Lease {
   handle: string;
   partition: PartitionRef;
@@ -135,19 +150,8 @@ export interface CrawlInfo {
 
 export type DomainAction = 'domain-update' | 'domain-remove' | 'blacklist-update' | 'blacklist-remove';
 
-const P0 = 1024;
-
-function parseHandle(handle: string): Omit<Lease, 'handle' | 'partition' | 'crawl'> & { ref: string } {
-  const [domain = '', ps = '', ref = '', depth = '0', retries = '0', ...rest] = handle.split('\0');
-  return {
-    domain,
-    priority: P0 - Number(ps.slice(0, 4)),
-    ref,
-    depth: Number(depth),
-    retries: Number(retries),
-    url: rest.join('\0'),
-  };
-}
+/** At most this many counters of stopped crawls are settled per sweep-finished.lua call (~5 ms of Redis). */
+const SETTLE_BUDGET = 5000;
 
 export class Frontier {
   readonly #redis: RedisClient;
@@ -184,6 +188,11 @@ export class Frontier {
     return runScript<T>(this.#redis, s, [...partitionKeyList(p), ...extraKeys], [...this.#common(now), ...args]);
   }
 
+  /** {@link #run} with bulk replies as Buffers (replies that carry members, which are binary). */
+  #runBuffer<T>(name: string, p: PartitionRef, args: (string | number | Buffer)[], now: number) {
+    return runScriptBuffer<T>(this.#redis, script(name), partitionKeyList(p), [...this.#common(now), ...args]);
+  }
+
   /**
    * Queues a batch for one spider type in one round trip per partition. Outcomes are in input order.
    * Children carry a crawl without `settings`; they are refused (`unknown_crawl`) when the crawl has ended.
@@ -214,7 +223,7 @@ export class Frontier {
       const reqArgs: (string | number | Buffer)[] = [];
       for (const i of idx) {
         const { crawl, request } = items[i] as { crawl: CrawlRef; request: QueueRequest };
-        const ck = crawlKey(crawl.appid, crawl.crawlid);
+        const ck = crawlKey(crawl.appid, crawl.crawlid, spider);
         let ci = crawlIndex.get(ck);
         if (ci === undefined) {
           ci = crawlIndex.size + 1;
@@ -228,6 +237,7 @@ export class Frontier {
           crawlArgs[(ci - 1) * 5 + 3] = crawl.settings.expires ?? 0;
           crawlArgs[(ci - 1) * 5 + 4] = crawl.settings.domain_max_pages ?? 0;
         }
+        if (request.fingerprint.length !== 8) throw new Error('request fingerprints are 8 bytes');
         reqArgs.push(
           ci,
           request.fingerprint,
@@ -235,14 +245,14 @@ export class Frontier {
           request.priority,
           request.depth,
           request.retries ?? 0,
-          request.url,
+          memberTail(request.url, request.domain),
         );
       }
       const codes = await this.#run<number[]>(
         'enqueue',
         p,
         dupeKeys,
-        [this.#o.dupefilterTtlSec, crawlIndex.size, ...crawlArgs, idx.length, ...reqArgs],
+        [this.#o.dupefilterTtlSec, spider, crawlIndex.size, ...crawlArgs, idx.length, ...reqArgs],
         now,
       );
       idx.forEach((i, k) => {
@@ -256,20 +266,23 @@ export class Frontier {
   async lease(spider: string, options: { ip?: string; now?: number } = {}): Promise<LeaseResult> {
     const now = options.now ?? Date.now();
     const p = this.partitionFor(spider);
-    const r = await this.#run<[number, string | number, string?, number?]>(
+    const r = await this.#runBuffer<[number, Buffer | number, Buffer?, number?]>(
       'lease',
       p,
-      [],
       [this.#o.leaseMs, options.ip ?? '', this.#o.bound],
       now,
     );
     if (r[0] === 1) {
-      const handle = String(r[1]);
-      const { ref: _ref, ...fields } = parseHandle(handle);
+      const member = r[1] as Buffer;
       return {
         leased: true,
         skipped: Number(r[3] ?? 0),
-        lease: { handle, partition: p, ...fields, crawl: JSON.parse(String(r[2])) as CrawlSettings },
+        lease: {
+          handle: memberHandle(member),
+          partition: p,
+          ...parseMember(member),
+          crawl: JSON.parse((r[2] as Buffer).toString('utf8')) as CrawlSettings,
+        },
       };
     }
     const due = Number(r[1]);
@@ -278,7 +291,13 @@ export class Frontier {
 
   /** Marks a leased request done (`done`: page published) or failed for good (`fail`). */
   async ack(lease: Pick<Lease, 'handle' | 'partition'>, outcome: 'done' | 'fail' = 'done', now = Date.now()) {
-    const r = await this.#run<number[]>('ack', lease.partition, [], [lease.handle, outcome], now);
+    const r = await this.#run<number[]>(
+      'ack',
+      lease.partition,
+      [],
+      [memberBytes(lease.handle), outcome, this.#o.dupefilterTtlSec],
+      now,
+    );
     const [code = -1, queued = 0, leased = 0, done = 0, failed = 0] = r;
     return { acked: code >= 1, complete: code === 2, queued, leased, done, failed } satisfies AckResult;
   }
@@ -293,20 +312,21 @@ export class Frontier {
       g.handles.push(l.handle);
       byPartition.set(id, g);
     }
-    for (const { p, handles } of byPartition.values()) n += await this.#run<number>('release', p, [], handles, now);
+    for (const { p, handles } of byPartition.values()) {
+      n += await this.#run<number>('release', p, [], handles.map(memberBytes), now);
+    }
     return n;
   }
 
   /** Requeues a leased request at `priority - 10`, `retries + 1`, leasable after `delayMs`. */
   async retry(lease: Pick<Lease, 'handle' | 'partition'>, delayMs: number, now = Date.now()) {
-    const r = await this.#run<[number, string?]>(
+    const r = await this.#runBuffer<[number, Buffer?]>(
       'retry',
       lease.partition,
-      [],
-      [lease.handle, Math.max(0, delayMs)],
+      [memberBytes(lease.handle), Math.max(0, delayMs)],
       now,
     );
-    return { retried: r[0] === 1, handle: r[1] };
+    return { retried: r[0] === 1, handle: r[1] && memberHandle(r[1]) };
   }
 
   /** Returns expired leases of one spider type to their queues. @returns how many */
@@ -324,10 +344,12 @@ export class Frontier {
 
   /**
    * Stops a crawl: purges its queued requests (returns how many), refuses its later children for
-   * `stopTtlMs`, and returns its settings (undefined when it was not queued here).
+   * `stopTtlMs`, and returns its settings (undefined when it was not queued here). O(1): the purged
+   * requests are dropped when a lease meets them, and their counters settled by the next
+   * {@link sweepFinished} or {@link backlog}.
    */
   async stop(spider: string, appid: string, crawlid: string, now = Date.now()) {
-    const ck = crawlKey(appid, crawlid);
+    const ck = crawlKey(appid, crawlid, spider);
     let purged = 0;
     let settings: CrawlSettings | undefined;
     for (const p of this.partitionsOf(spider)) {
@@ -338,11 +360,36 @@ export class Frontier {
     return { purged, settings };
   }
 
+  /**
+   * Drops the records of crawls that completed at least the dupefilter TTL ago and got no work since
+   * (settings, ref, app index entry, counters), so finished crawls do not stay in Redis forever, and the
+   * per-domain counters of stopped crawls (stop leaves their deletion to this). Called by the scheduled
+   * expire function. Afterwards such a crawl is unknown: late children are refused, a new
+   * seed starts it afresh. With `SCHEDULER_TYPE_ENABLED=false` the spider types of a scope share their
+   * crawl records, so this sweeps the scope's finished crawls whatever their spider type.
+   * @returns how many completed crawls were dropped
+   */
+  async sweepFinished(spider: string, now = Date.now(), limit = 1000): Promise<number> {
+    let total = 0;
+    for (const p of this.partitionsOf(spider)) total += await this.#sweep(p, 'all', now, limit);
+    return total;
+  }
+
+  /** Runs sweep-finished.lua until it has nothing left to do; each call does bounded work. */
+  async #sweep(p: PartitionRef, mode: 'all' | 'stopped', now: number, limit = 1000): Promise<number> {
+    let total = 0;
+    for (;;) {
+      const [n, more] = await this.#run<[number, number]>('sweep-finished', p, [], [limit, mode, SETTLE_BUDGET], now);
+      total += n;
+      if (more !== 1) return total;
+    }
+  }
+
   /** Crawls of a spider type whose `expires` has passed (the expiry index; O(log n + due)). */
   async dueCrawls(spider: string, now = Date.now(), limit = 1000): Promise<CrawlSettings[]> {
     const out: CrawlSettings[] = [];
     for (const p of this.partitionsOf(spider)) {
-      const flat = await this.#run<string[]>('expiry-due', p, [], [limit], now);
+      const flat = await this.#run<string[]>('expiry-due', p, [], [limit, spider], now);
       for (let i = 1; i < flat.length; i += 2) if (flat[i]) out.push(JSON.parse(flat[i] as string) as CrawlSettings);
     }
     return out;
@@ -350,7 +397,7 @@ export class Frontier {
 
   /** Info for one crawl (undefined when it has nothing registered). Summed over partitions. */
   async crawlInfo(spider: string, appid: string, crawlid: string, now = Date.now()): Promise<CrawlInfo | undefined> {
-    const infos = await this.#info(spider, 'crawl', crawlKey(appid, crawlid), now);
+    const infos = await this.#info(spider, 'crawl', crawlKey(appid, crawlid, spider), now);
     return mergeInfos(infos)[0];
   }
 
@@ -363,24 +410,15 @@ export class Frontier {
   async #info(spider: string, mode: 'crawl' | 'app', id: string, now: number): Promise<CrawlInfo[]> {
     const out: CrawlInfo[] = [];
     for (const p of this.partitionsOf(spider)) {
-      const rows = await this.#run<[string, number, number, number, number, (string | number)[]][]>(
+      const rows = await this.#run<[string, number, number, number, number, number, string][]>(
         'info',
         p,
         [],
-        [mode, id],
+        [mode, id, spider],
         now,
       );
-      for (const [settings, queued, leased, done, failed, entries] of rows) {
-        const domains: CrawlInfo['domains'] = {};
-        for (let i = 0; i < entries.length; i += 3) {
-          const d = String(entries[i]);
-          const prio = Number(entries[i + 1]);
-          const n = Number(entries[i + 2]);
-          const e = domains[d] ?? { priorities: {}, total: 0 };
-          e.priorities[prio] = (e.priorities[prio] ?? 0) + n;
-          e.total += n;
-          domains[d] = e;
-        }
+      for (const [settings, queued, leased, done, failed, base, counters] of rows) {
+        const domains = decodeCounters(counters, base);
         out.push({ settings: JSON.parse(settings) as CrawlSettings, queued, leased, done, failed, domains });
       }
     }
@@ -409,15 +447,59 @@ export class Frontier {
   }
 
   /** Queued requests per domain of a spider type (O(domains)). */
-  async backlog(spider: string): Promise<Record<string, number>> {
+  async backlog(spider: string, now = Date.now()): Promise<Record<string, number>> {
     const out: Record<string, number> = {};
     for (const p of this.partitionsOf(spider)) {
-      const { domainCounts } = await import('./keys.ts').then((k) => k.partitionKeys(p));
-      const h = await this.#redis.hgetall(domainCounts);
+      // Stopped crawls' requests leave the backlog when their counters are settled: do that first.
+      await this.#sweep(p, 'stopped', now);
+      const h = await this.#redis.hgetall(partitionKeys(p).domainCounts);
       for (const [d, n] of Object.entries(h)) out[d] = (out[d] ?? 0) + Number(n);
     }
     return out;
   }
+}
+
+/**
+ * Decodes a crawl's counters as info.lua returns them: its K.cidx range joined into one string,
+ * `member \x01 score \x01 ...`, where a member is `<ref>\0<domain>\0<pe>` (queued requests at a priority;
+ * count = score - base) or `<ref>\0<domain>` (a page-cap counter, not reported).
+ * One pass with indexOf, no intermediate arrays: a crawl over 10k domains has ~35k entries.
+ */
+function decodeCounters(packed: string, base: number): CrawlInfo['domains'] {
+  const domains: CrawlInfo['domains'] = {};
+  const end = packed.length;
+  let i = 0;
+  while (i < end) {
+    const memberEnd = packed.indexOf('\x01', i);
+    if (memberEnd < 0) break;
+    const a = packed.indexOf('\0', i);
+    const b = packed.indexOf('\0', a + 1);
+    let j = memberEnd + 1;
+    let score = 0;
+    let digits = true;
+    for (; j < end; j++) {
+      const c = packed.charCodeAt(j);
+      if (c === 1) break;
+      if (c < 48 || c > 57) digits = false;
+      score = score * 10 + (c - 48);
+    }
+    // A server that formats doubles differently (exponent notation) still parses, only slower.
+    if (!digits) score = Number(packed.slice(memberEnd + 1, j));
+    if (b >= 0 && b < memberEnd) {
+      const d = packed.slice(a + 1, b);
+      const prio = decodePriority(packed.slice(b + 1, memberEnd));
+      const n = score - base;
+      let e = domains[d];
+      if (e === undefined) {
+        e = { priorities: {}, total: 0 };
+        domains[d] = e;
+      }
+      e.priorities[prio] = (e.priorities[prio] ?? 0) + n;
+      e.total += n;
+    }
+    i = j + 1;
+  }
+  return domains;
 }
 
 /** Sums the per-partition infos of the same crawl. */

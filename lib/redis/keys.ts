@@ -40,7 +40,10 @@ export interface PartitionRef {
 
 /** The fixed keys of one frontier partition, in the order every script declares them. */
 export interface PartitionKeys {
-  /** ZSET, all scores 0, lexicographic: `<domain>\0<prio><seq>\0<ref>\0<depth>\0<retries>\0<url>` — every queued request. */
+  /**
+   * ZSET, all scores 0, lexicographic: `<domain>\0<prio><seq><ref><depth><retries><tail>` — every queued
+   * request (format: scripts/includes/frontier.lua, member.ts).
+   */
   queue: string;
   /** ZSET domain → score of its best queued request; domains with work whose throttle allows a fetch now. */
   ready: string;
@@ -56,17 +59,21 @@ export interface PartitionKeys {
   domainConfig: string;
   /** SET of blacklisted domains: their requests stay queued but are never leased. */
   blacklist: string;
-  /** STRING counter: request sequence numbers (FIFO) and crawl refs. */
+  /** STRING counter: request sequence numbers (FIFO). */
   seq: string;
-  /** HASH `<crawl key>` → crawl ref (the live registration of a crawl). */
+  /** HASH `<crawl key>` → crawl ref (the live registration of a crawl); field `#`: the last ref handed out. */
   crawlRefs: string;
-  /** HASH crawl ref → crawl settings (JSON), stored once per crawl. */
+  /** HASH crawl ref → `<crawl key:16><first seq:8><spider>\0<settings JSON>`, stored once per crawl. */
   crawlSettings: string;
-  /** HASH counters: `<ref>\0<domain>\0<prio>` queued, `<ref>\0q` queued, `<ref>\0l` leased, `<ref>\0<domain>\0cap` pages, `<ref>\0done`, `<ref>\0fail`. */
+  /** HASH per-crawl counters: `<ref>\0q` queued, `<ref>\0l` leased, `<ref>\0done`, `<ref>\0fail`, `<ref>\0maxp` page cap. */
   counts: string;
-  /** ZSET, lexicographic: `<ref>\0<domain>\0<prio>` — which counters a crawl has (info without queue scans). */
+  /**
+   * ZSET of per-crawl, per-domain counters, score = ref number × 2^29 + count: `<ref>\0<domain>\0<prio>`
+   * queued, `<ref>\0<domain>` pages ever queued (page cap). A crawl's counters are one score range, so info
+   * reads them and stop drops them with one command each, never scanning the queue.
+   */
   crawlIndex: string;
-  /** ZSET, lexicographic: `<appid>\0<ref>` — the crawls of an app. */
+  /** ZSET, lexicographic: `<spider>\0<appid>\0<ref>` — the crawls of an app, per spider type. */
   appIndex: string;
   /** HASH domain → queued count (for queue stats, O(domains)). */
   domainCounts: string;
@@ -74,6 +81,12 @@ export interface PartitionKeys {
   expiry: string;
   /** ZSET `<crawl key>` → epoch ms until which it stays stopped (late children refused). */
   stopped: string;
+  /**
+   * ZSET crawl ref → epoch ms after which a completed crawl's records (settings, ref, app index entry,
+   * counters) are dropped by `sweepFinished`: completion + the dupefilter TTL. New work for the crawl
+   * takes it out again.
+   */
+  finished: string;
 }
 
 /** The hash tag of a partition. */
@@ -103,6 +116,7 @@ export function partitionKeys(p: PartitionRef): PartitionKeys {
     domainCounts: `${t}:dcount:${s}`,
     expiry: `${t}:expiry`,
     stopped: `${t}:stopped`,
+    finished: `${t}:finished`,
   };
 }
 
@@ -112,16 +126,29 @@ export function partitionKeyList(p: PartitionRef): string[] {
 }
 
 /**
- * A crawl's identity inside Redis: 16 hex chars of SHA-1 over appid and crawlid. Deterministic, so the
- * caller can name the crawl's own keys (its dupefilter) without a round trip.
+ * A crawl's identity inside Redis: 16 hex chars of SHA-1 over spider type, appid and crawlid. Deterministic,
+ * so the caller can name the crawl's own keys (its dupefilter) without a round trip. The spider type is part
+ * of it because spider types can share a partition (`SCHEDULER_TYPE_ENABLED=false`): two spider types'
+ * crawls with the same appid/crawlid are different crawls (own settings, dupefilter, counters, stop).
  */
-export function crawlKey(appid: string, crawlid: string): string {
-  return createHash('sha1').update(appid).update('\n').update(crawlid).digest('hex').slice(0, 16);
+export function crawlKey(appid: string, crawlid: string, spider: string): string {
+  return createHash('sha1')
+    .update(spider)
+    .update('\n')
+    .update(appid)
+    .update('\n')
+    .update(crawlid)
+    .digest('hex')
+    .slice(0, 16);
 }
 
-/** SET of 8-byte request fingerprints already seen in a crawl; expires `DUPEFILTER_TIMEOUT` after last use. */
+/**
+ * The exact set of 8-byte request fingerprints already seen in a crawl, as a HASH: field = a fingerprint's
+ * first 2 bytes, value = the concatenated 6-byte rests of the fingerprints with that prefix (enqueue.lua).
+ * Expires `DUPEFILTER_TIMEOUT` after last use.
+ */
 export function dupefilterKey(p: PartitionRef, crawl: string): string {
-  return `${partitionTag(p)}:dupe:${crawl}`;
+  return `${partitionTag(p)}:df:${crawl}`;
 }
 
 /** The throttle scope for a spider type under the `SCHEDULER_TYPE_ENABLED` setting. */

@@ -47,6 +47,12 @@ export function allScripts(): LuaScript[] {
 
 type Arg = string | number | Buffer;
 
+/** ioredis's Buffer variants of EVALSHA/EVAL (generated at runtime for every command, not in its typings). */
+interface BufferEval {
+  evalshaBuffer(sha: string, numkeys: number, ...args: Arg[]): Promise<unknown>;
+  evalBuffer(source: string, numkeys: number, ...args: Arg[]): Promise<unknown>;
+}
+
 /**
  * Runs a script with its declared keys. EVALSHA first; on NOSCRIPT, EVAL (which also caches it).
  * In cluster mode the client routes by the keys, which all share one slot by construction (keys.ts).
@@ -62,5 +68,21 @@ export async function runScript<T = unknown>(
   } catch (error) {
     if (!(error as Error).message?.startsWith('NOSCRIPT')) throw error;
     return (await redis.eval(s.source, keys.length, ...keys, ...args)) as T;
+  }
+}
+
+/** {@link runScript}, but bulk replies come back as Buffers (for replies holding binary data, e.g. members). */
+export async function runScriptBuffer<T = unknown>(
+  redis: RedisClient,
+  s: LuaScript,
+  keys: string[],
+  args: Arg[],
+): Promise<T> {
+  const r = redis as unknown as BufferEval;
+  try {
+    return (await r.evalshaBuffer(s.sha, keys.length, ...keys, ...args)) as T;
+  } catch (error) {
+    if (!(error as Error).message?.startsWith('NOSCRIPT')) throw error;
+    return (await r.evalBuffer(s.source, keys.length, ...keys, ...args)) as T;
   }
 }

@@ -230,6 +230,16 @@ export class FakeFrontier implements FrontierApi {
     return out.slice(0, limit);
   }
 
+  /** Completed crawls to drop: set by a test; the fake just reports and forgets them. */
+  readonly finished = new Map<string, number>();
+
+  async sweepFinished(spider: string, _now = Date.now(), _limit = 1000): Promise<number> {
+    this.#enter('sweepFinished');
+    const n = this.finished.get(spider) ?? 0;
+    this.finished.delete(spider);
+    return n;
+  }
+
   async reclaim(spider: string, _now = Date.now(), _limit = 1000): Promise<number> {
     this.#enter('reclaim');
     const n = this.#expiredLeases.get(spider) ?? 0;

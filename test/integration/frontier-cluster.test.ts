@@ -36,19 +36,20 @@ type Call = { script: string; keys: string[] };
 /** Records the script name and KEYS of every script run meanwhile (EVALSHA, and EVAL after a NOSCRIPT). */
 async function recordScriptCalls(run: () => Promise<void>): Promise<Call[]> {
   const bySha = new Map(allScripts().map((s) => [s.sha, s.name]));
-  const client = redis as unknown as Record<'evalsha' | 'eval', (...args: unknown[]) => Promise<unknown>>;
-  const evalsha = vi.spyOn(client, 'evalsha');
-  const evalSource = vi.spyOn(client, 'eval');
+  type Eval = 'evalsha' | 'eval' | 'evalshaBuffer' | 'evalBuffer';
+  const client = redis as unknown as Record<Eval, (...args: unknown[]) => Promise<unknown>>;
+  // The Buffer variants (replies as Buffers) are used by scripts whose replies carry binary members.
+  const spies = (['evalsha', 'evalshaBuffer', 'eval', 'evalBuffer'] as const).map((m) => vi.spyOn(client, m));
   let shaCalls: unknown[][] = [];
   let sourceCalls: unknown[][] = [];
   try {
     await run();
   } finally {
     // Restoring a spy clears its record, so copy it first.
-    shaCalls = [...evalsha.mock.calls];
-    sourceCalls = [...evalSource.mock.calls];
-    evalsha.mockRestore();
-    evalSource.mockRestore();
+    const [sha, shaBuffer, source, sourceBuffer] = spies.map((s) => [...s.mock.calls]);
+    shaCalls = [...(sha ?? []), ...(shaBuffer ?? [])];
+    sourceCalls = [...(source ?? []), ...(sourceBuffer ?? [])];
+    for (const s of spies) s.mockRestore();
   }
   const toCall = (sha: string, args: unknown[]): Call => ({
     script: bySha.get(sha) ?? `unknown script ${sha}`,
@@ -62,7 +63,7 @@ async function recordScriptCalls(run: () => Promise<void>): Promise<Call[]> {
 
 /** Exercises every Frontier operation (and so every frontier script) once or more. */
 async function exerciseFrontier(frontier: Frontier, spider: string): Promise<void> {
-  // Names of its own per spider type: with SCHEDULER_TYPE_ENABLED=false the types share crawls and domain config.
+  // Names of its own per spider type: with SCHEDULER_TYPE_ENABLED=false the types share a partition and domain config.
   const a = seedCrawl('app', `${spider}-a`, { spiderid: spider, expires: T0 / 1000 + 10 });
   const b = seedCrawl('app', `${spider}-b`, { spiderid: spider });
   await frontier.enqueue(
@@ -89,6 +90,7 @@ async function exerciseFrontier(frontier: Frontier, spider: string): Promise<voi
   await frontier.appInfo(spider, 'app', T0 + 3);
   await frontier.dueCrawls(spider, T0 + 20_000);
   await frontier.stop(spider, 'app', `${spider}-a`, T0 + 20_000);
+  await frontier.sweepFinished(spider, T0 + 3_600_000);
 }
 
 describe('cluster readiness', () => {
@@ -109,10 +111,11 @@ describe('cluster readiness', () => {
     for (const { script, keys } of calls) {
       const spider = keys[0]?.endsWith(':q:wandering') ? 'wandering' : 'link';
       const p = frontier.partitionFor(spider);
-      // The 17 partition keys come first, in PartitionKeys order; then only this partition's dupefilters.
-      expect(keys.slice(0, 17), script).toEqual(partitionKeyList(p));
-      const extra = keys.slice(17);
-      const dupe = (crawlid: string) => dupefilterKey(p, crawlKey('app', `${spider}-${crawlid}`));
+      // The partition keys come first, in PartitionKeys order; then only this partition's dupefilters.
+      const fixed = partitionKeyList(p).length;
+      expect(keys.slice(0, fixed), script).toEqual(partitionKeyList(p));
+      const extra = keys.slice(fixed);
+      const dupe = (crawlid: string) => dupefilterKey(p, crawlKey('app', `${spider}-${crawlid}`, spider));
       if (script === 'stop') expect(extra).toEqual([dupe('a')]);
       else if (script === 'enqueue') expect(extra).toEqual([dupe('a'), dupe('b')]);
       else expect(extra, script).toEqual([]);
@@ -171,8 +174,9 @@ describe('Lua sources', () => {
   /** Commands whose keys are exactly their first argument. */
   const FIRST_ARG_KEY = new Set(
     (
-      'EXPIRE HDEL HEXISTS HGET HGETALL HINCRBY HKEYS HLEN HMGET HSET INCR SADD SCARD SISMEMBER SMEMBERS SREM ' +
-      'ZADD ZCARD ZINCRBY ZRANGE ZRANGEBYLEX ZRANGEBYSCORE ZREM ZREMRANGEBYLEX ZREMRANGEBYSCORE ZSCORE'
+      'EXPIRE HDEL HEXISTS HGET HGETALL HINCRBY HKEYS HLEN HMGET HSET INCR INCRBY SADD SCARD SISMEMBER SMEMBERS SREM ' +
+      'ZADD ZCARD ZCOUNT ZINCRBY ZMSCORE ZRANGE ZRANGEBYLEX ZRANGEBYSCORE ZREM ZREMRANGEBYLEX ZREMRANGEBYRANK ' +
+      'ZREMRANGEBYSCORE ZSCORE'
     ).split(' '),
   );
   /** Commands all of whose arguments are keys. */
@@ -204,7 +208,7 @@ describe('Lua sources', () => {
     expect(seen.size).toBeGreaterThan(10);
   });
 
-  test('the frontier include names the 17 partition keys as KEYS[1..17] in the order of PartitionKeys', () => {
+  test('the frontier include names the partition keys as KEYS[1..n] in the order of PartitionKeys', () => {
     const include = readFileSync(join(SCRIPTS_DIR, 'includes', 'frontier.lua'), 'utf8');
     const table = /local K = \{([\s\S]*?)\n\}/.exec(stripComments(include))?.[1] ?? '';
     const entries = [...table.matchAll(/(\w+)\s*=\s*KEYS\[(\d+)\]/g)].map((m) => [m[1], Number(m[2])] as const);
@@ -226,6 +230,7 @@ describe('Lua sources', () => {
       domainCounts: 'dcount',
       expiry: 'expiry',
       stopped: 'stopped',
+      finished: 'finished',
     };
     const order = Object.keys(partitionKeys({ prefix: 'p', scope: 's', partition: 0, spider: 'link' }));
     expect(entries).toEqual(order.map((name, i) => [luaName[name as keyof PartitionKeys], i + 1]));

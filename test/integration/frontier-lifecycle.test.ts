@@ -1,6 +1,6 @@
 import { afterAll, afterEach, describe, expect, test } from 'vitest';
 import type { CrawlRef, Frontier, Lease, QueueRequest } from '../../lib/redis/frontier.ts';
-import { partitionKeys } from '../../lib/redis/keys.ts';
+import { crawlKey, partitionKeys } from '../../lib/redis/keys.ts';
 import {
   childCrawl,
   dropTestFrontiers,
@@ -156,6 +156,32 @@ describe('stop', () => {
     const third = await frontier.lease('link', { now: T0 });
     expect(third.leased && [third.lease.url, third.skipped]).toEqual(['http://x.com/b', 0]);
     expect(await frontier.lease('link', { now: T0 })).toEqual({ leased: false, nextDueMs: T0 + 10_000, skipped: 0 });
+  });
+});
+
+describe('stop settles in the background', () => {
+  test('a crawl over 6,000 domains: stop answers at once, the backlog is exact, counters go in bounded chunks', async () => {
+    const frontier = testFrontier(redis);
+    const keys = partitionKeys(frontier.partitionFor('link'));
+    const big = seedCrawl('app', 'big');
+    const other = seedCrawl('app', 'other');
+    for (let b = 0; b < 6000; b += 1000) {
+      const urls = Array.from({ length: 1000 }, (_, i) => queueRequest(`http://d${b + i}.com/`, (b + i) % 2));
+      await frontier.enqueue('link', crawlItems(b === 0 ? big : childCrawl(big), urls), T0);
+    }
+    await frontier.enqueue('link', crawlItems(other, [queueRequest('http://d1.com/other')]), T0);
+    const bigRef = await redis.hget(keys.crawlRefs, crawlKey('app', 'big', 'link'));
+    expect(await redis.zcount(keys.crawlIndex, '-inf', '+inf')).toBe(6001);
+
+    expect((await frontier.stop('link', 'app', 'big', T0 + 1)).purged).toBe(6000);
+    // Settled lazily: the counters are still there, the ref waits in K.finished at score 0.
+    expect(await redis.zscore(keys.finished, bigRef as string)).toBe('0');
+    expect(await redis.zcard(keys.crawlIndex)).toBe(6001);
+    // A backlog read settles first (over more than one bounded call), so it is exact.
+    expect(await frontier.backlog('link')).toEqual({ 'd1.com': 1 });
+    expect(await redis.zcard(keys.crawlIndex)).toBe(1);
+    expect(await redis.zcard(keys.finished)).toBe(0);
+    expect((await frontier.crawlInfo('link', 'app', 'other', T0 + 2))?.queued).toBe(1);
   });
 });
 
@@ -353,5 +379,155 @@ describe('redelivery and page caps', () => {
     );
     expect(await frontier.enqueue('link', batch, T0)).toEqual(['queued', 'queued', 'capped']);
     expect(await frontier.enqueue('link', batch, T0 + 1)).toEqual(['duplicate', 'duplicate', 'capped']);
+  });
+});
+
+describe('finished crawls', () => {
+  const TTL_MS = 600_000;
+
+  /** Queues `urls` for `crawl` at `now`, leases and acks them all; returns the acks. */
+  async function crawlToCompletion(frontier: Frontier, crawl: CrawlRef, urls: string[], now: number) {
+    await frontier.enqueue(
+      'link',
+      crawlItems(
+        crawl,
+        urls.map((u) => queueRequest(u)),
+      ),
+      now,
+    );
+    const acks = [];
+    for (const l of await leaseAll(frontier, 'link', now)) acks.push(await frontier.ack(l, 'done', now));
+    return acks;
+  }
+
+  test('a completed crawl keeps its records for the dupefilter TTL, then sweepFinished drops every one of them', async () => {
+    const frontier = testFrontier(redis, { dupefilterTtlSec: TTL_MS / 1000 });
+    const done = seedCrawl('app', 'done', { domain_max_pages: 5, expires: T0S + 86_400 });
+    const open = seedCrawl('app', 'open');
+    const acks = await crawlToCompletion(frontier, done, ['http://x.com/1', 'http://y.com/1'], T0);
+    expect(acks.map((a) => a.complete)).toEqual([false, true]);
+    await frontier.enqueue('link', crawlItems(open, [queueRequest('http://x.com/2')]), T0);
+
+    expect(await frontier.sweepFinished('link', T0 + TTL_MS - 1)).toBe(0);
+    expect((await frontier.crawlInfo('link', 'app', 'done', T0 + TTL_MS - 1))?.done).toBe(2);
+    expect(await frontier.sweepFinished('link', T0 + TTL_MS)).toBe(1);
+    expect(await frontier.sweepFinished('link', T0 + TTL_MS + 1)).toBe(0);
+
+    expect(await frontier.crawlInfo('link', 'app', 'done', T0 + TTL_MS + 1)).toBeUndefined();
+    expect(Object.keys(await frontier.appInfo('link', 'app', T0 + TTL_MS + 1))).toEqual(['open']);
+    expect(await frontier.dueCrawls('link', T0 + 2 * 86_400_000)).toEqual([]);
+    // Nothing of the swept crawl is left in the partition: only the open crawl's records remain.
+    const keys = partitionKeys(frontier.partitionFor('link'));
+    const ref = (await redis.hget(keys.crawlRefs, crawlKey('app', 'open', 'link'))) as string;
+    expect(await redis.hkeys(keys.crawlRefs)).toEqual(expect.arrayContaining(['#', crawlKey('app', 'open', 'link')]));
+    expect(await redis.hlen(keys.crawlRefs)).toBe(2);
+    expect(await redis.hkeys(keys.crawlSettings)).toEqual([ref]);
+    expect((await redis.hkeys(keys.counts)).every((f) => f.startsWith(`${ref}\0`))).toBe(true);
+    expect((await redis.zrange(keys.crawlIndex, '0', '-1')).every((m) => m.startsWith(`${ref}\0`))).toBe(true);
+    expect(await redis.zcard(keys.appIndex)).toBe(1);
+    expect(await redis.zcard(keys.expiry)).toBe(0);
+    expect(await redis.zcard(keys.finished)).toBe(0);
+
+    // Afterwards the crawl is unknown: a late child is refused, a new seed starts it afresh (empty dupefilter).
+    const late = { crawl: childCrawl(done), request: queueRequest('http://x.com/late', -9, 1) };
+    expect(await frontier.enqueue('link', [late], T0 + TTL_MS + 2)).toEqual(['unknown_crawl']);
+    const again = [{ crawl: done, request: queueRequest('http://x.com/1') }];
+    expect(await frontier.enqueue('link', again, T0 + TTL_MS + 3)).toEqual(['queued']);
+    expect((await frontier.crawlInfo('link', 'app', 'done', T0 + TTL_MS + 3))?.done).toBe(0);
+  });
+
+  test('new work for a completed crawl takes it out of the finished set; completing again schedules a new sweep', async () => {
+    const frontier = testFrontier(redis, { dupefilterTtlSec: TTL_MS / 1000 });
+    const crawl = seedCrawl('app', 'c1');
+    await crawlToCompletion(frontier, crawl, ['http://x.com/1'], T0);
+    const finished = partitionKeys(frontier.partitionFor('link')).finished;
+    expect(await redis.zcard(finished)).toBe(1);
+
+    // A duplicate is no new work; a new child is.
+    const dup = { crawl: childCrawl(crawl), request: queueRequest('http://x.com/1') };
+    expect(await frontier.enqueue('link', [dup], T0 + 1000)).toEqual(['duplicate']);
+    expect(await redis.zcard(finished)).toBe(1);
+    const child = { crawl: childCrawl(crawl), request: queueRequest('http://x.com/2', -9, 1) };
+    expect(await frontier.enqueue('link', [child], T0 + 2000)).toEqual(['queued']);
+    expect(await redis.zcard(finished)).toBe(0);
+    expect(await frontier.sweepFinished('link', T0 + 10 * TTL_MS)).toBe(0);
+    expect((await frontier.crawlInfo('link', 'app', 'c1', T0 + 10 * TTL_MS))?.queued).toBe(1);
+
+    const [l] = await leaseAll(frontier, 'link', T0 + 5000);
+    expect((await frontier.ack(l as Lease, 'done', T0 + 6000)).complete).toBe(true);
+    expect(await frontier.sweepFinished('link', T0 + 6000 + TTL_MS - 1)).toBe(0);
+    expect(await frontier.sweepFinished('link', T0 + 6000 + TTL_MS)).toBe(1);
+    expect(await frontier.appInfo('link', 'app', T0 + 6000 + TTL_MS)).toEqual({});
+  });
+
+  test('sweepFinished works through more crawls than its per-call limit, and drops what stopped crawls left', async () => {
+    const frontier = testFrontier(redis, { dupefilterTtlSec: TTL_MS / 1000 });
+    const keys = partitionKeys(frontier.partitionFor('link'));
+    for (let i = 0; i < 7; i++) await crawlToCompletion(frontier, seedCrawl('app', `c${i}`), [`http://x.com/${i}`], T0);
+    const stopped = seedCrawl('app', 'stopped');
+    await frontier.enqueue(
+      'link',
+      crawlItems(stopped, [queueRequest('http://y.com/1'), queueRequest('http://z.com/1')]),
+      T0,
+    );
+    expect(await redis.zcard(keys.finished)).toBe(7);
+    expect(await redis.zcard(keys.crawlIndex)).toBe(2);
+    // A stop settles the counters at once and leaves their deletion to the sweep (due now).
+    await frontier.stop('link', 'app', 'c0', T0 + 1);
+    expect((await frontier.stop('link', 'app', 'stopped', T0 + 1)).purged).toBe(2);
+    expect(await frontier.backlog('link')).toEqual({});
+    expect(await frontier.sweepFinished('link', T0 + 2, 4)).toBe(0);
+    expect(await redis.zcard(keys.crawlIndex)).toBe(0);
+    expect(await frontier.sweepFinished('link', T0 + TTL_MS, 4)).toBe(6);
+    expect(await frontier.appInfo('link', 'app', T0 + TTL_MS)).toEqual({});
+    expect(await redis.zcard(keys.finished)).toBe(0);
+  });
+});
+
+describe('spider types sharing a partition (SCHEDULER_TYPE_ENABLED=false)', () => {
+  test('two spider types crawls with the same appid/crawlid are two crawls: own dupefilter, settings, info, stop, expiry', async () => {
+    const frontier = testFrontier(redis, { typeEnabled: false });
+    expect(frontier.partitionFor('link').scope).toBe('all');
+    expect(frontier.partitionFor('wandering').scope).toBe('all');
+    const link = seedCrawl('app', 'c1', { spiderid: 'link', expires: T0S + 10, attrs: { who: 'link' } });
+    const wandering = seedCrawl('app', 'c1', { spiderid: 'wandering', expires: T0S + 20, attrs: { who: 'wandering' } });
+    const urls = ['http://x.com/1', 'http://y.com/2'];
+    expect(
+      await frontier.enqueue(
+        'link',
+        crawlItems(
+          link,
+          urls.map((u) => queueRequest(u)),
+        ),
+        T0,
+      ),
+    ).toEqual(['queued', 'queued']);
+    // Same URLs, same appid/crawlid, other spider type: not duplicates.
+    expect(await frontier.enqueue('wandering', crawlItems(wandering, [queueRequest(urls[0] as string)]), T0)).toEqual([
+      'queued',
+    ]);
+
+    const l = await frontier.crawlInfo('link', 'app', 'c1', T0);
+    const w = await frontier.crawlInfo('wandering', 'app', 'c1', T0);
+    expect([l?.settings, l?.queued]).toEqual([link.settings, 2]);
+    expect([w?.settings, w?.queued]).toEqual([wandering.settings, 1]);
+    expect((await frontier.appInfo('link', 'app', T0)).c1?.settings).toEqual(link.settings);
+    expect((await frontier.appInfo('wandering', 'app', T0)).c1?.settings).toEqual(wandering.settings);
+    expect((await frontier.dueCrawls('link', T0 + 30_000)).map((s) => s.spiderid)).toEqual(['link']);
+    expect((await frontier.dueCrawls('wandering', T0 + 30_000)).map((s) => s.spiderid)).toEqual(['wandering']);
+
+    // Stopping one leaves the other alone.
+    expect((await frontier.stop('link', 'app', 'c1', T0 + 1)).purged).toBe(2);
+    expect(await frontier.crawlInfo('link', 'app', 'c1', T0 + 1)).toBeUndefined();
+    expect((await frontier.crawlInfo('wandering', 'app', 'c1', T0 + 1))?.queued).toBe(1);
+    expect(await leaseAll(frontier, 'link', T0 + 2)).toEqual([]);
+    const [lease] = await leaseAll(frontier, 'wandering', T0 + 2);
+    expect([lease?.url, lease?.crawl.attrs]).toEqual(['http://x.com/1', { who: 'wandering' }]);
+    expect(await frontier.enqueue('link', [{ crawl: link, request: queueRequest('http://x.com/9') }], T0 + 3)).toEqual([
+      'stopped',
+    ]);
+    expect(
+      await frontier.enqueue('wandering', [{ crawl: wandering, request: queueRequest('http://x.com/9') }], T0 + 3),
+    ).toEqual(['queued']);
   });
 });

@@ -96,6 +96,32 @@ describe('frontier scheduling', () => {
     expect((await leaseAll(frontier, 'link', T0 + 10_000)).map((l) => l.url)).toEqual(['http://a.com/2']);
   });
 
+  test('new requests for an idle, a waiting and a blacklisted domain are scheduled right', async () => {
+    const frontier = testFrontier(redis, { hits: 1, windowSec: 10, moderated: true });
+    const crawl = seedCrawl('app', 'c1');
+    const one = (url: string, priority: number, now: number) =>
+      frontier.enqueue('link', [{ crawl: childCrawl(crawl), request: queueRequest(url, priority) }], now);
+    await frontier.enqueue('link', [{ crawl, request: queueRequest('http://a.com/1', 50) }], T0);
+    expect((await leaseAll(frontier, 'link', T0)).map((l) => l.url)).toEqual(['http://a.com/1']);
+    // a.com is idle (no work) and throttled: its next request waits for the throttle...
+    await one('http://a.com/2', 50, T0 + 1);
+    // ...and a better one arriving meanwhile is the first leased when it allows.
+    await one('http://a.com/3', 90, T0 + 2);
+    expect(await frontier.lease('link', { now: T0 + 3 })).toEqual({
+      leased: false,
+      nextDueMs: T0 + 10_000,
+      skipped: 0,
+    });
+    expect((await leaseAll(frontier, 'link', T0 + 10_000)).map((l) => l.url)).toEqual(['http://a.com/3']);
+    expect((await leaseAll(frontier, 'link', T0 + 20_000)).map((l) => l.url)).toEqual(['http://a.com/2']);
+
+    await frontier.configureDomain('blacklist-update', 'z.com', {}, T0 + 20_001);
+    await one('http://z.com/1', 99, T0 + 20_002);
+    expect(await leaseAll(frontier, 'link', T0 + 20_003)).toEqual([]);
+    await frontier.configureDomain('blacklist-remove', 'z.com', {}, T0 + 20_004);
+    expect((await leaseAll(frontier, 'link', T0 + 20_005)).map((l) => l.url)).toEqual(['http://z.com/1']);
+  });
+
   test('each spider type has its own queue: a lease for one type never returns another type’s request', async () => {
     const frontier = testFrontier(redis);
     const crawl = seedCrawl('app', 'c1');

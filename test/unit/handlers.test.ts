@@ -165,7 +165,7 @@ describe('scheduled handlers with events/scheduled.json', () => {
       TEST_NOW - 3_600_000,
     );
 
-    expect(await expireHandler(provide(ctx))(scheduled(), lambdaContext('expire'))).toEqual({ expired: 2 });
+    expect(await expireHandler(provide(ctx))(scheduled(), lambdaContext('expire'))).toEqual({ expired: 2, swept: 0 });
     expect(ctx.sink.values('demo.outbound_firehose').map((n) => n.crawlid)).toEqual(['a', 'b']);
   });
 

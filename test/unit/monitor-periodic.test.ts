@@ -61,7 +61,7 @@ describe('expireCrawls', () => {
         total_expired: 1,
       },
     ];
-    expect(result).toEqual({ expired: 2, notices });
+    expect(result).toEqual({ expired: 2, swept: 0, notices });
     expect(ctx.sink.values(FIREHOSE)).toEqual(notices);
     expect(ctx.sink.keys(FIREHOSE)).toEqual(['testapp', 'otherapp']);
     expect(ctx.frontier.queued('link', 'testapp', 'gone')).toEqual([]);
@@ -77,13 +77,22 @@ describe('expireCrawls', () => {
     expect(ctx.frontier.queued('link', 'testapp', 'never')).toHaveLength(1);
   });
 
+  it('sweeps completed crawls of every spider type and counts them', async () => {
+    const ctx = testContext();
+    await withExpiringCrawls(ctx);
+    ctx.frontier.finished.set('link', 3);
+    const result = await expireCrawls(ctx);
+    expect(result.swept).toBe(3);
+    expect(ctx.frontier.calls).toContain('sweepFinished');
+  });
+
   it('sends nothing on a second run: each crawl expires once', async () => {
     const ctx = testContext();
     await withExpiringCrawls(ctx);
     await expireCrawls(ctx);
     const sends = ctx.sink.sendCalls;
 
-    expect(await expireCrawls(ctx)).toEqual({ expired: 0, notices: [] });
+    expect(await expireCrawls(ctx)).toEqual({ expired: 0, swept: 0, notices: [] });
     expect(ctx.sink.sendCalls).toBe(sends);
   });
 

@@ -3,10 +3,11 @@
   A late ack (the lease had expired and the request was reclaimed but not yet leased again) removes the
   queued copy, so a slow crawler does not cause a second fetch.
 
-  KEYS[1..17]  partition keys (includes/frontier.lua)
+  KEYS[1..18]  partition keys (includes/frontier.lua)
   ARGV[1..5]   common frontier arguments
   ARGV[6]      member (the lease handle)
   ARGV[7]      outcome: 'done' | 'fail'
+  ARGV[8]      dupefilter TTL (s): a crawl this ack completes is swept that long after (K.finished)
 
   Returns {code, queued, leased, done, failed}
     code 1 acked, 2 acked and the crawl is now complete (nothing queued, nothing leased), 0 the crawl was
@@ -17,12 +18,14 @@
 --- @include "frontier"
 
 local m = ARGV[6]
-local r = parse_member(m)
+local r
 if redis.call('ZREM', K.leases, m) == 1 then
-  if not crawl_alive(r.ref) then return {0, 0, 0, 0, 0} end
+  r = parse_member(m)
+  if not crawl_alive(r) then return {0, 0, 0, 0, 0} end
   redis.call('HINCRBY', K.counts, r.ref .. '\0l', -1)
 elseif redis.call('ZREM', K.queue, m) == 1 or redis.call('ZREM', K.delayed, m) == 1 then
-  if not crawl_alive(r.ref) then return {0, 0, 0, 0, 0} end
+  r = parse_member(m)
+  if not crawl_alive(r) then return {0, 0, 0, 0, 0} end
   count_queued(r, -1)
   schedule(r.domain)
 else
@@ -33,5 +36,8 @@ redis.call('HINCRBY', K.counts, r.ref .. '\0' .. outcome, 1)
 local c = redis.call('HMGET', K.counts, r.ref .. '\0q', r.ref .. '\0l', r.ref .. '\0done', r.ref .. '\0fail')
 local q, l = tonumber(c[1] or 0), tonumber(c[2] or 0)
 local code = 1
-if q <= 0 and l <= 0 then code = 2 end
+if q <= 0 and l <= 0 then
+  code = 2
+  redis.call('ZADD', K.finished, NOW + tonumber(ARGV[8]) * 1000, r.ref)
+end
 return {code, q, l, tonumber(c[3] or 0), tonumber(c[4] or 0)}

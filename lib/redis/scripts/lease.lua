@@ -3,7 +3,7 @@
   throttle allows a fetch now, FIFO among equal priority. The throttle hit is recorded only when a
   request is leased. The request stays invisible to others until it is acked, released or reclaimed.
 
-  KEYS[1..17]  partition keys (includes/frontier.lua)
+  KEYS[1..18]  partition keys (includes/frontier.lua)
   ARGV[1..5]   common frontier arguments (includes/frontier.lua)
   ARGV[6]      lease duration (ms)
   ARGV[7]      egress IP of the caller ('' when throttles are not IP-scoped)
@@ -77,9 +77,10 @@ for _ = 1, bound do
     else
       redis.call('ZREM', K.queue, m)
       local r = parse_member(m)
-      local settings = redis.call('HGET', K.settings, r.ref)
-      if not settings then
-        -- Its crawl was stopped or expired: the counters were settled then; drop it, no throttle hit.
+      local record = crawl_record(r.ref)
+      if not alive_in(record, r) then
+        -- Its crawl was stopped or expired (its counters are settled by stop and the sweep): drop it, no
+        -- throttle hit.
         skipped = skipped + 1
         schedule(domain)
       else
@@ -88,7 +89,7 @@ for _ = 1, bound do
         redis.call('HINCRBY', K.counts, r.ref .. '\0l', 1)
         redis.call('ZADD', K.leases, NOW + lease_ms, m)
         schedule(domain)
-        return {1, m, settings, skipped}
+        return {1, m, record_settings(record), skipped}
       end
     end
   end

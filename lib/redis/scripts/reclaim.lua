@@ -2,7 +2,7 @@
   Reclaim expired leases: requests leased by crawlers that died (or stalled past the deadline) go back to
   their queues, unchanged, for another crawler.
 
-  KEYS[1..17]  partition keys (includes/frontier.lua)
+  KEYS[1..18]  partition keys (includes/frontier.lua)
   ARGV[1..5]   common frontier arguments
   ARGV[6]      at most this many per call
 

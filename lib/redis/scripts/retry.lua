@@ -3,7 +3,7 @@
   the backoff delay passes (held in the delayed set; lease moves it back when due). Possibly fetched by
   another crawler.
 
-  KEYS[1..17]  partition keys (includes/frontier.lua)
+  KEYS[1..18]  partition keys (includes/frontier.lua)
   ARGV[1..5]   common frontier arguments
   ARGV[6]      member (the lease handle)
   ARGV[7]      delay (ms)
@@ -16,9 +16,9 @@
 local m = ARGV[6]
 if redis.call('ZREM', K.leases, m) == 0 then return {-1} end
 local r = parse_member(m)
-if not crawl_alive(r.ref) then return {0} end
+if not crawl_alive(r) then return {0} end
 redis.call('HINCRBY', K.counts, r.ref .. '\0l', -1)
-local nm = build_member(r.domain, clamp_prio(r.prio - 10), redis.call('INCR', K.seq), r.ref, r.depth, r.retries + 1, r.url)
+local nm = build_member(r.domain, clamp_prio(r.prio - 10), redis.call('INCR', K.seq), r.ref, r.depth, r.retries + 1, r.tail)
 redis.call('ZADD', K.delayed, NOW + tonumber(ARGV[7]), nm)
 count_queued(parse_member(nm), 1)
 return {1, nm}

@@ -1,20 +1,32 @@
 --[[
   Shared frontier helpers, included (by the loader, at `--- @include "frontier"`) at the top of every
-  frontier script. Every script that includes this declares the 17 partition keys, in the order of
-  PartitionKeys in keys.ts, as KEYS[1..17], and the common arguments as ARGV[1..5]:
+  frontier script. Every script that includes this declares the 18 partition keys, in the order of
+  PartitionKeys in keys.ts, as KEYS[1..18], and the common arguments as ARGV[1..5]:
     ARGV[1] now (epoch ms)      ARGV[2] default hits     ARGV[3] default window (s)
     ARGV[4] moderated (1|0)     ARGV[5] ip scoping (1|0): throttle per egress IP, checked at lease time
 
   A queued request is one member of the lexicographic ZSET K.queue (all scores 0):
-    <domain> \0 <prio:4><seq:13> \0 <crawl ref> \0 <depth> \0 <retries> \0 <url>
-  so a domain's requests sort by priority (high first) then sequence (FIFO), and a domain's best request
-  is one ZRANGEBYLEX away: O(log n). The member doubles as the lease handle.
+    <domain> \0 <pe:2> <seq:8> <ref> <depth> <retries> <tail>
+  - pe: P0 - priority in 2 base-62 digits (priority in [-1023, 1024]); seq: 8 base-62 digits. Fixed width
+    over an alphabet in ASCII order, so byte order is numeric order: a domain's requests sort by priority
+    (high first) then sequence (FIFO), and its best request is one ZRANGEBYLEX away: O(log n).
+  - ref, depth, retries: small integers, each self-delimiting (see venc).
+  - tail: the URL without its scheme and registrable domain, formatted by the caller (lib/redis/member.ts);
+    opaque here.
+  The member doubles as the lease handle. build_member / parse_member below are the only places that
+  format or read it; member.ts parseMember is the TypeScript side.
+
+  A crawl's record: K.refs <crawl key> -> ref; K.settings ref -> <crawl key:16><first seq:8><spider>\0<JSON>.
+  Refs are small numbers (venc), reused after 2^24: a ref is free when it has no record and is not in
+  K.finished (a stopped crawl's counters wait there for the sweep). A request belongs to the crawl now
+  holding its ref only if its seq is not below the crawl's first seq, so requests a stopped crawl left in
+  the queue never come back to life under a later crawl that got the same ref.
 ]]
 local K = {
   queue = KEYS[1], ready = KEYS[2], waiting = KEYS[3], delayed = KEYS[4], leases = KEYS[5],
   throttle = KEYS[6], dcfg = KEYS[7], black = KEYS[8], seq = KEYS[9], refs = KEYS[10],
   settings = KEYS[11], counts = KEYS[12], cidx = KEYS[13], apps = KEYS[14], dcount = KEYS[15],
-  expiry = KEYS[16], stopped = KEYS[17],
+  expiry = KEYS[16], stopped = KEYS[17], finished = KEYS[18],
 }
 local NOW = tonumber(ARGV[1])
 local DEF_HITS = tonumber(ARGV[2])
@@ -22,10 +34,68 @@ local DEF_WINDOW = tonumber(ARGV[3])
 local MODERATED = ARGV[4] == '1'
 local IP_MODE = ARGV[5] == '1'
 
--- Priorities are stored as P0 - prio in 4 digits: prio in [-1023, 1024].
 local P0 = 1024
-local TWO40 = 1099511627776
 local NEVER = 9007199254740991
+-- Ready scores: (P0 - priority) * 2^42 + seq mod 2^42, exact below 2^53.
+local TWO42 = 4398046511104
+local REF_LIMIT = 16777216
+
+-- Base 62 in ASCII order: 0-9 A-Z a-z (digit values from byte codes by arithmetic: no tables to build).
+local function d62(b)
+  if b < 58 then return b - 48 end
+  if b < 91 then return b - 55 end
+  return b - 61
+end
+
+local function c62(d)
+  if d < 10 then return d + 48 end
+  if d < 36 then return d + 55 end
+  return d + 61
+end
+
+-- n in exactly `width` (<= 8) base-62 digits.
+local function b62(n, width)
+  local d1, d2, d3, d4, d5, d6, d7, d8
+  d8 = n % 62; n = (n - d8) / 62
+  d7 = n % 62; n = (n - d7) / 62
+  if width == 2 then return string.char(c62(d7), c62(d8)) end
+  d6 = n % 62; n = (n - d6) / 62
+  d5 = n % 62; n = (n - d5) / 62
+  d4 = n % 62; n = (n - d4) / 62
+  d3 = n % 62; n = (n - d3) / 62
+  d2 = n % 62; n = (n - d2) / 62
+  d1 = n % 62
+  local s = string.char(c62(d1), c62(d2), c62(d3), c62(d4), c62(d5), c62(d6), c62(d7), c62(d8))
+  if width == 8 then return s end
+  return string.sub(s, 9 - width)
+end
+
+local function b62_num(s, i, j)
+  local n = 0
+  for k = i or 1, j or #s do n = n * 62 + d62(string.byte(s, k)) end
+  return n
+end
+
+-- A small non-negative integer, self-delimiting: one digit for 0..60, else 'z' <base 62> '.'.
+local function venc(n)
+  if n < 61 then return string.char(c62(n)) end
+  if n >= 218340105584896 then return error('ERR frontier integer too large: ' .. n) end
+  local width = 1
+  while 62 ^ width <= n do width = width + 1 end
+  return 'z' .. b62(n, width) .. '.'
+end
+
+-- The encoded integer at position i of s: its text and the position after it.
+local function vtext(s, i)
+  if string.byte(s, i) ~= 122 then return string.sub(s, i, i), i + 1 end
+  local j = string.find(s, '.', i + 1, true)
+  return string.sub(s, i, j), j + 1
+end
+
+local function vnum(t)
+  if #t == 1 then return d62(string.byte(t)) end
+  return b62_num(t, 2, #t - 1)
+end
 
 local function clamp_prio(p)
   if p > 1024 then return 1024 end
@@ -34,36 +104,47 @@ local function clamp_prio(p)
 end
 
 local function prio_enc(prio)
-  return string.format('%04d', P0 - prio)
+  return b62(P0 - prio, 2)
 end
 
-local function build_member(domain, prio, seq, ref, depth, retries, url)
-  return domain .. '\0' .. prio_enc(prio) .. string.format('%013d', seq) .. '\0' .. ref .. '\0' ..
-    depth .. '\0' .. retries .. '\0' .. url
+local function seq_enc(n)
+  if n >= 218340105584896 then return error('ERR frontier sequence numbers exhausted (62^8)') end
+  return b62(n, 8)
+end
+
+-- The member of a request, and its pe (the priority as encoded in it).
+local function build_member(domain, prio, seq, ref, depth, retries, tail)
+  local pe = prio_enc(prio)
+  return domain .. '\0' .. pe .. seq_enc(seq) .. ref .. venc(depth) .. venc(retries) .. tail, pe
 end
 
 local function parse_member(m)
   local i = string.find(m, '\0', 1, true)
-  local pe = string.sub(m, i + 1, i + 4)
-  local k = string.find(m, '\0', i + 19, true)
-  local l = string.find(m, '\0', k + 1, true)
-  local n = string.find(m, '\0', l + 1, true)
+  local pe = string.sub(m, i + 1, i + 2)
+  local ref, depth, retries, p
+  ref, p = vtext(m, i + 11)
+  depth, p = vtext(m, p)
+  retries, p = vtext(m, p)
   return {
     domain = string.sub(m, 1, i - 1),
     pe = pe,
-    prio = P0 - tonumber(pe),
-    seq = tonumber(string.sub(m, i + 5, i + 17)),
-    ref = string.sub(m, i + 19, k - 1),
-    depth = tonumber(string.sub(m, k + 1, l - 1)),
-    retries = tonumber(string.sub(m, l + 1, n - 1)),
-    url = string.sub(m, n + 1),
+    prio = P0 - b62_num(pe, 1, 2),
+    seq = string.sub(m, i + 3, i + 10),
+    ref = ref,
+    depth = vnum(depth),
+    retries = vnum(retries),
+    tail = string.sub(m, p),
   }
 end
 
--- Numeric order of (priority desc, seq asc): fits a double exactly (< 2^51).
+-- Numeric order of (priority desc, seq asc) for the ready set.
+local function ready_score(prio, seq)
+  return (P0 - prio) * TWO42 + seq % TWO42
+end
+
 local function member_score(m)
   local i = string.find(m, '\0', 1, true)
-  return tonumber(string.sub(m, i + 1, i + 4)) * TWO40 + tonumber(string.sub(m, i + 5, i + 17))
+  return b62_num(m, i + 1, i + 2) * TWO42 + b62_num(m, i + 3, i + 10) % TWO42
 end
 
 local function domain_head(domain)
@@ -139,27 +220,92 @@ local function schedule(domain)
   end
 end
 
+-- Per-crawl counters for info and stop live in K.cidx, one ZSET whose score packs the crawl's ref number
+-- and the count: score = refnum * CB + count. Members: `<ref>\0<domain>\0<pe>` (queued per domain and
+-- priority) and `<ref>\0<domain>` (pages ever queued, for domain_max_pages). A crawl's counters are the
+-- score range [refnum * CB, refnum * CB + CB - 1]: one ZRANGEBYSCORE reads them, one ZREMRANGEBYSCORE
+-- drops them. Exact while refnum < 2^24 and a count < CB = 2^29 (doubles are exact below 2^53).
+local CB = 536870912
+
+-- Adds `by` to a crawl counter in K.cidx (created at its first increment, removed at 0); returns the count.
+local function cidx_add(refnum, f, by)
+  local base = refnum * CB
+  local s = tonumber(redis.call('ZINCRBY', K.cidx, by, f))
+  if s < base then
+    -- The member was new (ZINCRBY started it at 0): give it the crawl's base.
+    if by > 0 then redis.call('ZADD', K.cidx, base + by, f) else redis.call('ZREM', K.cidx, f) end
+    return by
+  end
+  local n = s - base
+  if n <= 0 then redis.call('ZREM', K.cidx, f) end
+  return n
+end
+
+-- The count of a crawl counter in K.cidx (0 when absent).
+local function cidx_get(refnum, f)
+  local s = redis.call('ZSCORE', K.cidx, f)
+  if not s then return 0 end
+  return tonumber(s) - refnum * CB
+end
+
+-- The K.cidx member counting a crawl's queued requests in a domain at a priority.
+local function queued_field(ref, domain, pe)
+  return ref .. '\0' .. domain .. '\0' .. pe
+end
+
 -- Counters of queued requests (queued + delayed): per crawl/domain/priority for info, per crawl, per domain.
 local function count_queued(r, by)
-  local f = r.ref .. '\0' .. r.domain .. '\0' .. r.pe
-  local n = redis.call('HINCRBY', K.counts, f, by)
-  if n <= 0 then
-    redis.call('HDEL', K.counts, f)
-    redis.call('ZREM', K.cidx, f)
-  elseif by > 0 and n == by then
-    redis.call('ZADD', K.cidx, 0, f)
-  end
+  cidx_add(vnum(r.ref), queued_field(r.ref, r.domain, r.pe), by)
   redis.call('HINCRBY', K.counts, r.ref .. '\0q', by)
   if redis.call('HINCRBY', K.dcount, r.domain, by) <= 0 then redis.call('HDEL', K.dcount, r.domain) end
 end
 
-local function crawl_alive(ref)
-  return redis.call('HEXISTS', K.settings, ref) == 1
+-- The crawl record of a ref: its settings value, or nil.
+local function crawl_record(ref)
+  return redis.call('HGET', K.settings, ref)
+end
+
+-- Whether the request r belongs to a live crawl: its ref is held and r is not older than the holder.
+local function alive_in(record, r)
+  return record ~= nil and record ~= false and r.seq >= string.sub(record, 17, 24)
+end
+
+local function crawl_alive(r)
+  return alive_in(crawl_record(r.ref), r)
+end
+
+-- The parts of a crawl record.
+local function record_key(record) return string.sub(record, 1, 16) end
+local function record_spider(record) return string.sub(record, 25, string.find(record, '\0', 25, true) - 1) end
+local function record_settings(record) return string.sub(record, string.find(record, '\0', 25, true) + 1) end
+
+-- A crawl's entry in K.apps: <spider> \0 <appid> \0 <ref>.
+local function app_member(record, ref)
+  return record_spider(record) .. '\0' .. cjson.decode(record_settings(record)).appid .. '\0' .. ref
+end
+
+-- Removes a crawl's records: settings, ref, app index entry, expiry entry, crawl counters. Not its
+-- per-domain counters in K.cidx (drop_counters: at once, or later by the sweep), nor its queued requests
+-- (dropped when a lease meets them: lazy purge), nor its dupefilter (a key of its own, the caller's).
+local function drop_crawl(ref, record)
+  redis.call('HDEL', K.counts, ref .. '\0q', ref .. '\0l', ref .. '\0done', ref .. '\0fail', ref .. '\0maxp')
+  local ckey = record_key(record)
+  if redis.call('HGET', K.refs, ckey) == ref then redis.call('HDEL', K.refs, ckey) end
+  redis.call('ZREM', K.apps, app_member(record, ref))
+  redis.call('HDEL', K.settings, ref)
+  redis.call('ZREM', K.expiry, ref)
+end
+
+-- Removes a ref's per-domain counters (K.cidx) and its K.finished entry: after this the ref is free.
+local function drop_counters(ref)
+  local base = vnum(ref) * CB
+  redis.call('ZREMRANGEBYSCORE', K.cidx, base, base + CB - 1)
+  redis.call('ZREM', K.finished, ref)
 end
 
 -- Puts a leased (or reclaimed) request back in its queue, unchanged: it keeps its FIFO place.
 local function requeue(m, r)
-  if not crawl_alive(r.ref) then return 0 end
+  if not crawl_alive(r) then return 0 end
   redis.call('ZADD', K.queue, 0, m)
   count_queued(r, 1)
   redis.call('HINCRBY', K.counts, r.ref .. '\0l', -1)

@@ -4,6 +4,8 @@
  */
 import { Command, CommanderError } from 'commander';
 import { ConfigError, SchemaValidationError } from '../errors.ts';
+import { registerActions } from './action-commands.ts';
+import { registerCrawl } from './crawl-command.ts';
 import { registerDemo } from './demo-command.ts';
 import { registerDump } from './dump-command.ts';
 import { registerFeed } from './feed-command.ts';
@@ -24,6 +26,8 @@ export async function main(argv: string[]): Promise<number> {
   registerTopics(program, out);
   registerFeed(program, out);
   registerDump(program, out);
+  registerCrawl(program, out);
+  registerActions(program, out);
   registerLocal(program, out);
   registerDemo(program, out);
   try {

@@ -1,0 +1,481 @@
+/**
+ * `crawl-cluster crawl <url>`: feeds one crawl to a running cluster and follows it to the end. It listens
+ * on `<p>.crawled_firehose` and `<p>.outbound_firehose` before feeding (so no page is missed), asks the
+ * cluster every 2 s what is still pending, shows a live progress line, writes the pages to `--out`, and
+ * ends when the crawl's `complete` notice arrives. Ctrl-C offers to stop the crawl in the cluster.
+ */
+import { randomBytes } from 'node:crypto';
+import { once } from 'node:events';
+import { createWriteStream, type WriteStream } from 'node:fs';
+import { createInterface } from 'node:readline';
+import { type Command, CommanderError, InvalidArgumentError } from 'commander';
+import { config } from '../config/index.ts';
+import { CrawlClusterError, SchemaValidationError } from '../errors.ts';
+import { type CrawlRequest, validateRequest } from '../schemas/index.ts';
+import type { Output } from './output.ts';
+import { ProgressLine } from './progress-line.ts';
+import { ClusterSession, type Message, noClusterHint, ReplyWaiter, requestUuid } from './reply-wait.ts';
+
+/** What `crawl` is told on the command line. */
+export interface CrawlOptions {
+  depth: number;
+  allowedDomain?: string[];
+  priority?: number;
+  appid: string;
+  crawlid?: string;
+  spiderid: string;
+  out?: string;
+  timeout?: number;
+  prefix?: string;
+}
+
+/** How often the cluster is asked what is pending: often enough for a live count, rare enough to cost nothing. */
+const INFO_EVERY_MS = 2000;
+/** Silence for this long after feeding means nothing is listening for requests on this prefix. */
+const NO_ANSWER_HINT_MS = 10_000;
+/** Work pending but no page for this long: no crawler is running (or the domain is throttled hard). */
+const NO_PAGE_HINT_MS = 30_000;
+/**
+ * The `complete` notice and the last pages travel on different topics, so the notice can be read first;
+ * the pages it counts are waited for this long.
+ */
+const LATE_PAGES_MS = 5000;
+/** How long a stop on Ctrl-C waits for its reply. */
+const STOP_REPLY_MS = 10_000;
+/** The exit code of a command ended by Ctrl-C, as shells report it. */
+const EXIT_INTERRUPTED = 130;
+
+/** How a watched crawl ended. */
+type Ending =
+  | { kind: 'complete'; notice: Message }
+  | { kind: 'timeout' }
+  | { kind: 'interrupted' }
+  | { kind: 'stopped-elsewhere'; reply: Message };
+
+/** The result document (`--json`) and the basis of the human summary. */
+export interface CrawlSummary {
+  status: 'complete' | 'timeout' | 'interrupted' | 'stopped';
+  appid: string;
+  crawlid: string;
+  url: string;
+  prefix: string;
+  pages: number;
+  failed: number;
+  /** The last pending count the cluster reported, when any. */
+  pending?: number;
+  seconds: number;
+  pages_per_second: number;
+  out?: string;
+  /** The `complete` notice, as it came. */
+  notice?: Message;
+  /** The reply to the stop sent on Ctrl-C, as it came. */
+  stop?: Message;
+}
+
+/** `crawl-cluster crawl`. */
+export function registerCrawl(program: Command, out: Output): void {
+  program
+    .command('crawl')
+    .description(
+      'feed one crawl to the running cluster and follow it: live progress, pages to a file, a summary when it completes',
+    )
+    .argument('<url>', 'the seed URL (a bare host gets http://)')
+    .option('--depth <n>', 'follow links this many hops from the seed (0-3)', integer, 0)
+    .option(
+      '--allowed-domain <domain>',
+      'follow links only to this domain and its subdomains (repeat for more)',
+      (v: string, list: string[] | undefined) => [...(list ?? []), v],
+    )
+    .option('--priority <p>', 'request priority, 1-100; higher is crawled first (default: 1)', integer)
+    .option('--appid <appid>', 'the application the crawl belongs to (3-40 characters)', 'cli')
+    .option('--crawlid <crawlid>', 'the crawl id (1-40 characters; default: a fresh one)')
+    .option('--spiderid <spiderid>', 'the spider to crawl with', 'link')
+    .option('--out <file>', 'write every page (success or failure) as one JSON line to this file')
+    .option('--timeout <seconds>', 'give up following after this many seconds (default: no limit)', positiveSeconds)
+    .option('--prefix <prefix>', 'topic prefix (default: KAFKA_TOPIC_PREFIX)')
+    .addHelpText(
+      'after',
+      [
+        '',
+        'Needs the cluster running (crawl-cluster local, or a deployment) on the same topic prefix.',
+        'Progress (pages done, failed, pending, pages/s) goes to stderr; the summary to stdout.',
+        'Ctrl-C asks whether to stop the crawl in the cluster (when stdin is not a terminal it is stopped).',
+        'Exit codes: 0 the crawl completed; 1 --timeout, stopped by another client, or Kafka unreachable',
+        '(within about 15 s); 2 invalid input; 130 interrupted by Ctrl-C.',
+        'With --json: one JSON document {"status","appid","crawlid","pages","failed","seconds",...} on stdout.',
+      ].join('\n'),
+    )
+    .action(async (url: string, opts: CrawlOptions) => {
+      const request = crawlRequest(url, opts, out);
+      const file = opts.out === undefined ? undefined : await openOut(opts.out);
+      const session = await ClusterSession.open(config(), opts.prefix, [
+        'incoming',
+        'crawledFirehose',
+        'outboundFirehose',
+      ]).catch(async (error: unknown) => {
+        await closeOut(file);
+        throw error;
+      });
+      let exitCode = 0;
+      try {
+        exitCode = await new CrawlWatch(session, request, opts, out, file).run();
+      } finally {
+        await session.close();
+        await closeOut(file);
+      }
+      // main() maps errors to 1 and 2 only; an interrupted command ends as shells expect.
+      if (exitCode === EXIT_INTERRUPTED) process.exit(EXIT_INTERRUPTED);
+    });
+}
+
+function integer(v: string): number {
+  const n = Number(v);
+  if (v.trim() === '' || !Number.isInteger(n)) throw new InvalidArgumentError('must be an integer');
+  return n;
+}
+
+function positiveSeconds(v: string): number {
+  const n = Number(v);
+  if (!Number.isFinite(n) || n <= 0) throw new InvalidArgumentError('must be a positive number of seconds');
+  return n;
+}
+
+/** A crawl id that sorts by start time and is unique enough to never collide: `cli-<time>-<random>`. */
+export function newCrawlid(now = Date.now()): string {
+  return `cli-${now.toString(36)}-${randomBytes(3).toString('hex')}`;
+}
+
+/**
+ * Builds the crawl request and validates it as the kafka-monitor will; an invalid one is reported with
+ * every reason and ends the command with exit code 2 before anything is sent.
+ */
+export function crawlRequest(url: string, opts: CrawlOptions, out: Output): CrawlRequest & Message {
+  const request: Message = {
+    url,
+    appid: opts.appid,
+    crawlid: opts.crawlid ?? newCrawlid(),
+    spiderid: opts.spiderid,
+    maxdepth: opts.depth,
+  };
+  if (opts.priority !== undefined) request.priority = opts.priority;
+  if (opts.allowedDomain !== undefined) request.allowed_domains = opts.allowedDomain;
+  try {
+    const checked = validateRequest(request);
+    // The bare-host fix-up is applied here so the progress and summary show the URL that is crawled.
+    if (checked.type === 'crawl') request.url = checked.request.url;
+  } catch (error) {
+    if (!(error instanceof SchemaValidationError)) throw error;
+    if (out.json) out.data({ error: error.kind, details: error.details });
+    else {
+      for (const d of error.details) out.error(`${d.path ? `${d.path} ` : ''}${d.message} (${error.kind})`);
+      out.error('invalid crawl request; nothing was sent');
+    }
+    throw new CommanderError(2, 'crawl-cluster.invalidRequest', 'invalid crawl request; nothing was sent');
+  }
+  return request as CrawlRequest & Message;
+}
+
+async function openOut(path: string): Promise<WriteStream> {
+  const stream = createWriteStream(path, { flags: 'w' });
+  try {
+    await once(stream, 'open');
+  } catch (error) {
+    throw new CrawlClusterError(`cannot write ${path}: ${(error as Error).message}`);
+  }
+  return stream;
+}
+
+async function closeOut(stream: WriteStream | undefined): Promise<void> {
+  if (stream === undefined || stream.closed) return;
+  stream.end();
+  await once(stream, 'close').catch(() => {});
+}
+
+/** One crawl followed from feeding to its end. */
+class CrawlWatch {
+  private readonly session: ClusterSession;
+  private readonly request: CrawlRequest & Message;
+  private readonly opts: CrawlOptions;
+  private readonly out: Output;
+  private readonly file: WriteStream | undefined;
+  private readonly replies = new ReplyWaiter();
+  private readonly infoUuids = new Set<string>();
+  private readonly succeeded = new Set<string>();
+  private readonly failed = new Set<string>();
+  private pending: number | undefined;
+  private started = Date.now();
+  private lastInfoAt = 0;
+  private firstAnswerAt: number | undefined;
+  private lastPageAt: number | undefined;
+  private notice: Message | undefined;
+  private hinted = false;
+  private end!: (ending: Ending) => void;
+  private fail!: (error: Error) => void;
+  private readonly ended: Promise<Ending>;
+  private progress: ProgressLine | undefined;
+
+  constructor(
+    session: ClusterSession,
+    request: CrawlRequest & Message,
+    opts: CrawlOptions,
+    out: Output,
+    file: WriteStream | undefined,
+  ) {
+    this.session = session;
+    this.request = request;
+    this.opts = opts;
+    this.out = out;
+    this.file = file;
+    let settled = false;
+    this.ended = new Promise<Ending>((resolve, reject) => {
+      this.end = (ending) => {
+        if (settled) return;
+        settled = true;
+        resolve(ending);
+      };
+      this.fail = (error) => {
+        if (settled) return;
+        settled = true;
+        reject(error);
+      };
+    });
+    this.ended.catch(() => {});
+  }
+
+  /** @returns the exit code: 0 complete, 130 interrupted; other endings throw */
+  async run(): Promise<number> {
+    const { topics } = this.session;
+    await this.session.listen(
+      [topics.crawledFirehose, topics.outboundFirehose],
+      (topic, message) => (topic === topics.crawledFirehose ? this.onPage(message) : this.onOutbound(message)),
+      (error) => this.fail(error),
+    );
+    await this.session.send(this.request);
+    this.started = Date.now();
+    const { url, appid, crawlid, maxdepth } = this.request;
+    this.out.progress(
+      `crawling ${url} to depth ${maxdepth} (appid ${appid}, crawlid ${crawlid}, prefix ${this.session.prefix}); Ctrl-C to stop`,
+    );
+    this.progress = new ProgressLine(() => this.statusLine());
+
+    const timers = [setInterval(() => this.tick(), 500)];
+    if (this.opts.timeout !== undefined) {
+      timers.push(setTimeout(() => this.end({ kind: 'timeout' }), this.opts.timeout * 1000));
+    }
+    let signals = 0;
+    const onSignal = () => {
+      signals += 1;
+      // A second Ctrl-C means whatever the first one started is stuck or unwanted: leave at once.
+      if (signals > 1) process.exit(EXIT_INTERRUPTED);
+      this.end({ kind: 'interrupted' });
+    };
+    process.on('SIGINT', onSignal);
+    process.on('SIGTERM', onSignal);
+    this.tick();
+    try {
+      const ending = await this.ended;
+      for (const t of timers) clearTimeout(t);
+      return await this.finish(ending);
+    } finally {
+      for (const t of timers) clearTimeout(t);
+      this.progress.stop();
+      process.off('SIGINT', onSignal);
+      process.off('SIGTERM', onSignal);
+    }
+  }
+
+  /** Asks for the pending count now and then, and says so when the cluster seems absent. */
+  private tick(): void {
+    const now = Date.now();
+    if (now - this.lastInfoAt >= INFO_EVERY_MS) {
+      this.lastInfoAt = now;
+      const uuid = requestUuid();
+      this.infoUuids.add(uuid);
+      const { appid, crawlid, spiderid } = this.request;
+      this.session.send({ uuid, appid, crawlid, spiderid, action: 'info' }).catch((error: Error) => this.fail(error));
+    }
+    if (this.hinted) return;
+    const quiet = now - this.started;
+    if (this.firstAnswerAt === undefined && quiet >= NO_ANSWER_HINT_MS) {
+      this.hint(
+        `no page and no reply from the cluster after ${NO_ANSWER_HINT_MS / 1000} s; ${noClusterHint(this.session.prefix)}`,
+      );
+    } else if (this.lastPageAt === undefined && quiet >= NO_PAGE_HINT_MS && this.firstAnswerAt !== undefined) {
+      this.hint(
+        this.pending === 0
+          ? `the cluster has nothing pending for this crawl and no page came after ${NO_PAGE_HINT_MS / 1000} s; was the request rejected? see: crawl-cluster dump rejected`
+          : `${this.pending ?? 'some'} requests pending but no page after ${NO_PAGE_HINT_MS / 1000} s; are crawler workers running (crawl-cluster local starts CRAWLER_WORKERS of them), or is the domain throttled?`,
+      );
+    }
+  }
+
+  private hint(message: string): void {
+    this.hinted = true;
+    this.progress?.note(message);
+  }
+
+  private onPage(page: Message): void {
+    if (page.crawlid !== this.request.crawlid || page.appid !== this.request.appid) return;
+    const url = String(page.url);
+    // Delivery is at least once (a crawler killed between publishing and acking publishes again).
+    if (this.succeeded.has(url) || this.failed.has(url)) return;
+    (page.success === false ? this.failed : this.succeeded).add(url);
+    this.lastPageAt = Date.now();
+    this.firstAnswerAt ??= this.lastPageAt;
+    this.file?.write(`${JSON.stringify(page)}\n`);
+    this.maybeComplete();
+  }
+
+  private onOutbound(message: Message): void {
+    if (typeof message.uuid === 'string' && this.infoUuids.delete(message.uuid)) {
+      this.firstAnswerAt ??= Date.now();
+      if (typeof message.total_pending === 'number') this.pending = message.total_pending;
+      return;
+    }
+    if (this.replies.offer(message)) return;
+    if (message.crawlid !== this.request.crawlid || message.appid !== this.request.appid) return;
+    if (message.action === 'complete') {
+      this.notice = message;
+      this.pending = 0;
+      this.maybeComplete();
+      // The pages the notice counts should be read by now; if some never come, the notice still ends the crawl.
+      setTimeout(() => this.end({ kind: 'complete', notice: message }), LATE_PAGES_MS).unref();
+    } else if (message.action === 'stop') {
+      this.end({ kind: 'stopped-elsewhere', reply: message });
+    }
+  }
+
+  private maybeComplete(): void {
+    const n = this.notice;
+    if (n === undefined) return;
+    if (this.succeeded.size >= Number(n.total_pages ?? 0) && this.failed.size >= Number(n.total_failed ?? 0)) {
+      this.end({ kind: 'complete', notice: n });
+    }
+  }
+
+  private elapsedSeconds(): number {
+    return (Date.now() - this.started) / 1000;
+  }
+
+  private rate(): number {
+    return (this.succeeded.size + this.failed.size) / Math.max(this.elapsedSeconds(), 0.001);
+  }
+
+  private statusLine(): string {
+    const pending = this.pending === undefined ? '?' : String(this.pending);
+    return `pages ${this.succeeded.size}, failed ${this.failed.size}, pending ${pending}, ${this.rate().toFixed(1)} pages/s, ${this.elapsedSeconds().toFixed(0)} s`;
+  }
+
+  private async finish(ending: Ending): Promise<number> {
+    this.progress?.stop();
+    let stop: Message | undefined;
+    if (ending.kind === 'interrupted') stop = await this.offerStop();
+    const summary = this.summary(ending, stop);
+    this.report(summary);
+    switch (ending.kind) {
+      case 'complete':
+        return 0;
+      case 'interrupted':
+        return EXIT_INTERRUPTED;
+      case 'timeout':
+        throw new CrawlClusterError(
+          `the crawl did not complete within ${this.opts.timeout} s; it goes on in the cluster (stop it with: crawl-cluster stop --appid ${this.request.appid} --crawlid ${this.request.crawlid})`,
+        );
+      case 'stopped-elsewhere':
+        throw new CrawlClusterError(
+          `the crawl was stopped by another client (${ending.reply.total_purged} pending requests purged)`,
+        );
+    }
+  }
+
+  /** Ctrl-C: asks whether to stop the crawl in the cluster when a person can answer, else stops it. */
+  private async offerStop(): Promise<Message | undefined> {
+    const { appid, crawlid, spiderid } = this.request;
+    if (process.stdin.isTTY) {
+      const answer = await ask(`stop crawl ${crawlid} in the cluster too (its pending requests are purged)? [y/N] `);
+      if (!/^y(es)?$/i.test(answer.trim())) {
+        this.out.progress(
+          `left crawl ${crawlid} running; stop it later with: crawl-cluster stop --appid ${appid} --crawlid ${crawlid}`,
+        );
+        return undefined;
+      }
+    }
+    const uuid = requestUuid();
+    const reply = this.replies.expect(uuid, STOP_REPLY_MS);
+    this.out.progress(`stopping crawl ${crawlid} (Ctrl-C again to leave without waiting)`);
+    try {
+      await this.session.send({ uuid, appid, crawlid, spiderid, action: 'stop' });
+    } catch (error) {
+      this.out.error(`the stop request was not sent: ${(error as Error).message}`);
+      return undefined;
+    }
+    const answer = await reply;
+    if (answer === undefined) {
+      this.out.error(
+        `no reply to the stop request within ${STOP_REPLY_MS / 1000} s; ${noClusterHint(this.session.prefix)}`,
+      );
+    } else {
+      this.out.progress(
+        `stopped crawl ${crawlid}: purged ${answer.total_purged} pending request${answer.total_purged === 1 ? '' : 's'}`,
+      );
+    }
+    return answer;
+  }
+
+  private summary(ending: Ending, stop: Message | undefined): CrawlSummary {
+    const seconds = Math.round(this.elapsedSeconds() * 1000) / 1000;
+    const status = ending.kind === 'stopped-elsewhere' ? 'stopped' : ending.kind;
+    const summary: CrawlSummary = {
+      status,
+      appid: this.request.appid,
+      crawlid: this.request.crawlid,
+      url: this.request.url,
+      prefix: this.session.prefix,
+      pages: this.succeeded.size,
+      failed: this.failed.size,
+      seconds,
+      pages_per_second: Math.round(this.rate() * 100) / 100,
+    };
+    if (this.pending !== undefined) summary.pending = this.pending;
+    if (this.opts.out !== undefined) summary.out = this.opts.out;
+    if (ending.kind === 'complete') summary.notice = ending.notice;
+    if (stop !== undefined) summary.stop = stop;
+    return summary;
+  }
+
+  private report(s: CrawlSummary): void {
+    if (this.out.json) {
+      this.out.data(s);
+      return;
+    }
+    const what = {
+      complete: 'complete',
+      timeout: 'not complete (timed out)',
+      interrupted: 'interrupted',
+      stopped: 'stopped',
+    }[s.status];
+    this.out.info(
+      `crawl ${s.crawlid} ${what}: ${s.pages} page${s.pages === 1 ? '' : 's'}, ${s.failed} failed in ${s.seconds.toFixed(1)} s (${s.pages_per_second.toFixed(1)} pages/s)`,
+    );
+    if (s.status !== 'complete' && s.pending !== undefined) this.out.info(`pending when last asked: ${s.pending}`);
+    const n = s.notice;
+    if (n !== undefined && (n.total_pages !== s.pages || n.total_failed !== s.failed)) {
+      this.out.info(`the cluster counted ${n.total_pages} pages and ${n.total_failed} failed`);
+    }
+    if (s.out !== undefined) this.out.info(`pages written to ${s.out}`);
+  }
+}
+
+/** One answer from a person at the terminal; Ctrl-C or end of input counts as "no". */
+async function ask(question: string): Promise<string> {
+  const rl = createInterface({ input: process.stdin, output: process.stderr });
+  try {
+    return await new Promise<string>((resolve) => {
+      rl.on('SIGINT', () => resolve(''));
+      rl.on('close', () => resolve(''));
+      rl.question(question, resolve);
+    });
+  } finally {
+    rl.close();
+  }
+}

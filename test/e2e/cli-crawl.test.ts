@@ -1,0 +1,389 @@
+/**
+ * `crawl-cluster crawl`, `info`, `stop` and `stats` as a user runs them: the real CLI in a child process,
+ * talking over Kafka to a local cluster started in this process (the real handlers, fresh prefixes) that
+ * crawls the fixture site on loopback.
+ */
+import { type ChildProcess, spawn } from 'node:child_process';
+import { mkdtemp, readFile, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { type FixtureSite, startSite } from '../../bench/site/site.ts';
+import { config, type Variables } from '../../lib/config/index.ts';
+import { ensureTopics } from '../../lib/kafka/client.ts';
+import { clusterTopicList, clusterTopics } from '../../lib/kafka/topics.ts';
+import { startTestCluster, type TestCluster } from '../helpers/cluster.ts';
+import { testKafka, uniqueName, waitUntil } from '../helpers/services.ts';
+
+const repoRoot = fileURLToPath(new URL('../..', import.meta.url));
+const APPID = 'cli-e2e';
+
+interface CliRun {
+  child: ChildProcess;
+  stdout: () => string;
+  stderr: () => string;
+  exited: Promise<{ code: number | null; ms: number }>;
+}
+
+/** The environment that points the CLI at a test cluster's topics (and Redis, as a user's shell would). */
+function clusterEnv(vars: Variables): Record<string, string> {
+  return {
+    KAFKA_BROKERS: vars.KAFKA_BROKERS,
+    KAFKA_TOPIC_PREFIX: vars.KAFKA_TOPIC_PREFIX,
+    REDIS_HOST: vars.REDIS_HOST,
+    REDIS_PORT: String(vars.REDIS_PORT),
+    REDIS_CLUSTER: String(vars.REDIS_CLUSTER),
+    REDIS_KEY_PREFIX: vars.REDIS_KEY_PREFIX,
+  };
+}
+
+/** Starts `node bin/crawl-cluster.ts ...args` (stdin a closed pipe); killed after `killAfterMs` so a hang fails the test. */
+function startCli(args: string[], env: Record<string, string>, killAfterMs = 90_000): CliRun {
+  const started = Date.now();
+  const child = spawn(process.execPath, ['bin/crawl-cluster.ts', ...args], {
+    cwd: repoRoot,
+    env: { ...process.env, ...env },
+    stdio: ['pipe', 'pipe', 'pipe'],
+  });
+  let stdout = '';
+  let stderr = '';
+  child.stdout?.setEncoding('utf8').on('data', (d: string) => {
+    stdout += d;
+  });
+  child.stderr?.setEncoding('utf8').on('data', (d: string) => {
+    stderr += d;
+  });
+  child.stdin?.end();
+  const killer = setTimeout(() => child.kill('SIGKILL'), killAfterMs);
+  const exited = new Promise<{ code: number | null; ms: number }>((resolve) => {
+    child.on('close', (code) => {
+      clearTimeout(killer);
+      resolve({ code, ms: Date.now() - started });
+    });
+  });
+  return { child, stdout: () => stdout, stderr: () => stderr, exited };
+}
+
+async function runCli(
+  args: string[],
+  env: Record<string, string>,
+): Promise<{ code: number | null; ms: number; stdout: string; stderr: string }> {
+  const run = startCli(args, env);
+  const { code, ms } = await run.exited;
+  return { code, ms, stdout: run.stdout(), stderr: run.stderr() };
+}
+
+describe('crawl-cluster crawl against a running cluster with one crawler worker', () => {
+  let site: FixtureSite;
+  let t: TestCluster;
+  let env: Record<string, string>;
+  let dir: string;
+
+  beforeAll(async () => {
+    site = await startSite({ pages: 60, links: 4 });
+    t = await startTestCluster(
+      {
+        ALLOW_PRIVATE_NETWORKS: true,
+        CRAWLER_HOST_MAP: site.hostMap,
+        QUEUE_HITS: 1000,
+        QUEUE_WINDOW: 1,
+        QUEUE_MODERATED: false,
+        LOG_LEVEL: 'WARN',
+      },
+      { crawlerWorkers: 1 },
+    );
+    env = clusterEnv(t.vars);
+    dir = await mkdtemp(join(tmpdir(), 'cli-crawl-'));
+  });
+  afterAll(async () => {
+    await t?.stop();
+    await site?.close();
+    if (dir) await rm(dir, { recursive: true, force: true });
+  });
+
+  const urlsOf = (pages: Set<number>) => [...pages].map((n) => site.url(n)).sort();
+
+  it('--depth 1 exits 0 once the crawl completes; --out holds exactly the pages within one hop and the summary counts them', async () => {
+    const out = join(dir, 'pages.jsonl');
+    const expected = urlsOf(site.reachable(0, 1));
+
+    const run = await runCli(
+      ['crawl', site.url(0), '--depth', '1', '--appid', APPID, '--crawlid', 'depth1', '--out', out],
+      env,
+    );
+
+    expect(run.code).toBe(0);
+    const pages = (await readFile(out, 'utf8'))
+      .split('\n')
+      .filter((l) => l !== '')
+      .map((l) => JSON.parse(l) as Record<string, unknown>);
+    expect(pages.map((p) => p.url as string).sort()).toEqual(expected);
+    for (const p of pages) expect(p).toMatchObject({ appid: APPID, crawlid: 'depth1', success: true });
+    expect(run.stdout).toContain(`crawl depth1 complete: ${expected.length} pages, 0 failed in `);
+    expect(run.stdout).toMatch(/\(\d+(\.\d)? pages\/s\)/);
+    expect(run.stdout).toContain(`pages written to ${out}`);
+    expect(run.stderr).toContain(`crawling ${site.url(0)} to depth 1 (appid ${APPID}, crawlid depth1`);
+  });
+
+  it('--json prints one summary document whose counts match the complete notice', async () => {
+    const expected = site.reachable(5, 1).size;
+
+    const run = await runCli(['crawl', site.url(5), '--depth', '1', '--appid', APPID, '--json'], env);
+
+    expect(run.code).toBe(0);
+    const summary = JSON.parse(run.stdout) as Record<string, unknown>;
+    expect(summary).toMatchObject({
+      status: 'complete',
+      appid: APPID,
+      url: site.url(5),
+      prefix: t.vars.KAFKA_TOPIC_PREFIX,
+      pages: expected,
+      failed: 0,
+      pending: 0,
+      notice: { action: 'complete', appid: APPID, total_pages: expected, total_failed: 0 },
+    });
+    // A crawlid was generated, and the notice is for it.
+    expect(summary.crawlid).toMatch(/^cli-[0-9a-z]+-[0-9a-f]{6}$/);
+    expect((summary.notice as Record<string, unknown>).crawlid).toBe(summary.crawlid);
+    expect(summary.seconds).toBeGreaterThan(0);
+    expect(summary.pages_per_second).toBeGreaterThan(0);
+  });
+
+  it('--allowed-domain keeps the crawl on that host', async () => {
+    const host = site.hosts[0] as string;
+    const out = join(dir, 'allowed.jsonl');
+    const expected = urlsOf(site.reachable(0, 2, (h) => h === host));
+
+    const run = await runCli(
+      ['crawl', site.url(0), '--depth', '2', '--allowed-domain', host, '--appid', APPID, '--out', out],
+      env,
+    );
+
+    expect(run.code).toBe(0);
+    const urls = (await readFile(out, 'utf8'))
+      .split('\n')
+      .filter((l) => l !== '')
+      .map((l) => (JSON.parse(l) as { url: string }).url);
+    expect(urls.sort()).toEqual(expected);
+    expect(run.stdout).toContain(`complete: ${expected.length} pages, 0 failed`);
+  });
+});
+
+describe('info, stop, stats and an unfinished crawl against a running cluster without crawler workers', () => {
+  let t: TestCluster;
+  let env: Record<string, string>;
+
+  /** Waits until the kafka-monitor has queued `n` requests of the crawl. */
+  const queued = (crawlid: string, n: number) =>
+    waitUntil(`${n} requests of ${crawlid} queued`, async () => {
+      const info = await t.deps.ctx.frontier.crawlInfo('link', APPID, crawlid);
+      return (info?.queued ?? 0) === n;
+    });
+
+  beforeAll(async () => {
+    t = await startTestCluster({ LOG_LEVEL: 'WARN' }, { crawlerWorkers: 0 });
+    env = clusterEnv(t.vars);
+    // Nothing crawls these: without workers they stay queued.
+    await t.feed([
+      { url: 'http://a.example.com/1', appid: APPID, crawlid: 'queued', priority: 5 },
+      { url: 'http://a.example.com/2', appid: APPID, crawlid: 'queued' },
+      { url: 'http://b.example.org/', appid: APPID, crawlid: 'queued', priority: 3 },
+    ]);
+    await queued('queued', 3);
+  });
+  afterAll(async () => {
+    await t?.stop();
+  });
+
+  it('info --crawlid prints the pending count and a table of domains with their priorities', async () => {
+    const run = await runCli(['info', '--appid', APPID, '--crawlid', 'queued'], env);
+
+    expect(run.code).toBe(0);
+    const lines = run.stdout.split('\n');
+    expect(lines[0]).toBe(`crawl queued of app ${APPID} (spider link): 3 requests pending in 2 domains`);
+    expect(lines[1]).toMatch(/^DOMAIN\s+PENDING\s+LOW PRIORITY\s+HIGH PRIORITY$/);
+    expect(lines[2]).toMatch(/^example\.com\s+2\s+1\s+5$/);
+    expect(lines[3]).toMatch(/^example\.org\s+1\s+3\s+3$/);
+  });
+
+  it('info without --crawlid lists every crawl of the app', async () => {
+    const run = await runCli(['info', '--appid', APPID], env);
+
+    expect(run.code).toBe(0);
+    expect(run.stdout).toContain(`app ${APPID} (spider link): 3 requests pending in 1 crawl, 2 domains`);
+    expect(run.stdout).toMatch(/^queued\s+example\.com\s+2\s+1\s+5$/m);
+  });
+
+  it('info --json prints the reply as it came, with the uuid it sent', async () => {
+    const run = await runCli(['info', '--appid', APPID, '--crawlid', 'queued', '--json'], env);
+
+    expect(run.code).toBe(0);
+    const reply = JSON.parse(run.stdout) as Record<string, unknown>;
+    expect(reply).toMatchObject({ appid: APPID, crawlid: 'queued', spiderid: 'link', total_pending: 3 });
+    expect(reply.uuid).toMatch(/^[0-9a-f-]{36}$/);
+  });
+
+  it('stats queue shows the total backlog and the backlog per domain', async () => {
+    const run = await runCli(['stats', 'queue', '--appid', APPID], env);
+
+    expect(run.code).toBe(0);
+    expect(run.stdout).toMatch(new RegExp(`^stats queue for app ${APPID} at \\d{4}-`));
+    expect(run.stdout).toContain('queues: total backlog 3');
+    expect(run.stdout).toMatch(/^queue_link\s+\(2 domains\)\s+3$/m);
+    expect(run.stdout).toMatch(/^queue_link\s+example\.com\s+2$/m);
+    expect(run.stdout).toMatch(/^queue_link\s+example\.org\s+1$/m);
+  });
+
+  it('stats (all) prints a section per component with the windows as columns', async () => {
+    const run = await runCli(['stats', '--appid', APPID], env);
+
+    expect(run.code).toBe(0);
+    expect(run.stdout).toMatch(/^COUNTER\s+15m\s+1h\s+6h\s+12h\s+1d\s+7d\s+lifetime$/m);
+    expect(run.stdout).toMatch(/^kafka-monitor: \d+ live nodes?$/m);
+    expect(run.stdout).toMatch(/^redis-monitor: \d+ live nodes?$/m);
+    // The kafka-monitor has handled at least the three crawl requests fed above.
+    expect(run.stdout).toMatch(/^plugin crawl(\s+\d+){6}\s+([3-9]|\d\d+)$/m);
+    expect(run.stdout).toContain('queues: total backlog 3');
+  });
+
+  it('crawl --timeout exits 1 with what it saw so far when no crawler takes the work', async () => {
+    const run = await runCli(
+      ['crawl', 'http://c.example.net/', '--appid', APPID, '--crawlid', 'slow', '--timeout', '4'],
+      env,
+    );
+
+    expect(run.code).toBe(1);
+    expect(run.stdout).toContain('crawl slow not complete (timed out): 0 pages, 0 failed');
+    expect(run.stdout).toContain('pending when last asked: 1');
+    expect(run.stderr).toContain('did not complete within 4 s; it goes on in the cluster');
+    expect(run.stderr).toContain(`crawl-cluster stop --appid ${APPID} --crawlid slow`);
+    await t.feed([{ uuid: 'cleanup-slow', appid: APPID, crawlid: 'slow', spiderid: 'link', action: 'stop' }]);
+    await queued('slow', 0);
+  });
+
+  it('Ctrl-C with stdin not a terminal stops the crawl in the cluster and exits 130', async () => {
+    const run = startCli(['crawl', 'http://d.example.net/', '--appid', APPID, '--crawlid', 'ctrl-c'], env);
+    await waitUntil('the crawl to be fed', () => run.stderr().includes('Ctrl-C to stop'), 30_000);
+    await queued('ctrl-c', 1);
+
+    run.child.kill('SIGINT');
+    const { code } = await run.exited;
+
+    expect(code).toBe(130);
+    expect(run.stderr()).toContain('stopped crawl ctrl-c: purged 1 pending request');
+    expect(run.stdout()).toContain('crawl ctrl-c interrupted: 0 pages, 0 failed');
+    expect((await t.deps.ctx.frontier.crawlInfo('link', APPID, 'ctrl-c'))?.queued ?? 0).toBe(0);
+  });
+
+  it('stop prints the purged count, after which nothing of the crawl is pending', async () => {
+    await t.feed([
+      { url: 'http://e.example.com/1', appid: APPID, crawlid: 'to-stop' },
+      { url: 'http://e.example.com/2', appid: APPID, crawlid: 'to-stop' },
+    ]);
+    await queued('to-stop', 2);
+
+    const run = await runCli(['stop', '--appid', APPID, '--crawlid', 'to-stop'], env);
+
+    expect(run.code).toBe(0);
+    expect(run.stdout).toBe(`purged 2 pending requests of crawl to-stop (app ${APPID}, spider link)\n`);
+    expect((await t.deps.ctx.frontier.crawlInfo('link', APPID, 'to-stop'))?.queued ?? 0).toBe(0);
+  });
+
+  it('crawl with priority 101 exits 2 naming /priority, and sends nothing', async () => {
+    const admin = t.kafka.admin();
+    await admin.connect();
+    const sent = async () =>
+      (await admin.fetchTopicOffsets(t.topics.incoming)).reduce((sum, p) => sum + Number(p.high), 0);
+    try {
+      const before = await sent();
+
+      const run = await runCli(['crawl', 'http://f.example.com/', '--appid', APPID, '--priority', '101'], env);
+
+      expect(run.code).toBe(2);
+      expect(run.stderr).toContain('/priority must be <= 100 (schema)');
+      expect(run.stderr).toContain('nothing was sent');
+      expect(await sent()).toBe(before);
+    } finally {
+      await admin.disconnect();
+    }
+  });
+});
+
+describe('info, stop, stats and crawl without a running cluster', () => {
+  const kafka = testKafka();
+  const prefix = uniqueName('clinone');
+  const env = { KAFKA_BROKERS: `127.0.0.1:${config().CRAWL_KAFKA_PORT}`, KAFKA_TOPIC_PREFIX: prefix };
+
+  beforeAll(async () => {
+    const admin = kafka.admin();
+    await admin.connect();
+    try {
+      // The topics exist, as after an earlier `crawl-cluster local`, but no monitor reads them.
+      await ensureTopics(admin, clusterTopicList(prefix), 1);
+    } finally {
+      await admin.disconnect();
+    }
+  });
+  afterAll(async () => {
+    const admin = kafka.admin();
+    await admin.connect();
+    await admin.deleteTopics({ topics: clusterTopicList(prefix) }).catch(() => {});
+    await admin.disconnect();
+  });
+
+  it('info exits 1 soon after its --timeout, with the hint to start crawl-cluster local', async () => {
+    const run = await runCli(['info', '--appid', APPID, '--timeout', '3'], env);
+
+    expect(run.code).toBe(1);
+    expect(run.stderr).toContain('no reply to the info request within 3 s');
+    expect(run.stderr).toContain(`is the cluster running for prefix "${prefix}"? Start it with: crawl-cluster local`);
+    // The wait itself, plus connecting and joining a consumer group.
+    expect(run.ms).toBeLessThan(3000 + 7000);
+  });
+
+  it('stats exits 1 naming `topics create` when the prefix has no topics', async () => {
+    const other = uniqueName('nothere');
+
+    const run = await runCli(['stats', 'queue', '--appid', APPID], { ...env, KAFKA_TOPIC_PREFIX: other });
+
+    expect(run.code).toBe(1);
+    expect(run.stderr).toContain(`topic ${clusterTopics(other).incoming} does not exist`);
+    expect(run.stderr).toContain(`crawl-cluster topics create --prefix ${other}`);
+  });
+
+  it('crawl exits 1 with a clear message within 15 s when Kafka is unreachable', async () => {
+    const run = await runCli(['crawl', 'http://g.example.com/', '--appid', APPID], {
+      ...env,
+      KAFKA_BROKERS: '127.0.0.1:1',
+    });
+
+    expect(run.code).toBe(1);
+    expect(run.stderr).toContain('cannot reach Kafka at 127.0.0.1:1 (KAFKA_BROKERS)');
+    expect(run.ms).toBeLessThan(15_000);
+  });
+
+  it('every command describes its options in --help', async () => {
+    const expected: Record<string, string[]> = {
+      crawl: [
+        '<url>',
+        '--depth <n>',
+        '--allowed-domain <domain>',
+        '--priority <p>',
+        '--appid <appid>',
+        '--crawlid <crawlid>',
+        '--out <file>',
+        '--timeout <seconds>',
+      ],
+      info: ['--appid <appid>', '--crawlid <crawlid>', '--spiderid <spiderid>', '--timeout <seconds>'],
+      stop: ['--appid <appid>', '--crawlid <crawlid>', '--spiderid <spiderid>', '--timeout <seconds>'],
+      stats: ['[type]', '--appid <appid>', '--timeout <seconds>'],
+    };
+    for (const [command, options] of Object.entries(expected)) {
+      const run = await runCli([command, '--help'], env);
+      expect(run.code).toBe(0);
+      for (const option of options) expect(run.stdout).toContain(option);
+      expect(run.stdout).toContain('Exit codes:');
+    }
+  });
+});

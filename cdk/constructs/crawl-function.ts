@@ -1,0 +1,123 @@
+/**
+ * One of the project's Lambda functions with the house defaults: Node 24 on arm64, bundled locally by esbuild
+ * (no Docker) from functions/<name>/handler.ts, in the VPC's private subnets, with its own log group and a role
+ * that may write to that log group only (instead of the AWS managed execution policies, which allow every group).
+ */
+import { join, resolve } from 'node:path';
+import { type Duration, RemovalPolicy } from 'aws-cdk-lib';
+import type * as ec2 from 'aws-cdk-lib/aws-ec2';
+import * as iam from 'aws-cdk-lib/aws-iam';
+import * as lambda from 'aws-cdk-lib/aws-lambda';
+import { NodejsFunction, OutputFormat } from 'aws-cdk-lib/aws-lambda-nodejs';
+import * as logs from 'aws-cdk-lib/aws-logs';
+import { Construct } from 'constructs';
+import { acknowledge } from '../nag.ts';
+
+/** The repository root: the bundler's project root and the crawler image's build context. */
+export const REPO_ROOT = resolve(import.meta.dirname, '../..');
+
+export interface CrawlFunctionProps {
+  /** The directory under functions/ that holds handler.ts. */
+  name: string;
+  description: string;
+  timeout: Duration;
+  /** @default 512 */
+  memorySize?: number;
+  environment: Record<string, string>;
+  vpc: ec2.IVpc;
+  subnets: ec2.SubnetSelection;
+  securityGroups: ec2.ISecurityGroup[];
+  logRetention: logs.RetentionDays;
+  /** Copy lib/redis/scripts next to the bundle (lib/redis/scripts.ts reads them from there). @default true */
+  luaScripts?: boolean;
+}
+
+export class CrawlFunction extends Construct {
+  readonly function: NodejsFunction;
+  readonly logGroup: logs.LogGroup;
+  readonly role: iam.Role;
+
+  constructor(scope: Construct, id: string, props: CrawlFunctionProps) {
+    super(scope, id);
+    this.logGroup = new logs.LogGroup(this, 'Logs', {
+      retention: props.logRetention,
+      removalPolicy: RemovalPolicy.DESTROY,
+    });
+    const lua = props.luaScripts ?? true;
+    // Inline policies are part of the role resource, so they exist before Lambda checks them at creation.
+    this.role = new iam.Role(this, 'Role', {
+      assumedBy: new iam.ServicePrincipal('lambda.amazonaws.com'),
+      description: `crawl-cluster ${props.name} function`,
+      inlinePolicies: {
+        logs: new iam.PolicyDocument({
+          statements: [
+            new iam.PolicyStatement({
+              actions: ['logs:CreateLogStream', 'logs:PutLogEvents'],
+              resources: [this.logGroup.logGroupArn],
+            }),
+          ],
+        }),
+        vpc: new iam.PolicyDocument({
+          statements: [
+            new iam.PolicyStatement({
+              actions: [
+                'ec2:CreateNetworkInterface',
+                'ec2:DescribeNetworkInterfaces',
+                'ec2:DescribeSubnets',
+                'ec2:DeleteNetworkInterface',
+                'ec2:AssignPrivateIpAddresses',
+                'ec2:UnassignPrivateIpAddresses',
+              ],
+              resources: ['*'],
+            }),
+          ],
+        }),
+      },
+    });
+    acknowledge(
+      this.role,
+      'IAM5[Resource::*]',
+      'Lambda VPC networking (the AWSLambdaVPCAccessExecutionRole actions): EC2 network-interface actions and ' +
+        'Describe* cannot be scoped to resources that do not exist yet.',
+    );
+    this.function = new NodejsFunction(this, 'Function', {
+      entry: join(REPO_ROOT, 'functions', props.name, 'handler.ts'),
+      handler: 'handler',
+      projectRoot: REPO_ROOT,
+      depsLockFilePath: join(REPO_ROOT, 'package-lock.json'),
+      description: props.description,
+      runtime: lambda.Runtime.NODEJS_24_X,
+      architecture: lambda.Architecture.ARM_64,
+      memorySize: props.memorySize ?? 512,
+      timeout: props.timeout,
+      environment: { ...props.environment, NODE_OPTIONS: '--enable-source-maps' },
+      vpc: props.vpc,
+      vpcSubnets: props.subnets,
+      securityGroups: props.securityGroups,
+      logGroup: this.logGroup,
+      role: this.role,
+      awsSdkConnectionReuse: false,
+      bundling: {
+        // ESM keeps import.meta.dirname meaningful (lib/redis/scripts.ts locates its .lua files with it).
+        format: OutputFormat.ESM,
+        target: 'node24',
+        mainFields: ['module', 'main'],
+        minify: true,
+        sourceMap: true,
+        sourcesContent: false,
+        // Everything is bundled, the AWS SDK too: the MSK IAM signer pins its own SDK packages.
+        externalModules: [],
+        tsconfig: join(REPO_ROOT, 'tsconfig.json'),
+        // CommonJS dependencies (kafkajs, ioredis) call require() for Node built-ins.
+        banner:
+          "import { createRequire as __ccRequire } from 'node:module'; const require = __ccRequire(import.meta.url);",
+        commandHooks: {
+          beforeBundling: () => [],
+          beforeInstall: () => [],
+          afterBundling: (inputDir: string, outputDir: string) =>
+            lua ? [`cp -R "${join(inputDir, 'lib', 'redis', 'scripts')}" "${join(outputDir, 'scripts')}"`] : [],
+        },
+      },
+    });
+  }
+}

@@ -1,0 +1,220 @@
+/**
+ * The crawler fleet: an ECS cluster and a Fargate service (arm64) running functions/crawler/Dockerfile, with a
+ * deployment circuit breaker that rolls back, a stop timeout longer than the crawler's own drain deadline, and
+ * step scaling on the `BacklogPerTask` metric the stats function publishes every minute: out fast, in slowly,
+ * down to zero when the frontier is empty (if minTasks is 0).
+ */
+import { Duration, IgnoreMode, RemovalPolicy, Stack } from 'aws-cdk-lib';
+import * as appscaling from 'aws-cdk-lib/aws-applicationautoscaling';
+import * as cloudwatch from 'aws-cdk-lib/aws-cloudwatch';
+import * as ecrAssets from 'aws-cdk-lib/aws-ecr-assets';
+import * as ecs from 'aws-cdk-lib/aws-ecs';
+import * as iam from 'aws-cdk-lib/aws-iam';
+import * as logs from 'aws-cdk-lib/aws-logs';
+import { Construct } from 'constructs';
+import { METRICS_NAMESPACE } from '../../functions/shared/observability.ts';
+import { crawledAppTopic } from '../../lib/kafka/topics.ts';
+import { acknowledge, wildcardResource } from '../nag.ts';
+import { environment, type RuntimeEnv } from '../runtime-env.ts';
+import type { Cache } from './cache.ts';
+import { REPO_ROOT } from './crawl-function.ts';
+import type { Kafka } from './kafka.ts';
+import type { Network } from './network.ts';
+import type { Storage } from './storage.ts';
+
+export interface FleetProps {
+  network: Network;
+  kafka: Kafka;
+  cache: Cache;
+  storage: Storage;
+  taskCpu: number;
+  taskMemoryMiB: number;
+  minTasks: number;
+  maxTasks: number;
+  /** Queued requests per task above which the fleet grows. */
+  backlogPerTask: number;
+  shutdownDeadlineMs: number;
+  logRetention: logs.RetentionDays;
+  runtimeEnv: RuntimeEnv;
+}
+
+/** SIGTERM to SIGKILL: the crawler's drain deadline plus time to flush the producer and exit; Fargate allows 120 s. */
+export function stopTimeoutSeconds(shutdownDeadlineMs: number): number {
+  return Math.min(120, Math.ceil(shutdownDeadlineMs / 1000) + 20);
+}
+
+/** The stats function's metrics (Powertools adds the `service` dimension). */
+export function statsMetric(name: 'Backlog' | 'LiveCrawlers' | 'BacklogPerTask', statistic = 'Maximum') {
+  return new cloudwatch.Metric({
+    namespace: METRICS_NAMESPACE,
+    metricName: name,
+    dimensionsMap: { service: 'stats' },
+    period: Duration.minutes(1),
+    statistic,
+  });
+}
+
+export class Fleet extends Construct {
+  readonly cluster: ecs.Cluster;
+  readonly service: ecs.FargateService;
+  readonly taskDefinition: ecs.FargateTaskDefinition;
+
+  constructor(scope: Construct, id: string, props: FleetProps) {
+    super(scope, id);
+    const { network, kafka, cache, storage } = props;
+    this.cluster = new ecs.Cluster(this, 'Cluster', {
+      vpc: network.vpc,
+      containerInsightsV2: ecs.ContainerInsights.ENABLED,
+    });
+
+    this.taskDefinition = new ecs.FargateTaskDefinition(this, 'Task', {
+      cpu: props.taskCpu,
+      memoryLimitMiB: props.taskMemoryMiB,
+      runtimePlatform: {
+        cpuArchitecture: ecs.CpuArchitecture.ARM64,
+        operatingSystemFamily: ecs.OperatingSystemFamily.LINUX,
+      },
+    });
+    const image = ecs.ContainerImage.fromAsset(REPO_ROOT, {
+      file: 'functions/crawler/Dockerfile',
+      platform: ecrAssets.Platform.LINUX_ARM64,
+      // The build context is the repository root; only what the Dockerfile copies goes in.
+      exclude: [
+        '*',
+        '!package.json',
+        '!package-lock.json',
+        '!lib',
+        '!functions',
+        'functions/*',
+        '!functions/crawler',
+        '!functions/shared',
+      ],
+      ignoreMode: IgnoreMode.DOCKER,
+    });
+    const logGroup = new logs.LogGroup(this, 'Logs', {
+      retention: props.logRetention,
+      removalPolicy: RemovalPolicy.DESTROY,
+    });
+    const appTopics = props.runtimeEnv.KAFKA_APPID_TOPICS === 'true';
+    this.taskDefinition.addContainer('crawler', {
+      image,
+      essential: true,
+      logging: ecs.LogDrivers.awsLogs({ streamPrefix: 'crawler', logGroup }),
+      environment: environment(
+        {
+          KAFKA_BROKERS: kafka.bootstrapBrokers,
+          KAFKA_TOPIC_PREFIX: kafka.topicPrefix,
+          KAFKA_SASL_MECHANISM: 'aws-msk-iam',
+          KAFKA_SSL: 'true',
+          KAFKA_CLIENT_ID: 'crawl-cluster-crawler',
+          REDIS_HOST: cache.host,
+          REDIS_PORT: String(cache.port),
+          REDIS_TLS: 'true',
+          REDIS_CLUSTER: String(cache.clusterMode),
+          BODY_STORE_BUCKET: storage.bodies.bucketName,
+          SHUTDOWN_DEADLINE_MS: String(props.shutdownDeadlineMs),
+          AWS_REGION: Stack.of(this).region,
+        },
+        props.runtimeEnv,
+      ),
+      // Injected by the ECS agent at start; never in the task definition.
+      secrets: { REDIS_PASSWORD: ecs.Secret.fromSecretsManager(cache.authToken) },
+      stopTimeout: Duration.seconds(stopTimeoutSeconds(props.shutdownDeadlineMs)),
+    });
+    acknowledge(
+      this.taskDefinition,
+      'ECS2',
+      'The environment holds endpoints and settings only; the Redis AUTH token is injected from Secrets Manager.',
+    );
+
+    const taskRole = this.taskDefinition.taskRole;
+    kafka.grantProduce(taskRole, [
+      kafka.topics.crawledFirehose,
+      kafka.topics.outboundFirehose,
+      ...(appTopics ? [crawledAppTopic(kafka.topicPrefix, '*')] : []),
+    ]);
+    iam.Grant.addToPrincipal({
+      grantee: taskRole,
+      actions: ['s3:PutObject', 's3:AbortMultipartUpload'],
+      resourceArns: [storage.bodies.arnForObjects('*')],
+    });
+    acknowledge(
+      taskRole,
+      wildcardResource(this, storage.bodies.arnForObjects('*')),
+      'Crawlers write bodies under keys derived from the page (any key in the body bucket, write only).',
+    );
+    acknowledge(
+      this.taskDefinition.obtainExecutionRole(),
+      'IAM5[Resource::*]',
+      'ecr:GetAuthorizationToken has no resource-level permissions (ECS task execution role, image pull).',
+    );
+
+    this.service = new ecs.FargateService(this, 'Service', {
+      cluster: this.cluster,
+      taskDefinition: this.taskDefinition,
+      // No desiredCount: autoscaling owns it (a fixed count would be reset by every deploy).
+      circuitBreaker: { enable: true, rollback: true },
+      minHealthyPercent: 100,
+      maxHealthyPercent: 200,
+      assignPublicIp: network.crawlerPublicIp,
+      vpcSubnets: network.crawlerSubnets,
+      securityGroups: [network.crawlerSecurityGroup],
+      propagateTags: ecs.PropagatedTagSource.SERVICE,
+      enableExecuteCommand: false,
+    });
+    this.service.node.addDependency(kafka.topicsResource);
+
+    this.#autoscale(props);
+  }
+
+  #autoscale(props: FleetProps): void {
+    const t = props.backlogPerTask;
+    const scaling = this.service.autoScaleTaskCount({ minCapacity: props.minTasks, maxCapacity: props.maxTasks });
+    const usingMetrics = {
+      bpt: statsMetric('BacklogPerTask'),
+      backlog: statsMetric('Backlog'),
+      live: statsMetric('LiveCrawlers'),
+    };
+    // With no crawler alive, BacklogPerTask is the whole backlog, which may be below the threshold: any backlog
+    // must still start a first task.
+    const outMetric = new cloudwatch.MathExpression({
+      expression: `IF(live < 1 AND backlog > 0, bpt + ${t}, bpt)`,
+      usingMetrics,
+      period: Duration.minutes(1),
+      label: 'BacklogPerTask (scale out)',
+    });
+    // The last crawler stays while anything is queued; only an empty frontier scales the fleet to its floor.
+    const inMetric = new cloudwatch.MathExpression({
+      expression: `IF(live <= 1 AND backlog > 0, ${t}, bpt)`,
+      usingMetrics,
+      period: Duration.minutes(1),
+      label: 'BacklogPerTask (scale in)',
+    });
+    // Out fast: one minute above the threshold grows the fleet by half, double past 4x, triple past 16x.
+    scaling.scaleOnMetric('ScaleOut', {
+      metric: outMetric,
+      adjustmentType: appscaling.AdjustmentType.PERCENT_CHANGE_IN_CAPACITY,
+      minAdjustmentMagnitude: 1,
+      scalingSteps: [
+        { upper: t, change: 0 },
+        { lower: t, upper: 4 * t, change: 50 },
+        { lower: 4 * t, upper: 16 * t, change: 100 },
+        { lower: 16 * t, change: 200 },
+      ],
+      evaluationPeriods: 1,
+      cooldown: Duration.minutes(2),
+    });
+    // In slowly: ten minutes well below the threshold shrink the fleet by a fifth (at least one task).
+    scaling.scaleOnMetric('ScaleIn', {
+      metric: inMetric,
+      adjustmentType: appscaling.AdjustmentType.PERCENT_CHANGE_IN_CAPACITY,
+      minAdjustmentMagnitude: 1,
+      scalingSteps: [
+        { upper: t / 4, change: -20 },
+        { lower: t / 4, change: 0 },
+      ],
+      evaluationPeriods: 10,
+      cooldown: Duration.minutes(5),
+    });
+  }
+}

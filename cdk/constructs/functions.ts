@@ -1,0 +1,230 @@
+/**
+ * The Lambda functions (DESIGN.md §2): kafka-monitor and redis-monitor on MSK event sources, expire, stats and
+ * reclaim on EventBridge Scheduler every minute. Each role holds only the Kafka topics and groups its function
+ * uses. The REST API function (functions/rest) does not exist yet, so neither does its HTTP API.
+ */
+import { Duration, Stack } from 'aws-cdk-lib';
+import * as iam from 'aws-cdk-lib/aws-iam';
+import * as lambda from 'aws-cdk-lib/aws-lambda';
+import { ManagedKafkaEventSource } from 'aws-cdk-lib/aws-lambda-event-sources';
+import type * as logs from 'aws-cdk-lib/aws-logs';
+import type * as s3 from 'aws-cdk-lib/aws-s3';
+import { Schedule, ScheduleExpression } from 'aws-cdk-lib/aws-scheduler';
+import { LambdaInvoke } from 'aws-cdk-lib/aws-scheduler-targets';
+import { Construct } from 'constructs';
+import { METRICS_NAMESPACE } from '../../functions/shared/observability.ts';
+import { outboundAppTopic } from '../../lib/kafka/topics.ts';
+import { acknowledge, wildcardResource } from '../nag.ts';
+import { environment, type RuntimeEnv } from '../runtime-env.ts';
+import type { Cache } from './cache.ts';
+import { CrawlFunction } from './crawl-function.ts';
+import type { Kafka } from './kafka.ts';
+import type { Network } from './network.ts';
+import type { Storage } from './storage.ts';
+
+export interface FunctionsProps {
+  network: Network;
+  kafka: Kafka;
+  cache: Cache;
+  storage: Storage;
+  ingestBatchSize: number;
+  minPollers: number;
+  maxPollers: number;
+  maxRecordAgeSec: number;
+  logRetention: logs.RetentionDays;
+  runtimeEnv: RuntimeEnv;
+}
+
+/** The deployables that run on a schedule, with their purpose (the schedule's description). */
+const SCHEDULED = {
+  expire: 'stops crawls whose expires has passed',
+  stats: 'publishes backlog and fleet metrics (fleet autoscaling signal)',
+  reclaim: 'returns requests leased by dead crawlers to their queues',
+} as const;
+
+export type ScheduledName = keyof typeof SCHEDULED;
+
+export class Functions extends Construct {
+  readonly kafkaMonitor: CrawlFunction;
+  readonly redisMonitor: CrawlFunction;
+  readonly scheduled: Record<ScheduledName, CrawlFunction>;
+  /** Every function, for the dashboard and alarms. */
+  readonly all: { name: string; fn: CrawlFunction }[];
+  /** Consumer groups of the MSK event sources, by function. */
+  readonly consumerGroups: { kafkaMonitor: string; redisMonitor: string };
+
+  constructor(scope: Construct, id: string, props: FunctionsProps) {
+    super(scope, id);
+    const { network, kafka, cache, storage } = props;
+    // Scrapy Cluster's per-app topics (KAFKA_APPID_TOPICS) are named by appid at run time: allow the pattern.
+    const appTopics = props.runtimeEnv.KAFKA_APPID_TOPICS === 'true';
+    const outbound = [kafka.topics.outboundFirehose, ...(appTopics ? [outboundAppTopic(kafka.topicPrefix, '*')] : [])];
+
+    const make = (name: string, description: string, timeout: Duration, memorySize = 512) => {
+      const fn = new CrawlFunction(this, pascal(name), {
+        name,
+        description: `crawl-cluster ${name}: ${description}`,
+        timeout,
+        memorySize,
+        environment: {
+          ...environment(
+            {
+              KAFKA_BROKERS: kafka.bootstrapBrokers,
+              KAFKA_TOPIC_PREFIX: kafka.topicPrefix,
+              KAFKA_SASL_MECHANISM: 'aws-msk-iam',
+              KAFKA_SSL: 'true',
+              KAFKA_CLIENT_ID: `crawl-cluster-${name}`,
+              REDIS_HOST: cache.host,
+              REDIS_PORT: String(cache.port),
+              REDIS_TLS: 'true',
+              REDIS_CLUSTER: String(cache.clusterMode),
+              // A CloudFormation dynamic reference, resolved at deploy time; never a literal in the template.
+              REDIS_PASSWORD: cache.authToken.secretValue.unsafeUnwrap(),
+            },
+            props.runtimeEnv,
+          ),
+          POWERTOOLS_SERVICE_NAME: name,
+          POWERTOOLS_METRICS_NAMESPACE: METRICS_NAMESPACE,
+        },
+        vpc: network.vpc,
+        subnets: network.privateSubnets,
+        securityGroups: [network.functionsSecurityGroup],
+        logRetention: props.logRetention,
+      });
+      // Every monitor opens an idempotent producer at cold start (functions/shared/deps.ts).
+      kafka.grantProduce(fn.function, []);
+      fn.node.addDependency(kafka.topicsResource);
+      return fn;
+    };
+
+    this.consumerGroups = {
+      kafkaMonitor: `${kafka.topicPrefix}.kafka-monitor`,
+      redisMonitor: `${kafka.topicPrefix}.redis-monitor`,
+    };
+    // Both mappings share one poller group, so their minimum pollers share Event Poller Units.
+    const pollerGroupName = `${Stack.of(this).stackName}-monitors`.slice(0, 128);
+    const eventSource = (topic: string, group: string, batchSize: number, window: Duration) =>
+      new ManagedKafkaEventSource({
+        clusterArn: kafka.clusterArn,
+        topic,
+        consumerGroupId: group,
+        startingPosition: lambda.StartingPosition.TRIM_HORIZON,
+        batchSize,
+        maxBatchingWindow: window,
+        // Error handling controls need provisioned pollers: without ReportBatchItemFailures Lambda would ignore
+        // the handlers' batchItemFailures answer and commit records that failed on a Redis or Kafka outage.
+        provisionedPollerConfig: {
+          minimumPollers: props.minPollers,
+          maximumPollers: props.maxPollers,
+          pollerGroupName,
+        },
+        reportBatchItemFailures: true,
+        bisectBatchOnError: true,
+        // Bounded by age rather than count: an outage is retried until its records are maxRecordAge old, and
+        // only then do they go to the failed-batch bucket (for replay).
+        retryAttempts: 10_000,
+        maxRecordAge: Duration.seconds(props.maxRecordAgeSec),
+        onFailure: new FailedBatchBucket(storage.failedBatches),
+      });
+
+    this.kafkaMonitor = make(
+      'kafka-monitor',
+      'parses, validates and routes incoming requests',
+      Duration.seconds(60),
+      1024,
+    );
+    kafka.grantConsume(this.kafkaMonitor.function, kafka.topics.incoming, this.consumerGroups.kafkaMonitor);
+    kafka.grantProduce(this.kafkaMonitor.function, [kafka.topics.actions, kafka.topics.rejected, ...outbound]);
+    this.kafkaMonitor.function.addEventSource(
+      eventSource(kafka.topics.incoming, this.consumerGroups.kafkaMonitor, props.ingestBatchSize, Duration.seconds(1)),
+    );
+
+    this.redisMonitor = make('redis-monitor', 'info, stop, stats and domain configuration', Duration.seconds(60));
+    kafka.grantConsume(this.redisMonitor.function, kafka.topics.actions, this.consumerGroups.redisMonitor);
+    kafka.grantProduce(this.redisMonitor.function, outbound);
+    this.redisMonitor.function.addEventSource(
+      eventSource(kafka.topics.actions, this.consumerGroups.redisMonitor, 100, Duration.seconds(0)),
+    );
+
+    for (const m of [this.kafkaMonitor, this.redisMonitor]) {
+      acknowledge(
+        m.role,
+        'IAM4[Policy::arn:<AWS::Partition>:iam::aws:policy/service-role/AWSLambdaMSKExecutionRole]',
+        "Attached by aws-cdk-lib's ManagedKafkaEventSource for the MSK pollers (kafka:DescribeClusterV2, " +
+          'GetBootstrapBrokers, VPC network interfaces); the kafka-cluster data-plane actions are granted separately, ' +
+          'scoped to the topic and consumer group.',
+      );
+      acknowledge(
+        m.role,
+        wildcardResource(this, storage.failedBatches.arnForObjects('*')),
+        'Lambda names the objects of failed batches itself (on-failure destination of the MSK event source).',
+      );
+    }
+
+    // One role for the three schedules; LambdaInvoke grants it invoke on each function (and its versions).
+    const schedulerRole = new iam.Role(this, 'SchedulerRole', {
+      assumedBy: new iam.ServicePrincipal('scheduler.amazonaws.com', {
+        conditions: { StringEquals: { 'aws:SourceAccount': Stack.of(this).account } },
+      }),
+      description: 'crawl-cluster schedules: invoke expire, stats and reclaim',
+    });
+    this.scheduled = {} as Record<ScheduledName, CrawlFunction>;
+    for (const [name, description] of Object.entries(SCHEDULED) as [ScheduledName, string][]) {
+      // Ends before the next run starts.
+      const fn = make(name, description, Duration.seconds(50));
+      if (name === 'expire') kafka.grantProduce(fn.function, outbound);
+      new Schedule(this, `${pascal(name)}Schedule`, {
+        schedule: ScheduleExpression.rate(Duration.minutes(1)),
+        description: `crawl-cluster ${name}: ${description}`,
+        // The next run a minute later supersedes a failed one, so no retries and no dead-letter queue.
+        target: new LambdaInvoke(fn.function, {
+          role: schedulerRole,
+          retryAttempts: 0,
+          maxEventAge: Duration.minutes(1),
+        }),
+      });
+      acknowledge(
+        schedulerRole,
+        wildcardResource(this, `${fn.function.functionArn}:*`),
+        "aws-cdk-lib's LambdaInvoke target grants invoke on the function's versions too; nothing else.",
+      );
+      this.scheduled[name] = fn;
+    }
+
+    this.all = [
+      { name: 'kafka-monitor', fn: this.kafkaMonitor },
+      { name: 'redis-monitor', fn: this.redisMonitor },
+      ...Object.entries(this.scheduled).map(([name, fn]) => ({ name, fn })),
+    ];
+  }
+}
+
+function pascal(name: string): string {
+  return name.replace(/(^|-)([a-z])/g, (_m, _d, c: string) => c.toUpperCase());
+}
+
+/**
+ * The failed-batch bucket as an MSK event source on-failure destination, with only the permissions Lambda
+ * documents for it (s3:PutObject, s3:ListBucket) instead of aws-cdk-lib's read-write grant.
+ */
+class FailedBatchBucket implements lambda.IEventSourceDlq {
+  readonly #bucket: s3.IBucket;
+
+  constructor(bucket: s3.IBucket) {
+    this.#bucket = bucket;
+  }
+
+  bind(_target: lambda.IEventSourceMapping, targetHandler: lambda.IFunction): lambda.DlqDestinationConfig {
+    iam.Grant.addToPrincipal({
+      grantee: targetHandler,
+      actions: ['s3:PutObject'],
+      resourceArns: [this.#bucket.arnForObjects('*')],
+    });
+    iam.Grant.addToPrincipal({
+      grantee: targetHandler,
+      actions: ['s3:ListBucket'],
+      resourceArns: [this.#bucket.bucketArn],
+    });
+    return { destination: this.#bucket.bucketArn };
+  }
+}

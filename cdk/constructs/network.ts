@@ -1,0 +1,103 @@
+/**
+ * The VPC: private subnets for the functions, MSK and the cache; the crawler fleet either in the same private
+ * subnets behind NAT (default) or in public subnets with a public IP per task and no NAT at all (cheaper, and each
+ * task has its own egress IP for IP-scoped throttles). Endpoints keep image pulls, logs and S3 off the NAT.
+ */
+import { RemovalPolicy } from 'aws-cdk-lib';
+import * as ec2 from 'aws-cdk-lib/aws-ec2';
+import * as logs from 'aws-cdk-lib/aws-logs';
+import { Construct } from 'constructs';
+
+export interface NetworkProps {
+  /** @default 2 */
+  maxAzs: number;
+  /** Ignored with crawlerPublicSubnets (no NAT then). */
+  natGateways: number;
+  crawlerPublicSubnets: boolean;
+  logRetention: logs.RetentionDays;
+}
+
+export class Network extends Construct {
+  readonly vpc: ec2.Vpc;
+  /** Where the functions, MSK and the cache live. */
+  readonly privateSubnets: ec2.SubnetSelection;
+  /** Where crawler tasks run. */
+  readonly crawlerSubnets: ec2.SubnetSelection;
+  /** Whether crawler tasks get a public IP (public subnets). */
+  readonly crawlerPublicIp: boolean;
+  /** Every Lambda function (monitors, schedules, topics custom resource). */
+  readonly functionsSecurityGroup: ec2.SecurityGroup;
+  /** The crawler tasks. */
+  readonly crawlerSecurityGroup: ec2.SecurityGroup;
+
+  constructor(scope: Construct, id: string, props: NetworkProps) {
+    super(scope, id);
+    const privateType = props.crawlerPublicSubnets
+      ? ec2.SubnetType.PRIVATE_ISOLATED
+      : ec2.SubnetType.PRIVATE_WITH_EGRESS;
+    this.vpc = new ec2.Vpc(this, 'Vpc', {
+      maxAzs: props.maxAzs,
+      natGateways: props.crawlerPublicSubnets ? 0 : props.natGateways,
+      subnetConfiguration: [
+        { name: 'public', subnetType: ec2.SubnetType.PUBLIC, cidrMask: 22 },
+        { name: 'private', subnetType: privateType, cidrMask: 22 },
+      ],
+    });
+    this.privateSubnets = { subnetType: privateType };
+    this.crawlerPublicIp = props.crawlerPublicSubnets;
+    this.crawlerSubnets = props.crawlerPublicSubnets ? { subnetType: ec2.SubnetType.PUBLIC } : this.privateSubnets;
+
+    // Rejected flows only: the fleet's accepted traffic is the whole web, too much to log for what it tells.
+    const flowLogGroup = new logs.LogGroup(this, 'FlowLogs', {
+      retention: props.logRetention,
+      removalPolicy: RemovalPolicy.DESTROY,
+    });
+    this.vpc.addFlowLog('FlowLog', {
+      destination: ec2.FlowLogDestination.toCloudWatchLogs(flowLogGroup),
+      trafficType: ec2.FlowLogTrafficType.REJECT,
+    });
+
+    // Gateway endpoints are free; the MSK event sources also need S3 for their on-failure destination.
+    this.vpc.addGatewayEndpoint('S3', {
+      service: ec2.GatewayVpcEndpointAwsService.S3,
+      subnets: [{ subnetType: ec2.SubnetType.PUBLIC }, this.privateSubnets],
+    });
+
+    // The functions talk to MSK and the cache only; their egress rules are added by those constructs.
+    this.functionsSecurityGroup = new ec2.SecurityGroup(this, 'Functions', {
+      vpc: this.vpc,
+      description: 'crawl-cluster Lambda functions',
+      allowAllOutbound: false,
+    });
+    // Crawlers fetch arbitrary web sites.
+    this.crawlerSecurityGroup = new ec2.SecurityGroup(this, 'Crawlers', {
+      vpc: this.vpc,
+      description: 'crawl-cluster crawler tasks',
+      allowAllOutbound: true,
+    });
+
+    if (!props.crawlerPublicSubnets) {
+      // Image pulls and logs of every task start would otherwise cross the NAT (billed per GB). Only the
+      // crawler tasks use them (Lambda ships its logs outside the VPC).
+      const endpoints = new ec2.SecurityGroup(this, 'Endpoints', {
+        vpc: this.vpc,
+        description: 'crawl-cluster interface endpoints (ECR, CloudWatch Logs)',
+        allowAllOutbound: false,
+      });
+      endpoints.addIngressRule(this.crawlerSecurityGroup, ec2.Port.tcp(443), 'crawler tasks');
+      for (const [name, service] of [
+        ['EcrApi', ec2.InterfaceVpcEndpointAwsService.ECR],
+        ['EcrDocker', ec2.InterfaceVpcEndpointAwsService.ECR_DOCKER],
+        ['Logs', ec2.InterfaceVpcEndpointAwsService.CLOUDWATCH_LOGS],
+      ] as const) {
+        this.vpc.addInterfaceEndpoint(name, {
+          service,
+          subnets: this.privateSubnets,
+          privateDnsEnabled: true,
+          securityGroups: [endpoints],
+          open: false,
+        });
+      }
+    }
+  }
+}

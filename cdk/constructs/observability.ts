@@ -1,0 +1,205 @@
+/**
+ * The CloudWatch dashboard (ingest, rejections, backlog, pages per minute, function errors and offset lag, fleet
+ * size, cache memory) and the alarms that page someone, through one SNS topic.
+ */
+import { Duration, Stack } from 'aws-cdk-lib';
+import * as cloudwatch from 'aws-cdk-lib/aws-cloudwatch';
+import * as actions from 'aws-cdk-lib/aws-cloudwatch-actions';
+import * as sns from 'aws-cdk-lib/aws-sns';
+import * as subscriptions from 'aws-cdk-lib/aws-sns-subscriptions';
+import { Construct } from 'constructs';
+import { METRICS_NAMESPACE } from '../../functions/shared/observability.ts';
+import type { Cache } from './cache.ts';
+import { type Fleet, statsMetric } from './fleet.ts';
+import type { Functions } from './functions.ts';
+import type { Kafka } from './kafka.ts';
+
+export interface ObservabilityProps {
+  kafka: Kafka;
+  cache: Cache;
+  functions: Functions;
+  fleet: Fleet;
+  alarmEmail?: string;
+}
+
+const MINUTE = Duration.minutes(1);
+const FIVE_MINUTES = Duration.minutes(5);
+
+/** A metric a function publishes through Powertools (namespace CrawlCluster, dimension `service`). */
+function appMetric(service: string, name: string, statistic = 'Sum', period = MINUTE): cloudwatch.Metric {
+  return new cloudwatch.Metric({
+    namespace: METRICS_NAMESPACE,
+    metricName: name,
+    dimensionsMap: { service },
+    statistic,
+    period,
+    label: `${service} ${name}`,
+  });
+}
+
+export class Observability extends Construct {
+  readonly alarmTopic: sns.Topic;
+  readonly dashboard: cloudwatch.Dashboard;
+  readonly alarms: cloudwatch.Alarm[] = [];
+
+  constructor(scope: Construct, id: string, props: ObservabilityProps) {
+    super(scope, id);
+    const { kafka, cache, functions, fleet } = props;
+    this.alarmTopic = new sns.Topic(this, 'Alarms', { displayName: 'crawl-cluster alarms', enforceSSL: true });
+    if (props.alarmEmail) this.alarmTopic.addSubscription(new subscriptions.EmailSubscription(props.alarmEmail));
+
+    // MSK's per-topic rate, summed over brokers (provisioned) or as is (Serverless), as messages per minute.
+    const topicRate = (topic: string, label: string) =>
+      new cloudwatch.MathExpression({
+        expression: `SUM(SEARCH('Namespace="AWS/Kafka" MetricName="MessagesInPerSec" "Cluster Name"="${kafka.clusterName}" Topic="${topic}"', 'Average', 60)) * 60`,
+        label,
+        period: MINUTE,
+      });
+    const monitors = [
+      { name: 'kafka-monitor', fn: functions.kafkaMonitor.function },
+      { name: 'redis-monitor', fn: functions.redisMonitor.function },
+    ];
+    const offsetLag = (fn: (typeof monitors)[number]['fn'], name: string) =>
+      new cloudwatch.Metric({
+        namespace: 'AWS/Lambda',
+        metricName: 'OffsetLag',
+        dimensionsMap: { FunctionName: fn.functionName },
+        statistic: 'Maximum',
+        period: MINUTE,
+        label: `${name} offset lag`,
+      });
+    const memory = cache.nodeIds.map(
+      (node) =>
+        new cloudwatch.Metric({
+          namespace: 'AWS/ElastiCache',
+          metricName: 'DatabaseMemoryUsagePercentage',
+          dimensionsMap: { CacheClusterId: node },
+          statistic: 'Maximum',
+          period: FIVE_MINUTES,
+          label: node,
+        }),
+    );
+    const runningTasks = new cloudwatch.Metric({
+      namespace: 'ECS/ContainerInsights',
+      metricName: 'RunningTaskCount',
+      dimensionsMap: { ClusterName: fleet.cluster.clusterName, ServiceName: fleet.service.serviceName },
+      statistic: 'Average',
+      period: MINUTE,
+      label: 'running tasks',
+    });
+
+    this.dashboard = new cloudwatch.Dashboard(this, 'Dashboard', {
+      dashboardName: Stack.of(this).stackName,
+      defaultInterval: Duration.hours(3),
+    });
+    const graph = (title: string, left: cloudwatch.IMetric[], right: cloudwatch.IMetric[] = []) =>
+      new cloudwatch.GraphWidget({ title, left, right, width: 8, height: 6 });
+    this.dashboard.addWidgets(
+      graph('Ingest per minute', [
+        appMetric('kafka-monitor', 'RequestsQueued'),
+        appMetric('kafka-monitor', 'RequestsDuplicate'),
+        appMetric('kafka-monitor', 'RequestsForwarded'),
+        topicRate(kafka.topics.incoming, `${kafka.topics.incoming} messages`),
+      ]),
+      graph('Rejected and failed per minute', [
+        appMetric('kafka-monitor', 'RequestsRejected'),
+        topicRate(kafka.topics.rejected, `${kafka.topics.rejected} messages`),
+        appMetric('kafka-monitor', 'RecordsFailed'),
+        appMetric('redis-monitor', 'RecordsFailed'),
+      ]),
+      graph('Pages per minute', [topicRate(kafka.topics.crawledFirehose, 'pages (crawled_firehose messages)')]),
+    );
+    this.dashboard.addWidgets(
+      graph('Backlog', [statsMetric('Backlog')], [statsMetric('BacklogPerTask')]),
+      graph('Fleet', [statsMetric('LiveCrawlers'), runningTasks]),
+      graph(
+        'Monitor offset lag (records)',
+        monitors.map((m) => offsetLag(m.fn, m.name)),
+      ),
+    );
+    this.dashboard.addWidgets(
+      graph(
+        'Lambda errors',
+        functions.all.map((f) => f.fn.function.metricErrors({ period: MINUTE, label: f.name })),
+      ),
+      graph(
+        'Lambda duration (p99)',
+        functions.all.map((f) => f.fn.function.metricDuration({ period: MINUTE, statistic: 'p99', label: f.name })),
+      ),
+      graph('Cache memory used (%)', memory),
+    );
+
+    const alarm = (id: string, props: cloudwatch.AlarmProps) => {
+      const a = new cloudwatch.Alarm(this, id, props);
+      a.addAlarmAction(new actions.SnsAction(this.alarmTopic));
+      this.alarms.push(a);
+      return a;
+    };
+    for (const f of functions.all) {
+      alarm(`${f.name}Errors`, {
+        metric: f.fn.function.metricErrors({ period: FIVE_MINUTES }),
+        threshold: 3,
+        evaluationPeriods: 1,
+        comparisonOperator: cloudwatch.ComparisonOperator.GREATER_THAN_OR_EQUAL_TO_THRESHOLD,
+        treatMissingData: cloudwatch.TreatMissingData.NOT_BREACHING,
+        alarmDescription: `${f.name} failed at least 3 times in 5 minutes`,
+      });
+    }
+    for (const m of monitors) {
+      alarm(`${m.name}OffsetLag`, {
+        metric: offsetLag(m.fn, m.name).with({ period: FIVE_MINUTES }),
+        threshold: 10_000,
+        evaluationPeriods: 3,
+        comparisonOperator: cloudwatch.ComparisonOperator.GREATER_THAN_THRESHOLD,
+        treatMissingData: cloudwatch.TreatMissingData.NOT_BREACHING,
+        alarmDescription: `${m.name} is more than 10,000 records behind for 15 minutes`,
+      });
+      alarm(`${m.name}RecordsFailed`, {
+        metric: appMetric(m.name, 'RecordsFailed', 'Sum', FIVE_MINUTES),
+        threshold: 1,
+        evaluationPeriods: 3,
+        comparisonOperator: cloudwatch.ComparisonOperator.GREATER_THAN_OR_EQUAL_TO_THRESHOLD,
+        treatMissingData: cloudwatch.TreatMissingData.NOT_BREACHING,
+        alarmDescription: `${m.name} could not process records (Redis or Kafka unreachable) for 15 minutes`,
+      });
+    }
+    alarm('StatsMissing', {
+      metric: statsMetric('Backlog', 'SampleCount').with({ period: FIVE_MINUTES }),
+      threshold: 1,
+      evaluationPeriods: 2,
+      comparisonOperator: cloudwatch.ComparisonOperator.LESS_THAN_THRESHOLD,
+      treatMissingData: cloudwatch.TreatMissingData.BREACHING,
+      alarmDescription: 'The stats function published nothing for 10 minutes: the fleet cannot autoscale',
+    });
+    alarm('BacklogWithoutCrawlers', {
+      metric: new cloudwatch.MathExpression({
+        expression: 'IF(backlog > 0 AND live < 1, 1, 0)',
+        usingMetrics: { backlog: statsMetric('Backlog'), live: statsMetric('LiveCrawlers') },
+        period: MINUTE,
+      }),
+      threshold: 1,
+      evaluationPeriods: 15,
+      comparisonOperator: cloudwatch.ComparisonOperator.GREATER_THAN_OR_EQUAL_TO_THRESHOLD,
+      treatMissingData: cloudwatch.TreatMissingData.NOT_BREACHING,
+      alarmDescription: 'Requests are queued but no crawler has been alive for 15 minutes',
+    });
+    alarm('CacheMemory', {
+      metric: new cloudwatch.MathExpression({
+        expression: `MAX([${memory.map((_, i) => `m${i}`).join(', ')}])`,
+        usingMetrics: Object.fromEntries(memory.map((m, i) => [`m${i}`, m])),
+        period: FIVE_MINUTES,
+      }),
+      threshold: 80,
+      evaluationPeriods: 3,
+      comparisonOperator: cloudwatch.ComparisonOperator.GREATER_THAN_THRESHOLD,
+      treatMissingData: cloudwatch.TreatMissingData.NOT_BREACHING,
+      alarmDescription: 'Valkey memory above 80%: with noeviction, enqueues fail when it is full',
+    });
+  }
+
+  /** The console URL of the dashboard. */
+  dashboardUrl(): string {
+    const region = Stack.of(this).region;
+    return `https://${region}.console.aws.amazon.com/cloudwatch/home?region=${region}#dashboards:name=${Stack.of(this).stackName}`;
+  }
+}

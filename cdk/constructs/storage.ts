@@ -1,0 +1,48 @@
+/**
+ * S3: the body store for pages too large for a Kafka message (BODY_STORE_BUCKET), the failed-batch bucket the
+ * MSK event sources write unprocessable batches to (for inspection and replay), and the access-log bucket both
+ * log to. All private, encrypted, TLS-only, expiring.
+ */
+import { Duration } from 'aws-cdk-lib';
+import * as s3 from 'aws-cdk-lib/aws-s3';
+import { Construct } from 'constructs';
+
+const PRIVATE = {
+  blockPublicAccess: s3.BlockPublicAccess.BLOCK_ALL,
+  encryption: s3.BucketEncryption.S3_MANAGED,
+  enforceSSL: true,
+  objectOwnership: s3.ObjectOwnership.BUCKET_OWNER_ENFORCED,
+} satisfies s3.BucketProps;
+
+export interface StorageProps {
+  bodyRetentionDays: number;
+  failedBatchRetentionDays: number;
+}
+
+export class Storage extends Construct {
+  readonly bodies: s3.Bucket;
+  readonly failedBatches: s3.Bucket;
+  readonly accessLogs: s3.Bucket;
+
+  constructor(scope: Construct, id: string, props: StorageProps) {
+    super(scope, id);
+    this.accessLogs = new s3.Bucket(this, 'AccessLogs', {
+      ...PRIVATE,
+      lifecycleRules: [{ expiration: Duration.days(90) }],
+    });
+    this.bodies = new s3.Bucket(this, 'Bodies', {
+      ...PRIVATE,
+      serverAccessLogsBucket: this.accessLogs,
+      serverAccessLogsPrefix: 'bodies/',
+      lifecycleRules: [
+        { expiration: Duration.days(props.bodyRetentionDays), abortIncompleteMultipartUploadAfter: Duration.days(1) },
+      ],
+    });
+    this.failedBatches = new s3.Bucket(this, 'FailedBatches', {
+      ...PRIVATE,
+      serverAccessLogsBucket: this.accessLogs,
+      serverAccessLogsPrefix: 'failed-batches/',
+      lifecycleRules: [{ expiration: Duration.days(props.failedBatchRetentionDays) }],
+    });
+  }
+}

@@ -1,0 +1,58 @@
+/**
+ * The environment of each deployable, built from the variable names of lib/config/variables.ts (DESIGN.md §7:
+ * cdk/ and the runtime share one list of names, so they cannot drift).
+ */
+import type { VariableName } from '../lib/config/variables.ts';
+import { SettingsError } from './settings.ts';
+
+/** Values by variable name; undefined entries are left out. */
+export type RuntimeEnv = Partial<Record<VariableName, string>>;
+
+/**
+ * Variables each deployable must get on AWS, because their defaults are only right for a local run
+ * (127.0.0.1 brokers and Redis, plaintext, no auth). REDIS_PASSWORD reaches the crawler as an ECS secret.
+ */
+export const REQUIRED_VARIABLES = {
+  monitor: [
+    'KAFKA_BROKERS',
+    'KAFKA_TOPIC_PREFIX',
+    'KAFKA_SASL_MECHANISM',
+    'KAFKA_CLIENT_ID',
+    'REDIS_HOST',
+    'REDIS_PORT',
+    'REDIS_TLS',
+    'REDIS_CLUSTER',
+    'REDIS_PASSWORD',
+  ],
+  crawler: [
+    'KAFKA_BROKERS',
+    'KAFKA_TOPIC_PREFIX',
+    'KAFKA_SASL_MECHANISM',
+    'KAFKA_CLIENT_ID',
+    'REDIS_HOST',
+    'REDIS_PORT',
+    'REDIS_TLS',
+    'REDIS_CLUSTER',
+    'REDIS_PASSWORD',
+    'BODY_STORE_BUCKET',
+    'SHUTDOWN_DEADLINE_MS',
+    'AWS_REGION',
+  ],
+  topics: ['KAFKA_BROKERS', 'KAFKA_SASL_MECHANISM', 'KAFKA_CLIENT_ID'],
+} as const satisfies Record<string, readonly VariableName[]>;
+
+/**
+ * Merges the user's overrides (context `runtimeEnv`) under the values the stack owns. An override of a value the
+ * stack owns (an endpoint, a bucket name) would break the deployment, so it fails synth instead.
+ */
+export function environment(owned: RuntimeEnv, overrides: RuntimeEnv): Record<string, string> {
+  for (const name of Object.keys(overrides)) {
+    if (owned[name as VariableName] !== undefined)
+      throw new SettingsError('runtimeEnv', `${name} is set by the stack and cannot be overridden`);
+  }
+  const out: Record<string, string> = {};
+  for (const [name, value] of Object.entries({ ...overrides, ...owned })) {
+    if (value !== undefined) out[name] = value;
+  }
+  return out;
+}

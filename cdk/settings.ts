@@ -1,0 +1,209 @@
+/**
+ * The deployment's knobs, read once from CDK context (`cdk.json` or `cdk deploy -c key=value`) and validated
+ * here, so a wrong value fails synth with the context key's name instead of producing a broken stack.
+ * Runtime settings (the environment variables the code reads) are not duplicated here: `runtimeEnv` overrides
+ * any of them by the name lib/config/variables.ts gives it.
+ */
+import type { Node } from 'constructs';
+import { VARIABLES, type VariableName } from '../lib/config/variables.ts';
+
+export interface Settings {
+  /** Topic prefix of every Kafka topic (KAFKA_TOPIC_PREFIX). @default VARIABLES.KAFKA_TOPIC_PREFIX.default */
+  topicPrefix: string;
+  /** Partitions per topic, created by the topics custom resource. @default VARIABLES.KAFKA_TOPIC_PARTITIONS.default */
+  topicPartitions: number;
+  /** Availability zones of the VPC (MSK Serverless needs at least 2). @default 2 */
+  maxAzs: number;
+  /**
+   * Crawler tasks in public subnets with a public IP each (no NAT gateway at all: cheaper, and one egress IP per
+   * task for SCHEDULER_IP_ENABLED). Otherwise they egress through NAT from private subnets. @default false
+   */
+  crawlerPublicSubnets: boolean;
+  /** NAT gateways when crawlers use NAT (one per AZ survives an AZ outage). @default maxAzs */
+  natGateways: number;
+  /** `serverless` (MSK Serverless, IAM) or `provisioned` (MSK provisioned, TLS + IAM). @default 'serverless' */
+  kafka: 'serverless' | 'provisioned';
+  /** Provisioned MSK only. @default '3.8.x' */
+  kafkaVersion: string;
+  /** Provisioned MSK only: broker count, a multiple of maxAzs. @default maxAzs */
+  kafkaBrokers: number;
+  /** Provisioned MSK only. @default 'kafka.m7g.large' */
+  kafkaInstanceType: string;
+  /** Provisioned MSK only: EBS GiB per broker. @default 100 */
+  kafkaVolumeGiB: number;
+  /** Provisioned event pollers per MSK event source mapping (both mappings share one poller group). @default 1 */
+  minPollers: number;
+  /** @default 4 */
+  maxPollers: number;
+  /** kafka-monitor records per invocation. @default 500 */
+  ingestBatchSize: number;
+  /** Records older than this (seconds) go to the failed-batch bucket instead of being retried. @default 21600 */
+  maxRecordAgeSec: number;
+  /** ElastiCache node type. @default 'cache.t4g.small' */
+  cacheNodeType: string;
+  /** Valkey engine version (parameter group family follows the major). @default '8.0' */
+  cacheEngineVersion: string;
+  /** Cluster mode enabled (shards, configuration endpoint; REDIS_CLUSTER=true). @default false */
+  cacheClusterMode: boolean;
+  /** Cluster mode only: shards. @default 1 */
+  cacheShards: number;
+  /** Replicas per shard (at least 1 for Multi-AZ failover). @default 1 */
+  cacheReplicas: number;
+  /** Not the well-known 6379 (cdk-nag AwsSolutions-AEC5). @default 6380 */
+  cachePort: number;
+  /** Daily snapshots kept. @default 7 */
+  cacheSnapshotRetentionDays: number;
+  /** Crawler task vCPU units. @default 1024 */
+  taskCpu: number;
+  /** @default 2048 */
+  taskMemoryMiB: number;
+  /** Fleet floor; 0 lets the fleet scale to zero when the frontier is empty. @default 0 */
+  minTasks: number;
+  /** @default 10 */
+  maxTasks: number;
+  /** Queued requests per task above which the fleet scales out. @default 100 */
+  backlogPerTask: number;
+  /** SHUTDOWN_DEADLINE_MS of the crawler; the ECS stop timeout is this plus a flush margin (≤ 120 s). @default 60000 */
+  shutdownDeadlineMs: number;
+  /** Days large bodies stay in S3. @default 30 */
+  bodyRetentionDays: number;
+  /** Days the records of MSK batches that could not be processed stay in S3 for replay. @default 30 */
+  failedBatchRetentionDays: number;
+  /** Days log groups keep their events. @default 30 */
+  logRetentionDays: number;
+  /** Optional e-mail subscribed to the alarm topic. @default none */
+  alarmEmail?: string;
+  /** Overrides of runtime variables (names from lib/config/variables.ts) for every function and the fleet. */
+  runtimeEnv: Partial<Record<VariableName, string>>;
+}
+
+/** A context value that is not valid; names the key. */
+export class SettingsError extends Error {
+  constructor(key: string, message: string) {
+    super(`context "${key}": ${message}`);
+    this.name = 'SettingsError';
+  }
+}
+
+/** Reads one context key. */
+type Get = (key: string) => unknown;
+
+function int(get: Get, key: string, fallback: number, min: number, max: number): number {
+  const v = get(key);
+  if (v === undefined) return fallback;
+  const n = typeof v === 'string' ? Number(v) : v;
+  if (typeof n !== 'number' || !Number.isInteger(n) || n < min || n > max)
+    throw new SettingsError(key, `must be an integer in [${min}, ${max}] (got ${JSON.stringify(v)})`);
+  return n;
+}
+
+function bool(get: Get, key: string, fallback: boolean): boolean {
+  const v = get(key);
+  if (v === undefined) return fallback;
+  if (v === true || v === 'true') return true;
+  if (v === false || v === 'false') return false;
+  throw new SettingsError(key, `must be true or false (got ${JSON.stringify(v)})`);
+}
+
+function str(get: Get, key: string, fallback: string, pattern: RegExp): string {
+  const v = get(key);
+  if (v === undefined) return fallback;
+  if (typeof v !== 'string' || !pattern.test(v))
+    throw new SettingsError(key, `must match ${pattern} (got ${JSON.stringify(v)})`);
+  return v;
+}
+
+/** The retention periods CloudWatch Logs accepts. */
+const LOG_RETENTION_DAYS = [
+  1, 3, 5, 7, 14, 30, 60, 90, 120, 150, 180, 365, 400, 545, 731, 1096, 1827, 2192, 2557, 2922, 3288, 3653,
+];
+
+function retention(get: Get): number {
+  const days = int(get, 'logRetentionDays', 30, 1, 3653);
+  if (!LOG_RETENTION_DAYS.includes(days))
+    throw new SettingsError('logRetentionDays', `must be one of ${LOG_RETENTION_DAYS.join(', ')}`);
+  return days;
+}
+
+function runtimeEnv(get: Get): Partial<Record<VariableName, string>> {
+  let v = get('runtimeEnv');
+  if (v === undefined) return {};
+  if (typeof v === 'string') v = JSON.parse(v);
+  if (typeof v !== 'object' || v === null || Array.isArray(v))
+    throw new SettingsError('runtimeEnv', 'must be an object');
+  const out: Partial<Record<VariableName, string>> = {};
+  for (const [name, value] of Object.entries(v)) {
+    if (!(name in VARIABLES))
+      throw new SettingsError('runtimeEnv', `${name} is not a variable of lib/config/variables.ts`);
+    out[name as VariableName] = String(value);
+  }
+  return out;
+}
+
+/**
+ * Reads and validates the settings from a context source (an App's node, or a plain object in tests).
+ * @throws SettingsError naming the first invalid key
+ */
+export function readSettings(source: Node | Record<string, unknown>): Settings {
+  const get: Get =
+    'tryGetContext' in source && typeof source.tryGetContext === 'function'
+      ? (key) => (source as Node).tryGetContext(key)
+      : (key) => (source as Record<string, unknown>)[key];
+
+  const maxAzs = int(get, 'maxAzs', 2, 2, 6);
+  const kafka = str(get, 'kafka', 'serverless', /^(serverless|provisioned)$/) as Settings['kafka'];
+  const kafkaBrokers = int(get, 'kafkaBrokers', maxAzs, maxAzs, 90);
+  if (kafkaBrokers % maxAzs !== 0) throw new SettingsError('kafkaBrokers', `must be a multiple of maxAzs (${maxAzs})`);
+  const minPollers = int(get, 'minPollers', 1, 1, 200);
+  const maxPollers = int(get, 'maxPollers', 4, 1, 2000);
+  if (maxPollers < minPollers) throw new SettingsError('maxPollers', 'must be at least minPollers');
+  const cacheClusterMode = bool(get, 'cacheClusterMode', false);
+  const minTasks = int(get, 'minTasks', 0, 0, 1000);
+  const maxTasks = int(get, 'maxTasks', 10, 1, 1000);
+  if (maxTasks < minTasks) throw new SettingsError('maxTasks', 'must be at least minTasks');
+  const taskCpu = int(get, 'taskCpu', 1024, 256, 16384);
+  if (![256, 512, 1024, 2048, 4096, 8192, 16384].includes(taskCpu))
+    throw new SettingsError('taskCpu', 'must be a Fargate CPU size (256, 512, 1024, ... 16384)');
+  const alarmEmail = get('alarmEmail') === undefined ? undefined : str(get, 'alarmEmail', '', /^[^@\s]+@[^@\s]+$/);
+
+  return {
+    topicPrefix: str(
+      get,
+      'topicPrefix',
+      VARIABLES.KAFKA_TOPIC_PREFIX.default,
+      new RegExp(VARIABLES.KAFKA_TOPIC_PREFIX.pattern),
+    ),
+    topicPartitions: int(get, 'topicPartitions', VARIABLES.KAFKA_TOPIC_PARTITIONS.default, 1, 1000),
+    maxAzs,
+    crawlerPublicSubnets: bool(get, 'crawlerPublicSubnets', false),
+    natGateways: int(get, 'natGateways', maxAzs, 1, maxAzs),
+    kafka,
+    kafkaVersion: str(get, 'kafkaVersion', '3.8.x', /^\d+\.\d+\.[\dx]+(\.[a-z0-9-]+)?$/),
+    kafkaBrokers,
+    kafkaInstanceType: str(get, 'kafkaInstanceType', 'kafka.m7g.large', /^kafka\.[a-z0-9]+\.[a-z0-9]+$/),
+    kafkaVolumeGiB: int(get, 'kafkaVolumeGiB', 100, 1, 16384),
+    minPollers,
+    maxPollers,
+    ingestBatchSize: int(get, 'ingestBatchSize', 500, 1, 10_000),
+    maxRecordAgeSec: int(get, 'maxRecordAgeSec', 21_600, 60, 604_800),
+    cacheNodeType: str(get, 'cacheNodeType', 'cache.t4g.small', /^cache\.[a-z0-9]+\.[a-z0-9]+$/),
+    cacheEngineVersion: str(get, 'cacheEngineVersion', '8.0', /^[78]\.\d+$/),
+    cacheClusterMode,
+    cacheShards: int(get, 'cacheShards', 1, 1, 500),
+    cacheReplicas: int(get, 'cacheReplicas', 1, 1, 5),
+    cachePort: int(get, 'cachePort', 6380, 1024, 65535),
+    cacheSnapshotRetentionDays: int(get, 'cacheSnapshotRetentionDays', 7, 1, 35),
+    taskCpu,
+    taskMemoryMiB: int(get, 'taskMemoryMiB', 2048, 512, 122_880),
+    minTasks,
+    maxTasks,
+    backlogPerTask: int(get, 'backlogPerTask', 100, 1, 10_000_000),
+    // Fargate allows at most 120 s between SIGTERM and SIGKILL; keep 20 s for the producer flush and exit.
+    shutdownDeadlineMs: int(get, 'shutdownDeadlineMs', 60_000, VARIABLES.SHUTDOWN_DEADLINE_MS.minimum, 100_000),
+    bodyRetentionDays: int(get, 'bodyRetentionDays', 30, 1, 3650),
+    failedBatchRetentionDays: int(get, 'failedBatchRetentionDays', 30, 1, 3650),
+    logRetentionDays: retention(get),
+    alarmEmail,
+    runtimeEnv: runtimeEnv(get),
+  };
+}

@@ -1,0 +1,116 @@
+/**
+ * The crawl-cluster stack: composes one construct per concern (STYLE.md) and nothing else.
+ */
+import { CfnOutput, Stack, type StackProps } from 'aws-cdk-lib';
+import type { RetentionDays } from 'aws-cdk-lib/aws-logs';
+import type { Construct } from 'constructs';
+import { Cache } from './constructs/cache.ts';
+import { Fleet } from './constructs/fleet.ts';
+import { Functions } from './constructs/functions.ts';
+import { Kafka } from './constructs/kafka.ts';
+import { Network } from './constructs/network.ts';
+import { Observability } from './constructs/observability.ts';
+import { Storage } from './constructs/storage.ts';
+import type { Settings } from './settings.ts';
+
+export interface CrawlClusterStackProps extends StackProps {
+  settings: Settings;
+}
+
+export class CrawlClusterStack extends Stack {
+  readonly network: Network;
+  readonly kafka: Kafka;
+  readonly cache: Cache;
+  readonly storage: Storage;
+  readonly functions: Functions;
+  readonly fleet: Fleet;
+  readonly observability: Observability;
+
+  constructor(scope: Construct, id: string, props: CrawlClusterStackProps) {
+    super(scope, id, props);
+    const s = props.settings;
+    const logRetention = s.logRetentionDays as RetentionDays;
+
+    this.network = new Network(this, 'Network', {
+      maxAzs: s.maxAzs,
+      natGateways: s.natGateways,
+      crawlerPublicSubnets: s.crawlerPublicSubnets,
+      logRetention,
+    });
+    const clients = [this.network.functionsSecurityGroup, this.network.crawlerSecurityGroup];
+    this.kafka = new Kafka(this, 'Kafka', {
+      network: this.network,
+      mode: s.kafka,
+      kafkaVersion: s.kafkaVersion,
+      brokers: s.kafkaBrokers,
+      instanceType: s.kafkaInstanceType,
+      volumeGiB: s.kafkaVolumeGiB,
+      topicPrefix: s.topicPrefix,
+      topicPartitions: s.topicPartitions,
+      clients,
+      logRetention,
+    });
+    this.cache = new Cache(this, 'Cache', {
+      network: this.network,
+      clients,
+      nodeType: s.cacheNodeType,
+      engineVersion: s.cacheEngineVersion,
+      clusterMode: s.cacheClusterMode,
+      shards: s.cacheShards,
+      replicas: s.cacheReplicas,
+      port: s.cachePort,
+      snapshotRetentionDays: s.cacheSnapshotRetentionDays,
+      logRetention,
+    });
+    this.storage = new Storage(this, 'Storage', {
+      bodyRetentionDays: s.bodyRetentionDays,
+      failedBatchRetentionDays: s.failedBatchRetentionDays,
+    });
+    this.functions = new Functions(this, 'Functions', {
+      network: this.network,
+      kafka: this.kafka,
+      cache: this.cache,
+      storage: this.storage,
+      ingestBatchSize: s.ingestBatchSize,
+      minPollers: s.minPollers,
+      maxPollers: s.maxPollers,
+      maxRecordAgeSec: s.maxRecordAgeSec,
+      logRetention,
+      runtimeEnv: s.runtimeEnv,
+    });
+    this.fleet = new Fleet(this, 'Fleet', {
+      network: this.network,
+      kafka: this.kafka,
+      cache: this.cache,
+      storage: this.storage,
+      taskCpu: s.taskCpu,
+      taskMemoryMiB: s.taskMemoryMiB,
+      minTasks: s.minTasks,
+      maxTasks: s.maxTasks,
+      backlogPerTask: s.backlogPerTask,
+      shutdownDeadlineMs: s.shutdownDeadlineMs,
+      logRetention,
+      runtimeEnv: s.runtimeEnv,
+    });
+    this.observability = new Observability(this, 'Observability', {
+      kafka: this.kafka,
+      cache: this.cache,
+      functions: this.functions,
+      fleet: this.fleet,
+      alarmEmail: s.alarmEmail,
+    });
+
+    new CfnOutput(this, 'BootstrapBrokers', {
+      value: this.kafka.bootstrapBrokers,
+      description: 'KAFKA_BROKERS for the CLI (KAFKA_SASL_MECHANISM=aws-msk-iam)',
+    });
+    new CfnOutput(this, 'TopicPrefix', { value: s.topicPrefix, description: 'KAFKA_TOPIC_PREFIX' });
+    new CfnOutput(this, 'BodyBucket', { value: this.storage.bodies.bucketName, description: 'BODY_STORE_BUCKET' });
+    new CfnOutput(this, 'FailedBatchBucket', {
+      value: this.storage.failedBatches.bucketName,
+      description: 'MSK batches the monitors could not process, for replay',
+    });
+    new CfnOutput(this, 'DashboardUrl', { value: this.observability.dashboardUrl() });
+    new CfnOutput(this, 'AlarmTopic', { value: this.observability.alarmTopic.topicArn });
+  }
+}

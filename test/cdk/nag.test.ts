@@ -1,0 +1,37 @@
+import { readFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { Annotations, Match } from 'aws-cdk-lib/assertions';
+import * as s3 from 'aws-cdk-lib/aws-s3';
+import { describe, expect, it } from 'vitest';
+import { synthStack } from './synth.ts';
+
+const VARIANTS: Record<string, Record<string, unknown>> = {
+  default: {},
+  'provisioned MSK, cluster-mode cache, public crawler subnets, per-app topics': {
+    kafka: 'provisioned',
+    cacheClusterMode: true,
+    cacheShards: 2,
+    crawlerPublicSubnets: true,
+    alarmEmail: 'ops@example.com',
+    runtimeEnv: { KAFKA_APPID_TOPICS: 'true' },
+  },
+};
+
+describe('cdk-nag (AwsSolutions)', () => {
+  for (const [name, context] of Object.entries(VARIANTS)) {
+    it(`leaves no unacknowledged finding and no error annotation: ${name}`, () => {
+      const { app, stack } = synthStack(context, { nag: true });
+      const assembly = app.synth();
+      const report = JSON.parse(readFileSync(join(assembly.directory, 'validation-report.json'), 'utf8'));
+      expect(report.pluginReports).toEqual([]);
+      Annotations.fromStack(stack).hasNoError('*', Match.anyValue());
+    });
+  }
+
+  it('fails synthesis on a finding nobody acknowledged', () => {
+    const { app, stack } = synthStack({}, { nag: true });
+    // A bucket without TLS enforcement or access logs.
+    new s3.Bucket(stack, 'Careless', { enforceSSL: false });
+    expect(() => app.synth()).toThrow(/AwsSolutions-S10/);
+  });
+});

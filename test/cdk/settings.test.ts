@@ -1,0 +1,30 @@
+import { describe, expect, it } from 'vitest';
+import { readSettings, SettingsError } from '../../cdk/settings.ts';
+import { VARIABLES } from '../../lib/config/variables.ts';
+
+describe('settings from context', () => {
+  it('defaults to the runtime defaults where they overlap', () => {
+    const s = readSettings({});
+    expect(s.topicPrefix).toBe(VARIABLES.KAFKA_TOPIC_PREFIX.default);
+    expect(s.topicPartitions).toBe(VARIABLES.KAFKA_TOPIC_PARTITIONS.default);
+    expect(s.kafka).toBe('serverless');
+    expect(s.crawlerPublicSubnets).toBe(false);
+    expect(s.natGateways).toBe(s.maxAzs);
+  });
+
+  it('accepts the strings `cdk -c key=value` passes', () => {
+    const s = readSettings({ maxTasks: '50', cacheClusterMode: 'true', runtimeEnv: '{"QUEUE_HITS":"3"}' });
+    expect(s.maxTasks).toBe(50);
+    expect(s.cacheClusterMode).toBe(true);
+    expect(s.runtimeEnv).toEqual({ QUEUE_HITS: '3' });
+  });
+
+  it('names the context key of a bad value', () => {
+    expect(() => readSettings({ maxAzs: 1 })).toThrow(/context "maxAzs"/);
+    expect(() => readSettings({ kafka: 'self-hosted' })).toThrow(/context "kafka"/);
+    expect(() => readSettings({ minTasks: 5, maxTasks: 2 })).toThrow(/context "maxTasks"/);
+    expect(() => readSettings({ taskCpu: 1000 })).toThrow(/context "taskCpu"/);
+    expect(() => readSettings({ logRetentionDays: 10 })).toThrow(/context "logRetentionDays"/);
+    expect(() => readSettings({ topicPrefix: 'has space' })).toThrow(SettingsError);
+  });
+});

@@ -13,6 +13,7 @@ import { type MessageSink, producerSink } from '../../lib/kafka/sink.ts';
 import type { MonitorLog } from '../../lib/monitor/context.ts';
 import { redisReplyStore, redisStatsStore } from '../../lib/monitor/stores.ts';
 import { createRedis, type RedisClient, redisSettings } from '../../lib/redis/client.ts';
+import { Frontier, frontierOptions } from '../../lib/redis/frontier.ts';
 import type { HealthProbes, RestContext, RestOptions } from '../../lib/rest/context.ts';
 import { KNOWN_SPIDERS } from '../../lib/schemas/index.ts';
 import { once } from '../shared/deps.ts';
@@ -74,6 +75,7 @@ export function createRestDeps(
     log,
     now: Date.now,
     health: health.probes,
+    frontier: new Frontier(redis, frontierOptions(vars)),
     startedAt: Date.now(),
     options,
   };

@@ -113,8 +113,8 @@ function toRestRequest(req: IncomingMessage, body: Buffer): RestRequest {
   for (const [name, value] of Object.entries(req.headers)) {
     headers[name] = Array.isArray(value) ? value.join(', ') : value;
   }
-  const path = new URL(req.url ?? '/', 'http://localhost').pathname;
-  return { method: req.method ?? 'GET', path, headers, body };
+  const url = new URL(req.url ?? '/', 'http://localhost');
+  return { method: req.method ?? 'GET', path: url.pathname, query: url.search.slice(1), headers, body };
 }
 
 function send(res: ServerResponse, response: RestResponse, closeConnection: boolean): void {

@@ -5,6 +5,7 @@
  */
 import { setTimeout as delay } from 'node:timers/promises';
 import type { MonitorContext } from '../monitor/context.ts';
+import type { Frontier } from '../redis/frontier.ts';
 import { MAX_REQUEST_BYTES } from '../schemas/index.ts';
 
 /**
@@ -62,10 +63,18 @@ export interface RestOptions {
   heartbeatEveryMs?: number;
 }
 
+/** The frontier reads of the web dashboard (`/ui/api/...`): counters and registries only, never a scan. */
+export type DashboardFrontier = Pick<Frontier, 'spiders' | 'appInfo' | 'backlog'>;
+
 /** The REST API's context: the monitor context's parts it uses, plus health probes and options. */
 export interface RestContext
   extends Pick<MonitorContext, 'sink' | 'replies' | 'stats' | 'spiders' | 'topicPrefix' | 'nodeId' | 'log' | 'now'> {
   health: HealthProbes;
+  /**
+   * The frontier the web dashboard reads crawls and queues from (lib/rest/dashboard.ts). Without it the
+   * dashboard's JSON endpoints answer 503; the rest of the API does not use it.
+   */
+  frontier?: DashboardFrontier;
   /**
    * When this node started (epoch ms), for `uptime_sec`.
    * @default the time the router was created

@@ -11,6 +11,8 @@ export interface RestRequest {
   method: string;
   /** The path without query string, e.g. `/feed`. */
   path: string;
+  /** The raw query string without its `?` (`appid=a&top=5`); absent or empty when there is none. */
+  query?: string;
   /** Header names in lower case. */
   headers: Record<string, string | undefined>;
   /**

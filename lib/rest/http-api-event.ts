@@ -34,13 +34,20 @@ export interface HttpApiResult {
   isBase64Encoded: false;
 }
 
-/** The router's request for an HTTP API event: method, path without the stage, lower-case headers, body bytes. */
+/** The router's request for an HTTP API event: method, path without the stage, query, lower-case headers, body bytes. */
 export function decodeHttpApiEvent(event: HttpApiEvent): RestRequest {
   const headers: Record<string, string | undefined> = {};
   for (const [name, value] of Object.entries(event.headers ?? {})) headers[name.toLowerCase()] = value;
   const body =
     event.body === undefined ? undefined : Buffer.from(event.body, event.isBase64Encoded ? 'base64' : 'utf8');
-  return { method: event.requestContext.http.method.toUpperCase(), path: stripStage(event), headers, body };
+  const request: RestRequest = {
+    method: event.requestContext.http.method.toUpperCase(),
+    path: stripStage(event),
+    headers,
+    body,
+  };
+  if (event.rawQueryString) request.query = event.rawQueryString;
+  return request;
 }
 
 function stripStage(event: HttpApiEvent): string {

@@ -8,6 +8,7 @@
  * | `/` | GET, POST | 200 health report (Scrapy Cluster's fields, plus the envelope) |
  * | `/feed` | POST | 200 `data: null` (crawl), the reply, or `{"poll_id"}`; 400 invalid; 500 Kafka/Redis down |
  * | `/poll` | POST | 200 the stored reply (once); 404 none; 400 invalid; 500 Redis down |
+ * | `/ui`, `/ui/api/...` | GET | the web dashboard and its JSON endpoints (lib/rest/dashboard.ts) |
  *
  * Every route: 404 for an unknown path, 405 (with `Allow`) for another method, 413 for a body over
  * `maxBodyBytes`, 500 for an unexpected error. Each request counts in `rest:total`, each failure in
@@ -18,6 +19,7 @@ import { SchemaValidationError } from '../errors.ts';
 import { HEARTBEAT_TTL_MS } from '../monitor/stats-report.ts';
 import type { StatsIncrement } from '../redis/stats.ts';
 import { type ResolvedRestOptions, type RestContext, resolveRestOptions } from './context.ts';
+import { dashboardRoutes } from './dashboard.ts';
 import { causeOf, failure, type RestRequest, type RestResponse } from './envelope.ts';
 import { feed } from './feed.ts';
 import { checkHealth, healthResponse } from './health.ts';
@@ -54,6 +56,12 @@ export function createRestRouter(ctx: RestContext): RestRouter {
     },
     '/poll': { POST: async (request) => ({ response: await poll(ctx, options, request.body) }) },
   };
+  for (const [path, methods] of Object.entries(dashboardRoutes(ctx, options))) {
+    routes[path] = {};
+    for (const [method, handler] of Object.entries(methods)) {
+      routes[path][method] = async (request) => ({ response: await handler(request) });
+    }
+  }
   let lastBeat = Number.NEGATIVE_INFINITY;
 
   async function record(result: RouteResult): Promise<void> {

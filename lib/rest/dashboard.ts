@@ -1,0 +1,339 @@
+/**
+ * The web dashboard (issue 7 part 4): `GET /ui` is one static page (lib/rest/dashboard-page.ts: vanilla JS,
+ * inline CSS, no build step, nothing fetched from elsewhere) that refreshes every 2 s from the JSON
+ * endpoints below and submits / stops crawls through `POST /feed` and `POST /poll`, like any client.
+ *
+ * | Route | Answers (`data` of a SUCCESS envelope) |
+ * |---|---|
+ * | `GET /ui` | the page (text/html, strict CSP: only its own inline script and style, same-origin requests) |
+ * | `GET /ui/api/overview?appid=A&top=N` | everything below in one answer (what the page polls) |
+ * | `GET /ui/api/crawls?appid=A` | the app's crawls per spider: pending (queued + leased), done, failed, state |
+ * | `GET /ui/api/queues?top=N` | total backlog and the N domains with the most queued requests (default 10, at most 100) |
+ * | `GET /ui/api/fleet` | live heartbeats: crawlers (`beating` = beat in the last 30 s) and monitor / REST nodes |
+ * | `GET /ui/api/throughput` | the `crawler:<spider>:<status>` counters summed: lifetime, last 15 min, last hour |
+ *
+ * **Which app.** The frontier indexes crawls per appid and keeps no list of apps, so the crawl list is for
+ * one `appid` (3–40 chars) named in the query; without one, `crawls` is empty. The page remembers the last
+ * appid watched or submitted (localStorage; `?appid=` in the page URL overrides) and defaults to `dashboard`.
+ * A crawl leaves the frontier when stopped, expired, or swept a dupefilter TTL after completing; the page
+ * keeps showing the crawls it saw (stopped or gone, pending 0) until it is reloaded.
+ *
+ * **Bounded work.** Every answer reads registries and counters, never the keyspace: the spider registry
+ * (SMEMBERS), per spider the app's crawl counters (info.lua, O(crawls of the app × domains)) and the
+ * per-domain backlog (one HGETALL, O(domains); it first settles stopped crawls' counters in bounded chunks,
+ * as the `queue` stats do), the stats name registry and one HMGET per crawler counter, and the heartbeat
+ * set. Each Redis call is bounded by `probeTimeoutMs`; Redis down is answered 500. At most
+ * {@link MAX_CRAWLS} crawls are listed (running first).
+ *
+ * **Throughput.** The counters keep per-window totals, not a time series; the page samples the lifetime
+ * total at each refresh and plots pages per minute from the differences (server clock), and shows the last
+ * 15 minutes' and hour's totals as the counters report them.
+ */
+import { SchemaValidationError } from '../errors.ts';
+import { HEARTBEAT_TTL_MS } from '../monitor/stats-report.ts';
+import type { StatsCounts } from '../redis/stats.ts';
+import type { DashboardFrontier, ResolvedRestOptions, RestContext } from './context.ts';
+import { DASHBOARD_HTML, DASHBOARD_SCRIPT_HASH, DASHBOARD_STYLE_HASH } from './dashboard-page.ts';
+import { causeOf, failure, type RestRequest, type RestResponse, success } from './envelope.ts';
+import { withTimeout } from './timeout.ts';
+
+/** Most crawls listed per answer (running ones first, then by crawlid). */
+export const MAX_CRAWLS = 200;
+/** Domains listed in `queues.top` unless `top` says otherwise. */
+export const DEFAULT_TOP_DOMAINS = 10;
+/** Most domains `top` may ask for. */
+export const MAX_TOP_DOMAINS = 100;
+/** A crawler whose last beat is younger than this is `beating` (crawlers beat every 10 s). */
+export const BEATING_MS = 30_000;
+
+/** One crawl of the watched app. */
+export interface DashboardCrawl {
+  spiderid: string;
+  appid: string;
+  crawlid: string;
+  /** Queued plus leased (being fetched) requests. */
+  pending: number;
+  queued: number;
+  leased: number;
+  done: number;
+  failed: number;
+  /** Domains with queued requests. */
+  domains: number;
+  maxdepth: number;
+  /** Epoch seconds; 0 = never. */
+  expires: number;
+  /** `running` while anything is pending, `complete` once nothing is. */
+  state: 'running' | 'complete';
+}
+
+export interface DashboardCrawls {
+  appid: string | null;
+  crawls: DashboardCrawl[];
+  /** Crawls of the app in the frontier (may exceed `crawls.length`, capped at {@link MAX_CRAWLS}). */
+  crawls_total: number;
+}
+
+export interface DashboardQueues {
+  total_backlog: number;
+  num_domains: number;
+  /** The domains with the most queued requests, most first. */
+  top: { spiderid: string; domain: string; backlog: number }[];
+}
+
+export interface DashboardFleet {
+  /** Live crawler processes (beat within the heartbeat TTL), one per spider type each serves. */
+  crawlers: { spiderid: string; node: string; beating: boolean }[];
+  /** Live node ids per monitor kind. */
+  nodes: Record<'kafka-monitor' | 'redis-monitor' | 'rest', string[]>;
+}
+
+export interface DashboardThroughput {
+  /** Pages fetched (every `crawler:*` counter: any HTTP status or error kind), ever / last 15 min / last hour. */
+  pages_total: number;
+  pages_15m: number;
+  pages_1h: number;
+  /** Of those, pages answered 2xx or 3xx. */
+  ok_total: number;
+  ok_15m: number;
+  /** Counts per status (HTTP code or error kind), most frequent first, at most 12. */
+  by_status: { status: string; total: number; last_15m: number }[];
+}
+
+export interface DashboardOverview extends DashboardCrawls {
+  /** The server's clock (epoch ms), for rates computed by the page. */
+  server_time_ms: number;
+  queues: DashboardQueues;
+  fleet: DashboardFleet;
+  throughput: DashboardThroughput;
+}
+
+interface DashboardQuery {
+  appid: string | undefined;
+  top: number;
+}
+
+/** The dashboard's routes, keyed like the router's table: path → method → handler. */
+export function dashboardRoutes(
+  ctx: RestContext,
+  options: ResolvedRestOptions,
+): Record<string, Record<string, (request: RestRequest) => Promise<RestResponse>>> {
+  const api = (build: (frontier: DashboardFrontier, q: DashboardQuery) => Promise<unknown>) => ({
+    GET: (request: RestRequest) => answer(ctx, request, build),
+  });
+  const bound = <T>(p: Promise<T>) => withTimeout(p, options.probeTimeoutMs, 'Redis');
+  const reader = new DashboardReader(ctx, bound);
+  return {
+    '/ui': { GET: async () => pageResponse() },
+    '/ui/api/overview': api((f, q) => reader.overview(f, q)),
+    '/ui/api/crawls': api((f, q) => reader.crawls(f, q.appid)),
+    '/ui/api/queues': api((f, q) => reader.queues(f, q.top)),
+    '/ui/api/fleet': api(() => reader.fleet()),
+    '/ui/api/throughput': api(() => reader.throughput()),
+  };
+}
+
+async function answer(
+  ctx: RestContext,
+  request: RestRequest,
+  build: (frontier: DashboardFrontier, q: DashboardQuery) => Promise<unknown>,
+): Promise<RestResponse> {
+  let query: DashboardQuery;
+  try {
+    query = parseQuery(request.query);
+  } catch (error) {
+    if (!(error instanceof SchemaValidationError)) throw error;
+    const { kind, details } = error;
+    return failure(400, { message: 'Invalid query parameters.', cause: error.message, kind, details });
+  }
+  if (ctx.frontier === undefined) {
+    return failure(503, { message: 'The dashboard is not available here: this REST service has no frontier' });
+  }
+  try {
+    return success(await build(ctx.frontier, query));
+  } catch (error) {
+    ctx.log.error('dashboard: reading the cluster state failed', { path: request.path, error: causeOf(error) });
+    return failure(500, { message: 'Unable to connect to Redis', cause: causeOf(error) });
+  }
+}
+
+/** `appid` (3–40 chars, optional) and `top` (1–{@link MAX_TOP_DOMAINS}); other parameters are ignored. */
+function parseQuery(raw: string | undefined): DashboardQuery {
+  const params = new URLSearchParams(raw ?? '');
+  const appid = params.get('appid') ?? '';
+  const topText = params.get('top');
+  const details: { path: string; message: string }[] = [];
+  if (appid !== '' && (appid.length < 3 || appid.length > 40)) {
+    details.push({ path: '/appid', message: 'must be 3 to 40 characters long' });
+  }
+  let top = DEFAULT_TOP_DOMAINS;
+  if (topText !== null && topText !== '') {
+    top = Number(topText);
+    if (!Number.isInteger(top) || top < 1 || top > MAX_TOP_DOMAINS) {
+      details.push({ path: '/top', message: `must be an integer from 1 to ${MAX_TOP_DOMAINS}` });
+    }
+  }
+  if (details.length > 0) throw new SchemaValidationError('schema', details);
+  return { appid: appid === '' ? undefined : appid, top };
+}
+
+const SECURITY_HEADERS = {
+  'content-security-policy': [
+    "default-src 'none'",
+    `script-src '${DASHBOARD_SCRIPT_HASH}'`,
+    `style-src '${DASHBOARD_STYLE_HASH}'`,
+    "connect-src 'self'",
+    'img-src data:',
+    "base-uri 'none'",
+    "form-action 'none'",
+    "frame-ancestors 'none'",
+  ].join('; '),
+  'x-content-type-options': 'nosniff',
+  'referrer-policy': 'no-referrer',
+  'x-frame-options': 'DENY',
+};
+
+function pageResponse(): RestResponse {
+  return {
+    status: 200,
+    headers: { 'content-type': 'text/html; charset=utf-8', 'cache-control': 'no-cache', ...SECURITY_HEADERS },
+    body: DASHBOARD_HTML,
+  };
+}
+
+const SUCCESS_STATUS = /^[23]\d\d$/;
+
+/** The reads behind the endpoints; `bound` puts a deadline on each Redis call. */
+class DashboardReader {
+  readonly #ctx: RestContext;
+  readonly #bound: <T>(p: Promise<T>) => Promise<T>;
+
+  constructor(ctx: RestContext, bound: <T>(p: Promise<T>) => Promise<T>) {
+    this.#ctx = ctx;
+    this.#bound = bound;
+  }
+
+  async overview(frontier: DashboardFrontier, q: DashboardQuery): Promise<DashboardOverview> {
+    const now = this.#ctx.now();
+    const spiders = await this.#bound(frontier.spiders());
+    // Queues first: a backlog read settles stopped crawls' counters.
+    const [queues, fleet, throughput] = await Promise.all([
+      this.queues(frontier, q.top, spiders),
+      this.fleet(),
+      this.throughput(),
+    ]);
+    const crawls = await this.crawls(frontier, q.appid, spiders);
+    return { server_time_ms: now, ...crawls, queues, fleet, throughput };
+  }
+
+  async crawls(frontier: DashboardFrontier, appid: string | undefined, known?: string[]): Promise<DashboardCrawls> {
+    if (appid === undefined) return { appid: null, crawls: [], crawls_total: 0 };
+    const now = this.#ctx.now();
+    const spiders = known ?? (await this.#bound(frontier.spiders()));
+    const rows: DashboardCrawl[] = [];
+    for (const spiderid of spiders) {
+      const infos = await this.#bound(frontier.appInfo(spiderid, appid, now));
+      for (const [crawlid, info] of Object.entries(infos)) {
+        const pending = info.queued + info.leased;
+        rows.push({
+          spiderid,
+          appid,
+          crawlid,
+          pending,
+          queued: info.queued,
+          leased: info.leased,
+          done: info.done,
+          failed: info.failed,
+          domains: Object.values(info.domains).filter((d) => d.total > 0).length,
+          maxdepth: info.settings.maxdepth ?? 0,
+          expires: info.settings.expires ?? 0,
+          state: pending > 0 ? 'running' : 'complete',
+        });
+      }
+    }
+    rows.sort(
+      (a, b) =>
+        Number(b.state === 'running') - Number(a.state === 'running') ||
+        a.crawlid.localeCompare(b.crawlid) ||
+        a.spiderid.localeCompare(b.spiderid),
+    );
+    return { appid, crawls: rows.slice(0, MAX_CRAWLS), crawls_total: rows.length };
+  }
+
+  async queues(frontier: DashboardFrontier, top: number, known?: string[]): Promise<DashboardQueues> {
+    const now = this.#ctx.now();
+    const spiders = known ?? (await this.#bound(frontier.spiders()));
+    const all: DashboardQueues['top'] = [];
+    for (const spiderid of spiders) {
+      const backlog = await this.#bound(frontier.backlog(spiderid, now));
+      for (const [domain, n] of Object.entries(backlog)) if (n > 0) all.push({ spiderid, domain, backlog: n });
+    }
+    all.sort((a, b) => b.backlog - a.backlog || a.domain.localeCompare(b.domain));
+    return {
+      total_backlog: all.reduce((s, d) => s + d.backlog, 0),
+      num_domains: new Set(all.map((d) => d.domain)).size,
+      top: all.slice(0, top),
+    };
+  }
+
+  async fleet(): Promise<DashboardFleet> {
+    const { stats } = this.#ctx;
+    const now = this.#ctx.now();
+    const live = (kind: string, ttlMs = HEARTBEAT_TTL_MS) => this.#bound(stats.live(kind, now, ttlMs));
+    const [crawlerIds, beating, kafkaMonitor, redisMonitor, rest] = await Promise.all([
+      live('crawler'),
+      live('crawler', BEATING_MS),
+      live('kafka-monitor'),
+      live('redis-monitor'),
+      live('rest'),
+    ]);
+    const fresh = new Set(beating);
+    const crawlers = crawlerIds.map((id) => {
+      const bar = id.indexOf('|');
+      return {
+        spiderid: bar < 0 ? 'unknown' : id.slice(0, bar),
+        node: bar < 0 ? id : id.slice(bar + 1),
+        beating: fresh.has(id),
+      };
+    });
+    return {
+      crawlers,
+      nodes: { 'kafka-monitor': kafkaMonitor, 'redis-monitor': redisMonitor, rest },
+    };
+  }
+
+  async throughput(): Promise<DashboardThroughput> {
+    const { stats } = this.#ctx;
+    const names = await this.#bound(stats.names('crawler:'));
+    const counts: Record<string, StatsCounts> =
+      names.length === 0 ? {} : await this.#bound(stats.read(names, this.#ctx.now()));
+    const out: DashboardThroughput = {
+      pages_total: 0,
+      pages_15m: 0,
+      pages_1h: 0,
+      ok_total: 0,
+      ok_15m: 0,
+      by_status: [],
+    };
+    const byStatus = new Map<string, { total: number; last_15m: number }>();
+    for (const [name, c] of Object.entries(counts)) {
+      // crawler:<spider>:<status>
+      const status = name.slice(name.indexOf(':', 'crawler:'.length) + 1);
+      out.pages_total += c.lifetime;
+      out.pages_15m += c['900'];
+      out.pages_1h += c['3600'];
+      if (SUCCESS_STATUS.test(status)) {
+        out.ok_total += c.lifetime;
+        out.ok_15m += c['900'];
+      }
+      const s = byStatus.get(status) ?? { total: 0, last_15m: 0 };
+      s.total += c.lifetime;
+      s.last_15m += c['900'];
+      byStatus.set(status, s);
+    }
+    out.by_status = [...byStatus.entries()]
+      .map(([status, s]) => ({ status, ...s }))
+      .sort((a, b) => b.total - a.total || a.status.localeCompare(b.status))
+      .slice(0, 12);
+    return out;
+  }
+}

@@ -1,0 +1,214 @@
+/**
+ * The web dashboard (`GET /ui`, lib/rest/dashboard.ts) as a person uses it: Debian's `chromium` driven
+ * headless by playwright-core, against the REST server of `crawl-cluster local` over the Lambda's REST deps,
+ * in front of a local cluster with one crawler worker process crawling fixture sites on loopback.
+ *
+ * Chromium is required, not optional: when `/usr/bin/chromium` (or `$CHROMIUM_PATH`) is missing the tests
+ * fail and say how to install it (CI's .ci/run installs it). No browser is ever downloaded, and the browser
+ * runs with background networking off (the machine may have no internet).
+ *
+ * The screenshot goes to test-artifacts/dashboard.png (git-ignored).
+ */
+import { constants } from 'node:fs';
+import { access, mkdir, mkdtemp, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { type BrowserContext, chromium, type Page } from 'playwright-core';
+import { afterAll, beforeAll, describe, expect, test } from 'vitest';
+import { type FixtureSite, startSite } from '../../bench/site/site.ts';
+import { createRestDeps, type RestDeps } from '../../functions/rest/deps.ts';
+import { type RestServer, startRestServer } from '../../lib/local/rest-server.ts';
+import { silentLog } from '../../lib/monitor/context.ts';
+import { createRestRouter } from '../../lib/rest/router.ts';
+import { startTestCluster, type TestCluster } from '../helpers/cluster.ts';
+import { uniqueName } from '../helpers/services.ts';
+
+const CHROMIUM = process.env.CHROMIUM_PATH ?? '/usr/bin/chromium';
+const ARTIFACTS = fileURLToPath(new URL('../../test-artifacts/', import.meta.url));
+const APPID = 'dash-e2e';
+/** Flags for a machine without internet: nothing may phone home. */
+const CHROMIUM_ARGS = [
+  '--headless',
+  '--no-sandbox',
+  '--disable-gpu',
+  '--disable-quic',
+  '--no-first-run',
+  '--disable-background-networking',
+  '--disable-component-update',
+  '--disable-sync',
+];
+
+async function requireChromium(): Promise<void> {
+  try {
+    await access(CHROMIUM, constants.X_OK);
+  } catch {
+    throw new Error(
+      `The dashboard test needs Debian's chromium at ${CHROMIUM} (or set CHROMIUM_PATH): ` +
+        'run `apt-get install -y chromium` (.ci/run does). The test never downloads a browser.',
+    );
+  }
+}
+
+describe('the web dashboard in headless Chromium', () => {
+  let site: FixtureSite;
+  /** A one-host site the test throttles to one page a minute, so a crawl of it is still running when stopped. */
+  let slow: FixtureSite;
+  let t: TestCluster;
+  let deps: RestDeps;
+  let server: RestServer;
+  let userDataDir: string;
+  let browser: BrowserContext;
+  let page: Page;
+  const browserErrors: string[] = [];
+
+  beforeAll(async () => {
+    await requireChromium();
+    userDataDir = await mkdtemp(join(tmpdir(), 'dashboard-chromium-'));
+    // launchPersistentContext passes this fresh directory as --user-data-dir.
+    browser = await chromium.launchPersistentContext(userDataDir, {
+      executablePath: CHROMIUM,
+      headless: true,
+      args: CHROMIUM_ARGS,
+      viewport: { width: 1280, height: 900 },
+      timeout: 30_000,
+    });
+    page = browser.pages()[0] ?? (await browser.newPage());
+    page.on('console', (m) => {
+      if (m.type() === 'error') browserErrors.push(m.text());
+    });
+    page.on('pageerror', (e) => browserErrors.push(e.message));
+
+    site = await startSite({ pages: 60, links: 4 });
+    slow = await startSite({ pages: 200, links: 5, hosts: ['slow.test'] });
+    t = await startTestCluster(
+      {
+        ALLOW_PRIVATE_NETWORKS: true,
+        CRAWLER_HOST_MAP: `${site.hostMap},${slow.hostMap}`,
+        QUEUE_HITS: 1000,
+        QUEUE_WINDOW: 1,
+        QUEUE_MODERATED: false,
+        LOG_LEVEL: 'WARN',
+      },
+      { crawlerWorkers: 1 },
+    );
+    deps = createRestDeps('dashboard-e2e', silentLog, t.vars);
+    server = await startRestServer({ context: deps.ctx, port: 0 });
+  });
+  afterAll(async () => {
+    await browser?.close();
+    if (userDataDir) await rm(userDataDir, { recursive: true, force: true });
+    await server?.close();
+    await deps?.close();
+    await t?.stop();
+    await site?.close();
+    await slow?.close();
+  });
+
+  const row = (crawlid: string) => page.locator(`tr[data-crawlid="${crawlid}"]`);
+  const cell = (crawlid: string, field: string) => row(crawlid).locator(`[data-field="${field}"]`);
+  const cellNumber = async (crawlid: string, field: string) =>
+    Number(((await cell(crawlid, field).textContent()) ?? '').replaceAll(',', ''));
+
+  async function submitCrawl(url: string, crawlid: string, depth: number): Promise<void> {
+    await page.fill('#feed-url', url);
+    await page.fill('#feed-appid', APPID);
+    await page.fill('#feed-crawlid', crawlid);
+    await page.selectOption('#feed-depth', String(depth));
+    await page.click('#feed-submit');
+    await expect.poll(() => page.textContent('#feed-result')).toBe(`crawl ${crawlid} submitted to app ${APPID}`);
+  }
+
+  test('GET /ui is one self-contained page with a strict CSP; the JSON endpoints validate their query', async () => {
+    const ui = await fetch(`${server.url}/ui`);
+    expect(ui.status).toBe(200);
+    expect(ui.headers.get('content-type')).toBe('text/html; charset=utf-8');
+    expect(ui.headers.get('content-security-policy')).toMatch(/default-src 'none'; script-src 'sha256-[^']+'/);
+    const html = await ui.text();
+    expect(html).toMatch(/^<!doctype html>/);
+    expect(html).not.toMatch(/(src|href)="https?:/);
+    expect(html).not.toContain('innerHTML');
+
+    const bad = await fetch(`${server.url}/ui/api/overview?appid=ab`);
+    expect(bad.status).toBe(400);
+    expect(await bad.json()).toMatchObject({ status: 'FAILURE', error: { details: [{ path: '/appid' }] } });
+    const queues = await fetch(`${server.url}/ui/api/queues?top=5`);
+    expect(await queues.json()).toEqual({
+      status: 'SUCCESS',
+      error: null,
+      data: { total_backlog: 0, num_domains: 0, top: [] },
+    });
+    expect((await fetch(`${server.url}/ui/api/overview`, { method: 'POST' })).status).toBe(405);
+    // A REST context without a frontier serves the page but not the data.
+    const bare = createRestRouter({ ...deps.ctx, frontier: undefined });
+    const answer = await bare({ method: 'GET', path: '/ui/api/fleet', headers: {} });
+    expect(answer.status).toBe(503);
+    expect((await bare({ method: 'GET', path: '/ui', headers: {} })).status).toBe(200);
+  });
+
+  test('a crawl submitted through the form is shown until it completes, with every page done', async () => {
+    await page.goto(`${server.url}/ui?appid=${APPID}`);
+    // The one crawler worker process's heartbeat.
+    await page.waitForSelector('#fleet-crawlers li', { timeout: 30_000 });
+    expect(await page.locator('#fleet-crawlers li').count()).toBe(1);
+    await expect.poll(() => page.textContent('#health'), { timeout: 15_000 }).toBe('GREEN');
+
+    const expected = site.reachable(0, 1).size;
+    await submitCrawl(site.url(0), 'small', 1);
+    await page.waitForSelector('tr[data-crawlid="small"][data-state="complete"]', { timeout: 60_000 });
+    expect(await cellNumber('small', 'done')).toBe(expected);
+    expect(await cellNumber('small', 'pending')).toBe(0);
+    expect(await cellNumber('small', 'failed')).toBe(0);
+    expect(await row('small').locator('[role="progressbar"]').getAttribute('aria-valuenow')).toBe('100');
+    // The counters drive the throughput panel.
+    await expect
+      .poll(() => page.textContent('#rate-totals'), { timeout: 10_000 })
+      .toMatch(new RegExp(`lifetime: ${expected}$`));
+  }, 120_000);
+
+  test('the Stop button stops a running crawl and shows the reply; its pending drops to 0', async () => {
+    // One page a minute from slow.test: after the seed, its children wait in the queue.
+    const throttle = await fetch(`${server.url}/feed`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify({
+        uuid: uniqueName('u'),
+        appid: APPID,
+        domain: 'slow.test',
+        action: 'domain-update',
+        hits: 1,
+        window: 60,
+      }),
+    });
+    expect(((await throttle.json()) as { data: { action?: string } }).data.action).toBe('domain-update');
+
+    await submitCrawl(slow.url(0), 'big', 3);
+    await page.waitForSelector('tr[data-crawlid="big"][data-state="running"]', { timeout: 30_000 });
+    await expect.poll(() => cellNumber('big', 'pending'), { timeout: 30_000 }).toBeGreaterThan(1);
+    // The queues panel shows the throttled domain's backlog.
+    await page.waitForSelector('#queue-rows tr[data-domain="slow.test"]', { timeout: 10_000 });
+
+    const stop = row('big').locator('button[data-action="stop"]');
+    await stop.click();
+    await expect.poll(() => stop.textContent()).toBe('Confirm stop');
+    await stop.click();
+    await expect
+      .poll(() => cell('big', 'stop-result').textContent(), { timeout: 15_000 })
+      .toMatch(/^stopped: \d+ pending requests? purged$/);
+    const purged = Number((await cell('big', 'stop-result').textContent())?.match(/\d+/)?.[0]);
+    expect(purged).toBeGreaterThan(0);
+    await page.waitForSelector('tr[data-crawlid="big"][data-state="stopped"]', { timeout: 15_000 });
+    expect(await cellNumber('big', 'pending')).toBe(0);
+    expect(await stop.isVisible()).toBe(false);
+    // The cluster agrees: nothing of slow.test left in the queues.
+    await expect
+      .poll(async () => page.locator('#queue-rows tr[data-domain="slow.test"]').count(), { timeout: 10_000 })
+      .toBe(0);
+    // The finished crawl is still listed as complete.
+    expect(await row('small').getAttribute('data-state')).toBe('complete');
+
+    await mkdir(ARTIFACTS, { recursive: true });
+    await page.screenshot({ path: join(ARTIFACTS, 'dashboard.png'), fullPage: true });
+    expect(browserErrors).toEqual([]);
+  }, 120_000);
+});

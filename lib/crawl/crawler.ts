@@ -81,6 +81,8 @@ export interface CrawlerOptions {
 interface InFlight {
   lease: Lease;
   abort: AbortController;
+  /** Past the fetch (publishing, acking): left to finish at the shutdown deadline rather than released. */
+  fetched: boolean;
 }
 
 export class Crawler {
@@ -88,6 +90,8 @@ export class Crawler {
     Pick<CrawlerOptions, 'robots' | 'bodyStore' | 'ip'>;
   readonly #inFlight = new Set<InFlight>();
   #stopping = false;
+  /** Aborted by {@link stop}: wakes idle workers at once. */
+  readonly #stopSignal = new AbortController();
   #workers: Promise<void>[] = [];
   #turn = 0;
   #heartbeat: NodeJS.Timeout | undefined;
@@ -121,17 +125,25 @@ export class Crawler {
   }
 
   /**
-   * Stops leasing; in-flight requests may finish until `deadlineMs`, then they are aborted and released.
-   * Resolves when every worker has ended.
+   * Stops leasing; in-flight requests may finish until `deadlineMs`, then those still being fetched are
+   * aborted and released (those already fetched are published and acked). Resolves when every worker has ended.
    */
   async stop(deadlineMs = 25_000): Promise<{ released: number }> {
     this.#stopping = true;
+    this.#stopSignal.abort();
     clearInterval(this.#heartbeat);
     const all = Promise.all(this.#workers);
-    const timedOut = await Promise.race([all.then(() => false), sleep(deadlineMs).then(() => true)]);
+    const deadline = new AbortController();
+    const timedOut = await Promise.race([
+      all.then(() => false),
+      sleep(deadlineMs, true, { signal: deadline.signal }).catch(() => false),
+    ]);
+    deadline.abort();
     let released = 0;
     if (timedOut) {
-      const left = [...this.#inFlight];
+      // Requests still being fetched go back to the queue; those already fetched are being published and
+      // acked, which is quick, and releasing them would have another crawler fetch them a second time.
+      const left = [...this.#inFlight].filter((f) => !f.fetched);
       for (const f of left) f.abort.abort();
       released = await this.#o.frontier.release(left.map((f) => f.lease)).catch(() => 0);
       await all;
@@ -143,9 +155,13 @@ export class Crawler {
     while (!this.#stopping) {
       let waitMs = this.#o.idlePollMs;
       try {
-        const spider = this.#o.spiderTypes[this.#turn++ % this.#o.spiderTypes.length] as string;
-        const r = await this.#o.frontier.lease(spider, { ip: this.#o.ip, now: this.#o.now() });
-        if (r.leased) {
+        const r = await this.#lease();
+        if (r.lease && this.#stopping) {
+          // Leased while stop() began: not started, so it goes straight back.
+          await this.#o.frontier.release([r.lease]).catch(() => undefined);
+          break;
+        }
+        if (r.lease) {
           await this.#handle(r.lease);
           continue;
         }
@@ -154,15 +170,32 @@ export class Crawler {
         this.#o.log.error('crawl loop error; backing off', { error: (error as Error).message });
         waitMs = this.#o.idlePollMs;
       }
-      if (!this.#stopping) await sleep(waitMs);
+      if (!this.#stopping) await sleep(waitMs, undefined, { signal: this.#stopSignal.signal }).catch(() => undefined);
     }
   }
 
+  /**
+   * Leases from the spider types in turn, starting at a rotating one, until one has a request due. Only
+   * when none has does the worker sleep, until the earliest `nextDueMs` of them all (null: none has work).
+   */
+  async #lease(): Promise<{ lease?: Lease; nextDueMs: number | null }> {
+    const types = this.#o.spiderTypes;
+    const first = this.#turn++;
+    let nextDueMs: number | null = null;
+    for (let i = 0; i < types.length; i++) {
+      const spider = types[(first + i) % types.length] as string;
+      const r = await this.#o.frontier.lease(spider, { ip: this.#o.ip, now: this.#o.now() });
+      if (r.leased) return { lease: r.lease, nextDueMs: null };
+      if (r.nextDueMs !== null) nextDueMs = nextDueMs === null ? r.nextDueMs : Math.min(nextDueMs, r.nextDueMs);
+    }
+    return { nextDueMs };
+  }
+
   async #handle(lease: Lease): Promise<void> {
-    const flight: InFlight = { lease, abort: new AbortController() };
+    const flight: InFlight = { lease, abort: new AbortController(), fetched: false };
     this.#inFlight.add(flight);
     try {
-      await this.#crawl(lease, flight.abort.signal);
+      await this.#crawl(lease, flight);
     } catch (error) {
       if (flight.abort.signal.aborted) return; // released by stop()
       // Kafka or Redis failed mid-way: give the request back; it will be crawled again.
@@ -180,13 +213,17 @@ export class Crawler {
     return { url: lease.url, depth: lease.depth, priority: lease.priority, retries: lease.retries, crawl: lease.crawl };
   }
 
-  async #crawl(lease: Lease, signal: AbortSignal): Promise<void> {
+  async #crawl(lease: Lease, flight: InFlight): Promise<void> {
     const o = this.#o;
+    const signal = flight.abort.signal;
     const req = this.#request(lease);
     const ua = lease.crawl.useragent ?? o.userAgent;
     if (o.robots) {
-      const verdict = await o.robots.check(lease.url, ua);
+      // The robots.txt lookup is shared by every request to the origin, so it is not aborted, only not
+      // waited for: a shutdown deadline must not wait on a slow robots.txt.
+      const verdict = await abortable(o.robots.check(lease.url, ua), signal);
       if (!verdict.allowed) {
+        flight.fetched = true;
         await this.#finish(lease, failedPage(req, 'robots.txt disallows this URL', undefined, o.base64), 'robots');
         return;
       }
@@ -200,9 +237,11 @@ export class Crawler {
     } catch (error) {
       if (signal.aborted) throw error;
       if (!(error instanceof FetchError)) throw error;
+      flight.fetched = true;
       await this.#failed(lease, req, `${error.kind}: ${error.message}`, error.retryable, undefined, 0);
       return;
     }
+    flight.fetched = true;
     if (RETRY_STATUSES.has(response.status)) {
       const retryAfter = retryAfterMs(response.headers['retry-after']?.[0], o.now());
       await this.#failed(lease, req, `HTTP ${response.status} ${response.statusText}`, true, response, retryAfter);
@@ -313,7 +352,8 @@ export class Crawler {
     const o = this.#o;
     let value = JSON.stringify(page);
     if (Buffer.byteLength(value) > o.maxMessageBytes && o.bodyStore) {
-      const full = Buffer.from(page.body, o.base64 ? 'base64' : 'utf8');
+      // The stored body is the response's bytes when the message carries them base64 (binary responses always).
+      const full = Buffer.from(page.body, o.base64 || page.encoding === 'base64' ? 'base64' : 'utf8');
       // Lease handles are opaque (binary); a hash of one names the body uniquely and safely.
       const key = `${encodeURIComponent(page.appid)}/${encodeURIComponent(page.crawlid)}/${createHash('sha1').update(lease.handle).digest('hex')}`;
       page.body_ref = await o.bodyStore.put(key, full);
@@ -321,6 +361,11 @@ export class Crawler {
       const room = Math.max(0, o.maxMessageBytes - (Buffer.byteLength(value) - Buffer.byteLength(page.body)) - 1024);
       page.body = page.body.slice(0, Math.floor(room / 4));
       value = JSON.stringify(page);
+      // JSON escapes can take up to 6 bytes per character: cut further until the message fits.
+      while (Buffer.byteLength(value) > o.maxMessageBytes && page.body.length > 0) {
+        page.body = page.body.slice(0, Math.floor(page.body.length / 2));
+        value = JSON.stringify(page);
+      }
     }
     return { key: page.appid, value };
   }
@@ -332,6 +377,25 @@ export class Crawler {
     ];
     await this.#o.stats.increment(incs, this.#o.now()).catch(() => undefined);
   }
+}
+
+/** `promise`, or the abort reason as soon as `signal` aborts (the work itself goes on). */
+function abortable<T>(promise: Promise<T>, signal: AbortSignal): Promise<T> {
+  if (signal.aborted) return Promise.reject(signal.reason);
+  return new Promise<T>((resolve, reject) => {
+    const onAbort = () => reject(signal.reason);
+    signal.addEventListener('abort', onAbort, { once: true });
+    promise.then(
+      (value) => {
+        signal.removeEventListener('abort', onAbort);
+        resolve(value);
+      },
+      (error: unknown) => {
+        signal.removeEventListener('abort', onAbort);
+        reject(error);
+      },
+    );
+  });
 }
 
 function isHtml(r: FetchResult): boolean {

@@ -1,13 +1,16 @@
 /**
  * The crawler fleet on one machine: CRAWLER_WORKERS child processes running functions/crawler/main.ts,
  * the same entry point as the Fargate task. A worker that dies is started again (as ECS would); stop sends
- * SIGTERM and waits for the graceful drain.
+ * SIGTERM and waits for the graceful drain (SIGKILL if it has not ended well past SHUTDOWN_DEADLINE_MS).
  */
 import { type ChildProcess, spawn } from 'node:child_process';
 import { join } from 'node:path';
 import { VARIABLES, type Variables } from '../config/index.ts';
 import type { RuntimeLog } from './runtime/log.ts';
 import { REPO_ROOT } from './services/layout.ts';
+
+/** How long past SHUTDOWN_DEADLINE_MS a worker may take to flush and exit before {@link CrawlerWorkers.stop} kills it. */
+const KILL_GRACE_MS = 15_000;
 
 export interface CrawlerWorkers {
   /** Live worker pids. */
@@ -56,7 +59,13 @@ export function startCrawlerWorkers(
           (c) =>
             new Promise<void>((resolve) => {
               if (c.exitCode !== null || c.signalCode !== null) return resolve();
-              c.once('exit', () => resolve());
+              // As ECS does after the stop timeout: a worker that has not drained well past its deadline is killed
+              // (its leases are reclaimed), so stop always ends.
+              const kill = setTimeout(() => c.kill('SIGKILL'), vars.SHUTDOWN_DEADLINE_MS + KILL_GRACE_MS);
+              c.once('exit', () => {
+                clearTimeout(kill);
+                resolve();
+              });
               c.kill('SIGTERM');
             }),
         ),

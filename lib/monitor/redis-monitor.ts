@@ -18,7 +18,13 @@ export interface ActionsResult {
 }
 
 async function domainReply(ctx: MonitorContext, r: DomainConfigRequest): Promise<Reply> {
-  await ctx.frontier.configureDomain(r.action, r.domain, { hits: r.hits, window: r.window, scale: r.scale }, ctx.now());
+  await ctx.frontier.configureDomain(
+    r.action,
+    r.domain,
+    { hits: r.hits, window: r.window, scale: r.scale },
+    ctx.now(),
+    ctx.spiders,
+  );
   return { action: r.action, domain: r.domain, uuid: r.uuid, appid: r.appid, server_time: serverTime(ctx) };
 }
 

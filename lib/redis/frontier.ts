@@ -431,8 +431,10 @@ export class Frontier {
     domain: string,
     limits: { hits?: number; window?: number; scale?: number } = {},
     now = Date.now(),
+    /** Spider types to configure even if they never had work (so a config sent before the first crawl holds). */
+    alsoSpiders: Iterable<string> = [],
   ): Promise<void> {
-    const spiders = new Set([...(await this.spiders()), ...this.#knownSpiders]);
+    const spiders = new Set([...(await this.spiders()), ...this.#knownSpiders, ...alsoSpiders]);
     for (const spider of spiders) {
       for (const p of this.partitionsOf(spider)) {
         await this.#run(

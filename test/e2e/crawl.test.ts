@@ -64,6 +64,8 @@ describe('crawling a fixture site with crawler worker processes', () => {
     await t.feed([{ url: site.url(0), appid: 'e2e', crawlid, maxdepth }]);
     const done = await complete(crawlid);
     const expected = [...site.reachable(0, maxdepth)].map((n) => site.url(n)).sort();
+    // The notice and the pages travel on different topics: the last pages may arrive just after it.
+    await waitUntil('every page', () => pagesOf(crawlid).length >= expected.length, 15_000);
     const got = pagesOf(crawlid).map((m) => m.url as string);
     expect([...got].sort()).toEqual(expected);
     expect(done).toMatchObject({ total_pages: expected.length, total_failed: 0, appid: 'e2e', spiderid: 'link' });
@@ -85,6 +87,7 @@ describe('crawling a fixture site with crawler worker processes', () => {
     await t.feed([{ url: site.url(0), appid: 'e2e', crawlid: 'allowed', maxdepth: 2, allowed_domains: [host] }]);
     await complete('allowed');
     const expected = [...site.reachable(0, 2, (h) => h === host)].map((n) => site.url(n)).sort();
+    await waitUntil('every page', () => pagesOf('allowed').length >= expected.length, 15_000);
     expect(
       pagesOf('allowed')
         .map((m) => m.url as string)
@@ -94,7 +97,8 @@ describe('crawling a fixture site with crawler worker processes', () => {
 
   test('domain_max_pages=4 crawls exactly 4 pages of a domain', async () => {
     await t.feed([{ url: site.url(0), appid: 'e2e', crawlid: 'cap', maxdepth: 3, domain_max_pages: 4 }]);
-    await complete('cap');
+    const done = await complete('cap');
+    await waitUntil('every page of the notice', () => pagesOf('cap').length >= (done.total_pages as number), 15_000);
     const perHost = new Map<string, number>();
     for (const m of pagesOf('cap')) {
       const host = new URL(m.url as string).hostname;
@@ -145,6 +149,7 @@ describe('crawling a fixture site with crawler worker processes', () => {
     await t.deps.ctx.frontier.reclaim('link', Date.now() + 10 * 60_000);
     await complete('kill');
     const expected = [...site.reachable(3, 3)].map((n) => site.url(n)).sort();
+    await waitUntil('every page', () => new Set(pagesOf('kill').map((m) => m.url)).size >= expected.length, 15_000);
     expect([...new Set(pagesOf('kill').map((m) => m.url as string))].sort()).toEqual(expected);
   });
 });

@@ -1,0 +1,49 @@
+/**
+ * One crawler worker process (functions/crawler/main.ts, the Fargate task's entry point) started by a
+ * test with configuration of its own, given exactly as the local runtime gives it (lib/local/crawler-workers.ts
+ * `envOf`). Unlike the runtime's workers, it is not restarted when it exits: the test decides.
+ */
+import { type ChildProcess, spawn } from 'node:child_process';
+import { join } from 'node:path';
+import type { Variables } from '../../lib/config/index.ts';
+import { envOf } from '../../lib/local/crawler-workers.ts';
+import { REPO_ROOT } from '../../lib/local/services/layout.ts';
+
+export interface CrawlerProcess {
+  pid: number;
+  child: ChildProcess;
+  /** Resolves when the process has exited, with when (epoch ms). */
+  exited: Promise<{ code: number | null; signal: NodeJS.Signals | null; atMs: number }>;
+  /** What it printed so far (stdout and stderr), for failure messages. */
+  output(): string;
+  /** Sends `signal` (default SIGTERM) unless it already exited, and waits for the exit. */
+  stop(signal?: NodeJS.Signals): Promise<{ code: number | null; signal: NodeJS.Signals | null; atMs: number }>;
+}
+
+/** Starts a crawler worker with the cluster's `vars` changed by `overrides`. */
+export function startCrawlerProcess(vars: Variables, overrides: Partial<Variables> = {}): CrawlerProcess {
+  const env = envOf({ ...vars, ...overrides }, process.env);
+  const child = spawn(process.execPath, [join(REPO_ROOT, 'functions', 'crawler', 'main.ts')], {
+    env,
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
+  let out = '';
+  const keep = (chunk: Buffer) => {
+    out = (out + chunk.toString('utf8')).slice(-64 * 1024);
+  };
+  child.stdout?.on('data', keep);
+  child.stderr?.on('data', keep);
+  const exited = new Promise<{ code: number | null; signal: NodeJS.Signals | null; atMs: number }>((resolve) =>
+    child.once('exit', (code, signal) => resolve({ code, signal, atMs: Date.now() })),
+  );
+  return {
+    pid: child.pid as number,
+    child,
+    exited,
+    output: () => out,
+    async stop(signal = 'SIGTERM') {
+      if (child.exitCode === null && child.signalCode === null) child.kill(signal);
+      return exited;
+    },
+  };
+}

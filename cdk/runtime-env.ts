@@ -38,6 +38,18 @@ export const REQUIRED_VARIABLES = {
     'SHUTDOWN_DEADLINE_MS',
     'AWS_REGION',
   ],
+  rest: [
+    'KAFKA_BROKERS',
+    'KAFKA_TOPIC_PREFIX',
+    'KAFKA_SASL_MECHANISM',
+    'KAFKA_CLIENT_ID',
+    'REDIS_HOST',
+    'REDIS_PORT',
+    'REDIS_TLS',
+    'REDIS_CLUSTER',
+    'REDIS_PASSWORD',
+    'WAIT_FOR_RESPONSE_TIME',
+  ],
   topics: ['KAFKA_BROKERS', 'KAFKA_SASL_MECHANISM', 'KAFKA_CLIENT_ID'],
 } as const satisfies Record<string, readonly VariableName[]>;
 

@@ -65,6 +65,10 @@ export interface Settings {
   backlogPerTask: number;
   /** SHUTDOWN_DEADLINE_MS of the crawler; the ECS stop timeout is this plus a flush margin (≤ 120 s). @default 60000 */
   shutdownDeadlineMs: number;
+  /** REST API (HTTP API `$default` stage): steady requests per second across all callers. @default 50 */
+  restRateLimit: number;
+  /** REST API: requests allowed in a burst above the steady rate. @default 100 */
+  restBurstLimit: number;
   /** Days large bodies stay in S3. @default 30 */
   bodyRetentionDays: number;
   /** Days the records of MSK batches that could not be processed stay in S3 for replay. @default 30 */
@@ -200,6 +204,8 @@ export function readSettings(source: Node | Record<string, unknown>): Settings {
     backlogPerTask: int(get, 'backlogPerTask', 100, 1, 10_000_000),
     // Fargate allows at most 120 s between SIGTERM and SIGKILL; keep 20 s for the producer flush and exit.
     shutdownDeadlineMs: int(get, 'shutdownDeadlineMs', 60_000, VARIABLES.SHUTDOWN_DEADLINE_MS.minimum, 100_000),
+    restRateLimit: int(get, 'restRateLimit', 50, 1, 10_000),
+    restBurstLimit: int(get, 'restBurstLimit', 100, 1, 5000),
     bodyRetentionDays: int(get, 'bodyRetentionDays', 30, 1, 3650),
     failedBatchRetentionDays: int(get, 'failedBatchRetentionDays', 30, 1, 3650),
     logRetentionDays: retention(get),

@@ -10,6 +10,7 @@ import { Functions } from './constructs/functions.ts';
 import { Kafka } from './constructs/kafka.ts';
 import { Network } from './constructs/network.ts';
 import { Observability } from './constructs/observability.ts';
+import { RestApi } from './constructs/rest-api.ts';
 import { Storage } from './constructs/storage.ts';
 import type { Settings } from './settings.ts';
 
@@ -24,6 +25,7 @@ export class CrawlClusterStack extends Stack {
   readonly storage: Storage;
   readonly functions: Functions;
   readonly fleet: Fleet;
+  readonly restApi: RestApi;
   readonly observability: Observability;
 
   constructor(scope: Construct, id: string, props: CrawlClusterStackProps) {
@@ -78,6 +80,12 @@ export class CrawlClusterStack extends Stack {
       logRetention,
       runtimeEnv: s.runtimeEnv,
     });
+    this.restApi = new RestApi(this, 'RestApi', {
+      fn: this.functions.rest,
+      rateLimit: s.restRateLimit,
+      burstLimit: s.restBurstLimit,
+      logRetention,
+    });
     this.fleet = new Fleet(this, 'Fleet', {
       network: this.network,
       kafka: this.kafka,
@@ -97,6 +105,7 @@ export class CrawlClusterStack extends Stack {
       cache: this.cache,
       functions: this.functions,
       fleet: this.fleet,
+      restApi: this.restApi,
       alarmEmail: s.alarmEmail,
     });
 
@@ -105,6 +114,14 @@ export class CrawlClusterStack extends Stack {
       description: 'KAFKA_BROKERS for the CLI (KAFKA_SASL_MECHANISM=aws-msk-iam)',
     });
     new CfnOutput(this, 'TopicPrefix', { value: s.topicPrefix, description: 'KAFKA_TOPIC_PREFIX' });
+    new CfnOutput(this, 'RestApiUrl', {
+      value: this.restApi.url,
+      description: 'REST API endpoint (IAM authorization: SigV4-signed requests, service execute-api)',
+    });
+    new CfnOutput(this, 'RestApiInvokePolicy', {
+      value: this.restApi.invokePolicy.managedPolicyArn,
+      description: 'Managed policy to attach to whoever calls the REST API',
+    });
     new CfnOutput(this, 'BodyBucket', { value: this.storage.bodies.bucketName, description: 'BODY_STORE_BUCKET' });
     new CfnOutput(this, 'FailedBatchBucket', {
       value: this.storage.failedBatches.bucketName,

@@ -1,7 +1,7 @@
 /**
  * The Lambda functions (DESIGN.md §2): kafka-monitor and redis-monitor on MSK event sources, expire, stats and
  * reclaim on EventBridge Scheduler every minute. Each role holds only the Kafka topics and groups its function
- * uses. The REST API function (functions/rest) does not exist yet, so neither does its HTTP API.
+ * uses. And rest, the REST API's function (its HTTP API is ./rest-api.ts).
  */
 import { Duration, Stack } from 'aws-cdk-lib';
 import * as iam from 'aws-cdk-lib/aws-iam';
@@ -13,9 +13,11 @@ import { Schedule, ScheduleExpression } from 'aws-cdk-lib/aws-scheduler';
 import { LambdaInvoke } from 'aws-cdk-lib/aws-scheduler-targets';
 import { Construct } from 'constructs';
 import { METRICS_NAMESPACE } from '../../functions/shared/observability.ts';
+import { VARIABLES } from '../../lib/config/variables.ts';
 import { outboundAppTopic } from '../../lib/kafka/topics.ts';
 import { acknowledge, wildcardResource } from '../nag.ts';
 import { environment, type RuntimeEnv } from '../runtime-env.ts';
+import { SettingsError } from '../settings.ts';
 import type { Cache } from './cache.ts';
 import { CrawlFunction } from './crawl-function.ts';
 import type { Kafka } from './kafka.ts';
@@ -44,10 +46,26 @@ const SCHEDULED = {
 
 export type ScheduledName = keyof typeof SCHEDULED;
 
+/**
+ * What the REST function may spend on one request beyond waiting for a reply (WAIT_FOR_RESPONSE_TIME): the
+ * Kafka send bound (10 s), a Redis round trip (2 s) and margin (lib/rest/context.ts RestOptions).
+ */
+const REST_OVERHEAD_SECONDS = 15;
+
+/** The longest integration timeout of an HTTP API (aws-cdk-lib: 29 s); the function must answer before it. */
+export const HTTP_API_INTEGRATION_LIMIT_SECONDS = 29;
+
+/** The REST function's timeout for a WAIT_FOR_RESPONSE_TIME (seconds): 20 s at the default 5 s. */
+export function restTimeoutSeconds(waitForResponseTime: number): number {
+  return waitForResponseTime + REST_OVERHEAD_SECONDS;
+}
+
 export class Functions extends Construct {
   readonly kafkaMonitor: CrawlFunction;
   readonly redisMonitor: CrawlFunction;
   readonly scheduled: Record<ScheduledName, CrawlFunction>;
+  /** The REST API's function (API Gateway HTTP API, payload format 2.0; see ./rest-api.ts). */
+  readonly rest: CrawlFunction;
   /** Every function, for the dashboard and alarms. */
   readonly all: { name: string; fn: CrawlFunction }[];
   /** Consumer groups of the MSK event sources, by function. */
@@ -60,7 +78,7 @@ export class Functions extends Construct {
     const appTopics = props.runtimeEnv.KAFKA_APPID_TOPICS === 'true';
     const outbound = [kafka.topics.outboundFirehose, ...(appTopics ? [outboundAppTopic(kafka.topicPrefix, '*')] : [])];
 
-    const make = (name: string, description: string, timeout: Duration, memorySize = 512) => {
+    const make = (name: string, description: string, timeout: Duration, memorySize = 512, env: RuntimeEnv = {}) => {
       const fn = new CrawlFunction(this, pascal(name), {
         name,
         description: `crawl-cluster ${name}: ${description}`,
@@ -81,7 +99,7 @@ export class Functions extends Construct {
               // A CloudFormation dynamic reference, resolved at deploy time; never a literal in the template.
               REDIS_PASSWORD: cache.authToken.secretValue.unsafeUnwrap(),
             },
-            props.runtimeEnv,
+            { ...env, ...props.runtimeEnv },
           ),
           POWERTOOLS_SERVICE_NAME: name,
           POWERTOOLS_METRICS_NAMESPACE: METRICS_NAMESPACE,
@@ -191,12 +209,43 @@ export class Functions extends Construct {
       this.scheduled[name] = fn;
     }
 
+    // rest: produces requests to <prefix>.incoming (the kafka-monitor validates and routes them), reads replies
+    // and stats from Redis. Its timeout covers the reply wait plus the Kafka and Redis bounds.
+    const wait = waitForResponseTime(props.runtimeEnv);
+    this.rest = make(
+      'rest',
+      'REST API (feed, poll, health, web dashboard) behind the HTTP API',
+      Duration.seconds(restTimeoutSeconds(wait)),
+      512,
+      { WAIT_FOR_RESPONSE_TIME: String(wait) },
+    );
+    kafka.grantProduce(this.rest.function, [kafka.topics.incoming]);
+
     this.all = [
       { name: 'kafka-monitor', fn: this.kafkaMonitor },
       { name: 'redis-monitor', fn: this.redisMonitor },
       ...Object.entries(this.scheduled).map(([name, fn]) => ({ name, fn })),
+      { name: 'rest', fn: this.rest },
     ];
   }
+}
+
+/**
+ * WAIT_FOR_RESPONSE_TIME of the REST function (context runtimeEnv, else the runtime default), bounded so the
+ * function answers within the HTTP API's integration limit.
+ */
+function waitForResponseTime(runtimeEnv: RuntimeEnv): number {
+  const spec = VARIABLES.WAIT_FOR_RESPONSE_TIME;
+  const raw = runtimeEnv.WAIT_FOR_RESPONSE_TIME;
+  const wait = raw === undefined ? spec.default : Number(raw);
+  const max = HTTP_API_INTEGRATION_LIMIT_SECONDS - 1 - REST_OVERHEAD_SECONDS;
+  if (!Number.isInteger(wait) || wait < spec.minimum || wait > max)
+    throw new SettingsError(
+      'runtimeEnv',
+      `WAIT_FOR_RESPONSE_TIME must be an integer in [${spec.minimum}, ${max}] on AWS: the REST function needs ` +
+        `${REST_OVERHEAD_SECONDS} s more than it, and API Gateway ends a request after ${HTTP_API_INTEGRATION_LIMIT_SECONDS} s`,
+    );
+  return wait;
 }
 
 function pascal(name: string): string {

@@ -1,6 +1,7 @@
 /**
  * The CloudWatch dashboard (ingest, rejections, backlog, pages per minute, function errors and offset lag, fleet
- * size, cache memory) and the alarms that page someone, through one SNS topic.
+ * size, cache memory, REST API requests, errors and latency) and the alarms that page someone, through one SNS
+ * topic.
  */
 import { Duration, Stack } from 'aws-cdk-lib';
 import * as cloudwatch from 'aws-cdk-lib/aws-cloudwatch';
@@ -13,12 +14,14 @@ import type { Cache } from './cache.ts';
 import { type Fleet, statsMetric } from './fleet.ts';
 import type { Functions } from './functions.ts';
 import type { Kafka } from './kafka.ts';
+import type { RestApi } from './rest-api.ts';
 
 export interface ObservabilityProps {
   kafka: Kafka;
   cache: Cache;
   functions: Functions;
   fleet: Fleet;
+  restApi: RestApi;
   alarmEmail?: string;
 }
 
@@ -44,7 +47,7 @@ export class Observability extends Construct {
 
   constructor(scope: Construct, id: string, props: ObservabilityProps) {
     super(scope, id);
-    const { kafka, cache, functions, fleet } = props;
+    const { kafka, cache, functions, fleet, restApi } = props;
     this.alarmTopic = new sns.Topic(this, 'Alarms', { displayName: 'crawl-cluster alarms', enforceSSL: true });
     if (props.alarmEmail) this.alarmTopic.addSubscription(new subscriptions.EmailSubscription(props.alarmEmail));
 
@@ -128,6 +131,26 @@ export class Observability extends Construct {
       ),
       graph('Cache memory used (%)', memory),
     );
+    // API Gateway's view (every answer, throttling and authorization failures included) next to the function's
+    // own count of 5xx answers (Redis or Kafka unreachable).
+    const api = restApi.api;
+    const rest5xx = api.metricServerError({ period: MINUTE, statistic: 'Sum', label: 'API 5xx' });
+    this.dashboard.addWidgets(
+      graph(
+        'REST API requests per minute',
+        [api.metricCount({ period: MINUTE, statistic: 'Sum', label: 'requests' })],
+        [
+          api.metricClientError({ period: MINUTE, statistic: 'Sum', label: '4xx (incl. 403 unsigned, 429 throttled)' }),
+          rest5xx,
+          appMetric('rest', 'Responses5xx'),
+        ],
+      ),
+      graph('REST API latency (ms)', [
+        api.metricLatency({ period: MINUTE, statistic: 'p50', label: 'p50' }),
+        api.metricLatency({ period: MINUTE, statistic: 'p99', label: 'p99' }),
+        api.metricIntegrationLatency({ period: MINUTE, statistic: 'p99', label: 'integration p99' }),
+      ]),
+    );
 
     const alarm = (id: string, props: cloudwatch.AlarmProps) => {
       const a = new cloudwatch.Alarm(this, id, props);
@@ -163,6 +186,14 @@ export class Observability extends Construct {
         alarmDescription: `${m.name} could not process records (Redis or Kafka unreachable) for 15 minutes`,
       });
     }
+    alarm('RestServerErrors', {
+      metric: api.metricServerError({ period: FIVE_MINUTES, statistic: 'Sum' }),
+      threshold: 5,
+      evaluationPeriods: 1,
+      comparisonOperator: cloudwatch.ComparisonOperator.GREATER_THAN_OR_EQUAL_TO_THRESHOLD,
+      treatMissingData: cloudwatch.TreatMissingData.NOT_BREACHING,
+      alarmDescription: 'The REST API answered 5xx at least 5 times in 5 minutes (Redis/Kafka down, timeouts)',
+    });
     alarm('StatsMissing', {
       metric: statsMetric('Backlog', 'SampleCount').with({ period: FIVE_MINUTES }),
       threshold: 1,

@@ -5,8 +5,10 @@
  */
 import { hostname } from 'node:os';
 import { join } from 'node:path';
+import { setTimeout as sleep } from 'node:timers/promises';
+import { S3Client } from '@aws-sdk/client-s3';
 import { config } from '../../lib/config/index.ts';
-import { directoryBodyStore } from '../../lib/crawl/body-store.ts';
+import { type BodyStore, directoryBodyStore, s3BodyStore } from '../../lib/crawl/body-store.ts';
 import { Crawler } from '../../lib/crawl/crawler.ts';
 import { UndiciFetcher } from '../../lib/crawl/fetch.ts';
 import { RobotsCache } from '../../lib/crawl/robots.ts';
@@ -29,6 +31,17 @@ function hostMap(spec: string): Record<string, string> | undefined {
 const logger = createLogger('crawler', vars.LOG_LEVEL);
 const log = monitorLog(logger);
 
+// Signal handlers first: a SIGTERM while starting (connecting to Kafka) must still end in a clean exit 0, not in
+// the default action's death by signal. It is acted on once the crawler runs.
+let shutdown: ((signal: string) => Promise<void>) | undefined;
+let signalledEarly: string | undefined;
+for (const signal of ['SIGTERM', 'SIGINT'] as const) {
+  process.once(signal, () => {
+    if (shutdown) void shutdown(signal);
+    else signalledEarly ??= signal;
+  });
+}
+
 const redis = createRedis({ ...redisSettings(vars), connectionName: 'crawler' });
 const producer = createProducer(createKafka(kafkaSettings(vars)));
 await producer.connect();
@@ -42,6 +55,11 @@ const fetcher = new UndiciFetcher({
   allowPrivateNetworks: vars.ALLOW_PRIVATE_NETWORKS,
   resolve: hostMap(vars.CRAWLER_HOST_MAP),
 });
+// S3 on AWS (BODY_STORE_BUCKET, set by the stack), else a local directory. One S3 client for the task's life.
+const s3 = vars.BODY_STORE_BUCKET ? new S3Client({ region: vars.AWS_REGION }) : undefined;
+const bodyStore: BodyStore = s3
+  ? s3BodyStore(s3, vars.BODY_STORE_BUCKET)
+  : directoryBodyStore(vars.BODY_STORE_DIR || join(REPO_ROOT, '.services', 'bodies'));
 const spiders = spiderRegistry();
 const spiderTypes = vars.CRAWLER_SPIDERS ? vars.CRAWLER_SPIDERS.split(',').map((s) => s.trim()) : [...spiders.keys()];
 for (const s of spiderTypes) if (!spiders.has(s)) throw new Error(`CRAWLER_SPIDERS: unknown spider type "${s}"`);
@@ -58,7 +76,7 @@ const crawler = new Crawler({
   appidTopics: vars.KAFKA_APPID_TOPICS,
   base64: vars.KAFKA_BASE_64_ENCODE,
   maxMessageBytes: vars.KAFKA_MAX_MESSAGE_BYTES,
-  bodyStore: directoryBodyStore(vars.BODY_STORE_DIR || join(REPO_ROOT, '.services', 'bodies')),
+  bodyStore,
   concurrency: vars.CRAWLER_CONCURRENCY,
   retryTimes: vars.RETRY_TIMES,
   retryBaseDelayMs: vars.RETRY_BASE_DELAY_MS,
@@ -69,19 +87,30 @@ const crawler = new Crawler({
   log,
 });
 crawler.start();
-logger.info('crawler started', { spiderTypes, concurrency: vars.CRAWLER_CONCURRENCY });
+logger.info('crawler started', {
+  spiderTypes,
+  concurrency: vars.CRAWLER_CONCURRENCY,
+  bodyStore: vars.BODY_STORE_BUCKET ? `s3://${vars.BODY_STORE_BUCKET}` : 'directory',
+});
 
 let stopping = false;
-async function shutdown(signal: string): Promise<void> {
+shutdown = async (signal: string): Promise<void> => {
   if (stopping) return;
   stopping = true;
   logger.info('stopping', { signal, deadlineMs: vars.SHUTDOWN_DEADLINE_MS });
-  const { released } = await crawler.stop(vars.SHUTDOWN_DEADLINE_MS);
-  await producer.disconnect();
-  await fetcher.close();
+  let code = 0;
+  try {
+    const { released } = await crawler.stop(vars.SHUTDOWN_DEADLINE_MS);
+    await producer.disconnect();
+    logger.info('stopped', { pages: crawler.pages, released });
+  } catch (error) {
+    logger.error('shutdown failed', { error: (error as Error).message });
+    code = 1;
+  }
+  // What can still be open is a robots.txt lookup no request waits for any more: not worth waiting for.
+  await Promise.race([fetcher.close(), sleep(1000)]).catch(() => undefined);
+  s3?.destroy();
   redis.disconnect();
-  logger.info('stopped', { pages: crawler.pages, released });
-  process.exit(0);
-}
-process.once('SIGTERM', () => void shutdown('SIGTERM'));
-process.once('SIGINT', () => void shutdown('SIGINT'));
+  process.exit(code);
+};
+if (signalledEarly) void shutdown(signalledEarly);

@@ -10,6 +10,8 @@ describe('settings from context', () => {
     expect(s.kafka).toBe('serverless');
     expect(s.crawlerPublicSubnets).toBe(false);
     expect(s.natGateways).toBe(s.maxAzs);
+    expect(s.restRateLimit).toBe(50);
+    expect(s.restBurstLimit).toBe(100);
   });
 
   it('accepts the strings `cdk -c key=value` passes', () => {
@@ -26,5 +28,6 @@ describe('settings from context', () => {
     expect(() => readSettings({ taskCpu: 1000 })).toThrow(/context "taskCpu"/);
     expect(() => readSettings({ logRetentionDays: 10 })).toThrow(/context "logRetentionDays"/);
     expect(() => readSettings({ topicPrefix: 'has space' })).toThrow(SettingsError);
+    expect(() => readSettings({ restRateLimit: 0 })).toThrow(/context "restRateLimit"/);
   });
 });

@@ -76,6 +76,12 @@ export interface CrawlerOptions {
   now?: () => number;
   /** Longest idle sleep before looking again (ms). @default 1000 */
   idlePollMs?: number;
+  /**
+   * How often one worker per process (the scout) looks for new work while idle (ms); when it leases
+   * something it wakes the others. Bounds the pickup latency of new work at one lease call per this
+   * interval per idle process. @default 50
+   */
+  scoutPollMs?: number;
 }
 
 interface InFlight {
@@ -91,7 +97,6 @@ export class Crawler {
   readonly #inFlight = new Set<InFlight>();
   #stopping = false;
   /** Aborted by {@link stop}: wakes idle workers at once. */
-  readonly #stopSignal = new AbortController();
   #workers: Promise<void>[] = [];
   #turn = 0;
   #heartbeat: NodeJS.Timeout | undefined;
@@ -108,6 +113,7 @@ export class Crawler {
       retryBaseDelayMs: 2000,
       now: Date.now,
       idlePollMs: 1000,
+      scoutPollMs: 50,
       ...options,
     };
   }
@@ -121,7 +127,7 @@ export class Crawler {
     beat();
     this.#heartbeat = setInterval(beat, 10_000);
     this.#heartbeat.unref();
-    for (let i = 0; i < this.#o.concurrency; i++) this.#workers.push(this.#work());
+    for (let i = 0; i < this.#o.concurrency; i++) this.#workers.push(this.#work(i === 0));
   }
 
   /**
@@ -130,7 +136,7 @@ export class Crawler {
    */
   async stop(deadlineMs = 25_000): Promise<{ released: number }> {
     this.#stopping = true;
-    this.#stopSignal.abort();
+    this.#wakeAll();
     clearInterval(this.#heartbeat);
     const all = Promise.all(this.#workers);
     const deadline = new AbortController();
@@ -151,9 +157,31 @@ export class Crawler {
     return { released };
   }
 
-  async #work(): Promise<void> {
+  /** Idle workers' wake-up functions. */
+  readonly #idle = new Set<() => void>();
+
+  /** Wakes every idle worker: work has appeared, or stop() was called. */
+  #wakeAll(): void {
+    for (const wake of [...this.#idle]) wake();
+  }
+
+  /** Sleeps up to `ms`, or until {@link #wakeAll}. */
+  #nap(ms: number): Promise<void> {
+    return new Promise((resolve) => {
+      const wake = () => {
+        clearTimeout(timer);
+        this.#idle.delete(wake);
+        resolve();
+      };
+      const timer = setTimeout(wake, ms);
+      this.#idle.add(wake);
+    });
+  }
+
+  async #work(scout: boolean): Promise<void> {
+    const idleMs = scout ? Math.min(this.#o.scoutPollMs, this.#o.idlePollMs) : this.#o.idlePollMs;
     while (!this.#stopping) {
-      let waitMs = this.#o.idlePollMs;
+      let waitMs = idleMs;
       try {
         const r = await this.#lease();
         if (r.lease && this.#stopping) {
@@ -162,15 +190,16 @@ export class Crawler {
           break;
         }
         if (r.lease) {
+          this.#wakeAll();
           await this.#handle(r.lease);
           continue;
         }
-        if (r.nextDueMs !== null) waitMs = Math.max(5, Math.min(this.#o.idlePollMs, r.nextDueMs - this.#o.now()));
+        if (r.nextDueMs !== null) waitMs = Math.max(5, Math.min(idleMs, r.nextDueMs - this.#o.now()));
       } catch (error) {
         this.#o.log.error('crawl loop error; backing off', { error: (error as Error).message });
         waitMs = this.#o.idlePollMs;
       }
-      if (!this.#stopping) await sleep(waitMs, undefined, { signal: this.#stopSignal.signal }).catch(() => undefined);
+      if (!this.#stopping) await this.#nap(waitMs);
     }
   }
 

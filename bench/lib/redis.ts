@@ -30,6 +30,8 @@ export interface BenchRedis {
   mode: BenchRedisMode;
   address: string;
   version: string;
+  /** Pid of the server when known (CPU accounting). */
+  pid?: number;
   /** Closes the client and, in private mode, stops the server we started. */
   close(): Promise<void>;
 }
@@ -93,7 +95,7 @@ export async function openBenchRedis(progress: (message: string) => void): Promi
   if (mode !== 'private' && mode !== 'shared') throw new Error(`BENCH_REDIS must be private or shared (got ${mode})`);
   const vars = config();
   if (mode === 'shared') {
-    await redisUp(layoutFrom(vars), 'redis', progress);
+    const status = await redisUp(layoutFrom(vars), 'redis', progress);
     const client = createRedis({ host: '127.0.0.1', port: vars.CRAWL_REDIS_PORT, connectionName: 'bench' });
     await waitForPing(client, 10_000);
     return {
@@ -101,6 +103,7 @@ export async function openBenchRedis(progress: (message: string) => void): Promi
       mode,
       address: `127.0.0.1:${vars.CRAWL_REDIS_PORT}`,
       version: await redisVersion(client),
+      pid: status.pid,
       close: async () => {
         client.disconnect();
       },
@@ -135,7 +138,8 @@ export async function openBenchRedis(progress: (message: string) => void): Promi
   };
   try {
     await waitForPing(client, 10_000);
-    return { client, mode, address: `127.0.0.1:${port}`, version: await redisVersion(client), close };
+    const version = await redisVersion(client);
+    return { client, mode, address: `127.0.0.1:${port}`, version, pid: child.pid, close };
   } catch (error) {
     await close();
     throw error;

@@ -74,7 +74,7 @@ function displayWidth(s: string): number {
 }
 
 /** A Markdown table with padded columns (the layout `biome format` produces, so `npm run lint` passes). */
-function alignedTable(rows: string[][]): string[] {
+export function alignedTable(rows: string[][]): string[] {
   const widths = (rows[0] ?? []).map((_, c) => Math.max(3, ...rows.map((r) => displayWidth(r[c] ?? ''))));
   const line = (cells: string[]) =>
     `| ${cells.map((cell, c) => cell + ' '.repeat((widths[c] ?? 0) - displayWidth(cell))).join(' | ')} |`;

@@ -1,0 +1,164 @@
+/**
+ * One measured crawl of the fixture site through the real path (bench/lib/cluster.ts), as the `crawl` and
+ * `crawlee` scenarios run it: cluster up with the throttle wide open, an unmeasured warm-up crawl (~200
+ * pages, so the workers' JIT is warm as the raw loop's is), then the crawl from the seeds to `maxdepth`,
+ * timed from its first to its last page message (Kafka CreateTime), with the CPU time of every process
+ * involved and the Redis server time per page.
+ */
+import { randomBytes } from 'node:crypto';
+import type { FixtureSite } from '../site/site.ts';
+import { type BenchCluster, crawlToCompletion, readPageTimes, startBenchCluster } from './cluster.ts';
+import { CpuMeter } from './cpu.ts';
+import { envBool, envInt } from './env.ts';
+import { commandBreakdown, commandStats, scriptStats } from './redis.ts';
+import type { Numbers, ScenarioContext } from './scenario.ts';
+import { round } from './timing.ts';
+
+export interface CrawlPassOptions {
+  workers: number;
+  concurrency: number;
+  /** Seed pages and maxdepth (bench/lib/site-config.ts seedPlan). */
+  seeds: number[];
+  maxdepth: number;
+  /** Spawn the workers under `--cpu-prof`, writing profiles here. */
+  profileDir?: string;
+  /** Pid of the site's process, when it has its own (CPU accounting). */
+  sitePid?: number;
+  label: string;
+}
+
+export interface CrawlPassResult {
+  pages: number;
+  failed: number;
+  messages: number;
+  seconds: number;
+  pagesPerS: number;
+  meanMessageBytes: number;
+  /** Feed of the seed to the frontier reporting the crawl done (includes the first lease's idle wait). */
+  feedToDoneS: number;
+  timedOut: boolean;
+  /** CPU seconds per process kind during the measured crawl. */
+  cpu: Record<string, number>;
+  /** Redis server time per page: Lua scripts (their commands included) and the plain commands the crawl sends. */
+  redisServerUsPerPage: number;
+  redisBreakdown: string;
+  throttle: string;
+}
+
+/** The throttle "wide open" (see the crawl scenario's doc): BENCH_CRAWL_MODERATED, BENCH_CRAWL_HITS. */
+export function openThrottle(): { QUEUE_HITS: number; QUEUE_WINDOW: number; QUEUE_MODERATED: boolean } {
+  return {
+    QUEUE_HITS: envInt('BENCH_CRAWL_HITS', 100_000),
+    QUEUE_WINDOW: 1,
+    QUEUE_MODERATED: envBool('BENCH_CRAWL_MODERATED', true),
+  };
+}
+
+export async function crawlPass(
+  ctx: ScenarioContext,
+  site: FixtureSite,
+  o: CrawlPassOptions,
+): Promise<CrawlPassResult> {
+  const throttle = openThrottle();
+  const origins = [...new Set(site.hosts)].map((h) => `http://${h}:${site.port}`);
+  ctx.progress(
+    `${o.label}: starting the cluster with ${o.workers} crawler worker(s), concurrency ${o.concurrency} each`,
+  );
+  const cluster: BenchCluster = await startBenchCluster(ctx, {
+    overrides: {
+      CRAWLER_HOST_MAP: site.hostMap,
+      CRAWLER_CONCURRENCY: o.concurrency,
+      RETRY_BASE_DELAY_MS: 100,
+      ...throttle,
+    },
+    workers: o.workers,
+    profileDir: o.profileDir,
+    origins,
+  });
+  const timeoutS = envInt('BENCH_CRAWL_TIMEOUT_S', 600);
+  try {
+    const id = randomBytes(3).toString('hex');
+    ctx.progress(`${o.label}: warm-up crawl (maxdepth 2 from page 1, unmeasured)`);
+    await crawlToCompletion(
+      cluster,
+      ctx,
+      { urls: [site.url(1)], maxdepth: Math.min(2, o.maxdepth), crawlid: `warm-${id}` },
+      120,
+      `${o.label} warm-up`,
+    );
+
+    const bench = await ctx.redis();
+    const meter = new CpuMeter(() => ({
+      worker: cluster.workerPids(),
+      redis: bench.pid ? [bench.pid] : [],
+      kafka: cluster.kafkaPid ? [cluster.kafkaPid] : [],
+      site: o.sitePid ? [o.sitePid] : [],
+    }));
+    const cmd0 = await commandStats(bench.client);
+    const scripts0 = await scriptStats(bench.client);
+    meter.start();
+    const fedAt = Date.now();
+    ctx.progress(`${o.label}: crawling from ${o.seeds.length} seed(s) to maxdepth ${o.maxdepth}`);
+    const progress = await crawlToCompletion(
+      cluster,
+      ctx,
+      { urls: o.seeds.map(site.url), maxdepth: o.maxdepth, crawlid: `main-${id}` },
+      timeoutS,
+      o.label,
+    );
+    const cpu = meter.stop();
+    const cmd1 = await commandStats(bench.client);
+    const scripts1 = await scriptStats(bench.client);
+    const total = progress.done + progress.failed;
+    ctx.progress(
+      `${o.label}: ${total} pages in ${progress.seconds.toFixed(1)} s (feed to done); reading page message times`,
+    );
+    const times = await readPageTimes(cluster, total, fedAt);
+    // Script time (EVALSHA, commands inside included) plus the plain commands' (PING, SADD, ZADD...).
+    let usec = scripts1.usec - scripts0.usec;
+    for (const name of ['zadd', 'zremrangebyscore', 'sadd', 'smembers', 'zrangebyscore', 'get', 'set', 'setex'])
+      usec += (cmd1.get(name)?.[1] ?? 0) - (cmd0.get(name)?.[1] ?? 0);
+    const seconds = (times.lastMs - times.firstMs) / 1000;
+    const result: CrawlPassResult = {
+      pages: progress.done,
+      failed: progress.failed,
+      messages: times.messages,
+      seconds,
+      pagesPerS: times.messages > 1 && seconds > 0 ? (times.messages - 1) / seconds : 0,
+      meanMessageBytes: times.meanBytes,
+      feedToDoneS: progress.seconds,
+      timedOut: progress.timedOut,
+      cpu,
+      redisServerUsPerPage: total ? usec / total : 0,
+      redisBreakdown: commandBreakdown(cmd0, cmd1, 6),
+      throttle: `${throttle.QUEUE_HITS} hits / ${throttle.QUEUE_WINDOW} s, moderated=${throttle.QUEUE_MODERATED}`,
+    };
+    ctx.progress(
+      `${o.label}: ${result.messages} page messages, ${result.pagesPerS.toFixed(0)} pages/s first→last, cpu ${JSON.stringify(cpu)}, redis ${result.redisServerUsPerPage.toFixed(0)} µs/page`,
+    );
+    return result;
+  } finally {
+    await cluster.stop();
+  }
+}
+
+/** The numbers of one pass, suffixed (`pages_per_s_1w`...); `ratio_<suffix>` is to `rawPagesPerS`. */
+export function passNumbers(r: CrawlPassResult, suffix: string, rawPagesPerS: number): Numbers {
+  const per = (s: number | undefined) => round(((s ?? 0) * 1000) / Math.max(1, r.messages), 3);
+  return {
+    [`pages_${suffix}`]: r.messages,
+    [`failed_${suffix}`]: r.failed,
+    [`seconds_${suffix}`]: round(r.seconds, 2),
+    [`pages_per_s_${suffix}`]: round(r.pagesPerS, 1),
+    [`ratio_${suffix}`]: round(r.pagesPerS / rawPagesPerS, 3),
+    [`feed_to_done_s_${suffix}`]: round(r.feedToDoneS, 2),
+    [`message_bytes_${suffix}`]: Math.round(r.meanMessageBytes),
+    [`worker_cpu_ms_per_page_${suffix}`]: per(r.cpu.worker),
+    [`redis_cpu_ms_per_page_${suffix}`]: per(r.cpu.redis),
+    [`kafka_cpu_ms_per_page_${suffix}`]: per(r.cpu.kafka),
+    [`site_cpu_ms_per_page_${suffix}`]: per(r.cpu.site),
+    [`bench_cpu_ms_per_page_${suffix}`]: per(r.cpu.bench),
+    [`redis_us_per_page_${suffix}`]: round(r.redisServerUsPerPage, 1),
+    [`redis_breakdown_${suffix}`]: r.redisBreakdown,
+  };
+}

@@ -1,0 +1,68 @@
+/**
+ * The fixture site the throughput scenarios (raw, crawl, profile) share, sized by environment variables:
+ * BENCH_PAGES (5000: each scenario finishes in 1–2 min on a 2-core machine; the issue's full size is
+ * BENCH_PAGES=20000), BENCH_LINKS (20), BENCH_PAGE_BYTES (30000), BENCH_SITE_LATENCY_MS (0), and the
+ * concurrency every crawler under test gets, BENCH_CONCURRENCY (16).
+ */
+import type { SiteGeometry, SiteOptions } from '../site/site.ts';
+import { envInt, envNumber } from './env.ts';
+import type { ScenarioContext } from './scenario.ts';
+
+export function benchSiteOptions(hosts?: string[]): SiteOptions {
+  return {
+    pages: envInt('BENCH_PAGES', 5000),
+    links: envInt('BENCH_LINKS', 20),
+    pageBytes: envInt('BENCH_PAGE_BYTES', 30_000),
+    latencyMs: envNumber('BENCH_SITE_LATENCY_MS', 0),
+    template: 'article',
+    ...(hosts ? { hosts } : {}),
+  };
+}
+
+export function benchConcurrency(): number {
+  return envInt('BENCH_CONCURRENCY', 16);
+}
+
+/** A crawl request's largest maxdepth (lib/schemas/crawl.schema.json). */
+export const MAX_DEPTH = 3;
+
+export interface SeedPlan {
+  /** Seed pages, evenly spaced over the site. */
+  seeds: number[];
+  maxdepth: number;
+  /** Pages reachable from the seeds within maxdepth (seeds included). */
+  reachable: number;
+}
+
+/**
+ * The seeds every throughput scenario crawls from: the fewest evenly spaced seeds (1, 2, 3, 4, 5, 8, 10,
+ * 16, 20, ...) whose pages within maxdepth 3 (the schema's maximum) cover the whole site, so the crawl is
+ * the whole site and the same page set for every crawler. BENCH_SEEDS forces a count.
+ */
+export function seedPlan(site: Pick<SiteGeometry, 'reachable' | 'pages'>): SeedPlan {
+  const counts = process.env.BENCH_SEEDS
+    ? [envInt('BENCH_SEEDS', 1)]
+    : [1, 2, 3, 4, 5, 8, 10, 16, 20, 25, 32, 40, 50, 64, 80, 100, 128, 160, 200];
+  let plan: SeedPlan = { seeds: [0], maxdepth: MAX_DEPTH, reachable: 0 };
+  for (const count of counts) {
+    const seeds = Array.from({ length: Math.min(count, site.pages) }, (_, i) => Math.floor((i * site.pages) / count));
+    const pages = new Set<number>();
+    for (const s of seeds) for (const n of site.reachable(s, MAX_DEPTH)) pages.add(n);
+    plan = { seeds, maxdepth: MAX_DEPTH, reachable: pages.size };
+    if (pages.size === site.pages) break;
+  }
+  return plan;
+}
+
+/** Records the site's inputs on the results file. */
+export function recordSiteInputs(ctx: ScenarioContext, options: SiteOptions, plan: SeedPlan): void {
+  ctx.input('site_pages', options.pages ?? 0);
+  ctx.input('site_links_per_page', options.links ?? 0);
+  ctx.input('site_page_bytes', options.pageBytes ?? 0);
+  ctx.input('site_latency_ms', options.latencyMs ?? 0);
+  ctx.input('site_template', options.template ?? 'plain');
+  ctx.input('site_hosts', (options.hosts ?? ['site-a.test', 'site-b.test', 'www.site-c.test']).join(','));
+  ctx.input('seeds', plan.seeds.length);
+  ctx.input('maxdepth', plan.maxdepth);
+  ctx.input('pages_reachable', plan.reachable);
+}

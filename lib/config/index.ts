@@ -71,3 +71,8 @@ export function config(): Variables {
 export function quietLocalMetrics(env: Record<string, string | undefined> = process.env): void {
   env.POWERTOOLS_METRICS_DISABLED ??= 'true';
 }
+
+/** The process environment, for entry points that start child processes with it as the base. */
+export function processEnvironment(): NodeJS.ProcessEnv {
+  return process.env;
+}

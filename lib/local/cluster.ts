@@ -10,7 +10,7 @@ import { kafkaMonitorHandler } from '../../functions/kafka-monitor/handler.ts';
 import { reclaimHandler } from '../../functions/reclaim/handler.ts';
 import { redisMonitorHandler } from '../../functions/redis-monitor/handler.ts';
 import { statsHandler } from '../../functions/stats/handler.ts';
-import type { Variables } from '../config/index.ts';
+import { processEnvironment, type Variables } from '../config/index.ts';
 import { createKafka, ensureTopics, kafkaSettings } from '../kafka/client.ts';
 import type { BatchResponse, MskEvent, ScheduledEvent } from '../kafka/msk-event.ts';
 import { clusterTopicList, clusterTopics } from '../kafka/topics.ts';
@@ -38,7 +38,7 @@ export interface LocalClusterOptions {
   kafka?: Kafka;
   /** Crawler worker processes. @default vars.CRAWLER_WORKERS */
   crawlerWorkers?: number;
-  /** Environment the workers inherit (the configuration values are set on top). @default process.env */
+  /** Environment the workers inherit (the configuration values are set on top). @default the process environment */
   workerEnv?: NodeJS.ProcessEnv;
 }
 
@@ -111,7 +111,7 @@ export async function startLocalCluster(options: LocalClusterOptions): Promise<L
       );
     }
     const count = options.crawlerWorkers ?? vars.CRAWLER_WORKERS;
-    if (count > 0) workers = startCrawlerWorkers(vars, count, log, options.workerEnv ?? process.env);
+    if (count > 0) workers = startCrawlerWorkers(vars, count, log, options.workerEnv ?? processEnvironment());
   } catch (error) {
     await stopAll();
     throw error;

@@ -61,36 +61,5 @@ export function recordsOf(
   return decodeMskEvent(mskEventOf(topic, values, options));
 }
 
-/** The fields of the Lambda context object that Powertools and middy read. */
-export interface TestLambdaContext {
-  callbackWaitsForEmptyEventLoop: boolean;
-  functionName: string;
-  functionVersion: string;
-  invokedFunctionArn: string;
-  memoryLimitInMB: string;
-  awsRequestId: string;
-  logGroupName: string;
-  logStreamName: string;
-  getRemainingTimeInMillis(): number;
-  done(): void;
-  fail(): void;
-  succeed(): void;
-}
-
-/** A minimal Lambda context for `functionName`, with a minute left to run. */
-export function lambdaContext(functionName: string): TestLambdaContext {
-  return {
-    callbackWaitsForEmptyEventLoop: true,
-    functionName,
-    functionVersion: '$LATEST',
-    invokedFunctionArn: `arn:aws:lambda:us-east-1:123456789012:function:${functionName}`,
-    memoryLimitInMB: '512',
-    awsRequestId: '7f4c1e2a-0d3b-4c5e-9a8b-1f2e3d4c5b6a',
-    logGroupName: `/aws/lambda/${functionName}`,
-    logStreamName: '2026/11/22/[$LATEST]0123456789abcdef0123456789abcdef',
-    getRemainingTimeInMillis: () => 60_000,
-    done() {},
-    fail() {},
-    succeed() {},
-  };
-}
+/** The Lambda context the local runtime passes to handlers (one implementation, in lib/local). */
+export { type LocalLambdaContext as TestLambdaContext, lambdaContext } from '../../lib/local/lambda-context.ts';

@@ -216,6 +216,17 @@ export class Frontier {
       byPartition.set(id, group);
     });
     const out: EnqueueOutcome[] = new Array(items.length);
+    // One SHA-1 per crawl, not per request (a batch is usually many requests of few crawls).
+    const keys = new Map<string, string>();
+    const keyOf = (crawl: CrawlRef) => {
+      const id = `${crawl.appid}\n${crawl.crawlid}`;
+      let ck = keys.get(id);
+      if (ck === undefined) {
+        ck = crawlKey(crawl.appid, crawl.crawlid, spider);
+        keys.set(id, ck);
+      }
+      return ck;
+    };
     for (const { p, idx } of byPartition.values()) {
       const crawlIndex = new Map<string, number>();
       const crawlArgs: (string | number)[] = [];
@@ -223,7 +234,7 @@ export class Frontier {
       const reqArgs: (string | number | Buffer)[] = [];
       for (const i of idx) {
         const { crawl, request } = items[i] as { crawl: CrawlRef; request: QueueRequest };
-        const ck = crawlKey(crawl.appid, crawl.crawlid, spider);
+        const ck = keyOf(crawl);
         let ci = crawlIndex.get(ck);
         if (ci === undefined) {
           ci = crawlIndex.size + 1;

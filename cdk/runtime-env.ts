@@ -8,48 +8,27 @@ import { SettingsError } from './settings.ts';
 /** Values by variable name; undefined entries are left out. */
 export type RuntimeEnv = Partial<Record<VariableName, string>>;
 
+/** Kafka and Redis connection settings: every deployable that talks to both needs them. */
+const CONNECTIONS = [
+  'KAFKA_BROKERS',
+  'KAFKA_TOPIC_PREFIX',
+  'KAFKA_SASL_MECHANISM',
+  'KAFKA_CLIENT_ID',
+  'REDIS_HOST',
+  'REDIS_PORT',
+  'REDIS_TLS',
+  'REDIS_CLUSTER',
+  'REDIS_PASSWORD',
+] as const satisfies readonly VariableName[];
+
 /**
  * Variables each deployable must get on AWS, because their defaults are only right for a local run
  * (127.0.0.1 brokers and Redis, plaintext, no auth). REDIS_PASSWORD reaches the crawler as an ECS secret.
  */
 export const REQUIRED_VARIABLES = {
-  monitor: [
-    'KAFKA_BROKERS',
-    'KAFKA_TOPIC_PREFIX',
-    'KAFKA_SASL_MECHANISM',
-    'KAFKA_CLIENT_ID',
-    'REDIS_HOST',
-    'REDIS_PORT',
-    'REDIS_TLS',
-    'REDIS_CLUSTER',
-    'REDIS_PASSWORD',
-  ],
-  crawler: [
-    'KAFKA_BROKERS',
-    'KAFKA_TOPIC_PREFIX',
-    'KAFKA_SASL_MECHANISM',
-    'KAFKA_CLIENT_ID',
-    'REDIS_HOST',
-    'REDIS_PORT',
-    'REDIS_TLS',
-    'REDIS_CLUSTER',
-    'REDIS_PASSWORD',
-    'BODY_STORE_BUCKET',
-    'SHUTDOWN_DEADLINE_MS',
-    'AWS_REGION',
-  ],
-  rest: [
-    'KAFKA_BROKERS',
-    'KAFKA_TOPIC_PREFIX',
-    'KAFKA_SASL_MECHANISM',
-    'KAFKA_CLIENT_ID',
-    'REDIS_HOST',
-    'REDIS_PORT',
-    'REDIS_TLS',
-    'REDIS_CLUSTER',
-    'REDIS_PASSWORD',
-    'WAIT_FOR_RESPONSE_TIME',
-  ],
+  monitor: CONNECTIONS,
+  crawler: [...CONNECTIONS, 'BODY_STORE_BUCKET', 'SHUTDOWN_DEADLINE_MS', 'AWS_REGION'],
+  rest: [...CONNECTIONS, 'WAIT_FOR_RESPONSE_TIME'],
   topics: ['KAFKA_BROKERS', 'KAFKA_SASL_MECHANISM', 'KAFKA_CLIENT_ID'],
 } as const satisfies Record<string, readonly VariableName[]>;
 

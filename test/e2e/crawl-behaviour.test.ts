@@ -15,7 +15,7 @@ import { fileURLToPath } from 'node:url';
 import { afterAll, beforeAll, describe, expect, onTestFinished, test } from 'vitest';
 import { type FixtureSite, type SiteOptions, startSite } from '../../bench/site/site.ts';
 import type { Variables } from '../../lib/config/index.ts';
-import { type Collector, startTestCluster, type TestCluster } from '../helpers/cluster.ts';
+import { type Collector, completeNotice, crawlPages, startTestCluster, type TestCluster } from '../helpers/cluster.ts';
 import { startCrawlerProcess } from '../helpers/crawler-process.ts';
 import { waitUntil } from '../helpers/services.ts';
 
@@ -52,13 +52,8 @@ describe('crawl behaviour with crawler worker processes', () => {
     await t?.stop();
   });
 
-  const pagesOf = (crawlid: string) => pages.messages.filter((m) => m.crawlid === crawlid);
-  const complete = (crawlid: string, timeoutMs = 90_000) =>
-    outbound.waitFor(
-      (m) => m.action === 'complete' && m.crawlid === crawlid,
-      `crawl ${crawlid} to complete`,
-      timeoutMs,
-    );
+  const pagesOf = (crawlid: string) => crawlPages(pages, crawlid);
+  const complete = (crawlid: string, timeoutMs = 90_000) => completeNotice(outbound, crawlid, timeoutMs);
   /** The page messages of a crawl once `n` have arrived (the page topic may lag the completion notice). */
   const pagesOnce = (crawlid: string, n: number, timeoutMs = 30_000) =>
     waitUntil(

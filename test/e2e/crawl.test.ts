@@ -5,26 +5,9 @@
  */
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';
 import { type FixtureSite, startSite } from '../../bench/site/site.ts';
-import { type Collector, startTestCluster, type TestCluster } from '../helpers/cluster.ts';
+import { type Collector, completeNotice, crawlPages, startTestCluster, type TestCluster } from '../helpers/cluster.ts';
+import { CONTRACT_PAGE_FIELDS } from '../helpers/contract.ts';
 import { waitUntil } from '../helpers/services.ts';
-
-const CONTRACT_FIELDS = [
-  'appid',
-  'crawlid',
-  'spiderid',
-  'url',
-  'response_url',
-  'status_code',
-  'status_msg',
-  'response_headers',
-  'request_headers',
-  'body',
-  'encoding',
-  'links',
-  'attrs',
-  'success',
-  'timestamp',
-];
 
 describe('crawling a fixture site with crawler worker processes', () => {
   let site: FixtureSite;
@@ -55,9 +38,8 @@ describe('crawling a fixture site with crawler worker processes', () => {
     await site?.close();
   });
 
-  const pagesOf = (crawlid: string) => pages.messages.filter((m) => m.crawlid === crawlid);
-  const complete = (crawlid: string) =>
-    outbound.waitFor((m) => m.action === 'complete' && m.crawlid === crawlid, `crawl ${crawlid} to complete`, 60_000);
+  const pagesOf = (crawlid: string) => crawlPages(pages, crawlid);
+  const complete = (crawlid: string) => completeNotice(outbound, crawlid, 60_000);
 
   test.each([0, 1, 2])('maxdepth %i crawls exactly the pages within that many hops, each once', async (maxdepth) => {
     const crawlid = `depth${maxdepth}`;
@@ -74,7 +56,7 @@ describe('crawling a fixture site with crawler worker processes', () => {
   test('every page message has the contract fields, the real reason phrase, links and depth', async () => {
     const page = pagesOf('depth1').find((m) => m.url === site.url(0));
     expect(page).toBeDefined();
-    for (const f of CONTRACT_FIELDS) expect(page).toHaveProperty(f);
+    for (const f of CONTRACT_PAGE_FIELDS) expect(page).toHaveProperty(f);
     expect(page).toMatchObject({ status_code: 200, status_msg: 'OK', success: true, encoding: 'utf-8', depth: 0 });
     expect(((page?.links ?? []) as { url: string }[]).map((l) => l.url)).toEqual(
       expect.arrayContaining(site.linksOf(0).map((n) => site.url(n))),

@@ -9,7 +9,7 @@
 import { afterAll, beforeAll, describe, expect, onTestFinished, test } from 'vitest';
 import { type FixtureSite, type SiteOptions, startSite } from '../../bench/site/site.ts';
 import type { Variables } from '../../lib/config/index.ts';
-import { type Collector, startTestCluster, type TestCluster } from '../helpers/cluster.ts';
+import { type Collector, crawlPages, startTestCluster, type TestCluster } from '../helpers/cluster.ts';
 import { type CrawlerProcess, startCrawlerProcess } from '../helpers/crawler-process.ts';
 import { waitUntil } from '../helpers/services.ts';
 
@@ -41,7 +41,7 @@ describe('a crawler worker given SIGTERM', () => {
     await t?.stop();
   });
 
-  const pagesOf = (crawlid: string) => pages.messages.filter((m) => m.crawlid === crawlid);
+  const pagesOf = (crawlid: string) => crawlPages(pages, crawlid);
   const info = (crawlid: string) => t.deps.ctx.frontier.crawlInfo('link', APPID, crawlid);
 
   async function site(options: SiteOptions): Promise<{ site: FixtureSite; pageHits: () => number }> {

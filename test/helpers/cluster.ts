@@ -120,3 +120,17 @@ export async function startTestCluster(
     },
   };
 }
+
+/** The page messages of one crawl seen so far on a collected `crawled_firehose`. */
+export function crawlPages(pages: Collector, crawlid: string): Record<string, unknown>[] {
+  return pages.messages.filter((m) => m.crawlid === crawlid);
+}
+
+/** Waits for a crawl's `complete` notice on a collected `outbound_firehose`. */
+export function completeNotice(outbound: Collector, crawlid: string, timeoutMs = 60_000) {
+  return outbound.waitFor(
+    (m) => m.action === 'complete' && m.crawlid === crawlid,
+    `crawl ${crawlid} to complete`,
+    timeoutMs,
+  );
+}

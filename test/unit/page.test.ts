@@ -1,6 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { buildPage, failedPage, type PageRequest, pageTimestamp } from '../../lib/crawl/page.ts';
 import type { FetchResult } from '../../lib/crawl/types.ts';
+import { CONTRACT_PAGE_FIELDS, EXT_PAGE_FIELDS } from '../helpers/contract.ts';
 
 const NOW = Date.UTC(2026, 10, 22, 10, 0, 0, 7);
 
@@ -44,26 +45,7 @@ function response(overrides: Partial<FetchResult> = {}): FetchResult {
 }
 
 /** Every field the CONTRACT's page example has, plus our Ext fields. */
-const CONTRACT_FIELDS = [
-  'appid',
-  'crawlid',
-  'spiderid',
-  'url',
-  'response_url',
-  'status_code',
-  'status_msg',
-  'response_headers',
-  'request_headers',
-  'body',
-  'encoding',
-  'links',
-  'attrs',
-  'success',
-  'timestamp',
-  'depth',
-  'fetched_ms',
-  'retry_times',
-];
+const CONTRACT_FIELDS = [...CONTRACT_PAGE_FIELDS, ...EXT_PAGE_FIELDS];
 
 describe('buildPage', () => {
   const links = [{ url: 'http://a.example/x', text: 'x' }];

@@ -1,6 +1,7 @@
 /**
  * The error taxonomy (STYLE.md §7). Every error the project raises on purpose is one of these, and
- * {@link classifyError} is the one place that decides what happens next: retry, give up, or back off.
+ * {@link failureCause} is the one place that tells infrastructure from poison; the crawl path's decision on
+ * top of it (retry, give up, release) is lib/crawl/failure.ts.
  */
 
 /** One actionable problem with an input: where it is and what is wrong. */
@@ -21,16 +22,43 @@ export class CrawlClusterError extends Error {
 }
 
 /** The `error` field of a rejection (CONTRACT.md "Rejections"). */
-export type RejectionKind = 'invalid_json' | 'schema' | 'unknown_spider' | 'unknown_type' | 'too_large';
+export type RejectionKind =
+  | 'invalid_json'
+  | 'schema'
+  | 'unknown_spider'
+  | 'unknown_type'
+  | 'too_large'
+  /** Valid, but handling it failed in a way that retrying cannot fix (DESIGN.md §10). */
+  | 'unprocessable';
+
+/** At most this many details travel in a rejection; the last one then says how many were left out. */
+export const MAX_REJECTION_DETAILS = 20;
+/** Longest `path` and `message` of one detail, in characters. */
+export const MAX_DETAIL_CHARS = 300;
+
+/**
+ * Details bounded for the wire (DESIGN.md §10: echoes capped): a request with 90,000 unknown fields gets
+ * twenty details and a count, not a 5 MB rejection that no topic accepts.
+ */
+export function capDetails(details: readonly RejectionDetail[]): RejectionDetail[] {
+  const cut = (s: string) => (s.length <= MAX_DETAIL_CHARS ? s : `${s.slice(0, MAX_DETAIL_CHARS)}…`);
+  const kept = details.slice(0, MAX_REJECTION_DETAILS).map((d) => ({ path: cut(d.path), message: cut(d.message) }));
+  if (details.length > MAX_REJECTION_DETAILS) {
+    kept.push({ path: '', message: `and ${details.length - MAX_REJECTION_DETAILS} more problems` });
+  }
+  return kept;
+}
 
 /** A request failed its JSON schema; never retryable. `kind` is the rejection's `error` field. */
 export class SchemaValidationError extends CrawlClusterError {
   readonly kind: RejectionKind;
+  /** At most {@link MAX_REJECTION_DETAILS} (+1 saying how many more), each cut to {@link MAX_DETAIL_CHARS}. */
   readonly details: RejectionDetail[];
-  constructor(kind: RejectionKind, details: RejectionDetail[]) {
-    super(`${kind}: ${details.map((d) => `${d.path || '/'} ${d.message}`).join('; ')}`);
+  constructor(kind: RejectionKind, details: readonly RejectionDetail[]) {
+    const capped = capDetails(details);
+    super(`${kind}: ${capped.map((d) => `${d.path || '/'} ${d.message}`).join('; ')}`);
     this.kind = kind;
-    this.details = details;
+    this.details = capped;
   }
 }
 
@@ -48,27 +76,87 @@ export class InfrastructureError extends CrawlClusterError {
   override readonly retryable = true;
 }
 
-/** The target asked us to slow down (429/503 with Retry-After, robots Crawl-delay). */
-export class ThrottledError extends CrawlClusterError {
-  override readonly retryable = true;
-  /** Milliseconds to wait before trying the same target again. */
-  readonly retryAfterMs: number;
-  constructor(message: string, retryAfterMs: number) {
-    super(message);
-    this.retryAfterMs = retryAfterMs;
-  }
-}
-
 /** A local service (Redis, Kafka) could not be started or did not become ready. */
 export class ServiceStartError extends CrawlClusterError {}
 
-/** What to do with a failed operation. */
-export type ErrorDecision = { action: 'retry'; delayMs: number } | { action: 'fail' };
+/**
+ * What a failure says about the work that met it (DESIGN.md §10):
+ * - `infrastructure`: Redis, Kafka or the network to them failed; the same work will succeed once they are
+ *   back, so it is retried as it is (released, redelivered) and never counted against the input.
+ * - `poison`: the input itself cannot be handled (a protocol refusal such as a message over the broker's
+ *   limit, a script error, a bug meeting strange data); the same work fails the same way every time, so it
+ *   gets a visible outcome now (a rejection, a `success:false` page) and is never retried as infrastructure.
+ */
+export type FailureCause = 'infrastructure' | 'poison';
 
-/** The one function that maps an error to a decision. Unknown errors are treated as retryable infrastructure faults. */
-export function classifyError(error: unknown, baseDelayMs = 1000): ErrorDecision {
-  if (error instanceof ThrottledError) return { action: 'retry', delayMs: error.retryAfterMs };
-  if (error instanceof CrawlClusterError)
-    return error.retryable ? { action: 'retry', delayMs: baseDelayMs } : { action: 'fail' };
-  return { action: 'retry', delayMs: baseDelayMs };
+/** Node socket and DNS error codes: the network to Redis or Kafka. */
+const NETWORK_CODES: ReadonlySet<string> = new Set([
+  'ECONNREFUSED',
+  'ECONNRESET',
+  'ECONNABORTED',
+  'ETIMEDOUT',
+  'EPIPE',
+  'EHOSTUNREACH',
+  'ENETUNREACH',
+  'ENOTFOUND',
+  'EAI_AGAIN',
+  'ERR_SOCKET_CLOSED',
+]);
+
+/** ioredis errors raised when no Redis answered. */
+const REDIS_UNREACHABLE: ReadonlySet<string> = new Set([
+  'MaxRetriesPerRequestError',
+  'ClusterAllFailedError',
+  'AbortError',
+]);
+
+/** Redis error replies that say the server is (temporarily) unable, not that the command was wrong. */
+const REDIS_TRANSIENT_REPLY =
+  /^(LOADING|BUSY|TRYAGAIN|CLUSTERDOWN|MASTERDOWN|READONLY|MOVED|ASK|NOSCRIPT|OOM|NOREPLICAS)\b/;
+
+/** Kafka protocol errors about the message itself: sending it again fails the same way. */
+const KAFKA_POISON_TYPES: ReadonlySet<string> = new Set([
+  'MESSAGE_TOO_LARGE',
+  'RECORD_LIST_TOO_LARGE',
+  'INVALID_RECORD',
+  'CORRUPT_MESSAGE',
+  'INVALID_TOPIC_EXCEPTION',
+  'INVALID_REQUEST',
+]);
+
+/** The error and the errors it wraps (`cause`, kafkajs's `originalError`), at most 8 deep. */
+function chain(error: unknown): Record<string, unknown>[] {
+  const out: Record<string, unknown>[] = [];
+  let e: unknown = error;
+  while (typeof e === 'object' && e !== null && out.length < 8) {
+    const r = e as Record<string, unknown>;
+    out.push(r);
+    e = r.cause ?? r.originalError;
+  }
+  return out;
+}
+
+/**
+ * The one place that tells infrastructure from poison ({@link FailureCause}). Our own errors say it with
+ * `retryable`; Redis and Kafka client errors by name, code and reply; anything else (a TypeError, a
+ * RangeError from a stack overflow) is a deterministic failure of this input, i.e. poison. Callers that
+ * cannot afford to misjudge an unknown error as poison (the kafka-monitor, where it would reject a valid
+ * request) isolate it first: the same input alone, after others succeeded (see lib/monitor/kafka-monitor.ts).
+ */
+export function failureCause(error: unknown): FailureCause {
+  for (const e of chain(error)) {
+    if (e instanceof CrawlClusterError) return e.retryable ? 'infrastructure' : 'poison';
+    const name = typeof e.name === 'string' ? e.name : '';
+    const message = typeof e.message === 'string' ? e.message : '';
+    if (typeof e.code === 'string' && NETWORK_CODES.has(e.code)) return 'infrastructure';
+    if (REDIS_UNREACHABLE.has(name)) return 'infrastructure';
+    if (name === 'ReplyError') return REDIS_TRANSIENT_REPLY.test(message) ? 'infrastructure' : 'poison';
+    if (message === 'Connection is closed.' || message.startsWith("Stream isn't writeable")) return 'infrastructure';
+    if (name === 'KafkaJSProtocolError') return KAFKA_POISON_TYPES.has(String(e.type)) ? 'poison' : 'infrastructure';
+  }
+  // kafkajs wraps what it retried; the protocol error inside (checked above) decides, else the broker failed.
+  const outer = chain(error)[0];
+  if (outer !== undefined && typeof outer.name === 'string' && outer.name.startsWith('KafkaJS'))
+    return 'infrastructure';
+  return 'poison';
 }

@@ -25,9 +25,22 @@ import { InvalidUrlError } from './url.ts';
 const robotsParser = robotsParserCjs as unknown as typeof robotsParserCjs.default;
 type Robot = ReturnType<typeof robotsParser>;
 
+const DISALLOWED = 'robots.txt disallows this URL';
+
+/** The reason for a fail-closed refusal: what robots.txt answered (status 0: no response at all). */
+function unreachableReason(status: number): string {
+  const what = status === 0 ? 'no response' : `HTTP ${status}`;
+  return `robots.txt could not be read (${what}); failing closed, so the URL is not fetched`;
+}
+
 /** The answer for one URL. */
 export interface RobotsDecision {
   allowed: boolean;
+  /**
+   * Why a URL is refused: robots.txt disallows it, or robots.txt could not be read and the origin is
+   * disallowed by failing closed (RFC 9309 §2.3.1.4). Undefined when allowed.
+   */
+  reason?: string;
   /** The `Crawl-delay` of the group that applies, in ms, when it sets a positive one. */
   crawlDelayMs?: number;
 }
@@ -216,7 +229,9 @@ export class RobotsCache {
 
     const rules = await this.#rules(parsed.origin, userAgent);
     const verdict = verdictOf(rules.status);
-    if (verdict !== 'rules' || rules.robot === undefined) return { allowed: verdict === 'allow_all' };
+    if (verdict === 'allow_all') return { allowed: true };
+    if (verdict !== 'rules' || rules.robot === undefined)
+      return { allowed: false, reason: unreachableReason(rules.status) };
 
     let group = rules.groups?.get(userAgent);
     if (group === undefined) {
@@ -227,9 +242,10 @@ export class RobotsCache {
     }
     // undefined: the URL is not on this robots.txt's origin, which cannot happen here.
     const allowed = rules.robot.isAllowed(parsed.href, group) !== false;
+    const decision: RobotsDecision = allowed ? { allowed } : { allowed, reason: DISALLOWED };
     const delay = rules.robot.getCrawlDelay(group);
-    if (delay === undefined || !Number.isFinite(delay) || delay <= 0) return { allowed };
-    return { allowed, crawlDelayMs: Math.round(delay * 1000) };
+    if (delay !== undefined && Number.isFinite(delay) && delay > 0) decision.crawlDelayMs = Math.round(delay * 1000);
+    return decision;
   }
 
   /** The origin's rules: in process, else from Redis, else fetched (one lookup per origin at a time). */

@@ -98,6 +98,12 @@ export interface PageItem {
   retry_times?: number;
   body_ref?: string;
   body_truncated?: boolean;
+  /** **Ext**: only the first links fit the message limit (the rest were still followed). */
+  links_truncated?: boolean;
+  /** **Ext**: `attrs` did not fit the message limit and is sent as `{}`. */
+  attrs_truncated?: boolean;
+  /** **Ext**: why link extraction stopped early (a link cap or the time budget), when it did. */
+  links_stopped?: string;
 }
 
 /** What a spider sees of the request it handles. */

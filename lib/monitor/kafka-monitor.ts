@@ -9,7 +9,13 @@
  * record is harmless (the frontier's dupefilter makes enqueue idempotent).
  */
 import { InvalidUrlError, registrableDomain, requestFingerprint } from '../crawl/url.ts';
-import { type RejectionDetail, type RejectionKind, SchemaValidationError } from '../errors.ts';
+import {
+  capDetails,
+  failureCause,
+  type RejectionDetail,
+  type RejectionKind,
+  SchemaValidationError,
+} from '../errors.ts';
 import type { DecodedRecord } from '../kafka/msk-event.ts';
 import type { OutMessage } from '../kafka/sink.ts';
 import { clusterTopics } from '../kafka/topics.ts';
@@ -55,6 +61,14 @@ export function utf8Prefix(bytes: Buffer, max: number): string {
   return bytes.subarray(0, end).toString('utf8');
 }
 
+/** The longest `appid` or `uuid` a rejection echoes (and uses as its Kafka key); the schemas allow 40. */
+export const MAX_ECHOED_ID_CHARS = 100;
+
+/** An id worth echoing: a string short enough to be a real one and well-formed (it becomes a Kafka key). */
+function echoable(value: unknown): string | undefined {
+  return typeof value === 'string' && value.length <= MAX_ECHOED_ID_CHARS && value.isWellFormed() ? value : undefined;
+}
+
 function rejection(
   ctx: MonitorContext,
   record: DecodedRecord,
@@ -63,19 +77,22 @@ function rejection(
 ): Rejection {
   const r: Rejection = {
     error: kind,
-    details,
+    details: capDetails(details),
     raw: utf8Prefix(record.value, RAW_ECHO_BYTES),
     source: { topic: record.topic, partition: record.partition, offset: record.offset },
     server_time: serverTime(ctx),
   };
-  // Best effort: who sent it, so a waiting client hears about its mistake.
+  // Best effort: who sent it, so a waiting client hears about its mistake. Only ids of a sane length are
+  // echoed: a 600 KB appid as a Kafka key costs kafkajs minutes to hash (DESIGN.md §10: echoes capped).
   if (record.value.length <= 1_048_576) {
     try {
       const parsed = JSON.parse(record.value.toString('utf8')) as unknown;
       if (parsed && typeof parsed === 'object' && !Array.isArray(parsed)) {
         const { appid, uuid } = parsed as { appid?: unknown; uuid?: unknown };
-        if (typeof appid === 'string') r.appid = appid;
-        if (typeof uuid === 'string') r.uuid = uuid;
+        const a = echoable(appid);
+        const u = echoable(uuid);
+        if (a !== undefined) r.appid = a;
+        if (u !== undefined) r.uuid = u;
       }
     } catch {
       // not JSON: no appid to echo
@@ -99,6 +116,54 @@ export function seedEntry(request: CrawlRequest): { crawl: CrawlRef; request: Qu
   };
 }
 
+type CrawlItem = { record: DecodedRecord; entry: ReturnType<typeof seedEntry> };
+type ItemOutcome =
+  | { item: CrawlItem; outcome: EnqueueOutcome }
+  | { item: CrawlItem; outcome: 'failed' }
+  | { item: CrawlItem; outcome: 'poison'; error: unknown };
+
+/**
+ * Enqueues one spider type's crawl requests in one call. When that call fails on infrastructure
+ * ({@link failureCause}), every item failed and is delivered again. When it fails on poison, the culprit is
+ * found by enqueueing each item alone: those that fail alone on poison are rejected, the others go in (or
+ * are delivered again if infrastructure failed meanwhile).
+ */
+async function enqueueIsolated(ctx: MonitorContext, spider: string, items: CrawlItem[]): Promise<ItemOutcome[]> {
+  const enqueue = (batch: CrawlItem[]) =>
+    ctx.frontier.enqueue(
+      spider,
+      batch.map((i) => i.entry),
+      ctx.now(),
+    );
+  try {
+    const outcomes = await enqueue(items);
+    return items.map((item, k) => ({ item, outcome: outcomes[k] as EnqueueOutcome }));
+  } catch (error) {
+    ctx.log.error('enqueue failed', { spider, records: items.length, error: (error as Error).message });
+    if (failureCause(error) === 'infrastructure') return items.map((item) => ({ item, outcome: 'failed' }));
+    if (items.length === 1) return [{ item: items[0] as CrawlItem, outcome: 'poison', error }];
+  }
+  const single: ItemOutcome[] = [];
+  for (const item of items) {
+    try {
+      const [outcome] = await enqueue([item]);
+      single.push({ item, outcome: outcome as EnqueueOutcome });
+    } catch (error) {
+      single.push(
+        failureCause(error) === 'infrastructure' ? { item, outcome: 'failed' } : { item, outcome: 'poison', error },
+      );
+    }
+  }
+  return single;
+}
+
+/** The rejection of a record that validated but could not be handled (poison that the schemas did not catch). */
+function unprocessable(ctx: MonitorContext, record: DecodedRecord, error: unknown): Rejection {
+  const message = error instanceof Error ? `${error.name}: ${error.message}` : String(error);
+  ctx.log.error('record could not be handled; rejecting it', { offset: record.offset, error: message });
+  return rejection(ctx, record, 'unprocessable', [{ path: '', message: `could not be handled: ${message}` }]);
+}
+
 /** Handles one batch of `<p>.incoming` records (see the module doc for the failure semantics). */
 export async function handleIncoming(ctx: MonitorContext, records: DecodedRecord[]): Promise<IncomingResult> {
   const topics = clusterTopics(ctx.topicPrefix);
@@ -108,24 +173,22 @@ export async function handleIncoming(ctx: MonitorContext, records: DecodedRecord
   const stats: StatsIncrement[] = [{ name: 'kafka-monitor:total', by: records.length }];
 
   for (const record of records) {
+    // Isolation (DESIGN.md §10): whatever one record does to parsing or validation is that record's
+    // rejection, never the batch's failure.
     let classified: ClassifiedRequest;
+    let entry: ReturnType<typeof seedEntry> | undefined;
     try {
       classified = parseRequest(record.value, { spiders: ctx.spiders });
+      if (classified.type === 'crawl') entry = seedEntry(classified.request);
     } catch (error) {
-      if (!(error instanceof SchemaValidationError)) throw error;
-      rejections.push(rejection(ctx, record, error.kind, error.details));
+      if (error instanceof SchemaValidationError) rejections.push(rejection(ctx, record, error.kind, error.details));
+      else if (error instanceof InvalidUrlError) {
+        rejections.push(rejection(ctx, record, 'schema', [{ path: '/url', message: error.message }]));
+      } else rejections.push(unprocessable(ctx, record, error));
       continue;
     }
     stats.push({ name: `kafka-monitor:plugin:${classified.type}` });
-    if (classified.type === 'crawl') {
-      let entry: ReturnType<typeof seedEntry>;
-      try {
-        entry = seedEntry(classified.request);
-      } catch (error) {
-        if (!(error instanceof InvalidUrlError)) throw error;
-        rejections.push(rejection(ctx, record, 'schema', [{ path: '/url', message: error.message }]));
-        continue;
-      }
+    if (classified.type === 'crawl' && entry !== undefined) {
       const list = crawls.get(classified.request.spiderid) ?? [];
       list.push({ record, entry });
       crawls.set(classified.request.spiderid, list);
@@ -136,8 +199,6 @@ export async function handleIncoming(ctx: MonitorContext, records: DecodedRecord
       });
     }
   }
-  if (rejections.length > 0) stats.push({ name: 'kafka-monitor:fail', by: rejections.length });
-
   const failures: DecodedRecord[] = [];
   const result: IncomingResult = {
     failures,
@@ -148,28 +209,24 @@ export async function handleIncoming(ctx: MonitorContext, records: DecodedRecord
 
   // Crawl requests: one enqueue per spider type for the whole batch.
   for (const [spider, items] of crawls) {
-    try {
-      const outcomes = await ctx.frontier.enqueue(
-        spider,
-        items.map((i) => i.entry),
-        ctx.now(),
-      );
-      outcomes.forEach((o, k) => {
-        result.crawl[o] += 1;
-        if (o === 'stopped' || o === 'expired') {
-          const { appid, crawlid } = items[k]?.entry.crawl ?? {};
-          ctx.log.info('crawl request refused', { outcome: o, appid, crawlid });
-        }
-      });
-    } catch (error) {
-      ctx.log.error('enqueue failed; these records will be delivered again', {
-        spider,
-        records: items.length,
-        error: (error as Error).message,
-      });
-      failures.push(...items.map((i) => i.record));
+    const done = await enqueueIsolated(ctx, spider, items);
+    for (const d of done) {
+      if (d.outcome === 'failed') {
+        failures.push(d.item.record);
+        continue;
+      }
+      if (d.outcome === 'poison') {
+        rejections.push(unprocessable(ctx, d.item.record, d.error));
+        continue;
+      }
+      result.crawl[d.outcome] += 1;
+      if (d.outcome === 'stopped' || d.outcome === 'expired') {
+        const { appid, crawlid } = d.item.entry.crawl;
+        ctx.log.info('crawl request refused', { outcome: d.outcome, appid, crawlid });
+      }
     }
   }
+  if (rejections.length > 0) stats.push({ name: 'kafka-monitor:fail', by: rejections.length });
 
   // Forwards and rejections: one produce call.
   const rejectionReplies = rejections.filter((r) => r.appid !== undefined && r.uuid !== undefined);

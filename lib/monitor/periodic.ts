@@ -2,32 +2,49 @@
  * The scheduled jobs: expiry (crawls whose `expires` passed are stopped, with an `expired` notice), lease
  * reclaim (requests of dead crawlers go back to their queues), and the fleet metrics that drive autoscaling.
  */
+import { failureCause } from '../errors.ts';
 import { type MonitorContext, serverTime } from './context.ts';
 import { type Reply, sendReplies } from './replies.ts';
 import { HEARTBEAT_TTL_MS } from './stats-report.ts';
 
-/** Stops every crawl whose `expires` has passed and sends one `expired` notice per crawl. */
+/**
+ * Stops every crawl whose `expires` has passed and sends one `expired` notice per crawl. Isolation
+ * (DESIGN.md §10): a crawl (or a sweep) that fails on poison is logged and skipped, so one bad record never
+ * stops expiry for every other crawl; an infrastructure failure ends the run (the next one tries again).
+ */
 export async function expireCrawls(ctx: MonitorContext): Promise<{ expired: number; swept: number; notices: Reply[] }> {
   const notices: Reply[] = [];
   let swept = 0;
+  const isolated = async (what: Record<string, unknown>, work: () => Promise<void>): Promise<void> => {
+    try {
+      await work();
+    } catch (error) {
+      if (failureCause(error) === 'infrastructure') throw error;
+      ctx.log.error('expiry skipped a poison record', { ...what, error: (error as Error).message });
+    }
+  };
   for (const spider of await ctx.frontier.spiders()) {
     // Completed crawls whose dupefilter time has passed: their records go (bounded growth, DESIGN.md §3).
-    swept += await ctx.frontier.sweepFinished(spider, ctx.now());
+    await isolated({ spider, step: 'sweep' }, async () => {
+      swept += await ctx.frontier.sweepFinished(spider, ctx.now());
+    });
     for (const crawl of await ctx.frontier.dueCrawls(spider, ctx.now())) {
-      // Notice first, then stop: if Kafka is down the crawl stays due and the next run tries again
-      // (at least once), instead of stopping it and losing its notice.
-      const info = await ctx.frontier.crawlInfo(spider, crawl.appid, crawl.crawlid, ctx.now());
-      const notice: Reply = {
-        action: 'expired',
-        server_time: serverTime(ctx),
-        appid: crawl.appid,
-        crawlid: crawl.crawlid,
-        spiderid: crawl.spiderid ?? spider,
-        total_expired: info?.queued ?? 0,
-      };
-      await sendReplies(ctx, [notice]);
-      await ctx.frontier.stop(spider, crawl.appid, crawl.crawlid, ctx.now());
-      notices.push(notice);
+      await isolated({ spider, appid: crawl.appid, crawlid: crawl.crawlid }, async () => {
+        // Notice first, then stop: if Kafka is down the crawl stays due and the next run tries again
+        // (at least once), instead of stopping it and losing its notice.
+        const info = await ctx.frontier.crawlInfo(spider, crawl.appid, crawl.crawlid, ctx.now());
+        const notice: Reply = {
+          action: 'expired',
+          server_time: serverTime(ctx),
+          appid: crawl.appid,
+          crawlid: crawl.crawlid,
+          spiderid: crawl.spiderid ?? spider,
+          total_expired: info?.queued ?? 0,
+        };
+        await sendReplies(ctx, [notice]);
+        await ctx.frontier.stop(spider, crawl.appid, crawl.crawlid, ctx.now());
+        notices.push(notice);
+      });
     }
   }
   return { expired: notices.length, swept, notices };

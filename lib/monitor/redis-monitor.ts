@@ -3,7 +3,7 @@
  * forwards on `<p>.actions`, and replies on the outbound topics (stored under the uuid for REST polling).
  * A request it cannot handle gets a reply with an `error` field; only infrastructure failures fail records.
  */
-import { SchemaValidationError } from '../errors.ts';
+import { failureCause } from '../errors.ts';
 import type { DecodedRecord } from '../kafka/msk-event.ts';
 import type { StatsIncrement } from '../redis/stats.ts';
 import { type ClassifiedRequest, type DomainConfigRequest, parseRequest } from '../schemas/index.ts';
@@ -58,6 +58,16 @@ export async function replyTo(ctx: MonitorContext, c: ClassifiedRequest): Promis
   }
 }
 
+/** The reply to a request whose action failed on poison: its echo plus `error` (as domain config replies do). */
+function failedReply(ctx: MonitorContext, c: ClassifiedRequest, error: unknown): Reply {
+  const r = c.request as unknown as Record<string, unknown>;
+  const reply: Reply = { server_time: serverTime(ctx), error: `could not be handled: ${(error as Error).message}` };
+  for (const field of ['action', 'stats', 'domain', 'uuid', 'appid', 'crawlid', 'spiderid']) {
+    if (r[field] !== undefined) reply[field] = r[field];
+  }
+  return reply;
+}
+
 /** Handles one batch of `<p>.actions` records. */
 export async function handleActions(ctx: MonitorContext, records: DecodedRecord[]): Promise<ActionsResult> {
   const replies: Reply[] = [];
@@ -69,9 +79,12 @@ export async function handleActions(ctx: MonitorContext, records: DecodedRecord[
     try {
       c = parseRequest(record.value, { spiders: ctx.spiders });
     } catch (error) {
-      if (!(error instanceof SchemaValidationError)) throw error;
-      // The kafka-monitor validated it; something else wrote to the internal topic.
-      ctx.log.warn('invalid record on the actions topic skipped', { offset: record.offset, error: error.message });
+      // The kafka-monitor validated it; something else wrote to the internal topic. Whatever it is, it is
+      // this record's problem, never the partition's (DESIGN.md §10).
+      ctx.log.warn('invalid record on the actions topic skipped', {
+        offset: record.offset,
+        error: (error as Error).message,
+      });
       stats.push({ name: 'redis-monitor:fail' });
       continue;
     }
@@ -80,6 +93,16 @@ export async function handleActions(ctx: MonitorContext, records: DecodedRecord[
       const reply = await replyTo(ctx, c);
       if (reply) replies.push(reply);
     } catch (error) {
+      if (failureCause(error) === 'poison') {
+        // Redis refused this action for good (a script error): answered with the error, never redelivered.
+        ctx.log.error('action failed on poison; answering with the error', {
+          offset: record.offset,
+          error: (error as Error).message,
+        });
+        stats.push({ name: 'redis-monitor:fail' });
+        replies.push(failedReply(ctx, c, error));
+        continue;
+      }
       ctx.log.error('action failed; it and the rest of the batch will be delivered again', {
         offset: record.offset,
         error: (error as Error).message,

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { buildPage, failedPage, type PageRequest, pageTimestamp } from '../../lib/crawl/page.ts';
+import { buildPage, failedPage, fitPageMessage, type PageRequest, pageTimestamp } from '../../lib/crawl/page.ts';
 import type { FetchResult } from '../../lib/crawl/types.ts';
 import { CONTRACT_PAGE_FIELDS, EXT_PAGE_FIELDS } from '../helpers/contract.ts';
 
@@ -183,5 +183,52 @@ describe('pageTimestamp', () => {
   it('formats UTC as YYYY-MM-DDTHH:mm:ss.SSS without a zone', () => {
     expect(pageTimestamp(Date.UTC(2026, 0, 2, 3, 4, 5, 60))).toBe('2026-01-02T03:04:05.060');
     expect(pageTimestamp(Date.now())).toMatch(/^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}$/);
+  });
+});
+
+describe('fitPageMessage', () => {
+  const bytes = (s: string | undefined) => Buffer.byteLength(String(s));
+
+  it('returns the page unchanged when it fits', () => {
+    const page = buildPage(request(), response(), [], { base64: false, success: true, now: NOW });
+    expect(fitPageMessage(page, 1_000_000, false)).toBe(JSON.stringify(page));
+  });
+
+  it('cuts a body of multi-byte and escaped characters to fit exactly under the limit, never mid-pair', () => {
+    const text = '😀"\n'.repeat(50_000);
+    const page = buildPage(request(), response({ text }), [], { base64: false, success: true, now: NOW });
+    const value = fitPageMessage(page, 20_000, false);
+    expect(bytes(value)).toBeLessThanOrEqual(20_000);
+    const fitted = JSON.parse(String(value));
+    expect(fitted.body_truncated).toBe(true);
+    expect(text.startsWith(fitted.body)).toBe(true);
+    expect(fitted.body.isWellFormed()).toBe(true);
+    expect(bytes(value)).toBeGreaterThan(15_000);
+  });
+
+  it('cuts a base64 body to whole quads so what is left still decodes', () => {
+    const page = buildPage(request(), response({ text: undefined, body: Buffer.alloc(30_000, 7) }), [], {
+      base64: false,
+      success: true,
+      now: NOW,
+    });
+    const fitted = JSON.parse(String(fitPageMessage(page, 10_000, true)));
+    expect(fitted.body.length % 4).toBe(0);
+    expect(Buffer.from(fitted.body, 'base64').every((b: number) => b === 7)).toBe(true);
+  });
+
+  it('keeps links before body, then cuts links, then attrs; undefined when nothing can fit', () => {
+    const links = Array.from({ length: 5000 }, (_, i) => ({ url: `http://a.example/${i}`, text: `link ${i}` }));
+    const page = buildPage(request(), response(), links, { base64: false, success: true, now: NOW });
+    const fitted = JSON.parse(String(fitPageMessage(page, 50_000, false)));
+    expect(fitted.body).toBe('');
+    expect(fitted.links_truncated).toBe(true);
+    expect(fitted.links).toEqual(links.slice(0, fitted.links.length));
+
+    const withAttrs = { ...page, links: [], attrs: { big: 'a'.repeat(60_000) } };
+    const noAttrs = JSON.parse(String(fitPageMessage(withAttrs, 20_000, false)));
+    expect(noAttrs).toMatchObject({ attrs: {}, attrs_truncated: true });
+
+    expect(fitPageMessage({ ...page, url: 'http://a.example/'.padEnd(30_000, 'x') }, 20_000, false)).toBeUndefined();
   });
 });

@@ -10,7 +10,7 @@ import {
   requestFingerprint,
   tryCanonicalizeUrl,
 } from '../../lib/crawl/url.ts';
-import { CrawlClusterError, classifyError } from '../../lib/errors.ts';
+import { CrawlClusterError, failureCause } from '../../lib/errors.ts';
 
 interface Vector {
   input: string;
@@ -100,7 +100,7 @@ describe('canonicalizeUrl', () => {
       error = caught;
     }
     expect(error).toBeInstanceOf(CrawlClusterError);
-    expect(classifyError(error)).toEqual({ action: 'fail' });
+    expect(failureCause(error)).toBe('poison');
   });
 
   it('tryCanonicalizeUrl returns undefined for unparsable input and the canonical URL otherwise', () => {

@@ -279,19 +279,24 @@ local function record_key(record) return string.sub(record, 1, 16) end
 local function record_spider(record) return string.sub(record, 25, string.find(record, '\0', 25, true) - 1) end
 local function record_settings(record) return string.sub(record, string.find(record, '\0', 25, true) + 1) end
 
--- A crawl's entry in K.apps: <spider> \0 <appid> \0 <ref>.
+-- A crawl's entry in K.apps: <spider> \0 <appid> \0 <ref>, or nil when the settings do not decode (a record
+-- written before requests were checked for well-formed Unicode: cjson refuses lone surrogates). A decode
+-- error must not abort the caller half-way (Lua errors roll nothing back), so it is caught here.
 local function app_member(record, ref)
-  return record_spider(record) .. '\0' .. cjson.decode(record_settings(record)).appid .. '\0' .. ref
+  local ok, settings = pcall(cjson.decode, record_settings(record))
+  if not ok or type(settings) ~= 'table' or type(settings.appid) ~= 'string' then return nil end
+  return record_spider(record) .. '\0' .. settings.appid .. '\0' .. ref
 end
 
 -- Removes a crawl's records: settings, ref, app index entry, expiry entry, crawl counters. Not its
 -- per-domain counters in K.cidx (drop_counters: at once, or later by the sweep), nor its queued requests
 -- (dropped when a lease meets them: lazy purge), nor its dupefilter (a key of its own, the caller's).
 local function drop_crawl(ref, record)
+  local member = app_member(record, ref)
   redis.call('HDEL', K.counts, ref .. '\0q', ref .. '\0l', ref .. '\0done', ref .. '\0fail', ref .. '\0maxp')
   local ckey = record_key(record)
   if redis.call('HGET', K.refs, ckey) == ref then redis.call('HDEL', K.refs, ckey) end
-  redis.call('ZREM', K.apps, app_member(record, ref))
+  if member then redis.call('ZREM', K.apps, member) end
   redis.call('HDEL', K.settings, ref)
   redis.call('ZREM', K.expiry, ref)
 end

@@ -3,11 +3,17 @@
  * same router the Lambda runs (lib/rest/router.ts) behind a plain HTTP server. The body is read up to one
  * byte over the limit and no further, so a huge upload costs no memory; the router then answers 413 and the
  * connection is closed instead of reading the rest.
+ *
+ * Before the router, every request's `Host` and `Origin` are checked (lib/rest/host-check.ts): a Host that
+ * does not name this server is answered 421 (DNS rebinding), an Origin other than this server's own 403 (a
+ * web page posting here), on every path, the dashboard included. Refused requests are not counted in the
+ * `rest:*` stats.
  */
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { type RestContext, resolveRestOptions } from '../rest/context.ts';
 import { failure, type RestRequest, type RestResponse } from '../rest/envelope.ts';
+import { checkHostAndOrigin, defaultAllowedHosts } from '../rest/host-check.ts';
 import { createRestRouter } from '../rest/router.ts';
 import { errorFields, type RuntimeLog } from './runtime/log.ts';
 
@@ -29,7 +35,19 @@ export interface RestServerOptions {
    * @default 6000
    */
   closeGraceMs?: number;
-  /** One line per request that failed unexpectedly, and on start. @default none */
+  /**
+   * The `Host` header values served, as clients send them (`name:port`, IPv6 in brackets, no port for 80;
+   * case-insensitive). A request with another Host is answered 421, one with an `Origin` other than `http://`
+   * or `https://` followed by one of these 403. Add the name a reverse proxy forwards, or the names to use
+   * when listening on a wildcard address.
+   * @default `127.0.0.1:PORT`, `localhost:PORT`, `[::1]:PORT` and, unless it is loopback or a wildcard
+   * (`0.0.0.0`, `::`), `host:PORT`, where PORT is the port bound (see {@link defaultAllowedHosts})
+   */
+  allowedHosts?: readonly string[];
+  /**
+   * One line per request that failed unexpectedly or was refused by the Host / Origin check, and on start.
+   * @default none
+   */
   log?: RuntimeLog;
 }
 
@@ -46,10 +64,23 @@ export async function startRestServer(options: RestServerOptions): Promise<RestS
   const router = createRestRouter(options.context);
   const { maxBodyBytes } = resolveRestOptions(options.context.options);
   const log = options.log ?? (() => {});
+  // Set once the port is known (before any request can arrive); empty refuses everything.
+  let allowedHosts: readonly string[] = [];
   const server: Server = createServer((req, res) => {
     readBody(req, maxBodyBytes)
       .then(async ({ body, complete }) => {
-        const response = await router(toRestRequest(req, body));
+        const request = toRestRequest(req, body);
+        const refused = checkHostAndOrigin(request.headers, allowedHosts);
+        if (refused !== undefined) {
+          log('warn', 'rest: request refused (Host / Origin)', {
+            status: refused.status,
+            method: req.method,
+            url: req.url,
+            host: request.headers.host,
+            origin: request.headers.origin,
+          });
+        }
+        const response = refused ?? (await router(request));
         // Unread upload left on the socket: the connection cannot carry another request.
         send(res, response, !complete);
       })
@@ -70,6 +101,7 @@ export async function startRestServer(options: RestServerOptions): Promise<RestS
     });
   });
   const { port } = server.address() as AddressInfo;
+  allowedHosts = options.allowedHosts ?? defaultAllowedHosts(host, port);
   const url = `http://${host.includes(':') ? `[${host}]` : host}:${port}`;
   log('info', `REST API listening on ${url}`);
   return {

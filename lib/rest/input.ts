@@ -37,6 +37,31 @@ export function decodeJsonBody(body: Uint8Array | undefined, maxBytes: number): 
   }
 }
 
+/**
+ * Whether a `Content-Type` names JSON: `application/json` or a `+json` type (`application/vnd.foo+json`),
+ * with any parameters (`; charset=utf-8`), in any case. The same rule as Flask's `request.is_json`, which
+ * Scrapy Cluster's REST service relied on: it answered anything else "The payload must be valid JSON.".
+ */
+export function isJsonContentType(value: string | undefined): boolean {
+  if (value === undefined) return false;
+  const mime = (value.split(';', 1)[0] ?? '').trim().toLowerCase();
+  return mime === 'application/json' || /^application\/[a-z0-9!#$&^_.+-]+\+json$/.test(mime);
+}
+
+/**
+ * Refuses a body that is not declared JSON, before parsing it: a browser sends `text/plain`, form or
+ * multipart bodies to another origin without asking (a "simple" request), never `application/json`, so
+ * this is what keeps a web page from feeding the API (CSRF).
+ * @throws SchemaValidationError with kind `invalid_json`.
+ */
+export function checkJsonContentType(contentType: string | undefined): void {
+  if (isJsonContentType(contentType)) return;
+  const got = contentType === undefined ? 'none' : JSON.stringify(contentType.slice(0, 100));
+  throw new SchemaValidationError('invalid_json', [
+    { path: '', message: `must be sent with Content-Type application/json (got ${got})` },
+  ]);
+}
+
 /** The answer to input that failed to decode or validate: 413 when too large, 400 otherwise. */
 export function invalidInput(error: SchemaValidationError, maxBytes: number): RestResponse {
   const { kind, details } = error;

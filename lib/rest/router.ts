@@ -10,6 +10,10 @@
  * | `/poll` | POST | 200 the stored reply (once); 404 none; 400 invalid; 500 Redis down |
  * | `/ui`, `/ui/api/...` | GET | the web dashboard and its JSON endpoints (lib/rest/dashboard.ts) |
  *
+ * `/feed` and `/poll` take only a JSON Content-Type (`application/json` or `+json`, any parameters): anything
+ * else, a browser's cross-origin `text/plain` or form post included, is answered 400 "The payload must be
+ * valid JSON." (kind `invalid_json`), as Scrapy Cluster did.
+ *
  * Every route: 404 for an unknown path, 405 (with `Allow`) for another method, 413 for a body over
  * `maxBodyBytes`, 500 for an unexpected error. Each request counts in `rest:total`, each failure in
  * `rest:fail`, each valid feed in `rest:plugin:<type>`; the node beats as kind `rest` (best effort).
@@ -23,7 +27,7 @@ import { dashboardRoutes } from './dashboard.ts';
 import { causeOf, failure, type RestRequest, type RestResponse } from './envelope.ts';
 import { feed } from './feed.ts';
 import { checkHealth, healthResponse } from './health.ts';
-import { checkBodySize, invalidInput } from './input.ts';
+import { checkBodySize, checkJsonContentType, invalidInput } from './input.ts';
 import { poll } from './poll.ts';
 import { withTimeout } from './timeout.ts';
 
@@ -49,12 +53,12 @@ export function createRestRouter(ctx: RestContext): RestRouter {
       POST: async () => ({ response: healthResponse(await checkHealth(ctx, options, startedAt)) }),
     },
     '/feed': {
-      POST: async (request) => {
+      POST: jsonOnly(options, async (request) => {
         const outcome = await feed(ctx, options, request.body);
         return { response: outcome.response, plugin: outcome.type };
-      },
+      }),
     },
-    '/poll': { POST: async (request) => ({ response: await poll(ctx, options, request.body) }) },
+    '/poll': { POST: jsonOnly(options, async (request) => ({ response: await poll(ctx, options, request.body) })) },
   };
   for (const [path, methods] of Object.entries(dashboardRoutes(ctx, options))) {
     routes[path] = {};
@@ -123,6 +127,22 @@ async function route(
     return { response: invalidInput(error, options.maxBodyBytes) };
   }
   return handler(request);
+}
+
+/**
+ * A route that takes a JSON body: a request whose Content-Type is not JSON is answered 400 "The payload must
+ * be valid JSON." (Scrapy Cluster's answer) before its body is parsed.
+ */
+function jsonOnly(options: ResolvedRestOptions, handler: Route): Route {
+  return async (request) => {
+    try {
+      checkJsonContentType(request.headers['content-type']);
+    } catch (error) {
+      if (!(error instanceof SchemaValidationError)) throw error;
+      return { response: invalidInput(error, options.maxBodyBytes) };
+    }
+    return handler(request);
+  };
 }
 
 /** The path without query string or fragment, and without one trailing slash (`/feed/` is `/feed`). */

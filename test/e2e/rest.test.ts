@@ -3,6 +3,7 @@
  * on an ephemeral port, over the REST deps of the Lambda (functions/rest/deps.ts) pointed at the test
  * cluster's Kafka topics and Redis prefix, with the real monitors behind them.
  */
+import { request } from 'node:http';
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';
 import { createRestDeps, type RestDeps } from '../../functions/rest/deps.ts';
 import type { Variables } from '../../lib/config/index.ts';
@@ -10,7 +11,7 @@ import { type RestServer, startRestServer } from '../../lib/local/rest-server.ts
 import { silentLog } from '../../lib/monitor/context.ts';
 import type { RestOptions } from '../../lib/rest/context.ts';
 import type { Envelope } from '../../lib/rest/envelope.ts';
-import { startTestCluster, type TestCluster } from '../helpers/cluster.ts';
+import { type Collector, startTestCluster, type TestCluster } from '../helpers/cluster.ts';
 import { uniqueName, waitUntil } from '../helpers/services.ts';
 
 interface Answer {
@@ -26,6 +27,35 @@ async function call(server: RestServer, method: string, path: string, body?: str
     body: body === undefined ? undefined : typeof body === 'string' ? body : JSON.stringify(body),
   });
   return { status: response.status, headers: response.headers, json: (await response.json()) as Answer['json'] };
+}
+
+/**
+ * A request over node:http with exactly these headers (fetch does not let a test set `Host`), as a browser
+ * or a rebound page would send it. No keep-alive: each request is on a connection of its own.
+ */
+function raw(
+  server: RestServer,
+  method: string,
+  path: string,
+  headers: Record<string, string>,
+  body?: string | object,
+): Promise<Omit<Answer, 'headers'>> {
+  return new Promise((resolve, reject) => {
+    const req = request(`${server.url}${path}`, { method, headers, agent: false }, (res) => {
+      const chunks: Buffer[] = [];
+      res.on('data', (chunk: Buffer) => chunks.push(chunk));
+      res.on('error', reject);
+      res.on('end', () => {
+        try {
+          resolve({ status: res.statusCode ?? 0, json: JSON.parse(Buffer.concat(chunks).toString('utf8')) });
+        } catch (error) {
+          reject(error);
+        }
+      });
+    });
+    req.on('error', reject);
+    req.end(body === undefined ? undefined : typeof body === 'string' ? body : JSON.stringify(body));
+  });
 }
 
 describe('REST API over HTTP against a local cluster', () => {
@@ -195,5 +225,140 @@ describe('REST API over HTTP against a local cluster', () => {
     const polled = await call(down, 'POST', '/poll', { poll_id: 'u' });
     expect(polled.status).toBe(500);
     expect(polled.json.error).toMatchObject({ message: 'Unable to connect to Redis', cause: expect.any(String) });
+  });
+
+  describe('refusing what a web page in a local browser sends (CSRF, DNS rebinding)', () => {
+    const appid = 'app-csrf';
+    /** Everything produced to `<p>.incoming` (stopped with the cluster). */
+    let incoming: Collector;
+    beforeAll(async () => {
+      incoming = await t.collect(t.topics.incoming);
+    });
+
+    /**
+     * Feeds a valid JSON crawl as a marker after the refused requests and waits for it on `<p>.incoming`:
+     * the same appid is the same partition, so anything produced before it would have arrived first. Then
+     * checks that no message of `refused` (crawlids, or a stop's uuid) arrived there, and no such crawl was
+     * queued.
+     */
+    async function expectNeverProduced(refused: string[]): Promise<void> {
+      const marker = uniqueName('marker');
+      const fed = await call(rest, 'POST', '/feed', { url: 'http://example.com/m', appid, crawlid: marker });
+      expect(fed.status).toBe(200);
+      await incoming.waitFor((m) => m.crawlid === marker, 'the marker crawl on incoming');
+      const leaked = incoming.messages.filter(
+        (m) => refused.includes(m.crawlid as string) || refused.includes(m.uuid as string),
+      );
+      expect(leaked).toEqual([]);
+      await waitUntil('the marker crawl to be queued', () => t.deps.ctx.frontier.crawlInfo('link', appid, marker));
+      for (const crawlid of refused) {
+        expect(await t.deps.ctx.frontier.crawlInfo('link', appid, crawlid), crawlid).toBeUndefined();
+      }
+    }
+
+    test('a crawl and a stop POSTed as text/plain (a no-cors page) are answered 400 and never reach Kafka', async () => {
+      const victim = uniqueName('victim');
+      await call(rest, 'POST', '/feed', { url: 'http://example.com/victim', appid, crawlid: victim });
+      await waitUntil('the crawl to be queued', () => t.deps.ctx.frontier.crawlInfo('link', appid, victim));
+
+      const crawlid = uniqueName('plain');
+      const plain = await raw(
+        rest,
+        'POST',
+        '/feed',
+        { host: new URL(rest.url).host, 'content-type': 'text/plain;charset=UTF-8' },
+        { url: 'http://example.com/plain', appid, crawlid },
+      );
+      expect(plain.status).toBe(400);
+      expect(plain.json).toMatchObject({
+        status: 'FAILURE',
+        data: null,
+        error: { message: 'The payload must be valid JSON.', kind: 'invalid_json' },
+      });
+      const uuid = uniqueName('u');
+      const stop = await fetch(`${rest.url}/feed`, {
+        method: 'POST',
+        headers: { 'content-type': 'text/plain' },
+        body: JSON.stringify({ action: 'stop', appid, crawlid: victim, spiderid: 'link', uuid }),
+      });
+      expect(stop.status).toBe(400);
+      expect(((await stop.json()) as Envelope).error?.message).toBe('The payload must be valid JSON.');
+
+      await expectNeverProduced([crawlid, uuid]);
+      expect((await t.deps.ctx.frontier.crawlInfo('link', appid, victim))?.queued).toBe(1);
+    });
+
+    test('Host: evil.example (DNS rebinding) is answered 421 on /, /ui, the dashboard data and /feed', async () => {
+      const crawlid = uniqueName('rebound');
+      for (const host of ['evil.example', `evil.example:${rest.port}`]) {
+        for (const path of ['/', '/ui', '/ui/api/overview?appid=app-rest', '/ui/api/fleet']) {
+          const r = await raw(rest, 'GET', path, { host });
+          expect(r.status, `${host} ${path}`).toBe(421);
+          expect(r.json).toEqual({
+            status: 'FAILURE',
+            data: null,
+            error: { message: expect.stringMatching(/^Host "evil\.example(:\d+)?" is not served here/) },
+          });
+        }
+      }
+      const fed = await raw(
+        rest,
+        'POST',
+        '/feed',
+        { host: `evil.example:${rest.port}`, 'content-type': 'application/json' },
+        { url: 'http://example.com/rebound', appid, crawlid },
+      );
+      expect(fed.status).toBe(421);
+      await expectNeverProduced([crawlid]);
+    });
+
+    test('a cross-origin POST /feed with Origin http://evil.example is answered 403 and never reaches Kafka', async () => {
+      const crawlid = uniqueName('xorigin');
+      const r = await raw(
+        rest,
+        'POST',
+        '/feed',
+        { host: new URL(rest.url).host, origin: 'http://evil.example', 'content-type': 'application/json' },
+        { url: 'http://example.com/xorigin', appid, crawlid },
+      );
+      expect(r.status).toBe(403);
+      expect(r.json).toEqual({
+        status: 'FAILURE',
+        data: null,
+        error: { message: expect.stringContaining('Origin "http://evil.example" is not this server\'s own') },
+      });
+      await expectNeverProduced([crawlid]);
+    });
+
+    test('a same-origin POST /feed with Origin http://127.0.0.1:PORT, and one via localhost, are queued', async () => {
+      const viaIp = uniqueName('same');
+      const viaName = uniqueName('same');
+      const ip = await raw(
+        rest,
+        'POST',
+        '/feed',
+        { host: `127.0.0.1:${rest.port}`, origin: `http://127.0.0.1:${rest.port}`, 'content-type': 'application/json' },
+        { url: 'http://example.com/same', appid, crawlid: viaIp },
+      );
+      expect(ip).toEqual({ status: 200, json: { status: 'SUCCESS', data: null, error: null } });
+      const name = await raw(
+        rest,
+        'POST',
+        '/feed',
+        {
+          host: `localhost:${rest.port}`,
+          origin: `http://localhost:${rest.port}`,
+          'content-type': 'application/json; charset=utf-8',
+        },
+        { url: 'http://example.com/same', appid, crawlid: viaName },
+      );
+      expect(name.status).toBe(200);
+      for (const crawlid of [viaIp, viaName]) {
+        const info = await waitUntil('the crawl to be queued', () =>
+          t.deps.ctx.frontier.crawlInfo('link', appid, crawlid),
+        );
+        expect(info.queued).toBe(1);
+      }
+    });
   });
 });

@@ -25,7 +25,9 @@ afterAll(() => {
 import { restHandler } from '../../functions/rest/handler.ts';
 import type { RestContext, RestOptions } from '../../lib/rest/context.ts';
 import type { Envelope, RestResponse } from '../../lib/rest/envelope.ts';
+import { checkHostAndOrigin, defaultAllowedHosts } from '../../lib/rest/host-check.ts';
 import { decodeHttpApiEvent, type HttpApiEvent } from '../../lib/rest/http-api-event.ts';
+import { isJsonContentType } from '../../lib/rest/input.ts';
 import { createRestRouter } from '../../lib/rest/router.ts';
 import { MAX_REQUEST_BYTES } from '../../lib/schemas/index.ts';
 import { lambdaContext } from '../helpers/events.ts';
@@ -41,7 +43,13 @@ interface RestTest {
   /** Called after each sleep (after the clock moved): tests store a reply from here. */
   onSleep: (count: number) => Promise<void> | void;
   up: { kafka: boolean | 'hang'; redis: boolean | 'hang' };
-  call(method: string, path: string, body?: string | object | Uint8Array): Promise<RestResponse & { json: Envelope }>;
+  /** Sends `content-type: application/json` unless `headers` says otherwise. */
+  call(
+    method: string,
+    path: string,
+    body?: string | object | Uint8Array,
+    headers?: Record<string, string | undefined>,
+  ): Promise<RestResponse & { json: Envelope }>;
 }
 
 function restTest(options: RestOptions = {}, startedAtAgoMs = 0): RestTest {
@@ -72,12 +80,12 @@ function restTest(options: RestOptions = {}, startedAtAgoMs = 0): RestTest {
     sleeps,
     onSleep: () => {},
     up,
-    async call(method, path, body) {
+    async call(method, path, body, headers = { 'content-type': 'application/json' }) {
       const bytes =
         body === undefined || body instanceof Uint8Array
           ? body
           : Buffer.from(typeof body === 'string' ? body : JSON.stringify(body));
-      const response = await router({ method, path, headers: {}, body: bytes });
+      const response = await router({ method, path, headers, body: bytes });
       return { ...response, json: JSON.parse(response.body) as Envelope };
     },
   };
@@ -385,6 +393,201 @@ describe('POST /poll', () => {
   });
 });
 
+describe('JSON content type of POST /feed and /poll', () => {
+  it('takes application/json with parameters in any case, and +json types', () => {
+    for (const value of [
+      'application/json',
+      'application/json; charset=utf-8',
+      'Application/JSON;Charset=UTF-8',
+      '  application/json  ',
+      'application/vnd.foo+json',
+      'application/problem+json; charset=utf-8',
+    ]) {
+      expect(isJsonContentType(value), value).toBe(true);
+    }
+  });
+
+  it('refuses text/plain, forms, multipart, other types, look-alikes and no content type at all', () => {
+    for (const value of [
+      undefined,
+      '',
+      'text/plain',
+      'text/plain;charset=UTF-8',
+      'application/x-www-form-urlencoded',
+      'multipart/form-data; boundary=x',
+      'text/json',
+      'application/jsonp',
+      'application/json-seq',
+      'application/+json',
+      'application/json, text/plain',
+      'application/vnd.foo+json/x',
+    ]) {
+      expect(isJsonContentType(value), String(value)).toBe(false);
+    }
+  });
+
+  it('answers a valid crawl sent as text/plain 400 "The payload must be valid JSON." and produces nothing', async () => {
+    const t = restTest();
+    const r = await t.call('POST', '/feed', crawl, { 'content-type': 'text/plain;charset=UTF-8' });
+    expect(r.status).toBe(400);
+    expect(r.json).toEqual({
+      status: 'FAILURE',
+      data: null,
+      error: {
+        message: 'The payload must be valid JSON.',
+        cause: expect.stringContaining('Content-Type application/json'),
+        kind: 'invalid_json',
+        details: [
+          { path: '', message: 'must be sent with Content-Type application/json (got "text/plain;charset=UTF-8")' },
+        ],
+      },
+    });
+    expect(t.ctx.sink.sendCalls).toBe(0);
+    expect(t.ctx.stats.lifetime('rest:fail')).toBe(1);
+    expect(t.ctx.stats.lifetime('rest:plugin:crawl')).toBe(0);
+  });
+
+  it('answers a stop sent without a content type, or as a form, 400 and produces nothing', async () => {
+    const t = restTest();
+    const stop = { action: 'stop', appid: 'app1', uuid: 'u-stop', spiderid: 'link', crawlid: 'c1' };
+    const none = await t.call('POST', '/feed', stop, {});
+    expect(none.status).toBe(400);
+    expect(none.json.error?.details).toEqual([
+      { path: '', message: 'must be sent with Content-Type application/json (got none)' },
+    ]);
+    const form = await t.call('POST', '/feed', stop, { 'content-type': 'application/x-www-form-urlencoded' });
+    expect(form.status).toBe(400);
+    expect(form.json.error?.message).toBe('The payload must be valid JSON.');
+    expect(t.ctx.sink.sendCalls).toBe(0);
+  });
+
+  it('answers POST /poll as text/plain 400 and leaves the stored reply in place', async () => {
+    const t = restTest();
+    await t.ctx.replies.put('u-1', JSON.stringify(storedReply), 300);
+    const r = await t.call('POST', '/poll', { poll_id: 'u-1' }, { 'content-type': 'text/plain' });
+    expect(r.status).toBe(400);
+    expect(r.json.error).toMatchObject({ message: 'The payload must be valid JSON.', kind: 'invalid_json' });
+    expect(t.ctx.replies.uuids()).toEqual(['u-1']);
+  });
+
+  it('serves charset parameters, upper case and +json types as JSON', async () => {
+    const t = restTest();
+    for (const type of ['application/json; charset=utf-8', 'APPLICATION/JSON', 'application/vnd.crawl+json']) {
+      expect((await t.call('POST', '/feed', crawl, { 'content-type': type })).status, type).toBe(200);
+    }
+    expect(t.ctx.sink.values('demo.incoming')).toHaveLength(3);
+  });
+
+  it('still answers JSON that fails the schema with the schema rejection, not the content type one', async () => {
+    const r = await restTest().call(
+      'POST',
+      '/feed',
+      { ...crawl, priority: 500 },
+      {
+        'content-type': 'application/json; charset=utf-8',
+      },
+    );
+    expect(r.status).toBe(400);
+    expect(r.json.error).toMatchObject({ message: 'JSON did not validate against schema.', kind: 'schema' });
+  });
+
+  it('leaves GET / and POST / (health) without a content type alone', async () => {
+    const t = restTest();
+    expect((await t.call('GET', '/', undefined, {})).status).toBe(200);
+    expect((await t.call('POST', '/', 'x', { 'content-type': 'text/plain' })).status).toBe(200);
+  });
+});
+
+describe('Host and Origin check of the local server', () => {
+  const allowed = defaultAllowedHosts('127.0.0.1', 5343);
+
+  it('allows loopback names with the port by default, and the bound address when it is not loopback', () => {
+    expect(allowed).toEqual(['127.0.0.1:5343', 'localhost:5343', '[::1]:5343']);
+    expect(defaultAllowedHosts('::1', 5343)).toEqual(['127.0.0.1:5343', 'localhost:5343', '[::1]:5343']);
+    expect(defaultAllowedHosts('192.168.1.20', 8080)).toEqual([
+      '127.0.0.1:8080',
+      'localhost:8080',
+      '[::1]:8080',
+      '192.168.1.20:8080',
+    ]);
+    expect(defaultAllowedHosts('fd00::5', 8080)).toContain('[fd00::5]:8080');
+    expect(defaultAllowedHosts('0.0.0.0', 8080)).toHaveLength(3);
+    expect(defaultAllowedHosts('::', 8080)).toHaveLength(3);
+    // Clients leave out the default port.
+    expect(defaultAllowedHosts('127.0.0.1', 80)).toEqual(expect.arrayContaining(['127.0.0.1:80', 'localhost']));
+  });
+
+  it('serves every allowed Host, in any case, without an Origin (curl, Python clients)', () => {
+    for (const host of ['127.0.0.1:5343', 'localhost:5343', 'LOCALHOST:5343', '[::1]:5343']) {
+      expect(checkHostAndOrigin({ host }, allowed), host).toBeUndefined();
+    }
+  });
+
+  it('refuses a foreign Host 421 with a message naming it and the hosts served (DNS rebinding)', () => {
+    const r = checkHostAndOrigin({ host: 'evil.example:5343' }, allowed);
+    expect(r?.status).toBe(421);
+    expect(r?.headers['content-type']).toBe('application/json; charset=utf-8');
+    expect(JSON.parse(r?.body ?? '')).toEqual({
+      status: 'FAILURE',
+      data: null,
+      error: {
+        message:
+          'Host "evil.example:5343" is not served here: this server answers only to 127.0.0.1:5343, ' +
+          'localhost:5343, [::1]:5343 (protection against DNS rebinding)',
+      },
+    });
+  });
+
+  it('refuses a loopback name on another port, a bare name, and a missing or empty Host 421', () => {
+    for (const host of ['127.0.0.1:9999', 'localhost', 'evil.example', '127.0.0.1.nip.io:5343', '', undefined]) {
+      expect(checkHostAndOrigin({ host }, allowed)?.status, String(host)).toBe(421);
+    }
+    expect(JSON.parse(checkHostAndOrigin({}, allowed)?.body ?? '').error.message).toMatch(/^A Host header is required/);
+  });
+
+  it('serves a same-origin request (http, or https behind a proxy) and refuses a foreign Origin 403', () => {
+    const host = '127.0.0.1:5343';
+    expect(checkHostAndOrigin({ host, origin: 'http://127.0.0.1:5343' }, allowed)).toBeUndefined();
+    // The page opened as localhost posting to 127.0.0.1 is another origin, but both name this server.
+    expect(checkHostAndOrigin({ host, origin: 'http://localhost:5343' }, allowed)).toBeUndefined();
+    expect(checkHostAndOrigin({ host, origin: 'https://127.0.0.1:5343' }, allowed)).toBeUndefined();
+    const r = checkHostAndOrigin({ host, origin: 'http://evil.example' }, allowed);
+    expect(r?.status).toBe(403);
+    expect(JSON.parse(r?.body ?? '').error.message).toBe(
+      'Cross-origin request refused: Origin "http://evil.example" is not this server\'s own ' +
+        '(http://127.0.0.1:5343, http://localhost:5343, http://[::1]:5343); requests without Origin are not affected',
+    );
+  });
+
+  it('refuses Origin null, another port, another scheme, a path and a list 403', () => {
+    const host = '127.0.0.1:5343';
+    for (const origin of [
+      'null',
+      '',
+      'http://127.0.0.1:5344',
+      'http://127.0.0.1',
+      'ftp://127.0.0.1:5343',
+      'http://127.0.0.1:5343/',
+      'http://127.0.0.1:5343, http://evil.example',
+    ]) {
+      expect(checkHostAndOrigin({ host, origin }, allowed)?.status, origin).toBe(403);
+    }
+  });
+
+  it('checks the Host before the Origin, and caps an echoed value', () => {
+    expect(checkHostAndOrigin({ host: 'evil.example', origin: 'http://evil.example' }, allowed)?.status).toBe(421);
+    const long = checkHostAndOrigin({ host: `${'a'.repeat(5000)}.example` }, allowed);
+    expect(long?.body.length).toBeLessThan(400);
+  });
+
+  it('takes a custom list: a proxy name is served, the defaults no longer are', () => {
+    const custom = ['crawl.internal', '127.0.0.1:5343'];
+    expect(checkHostAndOrigin({ host: 'crawl.internal', origin: 'https://crawl.internal' }, custom)).toBeUndefined();
+    expect(checkHostAndOrigin({ host: 'localhost:5343' }, custom)?.status).toBe(421);
+    expect(checkHostAndOrigin({ host: 'crawl.internal', origin: 'http://localhost:5343' }, custom)?.status).toBe(403);
+  });
+});
+
 describe('stats and heartbeat', () => {
   it('counts rest:total for every request, rest:fail for failures and rest:plugin:<type> for valid feeds', async () => {
     const t = restTest({ waitForResponseMs: 0 });
@@ -472,5 +675,17 @@ describe('API Gateway HTTP API adapter', () => {
     const invalid = await handler(event({ body: '{' }), lambdaContext('rest'));
     expect(invalid.statusCode).toBe(400);
     expect(t.ctx.sink.values('demo.incoming')).toHaveLength(1);
+  });
+
+  it('answers a text/plain feed 400 "The payload must be valid JSON." on Lambda too, producing nothing', async () => {
+    const t = restTest();
+    const handler = restHandler(() => Promise.resolve(t.ctx));
+    const result = await handler(event({ headers: { 'Content-Type': 'text/plain' } }), lambdaContext('rest'));
+    expect(result.statusCode).toBe(400);
+    expect(JSON.parse(result.body)).toMatchObject({
+      status: 'FAILURE',
+      error: { message: 'The payload must be valid JSON.', kind: 'invalid_json' },
+    });
+    expect(t.ctx.sink.sendCalls).toBe(0);
   });
 });

@@ -1,7 +1,7 @@
 import { defineConfig } from 'vitest/config';
 
 /**
- * Four tiers (STYLE.md §9): unit (no network), integration and e2e (real Redis + Kafka, started by the
+ * Five tiers (STYLE.md §9): unit (no network), integration, e2e and poison (real Redis + Kafka, started by the
  * global setup when not running), cdk (assertions on the synthesized template).
  */
 export default defineConfig({
@@ -33,6 +33,18 @@ export default defineConfig({
           env: { POWERTOOLS_METRICS_DISABLED: 'true' },
           globalSetup: ['test/helpers/global-setup.ts'],
           testTimeout: 120_000,
+          hookTimeout: 180_000,
+          fileParallelism: false,
+        },
+      },
+      {
+        test: {
+          // Hostile requests, hostile pages and a 10k fuzz through the real local cluster (DESIGN.md §10).
+          name: 'poison',
+          include: ['test/poison/**/*.test.ts'],
+          env: { POWERTOOLS_METRICS_DISABLED: 'true' },
+          globalSetup: ['test/helpers/global-setup.ts'],
+          testTimeout: 180_000,
           hookTimeout: 180_000,
           fileParallelism: false,
         },

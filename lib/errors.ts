@@ -28,6 +28,8 @@ export type RejectionKind =
   | 'unknown_spider'
   | 'unknown_type'
   | 'too_large'
+  /** A crawl request for a crawlid stopped (or expired) a short while ago (`STOP_BLACKLIST_TTL`). */
+  | 'stopped'
   /** Valid, but handling it failed in a way that retrying cannot fix (DESIGN.md §10). */
   | 'unprocessable';
 

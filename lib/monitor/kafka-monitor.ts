@@ -200,6 +200,8 @@ export async function handleIncoming(ctx: MonitorContext, records: DecodedRecord
     }
   }
   const failures: DecodedRecord[] = [];
+  const expiredNotices: Reply[] = [];
+  const expiredRecords: DecodedRecord[] = [];
   const result: IncomingResult = {
     failures,
     crawl: { queued: 0, duplicate: 0, stopped: 0, expired: 0, capped: 0, unknown_crawl: 0 },
@@ -220,16 +222,36 @@ export async function handleIncoming(ctx: MonitorContext, records: DecodedRecord
         continue;
       }
       result.crawl[d.outcome] += 1;
-      if (d.outcome === 'stopped' || d.outcome === 'expired') {
-        const { appid, crawlid } = d.item.entry.crawl;
-        ctx.log.info('crawl request refused', { outcome: d.outcome, appid, crawlid });
+      // Every message gets a visible outcome (DESIGN.md §10): a crawl whose `expires` has passed gets the
+      // `expired` notice expiry would have sent; a re-fed crawlid that was stopped is rejected with the reason.
+      const { appid, crawlid, settings } = d.item.entry.crawl;
+      if (d.outcome === 'expired') {
+        expiredRecords.push(d.item.record);
+        expiredNotices.push({
+          action: 'expired',
+          server_time: serverTime(ctx),
+          appid,
+          crawlid,
+          spiderid: settings?.spiderid ?? spider,
+          total_expired: 0,
+        });
+      } else if (d.outcome === 'stopped') {
+        rejections.push(
+          rejection(ctx, d.item.record, 'stopped', [
+            {
+              path: '/crawlid',
+              message: `crawl ${JSON.stringify(crawlid)} of app ${JSON.stringify(appid)} was stopped or expired a short while ago and takes no new requests for now; use a new crawlid`,
+            },
+          ]),
+        );
       }
     }
   }
   if (rejections.length > 0) stats.push({ name: 'kafka-monitor:fail', by: rejections.length });
 
   // Forwards and rejections: one produce call.
-  const rejectionReplies = rejections.filter((r) => r.appid !== undefined && r.uuid !== undefined);
+  const rejectionReplies: Reply[] = rejections.filter((r) => r.appid !== undefined && r.uuid !== undefined);
+  rejectionReplies.push(...expiredNotices);
   try {
     await sendReplies(ctx, rejectionReplies, [
       { topic: topics.actions, messages: forwards.map((f) => f.message) },
@@ -242,7 +264,7 @@ export async function handleIncoming(ctx: MonitorContext, records: DecodedRecord
       records: forwards.length + rejections.length,
       error: (error as Error).message,
     });
-    failures.push(...forwards.map((f) => f.record));
+    failures.push(...forwards.map((f) => f.record), ...expiredRecords);
     const rejected = new Set(rejections.map((r) => `${r.source.partition}:${r.source.offset}`));
     failures.push(...records.filter((r) => rejected.has(`${r.partition}:${r.offset}`)));
   }

@@ -531,3 +531,27 @@ describe('spider types sharing a partition (SCHEDULER_TYPE_ENABLED=false)', () =
     ).toEqual(['queued']);
   });
 });
+
+describe('a crawl record cjson cannot decode (written before requests were checked for well-formed Unicode)', () => {
+  test('stop purges it whole and says how many, and expiry of the other crawls goes on', async () => {
+    const frontier = testFrontier(redis);
+    // Validation refuses lone surrogates now; the frontier API does not, so this is how an old record looks.
+    const bad = seedCrawl('app', 'bad', { attrs: { k: '\uD800' }, expires: T0S + 1 });
+    const good = seedCrawl('app', 'good', { expires: T0S + 1 });
+    await frontier.enqueue(
+      'link',
+      crawlItems(bad, [queueRequest('http://x.com/1'), queueRequest('http://x.com/2')]),
+      T0,
+    );
+    await frontier.enqueue('link', crawlItems(good, [queueRequest('http://y.com/1')]), T0);
+
+    expect((await frontier.dueCrawls('link', T0 + 5000)).map((s) => s.crawlid).sort()).toEqual(['bad', 'good']);
+    const stopped = await frontier.stop('link', 'app', 'bad', T0 + 5000);
+    expect(stopped.purged).toBe(2);
+    expect(await frontier.crawlInfo('link', 'app', 'bad', T0 + 5000)).toBeUndefined();
+    // Nothing half-deleted blocks the rest: the other crawl is still due and stops cleanly.
+    expect((await frontier.dueCrawls('link', T0 + 5000)).map((s) => s.crawlid)).toEqual(['good']);
+    expect((await frontier.stop('link', 'app', 'good', T0 + 5000)).purged).toBe(1);
+    expect(await frontier.dueCrawls('link', T0 + 5000)).toEqual([]);
+  });
+});

@@ -120,7 +120,7 @@ describe('handleIncoming: crawl requests', () => {
     expect(ctx.frontier.totalQueued()).toBe(queuedBefore);
   });
 
-  it('refuses the seed of a stopped crawl without failing the record, and logs the refusal', async () => {
+  it('rejects the seed of a stopped crawl as stopped, saying to use a new crawlid, without failing the record', async () => {
     const ctx = testContext();
     await ctx.frontier.stop('link', 'testapp', 'c1', TEST_NOW - 1000);
 
@@ -129,13 +129,35 @@ describe('handleIncoming: crawl requests', () => {
     expect(result.crawl.stopped).toBe(1);
     expect(where(result.failures)).toEqual([]);
     expect(ctx.frontier.totalQueued()).toBe(0);
-    expect(ctx.log.at('info')).toEqual([
+    expect(ctx.sink.values(REJECTED)).toMatchObject([
       {
-        level: 'info',
-        message: 'crawl request refused',
-        fields: { outcome: 'stopped', appid: 'testapp', crawlid: 'c1' },
+        error: 'stopped',
+        appid: 'testapp',
+        details: [{ path: '/crawlid', message: expect.stringContaining('use a new crawlid') }],
       },
     ]);
+  });
+
+  it('answers a crawl whose expires has passed with the expired notice on outbound, queueing nothing', async () => {
+    const ctx = testContext();
+    const result = await handleIncoming(
+      ctx,
+      recordsOf(INCOMING, [crawl({ crawlid: 'late', expires: TEST_NOW_SEC - 60 })]),
+    );
+
+    expect(result.crawl.expired).toBe(1);
+    expect(ctx.frontier.totalQueued()).toBe(0);
+    expect(ctx.sink.values(FIREHOSE)).toEqual([
+      {
+        action: 'expired',
+        server_time: TEST_NOW_SEC,
+        appid: 'testapp',
+        crawlid: 'late',
+        spiderid: 'link',
+        total_expired: 0,
+      },
+    ]);
+    expect(ctx.sink.values(REJECTED)).toEqual([]);
   });
 
   it('rejects a crawl request naming an unknown spider as unknown_spider and queues nothing', async () => {

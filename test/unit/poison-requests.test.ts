@@ -165,7 +165,7 @@ describe('handleIncoming with hostile requests', () => {
     expect(result.rejected).toBe(1);
     const [r] = ctx.sink.values(REJECTED);
     expect(r).toMatchObject({ error: 'unprocessable', source: { offset: records[1]?.offset } });
-    expect(String((r?.details as { message: string }[])[0]?.message)).toContain('invalid unicode escape');
+    expect(String(((r?.details ?? []) as { message: string }[])[0]?.message)).toContain('invalid unicode escape');
   });
 
   it('fails (for redelivery) rather than rejects when Redis is unreachable', async () => {

@@ -7,13 +7,14 @@ import { Buffer } from 'node:buffer';
 import { randomBytes } from 'node:crypto';
 import { once } from 'node:events';
 import { type Command, InvalidArgumentError } from 'commander';
-import type { Consumer } from 'kafkajs';
+import type { Admin, Consumer } from 'kafkajs';
 import { config } from '../config/index.ts';
 import { CrawlClusterError } from '../errors.ts';
 import {
   bounded,
   cliKafka,
   connectAdmin,
+  Follower,
   listTopics,
   missingTopicMessage,
   quietly,
@@ -156,7 +157,7 @@ async function dump(name: string, opts: DumpOptions, out: Output, stdout: NodeJS
     const consumer = client.kafka.consumer({ groupId, maxWaitTimeInMs: 500 });
     const session = new DumpSession(consumer, render, opts, out, stdout);
     try {
-      const reason = await session.run(topic, opts.fromBeginning ?? false, client.brokers);
+      const reason = await session.run(admin, topic, opts.fromBeginning ?? false, client.brokers);
       const { printed, skipped, notJson } = session.counts;
       const extra = [skipped > 0 ? `${skipped} skipped by filter` : '', notJson > 0 ? `${notJson} not JSON` : '']
         .filter(Boolean)
@@ -214,7 +215,7 @@ class DumpSession {
     });
   }
 
-  async run(topic: string, fromBeginning: boolean, brokers: string): Promise<StopReason> {
+  async run(admin: Admin, topic: string, fromBeginning: boolean, brokers: string): Promise<StopReason> {
     let signals = 0;
     const onSignal = () => {
       signals += 1;
@@ -235,7 +236,11 @@ class DumpSession {
       JOIN_DEADLINE_MS,
     );
     const { GROUP_JOIN, CRASH } = this.consumer.events;
+    let joined = false;
+    // Also on every later join (a rebalance, a restart after a crash), where the follower resumes.
     const offJoin = this.consumer.on(GROUP_JOIN, () => {
+      if (joined) return;
+      joined = true;
       clearTimeout(joinDeadline);
       this.out.progress(`reading ${topic}${fromBeginning ? ' from the beginning' : ''} (Ctrl-C to stop)`);
       this.armIdleTimer();
@@ -244,13 +249,16 @@ class DumpSession {
       if (!event.payload.restart)
         this.fail(new CrawlClusterError(`reading ${topic} failed: ${event.payload.error.message}`));
     });
+    let follower: Follower | undefined;
     try {
+      // "From now on" is from here: what is produced from this point is printed, even across rejoins.
+      follower = await Follower.start(admin, this.consumer, [topic], { fromBeginning, brokers });
       await bounded(this.consumer.connect(), `cannot reach Kafka at ${brokers} (KAFKA_BROKERS)`);
       await bounded(this.consumer.subscribe({ topics: [topic], fromBeginning }), `cannot subscribe to ${topic}`);
       // run() resolves once the group is joined; the join deadline, a signal or a crash end the wait sooner.
       const running = this.consumer.run({
         autoCommit: false,
-        eachMessage: async ({ partition, message }) => this.onMessage(partition, message),
+        eachMessage: follower.eachMessage(async ({ partition, message }) => this.onMessage(partition, message)),
       });
       running.catch((error: Error) => this.fail(error));
       return await this.finished;
@@ -260,6 +268,7 @@ class DumpSession {
       clearTimeout(this.idleTimer);
       offJoin();
       offCrash();
+      follower?.stop();
       process.off('SIGINT', onSignal);
       process.off('SIGTERM', onSignal);
       this.stdout.off('error', onStdoutError);

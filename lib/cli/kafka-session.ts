@@ -4,7 +4,7 @@
  * idempotent producer retries a send forever). The commands are entry points: they open and close
  * their own connections (STYLE.md §4).
  */
-import type { Admin, Kafka } from 'kafkajs';
+import type { Admin, Consumer, EachMessageHandler, Kafka } from 'kafkajs';
 import { VARIABLES, type Variables } from '../config/index.ts';
 import { ConfigError, InfrastructureError } from '../errors.ts';
 import { createKafka, kafkaSettings } from '../kafka/client.ts';
@@ -61,6 +61,100 @@ export async function quietly(work: Promise<unknown>, ms = KAFKA_STEP_DEADLINE_M
     await bounded(work, 'cleanup', ms);
   } catch {
     // Cleanup of a connection that already failed: the command's own error is the one to report.
+  }
+}
+
+/**
+ * Keeps a live follower (`dump`, the listeners of `crawl` and the other commands that wait for replies)
+ * from skipping messages when its consumer joins its group again. The CLI's throwaway groups commit no
+ * offsets, so on every join kafkajs would start each partition at its end (or, with `fromBeginning`, at
+ * its oldest message): after a rebalance (a session timeout, a coordinator moving) or after kafkajs
+ * restarts a consumer that crashed, what arrived while the consumer was away would be lost to it.
+ *
+ * So the follower records where each partition ends when it starts (`admin.fetchTopicOffsets`), counts
+ * in memory the offset after the last message it handled, and on every join (`GROUP_JOIN`, emitted before
+ * the first fetch of the new assignment) seeks each assigned partition there, or to where it ended at the
+ * start. Every message produced after the start is handed over, and a message handed over again (a batch
+ * that was in flight during a rejoin) is dropped, so each is handled once.
+ */
+export class Follower {
+  /** topic → partition → the offset of the next message to hand over. */
+  private readonly next = new Map<string, Map<number, bigint>>();
+  private readonly consumer: Consumer;
+  private readonly fromBeginning: boolean;
+  private readonly offJoin: () => void;
+
+  private constructor(consumer: Consumer, fromBeginning: boolean) {
+    this.consumer = consumer;
+    this.fromBeginning = fromBeginning;
+    this.offJoin = consumer.on(consumer.events.GROUP_JOIN, (event) => {
+      for (const [topic, partitions] of Object.entries(event.payload.memberAssignment)) {
+        for (const partition of partitions) this.seek(topic, partition);
+      }
+    });
+  }
+
+  /**
+   * Records where `topics` end now; call it before the consumer runs, and hand its messages to
+   * {@link eachMessage}. With `fromBeginning`, nothing is recorded: partitions start at their oldest message.
+   */
+  static async start(
+    admin: Admin,
+    consumer: Consumer,
+    topics: string[],
+    options: { fromBeginning: boolean; brokers: string },
+  ): Promise<Follower> {
+    const follower = new Follower(consumer, options.fromBeginning);
+    try {
+      if (!options.fromBeginning) {
+        for (const topic of topics) {
+          const ends = await bounded(
+            admin.fetchTopicOffsets(topic),
+            `cannot read the offsets of ${topic} on ${options.brokers}`,
+          );
+          for (const { partition, high } of ends) follower.partitions(topic).set(partition, BigInt(high));
+        }
+      }
+    } catch (error) {
+      follower.stop();
+      throw error;
+    }
+    return follower;
+  }
+
+  /** Wraps the consumer's handler: drops messages handed over already, and records each one handled. */
+  eachMessage(handler: EachMessageHandler): EachMessageHandler {
+    return async (payload) => {
+      const { topic, partition, message } = payload;
+      const offset = BigInt(message.offset);
+      const next = this.partitions(topic).get(partition);
+      if (next !== undefined && offset < next) return;
+      await handler(payload);
+      // Only once handled: a handler that failed (kafkajs retries it, or restarts the consumer) gets it again.
+      this.partitions(topic).set(partition, offset + 1n);
+    };
+  }
+
+  /** Stops seeking on joins. */
+  stop(): void {
+    this.offJoin();
+  }
+
+  private partitions(topic: string): Map<number, bigint> {
+    let partitions = this.next.get(topic);
+    if (partitions === undefined) {
+      partitions = new Map();
+      this.next.set(topic, partitions);
+    }
+    return partitions;
+  }
+
+  private seek(topic: string, partition: number): void {
+    const next = this.partitions(topic).get(partition);
+    if (next !== undefined) this.consumer.seek({ topic, partition, offset: next.toString() });
+    // A partition added after the start holds only messages produced after it; with fromBeginning, kafkajs
+    // starts a partition without a committed offset at its oldest message anyway.
+    else if (!this.fromBeginning) this.consumer.seek({ topic, partition, offset: '0' });
   }
 }
 

@@ -16,6 +16,7 @@ import {
   type CliKafka,
   cliKafka,
   connectAdmin,
+  Follower,
   listTopics,
   missingTopicMessage,
   quietly,
@@ -127,8 +128,9 @@ export class ClusterSession {
 
   /**
    * Starts consuming `topics` from their current end in a throwaway group and resolves once the group
-   * is joined: only then may the request whose answers are awaited be produced. Messages that are not
-   * JSON objects are not the contract's and are skipped.
+   * is joined: only then may the request whose answers are awaited be produced. Every message produced
+   * after the call is handed over once, also when the consumer rejoins its group ({@link Follower}).
+   * Messages that are not JSON objects are not the contract's and are skipped.
    * @param onError called when the consumer fails for good after the join
    */
   async listen(
@@ -139,8 +141,13 @@ export class ClusterSession {
     const groupId = `crawl-cluster-cli.${this.prefix}.${randomBytes(4).toString('hex')}`;
     // A short fetch wait keeps replies prompt and closing quick.
     const consumer: Consumer = this.client.kafka.consumer({ groupId, maxWaitTimeInMs: 200 });
+    const follower = await Follower.start(this.admin, consumer, topics, {
+      fromBeginning: false,
+      brokers: this.client.brokers,
+    });
     const listener: Listener = {
       close: async () => {
+        follower.stop();
         await quietly(consumer.disconnect());
         // autoCommit is off, so the group holds no offsets; deleting it keeps group listings clean.
         await quietly(this.admin.deleteGroups([groupId]));
@@ -164,10 +171,10 @@ export class ClusterSession {
     await bounded(consumer.subscribe({ topics, fromBeginning: false }), `cannot subscribe to ${topics.join(', ')}`);
     const running = consumer.run({
       autoCommit: false,
-      eachMessage: async ({ topic, message }) => {
+      eachMessage: follower.eachMessage(async ({ topic, message }) => {
         const parsed = parseObject(message.value?.toString('utf8'));
         if (parsed !== undefined) onMessage(topic, parsed);
-      },
+      }),
     });
     running.catch((error: Error) => {
       if (joined) onError(error);

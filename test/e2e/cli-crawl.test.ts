@@ -387,3 +387,101 @@ describe('info, stop, stats and crawl without a running cluster', () => {
     }
   });
 });
+
+describe('crawl while its consumer gives up partitions and rejoins', () => {
+  const kafka = testKafka();
+  const admin = kafka.admin();
+  const producer = kafka.producer();
+  const prefix = uniqueName('clirejoin');
+  const topics = clusterTopics(prefix);
+  const env = { KAFKA_BROKERS: `127.0.0.1:${config().CRAWL_KAFKA_PORT}`, KAFKA_TOPIC_PREFIX: prefix };
+
+  beforeAll(async () => {
+    await admin.connect();
+    await producer.connect();
+    // Two partitions a topic: another member of the group then takes one partition of each topic.
+    await ensureTopics(admin, clusterTopicList(prefix), 2);
+  });
+  afterAll(async () => {
+    await producer.disconnect();
+    await admin.deleteTopics({ topics: clusterTopicList(prefix) }).catch(() => {});
+    await admin.disconnect();
+  });
+
+  /**
+   * Joins the crawl's throwaway group as a second member, as a rebalance would take partitions away from
+   * it, and commits nothing (the crawl cannot resume from committed offsets). Resolves with what it holds
+   * and a way to leave, which waits until the crawl's consumer holds every partition again.
+   */
+  async function intrude(groupId: string): Promise<{ assignment: Record<string, number[]>; leave(): Promise<void> }> {
+    const consumer = kafka.consumer({ groupId, maxWaitTimeInMs: 200 });
+    let assignment: Record<string, number[]> | undefined;
+    consumer.on(consumer.events.GROUP_JOIN, (event) => {
+      assignment = event.payload.memberAssignment;
+    });
+    await consumer.connect();
+    await consumer.subscribe({ topics: [topics.crawledFirehose, topics.outboundFirehose] });
+    await consumer.run({ autoCommit: false, eachMessage: async () => {} });
+    return {
+      assignment: await waitUntil('the intruder to get its partitions', () => assignment),
+      leave: async () => {
+        await consumer.disconnect();
+        await waitUntil('the crawl to rejoin alone', async () => {
+          const [group] = (await admin.describeGroups([groupId])).groups;
+          return group?.state === 'Stable' && group.members.length === 1;
+        });
+      },
+    };
+  }
+
+  it('counts every page produced after it started, none missed (delivered at least once, counted once by URL)', async () => {
+    const crawlid = 'rejoin';
+    const url = (n: number) => `http://rejoin.example.com/${n}`;
+    const page = (n: number) => ({ appid: APPID, crawlid, url: url(n), status_code: 200, success: true, body: 'x' });
+    const run = startCli(
+      ['crawl', url(0), '--appid', APPID, '--crawlid', crawlid, '--json', '--timeout', '40'],
+      env,
+      60_000,
+    );
+    try {
+      await waitUntil('the crawl to be fed', () => run.stderr().includes('Ctrl-C to stop'), 30_000);
+      const groupId = await waitUntil('the crawl group', async () => {
+        const { groups } = await admin.listGroups();
+        return groups.map((g) => g.groupId).find((g) => g.startsWith(`crawl-cluster-cli.${prefix}.`));
+      });
+
+      const intruder = await intrude(groupId);
+      expect(intruder.assignment[topics.crawledFirehose]).toHaveLength(1);
+      // Pages on both partitions of crawled_firehose: those of the intruder's are not the crawl's to read yet.
+      for (let n = 0; n < 6; n += 1) {
+        await producer.send({
+          topic: topics.crawledFirehose,
+          messages: [{ partition: n % 2, key: APPID, value: JSON.stringify(page(n)) }],
+        });
+      }
+      await intruder.leave();
+      await producer.send({
+        topic: topics.outboundFirehose,
+        messages: [
+          {
+            key: APPID,
+            value: JSON.stringify({
+              action: 'complete',
+              appid: APPID,
+              crawlid,
+              spiderid: 'link',
+              total_pages: 6,
+              total_failed: 0,
+            }),
+          },
+        ],
+      });
+
+      const { code } = await run.exited;
+      expect(code).toBe(0);
+      expect(JSON.parse(run.stdout())).toMatchObject({ status: 'complete', crawlid, pages: 6, failed: 0 });
+    } finally {
+      run.child.kill('SIGKILL');
+    }
+  });
+});

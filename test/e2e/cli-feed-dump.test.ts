@@ -7,8 +7,9 @@ import { mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import type { Admin, KafkaMessage, Producer } from 'kafkajs';
+import type { Admin, Consumer, KafkaMessage, Producer } from 'kafkajs';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { Follower } from '../../lib/cli/kafka-session.ts';
 import { config } from '../../lib/config/index.ts';
 import { ensureTopics } from '../../lib/kafka/client.ts';
 import { clusterTopicList, clusterTopics } from '../../lib/kafka/topics.ts';
@@ -77,6 +78,19 @@ function jsonLines(stdout: string): unknown[] {
 
 let admin: Admin;
 let producer: Producer;
+/**
+ * Topics the tests create besides the contract ones, deleted after all tests: deleting one while the shared
+ * producer knows it would fail the producer's later metadata refreshes.
+ */
+const extraTopics: string[] = [];
+
+/** Creates a topic of this file's prefix, deleted after all tests. */
+async function createTopic(name: string, numPartitions: number): Promise<string> {
+  const topic = `${prefix}.${name}`;
+  await admin.createTopics({ waitForLeaders: true, topics: [{ topic, numPartitions }] });
+  extraTopics.push(topic);
+  return topic;
+}
 
 /** The number of messages ever written to a topic (its partitions' high watermarks). */
 async function endOffset(topic: string): Promise<number> {
@@ -104,6 +118,49 @@ async function readUntil(topic: string, found: (messages: KafkaMessage[]) => boo
     await consumer.disconnect();
     await admin.deleteGroups([groupId]).catch(() => {});
   }
+}
+
+/**
+ * Forces the follower in consumer group `groupId` to give up partitions and take them back later, as a
+ * rebalance does: another member joins the group (taking half the partitions of each topic, as kafkajs's
+ * round-robin assignor splits them) until {@link Intruder.leave}. It commits nothing, so the follower cannot
+ * resume from committed offsets.
+ */
+interface Intruder {
+  /** The partitions the intruder holds, by topic. */
+  assignment: Record<string, number[]>;
+  /** Leaves the group and waits until the follower alone holds every partition again. */
+  leave(): Promise<void>;
+}
+
+async function intrude(groupId: string, topicsOfGroup: string[]): Promise<Intruder> {
+  const consumer: Consumer = kafka.consumer({ groupId, maxWaitTimeInMs: 200 });
+  let assignment: Record<string, number[]> | undefined;
+  consumer.on(consumer.events.GROUP_JOIN, (event) => {
+    assignment = event.payload.memberAssignment;
+  });
+  await consumer.connect();
+  await consumer.subscribe({ topics: topicsOfGroup });
+  await consumer.run({ autoCommit: false, eachMessage: async () => {} });
+  const held = await waitUntil('the intruder to get its partitions', () => assignment);
+  return {
+    assignment: held,
+    leave: async () => {
+      await consumer.disconnect();
+      await waitUntil('the follower to rejoin alone', async () => {
+        const [group] = (await admin.describeGroups([groupId])).groups;
+        return group?.state === 'Stable' && group.members.length === 1;
+      });
+    },
+  };
+}
+
+/** The one live consumer group whose id starts with `start`. */
+async function groupStartingWith(start: string): Promise<string> {
+  return waitUntil(`a group ${start}*`, async () => {
+    const { groups } = await admin.listGroups();
+    return groups.map((g) => g.groupId).find((g) => g.startsWith(start));
+  });
 }
 
 const pages = [
@@ -140,7 +197,7 @@ beforeAll(async () => {
 afterAll(async () => {
   await producer?.disconnect();
   if (admin) {
-    await admin.deleteTopics({ topics: clusterTopicList(prefix) }).catch(() => {});
+    await admin.deleteTopics({ topics: [...clusterTopicList(prefix), ...extraTopics] }).catch(() => {});
     await admin.disconnect();
   }
 });
@@ -347,6 +404,40 @@ describe('crawl-cluster dump', () => {
     expect(groups.map((g) => g.groupId).filter((g) => g.includes(`${prefix}.`))).toEqual([]);
   });
 
+  it('prints every message produced after it started exactly once, also while its consumer gives up partitions and rejoins', async () => {
+    const topic = await createTopic('follow', 2);
+    const produce = async (from: number, to: number) => {
+      for (let n = from; n < to; n += 1) {
+        await producer.send({ topic, messages: [{ partition: n % 2, value: JSON.stringify({ n }) }] });
+      }
+    };
+    await producer.send({ topic, messages: [{ partition: 0, value: '{"n":"before the start"}' }] });
+    const run = startCli(['dump', topic]);
+    try {
+      await waitUntil('the dump to join', () => run.stderr().includes(`reading ${topic}`));
+      const groupId = await groupStartingWith(`crawl-cluster-dump.${topic}.`);
+      await produce(0, 4);
+
+      const intruder = await intrude(groupId, [topic]);
+      expect(Object.values(intruder.assignment).flat()).toHaveLength(1);
+      await produce(4, 12);
+      await intruder.leave();
+      await produce(12, 16);
+
+      const printed = () => jsonLines(run.stdout()).map((m) => (m as { n: number }).n);
+      await waitUntil('16 messages printed', () => printed().length >= 16);
+      // Time for a duplicate to show, were there one.
+      await new Promise((resolve) => setTimeout(resolve, 1000));
+      run.child.kill('SIGTERM');
+      expect((await run.exited).code).toBe(0);
+      expect(printed().sort((a, b) => a - b)).toEqual([...Array(16).keys()]);
+      // Joining again is not starting again: the start is announced once.
+      expect(run.stderr().match(/reading /g)).toHaveLength(1);
+    } finally {
+      run.child.kill('SIGKILL');
+    }
+  });
+
   it('exits 1 on an unknown topic, listing the contract topics that exist', async () => {
     const run = await runCli(['dump', 'nope']);
 
@@ -379,6 +470,57 @@ describe('crawl-cluster dump', () => {
       '--appid <appid>',
     ]) {
       expect(run.stdout).toContain(option);
+    }
+  });
+});
+
+describe('Follower, the live consumer under dump and crawl', () => {
+  it('hands every message produced after its start over exactly once when kafkajs restarts its consumer after a crash', async () => {
+    const topic = await createTopic('crash', 1);
+    const groupId = uniqueName('clifd-follower');
+    // Few and short retries: a handler that keeps failing crashes the consumer soon, and kafkajs restarts it.
+    const consumer = kafka.consumer({
+      groupId,
+      maxWaitTimeInMs: 200,
+      retry: { retries: 3, initialRetryTime: 100, maxRetryTime: 500 },
+    });
+    const produce = async (from: number, to: number) => {
+      for (let n = from; n < to; n += 1) await producer.send({ topic, messages: [{ value: JSON.stringify({ n }) }] });
+    };
+    const crashes: boolean[] = [];
+    let joins = 0;
+    consumer.on(consumer.events.CRASH, (event) => crashes.push(event.payload.restart));
+    consumer.on(consumer.events.GROUP_JOIN, () => {
+      joins += 1;
+    });
+    await producer.send({ topic, messages: [{ value: '{"n":"before the start"}' }] });
+    const follower = await Follower.start(admin, consumer, [topic], { fromBeginning: false, brokers });
+    const handled: unknown[] = [];
+    try {
+      await consumer.connect();
+      await consumer.subscribe({ topics: [topic] });
+      await consumer.run({
+        autoCommit: false,
+        eachMessage: follower.eachMessage(async ({ message }) => {
+          const { n } = JSON.parse(message.value?.toString() ?? '') as { n: unknown };
+          if (n === 2 && crashes.length === 0) throw new Error('the handler fails until the consumer crashes');
+          handled.push(n);
+        }),
+      });
+      await produce(0, 3);
+      await waitUntil('the crash', () => crashes.length > 0);
+      // Produced while the consumer is down and rejoining.
+      await produce(3, 8);
+
+      await waitUntil('8 messages handled', () => handled.length >= 8);
+      await new Promise((resolve) => setTimeout(resolve, 500));
+      expect(crashes).toEqual([true]);
+      expect(joins).toBe(2);
+      expect(handled).toEqual([0, 1, 2, 3, 4, 5, 6, 7]);
+    } finally {
+      follower.stop();
+      await consumer.disconnect().catch(() => {});
+      await admin.deleteGroups([groupId]).catch(() => {});
     }
   });
 });

@@ -1,6 +1,12 @@
+import { spawn } from 'node:child_process';
+import { existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, symlinkSync } from 'node:fs';
+import { createServer, type Server } from 'node:net';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { Redis } from 'ioredis';
 import { afterAll, describe, expect, test } from 'vitest';
 import { config } from '../../lib/config/index.ts';
+import { layoutFrom, REPO_ROOT } from '../../lib/local/services/index.ts';
 import { clusterRedis, createTestTopics, testKafka, uniqueName, waitUntil } from '../helpers/services.ts';
 
 describe('local services', () => {
@@ -76,6 +82,160 @@ describe('local services', () => {
       await expect(node.eval(script, 2, `${tag}:a`, `${tag}:zz`)).rejects.toThrow(/CROSSSLOT/);
     } finally {
       node.disconnect();
+    }
+  });
+});
+
+/** Listens on 127.0.0.1:`port` (0: any free port); resolves with the server and its port, or undefined when taken. */
+function listen(port: number): Promise<{ server: Server; port: number } | undefined> {
+  return new Promise((resolve) => {
+    const server = createServer();
+    server.once('error', () => resolve(undefined));
+    server.listen(port, '127.0.0.1', () => {
+      const address = server.address();
+      resolve({ server, port: typeof address === 'object' && address !== null ? address.port : port });
+    });
+  });
+}
+
+function close(server: Server): Promise<void> {
+  return new Promise((resolve) => server.close(() => resolve()));
+}
+
+/** A port free right now: any (0), or the first from `from` upwards. */
+async function freePort(from = 0): Promise<number> {
+  for (let port = from; port <= 65535; port += 1) {
+    const held = await listen(port);
+    if (held !== undefined) {
+      await close(held.server);
+      return held.port;
+    }
+    if (from === 0) break;
+  }
+  throw new Error(`no free port from ${from}`);
+}
+
+/** The pids of live processes whose command line mentions `text`. */
+function processesMentioning(text: string): number[] {
+  const pids: number[] = [];
+  for (const entry of readdirSync('/proc')) {
+    if (!/^\d+$/.test(entry)) continue;
+    try {
+      if (readFileSync(`/proc/${entry}/cmdline`, 'utf8').includes(text)) pids.push(Number(entry));
+    } catch {
+      // gone meanwhile
+    }
+  }
+  return pids;
+}
+
+/** `services <command>` in a child process with the given services environment. */
+function runServices(command: string, env: Record<string, string>): Promise<{ code: number | null; stderr: string }> {
+  return new Promise((resolve) => {
+    const child = spawn(process.execPath, ['bin/crawl-cluster.ts', 'services', command], {
+      cwd: REPO_ROOT,
+      env: { ...process.env, ...env },
+      stdio: ['ignore', 'ignore', 'pipe'],
+    });
+    let stderr = '';
+    child.stderr.setEncoding('utf8').on('data', (d: string) => {
+      stderr += d;
+    });
+    child.on('close', (code) => resolve({ code, stderr }));
+  });
+}
+
+/**
+ * `services up` in a directory and on ports of its own (the running services are never touched), when a
+ * service it starts dies at once. The 90 s readiness timeout stays in force: the test timeouts, well below
+ * it, fail the test if `up` waits it out instead of noticing the exit.
+ */
+describe('services up when a service cannot start', () => {
+  async function servicesEnv(dir: string, overrides: Record<string, string>): Promise<Record<string, string>> {
+    return {
+      CRAWL_SERVICES_DIR: dir,
+      CRAWL_REDIS_PORT: String(await freePort()),
+      CRAWL_REDIS_CLUSTER_PORT: String(await freePort()),
+      CRAWL_KAFKA_PORT: String(await freePort()),
+      CRAWL_KAFKA_CONTROLLER_PORT: String(await freePort()),
+      CRAWL_SERVICES_TIMEOUT: '90',
+      ...overrides,
+    };
+  }
+
+  test('cluster-mode Redis on a port above 55535 (no room for its bus port): fails at once with its exit code and log, and leaves nothing running', {
+    timeout: 30_000,
+  }, async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'services-dies-'));
+    const env = await servicesEnv(dir, { CRAWL_REDIS_CLUSTER_PORT: String(await freePort(60_000)) });
+    try {
+      const run = await runServices('up', env);
+
+      expect(run.code).toBe(1);
+      expect(run.stderr).toMatch(/error: redis-cluster \(pid \d+\) exited with code 1 during start/);
+      expect(run.stderr).toContain(`last lines of ${join(dir, 'redis-cluster', 'redis.log')}`);
+      expect(run.stderr).toContain('Your Redis port number must be 55535 or less');
+      // The standalone Redis this `up` started before is stopped again.
+      expect(run.stderr).toContain('services up failed; stopping what it started');
+      expect(processesMentioning(dir)).toEqual([]);
+    } finally {
+      await runServices('down', env);
+      rmSync(dir, { recursive: true, force: true });
+    }
+  });
+
+  test('Kafka whose controller port is taken: fails at once with its exit code and log, and leaves nothing running', {
+    timeout: 60_000,
+  }, async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'services-dies-'));
+    // The jars fetched for the running services, so that this start needs no download.
+    const libs = join(layoutFrom(config()).dir, 'kafka', 'libs');
+    if (existsSync(libs)) {
+      mkdirSync(join(dir, 'kafka'));
+      symlinkSync(libs, join(dir, 'kafka', 'libs'));
+    }
+    const blocker = await listen(0);
+    if (blocker === undefined) throw new Error('cannot listen on a free port');
+    const env = await servicesEnv(dir, { CRAWL_KAFKA_CONTROLLER_PORT: String(blocker.port) });
+    try {
+      const run = await runServices('up', env);
+
+      expect(run.code).toBe(1);
+      expect(run.stderr).toMatch(/error: kafka \(pid \d+\) exited with code 1 during start/);
+      expect(run.stderr).toContain(`last lines of ${join(dir, 'kafka', 'logs', 'server.log')}`);
+      expect(run.stderr).toContain(`failed to bind to 127.0.0.1:${blocker.port}: Address already in use`);
+      // Only the message lines are quoted, not the Java stack frames.
+      expect(run.stderr).not.toMatch(/^\s+at /m);
+      expect(processesMentioning(dir)).toEqual([]);
+    } finally {
+      await close(blocker.server);
+      await runServices('down', env);
+      rmSync(dir, { recursive: true, force: true });
+    }
+  });
+
+  test('a Kafka port taken by something that is not Kafka: fails within seconds naming the port, and leaves nothing running', {
+    timeout: 30_000,
+  }, async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'services-dies-'));
+    // Accepts connections and never answers, the worst case for a Kafka client.
+    const stranger = await listen(0);
+    if (stranger === undefined) throw new Error('cannot listen on a free port');
+    // Reads what it is sent (so it sees the client close), and says nothing.
+    stranger.server.on('connection', (socket) => socket.resume());
+    const env = await servicesEnv(dir, { CRAWL_KAFKA_PORT: String(stranger.port) });
+    try {
+      const run = await runServices('up', env);
+
+      expect(run.code).toBe(1);
+      expect(run.stderr).toContain(
+        `error: kafka: port ${stranger.port} is taken by something that is not Kafka (no Kafka answer within 3 s); stop it or set CRAWL_KAFKA_PORT`,
+      );
+      expect(processesMentioning(dir)).toEqual([]);
+    } finally {
+      await close(stranger.server);
+      await runServices('down', env);
+      rmSync(dir, { recursive: true, force: true });
     }
   });
 });

@@ -10,12 +10,47 @@ import { redisDown, redisStatus, redisUp } from './redis-service.ts';
 
 export { type Progress, REPO_ROOT, type ServiceStatus, type ServicesLayout, servicesLayout } from './layout.ts';
 
-/** Starts standalone Redis, cluster-mode Redis and Kafka; Redis first, as Kafka's JVM start is the long pole. */
+/** One service for {@link servicesUp}. */
+interface Step {
+  status(): Promise<ServiceStatus>;
+  up(): Promise<ServiceStatus>;
+  down(): Promise<void>;
+}
+
+/**
+ * Starts standalone Redis, cluster-mode Redis and Kafka; Redis first, as Kafka's JVM start is the long pole.
+ * When one fails, the services this call started are stopped again (those that ran before are left alone),
+ * so a failed `up` leaves nothing of its own running.
+ */
 export async function servicesUp(layout: ServicesLayout, progress: Progress): Promise<ServiceStatus[]> {
-  const redis = await redisUp(layout, 'redis', progress);
-  const cluster = await redisUp(layout, 'redis-cluster', progress);
-  const kafka = await kafkaUp(layout, progress);
-  return [redis, cluster, kafka];
+  const steps: Step[] = [
+    {
+      status: () => redisStatus(layout, 'redis'),
+      up: () => redisUp(layout, 'redis', progress),
+      down: () => redisDown(layout, 'redis', progress),
+    },
+    {
+      status: () => redisStatus(layout, 'redis-cluster'),
+      up: () => redisUp(layout, 'redis-cluster', progress),
+      down: () => redisDown(layout, 'redis-cluster', progress),
+    },
+    { status: () => kafkaStatus(layout), up: () => kafkaUp(layout, progress), down: () => kafkaDown(layout, progress) },
+  ];
+  const statuses: ServiceStatus[] = [];
+  const startedHere: (() => Promise<void>)[] = [];
+  for (const step of steps) {
+    const ranBefore = (await step.status()).state === 'running';
+    if (!ranBefore) startedHere.push(step.down);
+    try {
+      statuses.push(await step.up());
+    } catch (error) {
+      if (startedHere.length > 0) progress('services up failed; stopping what it started');
+      // The failed service too, when it is still alive (it did not become ready in time).
+      for (const down of startedHere.reverse()) await down().catch(() => {});
+      throw error;
+    }
+  }
+  return statuses;
 }
 
 export async function servicesDown(layout: ServicesLayout, progress: Progress): Promise<void> {

@@ -3,13 +3,23 @@
  * the machine's Java as one KRaft broker+controller on loopback with auto topic creation off (as MSK).
  * Ready means a topic create, a produce and a consume all succeeded.
  */
-import { execFileSync, spawn, spawnSync } from 'node:child_process';
-import { existsSync, mkdirSync, openSync, readdirSync, writeFileSync } from 'node:fs';
+import { Buffer } from 'node:buffer';
+import { execFileSync, spawnSync } from 'node:child_process';
+import { existsSync, mkdirSync, readdirSync, writeFileSync } from 'node:fs';
+import { connect } from 'node:net';
 import { join } from 'node:path';
 import { ServiceStartError } from '../../errors.ts';
 import { createKafka } from '../../kafka/client.ts';
 import { type Progress, REPO_ROOT, type ServiceStatus, type ServicesLayout } from './layout.ts';
-import { ownedPid, portOpen, stopProcess, waitFor, writePid } from './processes.ts';
+import {
+  describeLogs,
+  ownedPid,
+  portOpen,
+  type StartedProcess,
+  startService,
+  stopProcess,
+  waitFor,
+} from './processes.ts';
 
 const POM = join(REPO_ROOT, 'localstack', 'kafka', 'pom.xml');
 const READY_TOPIC = '__crawl_cluster_ready';
@@ -26,6 +36,7 @@ function paths(layout: ServicesLayout) {
     log4j: join(dir, 'log4j.properties'),
     pid: join(dir, 'kafka.pid'),
     out: join(dir, 'kafka.out'),
+    serverLog: join(dir, 'logs', 'server.log'),
   };
 }
 
@@ -151,6 +162,44 @@ async function roundTrip(port: number): Promise<boolean> {
   }
 }
 
+/** How long a listener on the Kafka port has to answer as a broker before `up` calls it a stranger. */
+const PROBE_MS = 3000;
+
+/**
+ * Whether what listens on `port` answers as a Kafka broker: an ApiVersions v0 request must get a response
+ * that carries its correlation id. A plain socket, not kafkajs: kafkajs retries a connection to a listener
+ * that never answers for minutes, and would keep this command alive that long.
+ * @returns why not, or `undefined` when it does
+ */
+function notKafka(port: number): Promise<string | undefined> {
+  const clientId = Buffer.from('crawl-cluster-probe');
+  const correlationId = 0x0c0ffee;
+  const request = Buffer.alloc(4 + 10 + clientId.length);
+  request.writeInt32BE(request.length - 4, 0);
+  request.writeInt16BE(18, 4); // ApiVersions
+  request.writeInt16BE(0, 6); // version 0
+  request.writeInt32BE(correlationId, 8);
+  request.writeInt16BE(clientId.length, 12);
+  clientId.copy(request, 14);
+  return new Promise((resolve) => {
+    let received = Buffer.alloc(0);
+    const socket = connect({ port, host: '127.0.0.1' });
+    const done = (why: string | undefined) => {
+      socket.destroy();
+      resolve(why);
+    };
+    socket.setTimeout(PROBE_MS, () => done(`no Kafka answer within ${PROBE_MS / 1000} s`));
+    socket.once('connect', () => socket.write(request));
+    socket.on('data', (chunk: Buffer) => {
+      received = Buffer.concat([received, chunk]);
+      if (received.length < 8) return;
+      done(received.readInt32BE(4) === correlationId ? undefined : 'it does not answer the Kafka protocol');
+    });
+    socket.once('end', () => done('it closed the connection without a Kafka answer'));
+    socket.once('error', (error) => done(error.message));
+  });
+}
+
 /** Starts the broker (idempotent) and waits until a produce/consume round trip works. */
 export async function kafkaUp(layout: ServicesLayout, progress: Progress): Promise<ServiceStatus> {
   const p = paths(layout);
@@ -158,7 +207,14 @@ export async function kafkaUp(layout: ServicesLayout, progress: Progress): Promi
   const marker = p.props;
   let pid = ownedPid(p.pid, marker);
   let state: ServiceStatus['state'] = 'running';
+  let started: StartedProcess | undefined;
   if (pid === undefined && (await portOpen(layout.kafkaPort))) {
+    const why = await notKafka(layout.kafkaPort);
+    if (why !== undefined) {
+      throw new ServiceStartError(
+        `kafka: port ${layout.kafkaPort} is taken by something that is not Kafka (${why}); stop it or set CRAWL_KAFKA_PORT`,
+      );
+    }
     progress(`kafka: a broker not started by us already listens on ${address}; using it`);
     state = 'external';
   } else if (pid === undefined) {
@@ -167,9 +223,9 @@ export async function kafkaUp(layout: ServicesLayout, progress: Progress): Promi
     const cp = ensureLibs(p, progress);
     writeConfig(layout, p);
     formatStorage(cp, p, progress);
-    progress(`kafka: starting broker on ${address} (log ${p.out}, ${join(p.logs, 'server.log')})`);
-    const out = openSync(p.out, 'a');
-    const child = spawn(
+    progress(`kafka: starting broker on ${address} (log ${p.out}, ${p.serverLog})`);
+    started = await startService(
+      'kafka',
       'java',
       [
         '-Xms128m',
@@ -184,25 +240,26 @@ export async function kafkaUp(layout: ServicesLayout, progress: Progress): Promi
         'kafka.Kafka',
         p.props,
       ],
-      { detached: true, stdio: ['ignore', out, out] },
+      { out: p.out, pidFile: p.pid, logs: [p.serverLog] },
     );
-    if (child.pid === undefined) throw new ServiceStartError('kafka: java did not start (is Java 17+ installed?)');
-    child.unref();
-    pid = child.pid;
-    writePid(p.pid, pid);
+    pid = started.pid;
   }
-  const started = pid;
+  // A broker an earlier `up` started, still starting: its exit is noticed by its pid, without an exit code.
+  const earlier = started === undefined ? pid : undefined;
+  const earlierLogs = [p.out, p.serverLog].map((file) => ({ file, offset: 0 }));
   await waitFor(
     `kafka on ${address} (see ${p.out})`,
     async () => {
-      if (started !== undefined && ownedPid(p.pid, marker) === undefined) {
-        throw new ServiceStartError(`kafka exited during start; see ${p.out} and ${join(p.logs, 'server.log')}`);
+      if (earlier !== undefined && ownedPid(p.pid, marker) === undefined) {
+        throw new ServiceStartError(`kafka (pid ${earlier}) exited during start; ${describeLogs(earlierLogs)}`);
       }
       return (await portOpen(layout.kafkaPort)) && (await roundTrip(layout.kafkaPort));
     },
     layout.timeoutSec * 1000,
     500,
+    started?.exited,
   );
+  started?.ready();
   progress(`kafka: ready on ${address} (produce/consume checked)`);
   return { name: 'kafka', state, pid, address, log: p.out };
 }

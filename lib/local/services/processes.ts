@@ -2,7 +2,10 @@
  * Pid-file bookkeeping for the services we start, so `down` stops only our own processes: a pid is
  * ours only while its command line still names our services directory.
  */
-import { readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { Buffer } from 'node:buffer';
+import { type ChildProcess, spawn } from 'node:child_process';
+import { once } from 'node:events';
+import { closeSync, openSync, readFileSync, readSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { connect } from 'node:net';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { ServiceStartError } from '../../errors.ts';
@@ -75,27 +78,155 @@ export function portOpen(port: number, host = '127.0.0.1', timeoutMs = 500): Pro
 
 /**
  * Polls `check` until it returns true or `timeoutMs` passes; the last error (if any) goes into the
- * thrown message so a failed start says why.
+ * thrown message so a failed start says why. `until` (a started process's {@link StartedProcess.exited})
+ * ends the wait at once when it rejects, even in the middle of a check.
  */
 export async function waitFor(
   what: string,
   check: () => Promise<boolean>,
   timeoutMs: number,
   intervalMs = 250,
+  until?: Promise<never>,
 ): Promise<void> {
+  const raced = <T>(work: Promise<T>): Promise<T> => {
+    if (until === undefined) return work;
+    // A check abandoned because the process died finishes on its own, without an unhandled rejection.
+    work.catch(() => {});
+    return Promise.race([work, until]);
+  };
   const deadline = Date.now() + timeoutMs;
   let last = '';
   while (Date.now() < deadline) {
     try {
-      if (await check()) return;
+      if (await raced(check())) return;
     } catch (error) {
       // A start that has failed for good (the process died) is not worth waiting out.
       if (error instanceof ServiceStartError) throw error;
       last = (error as Error).message;
     }
-    await sleep(intervalMs);
+    await raced(sleep(intervalMs));
   }
   throw new Error(
     `${what} was not ready after ${Math.round(timeoutMs / 1000)} s${last ? ` (last error: ${last})` : ''}`,
   );
+}
+
+/** A log file and its size before a start, so that only what the start wrote is quoted. */
+export interface LogMark {
+  file: string;
+  offset: number;
+}
+
+/** Remembers where each log file ends now (0 for one that does not exist yet). */
+export function markLogs(files: string[]): LogMark[] {
+  return files.map((file) => {
+    try {
+      return { file, offset: statSync(file).size };
+    } catch {
+      return { file, offset: 0 };
+    }
+  });
+}
+
+/** The most of a log that is read for its last lines. */
+const TAIL_BYTES = 64 * 1024;
+
+/**
+ * The last `lines` lines written to a log since its mark, without Java stack frames (`at ...`, `... 17
+ * more`), which would otherwise fill the tail and hide the message that says why. '' when nothing was written.
+ */
+export function logTail(mark: LogMark, lines = 10): string {
+  let fd: number;
+  try {
+    fd = openSync(mark.file, 'r');
+  } catch {
+    return '';
+  }
+  try {
+    const size = statSync(mark.file).size;
+    // A log that shrank was rotated or truncated: all of it is new.
+    const from = Math.max(size < mark.offset ? 0 : mark.offset, size - TAIL_BYTES);
+    const buffer = Buffer.alloc(size - from);
+    const read = readSync(fd, buffer, 0, buffer.length, from);
+    const text = buffer.subarray(0, read).toString('utf8');
+    return text
+      .split('\n')
+      .map((l) => l.trimEnd())
+      .filter((l) => l !== '' && !/^\s+at |^\s*\.\.\. \d+ more$/.test(l))
+      .slice(-lines)
+      .join('\n');
+  } finally {
+    closeSync(fd);
+  }
+}
+
+/** The last lines written to each log since its mark, under the log's name and indented; says so when there are none. */
+export function describeLogs(marks: LogMark[], lines = 10): string {
+  const parts: string[] = [];
+  for (const mark of marks) {
+    const tail = logTail(mark, lines);
+    if (tail !== '') parts.push(`last lines of ${mark.file}:\n${tail.replace(/^/gm, '  ')}`);
+  }
+  return parts.length > 0 ? parts.join('\n') : `nothing in ${marks.map((m) => m.file).join(' or ')}`;
+}
+
+/** A service process started by `services up`, watched while it starts. */
+export interface StartedProcess {
+  pid: number;
+  /**
+   * Rejects with a {@link ServiceStartError} as soon as the process exits before {@link ready} is called:
+   * it names the service, the exit code or signal, and the last lines of its logs.
+   */
+  exited: Promise<never>;
+  /** The start succeeded: stops watching, so a later exit is no longer the start's failure. */
+  ready(): void;
+}
+
+/**
+ * Starts a service in a session of its own (it outlives this command) with stdout and stderr appended
+ * to `out`, records its pid in `pidFile` and watches it until {@link StartedProcess.ready}.
+ * @param logs the files the service writes its log to, quoted when it dies (`out` is always included)
+ */
+export async function startService(
+  service: string,
+  command: string,
+  args: string[],
+  files: { out: string; pidFile: string; logs?: string[] },
+): Promise<StartedProcess> {
+  const marks = markLogs([...new Set([files.out, ...(files.logs ?? [])])]);
+  const out = openSync(files.out, 'a');
+  let child: ChildProcess;
+  try {
+    child = spawn(command, args, { detached: true, stdio: ['ignore', out, out] });
+  } finally {
+    // The child has its own copy of the descriptor.
+    closeSync(out);
+  }
+  const { pid } = child;
+  if (pid === undefined) {
+    const [error] = (await once(child, 'error')) as [Error];
+    throw new ServiceStartError(`${service}: cannot run ${command}: ${error.message}`);
+  }
+  writePid(files.pidFile, pid);
+  let watching = true;
+  const exited = new Promise<never>((_, reject) => {
+    child.once('exit', (code, signal) => {
+      if (!watching) return;
+      rmSync(files.pidFile, { force: true });
+      const how = signal === null ? `with code ${code}` : `on signal ${signal}`;
+      reject(new ServiceStartError(`${service} (pid ${pid}) exited ${how} during start; ${describeLogs(marks)}`));
+    });
+  });
+  // Marked handled: nobody may be awaiting it at the moment the process dies.
+  exited.catch(() => {});
+  // This command need not wait for the service to end; the 'exit' listener works while the command runs.
+  child.unref();
+  return {
+    pid,
+    exited,
+    ready: () => {
+      watching = false;
+      child.removeAllListeners('exit');
+    },
+  };
 }

@@ -9,7 +9,7 @@ import { join } from 'node:path';
 import { Redis } from 'ioredis';
 import { ServiceStartError } from '../../errors.ts';
 import type { Progress, ServiceStatus, ServicesLayout } from './layout.ts';
-import { ownedPid, portOpen, stopProcess, waitFor } from './processes.ts';
+import { ownedPid, portOpen, type StartedProcess, startService, stopProcess, waitFor } from './processes.ts';
 
 export type RedisKind = 'redis' | 'redis-cluster';
 
@@ -50,6 +50,8 @@ async function ping(port: number): Promise<string> {
     maxRetriesPerRequest: 0,
     retryStrategy: () => null,
   });
+  // Failures surface through connect() and the command; without a listener ioredis prints each one.
+  client.on('error', () => {});
   try {
     await client.connect();
     return await client.ping();
@@ -66,6 +68,7 @@ async function clusterReady(port: number): Promise<boolean> {
     maxRetriesPerRequest: 0,
     retryStrategy: () => null,
   });
+  client.on('error', () => {});
   try {
     await client.connect();
     const info = (await client.cluster('INFO')) as string;
@@ -91,6 +94,7 @@ export async function redisUp(layout: ServicesLayout, kind: RedisKind, progress:
       await waitFor(`${kind} on ${address}`, () => clusterReady(p.port), layout.timeoutSec * 1000);
     return { name: kind, state: 'external', address };
   }
+  let started: StartedProcess | undefined;
   if (pid === undefined) {
     const bin = ensureRedisBinary(progress);
     mkdirSync(p.dir, { recursive: true });
@@ -98,7 +102,9 @@ export async function redisUp(layout: ServicesLayout, kind: RedisKind, progress:
       `port ${p.port}`,
       'bind 127.0.0.1',
       'protected-mode yes',
-      'daemonize yes',
+      // Not daemonized: the process we start is the server, so a server that dies at start is noticed at
+      // once, with its exit code. It still runs in a session of its own and outlives this command.
+      'daemonize no',
       `pidfile ${p.pid}`,
       `logfile ${p.log}`,
       `dir ${p.dir}`,
@@ -121,15 +127,14 @@ export async function redisUp(layout: ServicesLayout, kind: RedisKind, progress:
     }
     writeFileSync(p.conf, `${lines.join('\n')}\n`);
     progress(`${kind}: starting on ${address} (log ${p.log})`);
-    const started = spawnSync(bin, [p.conf], { encoding: 'utf8' });
-    if (started.status !== 0) {
-      throw new ServiceStartError(
-        `${kind}: redis-server exited ${started.status}: ${started.stderr || started.stdout}`,
-      );
-    }
+    // Errors before the log file is open (a bad config line) go to stderr, so stderr goes to the log too.
+    started = await startService(kind, bin, [p.conf], { out: p.log, pidFile: p.pid });
   }
-  await waitFor(`${kind} on ${address}`, async () => (await ping(p.port)) === 'PONG', layout.timeoutSec * 1000);
-  if (kind === 'redis-cluster') await waitFor(`${kind} slots`, () => clusterReady(p.port), layout.timeoutSec * 1000);
+  const timeoutMs = layout.timeoutSec * 1000;
+  const exited = started?.exited;
+  await waitFor(`${kind} on ${address}`, async () => (await ping(p.port)) === 'PONG', timeoutMs, 250, exited);
+  if (kind === 'redis-cluster') await waitFor(`${kind} slots`, () => clusterReady(p.port), timeoutMs, 250, exited);
+  started?.ready();
   progress(`${kind}: ready on ${address}`);
   return { name: kind, state: 'running', pid: ownedPid(p.pid, p.conf), address, log: p.log };
 }

@@ -12,16 +12,18 @@
  */
 import { createHash } from 'node:crypto';
 import { setTimeout as sleep } from 'node:timers/promises';
+import { CrawlClusterError, failureCause } from '../errors.ts';
 import type { MessageSink, OutMessage } from '../kafka/sink.ts';
-import { clusterTopics, crawledAppTopic } from '../kafka/topics.ts';
+import { clusterTopics, crawledAppTopic, outboundAppTopic } from '../kafka/topics.ts';
 import type { MonitorLog } from '../monitor/context.ts';
 import type { StatsStore } from '../monitor/stores.ts';
 import type { CrawlRef, Frontier, Lease, QueueRequest } from '../redis/frontier.ts';
 import type { StatsIncrement } from '../redis/stats.ts';
 import type { BodyStore } from './body-store.ts';
-import { extractLinks } from './extract.ts';
+import { extractPageLinks } from './extract.ts';
+import { type CrawlFailure, decideFailure, type FailurePolicy, RETRY_STATUSES } from './failure.ts';
 import { linkFilter } from './filters.ts';
-import { buildPage, failedPage } from './page.ts';
+import { buildPage, failedPage, fitPageMessage } from './page.ts';
 import type { RobotsCache } from './robots.ts';
 import {
   FetchError,
@@ -34,9 +36,6 @@ import {
   type SpiderRequest,
 } from './types.ts';
 import { registrableDomain, requestFingerprint } from './url.ts';
-
-/** HTTP statuses that are retried (CONTRACT.md behaviour 6). */
-export const RETRY_STATUSES: ReadonlySet<number> = new Set([408, 429, 500, 502, 503, 504, 522, 524]);
 
 export type CrawlerFrontier = Pick<Frontier, 'lease' | 'ack' | 'retry' | 'release' | 'enqueue'>;
 
@@ -83,6 +82,22 @@ export interface CrawlerOptions {
    */
   scoutPollMs?: number;
 }
+
+/** A page processed and ready to deliver. */
+interface Processed {
+  page: PageItem;
+  response: FetchResult;
+  children: ChildBatch;
+}
+
+/** Children to enqueue, by spider type. */
+type ChildBatch = Map<string, { crawl: CrawlRef; request: QueueRequest }[]>;
+
+/** An appid that can name a Kafka topic (at most 249 of [A-Za-z0-9._-], with the prefix). */
+const TOPIC_SAFE_APPID = /^[A-Za-z0-9._-]{1,200}$/;
+
+/** A page message that cannot be made to fit the broker's limit: poison, never retried. */
+export class PageTooLargeError extends CrawlClusterError {}
 
 interface InFlight {
   lease: Lease;
@@ -223,14 +238,26 @@ export class Crawler {
   async #handle(lease: Lease): Promise<void> {
     const flight: InFlight = { lease, abort: new AbortController(), fetched: false };
     this.#inFlight.add(flight);
+    const req = this.#request(lease);
     try {
-      await this.#crawl(lease, flight);
+      await this.#crawl(lease, req, flight);
     } catch (error) {
       if (flight.abort.signal.aborted) return; // released by stop()
-      // Kafka or Redis failed mid-way: give the request back; it will be crawled again.
+      // Publishing or acking failed. Infrastructure: released, uncounted. Poison (the message refused for
+      // good, a script error): one small give-up page instead, and if even that fails, released.
+      let last = error;
+      const decision = decideFailure({ kind: 'error', error, stage: 'deliver' }, this.#policy(lease));
+      if (decision.action === 'give_up') {
+        try {
+          await this.#deliver(lease, failedPage(req, decision.exception), 'error');
+          return;
+        } catch (again) {
+          last = again;
+        }
+      }
       this.#o.log.error('request failed on infrastructure; releasing it', {
         url: lease.url,
-        error: (error as Error).message,
+        error: (last as Error).message,
       });
       await this.#o.frontier.release([lease]).catch(() => undefined);
     } finally {
@@ -242,20 +269,38 @@ export class Crawler {
     return { url: lease.url, depth: lease.depth, priority: lease.priority, retries: lease.retries, crawl: lease.crawl };
   }
 
-  async #crawl(lease: Lease, flight: InFlight): Promise<void> {
+  #policy(lease: Lease): FailurePolicy {
+    return { retries: lease.retries, retryTimes: this.#o.retryTimes, baseDelayMs: this.#o.retryBaseDelayMs };
+  }
+
+  /**
+   * Processes the page (robots, fetch, extract), then acts: a page is delivered, a failure goes through
+   * {@link decideFailure}. Anything thrown while processing is a failure of this page, never of the loop.
+   */
+  async #crawl(lease: Lease, req: SpiderRequest, flight: InFlight): Promise<void> {
+    let outcome: Processed | CrawlFailure;
+    try {
+      outcome = await this.#process(lease, req, flight.abort.signal);
+    } catch (error) {
+      if (flight.abort.signal.aborted) throw error;
+      outcome = { kind: 'error', error, stage: 'process' };
+    }
+    flight.fetched = true;
+    if ('kind' in outcome) {
+      await this.#fail(lease, req, outcome);
+      return;
+    }
+    await this.#deliver(lease, outcome.page, String(outcome.response.status), outcome);
+  }
+
+  async #process(lease: Lease, req: SpiderRequest, signal: AbortSignal): Promise<Processed | CrawlFailure> {
     const o = this.#o;
-    const signal = flight.abort.signal;
-    const req = this.#request(lease);
     const ua = lease.crawl.useragent ?? o.userAgent;
     if (o.robots) {
       // The robots.txt lookup is shared by every request to the origin, so it is not aborted, only not
       // waited for: a shutdown deadline must not wait on a slow robots.txt.
       const verdict = await abortable(o.robots.check(lease.url, ua), signal);
-      if (!verdict.allowed) {
-        flight.fetched = true;
-        await this.#finish(lease, failedPage(req, 'robots.txt disallows this URL', undefined, o.base64), 'robots');
-        return;
-      }
+      if (!verdict.allowed) return { kind: 'robots', reason: verdict.reason ?? 'robots.txt disallows this URL' };
     }
     let response: FetchResult;
     try {
@@ -264,40 +309,36 @@ export class Crawler {
         signal,
       );
     } catch (error) {
-      if (signal.aborted) throw error;
-      if (!(error instanceof FetchError)) throw error;
-      flight.fetched = true;
-      await this.#failed(lease, req, `${error.kind}: ${error.message}`, error.retryable, undefined, 0);
-      return;
+      if (!signal.aborted && error instanceof FetchError) return { kind: 'fetch', error };
+      throw error;
     }
-    flight.fetched = true;
     if (RETRY_STATUSES.has(response.status)) {
-      const retryAfter = retryAfterMs(response.headers['retry-after']?.[0], o.now());
-      await this.#failed(lease, req, `HTTP ${response.status} ${response.statusText}`, true, response, retryAfter);
-      return;
+      return { kind: 'status', response, retryAfterMs: retryAfterMs(response.headers['retry-after']?.[0], o.now()) };
     }
-    const links = response.text && isHtml(response) ? extractLinks(response.text, response.url) : [];
-    await this.#enqueueChildren(lease, req, response, links);
-    const page = buildPage({ ...req, spiderid: lease.crawl.spiderid }, response, links, {
+    const extracted =
+      response.text && isHtml(response) ? extractPageLinks(response.text, response.url) : { links: [] as Link[] };
+    const page = buildPage({ ...req, spiderid: lease.crawl.spiderid }, response, extracted.links, {
       base64: o.base64,
       success: true,
       retryTimes: lease.retries,
     });
-    await this.#finish(lease, page, String(response.status));
+    if (extracted.stopped !== undefined) page.links_stopped = extracted.stopped;
+    return { page, response, children: this.#children(lease, req, response, extracted.links) };
   }
 
-  async #enqueueChildren(lease: Lease, req: SpiderRequest, response: FetchResult, links: Link[]): Promise<void> {
+  /** The page's links a spider follows, by spider type, ready to enqueue. */
+  #children(lease: Lease, req: SpiderRequest, response: FetchResult, links: Link[]): ChildBatch {
     const crawl = lease.crawl;
-    if (lease.depth >= (crawl.maxdepth ?? 0) || links.length === 0) return;
+    const bySpider: ChildBatch = new Map();
+    if (lease.depth >= (crawl.maxdepth ?? 0) || links.length === 0) return bySpider;
     const spider = this.#o.spiders.get(crawl.spiderid);
-    if (!spider) return;
+    if (!spider) return bySpider;
     const allowed = linkFilter(crawl);
     const follow: FollowRequest[] = spider.follow(
       req,
       response,
       links.filter((l) => allowed(l.url)),
     );
-    const bySpider = new Map<string, { crawl: CrawlRef; request: QueueRequest }[]>();
     for (const f of follow) {
       let domain: string;
       let fingerprint: Buffer;
@@ -315,86 +356,109 @@ export class Crawler {
       });
       bySpider.set(type, list);
     }
-    for (const [type, items] of bySpider) await this.#o.frontier.enqueue(type, items, this.#o.now());
+    return bySpider;
   }
 
-  async #failed(
-    lease: Lease,
-    req: SpiderRequest,
-    reason: string,
-    retryable: boolean,
-    response: FetchResult | undefined,
-    retryAfter: number,
-  ): Promise<void> {
+  /** Acts on a failure as {@link decideFailure} says. */
+  async #fail(lease: Lease, req: SpiderRequest, failure: CrawlFailure): Promise<void> {
     const o = this.#o;
-    if (retryable && lease.retries < o.retryTimes) {
-      const delay = Math.max(retryAfter, o.retryBaseDelayMs * 2 ** lease.retries);
-      await o.frontier.retry(lease, delay, o.now());
-      await this.#count(lease, response ? String(response.status) : 'retry');
-      return;
+    const decision = decideFailure(failure, this.#policy(lease));
+    const response = failure.kind === 'status' ? failure.response : undefined;
+    const status = response ? String(response.status) : failure.kind === 'robots' ? 'robots' : 'error';
+    switch (decision.action) {
+      case 'retry':
+        await o.frontier.retry(lease, decision.delayMs, o.now());
+        await this.#count(lease, response ? status : 'retry');
+        return;
+      case 'give_up':
+        await this.#deliver(lease, failedPage(req, decision.exception, response, o.base64), status);
+        return;
+      case 'release':
+        o.log.error('request failed on infrastructure; releasing it', { url: lease.url, reason: decision.reason });
+        await o.frontier.release([lease]);
+        return;
     }
-    const page = failedPage(req, reason, response, o.base64);
-    await this.#finish(lease, page, response ? String(response.status) : 'error', 'fail');
   }
 
-  /** Publishes the page, then acks (a page is never acked before it is stored in Kafka). */
-  async #finish(
-    lease: Lease,
-    page: PageItem,
-    status: string,
-    outcome: 'done' | 'fail' = page.success ? 'done' : 'fail',
-  ) {
+  /**
+   * Publishes the page (a page is never acked before Kafka stored it), then enqueues its children, then
+   * acks. Per-app copies are best effort. Children that Redis refuses as poison are logged and dropped:
+   * the page is already out, and failing it now would publish it twice.
+   */
+  async #deliver(lease: Lease, page: PageItem, status: string, processed?: Processed): Promise<void> {
     const o = this.#o;
-    const message = await this.#message(lease, page);
-    const batch = [{ topic: clusterTopics(o.topicPrefix).crawledFirehose, messages: [message] }];
-    if (o.appidTopics && /^[A-Za-z0-9._-]{1,200}$/.test(page.appid)) {
-      batch.push({ topic: crawledAppTopic(o.topicPrefix, page.appid), messages: [message] });
-    }
-    await o.sink.send(batch);
+    const topics = clusterTopics(o.topicPrefix);
+    const message = await this.#message(lease, page, processed?.response);
+    await o.sink.send([{ topic: topics.crawledFirehose, messages: [message] }]);
     this.pages++;
-    const ack = await o.frontier.ack(lease, outcome, o.now());
+    if (o.appidTopics) await this.#sendPerApp(crawledAppTopic(o.topicPrefix, page.appid), page.appid, message);
+    for (const [type, items] of processed?.children ?? []) {
+      try {
+        await o.frontier.enqueue(type, items, o.now());
+      } catch (error) {
+        if (failureCause(error) === 'infrastructure') throw error;
+        o.log.warn('children refused; the page is published without them', {
+          url: lease.url,
+          error: (error as Error).message,
+        });
+      }
+    }
+    const ack = await o.frontier.ack(lease, page.success ? 'done' : 'fail', o.now());
     if (ack.complete) {
-      await o.sink.send([
-        {
-          topic: clusterTopics(o.topicPrefix).outboundFirehose,
-          messages: [
-            {
-              key: page.appid,
-              value: JSON.stringify({
-                action: 'complete',
-                appid: page.appid,
-                crawlid: page.crawlid,
-                spiderid: page.spiderid,
-                total_pages: ack.done,
-                total_failed: ack.failed,
-                server_time: Math.floor(o.now() / 1000),
-              }),
-            },
-          ],
-        },
-      ]);
+      const notice: OutMessage = {
+        key: page.appid,
+        value: JSON.stringify({
+          action: 'complete',
+          appid: page.appid,
+          crawlid: page.crawlid,
+          spiderid: page.spiderid,
+          total_pages: ack.done,
+          total_failed: ack.failed,
+          server_time: Math.floor(o.now() / 1000),
+        }),
+      };
+      await o.sink.send([{ topic: topics.outboundFirehose, messages: [notice] }]);
+      if (o.appidTopics) await this.#sendPerApp(outboundAppTopic(o.topicPrefix, page.appid), page.appid, notice);
     }
     await this.#count(lease, status);
   }
 
-  async #message(lease: Lease, page: PageItem): Promise<OutMessage> {
+  /** A per-app copy: best effort (the topic may not exist, auto-create is off), as the monitors treat them. */
+  async #sendPerApp(topic: string, appid: string, message: OutMessage): Promise<void> {
+    if (!TOPIC_SAFE_APPID.test(appid)) return;
+    try {
+      await this.#o.sink.send([{ topic, messages: [message] }]);
+    } catch (error) {
+      this.#o.log.warn('per-app topic not written (create it with `topics create --appid`)', {
+        topic,
+        error: (error as Error).message,
+      });
+    }
+  }
+
+  /**
+   * The page as a message that fits `maxMessageBytes` (DESIGN.md §10). A body too big goes whole to the body
+   * store first (the response's own bytes, so nothing is lost to decoding), then {@link fitPageMessage} cuts.
+   * @throws PageTooLargeError (poison) when not even a page without body and links fits.
+   */
+  async #message(lease: Lease, page: PageItem, response: FetchResult | undefined): Promise<OutMessage> {
     const o = this.#o;
+    const base64Body = o.base64 || page.encoding === 'base64';
     let value = JSON.stringify(page);
-    if (Buffer.byteLength(value) > o.maxMessageBytes && o.bodyStore) {
-      // The stored body is the response's bytes when the message carries them base64 (binary responses always).
-      const full = Buffer.from(page.body, o.base64 || page.encoding === 'base64' ? 'base64' : 'utf8');
-      // Lease handles are opaque (binary); a hash of one names the body uniquely and safely.
-      const key = `${encodeURIComponent(page.appid)}/${encodeURIComponent(page.crawlid)}/${createHash('sha1').update(lease.handle).digest('hex')}`;
-      page.body_ref = await o.bodyStore.put(key, full);
-      page.body_truncated = true;
-      const room = Math.max(0, o.maxMessageBytes - (Buffer.byteLength(value) - Buffer.byteLength(page.body)) - 1024);
-      page.body = page.body.slice(0, Math.floor(room / 4));
-      value = JSON.stringify(page);
-      // JSON escapes can take up to 6 bytes per character: cut further until the message fits.
-      while (Buffer.byteLength(value) > o.maxMessageBytes && page.body.length > 0) {
-        page.body = page.body.slice(0, Math.floor(page.body.length / 2));
-        value = JSON.stringify(page);
+    if (Buffer.byteLength(value) > o.maxMessageBytes) {
+      if (o.bodyStore && page.body.length > 0) {
+        const full = response?.body ?? Buffer.from(page.body, base64Body ? 'base64' : 'utf8');
+        // Lease handles are opaque (binary); a hash of one names the body uniquely and safely.
+        const key = `${encodeURIComponent(page.appid)}/${encodeURIComponent(page.crawlid)}/${createHash('sha1').update(lease.handle).digest('hex')}`;
+        page.body_ref = await o.bodyStore.put(key, full);
       }
+      const fitted = fitPageMessage(page, o.maxMessageBytes, base64Body);
+      if (fitted === undefined) {
+        throw new PageTooLargeError(
+          `the page message does not fit ${o.maxMessageBytes} bytes even without body and links`,
+        );
+      }
+      value = fitted;
     }
     return { key: page.appid, value };
   }

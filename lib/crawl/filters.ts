@@ -5,6 +5,7 @@
  */
 import { domainToASCII } from 'node:url';
 import type { CrawlSettings } from '../redis/frontier.ts';
+import { compileLinkRegex } from './link-regex.ts';
 
 /**
  * Scrapy's `IGNORED_EXTENSIONS` (`scrapy/linkextractors/__init__.py`, current master): links to these binary and media
@@ -220,12 +221,12 @@ const DEFAULT_EXTENSIONS: ReadonlySet<string> = new Set(IGNORED_EXTENSIONS);
  *    `.tar.gz` style extensions allowed), which replaces {@link IGNORED_EXTENSIONS} when given; an
  *    empty list denies no extension. The query string is not looked at.
  *
- * @throws {SyntaxError} when a regex does not compile (validation rejects such crawls first).
+ * @throws when a regex does not compile as RE2 (validation rejects such crawls first).
  */
 export function compileLinkFilter(settings: FilterSettings): LinkFilter {
   const domains = settings.allowed_domains?.map(normalizeDomain).filter((d) => d.length > 0);
-  const allow = settings.allow_regex?.map((source) => new RegExp(source));
-  const deny = settings.deny_regex?.map((source) => new RegExp(source));
+  const allow = settings.allow_regex?.map(compileLinkRegex);
+  const deny = settings.deny_regex?.map(compileLinkRegex);
   const extensions =
     settings.deny_extensions === undefined
       ? DEFAULT_EXTENSIONS
@@ -236,8 +237,8 @@ export function compileLinkFilter(settings: FilterSettings): LinkFilter {
       const host = hostOf(url);
       if (!domains.some((domain) => hostInDomain(host, domain))) return false;
     }
-    if (allow !== undefined && allow.length > 0 && !allow.some((re) => re.test(url))) return false;
-    if (deny?.some((re) => re.test(url))) return false;
+    if (allow !== undefined && allow.length > 0 && !allow.some((re) => re.matcher(url).find())) return false;
+    if (deny?.some((re) => re.matcher(url).find())) return false;
     return extensions.size === 0 || !hasExtension(pathOf(url), extensions);
   };
 }

@@ -7,6 +7,7 @@ import { Buffer } from 'node:buffer';
 import { domainToASCII } from 'node:url';
 import type { ErrorObject, ValidateFunction } from 'ajv';
 import { Ajv } from 'ajv';
+import { compileLinkRegex } from '../crawl/link-regex.ts';
 import type { RejectionDetail } from '../errors.ts';
 import { SchemaValidationError } from '../errors.ts';
 import actionSchema from './action.schema.json' with { type: 'json' };
@@ -44,9 +45,9 @@ export interface CrawlRequest {
   domain_max_pages?: number;
   /** Only links to these domains or their subdomains are followed. Any domain when absent. */
   allowed_domains?: string[];
-  /** JavaScript regular expressions (each compiles); a link must match one. */
+  /** RE2 regular expressions (each compiles; linear-time matching); a link must match one. */
   allow_regex?: string[];
-  /** JavaScript regular expressions (each compiles); a match denies the link, winning over `allow_regex`. */
+  /** RE2 regular expressions (each compiles); a match denies the link, winning over `allow_regex`. */
   deny_regex?: string[];
   /** Replaces the default list of binary and media extensions whose links are not followed. */
   deny_extensions?: string[];
@@ -446,11 +447,11 @@ function crawlProblems(request: CrawlRequest): RejectionDetail[] {
   for (const field of ['allow_regex', 'deny_regex'] as const) {
     request[field]?.forEach((source, index) => {
       try {
-        new RegExp(source);
+        compileLinkRegex(source);
       } catch (error) {
         details.push({
           path: `/${field}/${index}`,
-          message: `must be a valid regular expression: ${(error as Error).message}`,
+          message: `must be a valid RE2 regular expression (matched in linear time, so no lookaround or backreferences): ${(error as Error).message}`,
         });
       }
     });

@@ -1,6 +1,6 @@
 import { readFileSync } from 'node:fs';
 import { describe, expect, it } from 'vitest';
-import { extractLinks } from '../../lib/crawl/extract.ts';
+import { extractLinks, extractPageLinks } from '../../lib/crawl/extract.ts';
 
 function fixture(name: string): string {
   return readFileSync(new URL(`../fixtures/html/${name}`, import.meta.url), 'utf8');
@@ -148,5 +148,64 @@ describe('extractLinks on malformed markup', () => {
     expect(extractLinks('<a href="">self</a>', PAGE)).toEqual([
       { url: 'http://www.example.com/dir/page.html?q=1', text: 'self' },
     ]);
+  });
+});
+
+describe('extractLinks text and resolution details', () => {
+  it('decodes entities in link text and hrefs, and collapses a decoded no-break space like any whitespace', () => {
+    const html = '<a href="/caf&eacute;?a=1&amp;b=2&lt;">Caf&eacute;&nbsp;&amp;&#x20;&#128512; bar</a>';
+    expect(extractLinks(html, PAGE)).toEqual([
+      { url: 'http://www.example.com/caf%C3%A9?a=1&b=2%3C', text: 'Café & 😀 bar' },
+    ]);
+  });
+
+  it('collapses exactly the characters /\\s/ matches, as trimming and collapsing the joined text did', () => {
+    const units = Array.from({ length: 0x10000 }, (_, c) => String.fromCharCode(c)).filter(
+      (ch) => ch !== '<' && ch !== '&',
+    );
+    const html = units.map((ch, i) => `<a href="/w${i}">x${ch}y</a>`).join('');
+    const texts = extractLinks(html, PAGE, { maxLinks: units.length }).map((l) => l.text);
+    expect(texts).toEqual(units.map((ch) => `x${ch}y`.replace(/\s+/g, ' ')));
+  });
+
+  it("leaves script and style bodies and nested anchors out of a link's text", () => {
+    const html =
+      '<a href="/outer">one<script>var a = "<b>no</b>";</script><style>.x{}</style> two<a href="/inner">inner</a></a>';
+    expect(extractLinks(html, PAGE)).toEqual([
+      { url: 'http://www.example.com/outer', text: 'one two' },
+      { url: 'http://www.example.com/inner', text: 'inner' },
+    ]);
+  });
+
+  it('gives an unclosed anchor the text after a nested anchor closes, as the htmlparser2 tree nested them', () => {
+    const html = '<p><a href="/open">open <a href="/inner">inner</a> after</p> outside';
+    expect(extractLinks(html, PAGE)).toEqual([
+      { url: 'http://www.example.com/open', text: 'open after' },
+      { url: 'http://www.example.com/inner', text: 'inner' },
+    ]);
+  });
+
+  it('resolves links before a late <base href> against it too, as the first base applies to the whole page', () => {
+    const html = '<a href="one">1</a><a href="/dir/two">2</a><base href="/other/"><a href="two">2 again</a>';
+    expect(extractLinks(html, PAGE)).toEqual([
+      { url: 'http://www.example.com/other/one', text: '1' },
+      { url: 'http://www.example.com/dir/two', text: '2' },
+      { url: 'http://www.example.com/other/two', text: '2 again' },
+    ]);
+  });
+
+  it('cuts link text and area alt text to maxLinkTextChars, never between the halves of a surrogate pair', () => {
+    const html = '<a href="/a">abc   def ghi</a><a href="/b">abc😀</a><area href="/c" alt="  alt   text here ">';
+    expect(extractLinks(html, PAGE, { maxLinkTextChars: 4 })).toEqual([
+      { url: 'http://www.example.com/a', text: 'abc' },
+      { url: 'http://www.example.com/b', text: 'abc' },
+      { url: 'http://www.example.com/c', text: 'alt' },
+    ]);
+    expect(extractLinks(html, PAGE, { maxLinkTextChars: 7 })[0]?.text).toBe('abc def');
+  });
+
+  it('says nothing about stopping when it read the whole page', () => {
+    expect(extractPageLinks(fixture('links.html'), PAGE)).toEqual({ links: extractLinks(fixture('links.html'), PAGE) });
+    expect(Object.keys(extractPageLinks('<a href="/x">x</a>', PAGE))).toEqual(['links']);
   });
 });

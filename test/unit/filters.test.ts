@@ -91,7 +91,19 @@ describe('allow_regex and deny_regex', () => {
   });
 
   it('throws on a regex that does not compile (validation rejects such crawls earlier)', () => {
-    expect(() => compileLinkFilter({ allow_regex: ['(unclosed'] })).toThrow(SyntaxError);
+    expect(() => compileLinkFilter({ allow_regex: ['(unclosed'] })).toThrow(/missing closing \)/);
+  });
+
+  it('matches a catastrophic-backtracking pattern in linear time (RE2), so a hostile crawl cannot pin a worker', () => {
+    // (a+)+$ against 10,000 a's and a '!' takes exponential time in a backtracking engine: this would not return.
+    const follow = compileLinkFilter({ deny_regex: ['(a+)+$'], deny_extensions: [] });
+    expect(follow(`http://example.com/${'a'.repeat(10_000)}!`)).toBe(true);
+    expect(follow('http://example.com/aaa')).toBe(false);
+  });
+
+  it('honours inline flags such as (?i), as Python did for Scrapy Cluster', () => {
+    const follow = compileLinkFilter({ allow_regex: ['(?i)/PRODUCTS/'] });
+    expect(follow('http://example.com/products/1')).toBe(true);
   });
 });
 

@@ -214,7 +214,17 @@ describe('validateRequest: crawl regexes', () => {
   it('rejects an allow_regex entry that does not compile, pointing at its index', () => {
     const error = expectSchemaRejection(crawl({ allow_regex: ['ok', '(unclosed'] }), '/allow_regex/1');
     expect(error.details).toHaveLength(1);
-    expect(error.details[0]?.message).toMatch(/^must be a valid regular expression: .*Unterminated group/);
+    expect(error.details[0]?.message).toMatch(/^must be a valid RE2 regular expression .*missing closing \)/);
+  });
+
+  it('rejects lookaround and backreferences, which RE2 cannot match in linear time, saying so', () => {
+    const error = expectSchemaRejection(crawl({ allow_regex: ['a(?=b)', '(a)\\1'] }), '/allow_regex/0');
+    expect(error.details.map((d) => d.path)).toEqual(['/allow_regex/0', '/allow_regex/1']);
+    expect(error.details[0]?.message).toContain('no lookaround or backreferences');
+  });
+
+  it("accepts Python's inline flags, as Scrapy Cluster's clients wrote them", () => {
+    expect(validateRequest(crawl({ allow_regex: ['(?i)/Products/'] })).type).toBe('crawl');
   });
 
   it('rejects a deny_regex entry that does not compile', () => {

@@ -1,0 +1,365 @@
+/**
+ * The crawl loop against small in-memory fakes of its seams (frontier, fetcher, robots, sink, body store):
+ * every branch of the failure decision as the loop acts on it, and the poison-proofing around delivery
+ * (messages always fit, per-app copies best effort, page before children, nothing released for poison).
+ */
+import { describe, expect, it } from 'vitest';
+import { Crawler, type CrawlerFrontier } from '../../lib/crawl/crawler.ts';
+import type { RobotsDecision } from '../../lib/crawl/robots.ts';
+import { spiderRegistry } from '../../lib/crawl/spiders/index.ts';
+import { FetchError, type FetchRequest, type FetchResult, type PageItem } from '../../lib/crawl/types.ts';
+import type { AckResult, CrawlSettings, Lease, LeaseResult } from '../../lib/redis/frontier.ts';
+import { FakeSink, MemoryStatsStore, RecordingLog, type SentBatch } from '../helpers/fakes.ts';
+
+const SETTINGS: CrawlSettings = {
+  appid: 'app1',
+  crawlid: 'c1',
+  spiderid: 'link',
+  priority: 1,
+  maxdepth: 1,
+  expires: 0,
+};
+const FIREHOSE = 'demo.crawled_firehose';
+
+let handles = 0;
+function lease(url: string, fields: Partial<Lease> = {}): Lease {
+  handles += 1;
+  return {
+    handle: `h${handles}`,
+    partition: { prefix: 't', scope: 'link', partition: 0, spider: 'link' },
+    url,
+    domain: 'a.example',
+    priority: 1,
+    depth: 0,
+    retries: 0,
+    crawl: SETTINGS,
+    ...fields,
+  };
+}
+
+/** A frontier of a fixed list of leases that records what the crawler did with each. */
+class ScriptedFrontier implements CrawlerFrontier {
+  readonly events: string[] = [];
+  readonly acked: { handle: string; outcome: string }[] = [];
+  readonly retried: { handle: string; delayMs: number }[] = [];
+  readonly released: string[] = [];
+  readonly enqueued: { spider: string; urls: string[] }[] = [];
+  /** Makes enqueue throw this. */
+  enqueueError: Error | undefined;
+  readonly #leases: Lease[];
+  readonly #total: number;
+  constructor(leases: Lease[]) {
+    this.#leases = [...leases];
+    this.#total = leases.length;
+  }
+  /** Every lease got its one outcome. */
+  get settled(): boolean {
+    return this.acked.length + this.retried.length + this.released.length >= this.#total;
+  }
+  async lease(): Promise<LeaseResult> {
+    const next = this.#leases.shift();
+    return next ? { leased: true, lease: next, skipped: 0 } : { leased: false, nextDueMs: null, skipped: 0 };
+  }
+  async ack(l: Pick<Lease, 'handle'>, outcome: 'done' | 'fail' = 'done'): Promise<AckResult> {
+    this.events.push(`ack ${l.handle}`);
+    this.acked.push({ handle: l.handle, outcome });
+    const complete = this.settled && this.#leases.length === 0;
+    return { acked: true, complete, queued: 0, leased: 0, done: this.acked.length, failed: 0 };
+  }
+  async retry(l: Pick<Lease, 'handle'>, delayMs: number): Promise<{ retried: boolean; handle: string | undefined }> {
+    this.retried.push({ handle: l.handle, delayMs });
+    return { retried: true, handle: `${l.handle}r` };
+  }
+  async release(ls: Pick<Lease, 'handle'>[]): Promise<number> {
+    this.released.push(...ls.map((l) => l.handle));
+    return ls.length;
+  }
+  async enqueue(spider: string, items: { request: { url: string } }[]): Promise<never[]> {
+    this.events.push(`enqueue ${items.length}`);
+    if (this.enqueueError) throw this.enqueueError;
+    this.enqueued.push({ spider, urls: items.map((i) => i.request.url) });
+    return [];
+  }
+}
+
+function html(url: string, body: string, fields: Partial<FetchResult> = {}): FetchResult {
+  return {
+    requestUrl: url,
+    url,
+    status: 200,
+    statusText: 'OK',
+    headers: { 'content-type': ['text/html'] },
+    requestHeaders: {},
+    body: Buffer.from(body),
+    text: body,
+    encoding: 'utf-8',
+    truncated: false,
+    redirects: [],
+    fetchedMs: 3,
+    ...fields,
+  };
+}
+
+/** A sink that also records the order of sends among the frontier's events, and can refuse some topics. */
+class OrderedSink extends FakeSink {
+  readonly events: string[];
+  readonly refuse: (topic: string) => Error | undefined;
+  constructor(events: string[], refuse: (topic: string) => Error | undefined = () => undefined) {
+    super();
+    this.events = events;
+    this.refuse = refuse;
+  }
+  override async send(batch: SentBatch): Promise<void> {
+    for (const { topic } of batch) {
+      const error = this.refuse(topic);
+      if (error) throw error;
+    }
+    this.events.push(`send ${batch.map((b) => b.topic).join(',')}`);
+    await super.send(batch);
+  }
+}
+
+interface Run {
+  frontier: ScriptedFrontier;
+  sink: OrderedSink;
+  log: RecordingLog;
+  pages: PageItem[];
+  stored: Map<string, Buffer>;
+}
+
+async function crawl(
+  leases: Lease[],
+  fetch: (request: FetchRequest) => FetchResult | Promise<FetchResult>,
+  options: {
+    robots?: RobotsDecision;
+    refuse?: (topic: string) => Error | undefined;
+    maxMessageBytes?: number;
+    appidTopics?: boolean;
+    enqueueError?: Error;
+    spider?: (url: string) => void;
+  } = {},
+): Promise<Run> {
+  const frontier = new ScriptedFrontier(leases);
+  frontier.enqueueError = options.enqueueError;
+  const sink = new OrderedSink(frontier.events, options.refuse);
+  const log = new RecordingLog();
+  const stored = new Map<string, Buffer>();
+  const spiders = spiderRegistry();
+  if (options.spider) {
+    const hook = options.spider;
+    spiders.set('link', {
+      name: 'link',
+      follow: (req, _res, links) => {
+        hook(req.url);
+        return links.map((l) => ({ url: l.url }));
+      },
+    });
+  }
+  const crawler = new Crawler({
+    frontier,
+    fetcher: { fetch: async (r) => fetch(r), close: async () => undefined },
+    robots: options.robots ? { check: async () => options.robots as RobotsDecision } : undefined,
+    sink,
+    stats: new MemoryStatsStore(),
+    spiders,
+    spiderTypes: ['link'],
+    topicPrefix: 'demo',
+    appidTopics: options.appidTopics ?? false,
+    maxMessageBytes: options.maxMessageBytes ?? 1_000_000,
+    bodyStore: {
+      put: async (key, body) => {
+        stored.set(key, Buffer.from(body));
+        return `s3://bodies/${key}`;
+      },
+    },
+    concurrency: 1,
+    retryTimes: 3,
+    retryBaseDelayMs: 100,
+    userAgent: 'test-agent',
+    nodeId: 'test:1',
+    host: 'test',
+    log,
+    idlePollMs: 5,
+    scoutPollMs: 5,
+  });
+  crawler.start();
+  const deadline = Date.now() + 10_000;
+  while (!frontier.settled && Date.now() < deadline) await new Promise((r) => setTimeout(r, 2));
+  await crawler.stop(1000);
+  return { frontier, sink, log, pages: sink.values<PageItem>(FIREHOSE), stored };
+}
+
+describe('Crawler: the failure decision in the loop', () => {
+  it('retries a 503 with its Retry-After as the delay, publishing nothing yet', async () => {
+    const l = lease('http://a.example/busy');
+    const r = await crawl([l], (q) =>
+      html(q.url, '', { status: 503, statusText: 'Service Unavailable', headers: { 'retry-after': ['7'] } }),
+    );
+    expect(r.frontier.retried).toEqual([{ handle: l.handle, delayMs: 7000 }]);
+    expect(r.pages).toEqual([]);
+  });
+
+  it('gives up on a 503 after the last retry with a success:false page, acked as failed', async () => {
+    const l = lease('http://a.example/busy', { retries: 3 });
+    const r = await crawl([l], (q) => html(q.url, 'down', { status: 503, statusText: 'Service Unavailable' }));
+    expect(r.pages).toHaveLength(1);
+    expect(r.pages[0]).toMatchObject({ success: false, exception: 'HTTP 503 Service Unavailable', status_code: 503 });
+    expect(r.frontier.acked).toEqual([{ handle: l.handle, outcome: 'fail' }]);
+  });
+
+  it('retries a connection failure, then gives up on a blocked address at once', async () => {
+    const a = lease('http://a.example/refused');
+    const b = lease('http://a.example/private');
+    const r = await crawl([a, b], (q) => {
+      if (q.url.endsWith('refused')) throw new FetchError('connect', 'ECONNREFUSED');
+      throw new FetchError('blocked_address', '10.0.0.1 is not a public address');
+    });
+    expect(r.frontier.retried).toEqual([{ handle: a.handle, delayMs: 100 }]);
+    expect(r.pages).toMatchObject([
+      { url: b.url, success: false, exception: 'blocked_address: 10.0.0.1 is not a public address' },
+    ]);
+  });
+
+  it('says robots.txt could not be read, not that it disallows, when it failed closed', async () => {
+    const reason = 'robots.txt could not be read (HTTP 503); failing closed, so the URL is not fetched';
+    const r = await crawl(
+      [lease('http://a.example/x')],
+      () => {
+        throw new Error('must not fetch');
+      },
+      { robots: { allowed: false, reason } },
+    );
+    expect(r.pages).toMatchObject([{ success: false, exception: reason }]);
+  });
+
+  it('turns a spider that throws (poison) into a success:false page and goes on with the next request', async () => {
+    const bad = lease('http://a.example/bad');
+    const good = lease('http://a.example/good');
+    const r = await crawl([bad, good], (q) => html(q.url, '<a href="/next">n</a>'), {
+      spider: (url) => {
+        if (url.endsWith('bad')) throw new RangeError('Maximum call stack size exceeded');
+      },
+    });
+    expect(r.pages.map((p) => [p.url, p.success, p.exception])).toEqual([
+      [bad.url, false, 'the page could not be processed: RangeError: Maximum call stack size exceeded'],
+      [good.url, true, undefined],
+    ]);
+    expect(r.frontier.released).toEqual([]);
+  });
+
+  it('releases, uncounted and unpublished, when Kafka is unreachable', async () => {
+    const l = lease('http://a.example/x');
+    const down = Object.assign(new Error('Connection error: connect ECONNREFUSED'), { name: 'KafkaJSConnectionError' });
+    const r = await crawl([l], (q) => html(q.url, 'ok'), { refuse: () => down });
+    expect(r.frontier.released).toEqual([l.handle]);
+    expect(r.frontier.retried).toEqual([]);
+    expect(r.frontier.acked).toEqual([]);
+  });
+
+  it('publishes a small give-up page when the broker refuses the page itself as too large', async () => {
+    const l = lease('http://a.example/x');
+    let refused = 0;
+    const tooLarge = Object.assign(new Error('message too large'), {
+      name: 'KafkaJSProtocolError',
+      type: 'MESSAGE_TOO_LARGE',
+    });
+    const r = await crawl([l], (q) => html(q.url, 'ok'), {
+      refuse: (topic) => (topic === FIREHOSE && refused++ === 0 ? tooLarge : undefined),
+    });
+    expect(r.pages).toMatchObject([{ success: false, exception: expect.stringContaining('could not be published') }]);
+    expect(r.frontier.acked).toEqual([{ handle: l.handle, outcome: 'fail' }]);
+    expect(r.frontier.released).toEqual([]);
+  });
+});
+
+describe('Crawler: messages always fit', () => {
+  it('fits a page with 20,000 links under a 100 KB limit, keeps the first links, and still enqueues them all', async () => {
+    const links = Array.from({ length: 20_000 }, (_, i) => `<a href="/p${i}">page ${i}</a>`).join('');
+    const r = await crawl([lease('http://a.example/')], (q) => html(q.url, links), { maxMessageBytes: 100_000 });
+    const [m] = r.sink.messages(FIREHOSE);
+    expect(Buffer.byteLength(String(m?.value))).toBeLessThanOrEqual(100_000);
+    const page = r.pages[0] as PageItem;
+    expect(page.links_truncated).toBe(true);
+    expect(page.links.length).toBeGreaterThan(100);
+    expect(page.links[0]?.url).toBe('http://a.example/p0');
+    expect(page.body_truncated).toBe(true);
+    expect(page.body_ref).toMatch(/^s3:\/\/bodies\//);
+    expect(r.frontier.enqueued.flatMap((e) => e.urls)).toHaveLength(10_000);
+  });
+
+  it('stores the response bytes, not their lossy decoding, when a binary body labelled text/html is offloaded', async () => {
+    const bytes = Buffer.from(Array.from({ length: 300_000 }, (_, i) => (i * 7919) % 256));
+    const r = await crawl(
+      [lease('http://a.example/bin')],
+      (q) => html(q.url, '', { body: bytes, text: new TextDecoder().decode(bytes) }),
+      { maxMessageBytes: 50_000 },
+    );
+    const [stored] = [...r.stored.values()];
+    expect(stored?.equals(bytes)).toBe(true);
+  });
+
+  it('publishes a give-up page when not even an empty page fits (huge response headers)', async () => {
+    const l = lease('http://a.example/x');
+    const headers = { 'content-type': ['text/html'], 'x-junk': ['j'.repeat(20_000)] };
+    const r = await crawl([l], (q) => html(q.url, 'ok', { headers }), { maxMessageBytes: 5_000 });
+    expect(r.pages).toMatchObject([
+      { success: false, exception: expect.stringContaining('PageTooLargeError'), response_headers: {} },
+    ]);
+    expect(r.frontier.acked).toEqual([{ handle: l.handle, outcome: 'fail' }]);
+  });
+});
+
+describe('Crawler: delivery order and best-effort copies', () => {
+  it('publishes the page before it enqueues the children, and acks last', async () => {
+    const l = lease('http://a.example/');
+    const r = await crawl([l], (q) => html(q.url, '<a href="/a">a</a><a href="/b">b</a>'));
+    expect(r.frontier.events.filter((e) => !e.startsWith('send demo.outbound'))).toEqual([
+      `send ${FIREHOSE}`,
+      'enqueue 2',
+      `ack ${l.handle}`,
+    ]);
+  });
+
+  it('with per-app topics on and the per-app topic missing, still publishes to the firehose and acks once', async () => {
+    const l = lease('http://a.example/');
+    const missing = Object.assign(new Error('This server does not host this topic-partition'), {
+      name: 'KafkaJSProtocolError',
+      type: 'UNKNOWN_TOPIC_OR_PARTITION',
+    });
+    const r = await crawl([l], (q) => html(q.url, 'ok'), {
+      appidTopics: true,
+      refuse: (topic) =>
+        topic.startsWith('demo.crawled_app1') || topic.startsWith('demo.outbound_app1') ? missing : undefined,
+    });
+    expect(r.pages).toHaveLength(1);
+    expect(r.frontier.acked).toEqual([{ handle: l.handle, outcome: 'done' }]);
+    expect(r.frontier.released).toEqual([]);
+    expect(r.log.at('warn').map((w) => w.message)).toContain(
+      'per-app topic not written (create it with `topics create --appid`)',
+    );
+  });
+
+  it('sends the complete notice to outbound_<appid> too when per-app topics are on', async () => {
+    const r = await crawl([lease('http://a.example/')], (q) => html(q.url, 'ok'), { appidTopics: true });
+    expect(r.sink.values('demo.outbound_firehose')).toMatchObject([{ action: 'complete', crawlid: 'c1' }]);
+    expect(r.sink.values('demo.outbound_app1')).toMatchObject([{ action: 'complete', crawlid: 'c1' }]);
+    expect(r.sink.values('demo.crawled_app1')).toHaveLength(1);
+  });
+
+  it('acks the page when Redis refuses its children with a script error (poison), logging it', async () => {
+    const l = lease('http://a.example/');
+    const scriptError = Object.assign(new Error('ERR user_script:3: bad member'), { name: 'ReplyError' });
+    const r = await crawl([l], (q) => html(q.url, '<a href="/a">a</a>'), { enqueueError: scriptError });
+    expect(r.pages).toMatchObject([{ success: true }]);
+    expect(r.frontier.acked).toEqual([{ handle: l.handle, outcome: 'done' }]);
+    expect(r.log.at('warn').map((w) => w.message)).toContain('children refused; the page is published without them');
+  });
+
+  it('releases the page when Redis is unreachable for its children (it will be crawled again)', async () => {
+    const l = lease('http://a.example/');
+    const down = Object.assign(new Error('connect ECONNREFUSED 127.0.0.1:6379'), { code: 'ECONNREFUSED' });
+    const r = await crawl([l], (q) => html(q.url, '<a href="/a">a</a>'), { enqueueError: down });
+    expect(r.frontier.released).toEqual([l.handle]);
+    expect(r.frontier.acked).toEqual([]);
+  });
+});

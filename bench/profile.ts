@@ -7,13 +7,13 @@
  */
 import { mkdirSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
+import { startSiteProcess } from '../localstack/site/process.ts';
 import { rankedTable, summarizeCpuProfile } from './lib/cpuprofile.ts';
 import { crawlPass } from './lib/crawl-pass.ts';
 import { type BenchRedis, openBenchRedis } from './lib/redis.ts';
 import { BENCH_DIR } from './lib/results.ts';
 import type { ScenarioContext } from './lib/scenario.ts';
 import { benchConcurrency, benchSiteOptions, seedPlan } from './lib/site-config.ts';
-import { startSiteProcess } from './site/process.ts';
 
 const dir = join(BENCH_DIR, 'profile');
 rmSync(dir, { recursive: true, force: true });

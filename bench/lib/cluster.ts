@@ -24,12 +24,6 @@ import type { Kafka, Producer } from 'kafkajs';
 import { config, quietLocalMetrics, type Variables } from '../../lib/config/index.ts';
 import { createKafka, createProducer, kafkaSettings } from '../../lib/kafka/client.ts';
 import { clusterTopics } from '../../lib/kafka/topics.ts';
-import type { LocalCluster } from '../../lib/local/cluster.ts';
-import { envOf } from '../../lib/local/crawler-workers.ts';
-import type { MskBatchStats } from '../../lib/local/runtime/msk-source.ts';
-import { layoutFrom } from '../../lib/local/services/index.ts';
-import { kafkaUp } from '../../lib/local/services/kafka-service.ts';
-import { REPO_ROOT } from '../../lib/local/services/layout.ts';
 import { redisStatsStore } from '../../lib/monitor/stores.ts';
 import type { RedisClient } from '../../lib/redis/client.ts';
 import { Frontier, frontierOptions } from '../../lib/redis/frontier.ts';
@@ -45,6 +39,12 @@ import {
   statsRegistryKey,
 } from '../../lib/redis/keys.ts';
 import { listStatNames } from '../../lib/redis/stats.ts';
+import type { LocalCluster } from '../../localstack/runtime/cluster.ts';
+import { envOf } from '../../localstack/runtime/crawler-workers.ts';
+import type { MskBatchStats } from '../../localstack/runtime/msk-source.ts';
+import { layoutFrom } from '../../localstack/services/index.ts';
+import { kafkaUp } from '../../localstack/services/kafka-service.ts';
+import { REPO_ROOT } from '../../localstack/services/layout.ts';
 import type { ScenarioContext } from './scenario.ts';
 
 export interface BenchClusterOptions {
@@ -86,7 +86,7 @@ const SPIDERS = ['link', 'wandering'];
 export async function startBenchCluster(ctx: ScenarioContext, o: BenchClusterOptions): Promise<BenchCluster> {
   // Powertools would print an EMF document per invocation; must precede the handler modules' import.
   quietLocalMetrics();
-  const { startLocalCluster } = await import('../../lib/local/cluster.ts');
+  const { startLocalCluster } = await import('../../localstack/runtime/cluster.ts');
   const { createMonitorDeps } = await import('../../functions/shared/deps.ts');
   const base = config();
   const kafkaStatus = await kafkaUp(layoutFrom(base), ctx.progress);

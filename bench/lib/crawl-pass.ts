@@ -6,7 +6,7 @@
  * involved and the Redis server time per page.
  */
 import { randomBytes } from 'node:crypto';
-import type { FixtureSite } from '../site/site.ts';
+import type { FixtureSite } from '../../localstack/site/site.ts';
 import { type BenchCluster, crawlToCompletion, readPageTimes, startBenchCluster } from './cluster.ts';
 import { CpuMeter } from './cpu.ts';
 import { envBool, envInt } from './env.ts';

@@ -19,9 +19,9 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { config } from '../../lib/config/index.ts';
-import { layoutFrom } from '../../lib/local/services/index.ts';
-import { ensureRedisBinary, redisUp } from '../../lib/local/services/redis-service.ts';
 import { createRedis, type RedisClient } from '../../lib/redis/client.ts';
+import { layoutFrom } from '../../localstack/services/index.ts';
+import { ensureRedisBinary, redisUp } from '../../localstack/services/redis-service.ts';
 
 export type BenchRedisMode = 'private' | 'shared';
 

@@ -4,7 +4,7 @@
  * BENCH_PAGES=20000), BENCH_LINKS (20), BENCH_PAGE_BYTES (30000), BENCH_SITE_LATENCY_MS (0), and the
  * concurrency every crawler under test gets, BENCH_CONCURRENCY (16).
  */
-import type { SiteGeometry, SiteOptions } from '../site/site.ts';
+import type { SiteGeometry, SiteOptions } from '../../localstack/site/site.ts';
 import { envInt, envNumber } from './env.ts';
 import type { ScenarioContext } from './scenario.ts';
 

@@ -16,13 +16,13 @@
  * - BENCH_CRAWL_WORKERS (1,2), BENCH_CONCURRENCY (16 per worker), BENCH_CRAWL_TIMEOUT_S (600).
  */
 
+import { startSiteProcess } from '../../localstack/site/process.ts';
 import { type CrawlPassResult, crawlPass, passNumbers } from '../lib/crawl-pass.ts';
 import { envIntList } from '../lib/env.ts';
 import { parseHostMap, rawPass } from '../lib/raw.ts';
 import type { Numbers, ScenarioContext, Target } from '../lib/scenario.ts';
 import { benchConcurrency, benchSiteOptions, recordSiteInputs, seedPlan } from '../lib/site-config.ts';
 import { round } from '../lib/timing.ts';
-import { startSiteProcess } from '../site/process.ts';
 
 export const description = 'End-to-end crawl (Kafka → kafka-monitor → Redis → crawler workers → Kafka) vs raw';
 

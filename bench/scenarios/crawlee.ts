@@ -13,6 +13,7 @@
  * BENCH_LINKS, BENCH_PAGE_BYTES, BENCH_SITE_LATENCY_MS, BENCH_CONCURRENCY.
  */
 
+import { startSiteProcess } from '../../localstack/site/process.ts';
 import { CpuMeter } from '../lib/cpu.ts';
 import { crawlPass, passNumbers } from '../lib/crawl-pass.ts';
 import { crawleeCrawl } from '../lib/crawlee.ts';
@@ -21,7 +22,6 @@ import { parseHostMap, rawPass } from '../lib/raw.ts';
 import type { Numbers, ScenarioContext, Target } from '../lib/scenario.ts';
 import { benchConcurrency, benchSiteOptions, recordSiteInputs, seedPlan } from '../lib/site-config.ts';
 import { round } from '../lib/timing.ts';
-import { startSiteProcess } from '../site/process.ts';
 
 export const description = "Crawlee's CheerioCrawler vs our crawl (1 worker) on the same URL set and concurrency";
 

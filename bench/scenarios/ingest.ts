@@ -19,10 +19,10 @@
 import { randomBytes } from 'node:crypto';
 import { config, quietLocalMetrics, type Variables } from '../../lib/config/index.ts';
 import { encodeMskEvent, type MskEvent } from '../../lib/kafka/msk-event.ts';
-import { lambdaContext } from '../../lib/local/lambda-context.ts';
-import { layoutFrom } from '../../lib/local/services/index.ts';
-import { kafkaUp } from '../../lib/local/services/kafka-service.ts';
 import { crawlKey, dupefilterKey, partitionKeyList, spiderPartitions, spidersKey } from '../../lib/redis/keys.ts';
+import { lambdaContext } from '../../localstack/runtime/lambda-context.ts';
+import { layoutFrom } from '../../localstack/services/index.ts';
+import { kafkaUp } from '../../localstack/services/kafka-service.ts';
 import { CpuMeter } from '../lib/cpu.ts';
 import { envInt } from '../lib/env.ts';
 import { commandBreakdown, commandStats, scriptStats, usecPerCall } from '../lib/redis.ts';

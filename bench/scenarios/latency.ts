@@ -18,12 +18,12 @@
  * - BENCH_LATENCY_CRAWLS (200). Site in this process (one request at a time is no load).
  */
 import { setTimeout as sleep } from 'node:timers/promises';
+import { startSite } from '../../localstack/site/site.ts';
 import { startBenchCluster } from '../lib/cluster.ts';
 import { openThrottle } from '../lib/crawl-pass.ts';
 import { envInt, envNumber } from '../lib/env.ts';
 import type { Numbers, ScenarioContext, Target } from '../lib/scenario.ts';
 import { percentile, round } from '../lib/timing.ts';
-import { startSite } from '../site/site.ts';
 
 export const description = 'Feed → page message latency of single-page crawls, minus the fetch time';
 

@@ -11,13 +11,13 @@
  * (bench/lib/site-config.ts); BENCH_RAW_BUDGET_S caps each pass (default 300).
  */
 
+import { startSiteProcess } from '../../localstack/site/process.ts';
 import { CpuMeter } from '../lib/cpu.ts';
 import { envInt } from '../lib/env.ts';
 import { parseHostMap, type RawClient, type RawResult, rawPass } from '../lib/raw.ts';
 import type { Numbers, ScenarioContext } from '../lib/scenario.ts';
 import { benchConcurrency, benchSiteOptions, recordSiteInputs, seedPlan } from '../lib/site-config.ts';
 import { round } from '../lib/timing.ts';
-import { startSiteProcess } from '../site/process.ts';
 
 export const description = 'Physical limit: undici fetch + extractLinks in a tight loop (no Redis, no Kafka)';
 

@@ -14,11 +14,11 @@
  * spaced) or false (a sliding window: bursts of up to `hits`).
  */
 import { setTimeout as sleep } from 'node:timers/promises';
+import { startSite } from '../../localstack/site/site.ts';
 import { startBenchCluster } from '../lib/cluster.ts';
 import { envBool, envInt } from '../lib/env.ts';
 import type { Numbers, ScenarioContext, Target } from '../lib/scenario.ts';
 import { percentile, round } from '../lib/timing.ts';
-import { startSite } from '../site/site.ts';
 
 export const description = 'Cluster-wide politeness: 4 workers on one domain, hits=10 per 5 s window';
 

@@ -4,7 +4,6 @@
  * in-flight work within SHUTDOWN_DEADLINE_MS, flushes the producer and exits 0.
  */
 import { hostname } from 'node:os';
-import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { S3Client } from '@aws-sdk/client-s3';
 import { config } from '../../lib/config/index.ts';
@@ -15,7 +14,6 @@ import { RobotsCache } from '../../lib/crawl/robots.ts';
 import { spiderRegistry } from '../../lib/crawl/spiders/index.ts';
 import { createKafka, createProducer, kafkaSettings } from '../../lib/kafka/client.ts';
 import { producerSink } from '../../lib/kafka/sink.ts';
-import { REPO_ROOT } from '../../lib/local/services/layout.ts';
 import { redisStatsStore } from '../../lib/monitor/stores.ts';
 import { createRedis, redisSettings } from '../../lib/redis/client.ts';
 import { Frontier, frontierOptions } from '../../lib/redis/frontier.ts';
@@ -55,11 +53,14 @@ const fetcher = new UndiciFetcher({
   allowPrivateNetworks: vars.ALLOW_PRIVATE_NETWORKS,
   resolve: hostMap(vars.CRAWLER_HOST_MAP),
 });
-// S3 on AWS (BODY_STORE_BUCKET, set by the stack), else a local directory. One S3 client for the task's life.
+// S3 on AWS (BODY_STORE_BUCKET, set by the stack), else a local directory (the local runtime sets one), else
+// none: bodies over the message limit are then cut. One S3 client for the task's life.
 const s3 = vars.BODY_STORE_BUCKET ? new S3Client({ region: vars.AWS_REGION }) : undefined;
-const bodyStore: BodyStore = s3
+const bodyStore: BodyStore | undefined = s3
   ? s3BodyStore(s3, vars.BODY_STORE_BUCKET)
-  : directoryBodyStore(vars.BODY_STORE_DIR || join(REPO_ROOT, '.services', 'bodies'));
+  : vars.BODY_STORE_DIR
+    ? directoryBodyStore(vars.BODY_STORE_DIR)
+    : undefined;
 const spiders = spiderRegistry();
 const spiderTypes = vars.CRAWLER_SPIDERS ? vars.CRAWLER_SPIDERS.split(',').map((s) => s.trim()) : [...spiders.keys()];
 for (const s of spiderTypes) if (!spiders.has(s)) throw new Error(`CRAWLER_SPIDERS: unknown spider type "${s}"`);

@@ -9,9 +9,9 @@ import type { Kafka, Producer } from 'kafkajs';
 import type { Variables } from '../../lib/config/index.ts';
 import { config } from '../../lib/config/index.ts';
 import { createKafka, createProducer, kafkaSettings } from '../../lib/kafka/client.ts';
-import { type MessageSink, producerSink } from '../../lib/kafka/sink.ts';
-import type { MonitorLog } from '../../lib/monitor/context.ts';
+import { producerSink } from '../../lib/kafka/sink.ts';
 import { redisReplyStore, redisStatsStore } from '../../lib/monitor/stores.ts';
+import type { Log, MessageSink } from '../../lib/ports.ts';
 import { createRedis, type RedisClient, redisSettings } from '../../lib/redis/client.ts';
 import { Frontier, frontierOptions } from '../../lib/redis/frontier.ts';
 import type { HealthProbes, RestContext, RestOptions } from '../../lib/rest/context.ts';
@@ -57,7 +57,7 @@ function lazySink(producer: Producer): MessageSink {
 /** Opens (lazily) Redis and Kafka from the configuration and builds the REST context. */
 export function createRestDeps(
   name: string,
-  log: MonitorLog,
+  log: Log,
   vars: Variables = config(),
   options: RestOptions = {},
 ): RestDeps {

@@ -7,9 +7,10 @@ import { hostname } from 'node:os';
 import type { Variables } from '../../lib/config/index.ts';
 import { config } from '../../lib/config/index.ts';
 import { createKafka, createProducer, kafkaSettings } from '../../lib/kafka/client.ts';
-import { type MessageSink, producerSink } from '../../lib/kafka/sink.ts';
-import type { MonitorContext, MonitorLog } from '../../lib/monitor/context.ts';
+import { producerSink } from '../../lib/kafka/sink.ts';
+import type { MonitorContext } from '../../lib/monitor/context.ts';
 import { redisReplyStore, redisStatsStore } from '../../lib/monitor/stores.ts';
+import type { Log, MessageSink } from '../../lib/ports.ts';
 import { createRedis, redisSettings } from '../../lib/redis/client.ts';
 import { Frontier, frontierOptions } from '../../lib/redis/frontier.ts';
 import { KNOWN_SPIDERS } from '../../lib/schemas/index.ts';
@@ -21,11 +22,7 @@ export interface MonitorDeps {
 }
 
 /** Opens Redis and a Kafka producer from the configuration and builds a monitor context. */
-export async function createMonitorDeps(
-  name: string,
-  log: MonitorLog,
-  vars: Variables = config(),
-): Promise<MonitorDeps> {
+export async function createMonitorDeps(name: string, log: Log, vars: Variables = config()): Promise<MonitorDeps> {
   const redis = createRedis({ ...redisSettings(vars), connectionName: name });
   const kafka = createKafka(kafkaSettings(vars));
   const producer = createProducer(kafka);

@@ -4,7 +4,7 @@
  */
 import { Logger } from '@aws-lambda-powertools/logger';
 import { Metrics } from '@aws-lambda-powertools/metrics';
-import type { MonitorLog } from '../../lib/monitor/context.ts';
+import type { Log } from '../../lib/ports.ts';
 
 /** CloudWatch namespace of every metric the project emits; the CDK dashboard and alarms use it. */
 export const METRICS_NAMESPACE = 'CrawlCluster';
@@ -18,7 +18,7 @@ export function createMetrics(serviceName: string): Metrics {
 }
 
 /** `lib/`'s structured log, backed by a Powertools logger. */
-export function monitorLog(logger: Logger): MonitorLog {
+export function monitorLog(logger: Logger): Log {
   return {
     info: (message, fields) => logger.info(message, fields ?? {}),
     warn: (message, fields) => logger.warn(message, fields ?? {}),

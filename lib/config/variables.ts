@@ -192,7 +192,8 @@ export const VARIABLES = {
   BODY_STORE_DIR: {
     type: 'string',
     default: '',
-    description: 'Local directory for bodies over the Kafka message limit (empty: <repo>/.services/bodies).',
+    description:
+      'Local directory for bodies over the Kafka message limit (empty: none; `local` uses <services dir>/bodies).',
   },
   BODY_STORE_BUCKET: {
     type: 'string',

@@ -13,10 +13,8 @@
 import { createHash } from 'node:crypto';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { CrawlClusterError, failureCause } from '../errors.ts';
-import type { MessageSink, OutMessage } from '../kafka/sink.ts';
 import { clusterTopics, crawledAppTopic, outboundAppTopic } from '../kafka/topics.ts';
-import type { MonitorLog } from '../monitor/context.ts';
-import type { StatsStore } from '../monitor/stores.ts';
+import type { CrawlerFrontier, Log, MessageSink, OutMessage, StatsStore } from '../ports.ts';
 import type { CrawlRef, Frontier, Lease, QueueRequest } from '../redis/frontier.ts';
 import type { StatsIncrement } from '../redis/stats.ts';
 import type { BodyStore } from './body-store.ts';
@@ -36,8 +34,6 @@ import {
   type SpiderRequest,
 } from './types.ts';
 import { registrableDomain, requestFingerprint } from './url.ts';
-
-export type CrawlerFrontier = Pick<Frontier, 'lease' | 'ack' | 'retry' | 'release' | 'enqueue'>;
 
 export interface CrawlerOptions {
   frontier: CrawlerFrontier;
@@ -70,7 +66,7 @@ export interface CrawlerOptions {
   /** host:pid, for heartbeats and machine stats. */
   nodeId: string;
   host: string;
-  log: MonitorLog;
+  log: Log;
   /** @default Date.now */
   now?: () => number;
   /** Longest idle sleep before looking again (ms). @default 1000 */

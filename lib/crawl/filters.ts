@@ -5,7 +5,7 @@
  */
 import { domainToASCII } from 'node:url';
 import type { CrawlSettings } from '../redis/frontier.ts';
-import { compileLinkRegex } from './link-regex.ts';
+import { compileLinkRegex } from '../schemas/link-regex.ts';
 
 /**
  * Scrapy's `IGNORED_EXTENSIONS` (`scrapy/linkextractors/__init__.py`, current master): links to these binary and media

@@ -1,20 +1,9 @@
 /**
- * The narrow producing interface the monitors and the crawler use (DESIGN.md §4): a batch of messages to
- * one or more topics in one call. Backed by a kafkajs producer in production and by an in-memory fake in
- * unit tests.
+ * The kafkajs-backed {@link MessageSink} (lib/ports.ts): a batch of messages to one or more topics in one
+ * producer call.
  */
 import type { Producer } from 'kafkajs';
-
-export interface OutMessage {
-  key?: string | Buffer | null;
-  value: string | Buffer;
-  headers?: Record<string, string>;
-}
-
-export interface MessageSink {
-  /** Sends every message, acks=all; resolves only when all are stored. Throws when Kafka is unreachable. */
-  send(batch: { topic: string; messages: OutMessage[] }[]): Promise<void>;
-}
+import type { MessageSink } from '../ports.ts';
 
 /** A sink over a connected kafkajs producer. */
 export function producerSink(producer: Producer): MessageSink {

@@ -2,31 +2,7 @@
  * What every monitor operation needs, handed in by its entry point (STYLE.md §4): the frontier, the stats
  * store, a message sink, names, and a clock. Nothing here opens a connection.
  */
-import type { MessageSink } from '../kafka/sink.ts';
-import type { Frontier } from '../redis/frontier.ts';
-import type { ReplyStore, StatsStore } from './stores.ts';
-
-/** Structured log lines; the adapters back it with Powertools Logger, tests with an array. */
-export interface MonitorLog {
-  info(message: string, fields?: Record<string, unknown>): void;
-  warn(message: string, fields?: Record<string, unknown>): void;
-  error(message: string, fields?: Record<string, unknown>): void;
-}
-
-/** The frontier operations the monitors use (a fake implements this in unit tests). */
-export type FrontierApi = Pick<
-  Frontier,
-  | 'enqueue'
-  | 'stop'
-  | 'crawlInfo'
-  | 'appInfo'
-  | 'configureDomain'
-  | 'spiders'
-  | 'backlog'
-  | 'dueCrawls'
-  | 'reclaim'
-  | 'sweepFinished'
->;
+import type { FrontierApi, Log, MessageSink, ReplyStore, StatsStore } from '../ports.ts';
 
 export interface MonitorContext {
   frontier: FrontierApi;
@@ -43,13 +19,10 @@ export interface MonitorContext {
   replyTtlSec: number;
   /** This process's id in heartbeats (host:pid). */
   nodeId: string;
-  log: MonitorLog;
+  log: Log;
   /** Epoch ms. @default Date.now */
   now: () => number;
 }
-
-/** A log that drops everything (tests that do not look at logs). */
-export const silentLog: MonitorLog = { info() {}, warn() {}, error() {} };
 
 /** Epoch seconds, as every reply's `server_time`. */
 export function serverTime(ctx: Pick<MonitorContext, 'now'>): number {

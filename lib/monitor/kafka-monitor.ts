@@ -17,8 +17,8 @@ import {
   SchemaValidationError,
 } from '../errors.ts';
 import type { DecodedRecord } from '../kafka/msk-event.ts';
-import type { OutMessage } from '../kafka/sink.ts';
 import { clusterTopics } from '../kafka/topics.ts';
+import type { OutMessage } from '../ports.ts';
 import type { CrawlRef, EnqueueOutcome, QueueRequest } from '../redis/frontier.ts';
 import type { StatsIncrement } from '../redis/stats.ts';
 import { type ClassifiedRequest, type CrawlRequest, parseRequest } from '../schemas/index.ts';

@@ -3,8 +3,8 @@
  * are on, and (when it answers a request with a uuid) is stored under that uuid for REST polling.
  */
 
-import type { OutMessage } from '../kafka/sink.ts';
 import { clusterTopics, outboundAppTopic } from '../kafka/topics.ts';
+import type { OutMessage } from '../ports.ts';
 import type { MonitorContext } from './context.ts';
 
 export type Reply = Record<string, unknown> & { appid?: string; uuid?: string };

@@ -3,6 +3,7 @@
  * heartbeats) and stored replies. Narrow interfaces so unit tests use in-memory fakes; the Redis
  * implementations are the real thing (lib/redis/stats.ts, replyKey).
  */
+import type { ReplyStore, StatsStore } from '../ports.ts';
 import type { RedisClient } from '../redis/client.ts';
 import { replyKey } from '../redis/keys.ts';
 import {
@@ -14,21 +15,6 @@ import {
   type StatsCounts,
   type StatsIncrement,
 } from '../redis/stats.ts';
-
-export interface StatsStore {
-  increment(increments: StatsIncrement[], nowMs: number): Promise<void>;
-  read(names: string[], nowMs: number): Promise<Record<string, StatsCounts>>;
-  names(namePrefix: string): Promise<string[]>;
-  beat(kind: string, id: string, nowMs: number, ttlMs: number): Promise<void>;
-  live(kind: string, nowMs: number, ttlMs: number): Promise<string[]>;
-}
-
-export interface ReplyStore {
-  /** Stores a reply under its request uuid for `ttlSec`, for REST polling. */
-  put(uuid: string, reply: string, ttlSec: number): Promise<void>;
-  /** Reads and deletes a stored reply (a reply is returned once). */
-  take(uuid: string): Promise<string | undefined>;
-}
 
 export function redisStatsStore(redis: RedisClient, prefix: string): StatsStore {
   return {

@@ -7,12 +7,12 @@ import { Buffer } from 'node:buffer';
 import { domainToASCII } from 'node:url';
 import type { ErrorObject, ValidateFunction } from 'ajv';
 import { Ajv } from 'ajv';
-import { compileLinkRegex } from '../crawl/link-regex.ts';
 import type { RejectionDetail } from '../errors.ts';
 import { SchemaValidationError } from '../errors.ts';
 import actionSchema from './action.schema.json' with { type: 'json' };
 import crawlSchema from './crawl.schema.json' with { type: 'json' };
 import domainConfigSchema from './domain-config.schema.json' with { type: 'json' };
+import { compileLinkRegex } from './link-regex.ts';
 import statsSchema from './stats.schema.json' with { type: 'json' };
 
 /** The four request types; decided by shape, see {@link classifyRequest}. */

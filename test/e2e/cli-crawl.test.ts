@@ -9,10 +9,10 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { type FixtureSite, startSite } from '../../bench/site/site.ts';
 import { config, type Variables } from '../../lib/config/index.ts';
 import { ensureTopics } from '../../lib/kafka/client.ts';
 import { clusterTopicList, clusterTopics } from '../../lib/kafka/topics.ts';
+import { type FixtureSite, startSite } from '../../localstack/site/site.ts';
 import { startTestCluster, type TestCluster } from '../helpers/cluster.ts';
 import { testKafka, uniqueName, waitUntil } from '../helpers/services.ts';
 

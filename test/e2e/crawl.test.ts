@@ -4,7 +4,7 @@
  * several host names, pages read back from `<p>.crawled_firehose`.
  */
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';
-import { type FixtureSite, startSite } from '../../bench/site/site.ts';
+import { type FixtureSite, startSite } from '../../localstack/site/site.ts';
 import { type Collector, completeNotice, crawlPages, startTestCluster, type TestCluster } from '../helpers/cluster.ts';
 import { CONTRACT_PAGE_FIELDS } from '../helpers/contract.ts';
 import { waitUntil } from '../helpers/services.ts';

@@ -7,8 +7,8 @@
  * the stopped worker did not finish, it must have given back itself.
  */
 import { afterAll, beforeAll, describe, expect, onTestFinished, test } from 'vitest';
-import { type FixtureSite, type SiteOptions, startSite } from '../../bench/site/site.ts';
 import type { Variables } from '../../lib/config/index.ts';
+import { type FixtureSite, type SiteOptions, startSite } from '../../localstack/site/site.ts';
 import { type Collector, crawlPages, startTestCluster, type TestCluster } from '../helpers/cluster.ts';
 import { type CrawlerProcess, startCrawlerProcess } from '../helpers/crawler-process.ts';
 import { waitUntil } from '../helpers/services.ts';

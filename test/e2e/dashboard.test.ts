@@ -16,11 +16,11 @@ import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { type BrowserContext, chromium, type Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';
-import { type FixtureSite, startSite } from '../../bench/site/site.ts';
 import { createRestDeps, type RestDeps } from '../../functions/rest/deps.ts';
-import { type RestServer, startRestServer } from '../../lib/local/rest-server.ts';
-import { silentLog } from '../../lib/monitor/context.ts';
+import { silentLog } from '../../lib/ports.ts';
 import { createRestRouter } from '../../lib/rest/router.ts';
+import { type RestServer, startRestServer } from '../../localstack/runtime/rest-server.ts';
+import { type FixtureSite, startSite } from '../../localstack/site/site.ts';
 import { startTestCluster, type TestCluster } from '../helpers/cluster.ts';
 import { uniqueName } from '../helpers/services.ts';
 

@@ -5,8 +5,8 @@
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';
 import { kafkaMonitorHandler } from '../../functions/kafka-monitor/handler.ts';
 import { encodeMskEvent } from '../../lib/kafka/msk-event.ts';
-import { lambdaContext } from '../../lib/local/lambda-context.ts';
 import { STATS_WINDOWS } from '../../lib/redis/stats.ts';
+import { lambdaContext } from '../../localstack/runtime/lambda-context.ts';
 import { type Collector, startTestCluster, type TestCluster } from '../helpers/cluster.ts';
 import { uniqueName, waitUntil } from '../helpers/services.ts';
 

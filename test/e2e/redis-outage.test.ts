@@ -9,7 +9,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { afterAll, describe, expect, test } from 'vitest';
-import { portOpen } from '../../lib/local/services/processes.ts';
+import { portOpen } from '../../localstack/services/processes.ts';
 import { startTestCluster, type TestCluster } from '../helpers/cluster.ts';
 import { waitUntil } from '../helpers/services.ts';
 

@@ -7,10 +7,10 @@ import { request } from 'node:http';
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';
 import { createRestDeps, type RestDeps } from '../../functions/rest/deps.ts';
 import type { Variables } from '../../lib/config/index.ts';
-import { type RestServer, startRestServer } from '../../lib/local/rest-server.ts';
-import { silentLog } from '../../lib/monitor/context.ts';
+import { silentLog } from '../../lib/ports.ts';
 import type { RestOptions } from '../../lib/rest/context.ts';
 import type { Envelope } from '../../lib/rest/envelope.ts';
+import { type RestServer, startRestServer } from '../../localstack/runtime/rest-server.ts';
 import { type Collector, startTestCluster, type TestCluster } from '../helpers/cluster.ts';
 import { uniqueName, waitUntil } from '../helpers/services.ts';
 

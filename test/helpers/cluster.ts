@@ -7,9 +7,9 @@ import { createMonitorDeps, type MonitorDeps } from '../../functions/shared/deps
 import { config, type Variables } from '../../lib/config/index.ts';
 import { createProducer } from '../../lib/kafka/client.ts';
 import { clusterTopics } from '../../lib/kafka/topics.ts';
-import { type LocalCluster, startLocalCluster } from '../../lib/local/cluster.ts';
-import type { RuntimeLog } from '../../lib/local/runtime/log.ts';
-import { silentLog } from '../../lib/monitor/context.ts';
+import { silentLog } from '../../lib/ports.ts';
+import { type LocalCluster, startLocalCluster } from '../../localstack/runtime/cluster.ts';
+import type { RuntimeLog } from '../../localstack/runtime/log.ts';
 import { testKafka, uniqueName, waitUntil } from './services.ts';
 
 export interface TestCluster {

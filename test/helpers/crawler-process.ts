@@ -6,8 +6,8 @@
 import { type ChildProcess, spawn } from 'node:child_process';
 import { join } from 'node:path';
 import type { Variables } from '../../lib/config/index.ts';
-import { envOf } from '../../lib/local/crawler-workers.ts';
-import { REPO_ROOT } from '../../lib/local/services/layout.ts';
+import { envOf } from '../../localstack/runtime/crawler-workers.ts';
+import { REPO_ROOT } from '../../localstack/services/layout.ts';
 
 export interface CrawlerProcess {
   pid: number;

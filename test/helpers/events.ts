@@ -62,4 +62,7 @@ export function recordsOf(
 }
 
 /** The Lambda context the local runtime passes to handlers (one implementation, in lib/local). */
-export { type LocalLambdaContext as TestLambdaContext, lambdaContext } from '../../lib/local/lambda-context.ts';
+export {
+  type LocalLambdaContext as TestLambdaContext,
+  lambdaContext,
+} from '../../localstack/runtime/lambda-context.ts';

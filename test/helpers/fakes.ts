@@ -6,9 +6,8 @@
  */
 import { registrableDomain, requestFingerprint } from '../../lib/crawl/url.ts';
 import { InfrastructureError } from '../../lib/errors.ts';
-import type { MessageSink, OutMessage } from '../../lib/kafka/sink.ts';
-import type { FrontierApi, MonitorContext, MonitorLog } from '../../lib/monitor/context.ts';
-import type { ReplyStore, StatsStore } from '../../lib/monitor/stores.ts';
+import type { MonitorContext } from '../../lib/monitor/context.ts';
+import type { FrontierApi, Log, MessageSink, OutMessage, ReplyStore, StatsStore } from '../../lib/ports.ts';
 import type {
   CrawlInfo,
   CrawlRef,
@@ -419,7 +418,7 @@ export interface LogLine {
 }
 
 /** A monitor log that keeps its lines. */
-export class RecordingLog implements MonitorLog {
+export class RecordingLog implements Log {
   readonly lines: LogLine[] = [];
   info(message: string, fields?: Record<string, unknown>): void {
     this.lines.push({ level: 'info', message, fields });

@@ -3,7 +3,7 @@
  * (reusing them when they are). CI's .ci/run brings them down afterwards; a developer keeps them warm.
  */
 import { config } from '../../lib/config/index.ts';
-import { layoutFrom, servicesUp } from '../../lib/local/services/index.ts';
+import { layoutFrom, servicesUp } from '../../localstack/services/index.ts';
 
 export default async function setup(): Promise<void> {
   const started = Date.now();

@@ -1,8 +1,8 @@
 import type { Admin, Kafka, Producer } from 'kafkajs';
 import { afterAll, afterEach, beforeAll, describe, expect, test } from 'vitest';
 import type { BatchResponse, MskEvent } from '../../lib/kafka/msk-event.ts';
-import type { RuntimeLog } from '../../lib/local/runtime/log.ts';
-import { type MskSource, type MskSourceOptions, startMskSource } from '../../lib/local/runtime/msk-source.ts';
+import type { RuntimeLog } from '../../localstack/runtime/log.ts';
+import { type MskSource, type MskSourceOptions, startMskSource } from '../../localstack/runtime/msk-source.ts';
 import { createTestTopics, testKafka, uniqueName, waitUntil } from '../helpers/services.ts';
 
 const PARTITIONS = 3;

@@ -4,10 +4,11 @@
  * (messages always fit, per-app copies best effort, page before children, nothing released for poison).
  */
 import { describe, expect, it } from 'vitest';
-import { Crawler, type CrawlerFrontier } from '../../lib/crawl/crawler.ts';
+import { Crawler } from '../../lib/crawl/crawler.ts';
 import type { RobotsDecision } from '../../lib/crawl/robots.ts';
 import { spiderRegistry } from '../../lib/crawl/spiders/index.ts';
 import { FetchError, type FetchRequest, type FetchResult, type PageItem } from '../../lib/crawl/types.ts';
+import type { CrawlerFrontier } from '../../lib/ports.ts';
 import type { AckResult, CrawlSettings, Lease, LeaseResult } from '../../lib/redis/frontier.ts';
 import { FakeSink, MemoryStatsStore, RecordingLog, type SentBatch } from '../helpers/fakes.ts';
 

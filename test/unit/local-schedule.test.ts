@@ -3,8 +3,8 @@
  */
 import { afterEach, beforeEach, describe, expect, test, vi } from 'vitest';
 import type { ScheduledEvent } from '../../lib/kafka/msk-event.ts';
-import type { RuntimeLog } from '../../lib/local/runtime/log.ts';
-import { startSchedule } from '../../lib/local/runtime/schedule.ts';
+import type { RuntimeLog } from '../../localstack/runtime/log.ts';
+import { startSchedule } from '../../localstack/runtime/schedule.ts';
 
 /** A handler whose calls stay running until released one by one. */
 function gatedHandler() {

@@ -8,7 +8,7 @@ import { once } from 'node:events';
 import { closeSync, openSync, readFileSync, readSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { connect } from 'node:net';
 import { setTimeout as sleep } from 'node:timers/promises';
-import { ServiceStartError } from '../../errors.ts';
+import { ServiceStartError } from '../../lib/errors.ts';
 
 /** True when a process with this pid exists. */
 export function isAlive(pid: number): boolean {

@@ -5,9 +5,9 @@
  */
 import { type ChildProcess, spawn } from 'node:child_process';
 import { join } from 'node:path';
-import { VARIABLES, type Variables } from '../config/index.ts';
-import type { RuntimeLog } from './runtime/log.ts';
-import { REPO_ROOT } from './services/layout.ts';
+import { VARIABLES, type Variables } from '../../lib/config/index.ts';
+import { REPO_ROOT, servicesLayout } from '../services/layout.ts';
+import type { RuntimeLog } from './log.ts';
 
 /** How long past SHUTDOWN_DEADLINE_MS a worker may take to flush and exit before {@link CrawlerWorkers.stop} kills it. */
 const KILL_GRACE_MS = 15_000;
@@ -18,10 +18,14 @@ export interface CrawlerWorkers {
   stop(): Promise<void>;
 }
 
-/** The environment that gives a child process exactly these configuration values. */
+/**
+ * The environment that gives a child process exactly these configuration values. Locally, bodies over the
+ * message limit go to `<services dir>/bodies` unless BODY_STORE_DIR or BODY_STORE_BUCKET says otherwise.
+ */
 export function envOf(vars: Variables, base: NodeJS.ProcessEnv): NodeJS.ProcessEnv {
   const env: NodeJS.ProcessEnv = { ...base };
   for (const name of Object.keys(VARIABLES) as (keyof Variables)[]) env[name] = String(vars[name]);
+  if (!vars.BODY_STORE_DIR && !vars.BODY_STORE_BUCKET) env.BODY_STORE_DIR = join(servicesLayout(vars).dir, 'bodies');
   return env;
 }
 

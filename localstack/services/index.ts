@@ -3,7 +3,7 @@
  * the tests and CI use. `up` is idempotent and returns only when every service really works; `down`
  * stops only the processes `up` started.
  */
-import type { Variables } from '../../config/index.ts';
+import type { Variables } from '../../lib/config/index.ts';
 import { kafkaDown, kafkaStatus, kafkaUp } from './kafka-service.ts';
 import { type Progress, type ServiceStatus, type ServicesLayout, servicesLayout } from './layout.ts';
 import { redisDown, redisStatus, redisUp } from './redis-service.ts';

@@ -8,8 +8,8 @@ import { randomBytes } from 'node:crypto';
 import { once } from 'node:events';
 import { type Command, InvalidArgumentError } from 'commander';
 import type { Admin, Consumer } from 'kafkajs';
-import { config } from '../config/index.ts';
-import { CrawlClusterError } from '../errors.ts';
+import { config } from '../../lib/config/index.ts';
+import { CrawlClusterError } from '../../lib/errors.ts';
 import {
   bounded,
   cliKafka,

@@ -7,10 +7,10 @@
  */
 import { randomBytes, randomUUID } from 'node:crypto';
 import type { Admin, Consumer, Producer } from 'kafkajs';
-import type { Variables } from '../config/index.ts';
-import { CrawlClusterError } from '../errors.ts';
-import { createProducer } from '../kafka/client.ts';
-import { type ClusterTopics, clusterTopics } from '../kafka/topics.ts';
+import type { Variables } from '../../lib/config/index.ts';
+import { CrawlClusterError } from '../../lib/errors.ts';
+import { createProducer } from '../../lib/kafka/client.ts';
+import { type ClusterTopics, clusterTopics } from '../../lib/kafka/topics.ts';
 import {
   bounded,
   type CliKafka,

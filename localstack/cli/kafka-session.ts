@@ -5,10 +5,10 @@
  * their own connections (STYLE.md §4).
  */
 import type { Admin, Consumer, EachMessageHandler, Kafka } from 'kafkajs';
-import { VARIABLES, type Variables } from '../config/index.ts';
-import { ConfigError, InfrastructureError } from '../errors.ts';
-import { createKafka, kafkaSettings } from '../kafka/client.ts';
-import { clusterTopicList } from '../kafka/topics.ts';
+import { VARIABLES, type Variables } from '../../lib/config/index.ts';
+import { ConfigError, InfrastructureError } from '../../lib/errors.ts';
+import { createKafka, kafkaSettings } from '../../lib/kafka/client.ts';
+import { clusterTopicList } from '../../lib/kafka/topics.ts';
 
 /** One connection attempt; shorter than a service's because nobody should wait on a dead address. */
 const CLI_CONNECT_TIMEOUT_MS = 3000;

@@ -8,8 +8,8 @@ import { execFileSync, spawnSync } from 'node:child_process';
 import { existsSync, mkdirSync, readdirSync, writeFileSync } from 'node:fs';
 import { connect } from 'node:net';
 import { join } from 'node:path';
-import { ServiceStartError } from '../../errors.ts';
-import { createKafka } from '../../kafka/client.ts';
+import { ServiceStartError } from '../../lib/errors.ts';
+import { createKafka } from '../../lib/kafka/client.ts';
 import { type Progress, REPO_ROOT, type ServiceStatus, type ServicesLayout } from './layout.ts';
 import {
   describeLogs,

@@ -5,7 +5,7 @@
  * Unlike EventBridge, which would start a second concurrent invocation, a tick that comes while the previous
  * call is still running is skipped: on one machine an overlapping run only competes with itself.
  */
-import { type ScheduledEvent, scheduledEvent } from '../../kafka/msk-event.ts';
+import { type ScheduledEvent, scheduledEvent } from '../../lib/kafka/msk-event.ts';
 import { errorFields, type RuntimeLog } from './log.ts';
 
 /** Options of {@link startSchedule}. */

@@ -3,10 +3,10 @@
  * Everything lives under one git-ignored directory so a test run can use its own.
  */
 import { join, resolve } from 'node:path';
-import type { Variables } from '../../config/index.ts';
+import type { Variables } from '../../lib/config/index.ts';
 
 /** The repository root (this file is lib/local/services/layout.ts). */
-export const REPO_ROOT = resolve(import.meta.dirname, '../../..');
+export const REPO_ROOT = resolve(import.meta.dirname, '../..');
 
 export interface ServicesLayout {
   dir: string;

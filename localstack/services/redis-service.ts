@@ -7,7 +7,7 @@ import { execFileSync, spawnSync } from 'node:child_process';
 import { mkdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { Redis } from 'ioredis';
-import { ServiceStartError } from '../../errors.ts';
+import { ServiceStartError } from '../../lib/errors.ts';
 import type { Progress, ServiceStatus, ServicesLayout } from './layout.ts';
 import { ownedPid, portOpen, type StartedProcess, startService, stopProcess, waitFor } from './processes.ts';
 

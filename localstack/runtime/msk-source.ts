@@ -26,7 +26,7 @@
  * again; a group (re)join restarts every partition from its committed offset.
  */
 import type { Consumer, EachBatchPayload, IHeaders, Kafka, KafkaMessage } from 'kafkajs';
-import { type BatchResponse, encodeMskEvent, type MskEvent, recordGroupKey } from '../../kafka/msk-event.ts';
+import { type BatchResponse, encodeMskEvent, type MskEvent, recordGroupKey } from '../../lib/kafka/msk-event.ts';
 import { errorFields, type RuntimeLog } from './log.ts';
 
 /** What one handler call did, for the local runtime's stats line. */

@@ -11,11 +11,11 @@
  */
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { type RestContext, resolveRestOptions } from '../rest/context.ts';
-import { failure, type RestRequest, type RestResponse } from '../rest/envelope.ts';
-import { checkHostAndOrigin, defaultAllowedHosts } from '../rest/host-check.ts';
-import { createRestRouter } from '../rest/router.ts';
-import { errorFields, type RuntimeLog } from './runtime/log.ts';
+import { type RestContext, resolveRestOptions } from '../../lib/rest/context.ts';
+import { failure, type RestRequest, type RestResponse } from '../../lib/rest/envelope.ts';
+import { checkHostAndOrigin, defaultAllowedHosts } from '../../lib/rest/host-check.ts';
+import { createRestRouter } from '../../lib/rest/router.ts';
+import { errorFields, type RuntimeLog } from './log.ts';
 
 export interface RestServerOptions {
   context: RestContext;

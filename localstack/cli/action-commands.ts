@@ -4,10 +4,10 @@
  * it for a person (tables) or, with `--json`, as it came.
  */
 import { Argument, type Command, InvalidArgumentError } from 'commander';
-import { config } from '../config/index.ts';
-import { CrawlClusterError } from '../errors.ts';
-import { validateRequest } from '../schemas/index.ts';
-import statsSchema from '../schemas/stats.schema.json' with { type: 'json' };
+import { config } from '../../lib/config/index.ts';
+import { CrawlClusterError } from '../../lib/errors.ts';
+import { validateRequest } from '../../lib/schemas/index.ts';
+import statsSchema from '../../lib/schemas/stats.schema.json' with { type: 'json' };
 import { type Output, printTable } from './output.ts';
 import { ClusterSession, type Message, noClusterHint, requestReply, requestUuid } from './reply-wait.ts';
 

@@ -10,16 +10,16 @@ import { kafkaMonitorHandler } from '../../functions/kafka-monitor/handler.ts';
 import { reclaimHandler } from '../../functions/reclaim/handler.ts';
 import { redisMonitorHandler } from '../../functions/redis-monitor/handler.ts';
 import { statsHandler } from '../../functions/stats/handler.ts';
-import { processEnvironment, type Variables } from '../config/index.ts';
-import { createKafka, ensureTopics, kafkaSettings } from '../kafka/client.ts';
-import type { BatchResponse, MskEvent, ScheduledEvent } from '../kafka/msk-event.ts';
-import { clusterTopicList, clusterTopics } from '../kafka/topics.ts';
-import type { MonitorContext } from '../monitor/context.ts';
+import { processEnvironment, type Variables } from '../../lib/config/index.ts';
+import { createKafka, ensureTopics, kafkaSettings } from '../../lib/kafka/client.ts';
+import type { BatchResponse, MskEvent, ScheduledEvent } from '../../lib/kafka/msk-event.ts';
+import { clusterTopicList, clusterTopics } from '../../lib/kafka/topics.ts';
+import type { MonitorContext } from '../../lib/monitor/context.ts';
 import { type CrawlerWorkers, startCrawlerWorkers } from './crawler-workers.ts';
 import { lambdaContext } from './lambda-context.ts';
-import type { RuntimeLog } from './runtime/log.ts';
-import { type MskBatchStats, type MskSource, startMskSource } from './runtime/msk-source.ts';
-import { type Schedule, startSchedule } from './runtime/schedule.ts';
+import type { RuntimeLog } from './log.ts';
+import { type MskBatchStats, type MskSource, startMskSource } from './msk-source.ts';
+import { type Schedule, startSchedule } from './schedule.ts';
 
 export interface LocalClusterOptions {
   vars: Variables;

@@ -1,7 +1,7 @@
 import type { Command } from 'commander';
-import { config, quietLocalMetrics } from '../config/index.ts';
-import type { RuntimeLog } from '../local/runtime/log.ts';
-import type { MonitorLog } from '../monitor/context.ts';
+import { config, quietLocalMetrics } from '../../lib/config/index.ts';
+import type { Log } from '../../lib/ports.ts';
+import type { RuntimeLog } from '../runtime/log.ts';
 import type { Output } from './output.ts';
 
 function intOption(name: string, min: number, max = Number.MAX_SAFE_INTEGER) {
@@ -61,9 +61,9 @@ export function registerLocal(program: Command, out: Output): void {
         process.stderr.write(`${new Date().toISOString().slice(11, 23)} ${level.padEnd(5)} ${message}${extra}\n`);
       };
       // Imported here, after quietLocalMetrics: the handler modules build their Powertools objects on import.
-      const { startLocalCluster } = await import('../local/cluster.ts');
+      const { startLocalCluster } = await import('../runtime/cluster.ts');
       const { createMonitorDeps } = await import('../../functions/shared/deps.ts');
-      const monitorLog: MonitorLog = {
+      const monitorLog: Log = {
         info: (m, f) => log('info', m, f),
         warn: (m, f) => log('warn', m, f),
         error: (m, f) => log('error', m, f),
@@ -98,9 +98,9 @@ export function registerLocal(program: Command, out: Output): void {
 }
 
 /** The REST API on 127.0.0.1:`port` (lib/local/rest-server.ts), over connections of its own, closed with it. */
-async function startRest(port: number, monitorLog: MonitorLog, log: RuntimeLog): Promise<{ close(): Promise<void> }> {
+async function startRest(port: number, monitorLog: Log, log: RuntimeLog): Promise<{ close(): Promise<void> }> {
   const { createRestDeps } = await import('../../functions/rest/deps.ts');
-  const { startRestServer } = await import('../local/rest-server.ts');
+  const { startRestServer } = await import('../runtime/rest-server.ts');
   const vars = config();
   const deps = createRestDeps('rest', monitorLog, vars, { waitForResponseMs: vars.WAIT_FOR_RESPONSE_TIME * 1000 });
   try {

@@ -3,7 +3,7 @@
  * machine-readable JSON document on stdout. Exit codes: 0 success, 1 failure, 2 invalid usage or input.
  */
 import { Command, CommanderError } from 'commander';
-import { ConfigError, SchemaValidationError } from '../errors.ts';
+import { ConfigError, SchemaValidationError } from '../../lib/errors.ts';
 import { registerActions } from './action-commands.ts';
 import { registerCrawl } from './crawl-command.ts';
 import { registerDemo } from './demo-command.ts';

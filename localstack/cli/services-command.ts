@@ -1,6 +1,6 @@
 import type { Command } from 'commander';
-import { config } from '../config/index.ts';
-import { layoutFrom, type ServiceStatus, servicesDown, servicesStatus, servicesUp } from '../local/services/index.ts';
+import { config } from '../../lib/config/index.ts';
+import { layoutFrom, type ServiceStatus, servicesDown, servicesStatus, servicesUp } from '../services/index.ts';
 import { type Output, printTable } from './output.ts';
 
 function statusRows(statuses: ServiceStatus[]): string[][] {

@@ -1,8 +1,8 @@
 import type { Command } from 'commander';
-import { config, quietLocalMetrics, type Variables } from '../config/index.ts';
-import { createKafka, createProducer, kafkaSettings } from '../kafka/client.ts';
-import { clusterTopics } from '../kafka/topics.ts';
-import type { RuntimeLog } from '../local/runtime/log.ts';
+import { config, quietLocalMetrics, type Variables } from '../../lib/config/index.ts';
+import { createKafka, createProducer, kafkaSettings } from '../../lib/kafka/client.ts';
+import { clusterTopics } from '../../lib/kafka/topics.ts';
+import type { RuntimeLog } from '../runtime/log.ts';
 import type { Output } from './output.ts';
 
 /**
@@ -24,8 +24,8 @@ export function registerDemo(program: Command, out: Output): void {
     .action(async (opts: { depth: number; pages: number; workers: number; timeout: number }) => {
       if (!(opts.depth >= 0 && opts.depth <= 3)) throw new Error('--depth must be 0..3');
       quietLocalMetrics();
-      const { startSite } = await import('../../bench/site/site.ts');
-      const { startLocalCluster } = await import('../local/cluster.ts');
+      const { startSite } = await import('../site/site.ts');
+      const { startLocalCluster } = await import('../runtime/cluster.ts');
       const { createMonitorDeps } = await import('../../functions/shared/deps.ts');
       const base = config();
       const site = await startSite({ pages: opts.pages, links: 5 });

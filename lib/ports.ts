@@ -1,0 +1,66 @@
+/**
+ * The narrow interfaces the core takes from whoever runs it (STYLE.md §4: the caller owns connections):
+ * a log, the stats and reply stores, a message sink, and the frontier operations each part uses. Entry points
+ * (functions/, localstack/) back them with Powertools, Redis and kafkajs; unit tests with in-memory fakes
+ * (test/helpers/fakes.ts). Nothing here opens a connection.
+ */
+import type { Frontier } from './redis/frontier.ts';
+import type { StatsCounts, StatsIncrement } from './redis/stats.ts';
+
+/** Structured log lines; the adapters back it with Powertools Logger, tests with an array. */
+export interface Log {
+  info(message: string, fields?: Record<string, unknown>): void;
+  warn(message: string, fields?: Record<string, unknown>): void;
+  error(message: string, fields?: Record<string, unknown>): void;
+}
+
+/** A log that drops everything (tests that do not look at logs). */
+export const silentLog: Log = { info() {}, warn() {}, error() {} };
+
+/** One message to produce. */
+export interface OutMessage {
+  key?: string | Buffer | null;
+  value: string | Buffer;
+  headers?: Record<string, string>;
+}
+
+/** Produces a batch of messages to one or more topics in one call (DESIGN.md §4). */
+export interface MessageSink {
+  /** Sends every message, acks=all; resolves only when all are stored. Throws when Kafka is unreachable. */
+  send(batch: { topic: string; messages: OutMessage[] }[]): Promise<void>;
+}
+
+/** Time-bucketed counters and heartbeats (lib/redis/stats.ts is the Redis one). */
+export interface StatsStore {
+  increment(increments: StatsIncrement[], nowMs: number): Promise<void>;
+  read(names: string[], nowMs: number): Promise<Record<string, StatsCounts>>;
+  names(namePrefix: string): Promise<string[]>;
+  beat(kind: string, id: string, nowMs: number, ttlMs: number): Promise<void>;
+  live(kind: string, nowMs: number, ttlMs: number): Promise<string[]>;
+}
+
+/** Replies stored under their request uuid, for REST polling. */
+export interface ReplyStore {
+  /** Stores a reply under its request uuid for `ttlSec`, for REST polling. */
+  put(uuid: string, reply: string, ttlSec: number): Promise<void>;
+  /** Reads and deletes a stored reply (a reply is returned once). */
+  take(uuid: string): Promise<string | undefined>;
+}
+
+/** The frontier operations the monitors use. */
+export type FrontierApi = Pick<
+  Frontier,
+  | 'enqueue'
+  | 'stop'
+  | 'crawlInfo'
+  | 'appInfo'
+  | 'configureDomain'
+  | 'spiders'
+  | 'backlog'
+  | 'dueCrawls'
+  | 'reclaim'
+  | 'sweepFinished'
+>;
+
+/** The frontier operations the crawler uses: lease, then ack, retry or release (lib/redis/frontier.ts says what each means across workers). */
+export type CrawlerFrontier = Pick<Frontier, 'lease' | 'ack' | 'retry' | 'release' | 'enqueue'>;

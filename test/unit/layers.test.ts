@@ -1,0 +1,107 @@
+/**
+ * The layers, checked on the source itself (README "Layout"): `lib/` is the core and imports nothing above it;
+ * `functions/` are the deployables' adapters over the core; `localstack/` (CLI, local runtime, native services,
+ * fixture site), `cdk/`, `bench/` and `bin/` sit above. No import cycle anywhere. Static, type-only, re-export
+ * and dynamic imports all count.
+ */
+import { readdirSync, readFileSync } from 'node:fs';
+import { dirname, join, normalize, relative } from 'node:path';
+import { describe, expect, it } from 'vitest';
+
+const ROOT = normalize(join(import.meta.dirname, '../..'));
+const TOP = ['lib', 'functions', 'localstack', 'cdk', 'bench', 'bin', 'test'];
+
+function sources(dir: string): string[] {
+  return readdirSync(join(ROOT, dir), { withFileTypes: true, recursive: true })
+    .filter((e) => e.isFile() && e.name.endsWith('.ts') && !e.parentPath.includes('node_modules'))
+    .map((e) => relative(ROOT, join(e.parentPath, e.name)));
+}
+
+const IMPORT = /(?:\bfrom\s*|\bimport\s*\(\s*|\bimport\s+)['"](\.{1,2}\/[^'"]+)['"]/g;
+
+/** Every relative import of every source file, as repository paths. */
+const graph = new Map<string, string[]>(
+  TOP.flatMap(sources).map((file) => {
+    const text = readFileSync(join(ROOT, file), 'utf8');
+    const targets = [...text.matchAll(IMPORT)].map((m) => normalize(join(dirname(file), m[1] as string)));
+    return [file, targets];
+  }),
+);
+
+const top = (path: string) => path.split('/')[0] as string;
+
+function offenders(from: (file: string) => boolean, allowed: (target: string) => boolean): string[] {
+  return [...graph].flatMap(([file, targets]) =>
+    from(file) ? targets.filter((t) => !allowed(t)).map((t) => `${file} -> ${t}`) : [],
+  );
+}
+
+describe('layers', () => {
+  it('reads the whole tree', () => {
+    expect(graph.size).toBeGreaterThan(150);
+    expect(graph.get('lib/crawl/crawler.ts')).toContain('lib/ports.ts');
+  });
+
+  it('lib/ (the core) imports only lib/', () => {
+    expect(
+      offenders(
+        (f) => top(f) === 'lib',
+        (t) => top(t) === 'lib',
+      ),
+    ).toEqual([]);
+  });
+
+  it('functions/ imports only lib/ and functions/', () => {
+    expect(
+      offenders(
+        (f) => top(f) === 'functions',
+        (t) => ['lib', 'functions'].includes(top(t)),
+      ),
+    ).toEqual([]);
+  });
+
+  it('nothing that ships imports test/ or bench/', () => {
+    const ships = (f: string) => ['lib', 'functions', 'localstack', 'cdk', 'bin'].includes(top(f));
+    expect(offenders(ships, (t) => !['test', 'bench'].includes(top(t)))).toEqual([]);
+  });
+
+  it('the crawler does not lean on the monitors or the REST API, nor the monitors on the REST API', () => {
+    const inside = (dir: string) => (path: string) => path.startsWith(`lib/${dir}/`);
+    expect(offenders(inside('crawl'), (t) => !inside('monitor')(t) && !inside('rest')(t))).toEqual([]);
+    expect(offenders(inside('monitor'), (t) => !inside('rest')(t))).toEqual([]);
+    expect(offenders(inside('schemas'), (t) => !inside('crawl')(t) && !inside('monitor')(t))).toEqual([]);
+  });
+
+  it('has no import cycle', () => {
+    const cycles: string[] = [];
+    const state = new Map<string, 'open' | 'done'>();
+    const path: string[] = [];
+    // Iterative depth-first search: a cycle is an edge back to a file still open on the path.
+    for (const start of graph.keys()) {
+      if (state.has(start)) continue;
+      const stack: { file: string; next: number }[] = [{ file: start, next: 0 }];
+      state.set(start, 'open');
+      path.push(start);
+      while (stack.length > 0) {
+        const frame = stack.at(-1) as { file: string; next: number };
+        const targets = graph.get(frame.file) ?? [];
+        if (frame.next >= targets.length) {
+          state.set(frame.file, 'done');
+          stack.pop();
+          path.pop();
+          continue;
+        }
+        const target = targets[frame.next++] as string;
+        if (!graph.has(target)) continue;
+        const seen = state.get(target);
+        if (seen === 'open') cycles.push([...path.slice(path.indexOf(target)), target].join(' -> '));
+        if (seen === undefined) {
+          state.set(target, 'open');
+          path.push(target);
+          stack.push({ file: target, next: 0 });
+        }
+      }
+    }
+    expect(cycles).toEqual([]);
+  });
+});

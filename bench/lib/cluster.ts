@@ -1,5 +1,5 @@
 /**
- * The real crawl path for the benchmarks (DESIGN.md §6): the local cluster (lib/local/cluster.ts) with the
+ * The real crawl path for the benchmarks (DESIGN.md §6): the local cluster (localstack/runtime/cluster.ts) with the
  * SAME handlers Lambda runs, fed from real Kafka, over the benchmark Redis (bench/lib/redis.ts) and a topic
  * and key prefix of its own, with crawler worker PROCESSES (functions/crawler/main.ts, as on Fargate).
  *
@@ -12,7 +12,7 @@
  * - `stop` stops workers and consumers, deletes the topics and unlinks the crawl's Redis keys.
  *
  * Profiling: with `profileDir`, the workers are spawned here instead (same entry, same environment as
- * lib/local/crawler-workers.ts) with `--cpu-prof --cpu-prof-dir=<profileDir>`, which NODE_OPTIONS cannot carry.
+ * localstack/runtime/crawler-workers.ts) with `--cpu-prof --cpu-prof-dir=<profileDir>`, which NODE_OPTIONS cannot carry.
  */
 import { type ChildProcess, spawn } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
@@ -39,12 +39,12 @@ import {
   statsRegistryKey,
 } from '../../lib/redis/keys.ts';
 import { listStatNames } from '../../lib/redis/stats.ts';
+import { REPO_ROOT } from '../../localstack/repo-root.ts';
 import type { LocalCluster } from '../../localstack/runtime/cluster.ts';
 import { envOf } from '../../localstack/runtime/crawler-workers.ts';
 import type { MskBatchStats } from '../../localstack/runtime/msk-source.ts';
 import { layoutFrom } from '../../localstack/services/index.ts';
 import { kafkaUp } from '../../localstack/services/kafka-service.ts';
-import { REPO_ROOT } from '../../localstack/services/layout.ts';
 import type { ScenarioContext } from './scenario.ts';
 
 export interface BenchClusterOptions {

@@ -4,7 +4,7 @@
  */
 import { readFileSync } from 'node:fs';
 import { relative } from 'node:path';
-import { REPO_ROOT } from '../../localstack/services/layout.ts';
+import { REPO_ROOT } from '../../localstack/repo-root.ts';
 import { alignedTable } from './results.ts';
 
 interface ProfileNode {

@@ -1,7 +1,7 @@
 /** What a result was measured on: machine, Node and the git commit of the code under test. */
 import { execFileSync } from 'node:child_process';
 import { cpus, loadavg, totalmem } from 'node:os';
-import { REPO_ROOT } from '../../localstack/services/index.ts';
+import { REPO_ROOT } from '../../localstack/repo-root.ts';
 
 export interface MachineInfo {
   cpus: number;

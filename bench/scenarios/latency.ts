@@ -18,6 +18,7 @@
  * - BENCH_LATENCY_CRAWLS (200). Site in this process (one request at a time is no load).
  */
 import { setTimeout as sleep } from 'node:timers/promises';
+import { prng } from '../../localstack/site/prng.ts';
 import { startSite } from '../../localstack/site/site.ts';
 import { startBenchCluster } from '../lib/cluster.ts';
 import { openThrottle } from '../lib/crawl-pass.ts';
@@ -48,18 +49,6 @@ interface Sample {
   pickup: number;
   publish: number;
   delivery: number;
-}
-
-/** Deterministic PRNG (mulberry32) for the pauses. */
-function prng(seed: number): () => number {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
 }
 
 export async function run(ctx: ScenarioContext): Promise<Numbers> {

@@ -21,7 +21,8 @@
  */
 import { randomBytes } from 'node:crypto';
 import { config } from '../../lib/config/index.ts';
-import { registrableDomain, requestFingerprint } from '../../lib/crawl/url.ts';
+import { registrableDomain } from '../../lib/crawl/domain.ts';
+import { requestFingerprint } from '../../lib/crawl/fingerprint.ts';
 import type { RedisClient } from '../../lib/redis/client.ts';
 import {
   type CrawlRef,
@@ -33,6 +34,7 @@ import {
 } from '../../lib/redis/frontier.ts';
 import { crawlKey, dupefilterKey, partitionKeys, spidersKey } from '../../lib/redis/keys.ts';
 import { allScripts } from '../../lib/redis/scripts.ts';
+import { prng } from '../../localstack/site/prng.ts';
 import { commandBreakdown, commandStats, memoryUsage, scriptStats, usecPerCall, usedMemory } from '../lib/redis.ts';
 import type { Numbers, ScenarioContext, Target } from '../lib/scenario.ts';
 import { msSince, nowNs, round, summarize } from '../lib/timing.ts';
@@ -69,18 +71,6 @@ const BATCH = 500;
 function envInt(name: string, fallback: number): number {
   const v = Number(process.env[name]);
   return Number.isInteger(v) && v > 0 ? v : fallback;
-}
-
-/** Deterministic PRNG (mulberry32), so every run queues the same URLs. */
-function prng(seed: number): () => number {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
 }
 
 const WORDS = [

@@ -11,10 +11,8 @@ import * as lambda from 'aws-cdk-lib/aws-lambda';
 import { NodejsFunction, OutputFormat } from 'aws-cdk-lib/aws-lambda-nodejs';
 import * as logs from 'aws-cdk-lib/aws-logs';
 import { Construct } from 'constructs';
+import { REPO_ROOT } from '../../localstack/repo-root.ts';
 import { acknowledge } from '../nag.ts';
-
-/** The repository root: the bundler's project root and the crawler image's build context. */
-export const REPO_ROOT = resolve(import.meta.dirname, '../..');
 
 export interface CrawlFunctionProps {
   /** The directory under functions/ that holds handler.ts. */

@@ -13,14 +13,16 @@
 import { createHash } from 'node:crypto';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { CrawlClusterError, failureCause } from '../errors.ts';
-import { clusterTopics, crawledAppTopic, outboundAppTopic } from '../kafka/topics.ts';
+import { clusterTopics, crawledAppTopic, isTopicSafeAppid, outboundAppTopic } from '../kafka/topics.ts';
 import type { CrawlerFrontier, Log, MessageSink, OutMessage, StatsStore } from '../ports.ts';
 import type { CrawlRef, Frontier, Lease, QueueRequest } from '../redis/frontier.ts';
 import type { StatsIncrement } from '../redis/stats.ts';
 import type { BodyStore } from './body-store.ts';
+import { registrableDomain } from './domain.ts';
 import { extractPageLinks } from './extract.ts';
 import { type CrawlFailure, decideFailure, type FailurePolicy, RETRY_STATUSES } from './failure.ts';
 import { linkFilter } from './filters.ts';
+import { requestFingerprint } from './fingerprint.ts';
 import { buildPage, failedPage, fitPageMessage } from './page.ts';
 import type { RobotsCache } from './robots.ts';
 import {
@@ -33,7 +35,6 @@ import {
   type Spider,
   type SpiderRequest,
 } from './types.ts';
-import { registrableDomain, requestFingerprint } from './url.ts';
 
 export interface CrawlerOptions {
   frontier: CrawlerFrontier;
@@ -88,9 +89,6 @@ interface Processed {
 
 /** Children to enqueue, by spider type. */
 type ChildBatch = Map<string, { crawl: CrawlRef; request: QueueRequest }[]>;
-
-/** An appid that can name a Kafka topic (at most 249 of [A-Za-z0-9._-], with the prefix). */
-const TOPIC_SAFE_APPID = /^[A-Za-z0-9._-]{1,200}$/;
 
 /** A page message that cannot be made to fit the broker's limit: poison, never retried. */
 export class PageTooLargeError extends CrawlClusterError {}
@@ -421,7 +419,7 @@ export class Crawler {
 
   /** A per-app copy: best effort (the topic may not exist, auto-create is off), as the monitors treat them. */
   async #sendPerApp(topic: string, appid: string, message: OutMessage): Promise<void> {
-    if (!TOPIC_SAFE_APPID.test(appid)) return;
+    if (!isTopicSafeAppid(appid)) return;
     try {
       await this.#o.sink.send([{ topic, messages: [message] }]);
     } catch (error) {

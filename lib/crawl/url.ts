@@ -1,6 +1,6 @@
 /**
- * URL identity for the crawler: the canonical form that request fingerprints hash, the fingerprint
- * itself, and the registrable domain that names a domain's queue (DESIGN.md §5).
+ * The canonical form of a URL that request fingerprints hash (lib/crawl/fingerprint.ts), and the normalized
+ * host that names a domain's queue (lib/crawl/domain.ts).
  *
  * Canonicalization follows Scrapy's w3lib `canonicalize_url` (keep_fragments=False), the rules Scrapy
  * Cluster's dupefilter used, with two deliberate deltas for better deduplication: dot segments are
@@ -9,9 +9,7 @@
  * the WHATWG host parser; paths and queries are scanned here with lookup tables (this runs for every
  * extracted link).
  */
-import { createHash, hash } from 'node:crypto';
 import { domainToASCII } from 'node:url';
-import { parse as parseHostname } from 'tldts';
 import { CrawlClusterError } from '../errors.ts';
 
 /** Input that is not an absolute URL with a host; never retryable, the same input fails again. */
@@ -404,64 +402,11 @@ export function canonicalizeUrl(input: string): string {
 }
 
 /**
- * {@link canonicalizeUrl}, or `undefined` for input it rejects (for filtering extracted links without
- * try/catch at every call site).
+ * The host of an absolute URL (`scheme://…`) or of a bare host with an optional port, normalized as in
+ * {@link canonicalizeUrl} (lower case, punycode), without a trailing dot; an IPv6 literal without brackets.
+ * @throws {InvalidUrlError} when there is no valid host.
  */
-export function tryCanonicalizeUrl(input: string): string | undefined {
-  try {
-    return canonicalizeUrl(input);
-  } catch (error) {
-    if (error instanceof InvalidUrlError) return undefined;
-    throw error;
-  }
-}
-
-/** Length in bytes of a {@link requestFingerprint}. */
-export const FINGERPRINT_BYTES = 8;
-
-/**
- * The request's identity in the per-crawl dupefilter: the first {@link FINGERPRINT_BYTES} bytes of
- * SHA-1 over `METHOD + '\n' + canonicalUrl + '\n' + body`. Requests whose URLs canonicalize alike
- * (query order, fragment, default port, host case) share a fingerprint; an absent body equals an empty
- * one. Eight bytes keep the dupefilter compact: the chance of any collision among n URLs of one crawl
- * is about n²/2^65 (1 in 37 million for a million URLs), and a collision only skips one page.
- *
- * @param method HTTP method, case-insensitive. @default 'GET'
- * @param body Request body; a string is hashed as UTF-8.
- * @throws {InvalidUrlError} when `url` cannot be canonicalized.
- */
-export function requestFingerprint(url: string, method = 'GET', body?: string | Uint8Array): Buffer {
-  const head = `${method.toUpperCase()}\n${canonicalizeUrl(url)}\n`;
-  if (body === undefined || body.length === 0) return hash('sha1', head, 'buffer').subarray(0, FINGERPRINT_BYTES);
-  if (typeof body === 'string') return hash('sha1', head + body, 'buffer').subarray(0, FINGERPRINT_BYTES);
-  return createHash('sha1').update(head).update(body).digest().subarray(0, FINGERPRINT_BYTES);
-}
-
-/** A fingerprint as lower-case hex (16 characters for an 8-byte fingerprint), for logs and keys. */
-export function fingerprintHex(fp: Buffer): string {
-  return fp.toString('hex');
-}
-
-// ICANN section only (tldts default), as Scrapy Cluster's scheduler did: it built queue keys from
-// `tldextract.TLDExtract()`, whose `include_psl_private_domains` defaults to False. So every
-// `*.blogspot.com` or `*.github.io` site shares one queue, which errs on the polite side.
-const PSL_OPTIONS = { allowPrivateDomains: false, extractHostname: false, detectIp: true, validateHostname: false };
-
-/**
- * The registrable domain ("eTLD+1") that names a domain's queue: `a.b.example.co.uk` →
- * `example.co.uk`, using the ICANN section of the Public Suffix List only (private suffixes such as
- * `github.io` are not boundaries). The host is normalized as in {@link canonicalizeUrl} (lower case,
- * punycode) and a trailing dot ignored.
- *
- * - IPv4 and IPv6 literals are their own domain: the address itself, IPv6 without brackets.
- * - A host without an ICANN public suffix (`localhost`, `svc.internal`) or that is one (`co.uk`) is
- *   its own domain: the full host name.
- *
- * @param urlOrHost An absolute URL (`scheme://…`) or a bare host, optionally with a port; IPv6 bare or
- *   in brackets.
- * @throws {InvalidUrlError} when there is no valid host to take the domain of.
- */
-export function registrableDomain(urlOrHost: string): string {
+export function normalizedHost(urlOrHost: string): string {
   const s = trimmed(urlOrHost);
   let hostPort: string;
   if (s.includes('://')) {
@@ -482,7 +427,5 @@ export function registrableDomain(urlOrHost: string): string {
   if (host.charCodeAt(0) === CHAR_BRACKET_OPEN) return host.slice(1, -1);
   if (host.charCodeAt(host.length - 1) === 46) host = host.slice(0, -1);
   if (host.length === 0) throw new InvalidUrlError(urlOrHost, 'empty host');
-  const parsed = parseHostname(host, PSL_OPTIONS);
-  if (parsed.isIp || parsed.domain === null || parsed.isIcann !== true) return host;
-  return parsed.domain;
+  return host;
 }

@@ -22,6 +22,14 @@ export function clusterTopics(prefix: string): ClusterTopics {
   };
 }
 
+/** Appids that can name per-app topics: Kafka's topic characters, short enough for its 249 with the prefix. */
+const TOPIC_SAFE_APPID = /^[A-Za-z0-9._-]{1,200}$/;
+
+/** Whether `appid` can be part of a per-app topic name; an appid that cannot has no per-app topics. */
+export function isTopicSafeAppid(appid: string): boolean {
+  return TOPIC_SAFE_APPID.test(appid);
+}
+
 /** Per-app copy of the pages, used when `KAFKA_APPID_TOPICS=true`. */
 export function crawledAppTopic(prefix: string, appid: string): string {
   return `${prefix}.crawled_${appid}`;

@@ -8,7 +8,10 @@
  * (Redis or Kafka unreachable) fails records, and only those whose work did not happen; re-processing a
  * record is harmless (the frontier's dupefilter makes enqueue idempotent).
  */
-import { InvalidUrlError, registrableDomain, requestFingerprint } from '../crawl/url.ts';
+
+import { registrableDomain } from '../crawl/domain.ts';
+import { requestFingerprint } from '../crawl/fingerprint.ts';
+import { InvalidUrlError } from '../crawl/url.ts';
 import {
   capDetails,
   failureCause,

@@ -3,14 +3,11 @@
  * are on, and (when it answers a request with a uuid) is stored under that uuid for REST polling.
  */
 
-import { clusterTopics, outboundAppTopic } from '../kafka/topics.ts';
+import { clusterTopics, isTopicSafeAppid, outboundAppTopic } from '../kafka/topics.ts';
 import type { OutMessage } from '../ports.ts';
 import type { MonitorContext } from './context.ts';
 
 export type Reply = Record<string, unknown> & { appid?: string; uuid?: string };
-
-/** Kafka topic names: at most 249 of [A-Za-z0-9._-]. An appid outside that has no per-app topic. */
-const TOPIC_NAME = /^[A-Za-z0-9._-]{1,200}$/;
 
 type Batch = { topic: string; messages: OutMessage[] }[];
 
@@ -51,7 +48,7 @@ export function replyBatches(ctx: MonitorContext, replies: Reply[]): Batch {
   for (const r of replies) {
     const m: OutMessage = { key: typeof r.appid === 'string' ? r.appid : null, value: JSON.stringify(r) };
     add(firehose, m);
-    if (ctx.appidTopics && typeof r.appid === 'string' && TOPIC_NAME.test(r.appid)) {
+    if (ctx.appidTopics && typeof r.appid === 'string' && isTopicSafeAppid(r.appid)) {
       add(outboundAppTopic(ctx.topicPrefix, r.appid), m);
     }
   }

@@ -1,6 +1,6 @@
 /**
  * The local REST server's guard against DNS rebinding and cross-site requests (used by
- * lib/local/rest-server.ts). That server has no authentication and trusts that only this machine reaches it,
+ * localstack/runtime/rest-server.ts). That server has no authentication and trusts that only this machine reaches it,
  * but a web page open in a browser on this machine can make the browser send requests to it:
  *
  * - **DNS rebinding**: a page on `evil.example` points its own name at 127.0.0.1 and then reads the answers

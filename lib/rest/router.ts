@@ -1,7 +1,7 @@
 /**
  * The REST API's routes (Scrapy Cluster's rest service, CONTRACT.md), framework-free: a request in, a
  * response out. The adapters are functions/rest/handler.ts (API Gateway HTTP API) and
- * lib/local/rest-server.ts (node:http, `crawl-cluster local`).
+ * localstack/runtime/rest-server.ts (node:http, `crawl-cluster local`).
  *
  * | Route | Methods | Answers |
  * |---|---|---|

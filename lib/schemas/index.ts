@@ -146,7 +146,12 @@ export type ClassifiedRequest =
   | { type: 'domain'; request: DomainConfigRequest };
 
 /** The spiders this cluster runs. */
-export const KNOWN_SPIDERS: ReadonlySet<string> = new Set(['link', 'wandering']);
+export const BUILT_IN_SPIDERS = ['link', 'wandering'] as const;
+
+/** The name of a built-in spider; lib/crawl/spiders maps each to its implementation (the compiler checks both ways). */
+export type BuiltInSpider = (typeof BUILT_IN_SPIDERS)[number];
+
+export const KNOWN_SPIDERS: ReadonlySet<string> = new Set(BUILT_IN_SPIDERS);
 
 /** The largest message {@link parseRequest} accepts by default: 1 MiB, Kafka's default message limit. */
 export const MAX_REQUEST_BYTES = 1_048_576;

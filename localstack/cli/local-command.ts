@@ -97,7 +97,7 @@ export function registerLocal(program: Command, out: Output): void {
     });
 }
 
-/** The REST API on 127.0.0.1:`port` (lib/local/rest-server.ts), over connections of its own, closed with it. */
+/** The REST API on 127.0.0.1:`port` (localstack/runtime/rest-server.ts), over connections of its own, closed with it. */
 async function startRest(port: number, monitorLog: Log, log: RuntimeLog): Promise<{ close(): Promise<void> }> {
   const { createRestDeps } = await import('../../functions/rest/deps.ts');
   const { startRestServer } = await import('../runtime/rest-server.ts');

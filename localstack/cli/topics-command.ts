@@ -1,7 +1,7 @@
 import type { Command } from 'commander';
 import { config } from '../../lib/config/index.ts';
 import { createKafka, ensureTopics, kafkaSettings } from '../../lib/kafka/client.ts';
-import { clusterTopicList, crawledAppTopic, outboundAppTopic } from '../../lib/kafka/topics.ts';
+import { clusterTopicList, crawledAppTopic, isTopicSafeAppid, outboundAppTopic } from '../../lib/kafka/topics.ts';
 import type { Output } from './output.ts';
 
 /** `topics create|list`. */
@@ -26,8 +26,7 @@ export function registerTopics(program: Command, out: Output): void {
       try {
         const wanted = clusterTopicList(prefix);
         for (const appid of opts.appid ?? []) {
-          if (!/^[A-Za-z0-9._-]{1,200}$/.test(appid))
-            throw new Error(`appid "${appid}" is not a legal Kafka topic name part`);
+          if (!isTopicSafeAppid(appid)) throw new Error(`appid "${appid}" is not a legal Kafka topic name part`);
           wanted.push(crawledAppTopic(prefix, appid), outboundAppTopic(prefix, appid));
         }
         const created = await ensureTopics(admin, wanted, partitions);

@@ -6,7 +6,8 @@
 import { type ChildProcess, spawn } from 'node:child_process';
 import { join } from 'node:path';
 import { VARIABLES, type Variables } from '../../lib/config/index.ts';
-import { REPO_ROOT, servicesLayout } from '../services/layout.ts';
+import { REPO_ROOT } from '../repo-root.ts';
+import { servicesLayout } from '../services/layout.ts';
 import type { RuntimeLog } from './log.ts';
 
 /** How long past SHUTDOWN_DEADLINE_MS a worker may take to flush and exit before {@link CrawlerWorkers.stop} kills it. */

@@ -8,7 +8,7 @@ import { kafkaDown, kafkaStatus, kafkaUp } from './kafka-service.ts';
 import { type Progress, type ServiceStatus, type ServicesLayout, servicesLayout } from './layout.ts';
 import { redisDown, redisStatus, redisUp } from './redis-service.ts';
 
-export { type Progress, REPO_ROOT, type ServiceStatus, type ServicesLayout, servicesLayout } from './layout.ts';
+export { type Progress, type ServiceStatus, type ServicesLayout, servicesLayout } from './layout.ts';
 
 /** One service for {@link servicesUp}. */
 interface Step {

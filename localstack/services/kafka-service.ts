@@ -10,7 +10,8 @@ import { connect } from 'node:net';
 import { join } from 'node:path';
 import { ServiceStartError } from '../../lib/errors.ts';
 import { createKafka } from '../../lib/kafka/client.ts';
-import { type Progress, REPO_ROOT, type ServiceStatus, type ServicesLayout } from './layout.ts';
+import { REPO_ROOT } from '../repo-root.ts';
+import type { Progress, ServiceStatus, ServicesLayout } from './layout.ts';
 import {
   describeLogs,
   ownedPid,

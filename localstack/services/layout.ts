@@ -4,9 +4,7 @@
  */
 import { join, resolve } from 'node:path';
 import type { Variables } from '../../lib/config/index.ts';
-
-/** The repository root (this file is lib/local/services/layout.ts). */
-export const REPO_ROOT = resolve(import.meta.dirname, '../..');
+import { REPO_ROOT } from '../repo-root.ts';
 
 export interface ServicesLayout {
   dir: string;

@@ -1,5 +1,5 @@
 /**
- * Child-process entry of bench/site/process.ts: serves one fixture site with the options sent over IPC,
+ * Child-process entry of localstack/site/process.ts: serves one fixture site with the options sent over IPC,
  * answers `{ port }`, and closes and exits on `close` or when the parent goes away.
  */
 import { type SiteOptions, startSite } from './site.ts';

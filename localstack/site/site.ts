@@ -12,13 +12,14 @@
  * spread through the text and a "related" list, and a footer). Both carry exactly the `links` page links
  * plus a `mailto:` and a relative `/files/doc.pdf` link; `article` adds no other `<a href>`.
  *
- * {@link startSite} serves from this process; bench/site/process.ts `startSiteProcess` serves the same
+ * {@link startSite} serves from this process; localstack/site/process.ts `startSiteProcess` serves the same
  * site from a child process, so a benchmark's client does not share its event loop with the server.
  */
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { gzipSync } from 'node:zlib';
+import { prng } from './prng.ts';
 
 export interface SiteOptions {
   /** @default 200 */
@@ -104,18 +105,6 @@ export interface FixtureSite {
 }
 
 const FILLER = 'The quick brown fox jumps over the lazy dog while the crawler reads every word of it. ';
-
-/** Deterministic PRNG (mulberry32): the article template is the same on every run. */
-function prng(seed: number): () => number {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
 
 const WORDS = (
   'the of and to in is that for it as was with be by on not he this are or his from at which but have an they ' +

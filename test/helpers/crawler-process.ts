@@ -1,13 +1,13 @@
 /**
  * One crawler worker process (functions/crawler/main.ts, the Fargate task's entry point) started by a
- * test with configuration of its own, given exactly as the local runtime gives it (lib/local/crawler-workers.ts
+ * test with configuration of its own, given exactly as the local runtime gives it (localstack/runtime/crawler-workers.ts
  * `envOf`). Unlike the runtime's workers, it is not restarted when it exits: the test decides.
  */
 import { type ChildProcess, spawn } from 'node:child_process';
 import { join } from 'node:path';
 import type { Variables } from '../../lib/config/index.ts';
+import { REPO_ROOT } from '../../localstack/repo-root.ts';
 import { envOf } from '../../localstack/runtime/crawler-workers.ts';
-import { REPO_ROOT } from '../../localstack/services/layout.ts';
 
 export interface CrawlerProcess {
   pid: number;

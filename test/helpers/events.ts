@@ -61,7 +61,7 @@ export function recordsOf(
   return decodeMskEvent(mskEventOf(topic, values, options));
 }
 
-/** The Lambda context the local runtime passes to handlers (one implementation, in lib/local). */
+/** The Lambda context the local runtime passes to handlers (one implementation, in localstack/runtime). */
 export {
   type LocalLambdaContext as TestLambdaContext,
   lambdaContext,

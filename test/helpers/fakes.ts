@@ -4,7 +4,8 @@
  * under a fixed clock. Each fake keeps the semantics its interface documents (frontier.ts module doc,
  * enqueue.lua, stop.lua) in the simplest form, and has a switch to fail like its infrastructure does.
  */
-import { registrableDomain, requestFingerprint } from '../../lib/crawl/url.ts';
+import { registrableDomain } from '../../lib/crawl/domain.ts';
+import { requestFingerprint } from '../../lib/crawl/fingerprint.ts';
 import { InfrastructureError } from '../../lib/errors.ts';
 import type { MonitorContext } from '../../lib/monitor/context.ts';
 import type { FrontierApi, Log, MessageSink, OutMessage, ReplyStore, StatsStore } from '../../lib/ports.ts';

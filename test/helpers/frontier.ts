@@ -3,7 +3,8 @@
  * {@link dropTestFrontiers}), crawl references, queue requests, and lease loops. Every test drives time
  * through explicit `now` values, so nothing here sleeps.
  */
-import { registrableDomain, requestFingerprint } from '../../lib/crawl/url.ts';
+import { registrableDomain } from '../../lib/crawl/domain.ts';
+import { requestFingerprint } from '../../lib/crawl/fingerprint.ts';
 import type { RedisClient } from '../../lib/redis/client.ts';
 import {
   type CrawlRef,
@@ -14,6 +15,7 @@ import {
   type QueueRequest,
 } from '../../lib/redis/frontier.ts';
 import { dupefilterKey, partitionKeyList, partitionKeys, spiderPartitions, spidersKey } from '../../lib/redis/keys.ts';
+import { prng } from '../../localstack/site/prng.ts';
 import { uniqueName } from './services.ts';
 
 /** The fixed clock the frontier tests start from (epoch ms, a whole second). */
@@ -159,17 +161,5 @@ function barrier(n: number): () => Promise<void> {
       release();
     }
     await mine;
-  };
-}
-
-/** A small deterministic PRNG (mulberry32), so generated workloads are the same on every run. */
-export function prng(seed: number): () => number {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
   };
 }

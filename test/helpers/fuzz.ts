@@ -3,7 +3,7 @@
  * valid requests of every type mixed with every way a client can get one wrong or make one hostile. Each
  * message is independent (its own crawlid and uuid), so each must get its own visible outcome.
  */
-import { prng } from './frontier.ts';
+import { prng } from '../../localstack/site/prng.ts';
 
 export interface FuzzMessage {
   value: Buffer;

@@ -1,10 +1,10 @@
 import { afterAll, afterEach, describe, expect, test } from 'vitest';
 import type { CrawlRef, QueueRequest } from '../../lib/redis/frontier.ts';
+import { prng } from '../../localstack/site/prng.ts';
 import {
   childCrawl,
   dropTestFrontiers,
   leaseAll,
-  prng,
   queueRequest,
   seedCrawl,
   T0,

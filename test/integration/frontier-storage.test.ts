@@ -6,11 +6,11 @@ import { createHash } from 'node:crypto';
 import { afterAll, afterEach, describe, expect, test } from 'vitest';
 import type { CrawlRef, QueueRequest } from '../../lib/redis/frontier.ts';
 import { crawlKey, dupefilterKey, partitionKeys } from '../../lib/redis/keys.ts';
+import { prng } from '../../localstack/site/prng.ts';
 import {
   childCrawl,
   dropTestFrontiers,
   leaseAll,
-  prng,
   queueRequest,
   seedCrawl,
   T0,

@@ -4,6 +4,10 @@ import { FetchError, type Fetcher, type FetchRequest, type FetchResult } from '.
 import { robotsKey } from '../../lib/redis/keys.ts';
 import { clusterRedis, uniqueName } from '../helpers/services.ts';
 
+const DISALLOWS = 'robots.txt disallows this URL';
+const unreadable = (what: string) =>
+  `robots.txt could not be read (${what}); failing closed, so the URL is not fetched`;
+
 const redis = clusterRedis();
 afterAll(() => redis.disconnect());
 
@@ -73,14 +77,22 @@ const ROBOTS = [
 describe('RobotsCache', () => {
   test('applies the group of the User-Agent’s product token, and * to other agents', async () => {
     const { cache } = setup({ 'http://a.example/robots.txt': { status: 200, body: ROBOTS } });
-    expect(await cache.check('http://a.example/no-bots/page', UA)).toEqual({ allowed: false, crawlDelayMs: 1000 });
+    expect(await cache.check('http://a.example/no-bots/page', UA)).toEqual({
+      allowed: false,
+      reason: DISALLOWS,
+      crawlDelayMs: 1000,
+    });
     expect(await cache.check('http://a.example/no-bots/except-this', UA)).toMatchObject({ allowed: true });
     expect(await cache.check('http://a.example/data.json', UA)).toMatchObject({ allowed: false });
     expect(await cache.check('http://a.example/data.json?x=1', UA)).toMatchObject({ allowed: true });
     // Only the most specific group applies: the * rules do not add to crawl-cluster's.
     expect(await cache.check('http://a.example/private/x', UA)).toMatchObject({ allowed: true });
 
-    expect(await cache.check('http://a.example/private/x', OTHER_UA)).toEqual({ allowed: false, crawlDelayMs: 2500 });
+    expect(await cache.check('http://a.example/private/x', OTHER_UA)).toEqual({
+      allowed: false,
+      reason: DISALLOWS,
+      crawlDelayMs: 2500,
+    });
     expect(await cache.check('http://a.example/no-bots/page', OTHER_UA)).toEqual({ allowed: true, crawlDelayMs: 2500 });
   });
 
@@ -104,7 +116,7 @@ describe('RobotsCache', () => {
       { 'http://c.example/robots.txt': { status: 500 } },
       { ttlMs: 3_600_000, errorTtlMs: 60_000 },
     );
-    expect(await cache.check('http://c.example/', UA)).toEqual({ allowed: false });
+    expect(await cache.check('http://c.example/', UA)).toEqual({ allowed: false, reason: unreadable('HTTP 500') });
     const ttl = await redis.pttl(robotsKey(prefix, 'http://c.example'));
     expect(ttl).toBeGreaterThan(50_000);
     expect(ttl).toBeLessThanOrEqual(60_000);
@@ -124,8 +136,8 @@ describe('RobotsCache', () => {
       'http://f.example/robots.txt': new FetchError('connect', 'ECONNREFUSED'),
       'http://g.example/robots.txt': new FetchError('timeout', 'no response in 10000 ms'),
     });
-    expect(await cache.check('http://f.example/', UA)).toEqual({ allowed: false });
-    expect(await cache.check('http://g.example/x', UA)).toEqual({ allowed: false });
+    expect(await cache.check('http://f.example/', UA)).toEqual({ allowed: false, reason: unreadable('no response') });
+    expect(await cache.check('http://g.example/x', UA)).toEqual({ allowed: false, reason: unreadable('no response') });
     expect(fetcher.requests.map((r) => r.url)).toEqual(['http://f.example/robots.txt', 'http://g.example/robots.txt']);
   });
 
@@ -150,8 +162,16 @@ describe('RobotsCache', () => {
 
     const secondFetcher = new FakeFetcher(answers);
     const second = new RobotsCache({ redis, prefix: first.prefix, fetcher: secondFetcher });
-    expect(await second.check('http://i.example/private/x', OTHER_UA)).toEqual({ allowed: false, crawlDelayMs: 2500 });
-    expect(await second.check('http://i.example/no-bots/x', UA)).toEqual({ allowed: false, crawlDelayMs: 1000 });
+    expect(await second.check('http://i.example/private/x', OTHER_UA)).toEqual({
+      allowed: false,
+      reason: DISALLOWS,
+      crawlDelayMs: 2500,
+    });
+    expect(await second.check('http://i.example/no-bots/x', UA)).toEqual({
+      allowed: false,
+      reason: DISALLOWS,
+      crawlDelayMs: 1000,
+    });
     expect(secondFetcher.requests).toHaveLength(0);
   });
 
@@ -161,7 +181,7 @@ describe('RobotsCache', () => {
     await first.cache.check('http://j.example/', UA);
     const secondFetcher = new FakeFetcher(answers);
     const second = new RobotsCache({ redis, prefix: first.prefix, fetcher: secondFetcher });
-    expect(await second.check('http://j.example/x', UA)).toEqual({ allowed: false });
+    expect(await second.check('http://j.example/x', UA)).toEqual({ allowed: false, reason: unreadable('HTTP 502') });
     expect(secondFetcher.requests).toHaveLength(0);
   });
 

@@ -6,7 +6,8 @@ import { join } from 'node:path';
 import { Redis } from 'ioredis';
 import { afterAll, describe, expect, test } from 'vitest';
 import { config } from '../../lib/config/index.ts';
-import { layoutFrom, REPO_ROOT } from '../../localstack/services/index.ts';
+import { REPO_ROOT } from '../../localstack/repo-root.ts';
+import { layoutFrom } from '../../localstack/services/index.ts';
 import { clusterRedis, createTestTopics, testKafka, uniqueName, waitUntil } from '../helpers/services.ts';
 
 describe('local services', () => {

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { requestFingerprint } from '../../lib/crawl/url.ts';
+import { requestFingerprint } from '../../lib/crawl/fingerprint.ts';
 import { type DecodedRecord, decodeMskEvent, type MskEvent } from '../../lib/kafka/msk-event.ts';
 import { handleIncoming, RAW_ECHO_BYTES } from '../../lib/monitor/kafka-monitor.ts';
 import { loadEvent, recordsOf } from '../helpers/events.ts';

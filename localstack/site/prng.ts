@@ -1,0 +1,14 @@
+/**
+ * A small deterministic PRNG (mulberry32), uniform in [0, 1) like `Math.random`: the fixture site, the
+ * benchmarks and the tests generate the same pages, workloads and walks on every run.
+ */
+export function prng(seed: number): () => number {
+  let a = seed >>> 0;
+  return () => {
+    a = (a + 0x6d2b79f5) >>> 0;
+    let t = a;
+    t = Math.imul(t ^ (t >>> 15), t | 1);
+    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
+    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
+  };
+}

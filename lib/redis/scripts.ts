@@ -1,6 +1,6 @@
 /**
- * Loads the Lua scripts in ./scripts once (at module load) and runs them by SHA with a fallback to EVAL
- * when the server has not seen them (after a restart or a failover). One typed wrapper per script, in the
+ * Loads the Lua scripts in ./scripts once (at module load) and runs them as ioredis commands
+ * (`defineCommand`: by SHA, with EVAL when the server has not seen them, after a restart or a failover). One typed wrapper per script, in the
  * module of its data structure, is each script's only caller (STYLE.md §2).
  */
 import { createHash } from 'node:crypto';
@@ -47,15 +47,29 @@ export function allScripts(): LuaScript[] {
 
 type Arg = string | number | Buffer;
 
-/** ioredis's Buffer variants of EVALSHA/EVAL (generated at runtime for every command, not in its typings). */
-interface BufferEval {
-  evalshaBuffer(sha: string, numkeys: number, ...args: Arg[]): Promise<unknown>;
-  evalBuffer(source: string, numkeys: number, ...args: Arg[]): Promise<unknown>;
+/** A script registered with ioredis's `defineCommand`: `numkeys, ...keys, ...args`. */
+type ScriptCommand = (numkeys: number, ...keysAndArgs: Arg[]) => Promise<unknown>;
+
+/** Clients the scripts are defined on (ioredis keeps commands per client instance). */
+const defined = new WeakSet<RedisClient>();
+
+/** The ioredis command of a script: `cc_` and its name with `_` for `-` (`sweep-finished` → `cc_sweep_finished`). */
+function commandOf(redis: RedisClient, s: LuaScript, buffer: boolean): ScriptCommand {
+  if (!defined.has(redis)) {
+    // defineCommand runs EVALSHA and falls back to EVAL on NOSCRIPT (after a restart or a failover), with
+    // the keys routed by slot in cluster mode; numberOfKeys is left out so each call passes its own.
+    for (const each of SCRIPTS.values())
+      redis.defineCommand(`cc_${each.name.replaceAll('-', '_')}`, { lua: each.source });
+    defined.add(redis);
+  }
+  const name = `cc_${s.name.replaceAll('-', '_')}${buffer ? 'Buffer' : ''}`;
+  const command = (redis as unknown as Record<string, ScriptCommand>)[name] as ScriptCommand;
+  return command.bind(redis);
 }
 
 /**
- * Runs a script with its declared keys. EVALSHA first; on NOSCRIPT, EVAL (which also caches it).
- * In cluster mode the client routes by the keys, which all share one slot by construction (keys.ts).
+ * Runs a script with its declared keys (ioredis `defineCommand`: EVALSHA, EVAL when the server lacks it). In
+ * cluster mode the client routes by the keys, which all share one slot by construction (keys.ts).
  */
 export async function runScript<T = unknown>(
   redis: RedisClient,
@@ -63,12 +77,7 @@ export async function runScript<T = unknown>(
   keys: string[],
   args: Arg[],
 ): Promise<T> {
-  try {
-    return (await redis.evalsha(s.sha, keys.length, ...keys, ...args)) as T;
-  } catch (error) {
-    if (!(error as Error).message?.startsWith('NOSCRIPT')) throw error;
-    return (await redis.eval(s.source, keys.length, ...keys, ...args)) as T;
-  }
+  return (await commandOf(redis, s, false)(keys.length, ...keys, ...args)) as T;
 }
 
 /** {@link runScript}, but bulk replies come back as Buffers (for replies holding binary data, e.g. members). */
@@ -78,11 +87,5 @@ export async function runScriptBuffer<T = unknown>(
   keys: string[],
   args: Arg[],
 ): Promise<T> {
-  const r = redis as unknown as BufferEval;
-  try {
-    return (await r.evalshaBuffer(s.sha, keys.length, ...keys, ...args)) as T;
-  } catch (error) {
-    if (!(error as Error).message?.startsWith('NOSCRIPT')) throw error;
-    return (await r.evalBuffer(s.source, keys.length, ...keys, ...args)) as T;
-  }
+  return (await commandOf(redis, s, true)(keys.length, ...keys, ...args)) as T;
 }

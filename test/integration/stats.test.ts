@@ -202,10 +202,14 @@ describe('stats counters', () => {
 
   test('every key the increment script is given hashes to the same slot as the other stats keys', async () => {
     const prefix = freshPrefix();
-    const spy = vi.spyOn(redis as unknown as { evalsha: (...args: unknown[]) => Promise<unknown> }, 'evalsha');
+    // Scripts run as ioredis commands (defineCommand), which reach the server through sendCommand.
+    type Sent = { name: string; args: unknown[] };
+    const spy = vi.spyOn(redis as unknown as { sendCommand: (command: Sent) => unknown }, 'sendCommand');
     try {
       await incrementStats(redis, prefix, [{ name: 'a' }, { name: 'crawler:m1:200' }, { name: 'x'.repeat(200) }], T);
-      const call = spy.mock.calls[0] as unknown[];
+      const call = (
+        spy.mock.calls.map((c) => c[0] as Sent).find((c) => c.name === 'evalsha' || c.name === 'eval') as Sent
+      ).args;
       const keys = call.slice(2, 2 + Number(call[1])) as string[];
       expect(keys).toHaveLength(4);
       const slots = new Set<number>();

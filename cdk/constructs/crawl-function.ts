@@ -3,7 +3,7 @@
  * (no Docker) from functions/<name>/handler.ts, in the VPC's private subnets, with its own log group and a role
  * that may write to that log group only (instead of the AWS managed execution policies, which allow every group).
  */
-import { join, resolve } from 'node:path';
+import { join } from 'node:path';
 import { type Duration, RemovalPolicy } from 'aws-cdk-lib';
 import type * as ec2 from 'aws-cdk-lib/aws-ec2';
 import * as iam from 'aws-cdk-lib/aws-iam';

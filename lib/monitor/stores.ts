@@ -6,15 +6,7 @@
 import type { ReplyStore, StatsStore } from '../ports.ts';
 import type { RedisClient } from '../redis/client.ts';
 import { replyKey } from '../redis/keys.ts';
-import {
-  heartbeat,
-  incrementStats,
-  listStatNames,
-  liveMembers,
-  readStats,
-  type StatsCounts,
-  type StatsIncrement,
-} from '../redis/stats.ts';
+import { heartbeat, incrementStats, listStatNames, liveMembers, readStats } from '../redis/stats.ts';
 
 export function redisStatsStore(redis: RedisClient, prefix: string): StatsStore {
   return {

@@ -15,7 +15,6 @@ import {
   type QueueRequest,
 } from '../../lib/redis/frontier.ts';
 import { dupefilterKey, partitionKeyList, partitionKeys, spiderPartitions, spidersKey } from '../../lib/redis/keys.ts';
-import { prng } from '../../localstack/site/prng.ts';
 import { uniqueName } from './services.ts';
 
 /** The fixed clock the frontier tests start from (epoch ms, a whole second). */

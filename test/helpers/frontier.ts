@@ -3,6 +3,8 @@
  * {@link dropTestFrontiers}), crawl references, queue requests, and lease loops. Every test drives time
  * through explicit `now` values, so nothing here sleeps.
  */
+
+import { afterAll, afterEach } from 'vitest';
 import { registrableDomain } from '../../lib/crawl/domain.ts';
 import { requestFingerprint } from '../../lib/crawl/fingerprint.ts';
 import type { RedisClient } from '../../lib/redis/client.ts';
@@ -15,7 +17,7 @@ import {
   type QueueRequest,
 } from '../../lib/redis/frontier.ts';
 import { dupefilterKey, partitionKeyList, partitionKeys, spiderPartitions, spidersKey } from '../../lib/redis/keys.ts';
-import { uniqueName } from './services.ts';
+import { clusterRedis, uniqueName } from './services.ts';
 
 /** The fixed clock the frontier tests start from (epoch ms, a whole second). */
 export const T0 = Date.UTC(2026, 2, 2, 12, 0, 0);
@@ -48,6 +50,17 @@ export function testFrontier(redis: RedisClient, overrides: Partial<FrontierOpti
 }
 
 /** Deletes the keys of every frontier made by {@link testFrontier} since the last call. */
+/**
+ * The cluster-mode Redis client of a frontier test file, with the file's hooks registered: every frontier
+ * made by {@link testFrontier} is dropped after each test, and the client closed after the file.
+ */
+export function frontierTestRedis(): RedisClient {
+  const redis = clusterRedis();
+  afterEach(() => dropTestFrontiers(redis));
+  afterAll(() => redis.disconnect());
+  return redis;
+}
+
 export async function dropTestFrontiers(redis: RedisClient): Promise<void> {
   for (const { prefix, typeEnabled } of created.splice(0)) {
     for (const spider of await redis.smembers(spidersKey(prefix))) {

@@ -2,7 +2,7 @@ import { createHash } from 'node:crypto';
 import { readdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import type { Cluster } from 'ioredis';
-import { afterAll, afterEach, describe, expect, test, vi } from 'vitest';
+import { describe, expect, test, vi } from 'vitest';
 import type { Frontier, Lease } from '../../lib/redis/frontier.ts';
 import {
   crawlKey,
@@ -17,18 +17,16 @@ import { allScripts } from '../../lib/redis/scripts.ts';
 import { incrementStats } from '../../lib/redis/stats.ts';
 import {
   childCrawl,
-  dropTestFrontiers,
+  frontierTestRedis,
   leaseAll,
   queueRequest,
   seedCrawl,
   T0,
   testFrontier,
 } from '../helpers/frontier.ts';
-import { clusterRedis, uniqueName } from '../helpers/services.ts';
+import { uniqueName } from '../helpers/services.ts';
 
-const redis = clusterRedis();
-afterEach(() => dropTestFrontiers(redis));
-afterAll(() => redis.disconnect());
+const redis = frontierTestRedis();
 
 const SCRIPTS_DIR = join(import.meta.dirname, '../../lib/redis/scripts');
 

@@ -1,19 +1,16 @@
-import { afterAll, afterEach, describe, expect, test } from 'vitest';
+import { describe, expect, test } from 'vitest';
 import type { CrawlRef, Frontier, Lease } from '../../lib/redis/frontier.ts';
 import {
   childCrawl,
-  dropTestFrontiers,
+  frontierTestRedis,
   leaseAll,
   queueRequest,
   seedCrawl,
   T0,
   testFrontier,
 } from '../helpers/frontier.ts';
-import { clusterRedis } from '../helpers/services.ts';
 
-const redis = clusterRedis();
-afterEach(() => dropTestFrontiers(redis));
-afterAll(() => redis.disconnect());
+const redis = frontierTestRedis();
 
 const LEASE_MS = 30_000;
 

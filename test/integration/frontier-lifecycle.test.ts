@@ -1,20 +1,17 @@
-import { afterAll, afterEach, describe, expect, test } from 'vitest';
+import { describe, expect, test } from 'vitest';
 import type { CrawlRef, Frontier, Lease, QueueRequest } from '../../lib/redis/frontier.ts';
 import { crawlKey, partitionKeys } from '../../lib/redis/keys.ts';
 import {
   childCrawl,
-  dropTestFrontiers,
+  frontierTestRedis,
   leaseAll,
   queueRequest,
   seedCrawl,
   T0,
   testFrontier,
 } from '../helpers/frontier.ts';
-import { clusterRedis } from '../helpers/services.ts';
 
-const redis = clusterRedis();
-afterEach(() => dropTestFrontiers(redis));
-afterAll(() => redis.disconnect());
+const redis = frontierTestRedis();
 
 const T0S = T0 / 1000;
 

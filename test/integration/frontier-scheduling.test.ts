@@ -1,20 +1,17 @@
-import { afterAll, afterEach, describe, expect, test } from 'vitest';
+import { describe, expect, test } from 'vitest';
 import type { CrawlRef, QueueRequest } from '../../lib/redis/frontier.ts';
 import { prng } from '../../localstack/site/prng.ts';
 import {
   childCrawl,
-  dropTestFrontiers,
+  frontierTestRedis,
   leaseAll,
   queueRequest,
   seedCrawl,
   T0,
   testFrontier,
 } from '../helpers/frontier.ts';
-import { clusterRedis } from '../helpers/services.ts';
 
-const redis = clusterRedis();
-afterEach(() => dropTestFrontiers(redis));
-afterAll(() => redis.disconnect());
+const redis = frontierTestRedis();
 
 describe('frontier scheduling', () => {
   test('1,000 requests over 20 domains are leased by priority (high first), then in enqueue order', async () => {

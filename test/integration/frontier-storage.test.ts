@@ -3,24 +3,21 @@
  * sequence and small integers in base 62), the bucketed dupefilter, and crawl refs that are reused.
  */
 import { createHash } from 'node:crypto';
-import { afterAll, afterEach, describe, expect, test } from 'vitest';
+import { describe, expect, test } from 'vitest';
 import type { CrawlRef, QueueRequest } from '../../lib/redis/frontier.ts';
 import { crawlKey, dupefilterKey, partitionKeys } from '../../lib/redis/keys.ts';
 import { prng } from '../../localstack/site/prng.ts';
 import {
   childCrawl,
-  dropTestFrontiers,
+  frontierTestRedis,
   leaseAll,
   queueRequest,
   seedCrawl,
   T0,
   testFrontier,
 } from '../helpers/frontier.ts';
-import { clusterRedis } from '../helpers/services.ts';
 
-const redis = clusterRedis();
-afterEach(() => dropTestFrontiers(redis));
-afterAll(() => redis.disconnect());
+const redis = frontierTestRedis();
 
 type Item = { crawl: CrawlRef; request: QueueRequest };
 

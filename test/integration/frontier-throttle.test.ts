@@ -1,9 +1,9 @@
-import { afterAll, afterEach, describe, expect, test } from 'vitest';
+import { describe, expect, test } from 'vitest';
 import type { Frontier } from '../../lib/redis/frontier.ts';
 import { partitionKeys } from '../../lib/redis/keys.ts';
 import {
   childCrawl,
-  dropTestFrontiers,
+  frontierTestRedis,
   leaseAll,
   maxInWindow,
   queueRequest,
@@ -12,11 +12,8 @@ import {
   T0,
   testFrontier,
 } from '../helpers/frontier.ts';
-import { clusterRedis } from '../helpers/services.ts';
 
-const redis = clusterRedis();
-afterEach(() => dropTestFrontiers(redis));
-afterAll(() => redis.disconnect());
+const redis = frontierTestRedis();
 
 /** 5 fetches per 2 s: moderated, one every 400 ms. */
 const FIVE_PER_2S = { hits: 5, windowSec: 2 } as const;

@@ -26,7 +26,8 @@ import { createKafka, createProducer, kafkaSettings } from '../../lib/kafka/clie
 import { clusterTopics } from '../../lib/kafka/topics.ts';
 import { redisStatsStore } from '../../lib/monitor/stores.ts';
 import type { RedisClient } from '../../lib/redis/client.ts';
-import { Frontier, frontierOptions } from '../../lib/redis/frontier.ts';
+import { Frontier } from '../../lib/redis/frontier.ts';
+import { frontierOptions } from '../../lib/redis/frontier-types.ts';
 import {
   crawlKey,
   dupefilterKey,

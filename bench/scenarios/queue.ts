@@ -24,14 +24,14 @@ import { config } from '../../lib/config/index.ts';
 import { registrableDomain } from '../../lib/crawl/domain.ts';
 import { requestFingerprint } from '../../lib/crawl/fingerprint.ts';
 import type { RedisClient } from '../../lib/redis/client.ts';
+import { Frontier } from '../../lib/redis/frontier.ts';
 import {
   type CrawlRef,
   type CrawlSettings,
   type EnqueueOutcome,
-  Frontier,
   frontierOptions,
   type QueueRequest,
-} from '../../lib/redis/frontier.ts';
+} from '../../lib/redis/frontier-types.ts';
 import { crawlKey, dupefilterKey, partitionKeys, spidersKey } from '../../lib/redis/keys.ts';
 import { allScripts } from '../../lib/redis/scripts.ts';
 import { prng } from '../../localstack/site/prng.ts';

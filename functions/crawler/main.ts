@@ -16,7 +16,8 @@ import { createKafka, createProducer, kafkaSettings } from '../../lib/kafka/clie
 import { producerSink } from '../../lib/kafka/sink.ts';
 import { redisStatsStore } from '../../lib/monitor/stores.ts';
 import { createRedis, redisSettings } from '../../lib/redis/client.ts';
-import { Frontier, frontierOptions } from '../../lib/redis/frontier.ts';
+import { Frontier } from '../../lib/redis/frontier.ts';
+import { frontierOptions } from '../../lib/redis/frontier-types.ts';
 import { createLogger, monitorLog } from '../shared/observability.ts';
 
 const vars = config();

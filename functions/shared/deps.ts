@@ -12,7 +12,8 @@ import type { MonitorContext } from '../../lib/monitor/context.ts';
 import { redisReplyStore, redisStatsStore } from '../../lib/monitor/stores.ts';
 import type { Log, MessageSink } from '../../lib/ports.ts';
 import { createRedis, redisSettings } from '../../lib/redis/client.ts';
-import { Frontier, frontierOptions } from '../../lib/redis/frontier.ts';
+import { Frontier } from '../../lib/redis/frontier.ts';
+import { frontierOptions } from '../../lib/redis/frontier-types.ts';
 import { KNOWN_SPIDERS } from '../../lib/schemas/index.ts';
 
 export interface MonitorDeps {

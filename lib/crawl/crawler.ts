@@ -15,7 +15,7 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import { CrawlClusterError, failureCause } from '../errors.ts';
 import { clusterTopics, crawledAppTopic, isTopicSafeAppid, outboundAppTopic } from '../kafka/topics.ts';
 import type { CrawlerFrontier, Log, MessageSink, OutMessage, StatsStore } from '../ports.ts';
-import type { CrawlRef, Lease, QueueRequest } from '../redis/frontier.ts';
+import type { CrawlRef, Lease, QueueRequest } from '../redis/frontier-types.ts';
 import type { StatsIncrement } from '../redis/stats.ts';
 import type { BodyStore } from './body-store.ts';
 import { registrableDomain } from './domain.ts';

@@ -4,7 +4,7 @@
  * per crawl and reused for every link of every page of it.
  */
 import { domainToASCII } from 'node:url';
-import type { CrawlSettings } from '../redis/frontier.ts';
+import type { CrawlSettings } from '../redis/frontier-types.ts';
 import { compileLinkRegex } from '../schemas/link-regex.ts';
 
 /**

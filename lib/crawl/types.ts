@@ -3,7 +3,7 @@
  * loop (crawler.ts) only talks to these.
  */
 import { CrawlClusterError } from '../errors.ts';
-import type { CrawlSettings } from '../redis/frontier.ts';
+import type { CrawlSettings } from '../redis/frontier-types.ts';
 
 /** One HTTP fetch. Cookies and extra headers come from the crawl request. */
 export interface FetchRequest {

@@ -2,7 +2,7 @@
  * `info` replies in Scrapy Cluster's shapes (CONTRACT.md), built from the frontier's counters.
  * `low_priority` / `high_priority` are the lowest and highest request priority queued for a domain.
  */
-import type { CrawlInfo } from '../redis/frontier.ts';
+import type { CrawlInfo } from '../redis/frontier-types.ts';
 import type { ActionRequest } from '../schemas/index.ts';
 import { type MonitorContext, serverTime } from './context.ts';
 import type { Reply } from './replies.ts';

@@ -22,7 +22,7 @@ import {
 import type { DecodedRecord } from '../kafka/msk-event.ts';
 import { clusterTopics } from '../kafka/topics.ts';
 import type { OutMessage } from '../ports.ts';
-import type { CrawlRef, EnqueueOutcome, QueueRequest } from '../redis/frontier.ts';
+import type { CrawlRef, EnqueueOutcome, QueueRequest } from '../redis/frontier-types.ts';
 import type { StatsIncrement } from '../redis/stats.ts';
 import { type ClassifiedRequest, type CrawlRequest, parseRequest } from '../schemas/index.ts';
 import { type MonitorContext, serverTime } from './context.ts';

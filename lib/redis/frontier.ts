@@ -18,9 +18,20 @@
  *   a dupefilter TTL later, unless new work arrived meanwhile.
  * - A crawl is identified by spider type, appid and crawlid (keys.ts `crawlKey`).
  */
-import type { Variables } from '../config/index.ts';
-import type { CrawlRequest } from '../schemas/index.ts';
 import type { RedisClient } from './client.ts';
+import { decodeCounters, mergeInfos } from './crawl-info.ts';
+import type {
+  AckResult,
+  CrawlInfo,
+  CrawlRef,
+  CrawlSettings,
+  DomainAction,
+  EnqueueOutcome,
+  FrontierOptions,
+  Lease,
+  LeaseResult,
+  QueueRequest,
+} from './frontier-types.ts';
 import {
   crawlKey,
   dupefilterKey,
@@ -30,71 +41,10 @@ import {
   spiderPartitions,
   spidersKey,
 } from './keys.ts';
-import { decodePriority, memberBytes, memberHandle, memberTail, parseMember } from './member.ts';
+import { memberBytes, memberHandle, memberTail, parseMember } from './member.ts';
 import { type LuaScript, runScript, runScriptBuffer, script } from './scripts.ts';
 
-/** Crawl settings stored once per crawl: the seed request without its URL. */
-export type CrawlSettings = Omit<CrawlRequest, 'url'>;
-
-export interface FrontierOptions {
-  /** Key prefix (`REDIS_KEY_PREFIX`). */
-  prefix: string;
-  /** @default 10 (`QUEUE_HITS`) */
-  hits: number;
-  /** @default 60 (`QUEUE_WINDOW`), seconds */
-  windowSec: number;
-  /** @default true (`QUEUE_MODERATED`) */
-  moderated: boolean;
-  /** Throttle per spider type (`SCHEDULER_TYPE_ENABLED`). @default true */
-  typeEnabled: boolean;
-  /** Throttle per egress IP (`SCHEDULER_IP_ENABLED`). @default false */
-  ipEnabled: boolean;
-  /** @default 600 (`DUPEFILTER_TIMEOUT`), seconds */
-  dupefilterTtlSec: number;
-  /** @default 120000 (`LEASE_TIMEOUT` × 1000), ms */
-  leaseMs: number;
-  /** @default 3600000 (`STOP_BLACKLIST_TTL` × 1000), ms */
-  stopTtlMs: number;
-  /** Work bound per lease/reclaim call (promotions, skipped stale requests). @default 100 */
-  bound?: number;
-}
-
-export function frontierOptions(vars: Variables): FrontierOptions {
-  return {
-    prefix: vars.REDIS_KEY_PREFIX,
-    hits: vars.QUEUE_HITS,
-    windowSec: vars.QUEUE_WINDOW,
-    moderated: vars.QUEUE_MODERATED,
-    typeEnabled: vars.SCHEDULER_TYPE_ENABLED,
-    ipEnabled: vars.SCHEDULER_IP_ENABLED,
-    dupefilterTtlSec: vars.DUPEFILTER_TIMEOUT,
-    leaseMs: vars.LEASE_TIMEOUT * 1000,
-    stopTtlMs: vars.STOP_BLACKLIST_TTL * 1000,
-  };
-}
-
-/** One request to queue. */
-export interface QueueRequest {
-  url: string;
-  /** Registrable domain (lib/crawl/url.ts `registrableDomain`): the queue and throttle key. */
-  domain: string;
-  /** 8-byte fingerprint of the canonical request (lib/crawl/url.ts `requestFingerprint`). */
-  fingerprint: Buffer;
-  priority: number;
-  depth: number;
-  /** @default 0 */
-  retries?: number;
-}
-
-/** The crawl a request belongs to. `settings` present = a seed, which registers the crawl if new. */
-export interface CrawlRef {
-  appid: string;
-  crawlid: string;
-  settings?: CrawlSettings;
-}
-
-export type EnqueueOutcome = 'queued' | 'duplicate' | 'stopped' | 'expired' | 'capped' | 'unknown_crawl';
-
+/** enqueue.lua's code per request → its outcome. */
 const OUTCOMES: Record<string, EnqueueOutcome> = {
   '1': 'queued',
   '0': 'duplicate',
@@ -103,52 +53,6 @@ const OUTCOMES: Record<string, EnqueueOutcome> = {
   '-3': 'capped',
   '-4': 'unknown_crawl',
 };
-
-/**
- * A leased request. `handle` identifies the lease for ack / release / retry: an opaque binary string (the
- * queue member, one char per byte; member.ts).
- */
-export interface Lease {
-  handle: string;
-  partition: PartitionRef;
-  url: string;
-  domain: string;
-  priority: number;
-  depth: number;
-  retries: number;
-  crawl: CrawlSettings;
-}
-
-export type LeaseResult =
-  | { leased: true; lease: Lease; skipped: number }
-  | {
-      leased: false /** epoch ms when something may be due; null: no work at all */;
-      nextDueMs: number | null;
-      skipped: number;
-    };
-
-export interface AckResult {
-  acked: boolean;
-  /** True exactly when this ack left the crawl with nothing queued and nothing leased. */
-  complete: boolean;
-  queued: number;
-  leased: number;
-  done: number;
-  failed: number;
-}
-
-/** Queue info of one crawl, from counters. */
-export interface CrawlInfo {
-  settings: CrawlSettings;
-  queued: number;
-  leased: number;
-  done: number;
-  failed: number;
-  /** Queued requests per domain and priority. */
-  domains: Record<string, { priorities: Record<number, number>; total: number }>;
-}
-
-export type DomainAction = 'domain-update' | 'domain-remove' | 'blacklist-update' | 'blacklist-remove';
 
 /** At most this many counters of stopped crawls are settled per sweep-finished.lua call (~5 ms of Redis). */
 const SETTLE_BUDGET = 5000;
@@ -470,72 +374,4 @@ export class Frontier {
     }
     return out;
   }
-}
-
-/**
- * Decodes a crawl's counters as info.lua returns them: its K.cidx range joined into one string,
- * `member \x01 score \x01 ...`, where a member is `<ref>\0<domain>\0<pe>` (queued requests at a priority;
- * count = score - base) or `<ref>\0<domain>` (a page-cap counter, not reported).
- * One pass with indexOf, no intermediate arrays: a crawl over 10k domains has ~35k entries.
- */
-function decodeCounters(packed: string, base: number): CrawlInfo['domains'] {
-  const domains: CrawlInfo['domains'] = {};
-  const end = packed.length;
-  let i = 0;
-  while (i < end) {
-    const memberEnd = packed.indexOf('\x01', i);
-    if (memberEnd < 0) break;
-    const a = packed.indexOf('\0', i);
-    const b = packed.indexOf('\0', a + 1);
-    let j = memberEnd + 1;
-    let score = 0;
-    let digits = true;
-    for (; j < end; j++) {
-      const c = packed.charCodeAt(j);
-      if (c === 1) break;
-      if (c < 48 || c > 57) digits = false;
-      score = score * 10 + (c - 48);
-    }
-    // A server that formats doubles differently (exponent notation) still parses, only slower.
-    if (!digits) score = Number(packed.slice(memberEnd + 1, j));
-    if (b >= 0 && b < memberEnd) {
-      const d = packed.slice(a + 1, b);
-      const prio = decodePriority(packed.slice(b + 1, memberEnd));
-      const n = score - base;
-      let e = domains[d];
-      if (e === undefined) {
-        e = { priorities: {}, total: 0 };
-        domains[d] = e;
-      }
-      e.priorities[prio] = (e.priorities[prio] ?? 0) + n;
-      e.total += n;
-    }
-    i = j + 1;
-  }
-  return domains;
-}
-
-/** Sums the per-partition infos of the same crawl. */
-function mergeInfos(infos: CrawlInfo[]): CrawlInfo[] {
-  const byCrawl = new Map<string, CrawlInfo>();
-  for (const info of infos) {
-    const key = `${info.settings.appid}\n${info.settings.crawlid}`;
-    const acc = byCrawl.get(key);
-    if (!acc) {
-      byCrawl.set(key, info);
-      continue;
-    }
-    acc.queued += info.queued;
-    acc.leased += info.leased;
-    acc.done += info.done;
-    acc.failed += info.failed;
-    for (const [d, e] of Object.entries(info.domains)) {
-      const a = acc.domains[d] ?? { priorities: {}, total: 0 };
-      for (const [prio, n] of Object.entries(e.priorities))
-        a.priorities[Number(prio)] = (a.priorities[Number(prio)] ?? 0) + n;
-      a.total += e.total;
-      acc.domains[d] = a;
-    }
-  }
-  return [...byCrawl.values()];
 }

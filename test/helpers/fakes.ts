@@ -16,7 +16,7 @@ import type {
   DomainAction,
   EnqueueOutcome,
   QueueRequest,
-} from '../../lib/redis/frontier.ts';
+} from '../../lib/redis/frontier-types.ts';
 import { STATS_WINDOWS, type StatsCounts, type StatsIncrement } from '../../lib/redis/stats.ts';
 import { type CrawlRequest, KNOWN_SPIDERS } from '../../lib/schemas/index.ts';
 

@@ -8,14 +8,8 @@ import { afterAll, afterEach } from 'vitest';
 import { registrableDomain } from '../../lib/crawl/domain.ts';
 import { requestFingerprint } from '../../lib/crawl/fingerprint.ts';
 import type { RedisClient } from '../../lib/redis/client.ts';
-import {
-  type CrawlRef,
-  type CrawlSettings,
-  Frontier,
-  type FrontierOptions,
-  type Lease,
-  type QueueRequest,
-} from '../../lib/redis/frontier.ts';
+import { Frontier } from '../../lib/redis/frontier.ts';
+import type { CrawlRef, CrawlSettings, FrontierOptions, Lease, QueueRequest } from '../../lib/redis/frontier-types.ts';
 import { dupefilterKey, partitionKeyList, partitionKeys, spiderPartitions, spidersKey } from '../../lib/redis/keys.ts';
 import { clusterRedis, uniqueName } from './services.ts';
 

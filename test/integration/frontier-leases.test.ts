@@ -1,5 +1,6 @@
 import { describe, expect, test } from 'vitest';
-import type { CrawlRef, Frontier, Lease } from '../../lib/redis/frontier.ts';
+import type { Frontier } from '../../lib/redis/frontier.ts';
+import type { CrawlRef, Lease } from '../../lib/redis/frontier-types.ts';
 import {
   childCrawl,
   frontierTestRedis,

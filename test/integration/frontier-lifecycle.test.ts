@@ -1,5 +1,6 @@
 import { describe, expect, test } from 'vitest';
-import type { CrawlRef, Frontier, Lease, QueueRequest } from '../../lib/redis/frontier.ts';
+import type { Frontier } from '../../lib/redis/frontier.ts';
+import type { CrawlRef, Lease, QueueRequest } from '../../lib/redis/frontier-types.ts';
 import { crawlKey, partitionKeys } from '../../lib/redis/keys.ts';
 import {
   childCrawl,

@@ -1,5 +1,5 @@
 import { describe, expect, test } from 'vitest';
-import type { CrawlRef, QueueRequest } from '../../lib/redis/frontier.ts';
+import type { CrawlRef, QueueRequest } from '../../lib/redis/frontier-types.ts';
 import { prng } from '../../localstack/site/prng.ts';
 import {
   childCrawl,

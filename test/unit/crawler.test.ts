@@ -9,7 +9,7 @@ import type { RobotsDecision } from '../../lib/crawl/robots.ts';
 import { spiderRegistry } from '../../lib/crawl/spiders/index.ts';
 import { FetchError, type FetchRequest, type FetchResult, type PageItem } from '../../lib/crawl/types.ts';
 import type { CrawlerFrontier } from '../../lib/ports.ts';
-import type { AckResult, CrawlSettings, Lease, LeaseResult } from '../../lib/redis/frontier.ts';
+import type { AckResult, CrawlSettings, Lease, LeaseResult } from '../../lib/redis/frontier-types.ts';
 import { FakeSink, MemoryStatsStore, RecordingLog, type SentBatch } from '../helpers/fakes.ts';
 
 const SETTINGS: CrawlSettings = {

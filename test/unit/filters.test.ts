@@ -6,7 +6,7 @@ import {
   linkFilter,
   shouldFollow,
 } from '../../lib/crawl/filters.ts';
-import type { CrawlSettings } from '../../lib/redis/frontier.ts';
+import type { CrawlSettings } from '../../lib/redis/frontier-types.ts';
 
 function settings(rules: Partial<CrawlSettings> = {}): CrawlSettings {
   return { appid: 'app', crawlid: 'c1', spiderid: 'link', priority: 1, maxdepth: 1, expires: 0, ...rules };

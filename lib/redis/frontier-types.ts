@@ -1,0 +1,115 @@
+/**
+ * The frontier's data shapes (lib/redis/frontier.ts operates on them): what a queued request, a crawl
+ * reference, a lease and an info answer are, and the frontier's options from configuration.
+ */
+import type { Variables } from '../config/index.ts';
+import type { CrawlRequest } from '../schemas/index.ts';
+import type { PartitionRef } from './keys.ts';
+
+/** Crawl settings stored once per crawl: the seed request without its URL. */
+export type CrawlSettings = Omit<CrawlRequest, 'url'>;
+
+export interface FrontierOptions {
+  /** Key prefix (`REDIS_KEY_PREFIX`). */
+  prefix: string;
+  /** @default 10 (`QUEUE_HITS`) */
+  hits: number;
+  /** @default 60 (`QUEUE_WINDOW`), seconds */
+  windowSec: number;
+  /** @default true (`QUEUE_MODERATED`) */
+  moderated: boolean;
+  /** Throttle per spider type (`SCHEDULER_TYPE_ENABLED`). @default true */
+  typeEnabled: boolean;
+  /** Throttle per egress IP (`SCHEDULER_IP_ENABLED`). @default false */
+  ipEnabled: boolean;
+  /** @default 600 (`DUPEFILTER_TIMEOUT`), seconds */
+  dupefilterTtlSec: number;
+  /** @default 120000 (`LEASE_TIMEOUT` × 1000), ms */
+  leaseMs: number;
+  /** @default 3600000 (`STOP_BLACKLIST_TTL` × 1000), ms */
+  stopTtlMs: number;
+  /** Work bound per lease/reclaim call (promotions, skipped stale requests). @default 100 */
+  bound?: number;
+}
+
+export function frontierOptions(vars: Variables): FrontierOptions {
+  return {
+    prefix: vars.REDIS_KEY_PREFIX,
+    hits: vars.QUEUE_HITS,
+    windowSec: vars.QUEUE_WINDOW,
+    moderated: vars.QUEUE_MODERATED,
+    typeEnabled: vars.SCHEDULER_TYPE_ENABLED,
+    ipEnabled: vars.SCHEDULER_IP_ENABLED,
+    dupefilterTtlSec: vars.DUPEFILTER_TIMEOUT,
+    leaseMs: vars.LEASE_TIMEOUT * 1000,
+    stopTtlMs: vars.STOP_BLACKLIST_TTL * 1000,
+  };
+}
+
+/** One request to queue. */
+export interface QueueRequest {
+  url: string;
+  /** Registrable domain (lib/crawl/url.ts `registrableDomain`): the queue and throttle key. */
+  domain: string;
+  /** 8-byte fingerprint of the canonical request (lib/crawl/url.ts `requestFingerprint`). */
+  fingerprint: Buffer;
+  priority: number;
+  depth: number;
+  /** @default 0 */
+  retries?: number;
+}
+
+/** The crawl a request belongs to. `settings` present = a seed, which registers the crawl if new. */
+export interface CrawlRef {
+  appid: string;
+  crawlid: string;
+  settings?: CrawlSettings;
+}
+
+export type EnqueueOutcome = 'queued' | 'duplicate' | 'stopped' | 'expired' | 'capped' | 'unknown_crawl';
+
+/**
+ * A leased request. `handle` identifies the lease for ack / release / retry: an opaque binary string (the
+ * queue member, one char per byte; member.ts).
+ */
+export interface Lease {
+  handle: string;
+  partition: PartitionRef;
+  url: string;
+  domain: string;
+  priority: number;
+  depth: number;
+  retries: number;
+  crawl: CrawlSettings;
+}
+
+export type LeaseResult =
+  | { leased: true; lease: Lease; skipped: number }
+  | {
+      leased: false /** epoch ms when something may be due; null: no work at all */;
+      nextDueMs: number | null;
+      skipped: number;
+    };
+
+export interface AckResult {
+  acked: boolean;
+  /** True exactly when this ack left the crawl with nothing queued and nothing leased. */
+  complete: boolean;
+  queued: number;
+  leased: number;
+  done: number;
+  failed: number;
+}
+
+/** Queue info of one crawl, from counters. */
+export interface CrawlInfo {
+  settings: CrawlSettings;
+  queued: number;
+  leased: number;
+  done: number;
+  failed: number;
+  /** Queued requests per domain and priority. */
+  domains: Record<string, { priorities: Record<number, number>; total: number }>;
+}
+
+export type DomainAction = 'domain-update' | 'domain-remove' | 'blacklist-update' | 'blacklist-remove';

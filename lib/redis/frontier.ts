@@ -259,9 +259,9 @@ export class Frontier {
 
   /**
    * Stops a crawl: purges its queued requests (returns how many), refuses its later children for
-   * `stopTtlMs`, and returns its settings (undefined when it was not queued here). O(1): the purged
-   * requests are dropped when a lease meets them, and their counters settled by the next
-   * {@link sweepFinished} or {@link backlog}.
+   * `stopTtlMs`, and returns its settings (undefined when it was not queued here). O(log n), whatever the
+   * crawl's size: the purged requests are dropped when a lease meets them, and their counters settled by
+   * the next {@link sweepFinished} or {@link backlog}.
    */
   async stop(spider: string, appid: string, crawlid: string, now = Date.now()) {
     const ck = crawlKey(appid, crawlid, spider);

@@ -1,10 +1,11 @@
 --[[
-  Stop (or expire) a crawl, in O(1): its records (drop_crawl) and dupefilter are removed and its crawl key
-  is blacklisted for a while so late children are refused. Its queued requests are purged lazily: a lease
-  that meets one drops it; the crawl's per-domain counters (and the per-domain backlog they account for)
-  are settled by settle_stopped (sweep-finished.lua) in bounded chunks, run by sweepFinished and before
-  every backlog read, so backlog() stays exact. Until then the ref sits in K.finished at score 0 and is not
-  reused. Leased requests may finish; their acks find the crawl gone.
+  Stop (or expire) a crawl in O(log n), whatever its size (nothing is scanned): its records (drop_crawl)
+  and dupefilter are removed and its crawl key is blacklisted for a while so late children are refused.
+  Its queued requests are purged lazily: a lease that meets one drops it; the crawl's per-domain counters
+  (and the per-domain backlog they account for) are settled by settle_stopped (sweep-finished.lua) in
+  bounded chunks, run by sweepFinished and before every backlog read, so backlog() stays exact. Until
+  then the ref sits in K.finished at score 0 and is not reused. Leased requests may finish; their acks
+  find the crawl gone.
 
   KEYS[1..18]  partition keys (includes/frontier.lua)
   KEYS[19]     the crawl's dupefilter

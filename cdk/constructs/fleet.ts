@@ -17,23 +17,22 @@ import { crawledAppTopic } from '../../lib/kafka/topics.ts';
 import { REPO_ROOT } from '../../localstack/repo-root.ts';
 import { acknowledge, wildcardResource } from '../nag.ts';
 import { environment, type RuntimeEnv } from '../runtime-env.ts';
+import type { Settings } from '../settings.ts';
 import type { Cache } from './cache.ts';
 import type { Kafka } from './kafka.ts';
 import type { Network } from './network.ts';
 import type { Storage } from './storage.ts';
 
-export interface FleetProps {
+/** The fleet's settings are the stack's (cdk/settings.ts documents each). */
+export interface FleetProps
+  extends Pick<
+    Settings,
+    'taskCpu' | 'taskMemoryMiB' | 'minTasks' | 'maxTasks' | 'backlogPerTask' | 'shutdownDeadlineMs'
+  > {
   network: Network;
   kafka: Kafka;
   cache: Cache;
   storage: Storage;
-  taskCpu: number;
-  taskMemoryMiB: number;
-  minTasks: number;
-  maxTasks: number;
-  /** Queued requests per task above which the fleet grows. */
-  backlogPerTask: number;
-  shutdownDeadlineMs: number;
   logRetention: logs.RetentionDays;
   runtimeEnv: RuntimeEnv;
 }

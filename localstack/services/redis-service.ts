@@ -42,7 +42,8 @@ export function ensureRedisBinary(progress: Progress): string {
   return 'redis-server';
 }
 
-async function ping(port: number): Promise<string> {
+/** Runs `ask` on a one-shot client of the Redis on `port` that fails at once instead of retrying. */
+async function probe<T>(port: number, ask: (client: Redis) => Promise<T>): Promise<T> {
   const client = new Redis({
     port,
     host: '127.0.0.1',
@@ -54,30 +55,23 @@ async function ping(port: number): Promise<string> {
   client.on('error', () => {});
   try {
     await client.connect();
-    return await client.ping();
+    return await ask(client);
   } finally {
     client.disconnect();
   }
 }
 
-async function clusterReady(port: number): Promise<boolean> {
-  const client = new Redis({
-    port,
-    host: '127.0.0.1',
-    lazyConnect: true,
-    maxRetriesPerRequest: 0,
-    retryStrategy: () => null,
-  });
-  client.on('error', () => {});
-  try {
-    await client.connect();
+function ping(port: number): Promise<string> {
+  return probe(port, (client) => client.ping());
+}
+
+function clusterReady(port: number): Promise<boolean> {
+  return probe(port, async (client) => {
     const info = (await client.cluster('INFO')) as string;
     if (info.includes('cluster_state:ok')) return true;
     if (info.includes('cluster_slots_assigned:0')) await client.call('CLUSTER', 'ADDSLOTSRANGE', '0', '16383');
     return false;
-  } finally {
-    client.disconnect();
-  }
+  });
 }
 
 /** Starts one Redis (idempotent) and waits for PING (and, in cluster mode, `cluster_state:ok`). */

@@ -17,6 +17,7 @@ import { clusterTopics, crawledAppTopic, isTopicSafeAppid, outboundAppTopic } fr
 import type { CrawlerFrontier, Log, MessageSink, OutMessage, StatsStore } from '../ports.ts';
 import type { CrawlRef, Lease, QueueRequest } from '../redis/frontier-types.ts';
 import type { StatsIncrement } from '../redis/stats.ts';
+import { MAX_URL_LENGTH } from '../schemas/index.ts';
 import type { BodyStore } from './body-store.ts';
 import { registrableDomain } from './domain.ts';
 import { extractPageLinks } from './extract.ts';
@@ -334,6 +335,9 @@ export class Crawler {
       links.filter((l) => allowed(l.url)),
     );
     for (const f of follow) {
+      // A page may link to megabytes of URL; the frontier stores every queued URL, so longer ones are not
+      // followed (seeds are held to the same bound at validation; Scrapy's URLLENGTH_LIMIT is alike).
+      if (f.url.length > MAX_URL_LENGTH) continue;
       let domain: string;
       let fingerprint: Buffer;
       try {

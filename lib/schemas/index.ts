@@ -433,7 +433,8 @@ function pointerSegment(key: string): string {
   return `/${key.replaceAll('~', '~0').replaceAll('/', '~1')}`;
 }
 
-const MAX_URL_LENGTH = 2048;
+/** The longest URL the cluster queues: a seed's (validated here) and a child's (lib/crawl/crawler.ts). */
+export const MAX_URL_LENGTH = 2048;
 const HAS_SCHEME = /^[a-z][a-z0-9+.-]*:/i;
 // `localhost:8080/x` looks like a scheme to HAS_SCHEME but is a host and port.
 const HOST_AND_PORT = /^[^/?#:@]+:\d+(?:[/?#]|$)/;

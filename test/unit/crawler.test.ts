@@ -288,6 +288,15 @@ describe('Crawler: messages always fit', () => {
     expect(r.frontier.enqueued.flatMap((e) => e.urls)).toHaveLength(10_000);
   });
 
+  it('does not follow a link longer than 2048 characters (a page cannot fill Redis with megabyte URLs)', async () => {
+    const long = `/x${'y'.repeat(5_000)}`;
+    const r = await crawl([lease('http://a.example/')], (q) =>
+      html(q.url, `<a href="${long}">long</a><a href="/ok">ok</a>`),
+    );
+    expect(r.frontier.enqueued.flatMap((e) => e.urls)).toEqual(['http://a.example/ok']);
+    expect(r.pages[0]?.links).toHaveLength(2);
+  });
+
   it('stores the response bytes, not their lossy decoding, when a binary body labelled text/html is offloaded', async () => {
     const bytes = Buffer.from(Array.from({ length: 300_000 }, (_, i) => (i * 7919) % 256));
     const r = await crawl(

@@ -17,8 +17,9 @@
  *   Kafka producer for rejections/forwards, which valid crawl requests never use).
  */
 import { randomBytes } from 'node:crypto';
+import type { MSKEvent as MskEvent } from 'aws-lambda';
+import { encodeMskEvent } from '../../functions/shared/msk.ts';
 import { config, quietLocalMetrics, type Variables } from '../../lib/config/index.ts';
-import { encodeMskEvent, type MskEvent } from '../../lib/kafka/msk-event.ts';
 import { crawlKey, dupefilterKey, partitionKeyList, spiderPartitions, spidersKey } from '../../lib/redis/keys.ts';
 import { lambdaContext } from '../../localstack/runtime/lambda-context.ts';
 import { layoutFrom } from '../../localstack/services/index.ts';

@@ -1,16 +1,17 @@
 /**
- * kafka-monitor (MSK event source on `<p>.incoming`): parse, validate, route. Behaviour: lib/monitor/kafka-monitor.ts.
+ * kafka-monitor (MSK event source on `<p>.incoming`): parse, validate, route. Behaviour: lib/monitor/kafka-monitor.ts;
+ * the event decoding and the partial batch response: ../shared/msk.ts.
  */
 import { injectLambdaContext } from '@aws-lambda-powertools/logger/middleware';
 import { MetricUnit } from '@aws-lambda-powertools/metrics';
 import { logMetrics } from '@aws-lambda-powertools/metrics/middleware';
 import middy from '@middy/core';
+import type { MSKEvent } from 'aws-lambda';
 import { config } from '../../lib/config/index.ts';
-import { type BatchResponse, decodeMskEvent, type MskEvent } from '../../lib/kafka/msk-event.ts';
 import type { MonitorContext } from '../../lib/monitor/context.ts';
 import { handleIncoming } from '../../lib/monitor/kafka-monitor.ts';
-import { toBatchResponse } from '../shared/batch.ts';
 import { createMonitorDeps, once } from '../shared/deps.ts';
+import { decodeMskEvent, type MskBatchResponse, toBatchResponse } from '../shared/msk.ts';
 import { createLogger, createMetrics, monitorLog } from '../shared/observability.ts';
 
 const logger = createLogger('kafka-monitor', config().LOG_LEVEL);
@@ -18,7 +19,7 @@ const metrics = createMetrics('kafka-monitor');
 
 /** Builds the handler around a context provider (Lambda: module-scope connections; local runtime: its own). */
 export function kafkaMonitorHandler(context: () => Promise<MonitorContext>) {
-  return middy(async (event: MskEvent): Promise<BatchResponse> => {
+  return middy(async (event: MSKEvent): Promise<MskBatchResponse> => {
     const result = await handleIncoming(await context(), decodeMskEvent(event));
     metrics.addMetric('RequestsQueued', MetricUnit.Count, result.crawl.queued);
     metrics.addMetric('RequestsDuplicate', MetricUnit.Count, result.crawl.duplicate);

@@ -1,6 +1,6 @@
 /**
  * rest (API Gateway HTTP API, payload format 2.0, `$default` route): Scrapy Cluster's REST API.
- * Behaviour: lib/rest/router.ts.
+ * Behaviour: lib/rest/router.ts; the event and result translation: ./http-api.ts.
  */
 import { injectLambdaContext } from '@aws-lambda-powertools/logger/middleware';
 import { MetricUnit } from '@aws-lambda-powertools/metrics';
@@ -8,16 +8,11 @@ import { logMetrics } from '@aws-lambda-powertools/metrics/middleware';
 import middy from '@middy/core';
 import { config } from '../../lib/config/index.ts';
 import type { RestContext } from '../../lib/rest/context.ts';
-import {
-  decodeHttpApiEvent,
-  type HttpApiEvent,
-  type HttpApiResult,
-  toHttpApiResult,
-} from '../../lib/rest/http-api-event.ts';
 import { createRestRouter, type RestRouter } from '../../lib/rest/router.ts';
 import { once } from '../shared/deps.ts';
 import { createLogger, createMetrics, monitorLog } from '../shared/observability.ts';
 import { createRestDeps } from './deps.ts';
+import { decodeHttpApiEvent, type HttpApiEvent, type HttpApiResult, toHttpApiResult } from './http-api.ts';
 
 const logger = createLogger('rest', config().LOG_LEVEL);
 const metrics = createMetrics('rest');

@@ -19,7 +19,7 @@ import {
   type RejectionKind,
   SchemaValidationError,
 } from '../errors.ts';
-import type { DecodedRecord } from '../kafka/msk-event.ts';
+import type { DecodedRecord } from '../kafka/record.ts';
 import { clusterTopics } from '../kafka/topics.ts';
 import type { OutMessage } from '../ports.ts';
 import type { CrawlRef, EnqueueOutcome, QueueRequest } from '../redis/frontier-types.ts';

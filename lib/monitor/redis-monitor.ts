@@ -4,7 +4,7 @@
  * A request it cannot handle gets a reply with an `error` field; only infrastructure failures fail records.
  */
 import { failureCause } from '../errors.ts';
-import type { DecodedRecord } from '../kafka/msk-event.ts';
+import type { DecodedRecord } from '../kafka/record.ts';
 import type { StatsIncrement } from '../redis/stats.ts';
 import { type ClassifiedRequest, type DomainConfigRequest, parseRequest } from '../schemas/index.ts';
 import { type MonitorContext, serverTime } from './context.ts';

@@ -1,7 +1,8 @@
 /**
  * The framework-free HTTP shapes of the REST API and Scrapy Cluster's response envelope
  * `{"status":"SUCCESS"|"FAILURE","data":...,"error":null|{"message","cause"?}}`. The adapters (API Gateway
- * in functions/rest/handler.ts, node:http in localstack/runtime/rest-server.ts) translate to and from these.
+ * in functions/rest/http-api.ts, node:http in localstack/runtime/rest-server.ts) translate to and from these,
+ * so the core never sees a Lambda event.
  */
 import type { RejectionDetail, RejectionKind } from '../errors.ts';
 

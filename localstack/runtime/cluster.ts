@@ -4,15 +4,16 @@
  * and batching window as the event source mapping), commits only after success and redelivers on failure;
  * timers play the EventBridge schedules; CRAWLER_WORKERS crawler processes run functions/crawler/main.ts.
  */
+import type { MSKEvent, ScheduledEvent } from 'aws-lambda';
 import type { Kafka } from 'kafkajs';
 import { expireHandler } from '../../functions/expire/handler.ts';
 import { kafkaMonitorHandler } from '../../functions/kafka-monitor/handler.ts';
 import { reclaimHandler } from '../../functions/reclaim/handler.ts';
 import { redisMonitorHandler } from '../../functions/redis-monitor/handler.ts';
+import type { MskBatchResponse } from '../../functions/shared/msk.ts';
 import { statsHandler } from '../../functions/stats/handler.ts';
 import { processEnvironment, type Variables } from '../../lib/config/index.ts';
 import { createKafka, ensureTopics, kafkaSettings } from '../../lib/kafka/client.ts';
-import type { BatchResponse, MskEvent, ScheduledEvent } from '../../lib/kafka/msk-event.ts';
 import { clusterTopicList, clusterTopics } from '../../lib/kafka/topics.ts';
 import type { MonitorContext } from '../../lib/monitor/context.ts';
 import { type CrawlerWorkers, startCrawlerWorkers } from './crawler-workers.ts';
@@ -65,7 +66,7 @@ export async function startLocalCluster(options: LocalClusterOptions): Promise<L
   }
 
   const provide = () => Promise.resolve(context);
-  const msk = (name: string, handler: Invoke<MskEvent, BatchResponse>) => (event: MskEvent) =>
+  const msk = (name: string, handler: Invoke<MSKEvent, MskBatchResponse>) => (event: MSKEvent) =>
     handler(event, lambdaContext(name));
   const scheduled = (name: string, handler: Invoke<ScheduledEvent, unknown>) => (event: ScheduledEvent) =>
     handler(event, lambdaContext(name));
@@ -87,7 +88,7 @@ export async function startLocalCluster(options: LocalClusterOptions): Promise<L
           kafka,
           topic,
           groupId: `${vars.KAFKA_TOPIC_PREFIX}.${name}`,
-          handler: msk(name, handler as Invoke<MskEvent, BatchResponse>),
+          handler: msk(name, handler as Invoke<MSKEvent, MskBatchResponse>),
           log: (level, message, fields) => log(level, `${name}: ${message}`, fields),
           batchSize: options.batchSize ?? 100,
           maxBatchingWindowMs: options.maxBatchingWindowMs ?? 500,

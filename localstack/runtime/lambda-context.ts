@@ -1,23 +1,12 @@
 /**
- * The Lambda context object the local runtime passes to the real handlers, shaped like Lambda's so middy
- * and Powertools (which read function name, request id, memory and remaining time) behave as on AWS.
+ * The Lambda context object the local runtime passes to the real handlers: `Context` of `@types/aws-lambda`, so
+ * middy and Powertools (which read function name, request id, memory and remaining time) behave as on AWS.
  */
 import { randomUUID } from 'node:crypto';
+import type { Context } from 'aws-lambda';
 
-export interface LocalLambdaContext {
-  callbackWaitsForEmptyEventLoop: boolean;
-  functionName: string;
-  functionVersion: string;
-  invokedFunctionArn: string;
-  memoryLimitInMB: string;
-  awsRequestId: string;
-  logGroupName: string;
-  logStreamName: string;
-  getRemainingTimeInMillis(): number;
-  done(): void;
-  fail(): void;
-  succeed(): void;
-}
+/** The context of a local invocation: Lambda's own type. */
+export type LocalLambdaContext = Context;
 
 /** A fresh context for one invocation with `timeoutMs` to run (Lambda's function timeout). */
 export function lambdaContext(functionName: string, timeoutMs = 60_000): LocalLambdaContext {

@@ -1,7 +1,8 @@
 /**
  * The local stand-in for Lambda's MSK event source mapping (DESIGN.md §6): one kafkajs consumer group per
- * function turns records into MSK-shaped events, hands them to the real handler, and commits offsets only
- * for what the handler accepted.
+ * function turns records into MSK events (`MSKEvent` of `@types/aws-lambda`, built by the functions' own
+ * encoder in functions/shared/msk.ts), hands them to the real handler, and commits offsets only for what the
+ * handler accepted.
  *
  * Semantics, as Lambda's poller has them:
  * - **Batching.** Records of every partition of the topic are gathered into one event until it holds
@@ -25,8 +26,9 @@
  * (`isStale()`), and a fetcher hands over every batch of one fetch before it applies seeks and fetches
  * again; a group (re)join restarts every partition from its committed offset.
  */
+import type { MSKEvent } from 'aws-lambda';
 import type { Consumer, EachBatchPayload, IHeaders, Kafka, KafkaMessage } from 'kafkajs';
-import { type BatchResponse, encodeMskEvent, type MskEvent, recordGroupKey } from '../../lib/kafka/msk-event.ts';
+import { encodeMskEvent, type MskBatchResponse, recordGroupKey } from '../../functions/shared/msk.ts';
 import { errorFields, type RuntimeLog } from './log.ts';
 
 /** What one handler call did, for the local runtime's stats line. */
@@ -42,7 +44,7 @@ export interface MskBatchStats {
 }
 
 /** An MSK-triggered handler as the local runtime calls it: the same function Lambda would call. */
-export type MskHandler = (event: MskEvent) => Promise<BatchResponse | undefined>;
+export type MskHandler = (event: MSKEvent) => Promise<MskBatchResponse | undefined>;
 
 /** Options of {@link startMskSource}. */
 export interface MskSourceOptions {
@@ -80,7 +82,7 @@ export interface MskSourceOptions {
    * @default 500
    */
   pollWaitMs?: number;
-  /** The event's `bootstrapServers` field. @default absent */
+  /** The event's `bootstrapServers` field (no handler reads it). @default empty */
   bootstrapServers?: string;
 }
 
@@ -336,7 +338,7 @@ export async function startMskSource(options: MskSourceOptions): Promise<MskSour
 }
 
 /** Builds the event; header names that occur more than once become one `{name: bytes}` entry each, as on Lambda. */
-function toMskEvent(topic: string, records: Buffered[], bootstrapServers: string | undefined): MskEvent {
+function toMskEvent(topic: string, records: Buffered[], bootstrapServers: string | undefined): MSKEvent {
   const event = encodeMskEvent(
     records.map(({ partition, message }) => ({
       topic,
@@ -392,7 +394,7 @@ function applyItemFailures(
   response: unknown,
 ): string | undefined {
   if (response === undefined || response === null) return undefined;
-  const failures = (response as Partial<BatchResponse>).batchItemFailures;
+  const failures = (response as Partial<MskBatchResponse>).batchItemFailures;
   if (failures === undefined || failures === null) return undefined;
   if (!Array.isArray(failures)) return 'batchItemFailures is not an array';
   const byKey = new Map<string, number>();

@@ -5,8 +5,26 @@
  * Unlike EventBridge, which would start a second concurrent invocation, a tick that comes while the previous
  * call is still running is skipped: on one machine an overlapping run only competes with itself.
  */
-import { type ScheduledEvent, scheduledEvent } from '../../lib/kafka/msk-event.ts';
+import type { ScheduledEvent } from 'aws-lambda';
 import { errorFields, type RuntimeLog } from './log.ts';
+
+/**
+ * The scheduled event EventBridge Scheduler sends, which every tick hands to the handler: `ScheduledEvent` of
+ * `@types/aws-lambda`, the type the periodic handlers take. `time` is to the second, as EventBridge has it.
+ */
+export function scheduledEvent(now = new Date(), region = 'local'): ScheduledEvent<Record<string, never>> {
+  return {
+    version: '0',
+    id: `local-${now.getTime()}`,
+    'detail-type': 'Scheduled Event',
+    source: 'aws.scheduler',
+    account: '000000000000',
+    time: now.toISOString().replace(/\.\d{3}Z$/, 'Z'),
+    region,
+    resources: [],
+    detail: {},
+  };
+}
 
 /** Options of {@link startSchedule}. */
 export interface ScheduleOptions {

@@ -1,13 +1,21 @@
 /**
  * Sample events for the handler tests: the real-shaped files under `events/` (events/README.md), builders
- * for MSK events of chosen records, and a minimal Lambda context for invoking the middy handlers.
+ * for MSK events of chosen records, and a minimal Lambda context for invoking the middy handlers. Events are
+ * typed with `@types/aws-lambda` (`MSKEvent`, `ScheduledEvent`), as the handlers take them; the encoding and
+ * decoding are the functions' own (functions/shared/msk.ts).
  */
 import { readFileSync } from 'node:fs';
-import { type DecodedRecord, decodeMskEvent, encodeMskEvent, type MskEvent } from '../../lib/kafka/msk-event.ts';
+import type { MSKEvent } from 'aws-lambda';
+import { decodeMskEvent, encodeMskEvent } from '../../functions/shared/msk.ts';
+import type { DecodedRecord } from '../../lib/kafka/record.ts';
 
 const EVENTS_DIR = new URL('../../events/', import.meta.url);
 
-/** Reads `events/<name>.json` from the repository root, fresh on every call (tests may modify it). */
+/**
+ * Reads `events/<name>.json` from the repository root, fresh on every call (tests may modify it), as `T`:
+ * `MSKEvent` for `kafka-monitor` and `redis-monitor`, `ScheduledEvent` for `scheduled` (nothing checks the file
+ * against the type).
+ */
 export function loadEvent<T = unknown>(name: string): T {
   return JSON.parse(readFileSync(new URL(`${name}.json`, EVENTS_DIR), 'utf8')) as T;
 }
@@ -38,7 +46,7 @@ export function mskEventOf(
   topic: string,
   values: (string | Buffer | object)[],
   options: MskEventOptions = {},
-): MskEvent {
+): MSKEvent {
   const { partition = 0, firstOffset = 0, key } = options;
   return encodeMskEvent(
     values.map((value, i) => ({

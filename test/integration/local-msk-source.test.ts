@@ -1,6 +1,7 @@
+import type { MSKEvent } from 'aws-lambda';
 import type { Admin, Kafka, Producer } from 'kafkajs';
 import { afterAll, afterEach, beforeAll, describe, expect, test } from 'vitest';
-import type { BatchResponse, MskEvent } from '../../lib/kafka/msk-event.ts';
+import type { MskBatchResponse } from '../../functions/shared/msk.ts';
 import type { RuntimeLog } from '../../localstack/runtime/log.ts';
 import { type MskSource, type MskSourceOptions, startMskSource } from '../../localstack/runtime/msk-source.ts';
 import { createTestTopics, testKafka, uniqueName, waitUntil } from '../helpers/services.ts';
@@ -14,7 +15,7 @@ interface Seen {
   value: string;
 }
 
-function recordsOf(event: MskEvent): Seen[] {
+function recordsOf(event: MSKEvent): Seen[] {
   return Object.values(event.records)
     .flat()
     .map((r) => ({
@@ -98,7 +99,7 @@ describe('local MSK event source', () => {
     const topic = await freshTopic();
     const groupId = uniqueName('g');
     await produce(topic, 10);
-    const events: MskEvent[] = [];
+    const events: MSKEvent[] = [];
     await start({
       topic,
       groupId,
@@ -142,7 +143,7 @@ describe('local MSK event source', () => {
   test('records of several partitions produced together arrive in one event, sent when the batching window ends', async () => {
     const topic = await freshTopic();
     await produce(topic, 1);
-    const events: MskEvent[] = [];
+    const events: MSKEvent[] = [];
     await start({
       topic,
       maxBatchingWindowMs: 1000,
@@ -243,7 +244,7 @@ describe('local MSK event source', () => {
     await start({
       topic,
       groupId,
-      handler: async (event): Promise<BatchResponse> => {
+      handler: async (event): Promise<MskBatchResponse> => {
         const records = recordsOf(event);
         for (const r of records) deliveries.set(id(r), (deliveries.get(id(r)) ?? 0) + 1);
         order.push(...records);

@@ -11,12 +11,13 @@ const savedEnv = vi.hoisted(() => {
   return saved;
 });
 
+import type { MSKEvent, ScheduledEvent } from 'aws-lambda';
 import { expireHandler } from '../../functions/expire/handler.ts';
 import { kafkaMonitorHandler } from '../../functions/kafka-monitor/handler.ts';
 import { reclaimHandler } from '../../functions/reclaim/handler.ts';
 import { redisMonitorHandler } from '../../functions/redis-monitor/handler.ts';
+import type { MskBatchResponse } from '../../functions/shared/msk.ts';
 import { statsHandler } from '../../functions/stats/handler.ts';
-import type { BatchResponse, MskEvent, ScheduledEvent } from '../../lib/kafka/msk-event.ts';
 import type { MonitorContext } from '../../lib/monitor/context.ts';
 import { lambdaContext, loadEvent } from '../helpers/events.ts';
 import { child, seed, TEST_NOW, TEST_NOW_SEC, type TestContext, testContext } from '../helpers/fakes.ts';
@@ -31,15 +32,15 @@ afterAll(() => {
 const provide = (ctx: MonitorContext) => () => Promise.resolve(ctx);
 
 /** The failures of a batch answer as `<partition key>@<offset>`, sorted. */
-const failed = (response: BatchResponse) =>
+const failed = (response: MskBatchResponse) =>
   response.batchItemFailures.map((f) => `${f.itemIdentifier.partition}@${f.itemIdentifier.offset}`).sort();
 
-async function invokeKafkaMonitor(ctx: TestContext): Promise<BatchResponse> {
-  return kafkaMonitorHandler(provide(ctx))(loadEvent<MskEvent>('kafka-monitor'), lambdaContext('kafka-monitor'));
+async function invokeKafkaMonitor(ctx: TestContext): Promise<MskBatchResponse> {
+  return kafkaMonitorHandler(provide(ctx))(loadEvent<MSKEvent>('kafka-monitor'), lambdaContext('kafka-monitor'));
 }
 
-async function invokeRedisMonitor(ctx: TestContext): Promise<BatchResponse> {
-  return redisMonitorHandler(provide(ctx))(loadEvent<MskEvent>('redis-monitor'), lambdaContext('redis-monitor'));
+async function invokeRedisMonitor(ctx: TestContext): Promise<MskBatchResponse> {
+  return redisMonitorHandler(provide(ctx))(loadEvent<MSKEvent>('redis-monitor'), lambdaContext('redis-monitor'));
 }
 
 describe('kafka-monitor handler with events/kafka-monitor.json', () => {
@@ -98,7 +99,7 @@ describe('kafka-monitor handler with events/kafka-monitor.json', () => {
   it('fails the invocation when the context cannot be created, so Lambda retries the batch', async () => {
     const handler = kafkaMonitorHandler(() => Promise.reject(new Error('connect ECONNREFUSED 127.0.0.1:6379')));
 
-    await expect(handler(loadEvent<MskEvent>('kafka-monitor'), lambdaContext('kafka-monitor'))).rejects.toThrow(
+    await expect(handler(loadEvent<MSKEvent>('kafka-monitor'), lambdaContext('kafka-monitor'))).rejects.toThrow(
       /ECONNREFUSED/,
     );
   });

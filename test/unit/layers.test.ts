@@ -2,7 +2,8 @@
  * The layers, checked on the source itself (README "Layout"): `lib/` is the core and imports nothing above it;
  * `functions/` are the deployables' adapters over the core; `localstack/` (CLI, local runtime, native services,
  * fixture site), `cdk/`, `bench/` and `bin/` sit above. No import cycle anywhere. Static, type-only, re-export
- * and dynamic imports all count.
+ * and dynamic imports all count. `lib/` imports no Lambda package either (event types, middy, Powertools): Lambda's
+ * shapes live with the adapters in functions/.
  */
 import { readdirSync, readFileSync } from 'node:fs';
 import { dirname, join, normalize, relative } from 'node:path';
@@ -30,6 +31,19 @@ const graph = new Map<string, string[]>(
 
 const top = (path: string) => path.split('/')[0] as string;
 
+/** Package (non-relative) import specifiers, `require` and `/// <reference types>` included. */
+const PACKAGE_IMPORT =
+  /(?:\bfrom\s*|\bimport\s*\(\s*|\bimport\s+|\brequire\s*\(\s*)['"]([^./'"][^'"]*)['"]|\/\/\/\s*<reference\s+types\s*=\s*['"]([^'"]+)['"]/g;
+
+/** The package specifiers a source file imports. */
+function packageImports(file: string): string[] {
+  const text = readFileSync(join(ROOT, file), 'utf8');
+  return [...text.matchAll(PACKAGE_IMPORT)].map((m) => (m[1] ?? m[2]) as string);
+}
+
+/** Lambda's event types, middy and Powertools: what only the adapters in functions/ may use. */
+const LAMBDA_PACKAGE = /^(?:(?:@types\/)?aws-lambda(?:\/|$)|@middy\/|@aws-lambda-powertools\/)/;
+
 function offenders(from: (file: string) => boolean, allowed: (target: string) => boolean): string[] {
   return [...graph].flatMap(([file, targets]) =>
     from(file) ? targets.filter((t) => !allowed(t)).map((t) => `${file} -> ${t}`) : [],
@@ -49,6 +63,20 @@ describe('layers', () => {
         (t) => top(t) === 'lib',
       ),
     ).toEqual([]);
+  });
+
+  it('lib/ imports no Lambda types (aws-lambda), middy or Powertools: the adapters in functions/ do', () => {
+    // The check sees these imports where they are.
+    expect(packageImports('functions/shared/msk.ts')).toContain('aws-lambda');
+    expect(packageImports('functions/expire/handler.ts')).toEqual(
+      expect.arrayContaining(['@middy/core', '@aws-lambda-powertools/logger/middleware']),
+    );
+    const found = sources('lib').flatMap((file) =>
+      packageImports(file)
+        .filter((specifier) => LAMBDA_PACKAGE.test(specifier))
+        .map((specifier) => `${file} -> ${specifier}`),
+    );
+    expect(found).toEqual([]);
   });
 
   it('functions/ imports only lib/ and functions/', () => {

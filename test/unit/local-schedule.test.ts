@@ -1,8 +1,8 @@
 /**
  * The local EventBridge stand-in, on fake timers: ticks, no overlap, errors logged, stop waits.
  */
+import type { ScheduledEvent } from 'aws-lambda';
 import { afterEach, beforeEach, describe, expect, test, vi } from 'vitest';
-import type { ScheduledEvent } from '../../lib/kafka/msk-event.ts';
 import type { RuntimeLog } from '../../localstack/runtime/log.ts';
 import { startSchedule } from '../../localstack/runtime/schedule.ts';
 

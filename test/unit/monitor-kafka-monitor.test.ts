@@ -1,6 +1,8 @@
+import type { MSKEvent as MskEvent } from 'aws-lambda';
 import { describe, expect, it } from 'vitest';
+import { decodeMskEvent } from '../../functions/shared/msk.ts';
 import { requestFingerprint } from '../../lib/crawl/fingerprint.ts';
-import { type DecodedRecord, decodeMskEvent, type MskEvent } from '../../lib/kafka/msk-event.ts';
+import type { DecodedRecord } from '../../lib/kafka/record.ts';
 import { handleIncoming, RAW_ECHO_BYTES } from '../../lib/monitor/kafka-monitor.ts';
 import { loadEvent, recordsOf } from '../helpers/events.ts';
 import { TEST_NODE_ID, TEST_NOW, TEST_NOW_SEC, testContext } from '../helpers/fakes.ts';

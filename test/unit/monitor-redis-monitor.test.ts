@@ -1,5 +1,7 @@
+import type { MSKEvent as MskEvent } from 'aws-lambda';
 import { describe, expect, it } from 'vitest';
-import { type DecodedRecord, decodeMskEvent, type MskEvent } from '../../lib/kafka/msk-event.ts';
+import { decodeMskEvent } from '../../functions/shared/msk.ts';
+import type { DecodedRecord } from '../../lib/kafka/record.ts';
 import { handleActions } from '../../lib/monitor/redis-monitor.ts';
 import type { StatsType } from '../../lib/schemas/index.ts';
 import { loadEvent, recordsOf } from '../helpers/events.ts';

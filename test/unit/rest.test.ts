@@ -23,10 +23,10 @@ afterAll(() => {
 });
 
 import { restHandler } from '../../functions/rest/handler.ts';
+import { decodeHttpApiEvent, type HttpApiEvent } from '../../functions/rest/http-api.ts';
 import type { RestContext, RestOptions } from '../../lib/rest/context.ts';
 import type { Envelope, RestResponse } from '../../lib/rest/envelope.ts';
 import { checkHostAndOrigin, defaultAllowedHosts } from '../../lib/rest/host-check.ts';
-import { decodeHttpApiEvent, type HttpApiEvent } from '../../lib/rest/http-api-event.ts';
 import { isJsonContentType } from '../../lib/rest/input.ts';
 import { createRestRouter } from '../../lib/rest/router.ts';
 import { MAX_REQUEST_BYTES } from '../../lib/schemas/index.ts';

@@ -11,6 +11,7 @@ import * as lambda from 'aws-cdk-lib/aws-lambda';
 import { NodejsFunction, OutputFormat } from 'aws-cdk-lib/aws-lambda-nodejs';
 import * as logs from 'aws-cdk-lib/aws-logs';
 import { Construct } from 'constructs';
+import { DASHBOARD_DIR, DASHBOARD_FILES } from '../../lib/rest/dashboard-page.ts';
 import { REPO_ROOT } from '../../localstack/repo-root.ts';
 import { acknowledge } from '../nag.ts';
 
@@ -28,6 +29,11 @@ export interface CrawlFunctionProps {
   logRetention: logs.RetentionDays;
   /** Copy lib/redis/scripts next to the bundle (lib/redis/scripts.ts reads them from there). @default true */
   luaScripts?: boolean;
+  /**
+   * Copy the dashboard page's files next to the bundle (lib/rest/dashboard-page.ts reads them from there as the
+   * function starts). @default true for the `rest` function, false for the others
+   */
+  dashboardPage?: boolean;
 }
 
 export class CrawlFunction extends Construct {
@@ -42,6 +48,7 @@ export class CrawlFunction extends Construct {
       removalPolicy: RemovalPolicy.DESTROY,
     });
     const lua = props.luaScripts ?? true;
+    const dashboard = props.dashboardPage ?? props.name === 'rest';
     // Inline policies are part of the role resource, so they exist before Lambda checks them at creation.
     this.role = new iam.Role(this, 'Role', {
       assumedBy: new iam.ServicePrincipal('lambda.amazonaws.com'),
@@ -96,7 +103,8 @@ export class CrawlFunction extends Construct {
       role: this.role,
       awsSdkConnectionReuse: false,
       bundling: {
-        // ESM keeps import.meta.dirname meaningful (lib/redis/scripts.ts locates its .lua files with it).
+        // ESM keeps import.meta.dirname meaningful: lib/redis/scripts.ts locates its .lua files with it, and
+        // lib/rest/dashboard-page.ts the page's files (both copied next to the bundle after bundling, below).
         format: OutputFormat.ESM,
         target: 'node24',
         mainFields: ['module', 'main'],
@@ -112,10 +120,22 @@ export class CrawlFunction extends Construct {
         commandHooks: {
           beforeBundling: () => [],
           beforeInstall: () => [],
-          afterBundling: (inputDir: string, outputDir: string) =>
-            lua ? [`cp -R "${join(inputDir, 'lib', 'redis', 'scripts')}" "${join(outputDir, 'scripts')}"`] : [],
+          afterBundling: (inputDir: string, outputDir: string) => [
+            ...(lua ? [`cp -R "${join(inputDir, 'lib', 'redis', 'scripts')}" "${join(outputDir, 'scripts')}"`] : []),
+            ...(dashboard ? copyDashboardPage(inputDir, outputDir) : []),
+          ],
         },
       },
     });
   }
+}
+
+/**
+ * The shell commands that copy the dashboard page's files to `./dashboard/` beside the bundle: only the served
+ * files, not the directory (it also holds the script's tsconfig.json).
+ */
+function copyDashboardPage(inputDir: string, outputDir: string): string[] {
+  const from = join(inputDir, 'lib', 'rest', DASHBOARD_DIR);
+  const to = join(outputDir, DASHBOARD_DIR);
+  return [`mkdir -p "${to}"`, `cp ${DASHBOARD_FILES.map((f) => `"${join(from, f)}"`).join(' ')} "${to}/"`];
 }

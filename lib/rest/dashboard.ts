@@ -1,7 +1,9 @@
 /**
- * The web dashboard (issue 7 part 4): `GET /ui` is one static page (lib/rest/dashboard-page.ts: vanilla JS,
- * inline CSS, no build step, nothing fetched from elsewhere) that refreshes every 2 s from the JSON
- * endpoints below and submits / stops crawls through `POST /feed` and `POST /poll`, like any client.
+ * The web dashboard (issue 7 part 4): `GET /ui` is one static page (lib/rest/dashboard/: HTML, CSS and a
+ * type-checked vanilla JS script, inlined as they are by lib/rest/dashboard-page.ts; no build step, nothing
+ * fetched from elsewhere) that refreshes every 2 s from the JSON endpoints below and submits / stops crawls
+ * through `POST /feed` and `POST /poll`, like any client. The shapes of the answers live in
+ * lib/rest/dashboard-api.ts, which the page's script is checked against too.
  *
  * | Route | Answers (`data` of a SUCCESS envelope) |
  * |---|---|
@@ -33,6 +35,14 @@ import { SchemaValidationError } from '../errors.ts';
 import { HEARTBEAT_TTL_MS } from '../monitor/stats-report.ts';
 import type { StatsCounts } from '../redis/stats.ts';
 import type { DashboardFrontier, ResolvedRestOptions, RestContext } from './context.ts';
+import type {
+  DashboardCrawl,
+  DashboardCrawls,
+  DashboardFleet,
+  DashboardOverview,
+  DashboardQueues,
+  DashboardThroughput,
+} from './dashboard-api.ts';
 import { DASHBOARD_HTML, DASHBOARD_SCRIPT_HASH, DASHBOARD_STYLE_HASH } from './dashboard-page.ts';
 import { causeOf, failure, type RestRequest, type RestResponse, success } from './envelope.ts';
 import { withTimeout } from './timeout.ts';
@@ -46,66 +56,14 @@ export const MAX_TOP_DOMAINS = 100;
 /** A crawler whose last beat is younger than this is `beating` (crawlers beat every 10 s). */
 export const BEATING_MS = 30_000;
 
-/** One crawl of the watched app. */
-export interface DashboardCrawl {
-  spiderid: string;
-  appid: string;
-  crawlid: string;
-  /** Queued plus leased (being fetched) requests. */
-  pending: number;
-  queued: number;
-  leased: number;
-  done: number;
-  failed: number;
-  /** Domains with queued requests. */
-  domains: number;
-  maxdepth: number;
-  /** Epoch seconds; 0 = never. */
-  expires: number;
-  /** `running` while anything is pending, `complete` once nothing is. */
-  state: 'running' | 'complete';
-}
-
-export interface DashboardCrawls {
-  appid: string | null;
-  crawls: DashboardCrawl[];
-  /** Crawls of the app in the frontier (may exceed `crawls.length`, capped at {@link MAX_CRAWLS}). */
-  crawls_total: number;
-}
-
-export interface DashboardQueues {
-  total_backlog: number;
-  num_domains: number;
-  /** The domains with the most queued requests, most first. */
-  top: { spiderid: string; domain: string; backlog: number }[];
-}
-
-export interface DashboardFleet {
-  /** Live crawler processes (beat within the heartbeat TTL), one per spider type each serves. */
-  crawlers: { spiderid: string; node: string; beating: boolean }[];
-  /** Live node ids per monitor kind. */
-  nodes: Record<'kafka-monitor' | 'redis-monitor' | 'rest', string[]>;
-}
-
-export interface DashboardThroughput {
-  /** Pages fetched (every `crawler:*` counter: any HTTP status or error kind), ever / last 15 min / last hour. */
-  pages_total: number;
-  pages_15m: number;
-  pages_1h: number;
-  /** Of those, pages answered 2xx or 3xx. */
-  ok_total: number;
-  ok_15m: number;
-  /** Counts per status (HTTP code or error kind), most frequent first, at most 12. */
-  by_status: { status: string; total: number; last_15m: number }[];
-}
-
-export interface DashboardOverview extends DashboardCrawls {
-  /** The server's clock (epoch ms), for rates computed by the page. */
-  server_time_ms: number;
-  queues: DashboardQueues;
-  fleet: DashboardFleet;
-  throughput: DashboardThroughput;
-}
+export type {
+  DashboardCrawl,
+  DashboardCrawls,
+  DashboardFleet,
+  DashboardOverview,
+  DashboardQueues,
+  DashboardThroughput,
+} from './dashboard-api.ts';
 
 interface DashboardQuery {
   appid: string | undefined;

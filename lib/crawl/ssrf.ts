@@ -8,12 +8,13 @@
  * ({@link assertAllowedHost}); every redirect hop goes through both checks again.
  *
  * Classification is an allow-list for IPv6 (only global unicast 2000::/3 outside the special-purpose
- * blocks) and a deny-list of the IANA special-purpose blocks for IPv4. IPv6 forms that carry an IPv4
- * address the kernel would reach (IPv4-mapped, NAT64 64:ff9b::/96, 6to4 2002::/16) are judged by that
- * IPv4 address. Anything that does not parse as an address is refused (fail closed).
+ * blocks) and a deny-list of the IANA special-purpose blocks for IPv4, both held in `node:net` BlockLists.
+ * IPv6 forms that carry an IPv4 address the kernel would reach (IPv4-mapped, NAT64 64:ff9b::/96, 6to4
+ * 2002::/16) are judged by that IPv4 address. Anything that does not parse as an address is refused
+ * (fail closed).
  */
 import { lookup as dnsLookup, type LookupAddress, type LookupOptions } from 'node:dns';
-import { isIP, isIPv4, isIPv6 } from 'node:net';
+import { BlockList, isIP, isIPv4, isIPv6 } from 'node:net';
 import { FetchError } from './types.ts';
 
 /** Node's `dns.lookup` callback shape (with `all: true` the address is an array). */
@@ -29,21 +30,8 @@ export type LookupFunction = (hostname: string, options: LookupOptions, callback
 /** Host name → IP address overrides, consulted before DNS (tests, the bench fixture site). */
 export type HostMap = Readonly<Record<string, string>>;
 
-type V4Range = readonly [base: number, prefix: number];
-type V6Range = readonly [base: bigint, prefix: number];
-
-function v4(dotted: string): number {
-  const parts = dotted.split('.').map(Number);
-  return (((parts[0] ?? 0) << 24) | ((parts[1] ?? 0) << 16) | ((parts[2] ?? 0) << 8) | (parts[3] ?? 0)) >>> 0;
-}
-
-function v4Range(cidr: string): V4Range {
-  const [base = '', prefix = '32'] = cidr.split('/');
-  return [v4(base), Number(prefix)];
-}
-
 // IANA IPv4 special-purpose address registry, plus multicast and the reserved class E block.
-const V4_BLOCKED: readonly V4Range[] = [
+const V4_SPECIAL = [
   '0.0.0.0/8', // "this network", including the unspecified 0.0.0.0 (Linux connects it to localhost)
   '10.0.0.0/8',
   '100.64.0.0/10', // carrier-grade NAT (RFC 6598)
@@ -59,71 +47,52 @@ const V4_BLOCKED: readonly V4Range[] = [
   '203.0.113.0/24', // TEST-NET-3
   '224.0.0.0/4', // multicast
   '240.0.0.0/4', // reserved, including the limited broadcast 255.255.255.255
-].map(v4Range);
+];
 
-function parseV6(text: string): bigint | undefined {
-  const address = text.split('%')[0] ?? ''; // drop a zone id (fe80::1%eth0)
-  if (!isIPv6(address)) return undefined;
-  const halves = address.split('::');
-  const groups = (half: string | undefined): number[] => {
-    if (!half) return [];
-    const out: number[] = [];
-    for (const part of half.split(':')) {
-      if (part.includes('.')) {
-        const n = v4(part);
-        out.push(n >>> 16, n & 0xffff);
-      } else out.push(Number.parseInt(part, 16));
-    }
-    return out;
-  };
-  const head = groups(halves[0]);
-  const tail = groups(halves[1]);
-  const all =
-    halves.length === 2 ? [...head, ...new Array<number>(8 - head.length - tail.length).fill(0), ...tail] : head;
-  let value = 0n;
-  for (const g of all) value = (value << 16n) | BigInt(g);
-  return value;
-}
-
-function v6Range(cidr: string): V6Range {
-  const [base = '', prefix = '128'] = cidr.split('/');
-  return [parseV6(base) ?? 0n, Number(prefix)];
-}
-
-function inV6(ip: bigint, [base, prefix]: V6Range): boolean {
-  const shift = BigInt(128 - prefix);
-  return ip >> shift === base >> shift;
-}
-
-function inV4(ip: number, [base, prefix]: V4Range): boolean {
-  if (prefix === 0) return true;
-  const mask = (0xffffffff << (32 - prefix)) >>> 0;
-  return (ip & mask) >>> 0 === base;
-}
-
-const GLOBAL_UNICAST = v6Range('2000::/3');
 // Blocks inside 2000::/3 that are not globally reachable.
-const V6_BLOCKED: readonly V6Range[] = [
+const V6_SPECIAL = [
   '2001::/23', // IETF protocol assignments: Teredo 2001::/32 (embeds an obfuscated IPv4), benchmarking 2001:2::/48, ORCHID
   '2001:db8::/32', // documentation
   '3fff::/20', // documentation (RFC 9637)
-].map(v6Range);
-// IPv6 forms that embed an IPv4 address in their low 32 bits; the IPv4 address decides.
-const V4_MAPPED = v6Range('::ffff:0:0/96');
-const NAT64 = v6Range('64:ff9b::/96');
-// 6to4 (2002:AABB:CCDD::/48) embeds the IPv4 address AA.BB.CC.DD in bits 16..47.
-const SIX_TO_FOUR = v6Range('2002::/16');
+];
 
-function isPublicV4(ip: number): boolean {
-  return !V4_BLOCKED.some((range) => inV4(ip, range));
+function subnet(cidr: string): [base: string, prefix: number] {
+  const [base = '', prefix = ''] = cidr.split('/');
+  return [base, Number(prefix)];
 }
 
-function isPublicV6(ip: bigint): boolean {
-  if (inV6(ip, V4_MAPPED) || inV6(ip, NAT64)) return isPublicV4(Number(ip & 0xffffffffn));
-  if (inV6(ip, SIX_TO_FOUR)) return isPublicV4(Number((ip >> 80n) & 0xffffffffn));
-  // Everything outside 2000::/3 (::, ::1, IPv4-compatible ::/96, fc00::/7, fe80::/10, fec0::/10, ff00::/8,
-  // 100::/64, 64:ff9b:1::/48, ...) is refused.
-  return inV6(ip, GLOBAL_UNICAST) && !V6_BLOCKED.some((range) => inV6(ip, range));
+/** The 6to4 prefix 2002:AABB:CCDD:: that embeds the IPv4 address AA.BB.CC.DD in bits 16..47. */
+function sixToFour(ipv4: string): string {
+  const [a = 0, b = 0, c = 0, d = 0] = ipv4.split('.').map(Number);
+  return `2002:${((a << 8) | b).toString(16)}:${((c << 8) | d).toString(16)}::`;
+}
+
+/**
+ * The IPv6 space the crawler may reach at all: global unicast, plus the two forms outside it whose embedded
+ * IPv4 address decides. Everything else (::, ::1, IPv4-compatible ::/96, fc00::/7, fe80::/10, fec0::/10,
+ * ff00::/8, 100::/64, 64:ff9b:1::/48, ...) is refused. Only consulted for IPv6 addresses: BlockList matches
+ * an IPv6 rule that covers ::ffff:0:0/96 against plain IPv4 addresses too.
+ */
+const V6_REACHABLE = new BlockList();
+V6_REACHABLE.addSubnet('2000::', 3, 'ipv6');
+V6_REACHABLE.addSubnet('::ffff:0:0', 96, 'ipv6'); // IPv4-mapped
+V6_REACHABLE.addSubnet('64:ff9b::', 96, 'ipv6'); // NAT64 well-known prefix
+
+/**
+ * Every refused address inside the reachable space. An IPv4 rule also matches the IPv4-mapped form
+ * `::ffff:a.b.c.d` (BlockList compares those as IPv4); the NAT64 and 6to4 embeddings get their own IPv6
+ * rules. No IPv6 rule here may cover ::ffff:0:0/96, or it would refuse IPv4 addresses as well.
+ */
+const BLOCKED = new BlockList();
+for (const [base, prefix] of V4_SPECIAL.map(subnet)) {
+  BLOCKED.addSubnet(base, prefix, 'ipv4');
+  BLOCKED.addSubnet(`64:ff9b::${base}`, 96 + prefix, 'ipv6');
+  BLOCKED.addSubnet(sixToFour(base), 16 + prefix, 'ipv6');
+}
+for (const [base, prefix] of V6_SPECIAL.map(subnet)) BLOCKED.addSubnet(base, prefix, 'ipv6');
+
+function unbracket(host: string): string {
+  return host.startsWith('[') && host.endsWith(']') ? host.slice(1, -1) : host;
 }
 
 /**
@@ -134,10 +103,11 @@ function isPublicV6(ip: bigint): boolean {
  *   `http://2130706433/` and `http://0x7f.1/` to `127.0.0.1`.
  */
 export function isPublicAddress(ip: string): boolean {
-  const bare = ip.startsWith('[') && ip.endsWith(']') ? ip.slice(1, -1) : ip;
-  if (isIPv4(bare)) return isPublicV4(v4(bare));
-  const v6 = parseV6(bare);
-  return v6 !== undefined && isPublicV6(v6);
+  const bare = unbracket(ip);
+  if (isIPv4(bare)) return !BLOCKED.check(bare, 'ipv4');
+  // BlockList does not parse zone ids (fe80::1%eth0), and answers false, i.e. "not blocked", for what it cannot parse.
+  const v6 = bare.split('%')[0] ?? '';
+  return isIPv6(v6) && V6_REACHABLE.check(v6, 'ipv6') && !BLOCKED.check(v6, 'ipv6');
 }
 
 function blocked(hostname: string, address: string): FetchError {
@@ -150,7 +120,7 @@ function blocked(hostname: string, address: string): FetchError {
  * @param hostname `URL.hostname`, already normalised by the WHATWG parser.
  */
 export function literalAddress(hostname: string): string | undefined {
-  const bare = hostname.startsWith('[') && hostname.endsWith(']') ? hostname.slice(1, -1) : hostname;
+  const bare = unbracket(hostname);
   return isIP(bare) === 0 ? undefined : bare;
 }
 

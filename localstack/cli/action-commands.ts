@@ -3,11 +3,12 @@
  * waits a bounded time for the redis-monitor's reply with that uuid on `<p>.outbound_firehose`, and prints
  * it for a person (tables) or, with `--json`, as it came.
  */
-import { Argument, type Command, InvalidArgumentError } from 'commander';
+import { Argument, type Command } from 'commander';
 import { config } from '../../lib/config/index.ts';
 import { CrawlClusterError } from '../../lib/errors.ts';
 import { validateRequest } from '../../lib/schemas/index.ts';
 import statsSchema from '../../lib/schemas/stats.schema.json' with { type: 'json' };
+import { positiveSeconds } from './options.ts';
 import { type Output, printTable } from './output.ts';
 import { ClusterSession, type Message, noClusterHint, requestReply, requestUuid } from './reply-wait.ts';
 
@@ -88,12 +89,6 @@ function common(command: Command, what: string): Command {
       'after',
       `\nSends the ${what} request with a fresh uuid and waits for the reply with that uuid on <prefix>.outbound_firehose; the cluster (crawl-cluster local, or the deployed monitors) must be running.\nExit codes: 0 reply printed; 1 no reply in time, the request was rejected, or Kafka unreachable (within about 15 s); 2 invalid input.\nWith --json: the reply exactly as it came.`,
     );
-}
-
-function positiveSeconds(v: string): number {
-  const n = Number(v);
-  if (!Number.isFinite(n) || n <= 0) throw new InvalidArgumentError('must be a positive number of seconds');
-  return n;
 }
 
 /**

@@ -8,10 +8,11 @@ import { randomBytes } from 'node:crypto';
 import { once } from 'node:events';
 import { createWriteStream, type WriteStream } from 'node:fs';
 import { createInterface } from 'node:readline';
-import { type Command, CommanderError, InvalidArgumentError } from 'commander';
+import { type Command, CommanderError } from 'commander';
 import { config } from '../../lib/config/index.ts';
 import { CrawlClusterError, SchemaValidationError } from '../../lib/errors.ts';
 import { type CrawlRequest, validateRequest } from '../../lib/schemas/index.ts';
+import { integerOption, positiveSeconds } from './options.ts';
 import type { Output } from './output.ts';
 import { ProgressLine } from './progress-line.ts';
 import { ClusterSession, type Message, noClusterHint, ReplyWaiter, requestUuid } from './reply-wait.ts';
@@ -80,13 +81,13 @@ export function registerCrawl(program: Command, out: Output): void {
       'feed one crawl to the running cluster and follow it: live progress, pages to a file, a summary when it completes',
     )
     .argument('<url>', 'the seed URL (a bare host gets http://)')
-    .option('--depth <n>', 'follow links this many hops from the seed (0-3)', integer, 0)
+    .option('--depth <n>', 'follow links this many hops from the seed (0-3)', integerOption(), 0)
     .option(
       '--allowed-domain <domain>',
       'follow links only to this domain and its subdomains (repeat for more)',
       (v: string, list: string[] | undefined) => [...(list ?? []), v],
     )
-    .option('--priority <p>', 'request priority, 1-100; higher is crawled first (default: 1)', integer)
+    .option('--priority <p>', 'request priority, 1-100; higher is crawled first (default: 1)', integerOption())
     .option('--appid <appid>', 'the application the crawl belongs to (3-40 characters)', 'cli')
     .option('--crawlid <crawlid>', 'the crawl id (1-40 characters; default: a fresh one)')
     .option('--spiderid <spiderid>', 'the spider to crawl with', 'link')
@@ -126,18 +127,6 @@ export function registerCrawl(program: Command, out: Output): void {
       // main() maps errors to 1 and 2 only; an interrupted command ends as shells expect.
       if (exitCode === EXIT_INTERRUPTED) process.exit(EXIT_INTERRUPTED);
     });
-}
-
-function integer(v: string): number {
-  const n = Number(v);
-  if (v.trim() === '' || !Number.isInteger(n)) throw new InvalidArgumentError('must be an integer');
-  return n;
-}
-
-function positiveSeconds(v: string): number {
-  const n = Number(v);
-  if (!Number.isFinite(n) || n <= 0) throw new InvalidArgumentError('must be a positive number of seconds');
-  return n;
 }
 
 /** A crawl id that sorts by start time and is unique enough to never collide: `cli-<time>-<random>`. */

@@ -3,6 +3,7 @@ import { config, quietLocalMetrics, type Variables } from '../../lib/config/inde
 import { createKafka, createProducer, kafkaSettings } from '../../lib/kafka/client.ts';
 import { clusterTopics } from '../../lib/kafka/topics.ts';
 import type { RuntimeLog } from '../runtime/log.ts';
+import { integerOption } from './options.ts';
 import type { Output } from './output.ts';
 
 /**
@@ -17,12 +18,11 @@ export function registerDemo(program: Command, out: Output): void {
       'crawl the bundled demo site (served on 127.0.0.1) through the whole local cluster and show the pages; ' +
         'needs `services up`',
     )
-    .option('--depth <n>', 'maxdepth of the crawl (0-3)', (v) => Number.parseInt(v, 10), 2)
-    .option('--pages <n>', 'pages on the demo site', (v) => Number.parseInt(v, 10), 300)
-    .option('--workers <n>', 'crawler worker processes', (v) => Number.parseInt(v, 10), 2)
-    .option('--timeout <s>', 'give up after this many seconds', (v) => Number.parseInt(v, 10), 120)
+    .option('--depth <n>', 'maxdepth of the crawl (0-3)', integerOption({ min: 0, max: 3 }), 2)
+    .option('--pages <n>', 'pages on the demo site', integerOption({ min: 1 }), 300)
+    .option('--workers <n>', 'crawler worker processes', integerOption({ min: 1 }), 2)
+    .option('--timeout <s>', 'give up after this many seconds', integerOption({ min: 1 }), 120)
     .action(async (opts: { depth: number; pages: number; workers: number; timeout: number }) => {
-      if (!(opts.depth >= 0 && opts.depth <= 3)) throw new Error('--depth must be 0..3');
       quietLocalMetrics();
       const { startSite } = await import('../site/site.ts');
       const { startLocalCluster } = await import('../runtime/cluster.ts');

@@ -6,7 +6,7 @@
 import { Buffer } from 'node:buffer';
 import { randomBytes } from 'node:crypto';
 import { once } from 'node:events';
-import { type Command, InvalidArgumentError } from 'commander';
+import type { Command } from 'commander';
 import type { Admin, Consumer } from 'kafkajs';
 import { config } from '../../lib/config/index.ts';
 import { CrawlClusterError } from '../../lib/errors.ts';
@@ -20,6 +20,7 @@ import {
   quietly,
   topicPrefix,
 } from './kafka-session.ts';
+import { integerOption, positiveSeconds } from './options.ts';
 import type { Output } from './output.ts';
 
 /** What to print of each message. */
@@ -106,11 +107,11 @@ export function registerDump(program: Command, out: Output, stdout: NodeJS.Writa
     )
     .option('--prefix <prefix>', 'topic prefix for a short topic name (default: KAFKA_TOPIC_PREFIX)')
     .option('--from-beginning', 'start at the oldest message kept (default: only messages that arrive from now on)')
-    .option('--max <n>', 'stop after printing n messages', positiveInteger)
+    .option('--max <n>', 'stop after printing n messages', integerOption({ min: 1 }))
     .option(
       '--timeout <seconds>',
       'stop after this many seconds without a new message (default: run until Ctrl-C)',
-      positiveNumber,
+      positiveSeconds,
     )
     .option('--no-body', 'replace the body of page messages with body_length (its size in UTF-8 bytes)')
     .option('--pretty', 'indent each JSON message (the output is then no longer one message per line)')
@@ -123,19 +124,6 @@ export function registerDump(program: Command, out: Output, stdout: NodeJS.Writa
     .action(async (name: string, opts: DumpOptions) => {
       await dump(name, opts, out, stdout);
     });
-}
-
-/** Option parsers; commander reports their errors as usage errors. */
-function positiveInteger(v: string): number {
-  const n = Number(v);
-  if (!Number.isInteger(n) || n < 1) throw new InvalidArgumentError('must be a positive integer');
-  return n;
-}
-
-function positiveNumber(v: string): number {
-  const n = Number(v);
-  if (!Number.isFinite(n) || n <= 0) throw new InvalidArgumentError('must be a positive number of seconds');
-  return n;
 }
 
 async function dump(name: string, opts: DumpOptions, out: Output, stdout: NodeJS.WritableStream): Promise<void> {

@@ -2,15 +2,8 @@ import type { Command } from 'commander';
 import { config, quietLocalMetrics } from '../../lib/config/index.ts';
 import type { Log } from '../../lib/ports.ts';
 import type { RuntimeLog } from '../runtime/log.ts';
+import { integerOption } from './options.ts';
 import type { Output } from './output.ts';
-
-function intOption(name: string, min: number, max = Number.MAX_SAFE_INTEGER) {
-  return (v: string) => {
-    const n = Number.parseInt(v, 10);
-    if (!Number.isInteger(n) || n < min || n > max) throw new Error(`${name} must be an integer from ${min} to ${max}`);
-    return n;
-  };
-}
 
 interface LocalOptions {
   batchSize: number;
@@ -28,23 +21,18 @@ export function registerLocal(program: Command, out: Output): void {
       'run the cluster on this machine with the same handlers as on AWS: kafka-monitor and redis-monitor fed from ' +
         'Kafka consumer groups, expire/reclaim/stats on timers (needs `services up`)',
     )
-    .option(
-      '--batch-size <n>',
-      'records per MSK event, like the event source mapping',
-      intOption('--batch-size', 1),
-      100,
-    )
-    .option('--batching-window <ms>', 'max batching window in ms', intOption('--batching-window', 0), 500)
+    .option('--batch-size <n>', 'records per MSK event, like the event source mapping', integerOption({ min: 1 }), 100)
+    .option('--batching-window <ms>', 'max batching window in ms', integerOption({ min: 0 }), 500)
     .option(
       '--schedule-every <s>',
       'seconds between expire / reclaim / stats runs (AWS: 60)',
-      intOption('--schedule-every', 1),
+      integerOption({ min: 1 }),
       10,
     )
     .option(
       '--rest-port <port>',
       'port of the REST API on 127.0.0.1 (Scrapy Cluster: 5343); 0 disables it',
-      intOption('--rest-port', 0, 65535),
+      integerOption({ min: 0, max: 65535 }),
       5343,
     )
     .option('--json-logs', 'log lines as JSON instead of human-readable text')

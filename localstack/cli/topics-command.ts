@@ -2,6 +2,7 @@ import type { Command } from 'commander';
 import { config } from '../../lib/config/index.ts';
 import { createKafka, ensureTopics, kafkaSettings } from '../../lib/kafka/client.ts';
 import { clusterTopicList, crawledAppTopic, isTopicSafeAppid, outboundAppTopic } from '../../lib/kafka/topics.ts';
+import { integerOption } from './options.ts';
 import type { Output } from './output.ts';
 
 /** `topics create|list`. */
@@ -11,7 +12,7 @@ export function registerTopics(program: Command, out: Output): void {
     .command('create')
     .description('create the topics of the contract for KAFKA_TOPIC_PREFIX that do not exist yet (idempotent)')
     .option('--prefix <prefix>', 'topic prefix (default: KAFKA_TOPIC_PREFIX)')
-    .option('--partitions <n>', 'partitions per topic (default: KAFKA_TOPIC_PARTITIONS)', (v) => Number.parseInt(v, 10))
+    .option('--partitions <n>', 'partitions per topic (default: KAFKA_TOPIC_PARTITIONS)', integerOption({ min: 1 }))
     .option(
       '--appid <appid...>',
       'also create the per-app topics crawled_<appid> and outbound_<appid> (KAFKA_APPID_TOPICS)',
@@ -20,7 +21,6 @@ export function registerTopics(program: Command, out: Output): void {
       const vars = config();
       const prefix = opts.prefix ?? vars.KAFKA_TOPIC_PREFIX;
       const partitions = opts.partitions ?? vars.KAFKA_TOPIC_PARTITIONS;
-      if (!Number.isInteger(partitions) || partitions < 1) throw new Error('--partitions must be a positive integer');
       const admin = createKafka(kafkaSettings(vars)).admin();
       await admin.connect();
       try {

@@ -454,6 +454,16 @@ describe('crawl-cluster dump', () => {
     expect(run.ms).toBeLessThan(UNREACHABLE_BOUND_MS);
   });
 
+  it("exits 2 with commander's usage error for a --max that is not an integer >= 1, before touching Kafka", async () => {
+    for (const max of ['abc', '0', '1.5']) {
+      const run = await runCli(['dump', 'crawled_firehose', '--max', max], { env: { KAFKA_BROKERS: '127.0.0.1:1' } });
+
+      expect(run.code).toBe(2);
+      expect(run.stderr).toContain(`error: option '--max <n>' argument '${max}' is invalid. must be an integer >= 1`);
+      expect(run.stdout).toBe('');
+    }
+  });
+
   it('describes every option in --help', async () => {
     const run = await runCli(['dump', '--help']);
 

@@ -100,6 +100,11 @@ const IPV6: [string, boolean][] = [
   ['::ffff:10.1.2.3', false],
   ['::ffff:8.8.8.8', true],
   ['::ffff:808:808', true],
+  ['::FFFF:7F00:1', false],
+  ['0:0:0:0:0:ffff:127.0.0.1', false],
+  // A zone id: BlockList cannot parse it (and would not match), so it is dropped before the check.
+  ['::ffff:127.0.0.1%eth0', false],
+  ['FE80::1%eth0', false],
   // IPv4-compatible (deprecated, ::/96): refused whatever the IPv4 part.
   ['::127.0.0.1', false],
   ['::8.8.8.8', false],
@@ -111,6 +116,7 @@ const IPV6: [string, boolean][] = [
   ['64:ff9b::192.168.1.1', false],
   ['64:ff9b::8.8.8.8', true],
   ['64:ff9b:1::8.8.8.8', false],
+  ['64:ff9b::ffff:8.8.8.8', false],
   // 6to4 2002::/16: the IPv4 address in bits 16..47 decides.
   ['2002:7f00:1::', false],
   ['2002:c0a8:101::1', false],
@@ -133,9 +139,21 @@ const IPV6: [string, boolean][] = [
   ['100::1', false],
 ];
 
+/** The 6to4 address 2002:AABB:CCDD::1 that embeds the IPv4 address AA.BB.CC.DD. */
+function sixToFour(ipv4: string): string {
+  const [a = 0, b = 0, c = 0, d = 0] = ipv4.split('.').map(Number);
+  return `2002:${((a << 8) | b).toString(16)}:${((c << 8) | d).toString(16)}::1`;
+}
+
 describe('isPublicAddress', () => {
   it.each(IPV4)('classifies IPv4 %s as public: %s', (ip, expected) => {
     expect(isPublicAddress(ip)).toBe(expected);
+  });
+
+  it.each(IPV4)('judges %s the same in its IPv4-mapped, NAT64 and 6to4 forms (public: %s)', (ip, expected) => {
+    expect(isPublicAddress(`::ffff:${ip}`)).toBe(expected);
+    expect(isPublicAddress(`64:ff9b::${ip}`)).toBe(expected);
+    expect(isPublicAddress(sixToFour(ip))).toBe(expected);
   });
 
   it.each(IPV6)('classifies IPv6 %s as public: %s', (ip, expected) => {

@@ -5,13 +5,14 @@
  * ends when the crawl's `complete` notice arrives. Ctrl-C offers to stop the crawl in the cluster.
  */
 import { randomBytes } from 'node:crypto';
-import { once } from 'node:events';
-import { createWriteStream, type WriteStream } from 'node:fs';
-import { createInterface } from 'node:readline';
+import type { WriteStream } from 'node:fs';
 import { type Command, CommanderError } from 'commander';
 import { config } from '../../lib/config/index.ts';
 import { CrawlClusterError, SchemaValidationError } from '../../lib/errors.ts';
 import { type CrawlRequest, validateRequest } from '../../lib/schemas/index.ts';
+import { closePagesFile, openPagesFile } from './crawl-pages-file.ts';
+import { offerStop } from './crawl-stop.ts';
+import { type CrawlSummary, CrawlTally, type Ending } from './crawl-tally.ts';
 import { integerOption, positiveSeconds } from './options.ts';
 import type { Output } from './output.ts';
 import { ProgressLine } from './progress-line.ts';
@@ -41,37 +42,8 @@ const NO_PAGE_HINT_MS = 30_000;
  * the pages it counts are waited for this long.
  */
 const LATE_PAGES_MS = 5000;
-/** How long a stop on Ctrl-C waits for its reply. */
-const STOP_REPLY_MS = 10_000;
 /** The exit code of a command ended by Ctrl-C, as shells report it. */
 const EXIT_INTERRUPTED = 130;
-
-/** How a watched crawl ended. */
-type Ending =
-  | { kind: 'complete'; notice: Message }
-  | { kind: 'timeout' }
-  | { kind: 'interrupted' }
-  | { kind: 'stopped-elsewhere'; reply: Message };
-
-/** The result document (`--json`) and the basis of the human summary. */
-export interface CrawlSummary {
-  status: 'complete' | 'timeout' | 'interrupted' | 'stopped';
-  appid: string;
-  crawlid: string;
-  url: string;
-  prefix: string;
-  pages: number;
-  failed: number;
-  /** The last pending count the cluster reported, when any. */
-  pending?: number;
-  seconds: number;
-  pages_per_second: number;
-  out?: string;
-  /** The `complete` notice, as it came. */
-  notice?: Message;
-  /** The reply to the stop sent on Ctrl-C, as it came. */
-  stop?: Message;
-}
 
 /** `crawl-cluster crawl`. */
 export function registerCrawl(program: Command, out: Output): void {
@@ -108,13 +80,13 @@ export function registerCrawl(program: Command, out: Output): void {
     )
     .action(async (url: string, opts: CrawlOptions) => {
       const request = crawlRequest(url, opts, out);
-      const file = opts.out === undefined ? undefined : await openOut(opts.out);
+      const file = opts.out === undefined ? undefined : await openPagesFile(opts.out);
       const session = await ClusterSession.open(config(), opts.prefix, [
         'incoming',
         'crawledFirehose',
         'outboundFirehose',
       ]).catch(async (error: unknown) => {
-        await closeOut(file);
+        await closePagesFile(file);
         throw error;
       });
       let exitCode = 0;
@@ -122,7 +94,7 @@ export function registerCrawl(program: Command, out: Output): void {
         exitCode = await new CrawlWatch(session, request, opts, out, file).run();
       } finally {
         await session.close();
-        await closeOut(file);
+        await closePagesFile(file);
       }
       // main() maps errors to 1 and 2 only; an interrupted command ends as shells expect.
       if (exitCode === EXIT_INTERRUPTED) process.exit(EXIT_INTERRUPTED);
@@ -164,23 +136,10 @@ export function crawlRequest(url: string, opts: CrawlOptions, out: Output): Craw
   return request as CrawlRequest & Message;
 }
 
-async function openOut(path: string): Promise<WriteStream> {
-  const stream = createWriteStream(path, { flags: 'w' });
-  try {
-    await once(stream, 'open');
-  } catch (error) {
-    throw new CrawlClusterError(`cannot write ${path}: ${(error as Error).message}`);
-  }
-  return stream;
-}
-
-async function closeOut(stream: WriteStream | undefined): Promise<void> {
-  if (stream === undefined || stream.closed) return;
-  stream.end();
-  await once(stream, 'close').catch(() => {});
-}
-
-/** One crawl followed from feeding to its end. */
+/**
+ * One crawl followed from feeding to its end: the Kafka session, the timers, the signals and the pages file;
+ * what it has seen is a {@link CrawlTally}.
+ */
 class CrawlWatch {
   private readonly session: ClusterSession;
   private readonly request: CrawlRequest & Message;
@@ -189,14 +148,8 @@ class CrawlWatch {
   private readonly file: WriteStream | undefined;
   private readonly replies = new ReplyWaiter();
   private readonly infoUuids = new Set<string>();
-  private readonly succeeded = new Set<string>();
-  private readonly failed = new Set<string>();
-  private pending: number | undefined;
-  private started = Date.now();
+  private readonly tally = new CrawlTally();
   private lastInfoAt = 0;
-  private firstAnswerAt: number | undefined;
-  private lastPageAt: number | undefined;
-  private notice: Message | undefined;
   private hinted = false;
   private end!: (ending: Ending) => void;
   private fail!: (error: Error) => void;
@@ -240,12 +193,12 @@ class CrawlWatch {
       (error) => this.fail(error),
     );
     await this.session.send(this.request);
-    this.started = Date.now();
+    this.tally.started = Date.now();
     const { url, appid, crawlid, maxdepth } = this.request;
     this.out.progress(
       `crawling ${url} to depth ${maxdepth} (appid ${appid}, crawlid ${crawlid}, prefix ${this.session.prefix}); Ctrl-C to stop`,
     );
-    this.progress = new ProgressLine(() => this.statusLine());
+    this.progress = new ProgressLine(() => this.tally.statusLine());
 
     const timers = [setInterval(() => this.tick(), 500)];
     if (this.opts.timeout !== undefined) {
@@ -284,16 +237,17 @@ class CrawlWatch {
       this.session.send({ uuid, appid, crawlid, spiderid, action: 'info' }).catch((error: Error) => this.fail(error));
     }
     if (this.hinted) return;
-    const quiet = now - this.started;
-    if (this.firstAnswerAt === undefined && quiet >= NO_ANSWER_HINT_MS) {
+    const { started, firstAnswerAt, lastPageAt, pending } = this.tally;
+    const quiet = now - started;
+    if (firstAnswerAt === undefined && quiet >= NO_ANSWER_HINT_MS) {
       this.hint(
         `no page and no reply from the cluster after ${NO_ANSWER_HINT_MS / 1000} s; ${noClusterHint(this.session.prefix)}`,
       );
-    } else if (this.lastPageAt === undefined && quiet >= NO_PAGE_HINT_MS && this.firstAnswerAt !== undefined) {
+    } else if (lastPageAt === undefined && quiet >= NO_PAGE_HINT_MS && firstAnswerAt !== undefined) {
       this.hint(
-        this.pending === 0
+        pending === 0
           ? `the cluster has nothing pending for this crawl and no page came after ${NO_PAGE_HINT_MS / 1000} s; was the request rejected? see: crawl-cluster dump rejected`
-          : `${this.pending ?? 'some'} requests pending but no page after ${NO_PAGE_HINT_MS / 1000} s; are crawler workers running (crawl-cluster local starts CRAWLER_WORKERS of them), or is the domain throttled?`,
+          : `${pending ?? 'some'} requests pending but no page after ${NO_PAGE_HINT_MS / 1000} s; are crawler workers running (crawl-cluster local starts CRAWLER_WORKERS of them), or is the domain throttled?`,
       );
     }
   }
@@ -305,28 +259,21 @@ class CrawlWatch {
 
   private onPage(page: Message): void {
     if (page.crawlid !== this.request.crawlid || page.appid !== this.request.appid) return;
-    const url = String(page.url);
-    // Delivery is at least once (a crawler killed between publishing and acking publishes again).
-    if (this.succeeded.has(url) || this.failed.has(url)) return;
-    (page.success === false ? this.failed : this.succeeded).add(url);
-    this.lastPageAt = Date.now();
-    this.firstAnswerAt ??= this.lastPageAt;
+    if (!this.tally.page(page)) return;
     this.file?.write(`${JSON.stringify(page)}\n`);
-    this.maybeComplete();
+    if (this.tally.done()) this.end({ kind: 'complete', notice: this.tally.notice as Message });
   }
 
   private onOutbound(message: Message): void {
     if (typeof message.uuid === 'string' && this.infoUuids.delete(message.uuid)) {
-      this.firstAnswerAt ??= Date.now();
-      if (typeof message.total_pending === 'number') this.pending = message.total_pending;
+      this.tally.info(message.total_pending);
       return;
     }
     if (this.replies.offer(message)) return;
     if (message.crawlid !== this.request.crawlid || message.appid !== this.request.appid) return;
     if (message.action === 'complete') {
-      this.notice = message;
-      this.pending = 0;
-      this.maybeComplete();
+      this.tally.complete(message);
+      if (this.tally.done()) this.end({ kind: 'complete', notice: message });
       // The pages the notice counts should be read by now; if some never come, the notice still ends the crawl.
       setTimeout(() => this.end({ kind: 'complete', notice: message }), LATE_PAGES_MS).unref();
     } else if (message.action === 'stop') {
@@ -334,33 +281,11 @@ class CrawlWatch {
     }
   }
 
-  private maybeComplete(): void {
-    const n = this.notice;
-    if (n === undefined) return;
-    if (this.succeeded.size >= Number(n.total_pages ?? 0) && this.failed.size >= Number(n.total_failed ?? 0)) {
-      this.end({ kind: 'complete', notice: n });
-    }
-  }
-
-  private elapsedSeconds(): number {
-    return (Date.now() - this.started) / 1000;
-  }
-
-  private rate(): number {
-    return (this.succeeded.size + this.failed.size) / Math.max(this.elapsedSeconds(), 0.001);
-  }
-
-  private statusLine(): string {
-    const pending = this.pending === undefined ? '?' : String(this.pending);
-    return `pages ${this.succeeded.size}, failed ${this.failed.size}, pending ${pending}, ${this.rate().toFixed(1)} pages/s, ${this.elapsedSeconds().toFixed(0)} s`;
-  }
-
   private async finish(ending: Ending): Promise<number> {
     this.progress?.stop();
     let stop: Message | undefined;
-    if (ending.kind === 'interrupted') stop = await this.offerStop();
-    const summary = this.summary(ending, stop);
-    this.report(summary);
+    if (ending.kind === 'interrupted') stop = await offerStop(this.session, this.replies, this.request, this.out);
+    report(this.tally.summary(this.request, this.session.prefix, ending, { out: this.opts.out, stop }), this.out);
     switch (ending.kind) {
       case 'complete':
         return 0;
@@ -376,95 +301,27 @@ class CrawlWatch {
         );
     }
   }
-
-  /** Ctrl-C: asks whether to stop the crawl in the cluster when a person can answer, else stops it. */
-  private async offerStop(): Promise<Message | undefined> {
-    const { appid, crawlid, spiderid } = this.request;
-    if (process.stdin.isTTY) {
-      const answer = await ask(`stop crawl ${crawlid} in the cluster too (its pending requests are purged)? [y/N] `);
-      if (!/^y(es)?$/i.test(answer.trim())) {
-        this.out.progress(
-          `left crawl ${crawlid} running; stop it later with: crawl-cluster stop --appid ${appid} --crawlid ${crawlid}`,
-        );
-        return undefined;
-      }
-    }
-    const uuid = requestUuid();
-    const reply = this.replies.expect(uuid, STOP_REPLY_MS);
-    this.out.progress(`stopping crawl ${crawlid} (Ctrl-C again to leave without waiting)`);
-    try {
-      await this.session.send({ uuid, appid, crawlid, spiderid, action: 'stop' });
-    } catch (error) {
-      this.out.error(`the stop request was not sent: ${(error as Error).message}`);
-      return undefined;
-    }
-    const answer = await reply;
-    if (answer === undefined) {
-      this.out.error(
-        `no reply to the stop request within ${STOP_REPLY_MS / 1000} s; ${noClusterHint(this.session.prefix)}`,
-      );
-    } else {
-      this.out.progress(
-        `stopped crawl ${crawlid}: purged ${answer.total_purged} pending request${answer.total_purged === 1 ? '' : 's'}`,
-      );
-    }
-    return answer;
-  }
-
-  private summary(ending: Ending, stop: Message | undefined): CrawlSummary {
-    const seconds = Math.round(this.elapsedSeconds() * 1000) / 1000;
-    const status = ending.kind === 'stopped-elsewhere' ? 'stopped' : ending.kind;
-    const summary: CrawlSummary = {
-      status,
-      appid: this.request.appid,
-      crawlid: this.request.crawlid,
-      url: this.request.url,
-      prefix: this.session.prefix,
-      pages: this.succeeded.size,
-      failed: this.failed.size,
-      seconds,
-      pages_per_second: Math.round(this.rate() * 100) / 100,
-    };
-    if (this.pending !== undefined) summary.pending = this.pending;
-    if (this.opts.out !== undefined) summary.out = this.opts.out;
-    if (ending.kind === 'complete') summary.notice = ending.notice;
-    if (stop !== undefined) summary.stop = stop;
-    return summary;
-  }
-
-  private report(s: CrawlSummary): void {
-    if (this.out.json) {
-      this.out.data(s);
-      return;
-    }
-    const what = {
-      complete: 'complete',
-      timeout: 'not complete (timed out)',
-      interrupted: 'interrupted',
-      stopped: 'stopped',
-    }[s.status];
-    this.out.info(
-      `crawl ${s.crawlid} ${what}: ${s.pages} page${s.pages === 1 ? '' : 's'}, ${s.failed} failed in ${s.seconds.toFixed(1)} s (${s.pages_per_second.toFixed(1)} pages/s)`,
-    );
-    if (s.status !== 'complete' && s.pending !== undefined) this.out.info(`pending when last asked: ${s.pending}`);
-    const n = s.notice;
-    if (n !== undefined && (n.total_pages !== s.pages || n.total_failed !== s.failed)) {
-      this.out.info(`the cluster counted ${n.total_pages} pages and ${n.total_failed} failed`);
-    }
-    if (s.out !== undefined) this.out.info(`pages written to ${s.out}`);
-  }
 }
 
-/** One answer from a person at the terminal; Ctrl-C or end of input counts as "no". */
-async function ask(question: string): Promise<string> {
-  const rl = createInterface({ input: process.stdin, output: process.stderr });
-  try {
-    return await new Promise<string>((resolve) => {
-      rl.on('SIGINT', () => resolve(''));
-      rl.on('close', () => resolve(''));
-      rl.question(question, resolve);
-    });
-  } finally {
-    rl.close();
+/** The summary for a person (or, with --json, the document). */
+function report(s: CrawlSummary, out: Output): void {
+  if (out.json) {
+    out.data(s);
+    return;
   }
+  const what = {
+    complete: 'complete',
+    timeout: 'not complete (timed out)',
+    interrupted: 'interrupted',
+    stopped: 'stopped',
+  }[s.status];
+  out.info(
+    `crawl ${s.crawlid} ${what}: ${s.pages} page${s.pages === 1 ? '' : 's'}, ${s.failed} failed in ${s.seconds.toFixed(1)} s (${s.pages_per_second.toFixed(1)} pages/s)`,
+  );
+  if (s.status !== 'complete' && s.pending !== undefined) out.info(`pending when last asked: ${s.pending}`);
+  const n = s.notice;
+  if (n !== undefined && (n.total_pages !== s.pages || n.total_failed !== s.failed)) {
+    out.info(`the cluster counted ${n.total_pages} pages and ${n.total_failed} failed`);
+  }
+  if (s.out !== undefined) out.info(`pages written to ${s.out}`);
 }

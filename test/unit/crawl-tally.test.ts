@@ -1,0 +1,50 @@
+import { describe, expect, it } from 'vitest';
+import { CrawlTally } from '../../localstack/cli/crawl-tally.ts';
+
+describe('CrawlTally (what `crawl` knows of the crawl it follows)', () => {
+  it('counts a redelivered page once, by URL', () => {
+    const tally = new CrawlTally(() => 0);
+    expect(tally.page({ url: 'http://a/', success: true })).toBe(true);
+    expect(tally.page({ url: 'http://a/', success: true })).toBe(false);
+    expect(tally.page({ url: 'http://b/', success: false })).toBe(true);
+    expect([tally.succeeded.size, tally.failed.size]).toEqual([1, 1]);
+  });
+
+  it('is done only once the complete notice has come and every page it counts has been read', () => {
+    const tally = new CrawlTally(() => 0);
+    tally.page({ url: 'http://a/', success: true });
+    expect(tally.done()).toBe(false);
+    tally.complete({ action: 'complete', total_pages: 2, total_failed: 1 });
+    expect(tally.done()).toBe(false);
+    tally.page({ url: 'http://b/', success: true });
+    expect(tally.done()).toBe(false);
+    tally.page({ url: 'http://c/', success: false });
+    expect(tally.done()).toBe(true);
+  });
+
+  it('summarizes with the rate over the elapsed time and the last pending count', () => {
+    let now = 1000;
+    const tally = new CrawlTally(() => now);
+    tally.info(7);
+    tally.page({ url: 'http://a/' });
+    tally.page({ url: 'http://b/' });
+    now = 3000;
+    const ending = { kind: 'timeout' } as const;
+    expect(tally.summary({ appid: 'app', crawlid: 'c', url: 'http://a/' }, 'demo', ending, { out: 'p.jsonl' })).toEqual(
+      {
+        status: 'timeout',
+        appid: 'app',
+        crawlid: 'c',
+        url: 'http://a/',
+        prefix: 'demo',
+        pages: 2,
+        failed: 0,
+        pending: 7,
+        seconds: 2,
+        pages_per_second: 1,
+        out: 'p.jsonl',
+      },
+    );
+    expect(tally.statusLine()).toBe('pages 2, failed 0, pending 7, 1.0 pages/s, 2 s');
+  });
+});

@@ -12,25 +12,22 @@
  */
 import { createHash } from 'node:crypto';
 import { setTimeout as sleep } from 'node:timers/promises';
-import { CrawlClusterError, failureCause } from '../errors.ts';
+import { failureCause } from '../errors.ts';
 import { clusterTopics, crawledAppTopic, isTopicSafeAppid, outboundAppTopic } from '../kafka/topics.ts';
 import type { CrawlerFrontier, Log, MessageSink, OutMessage, StatsStore } from '../ports.ts';
-import type { CrawlRef, Lease, QueueRequest } from '../redis/frontier-types.ts';
+import type { Lease } from '../redis/frontier-types.ts';
 import type { StatsIncrement } from '../redis/stats.ts';
-import { MAX_URL_LENGTH } from '../schemas/index.ts';
 import type { BodyStore } from './body-store.ts';
-import { registrableDomain } from './domain.ts';
+import { type ChildBatch, childRequests } from './children.ts';
 import { extractPageLinks } from './extract.ts';
 import { type CrawlFailure, decideFailure, type FailurePolicy, RETRY_STATUSES } from './failure.ts';
-import { linkFilter } from './filters.ts';
-import { requestFingerprint } from './fingerprint.ts';
-import { buildPage, failedPage, fitPageMessage } from './page.ts';
+import { buildPage, failedPage } from './page.ts';
+import { pageMessage } from './page-message.ts';
 import type { RobotsCache } from './robots.ts';
 import {
   FetchError,
   type Fetcher,
   type FetchResult,
-  type FollowRequest,
   type Link,
   type PageItem,
   type Spider,
@@ -87,12 +84,6 @@ interface Processed {
   response: FetchResult;
   children: ChildBatch;
 }
-
-/** Children to enqueue, by spider type. */
-type ChildBatch = Map<string, { crawl: CrawlRef; request: QueueRequest }[]>;
-
-/** A page message that cannot be made to fit the broker's limit: poison, never retried. */
-export class PageTooLargeError extends CrawlClusterError {}
 
 interface InFlight {
   lease: Lease;
@@ -318,43 +309,7 @@ export class Crawler {
       retryTimes: lease.retries,
     });
     if (extracted.stopped !== undefined) page.links_stopped = extracted.stopped;
-    return { page, response, children: this.#children(lease, req, response, extracted.links) };
-  }
-
-  /** The page's links a spider follows, by spider type, ready to enqueue. */
-  #children(lease: Lease, req: SpiderRequest, response: FetchResult, links: Link[]): ChildBatch {
-    const crawl = lease.crawl;
-    const bySpider: ChildBatch = new Map();
-    if (lease.depth >= (crawl.maxdepth ?? 0) || links.length === 0) return bySpider;
-    const spider = this.#o.spiders.get(crawl.spiderid);
-    if (!spider) return bySpider;
-    const allowed = linkFilter(crawl);
-    const follow: FollowRequest[] = spider.follow(
-      req,
-      response,
-      links.filter((l) => allowed(l.url)),
-    );
-    for (const f of follow) {
-      // A page may link to megabytes of URL; the frontier stores every queued URL, so longer ones are not
-      // followed (seeds are held to the same bound at validation; Scrapy's URLLENGTH_LIMIT is alike).
-      if (f.url.length > MAX_URL_LENGTH) continue;
-      let domain: string;
-      let fingerprint: Buffer;
-      try {
-        domain = registrableDomain(f.url);
-        fingerprint = requestFingerprint(f.url);
-      } catch {
-        continue;
-      }
-      const type = f.spider ?? crawl.spiderid;
-      const list = bySpider.get(type) ?? [];
-      list.push({
-        crawl: { appid: crawl.appid, crawlid: crawl.crawlid },
-        request: { url: f.url, domain, fingerprint, priority: lease.priority - 10, depth: lease.depth + 1 },
-      });
-      bySpider.set(type, list);
-    }
-    return bySpider;
+    return { page, response, children: childRequests(lease, req, response, extracted.links, this.#o.spiders) };
   }
 
   /** Acts on a failure as {@link decideFailure} says. */
@@ -386,7 +341,15 @@ export class Crawler {
   async #deliver(lease: Lease, page: PageItem, status: string, processed?: Processed): Promise<void> {
     const o = this.#o;
     const topics = clusterTopics(o.topicPrefix);
-    const message = await this.#message(lease, page, processed?.response);
+    const message = await pageMessage(page, {
+      maxBytes: o.maxMessageBytes,
+      base64: o.base64,
+      bodyStore: o.bodyStore,
+      // Lease handles are opaque (binary); a hash of one names the body uniquely and safely.
+      bodyKey: () =>
+        `${encodeURIComponent(page.appid)}/${encodeURIComponent(page.crawlid)}/${createHash('sha1').update(lease.handle).digest('hex')}`,
+      response: processed?.response,
+    });
     await o.sink.send([{ topic: topics.crawledFirehose, messages: [message] }]);
     this.pages++;
     if (o.appidTopics) await this.#sendPerApp(crawledAppTopic(o.topicPrefix, page.appid), page.appid, message);
@@ -432,33 +395,6 @@ export class Crawler {
         error: (error as Error).message,
       });
     }
-  }
-
-  /**
-   * The page as a message that fits `maxMessageBytes` (DESIGN.md §10). A body too big goes whole to the body
-   * store first (the response's own bytes, so nothing is lost to decoding), then {@link fitPageMessage} cuts.
-   * @throws PageTooLargeError (poison) when not even a page without body and links fits.
-   */
-  async #message(lease: Lease, page: PageItem, response: FetchResult | undefined): Promise<OutMessage> {
-    const o = this.#o;
-    const base64Body = o.base64 || page.encoding === 'base64';
-    let value = JSON.stringify(page);
-    if (Buffer.byteLength(value) > o.maxMessageBytes) {
-      if (o.bodyStore && page.body.length > 0) {
-        const full = response?.body ?? Buffer.from(page.body, base64Body ? 'base64' : 'utf8');
-        // Lease handles are opaque (binary); a hash of one names the body uniquely and safely.
-        const key = `${encodeURIComponent(page.appid)}/${encodeURIComponent(page.crawlid)}/${createHash('sha1').update(lease.handle).digest('hex')}`;
-        page.body_ref = await o.bodyStore.put(key, full);
-      }
-      const fitted = fitPageMessage(page, o.maxMessageBytes, base64Body);
-      if (fitted === undefined) {
-        throw new PageTooLargeError(
-          `the page message does not fit ${o.maxMessageBytes} bytes even without body and links`,
-        );
-      }
-      value = fitted;
-    }
-    return { key: page.appid, value };
   }
 
   async #count(lease: Lease, status: string): Promise<void> {

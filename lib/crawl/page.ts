@@ -2,7 +2,6 @@
  * The page message on `<p>.crawled_firehose` (CONTRACT.md "Pages"): one per crawled page, and one per
  * request that failed for good, so nothing an application asked for disappears without a trace.
  */
-import { Buffer } from 'node:buffer';
 import { STATUS_CODES } from 'node:http';
 import type { FetchResult, Link, PageItem, SpiderRequest } from './types.ts';
 
@@ -115,71 +114,4 @@ export function failedPage(
     page.status_msg = STATUS_CODES[last] ?? '';
   }
   return page;
-}
-
-/** Room left for the truncation flags and JSON punctuation a cut adds. */
-const FIT_SLACK_BYTES = 128;
-
-function jsonBytes(value: unknown): number {
-  return Buffer.byteLength(JSON.stringify(value), 'utf8');
-}
-
-/**
- * The longest prefix of `text` whose JSON string form takes at most `bytes` bytes (never ending inside a
- * surrogate pair; base64 bodies are cut to whole quads so the prefix still decodes).
- */
-function fitString(text: string, bytes: number, base64: boolean): string {
-  let n = Math.min(text.length, Math.max(0, bytes - 2));
-  for (;;) {
-    if (n > 0 && /[\uD800-\uDBFF]/.test(text.charAt(n - 1))) n--;
-    if (base64) n -= n % 4;
-    const size = jsonBytes(text.slice(0, n));
-    if (size <= bytes || n === 0) return text.slice(0, n);
-    // JSON escapes and multi-byte characters: shrink in proportion, at least by one.
-    n = Math.min(n - 1, Math.floor((n * bytes) / size));
-  }
-}
-
-/**
- * The page as a Kafka message value of at most `maxBytes` (DESIGN.md §10: messages always fit the broker's
- * limit), or undefined when even an empty body and no links do not fit. What is cut, in order:
- * 1. the body (`body_truncated: true`; the producer stores the whole body first when it has a body store);
- * 2. the links, keeping the first ones in document order (**Ext** `links_truncated: true`);
- * 3. `attrs`, as a last resort (**Ext** `attrs_truncated: true`): a crawl's attrs are bounded at validation,
- *    so only a crawl queued before those bounds can get here.
- * Links are kept before the body because the body can be offloaded (`body_ref`) and links cannot.
- * Linear in the page's size: one serialization of the page, one per link, a few of the body's prefix.
- * @param base64Body the body is base64 (binary, or `KAFKA_BASE_64_ENCODE`): it is cut to whole quads.
- */
-export function fitPageMessage(page: PageItem, maxBytes: number, base64Body: boolean): string | undefined {
-  const whole = JSON.stringify(page);
-  if (Buffer.byteLength(whole, 'utf8') <= maxBytes) return whole;
-  const bare: PageItem = { ...page, body: '', links: [], body_truncated: true, links_truncated: true };
-  let fixed = jsonBytes(bare) + FIT_SLACK_BYTES;
-  if (fixed > maxBytes) {
-    bare.attrs = {};
-    bare.attrs_truncated = true;
-    fixed = jsonBytes(bare) + FIT_SLACK_BYTES;
-    if (fixed > maxBytes) return undefined;
-  }
-  let room = maxBytes - fixed;
-  const links: PageItem['links'] = [];
-  for (const link of page.links) {
-    const size = jsonBytes(link) + 1;
-    if (size > room) break;
-    links.push(link);
-    room -= size;
-  }
-  const fitted: PageItem = { ...page, attrs: bare.attrs, links };
-  if (bare.attrs_truncated) fitted.attrs_truncated = true;
-  if (links.length < page.links.length) {
-    fitted.links_truncated = true;
-    room = 0;
-  }
-  if (jsonBytes(page.body) > room + 2) {
-    fitted.body = fitString(page.body, room, base64Body);
-    fitted.body_truncated = true;
-  }
-  const value = JSON.stringify(fitted);
-  return Buffer.byteLength(value, 'utf8') <= maxBytes ? value : undefined;
 }

@@ -10,9 +10,11 @@ import { Ajv } from 'ajv';
 import type { RejectionDetail } from '../errors.ts';
 import { SchemaValidationError } from '../errors.ts';
 import actionSchema from './action.schema.json' with { type: 'json' };
+import { isObject, pointerSegment, structureProblems } from './bounds.ts';
 import crawlSchema from './crawl.schema.json' with { type: 'json' };
 import domainConfigSchema from './domain-config.schema.json' with { type: 'json' };
 import { compileLinkRegex } from './link-regex.ts';
+
 import statsSchema from './stats.schema.json' with { type: 'json' };
 
 /** The four request types; decided by shape, see {@link classifyRequest}. */
@@ -283,83 +285,6 @@ export function parseRequest(raw: string | Uint8Array, options: ParseOptions = {
   return validate(value, options, false);
 }
 
-/** How deep a request may nest (the request object itself is level 1; `attrs` gets the rest). */
-export const MAX_REQUEST_DEPTH = 32;
-
-/** The largest `attrs` of a crawl request, as JSON bytes: it is echoed in every page of the crawl. */
-export const MAX_ATTRS_BYTES = 65_536;
-
-/**
- * The bounds no JSON schema keyword can express, checked in one iterative walk (a recursive one is what a
- * deeply nested request would overflow): nesting depth, well-formed Unicode in every string and key (a lone
- * surrogate is valid JSON that Redis's cjson cannot decode, DESIGN.md §10), and the size of `attrs`.
- * Paths in the details are cut short: a pointer 10,000 levels deep is no help to anyone.
- */
-export function structureProblems(value: unknown): RejectionDetail[] {
-  const details: RejectionDetail[] = [];
-  const stack: { value: unknown; path: string; depth: number }[] = [{ value, path: '', depth: 1 }];
-  let tooDeep = false;
-  while (stack.length > 0 && details.length < 10) {
-    const item = stack.pop() as { value: unknown; path: string; depth: number };
-    const v = item.value;
-    if (typeof v === 'string') {
-      if (!v.isWellFormed()) details.push({ path: shortPath(item.path), message: NOT_WELL_FORMED });
-      continue;
-    }
-    if (typeof v !== 'object' || v === null) continue;
-    if (item.depth > MAX_REQUEST_DEPTH) {
-      if (!tooDeep) {
-        details.push({
-          path: shortPath(firstSegments(item.path, 1)),
-          message: `must not nest deeper than ${MAX_REQUEST_DEPTH} levels`,
-        });
-      }
-      tooDeep = true;
-      continue;
-    }
-    if (Array.isArray(v)) {
-      for (let i = v.length - 1; i >= 0; i--)
-        stack.push({ value: v[i], path: `${item.path}/${i}`, depth: item.depth + 1 });
-      continue;
-    }
-    for (const [key, child] of Object.entries(v)) {
-      const path = `${item.path}${pointerSegment(key.isWellFormed() ? key : key.toWellFormed())}`;
-      if (!key.isWellFormed()) details.push({ path: shortPath(path), message: `name ${NOT_WELL_FORMED}` });
-      stack.push({ value: child, path, depth: item.depth + 1 });
-    }
-  }
-  // Measured only when the walk found it shallow: JSON.stringify recurses.
-  if (details.length === 0 && isObject(value) && isObject(value.attrs)) {
-    const bytes = Buffer.byteLength(JSON.stringify(value.attrs), 'utf8');
-    if (bytes > MAX_ATTRS_BYTES) {
-      details.push({ path: '/attrs', message: `must be at most ${MAX_ATTRS_BYTES} bytes as JSON, not ${bytes}` });
-    }
-  }
-  return details;
-}
-
-const NOT_WELL_FORMED = 'must be well-formed Unicode (it has a lone surrogate)';
-const MAX_PATH_CHARS = 200;
-
-function shortPath(path: string): string {
-  return path.length <= MAX_PATH_CHARS ? path : `${path.slice(0, MAX_PATH_CHARS)}…`;
-}
-
-/** The first `n` segments of a JSON pointer (`/attrs/a/b` → `/attrs` for 1). */
-function firstSegments(path: string, n: number): string {
-  let end = 0;
-  for (let i = 0; i < n; i++) {
-    const next = path.indexOf('/', end + 1);
-    if (next === -1) return path;
-    end = next;
-  }
-  return path.slice(0, end);
-}
-
-function isObject(value: unknown): value is Record<string, unknown> {
-  return typeof value === 'object' && value !== null && !Array.isArray(value);
-}
-
 function cloneJson(value: Record<string, unknown>): Record<string, unknown> {
   try {
     return structuredClone(value);
@@ -427,10 +352,6 @@ function toDetail(error: ErrorObject, action: unknown): RejectionDetail[] {
   // Both schemas' conditionals (stop needs crawlid, domain-update needs hits and window) test `action`.
   if (error.schemaPath.startsWith('#/then/')) message += ` when action is ${JSON.stringify(action)}`;
   return [{ path, message }];
-}
-
-function pointerSegment(key: string): string {
-  return `/${key.replaceAll('~', '~0').replaceAll('/', '~1')}`;
 }
 
 /** The longest URL the cluster queues: a seed's (validated here) and a child's (lib/crawl/crawler.ts). */

@@ -1,5 +1,6 @@
 import { describe, expect, it } from 'vitest';
-import { buildPage, failedPage, fitPageMessage, type PageRequest, pageTimestamp } from '../../lib/crawl/page.ts';
+import { buildPage, failedPage, type PageRequest, pageTimestamp } from '../../lib/crawl/page.ts';
+import { fitPageMessage } from '../../lib/crawl/page-message.ts';
 import type { FetchResult } from '../../lib/crawl/types.ts';
 import { CONTRACT_PAGE_FIELDS, EXT_PAGE_FIELDS } from '../helpers/contract.ts';
 

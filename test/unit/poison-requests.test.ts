@@ -6,7 +6,8 @@ import { describe, expect, it } from 'vitest';
 import { MAX_DETAIL_CHARS, MAX_REJECTION_DETAILS, SchemaValidationError } from '../../lib/errors.ts';
 import { handleIncoming, MAX_ECHOED_ID_CHARS } from '../../lib/monitor/kafka-monitor.ts';
 import type { CrawlRef, EnqueueOutcome, QueueRequest } from '../../lib/redis/frontier-types.ts';
-import { MAX_ATTRS_BYTES, MAX_REQUEST_DEPTH, parseRequest, validateRequest } from '../../lib/schemas/index.ts';
+import { MAX_ATTRS_BYTES, MAX_REQUEST_DEPTH } from '../../lib/schemas/bounds.ts';
+import { parseRequest, validateRequest } from '../../lib/schemas/index.ts';
 import { recordsOf } from '../helpers/events.ts';
 import { FakeFrontier, testContext } from '../helpers/fakes.ts';
 

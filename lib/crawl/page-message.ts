@@ -1,0 +1,112 @@
+/**
+ * A page item as a Kafka message that always fits the broker's limit (DESIGN.md §10: messages always fit):
+ * a body too big goes whole to the body store, then the message is cut until it fits.
+ */
+import { Buffer } from 'node:buffer';
+import { CrawlClusterError } from '../errors.ts';
+import type { OutMessage } from '../ports.ts';
+import type { BodyStore } from './body-store.ts';
+import type { FetchResult, PageItem } from './types.ts';
+
+/** A page message that cannot be made to fit the broker's limit: poison, never retried. */
+export class PageTooLargeError extends CrawlClusterError {}
+
+export interface PageMessageOptions {
+  /** The largest message value (`KAFKA_MAX_MESSAGE_BYTES`). */
+  maxBytes: number;
+  /** Bodies are sent base64 (`KAFKA_BASE_64_ENCODE`). */
+  base64: boolean;
+  /** Where a body too big for the message goes whole; without one it is only cut. */
+  bodyStore?: BodyStore;
+  /** The body's key in the store (called only when a body is stored). */
+  bodyKey: () => string;
+  /** The response the page came from: its bytes are what is stored, so nothing is lost to decoding. */
+  response?: FetchResult;
+}
+
+/**
+ * The page as a message keyed by appid. Over the limit, the whole body goes to the body store first
+ * (`body_ref`), then {@link fitPageMessage} cuts. Mutates `page` (`body_ref`).
+ * @throws PageTooLargeError when not even a page without body and links fits.
+ */
+export async function pageMessage(page: PageItem, options: PageMessageOptions): Promise<OutMessage> {
+  const base64Body = options.base64 || page.encoding === 'base64';
+  const value = JSON.stringify(page);
+  if (Buffer.byteLength(value) <= options.maxBytes) return { key: page.appid, value };
+  if (options.bodyStore && page.body.length > 0) {
+    const full = options.response?.body ?? Buffer.from(page.body, base64Body ? 'base64' : 'utf8');
+    page.body_ref = await options.bodyStore.put(options.bodyKey(), full);
+  }
+  const fitted = fitPageMessage(page, options.maxBytes, base64Body);
+  if (fitted === undefined) {
+    throw new PageTooLargeError(`the page message does not fit ${options.maxBytes} bytes even without body and links`);
+  }
+  return { key: page.appid, value: fitted };
+}
+
+/** Room left for the truncation flags and JSON punctuation a cut adds. */
+const FIT_SLACK_BYTES = 128;
+
+function jsonBytes(value: unknown): number {
+  return Buffer.byteLength(JSON.stringify(value), 'utf8');
+}
+
+/**
+ * The longest prefix of `text` whose JSON string form takes at most `bytes` bytes (never ending inside a
+ * surrogate pair; base64 bodies are cut to whole quads so the prefix still decodes).
+ */
+function fitString(text: string, bytes: number, base64: boolean): string {
+  let n = Math.min(text.length, Math.max(0, bytes - 2));
+  for (;;) {
+    if (n > 0 && /[\uD800-\uDBFF]/.test(text.charAt(n - 1))) n--;
+    if (base64) n -= n % 4;
+    const size = jsonBytes(text.slice(0, n));
+    if (size <= bytes || n === 0) return text.slice(0, n);
+    // JSON escapes and multi-byte characters: shrink in proportion, at least by one.
+    n = Math.min(n - 1, Math.floor((n * bytes) / size));
+  }
+}
+
+/**
+ * The page as a Kafka message value of at most `maxBytes` (DESIGN.md §10: messages always fit the broker's
+ * limit), or undefined when even an empty body and no links do not fit. What is cut, in order:
+ * 1. the body (`body_truncated: true`; the producer stores the whole body first when it has a body store);
+ * 2. the links, keeping the first ones in document order (**Ext** `links_truncated: true`);
+ * 3. `attrs`, as a last resort (**Ext** `attrs_truncated: true`): a crawl's attrs are bounded at validation,
+ *    so only a crawl queued before those bounds can get here.
+ * Links are kept before the body because the body can be offloaded (`body_ref`) and links cannot.
+ * Linear in the page's size: one serialization of the page, one per link, a few of the body's prefix.
+ * @param base64Body the body is base64 (binary, or `KAFKA_BASE_64_ENCODE`): it is cut to whole quads.
+ */
+export function fitPageMessage(page: PageItem, maxBytes: number, base64Body: boolean): string | undefined {
+  const whole = JSON.stringify(page);
+  if (Buffer.byteLength(whole, 'utf8') <= maxBytes) return whole;
+  const bare: PageItem = { ...page, body: '', links: [], body_truncated: true, links_truncated: true };
+  let fixed = jsonBytes(bare) + FIT_SLACK_BYTES;
+  if (fixed > maxBytes) {
+    bare.attrs = {};
+    bare.attrs_truncated = true;
+    fixed = jsonBytes(bare) + FIT_SLACK_BYTES;
+    if (fixed > maxBytes) return undefined;
+  }
+  let room = maxBytes - fixed;
+  const links: PageItem['links'] = [];
+  for (const link of page.links) {
+    const size = jsonBytes(link) + 1;
+    if (size > room) break;
+    links.push(link);
+    room -= size;
+  }
+  const fitted: PageItem = { ...page, attrs: bare.attrs, links };
+  if (bare.attrs_truncated) fitted.attrs_truncated = true;
+  if (links.length < page.links.length) {
+    fitted.links_truncated = true;
+    room = 0;
+  }
+  if (jsonBytes(page.body) > room + 2) {
+    fitted.body = fitString(page.body, room, base64Body);
+    fitted.body_truncated = true;
+  }
+  const value = JSON.stringify(fitted);
+  return Buffer.byteLength(value, 'utf8') <= maxBytes ? value : undefined;
+}

@@ -56,15 +56,6 @@ export const MAX_TOP_DOMAINS = 100;
 /** A crawler whose last beat is younger than this is `beating` (crawlers beat every 10 s). */
 export const BEATING_MS = 30_000;
 
-export type {
-  DashboardCrawl,
-  DashboardCrawls,
-  DashboardFleet,
-  DashboardOverview,
-  DashboardQueues,
-  DashboardThroughput,
-} from './dashboard-api.ts';
-
 interface DashboardQuery {
   appid: string | undefined;
   top: number;

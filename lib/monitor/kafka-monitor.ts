@@ -27,7 +27,7 @@ import type { StatsIncrement } from '../redis/stats.ts';
 import { type ClassifiedRequest, type CrawlRequest, parseRequest } from '../schemas/index.ts';
 import { type MonitorContext, serverTime } from './context.ts';
 import { type Reply, sendReplies } from './replies.ts';
-import { HEARTBEAT_TTL_MS } from './stats-report.ts';
+import { recordBatchStats } from './stats-report.ts';
 
 /** How much of a rejected message is echoed back in `raw`. */
 export const RAW_ECHO_BYTES = 4096;
@@ -272,13 +272,6 @@ export async function handleIncoming(ctx: MonitorContext, records: DecodedRecord
     failures.push(...records.filter((r) => rejected.has(`${r.partition}:${r.offset}`)));
   }
 
-  // Stats are best effort: losing a count must not make Lambda redeliver a batch.
-  try {
-    const now = ctx.now();
-    await ctx.stats.increment(stats, now);
-    await ctx.stats.beat('kafka-monitor', ctx.nodeId, now, HEARTBEAT_TTL_MS);
-  } catch (error) {
-    ctx.log.warn('stats update failed', { error: (error as Error).message });
-  }
+  await recordBatchStats(ctx, 'kafka-monitor', stats);
   return result;
 }

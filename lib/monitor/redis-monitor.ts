@@ -10,7 +10,7 @@ import { type ClassifiedRequest, type DomainConfigRequest, parseRequest } from '
 import { type MonitorContext, serverTime } from './context.ts';
 import { infoReply } from './info.ts';
 import { type Reply, sendReplies, storeReplies } from './replies.ts';
-import { HEARTBEAT_TTL_MS, statsPayload } from './stats-report.ts';
+import { recordBatchStats, statsPayload } from './stats-report.ts';
 
 export interface ActionsResult {
   failures: DecodedRecord[];
@@ -121,12 +121,6 @@ export async function handleActions(ctx: MonitorContext, records: DecodedRecord[
       return { failures: records, replies };
     }
   }
-  try {
-    const now = ctx.now();
-    await ctx.stats.increment(stats, now);
-    await ctx.stats.beat('redis-monitor', ctx.nodeId, now, HEARTBEAT_TTL_MS);
-  } catch (error) {
-    ctx.log.warn('stats update failed', { error: (error as Error).message });
-  }
+  await recordBatchStats(ctx, 'redis-monitor', stats);
   return { failures, replies };
 }

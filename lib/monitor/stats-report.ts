@@ -7,12 +7,30 @@
  * - `crawler:<spider>:<status>` and `machine:<host>:<status>` by the crawler fleet (status: HTTP code or error kind).
  * Heartbeats: kind `kafka-monitor` / `redis-monitor` / `rest` (id host:pid), kind `crawler` (id `<spider>|<host>|<pid>`).
  */
-import type { StatsCounts } from '../redis/stats.ts';
+import type { StatsCounts, StatsIncrement } from '../redis/stats.ts';
 import type { StatsType } from '../schemas/index.ts';
 import type { MonitorContext } from './context.ts';
 
 /** Heartbeats older than this are not live. */
 export const HEARTBEAT_TTL_MS = 300_000;
+
+/**
+ * Counts a monitor's batch and beats its heartbeat. Best effort: losing a count must not make Lambda
+ * redeliver a batch, so a failure is logged, never thrown.
+ */
+export async function recordBatchStats(
+  ctx: Pick<MonitorContext, 'stats' | 'nodeId' | 'now' | 'log'>,
+  kind: 'kafka-monitor' | 'redis-monitor',
+  increments: StatsIncrement[],
+): Promise<void> {
+  try {
+    const now = ctx.now();
+    await ctx.stats.increment(increments, now);
+    await ctx.stats.beat(kind, ctx.nodeId, now, HEARTBEAT_TTL_MS);
+  } catch (error) {
+    ctx.log.warn('stats update failed', { error: (error as Error).message });
+  }
+}
 
 async function counters(ctx: MonitorContext, namePrefix: string): Promise<Record<string, StatsCounts>> {
   const names = await ctx.stats.names(namePrefix);

@@ -19,35 +19,36 @@ export const MAX_ATTRS_BYTES = 65_536;
  */
 export function structureProblems(value: unknown): RejectionDetail[] {
   const details: RejectionDetail[] = [];
-  const stack: { value: unknown; path: string; depth: number }[] = [{ value, path: '', depth: 1 }];
+  // A node knows its parent and its key; its JSON pointer is built only when it has a problem (this walk runs
+  // for every request, and building a path string per node was half its cost).
+  const stack: Node[] = [{ value, depth: 1, key: '', parent: undefined }];
   let tooDeep = false;
   while (stack.length > 0 && details.length < 10) {
-    const item = stack.pop() as { value: unknown; path: string; depth: number };
-    const v = item.value;
+    const node = stack.pop() as Node;
+    const v = node.value;
     if (typeof v === 'string') {
-      if (!v.isWellFormed()) details.push({ path: shortPath(item.path), message: NOT_WELL_FORMED });
+      if (!v.isWellFormed()) details.push({ path: shortPath(pathOf(node)), message: NOT_WELL_FORMED });
       continue;
     }
     if (typeof v !== 'object' || v === null) continue;
-    if (item.depth > MAX_REQUEST_DEPTH) {
+    if (node.depth > MAX_REQUEST_DEPTH) {
       if (!tooDeep) {
-        details.push({
-          path: shortPath(firstSegments(item.path, 1)),
-          message: `must not nest deeper than ${MAX_REQUEST_DEPTH} levels`,
-        });
+        let top = node;
+        while (top.parent?.parent !== undefined) top = top.parent;
+        details.push({ path: pathOf(top), message: `must not nest deeper than ${MAX_REQUEST_DEPTH} levels` });
       }
       tooDeep = true;
       continue;
     }
     if (Array.isArray(v)) {
-      for (let i = v.length - 1; i >= 0; i--)
-        stack.push({ value: v[i], path: `${item.path}/${i}`, depth: item.depth + 1 });
+      for (let i = v.length - 1; i >= 0; i--) stack.push({ value: v[i], depth: node.depth + 1, key: i, parent: node });
       continue;
     }
-    for (const [key, child] of Object.entries(v)) {
-      const path = `${item.path}${pointerSegment(key.isWellFormed() ? key : key.toWellFormed())}`;
-      if (!key.isWellFormed()) details.push({ path: shortPath(path), message: `name ${NOT_WELL_FORMED}` });
-      stack.push({ value: child, path, depth: item.depth + 1 });
+    for (const key in v) {
+      if (!Object.hasOwn(v, key)) continue;
+      const child: Node = { value: (v as Record<string, unknown>)[key], depth: node.depth + 1, key, parent: node };
+      if (!key.isWellFormed()) details.push({ path: shortPath(pathOf(child)), message: `name ${NOT_WELL_FORMED}` });
+      stack.push(child);
     }
   }
   // Measured only when the walk found it shallow: JSON.stringify recurses.
@@ -67,15 +68,21 @@ function shortPath(path: string): string {
   return path.length <= MAX_PATH_CHARS ? path : `${path.slice(0, MAX_PATH_CHARS)}…`;
 }
 
-/** The first `n` segments of a JSON pointer (`/attrs/a/b` → `/attrs` for 1). */
-function firstSegments(path: string, n: number): string {
-  let end = 0;
-  for (let i = 0; i < n; i++) {
-    const next = path.indexOf('/', end + 1);
-    if (next === -1) return path;
-    end = next;
+/** A value met by the walk: where it is (its key in its parent) and how deep. */
+interface Node {
+  value: unknown;
+  depth: number;
+  key: string | number;
+  parent: Node | undefined;
+}
+
+/** The JSON pointer of a node (keys made well-formed so the detail itself is valid JSON text). */
+function pathOf(node: Node): string {
+  const segments: string[] = [];
+  for (let n: Node | undefined = node; n?.parent !== undefined; n = n.parent) {
+    segments.push(typeof n.key === 'number' ? `/${n.key}` : pointerSegment(n.key.toWellFormed()));
   }
-  return path.slice(0, end);
+  return segments.reverse().join('');
 }
 
 /** A JSON object (not an array, not null). */

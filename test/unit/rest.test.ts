@@ -216,6 +216,18 @@ describe('POST /feed', () => {
     expect(t.ctx.sink.sendCalls).toBe(0);
   });
 
+  it('answers attrs nested 10,000 levels deep 400 at /attrs, producing nothing (it was a 500 from a stack overflow)', async () => {
+    const t = restTest();
+    const body = `{"url":"http://example.com/","appid":"app1","crawlid":"c1","attrs":${'{"a":'.repeat(10_000)}1${'}'.repeat(10_000)}}`;
+    const r = await t.call('POST', '/feed', body);
+    expect(r.status).toBe(400);
+    expect(r.json.error).toMatchObject({
+      kind: 'schema',
+      details: [{ path: '/attrs', message: 'must not nest deeper than 32 levels' }],
+    });
+    expect(t.ctx.sink.sendCalls).toBe(0);
+  });
+
   it('answers a body that is not UTF-8 400 invalid_json', async () => {
     const r = await restTest().call('POST', '/feed', new Uint8Array([0x7b, 0xff, 0x7d]));
     expect(r.status).toBe(400);

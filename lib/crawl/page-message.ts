@@ -30,7 +30,7 @@ export interface PageMessageOptions {
  * @throws PageTooLargeError when not even a page without body and links fits.
  */
 export async function pageMessage(page: PageItem, options: PageMessageOptions): Promise<OutMessage> {
-  const base64Body = options.base64 || page.encoding === 'base64';
+  const base64Body = options.base64 || page.body_encoding === 'base64';
   const value = JSON.stringify(page);
   if (Buffer.byteLength(value) <= options.maxBytes) return { key: page.appid, value };
   if (options.bodyStore && page.body.length > 0) {
@@ -73,22 +73,23 @@ function fitString(text: string, bytes: number, base64: boolean): string {
  * 1. the body (`body_truncated: true`; the producer stores the whole body first when it has a body store);
  * 2. the links, keeping the first ones in document order (**Ext** `links_truncated: true`);
  * 3. `attrs`, as a last resort (**Ext** `attrs_truncated: true`): a crawl's attrs are bounded at validation,
- *    so only a crawl queued before those bounds can get here.
+ *    so only a crawl queued before those bounds can get here. Attrs of null (the request had none) stay null.
  * Links are kept before the body because the body can be offloaded (`body_ref`) and links cannot.
  * Linear in the page's size: one serialization of the page, one per link, a few of the body's prefix.
- * @param base64Body the body is base64 (binary, or `KAFKA_BASE_64_ENCODE`): it is cut to whole quads.
+ * @param base64Body the body is base64 (`body_encoding: "base64"`: binary, or `KAFKA_BASE_64_ENCODE`): it is cut
+ *   to whole quads.
  */
 export function fitPageMessage(page: PageItem, maxBytes: number, base64Body: boolean): string | undefined {
   const whole = JSON.stringify(page);
   if (Buffer.byteLength(whole, 'utf8') <= maxBytes) return whole;
   const bare: PageItem = { ...page, body: '', links: [], body_truncated: true, links_truncated: true };
   let fixed = jsonBytes(bare) + FIT_SLACK_BYTES;
-  if (fixed > maxBytes) {
+  if (fixed > maxBytes && bare.attrs !== null) {
     bare.attrs = {};
     bare.attrs_truncated = true;
     fixed = jsonBytes(bare) + FIT_SLACK_BYTES;
-    if (fixed > maxBytes) return undefined;
   }
+  if (fixed > maxBytes) return undefined;
   let room = maxBytes - fixed;
   const links: PageItem['links'] = [];
   for (const link of page.links) {

@@ -36,25 +36,74 @@ export function pageTimestamp(epochMs: number): string {
 }
 
 /**
- * `body` and `encoding` of a page:
- * - a textual response (the fetcher decoded it): the text and its charset, or with `base64` the
- *   response bytes base64-encoded and the charset they are in;
- * - a binary response (no text): always base64 of the bytes, encoding `base64`;
- * - no response: empty body, empty encoding.
+ * A header name as Scrapy sends it: `Headers.normkey`, which is Python's `str.title()`. Every letter that
+ * starts the name or follows a non-letter is upper-case, every other letter lower-case: `content-type` →
+ * `Content-Type`, `www-authenticate` → `Www-Authenticate`, `etag` → `Etag`, `p3p` → `P3P`.
  */
-function bodyOf(response: FetchResult | undefined, base64: boolean): { body: string; encoding: string } {
-  if (response === undefined) return { body: '', encoding: '' };
-  if (response.text === undefined) return { body: response.body.toString('base64'), encoding: 'base64' };
-  return {
-    body: base64 ? response.body.toString('base64') : response.text,
-    encoding: response.encoding ?? 'utf-8',
-  };
+export function titleCaseHeader(name: string): string {
+  return name.replace(
+    /(\p{L})(\p{L}*)/gu,
+    (_, first: string, rest: string) => first.toUpperCase() + rest.toLowerCase(),
+  );
+}
+
+/** Headers with their names as Scrapy sends them ({@link titleCaseHeader}); values stay lists. */
+function titleCaseHeaders(headers: Record<string, string[]> | undefined): Record<string, string[]> {
+  const out: Record<string, string[]> = {};
+  for (const [name, values] of Object.entries(headers ?? {})) {
+    const key = titleCaseHeader(name);
+    // Names differing only in case cannot come from the fetcher (it lower-cases them), but keep every value.
+    out[key] = Object.hasOwn(out, key) ? [...(out[key] ?? []), ...values] : values;
+  }
+  return out;
+}
+
+/**
+ * WHATWG encoding names (what the fetcher's decoder reports) that Python's `codecs` does not know, mapped
+ * to the Python codec that decodes the same bytes, or null when there is none (`x-user-defined`). Every
+ * other WHATWG name is also a Python codec name.
+ */
+const PYTHON_CODECS: Readonly<Record<string, string | null>> = {
+  'iso-8859-8-i': 'iso-8859-8',
+  'windows-874': 'cp874',
+  'x-mac-cyrillic': 'mac-cyrillic',
+  'x-user-defined': null,
+};
+
+/**
+ * The page's `encoding` for a charset the fetcher decoded with: a codec name Python knows (Scrapy Cluster's
+ * clients call `body.decode(encoding)`), or null when Python has none.
+ */
+export function pythonCodec(charset: string): string | null {
+  const name = charset.toLowerCase();
+  return Object.hasOwn(PYTHON_CODECS, name) ? (PYTHON_CODECS[name] ?? null) : name;
+}
+
+/**
+ * `body`, `encoding` and `body_encoding` of a page:
+ * - a textual response (the fetcher decoded it): the text and its charset, or with `base64` the
+ *   response bytes base64-encoded, the charset they are in, and `body_encoding: "base64"`;
+ * - a binary response (no text): always base64 of the bytes, `encoding` null, `body_encoding: "base64"`;
+ * - no response: empty body, `encoding` null.
+ */
+function bodyOf(
+  response: FetchResult | undefined,
+  base64: boolean,
+): { body: string; encoding: string | null; bodyEncoding?: 'base64' } {
+  if (response === undefined) return { body: '', encoding: null };
+  if (response.text === undefined)
+    return { body: response.body.toString('base64'), encoding: null, bodyEncoding: 'base64' };
+  const encoding = pythonCodec(response.encoding ?? 'utf-8');
+  return base64
+    ? { body: response.body.toString('base64'), encoding, bodyEncoding: 'base64' }
+    : { body: response.text, encoding };
 }
 
 /**
  * Builds a page item. With a response, its URL, status, reason phrase, headers and body are copied;
  * without one (a fetch error, a robots.txt disallow), the response fields are empty and `status_code`
- * is null. `attrs` echoes the crawl's (`{}` when it has none). `body_ref` is the producer's business:
+ * is null. Header names are Title-Case as Scrapy sends them ({@link titleCaseHeader}). `attrs` echoes the
+ * crawl's (null when it has none, as Scrapy Cluster sends `None`). `body_ref` is the producer's business:
  * it offloads bodies too big for a message. `body_truncated` is set when the fetcher cut the body at
  * its size limit.
  */
@@ -64,7 +113,7 @@ export function buildPage(
   links: Link[],
   options: PageOptions,
 ): PageItem {
-  const { body, encoding } = bodyOf(response, options.base64);
+  const { body, encoding, bodyEncoding } = bodyOf(response, options.base64);
   const page: PageItem = {
     appid: request.crawl.appid,
     crawlid: request.crawl.crawlid,
@@ -73,18 +122,19 @@ export function buildPage(
     response_url: response?.url ?? request.url,
     status_code: response?.status ?? null,
     status_msg: response?.statusText ?? '',
-    response_headers: response?.headers ?? {},
-    request_headers: response?.requestHeaders ?? {},
+    response_headers: titleCaseHeaders(response?.headers),
+    request_headers: titleCaseHeaders(response?.requestHeaders),
     body,
     encoding,
     links,
-    attrs: request.crawl.attrs ?? {},
+    attrs: request.crawl.attrs ?? null,
     success: options.success,
     timestamp: pageTimestamp(options.now ?? Date.now()),
     depth: request.depth,
     fetched_ms: response?.fetchedMs ?? 0,
     retry_times: options.retryTimes ?? request.retries,
   };
+  if (bodyEncoding !== undefined) page.body_encoding = bodyEncoding;
   if (options.exception !== undefined) page.exception = options.exception;
   if (response?.truncated === true) page.body_truncated = true;
   return page;

@@ -78,29 +78,56 @@ export interface Link {
 export interface PageItem {
   appid: string;
   crawlid: string;
+  /** The spider type that handled the request. */
   spiderid: string;
+  /** The URL requested. */
   url: string;
+  /** The final URL after redirects (the requested URL when there was no response). */
   response_url: string;
+  /** The HTTP status, or null when there was no response. */
   status_code: number | null;
+  /** The real reason phrase (`''` when there was no response). */
   status_msg: string;
+  /**
+   * Header names as Scrapy sends them, Title-Case (`Content-Type`, `X-Request-Id`, `Etag`: Python's
+   * `str.title()`), to every value (repeated headers keep every value); `{}` when there was no response.
+   */
   response_headers: Record<string, string[]>;
+  /** The headers sent, named like {@link PageItem.response_headers}. */
   request_headers: Record<string, string[]>;
+  /**
+   * The decoded text, or base64 of the response bytes when {@link PageItem.body_encoding} says so (a binary
+   * response, or `KAFKA_BASE_64_ENCODE`); `''` when there was no response.
+   */
   body: string;
-  encoding: string;
+  /**
+   * The charset the response is in, always a codec name Python knows (clients call `body.decode(encoding)`):
+   * `utf-8`, `windows-1252`, `cp874`... Null for a binary response and when there was no response.
+   */
+  encoding: string | null;
+  /** **Ext**: `base64` when `body` is base64 of the response bytes; absent when `body` is the text itself. */
+  body_encoding?: 'base64';
   links: Link[];
-  attrs: Record<string, unknown>;
+  /** The crawl request's `attrs`, or null when it had none (as Scrapy Cluster sends `None`). */
+  attrs: Record<string, unknown> | null;
   success: boolean;
   /** UTC, `YYYY-MM-DDTHH:mm:ss.SSS`. */
   timestamp: string;
+  /** Why the request failed for good (`success: false`). */
   exception?: string;
+  /** **Ext**: the request's depth. */
   depth?: number;
+  /** **Ext**: milliseconds from the request to the end of the body (0 without a response). */
   fetched_ms?: number;
+  /** **Ext**: how many times the request was retried before this outcome. */
   retry_times?: number;
+  /** **Ext**: where the whole body is in the body store, when it was too big for the message. */
   body_ref?: string;
+  /** **Ext**: the body was cut (at the fetcher's size limit, or to fit the message limit). */
   body_truncated?: boolean;
   /** **Ext**: only the first links fit the message limit (the rest were still followed). */
   links_truncated?: boolean;
-  /** **Ext**: `attrs` did not fit the message limit and is sent as `{}`. */
+  /** **Ext**: `attrs` did not fit the message limit and is sent as `{}` (only when the request had attrs). */
   attrs_truncated?: boolean;
   /** **Ext**: why link extraction stopped early (a link cap or the time budget), when it did. */
   links_stopped?: string;

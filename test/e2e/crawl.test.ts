@@ -58,6 +58,10 @@ describe('crawling a fixture site with crawler worker processes', () => {
     expect(page).toBeDefined();
     for (const f of CONTRACT_PAGE_FIELDS) expect(page).toHaveProperty(f);
     expect(page).toMatchObject({ status_code: 200, status_msg: 'OK', success: true, encoding: 'utf-8', depth: 0 });
+    // As Scrapy Cluster sends them: Title-Case header names, attrs None when the request had none.
+    expect(page?.response_headers).toHaveProperty('Content-Type');
+    expect(page?.request_headers).toHaveProperty('User-Agent');
+    expect(page?.attrs).toBeNull();
     expect(((page?.links ?? []) as { url: string }[]).map((l) => l.url)).toEqual(
       expect.arrayContaining(site.linksOf(0).map((n) => site.url(n))),
     );
@@ -119,7 +123,7 @@ describe('crawling a fixture site with crawler worker processes', () => {
     expect(byPath('/gzip')?.body).toContain('gzip ok');
     expect(byPath('/latin1')).toMatchObject({ encoding: 'windows-1252' });
     expect(byPath('/latin1')?.body).toContain('café naïve');
-    expect(byPath('/image.png')).toMatchObject({ encoding: 'base64', success: true });
+    expect(byPath('/image.png')).toMatchObject({ encoding: null, body_encoding: 'base64', success: true });
   });
 
   test('a crawler worker killed with SIGKILL mid-crawl loses nothing: after reclaim every page arrives', async () => {

@@ -1,5 +1,12 @@
 import { describe, expect, it } from 'vitest';
-import { buildPage, failedPage, type PageRequest, pageTimestamp } from '../../lib/crawl/page.ts';
+import {
+  buildPage,
+  failedPage,
+  type PageRequest,
+  pageTimestamp,
+  pythonCodec,
+  titleCaseHeader,
+} from '../../lib/crawl/page.ts';
 import { fitPageMessage } from '../../lib/crawl/page-message.ts';
 import type { FetchResult } from '../../lib/crawl/types.ts';
 import { CONTRACT_PAGE_FIELDS, EXT_PAGE_FIELDS } from '../helpers/contract.ts';
@@ -62,8 +69,8 @@ describe('buildPage', () => {
       response_url: 'https://a.example/home',
       status_code: 200,
       status_msg: 'OK',
-      response_headers: { 'content-type': ['text/html; charset=utf-8'], 'set-cookie': ['a=1', 'b=2'] },
-      request_headers: { 'user-agent': ['crawl-cluster/1.0'] },
+      response_headers: { 'Content-Type': ['text/html; charset=utf-8'], 'Set-Cookie': ['a=1', 'b=2'] },
+      request_headers: { 'User-Agent': ['crawl-cluster/1.0'] },
       body: '<html><body>héllo</body></html>',
       encoding: 'utf-8',
       links,
@@ -81,6 +88,12 @@ describe('buildPage', () => {
     expect(Object.keys(JSON.parse(JSON.stringify(page))).sort()).toEqual([...CONTRACT_FIELDS].sort());
   });
 
+  it('sends the text itself without body_encoding when base64 mode is off', () => {
+    const page = buildPage(request(), response(), [], { base64: false, success: true, now: NOW });
+    expect(page.body_encoding).toBeUndefined();
+    expect(JSON.parse(JSON.stringify(page))).not.toHaveProperty('body_encoding');
+  });
+
   it('sends the response bytes base64-encoded in base64 mode, with their charset as encoding', () => {
     const latin1 = Buffer.from([0x63, 0x61, 0x66, 0xe9]);
     const page = buildPage(request(), response({ body: latin1, text: 'café', encoding: 'windows-1252' }), [], {
@@ -91,20 +104,53 @@ describe('buildPage', () => {
     expect(page.body).toBe(latin1.toString('base64'));
     expect(Buffer.from(page.body, 'base64')).toEqual(latin1);
     expect(page.encoding).toBe('windows-1252');
+    expect(page.body_encoding).toBe('base64');
   });
 
-  it('sends a binary body (no text) as base64 with encoding "base64", even when base64 mode is off', () => {
-    const png = Buffer.from([0x89, 0x50, 0x4e, 0x47, 0x0d, 0x0a, 0x1a, 0x0a]);
-    const page = buildPage(request(), response({ body: png, text: undefined, encoding: undefined }), [], {
+  it.each([false, true])(
+    'sends a binary body (no text) as base64 with encoding null and body_encoding "base64" (base64 mode %s)',
+    (base64) => {
+      const png = Buffer.from([0x89, 0x50, 0x4e, 0x47, 0x0d, 0x0a, 0x1a, 0x0a]);
+      const page = buildPage(request(), response({ body: png, text: undefined, encoding: undefined }), [], {
+        base64,
+        success: true,
+        now: NOW,
+      });
+      expect(page.body).toBe(png.toString('base64'));
+      expect(page.encoding).toBeNull();
+      expect(page.body_encoding).toBe('base64');
+      expect(JSON.parse(JSON.stringify(page))).toMatchObject({ encoding: null, body_encoding: 'base64' });
+    },
+  );
+
+  it('names the charset as a Python codec (clients call body.decode(encoding))', () => {
+    const page = buildPage(request(), response({ encoding: 'x-mac-cyrillic' }), [], {
       base64: false,
       success: true,
       now: NOW,
     });
-    expect(page.body).toBe(png.toString('base64'));
-    expect(page.encoding).toBe('base64');
+    expect(page.encoding).toBe('mac-cyrillic');
   });
 
-  it('echoes {} as attrs when the crawl has none, and the spider type that handled the request', () => {
+  it('sends header names Title-Case as Scrapy does, every value kept', () => {
+    const page = buildPage(
+      request(),
+      response({
+        headers: { etag: ['"x"'], 'x-request-id': ['r1'], 'www-authenticate': ['Basic', 'Bearer'] },
+        requestHeaders: { accept: ['text/html'], 'accept-encoding': ['gzip'] },
+      }),
+      [],
+      { base64: false, success: true, now: NOW },
+    );
+    expect(page.response_headers).toEqual({
+      Etag: ['"x"'],
+      'X-Request-Id': ['r1'],
+      'Www-Authenticate': ['Basic', 'Bearer'],
+    });
+    expect(page.request_headers).toEqual({ Accept: ['text/html'], 'Accept-Encoding': ['gzip'] });
+  });
+
+  it('echoes null as attrs when the crawl has none, and the spider type that handled the request', () => {
     const base = request();
     const { attrs: _, ...crawl } = base.crawl;
     const page = buildPage({ ...base, crawl, spiderid: 'wandering' }, response(), [], {
@@ -112,7 +158,8 @@ describe('buildPage', () => {
       success: true,
       now: NOW,
     });
-    expect(page.attrs).toEqual({});
+    expect(page.attrs).toBeNull();
+    expect(JSON.parse(JSON.stringify(page))).toHaveProperty('attrs', null);
     expect(page.spiderid).toBe('wandering');
   });
 
@@ -134,6 +181,7 @@ describe('failedPage', () => {
   it('builds a success:false page with the exception and no response fields', () => {
     const page = failedPage(request({ retries: 3 }), 'timeout: no response in 10000 ms', undefined, false, NOW);
     for (const field of CONTRACT_FIELDS) expect(page, field).toHaveProperty(field);
+    expect(page).not.toHaveProperty('body_encoding');
     expect(page).toMatchObject({
       appid: 'app',
       crawlid: 'c1',
@@ -146,6 +194,7 @@ describe('failedPage', () => {
       response_headers: {},
       request_headers: {},
       body: '',
+      encoding: null,
       links: [],
       attrs: { customer: 42 },
       retry_times: 3,
@@ -173,10 +222,45 @@ describe('failedPage', () => {
       status_code: 502,
       status_msg: 'Bad Gateway From Proxy',
       body: Buffer.from('oops').toString('base64'),
+      encoding: 'utf-8',
+      body_encoding: 'base64',
+      response_headers: { 'Content-Type': ['text/html; charset=utf-8'], 'Set-Cookie': ['a=1', 'b=2'] },
       success: false,
       exception: 'HTTP 502',
       links: [],
     });
+  });
+});
+
+describe('titleCaseHeader', () => {
+  it.each([
+    ['content-type', 'Content-Type'],
+    ['x-request-id', 'X-Request-Id'],
+    ['www-authenticate', 'Www-Authenticate'],
+    ['x-xss-protection', 'X-Xss-Protection'],
+    ['etag', 'Etag'],
+    ['content-md5', 'Content-Md5'],
+    ['p3p', 'P3P'],
+    ['x-b3-traceid', 'X-B3-Traceid'],
+    ['a1b', 'A1B'],
+    ['X-FORWARDED-FOR', 'X-Forwarded-For'],
+    ['x_y', 'X_Y'],
+    ['te', 'Te'],
+    ['', ''],
+  ])('%s → %s (Python str.title())', (name, expected) => {
+    expect(titleCaseHeader(name)).toBe(expected);
+  });
+});
+
+describe('pythonCodec', () => {
+  it('keeps WHATWG names Python knows and maps the ones it does not', () => {
+    expect(pythonCodec('utf-8')).toBe('utf-8');
+    expect(pythonCodec('windows-1252')).toBe('windows-1252');
+    expect(pythonCodec('shift_jis')).toBe('shift_jis');
+    expect(pythonCodec('iso-8859-8-i')).toBe('iso-8859-8');
+    expect(pythonCodec('windows-874')).toBe('cp874');
+    expect(pythonCodec('x-mac-cyrillic')).toBe('mac-cyrillic');
+    expect(pythonCodec('x-user-defined')).toBeNull();
   });
 });
 
@@ -213,6 +297,7 @@ describe('fitPageMessage', () => {
       success: true,
       now: NOW,
     });
+    expect(page.body_encoding).toBe('base64');
     const fitted = JSON.parse(String(fitPageMessage(page, 10_000, true)));
     expect(fitted.body.length % 4).toBe(0);
     expect(Buffer.from(fitted.body, 'base64').every((b: number) => b === 7)).toBe(true);
@@ -229,6 +314,13 @@ describe('fitPageMessage', () => {
     const withAttrs = { ...page, links: [], attrs: { big: 'a'.repeat(60_000) } };
     const noAttrs = JSON.parse(String(fitPageMessage(withAttrs, 20_000, false)));
     expect(noAttrs).toMatchObject({ attrs: {}, attrs_truncated: true });
+
+    const nullAttrs = { ...page, links: [], attrs: null, body: 'b'.repeat(60_000) };
+    const fittedNull = JSON.parse(String(fitPageMessage(nullAttrs, 20_000, false)));
+    expect(fittedNull).toMatchObject({ attrs: null, body_truncated: true });
+    expect(fittedNull).not.toHaveProperty('attrs_truncated');
+    const hugeUrl = { ...nullAttrs, url: 'http://a.example/'.padEnd(30_000, 'x') };
+    expect(fitPageMessage(hugeUrl, 20_000, false)).toBeUndefined();
 
     expect(fitPageMessage({ ...page, url: 'http://a.example/'.padEnd(30_000, 'x') }, 20_000, false)).toBeUndefined();
   });

@@ -196,3 +196,82 @@ export function robotsKey(prefix: string, origin: string): string {
 export function spidersKey(prefix: string): string {
   return `${prefix}:spiders`;
 }
+
+/**
+ * The URL Frontier API server (lib/url-frontier): one hash tag `{<prefix>:uf}` for the whole URL frontier of a
+ * prefix, so every script sees its crawls, queues and URLs in one slot. Past one shard's throughput it splits per
+ * crawl (`{<prefix>:uf:<crawl>}`): only ListCrawls, the global settings and the any-crawl rotation would then span
+ * slots, and those are read by the caller, never inside a script. Crawl IDs and queue keys are URI-encoded into the
+ * names, so `:` inside them cannot collide.
+ */
+export function urlFrontierTag(prefix: string): string {
+  return `{${prefix}:uf}`;
+}
+
+/** The frontier-wide keys of a URL frontier. */
+export interface UrlFrontierGlobalKeys {
+  /** SET of crawl IDs that have at least one queue. */
+  crawls: string;
+  /** HASH `active` (1/0), `delay` (default politeness, s), `seq` (rotation counter). */
+  state: string;
+}
+
+export function urlFrontierGlobalKeys(prefix: string): UrlFrontierGlobalKeys {
+  const t = urlFrontierTag(prefix);
+  return { crawls: `${t}:crawls`, state: `${t}:state` };
+}
+
+/** The keys of one crawl of a URL frontier. */
+export interface UrlFrontierCrawlKeys {
+  /** ZSET, all scores 0: the crawl's queue keys in lexicographic order (ListQueues pages over it). */
+  queues: string;
+  /** ZSET queue key → rotation sequence: GetURLs serves the lowest first and moves each visited one to the back. */
+  rotation: string;
+}
+
+export function urlFrontierCrawlKeys(prefix: string, crawl: string): UrlFrontierCrawlKeys {
+  const t = urlFrontierTag(prefix);
+  const c = encodeURIComponent(crawl);
+  return { queues: `${t}:c:${c}:queues`, rotation: `${t}:c:${c}:rot` };
+}
+
+/** The keys of one queue (crawl, key) of a URL frontier. */
+export interface UrlFrontierQueueKeys {
+  /** HASH url → creation date (epoch s): every URL of the queue, active or completed. */
+  created: string;
+  /** HASH url → metadata JSON (`{name: [values]}`). */
+  meta: string;
+  /** ZSET url → next-fetch date (epoch s): scheduled URLs that are not held. */
+  sched: string;
+  /** ZSET url → held until (epoch ms): URLs handed out by GetURLs. */
+  held: string;
+  /** HASH url → next-fetch date of a held URL, restored when its hold expires. */
+  hdate: string;
+  /** SET of completed URLs. */
+  done: string;
+  /** HASH `delay` (s), `blocked` (epoch ms), `limit`, `last` (last produced, epoch ms). */
+  info: string;
+}
+
+export function urlFrontierQueueKeys(prefix: string, crawl: string, key: string): UrlFrontierQueueKeys {
+  const q = `${urlFrontierTag(prefix)}:q:${encodeURIComponent(crawl)}:${encodeURIComponent(key)}`;
+  return {
+    created: `${q}:created`,
+    meta: `${q}:meta`,
+    sched: `${q}:sched`,
+    held: `${q}:held`,
+    hdate: `${q}:hdate`,
+    done: `${q}:done`,
+    info: `${q}:info`,
+  };
+}
+
+/**
+ * The KEYS of every per-queue URL frontier script (scripts/includes/uf.lua), in order: crawls, state, queues,
+ * rotation, then the queue's keys.
+ */
+export function urlFrontierQueueKeyList(prefix: string, crawl: string, key: string): string[] {
+  const g = urlFrontierGlobalKeys(prefix);
+  const c = urlFrontierCrawlKeys(prefix, crawl);
+  return [g.crawls, g.state, c.queues, c.rotation, ...Object.values(urlFrontierQueueKeys(prefix, crawl, key))];
+}

@@ -9,6 +9,7 @@ import { registerCrawl } from './crawl-command.ts';
 import { registerDemo } from './demo-command.ts';
 import { registerDump } from './dump-command.ts';
 import { registerFeed } from './feed-command.ts';
+import { registerFrontier } from './frontier-command.ts';
 import { registerLocal } from './local-command.ts';
 import { createOutput } from './output.ts';
 import { registerServices } from './services-command.ts';
@@ -30,6 +31,7 @@ export async function main(argv: string[]): Promise<number> {
   registerActions(program, out);
   registerLocal(program, out);
   registerDemo(program, out);
+  registerFrontier(program, out);
   try {
     await program.parseAsync(argv);
     return 0;

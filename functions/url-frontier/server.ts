@@ -1,0 +1,52 @@
+/**
+ * The URL Frontier API gRPC server (insecure, like the reference): binds host:port over a store and closes
+ * cleanly. Port 0 picks a free port.
+ */
+import * as grpc from '@grpc/grpc-js';
+import { urlFrontierHandlers, urlFrontierServiceDefinition } from '../../lib/url-frontier/service.ts';
+import type { UrlFrontierStore } from '../../lib/url-frontier/store.ts';
+
+export interface UrlFrontierServer {
+  /** The bound port. */
+  port: number;
+  /** `host:port` as ListNodes reports it. */
+  address: string;
+  /** Stops accepting calls; gives running calls `graceMs` and then cancels them. */
+  close(graceMs?: number): Promise<void>;
+}
+
+export async function startUrlFrontierServer(
+  store: UrlFrontierStore,
+  options: { host?: string; port?: number; log?: (level: 'info' | 'error', message: string) => void } = {},
+): Promise<UrlFrontierServer> {
+  const host = options.host ?? '127.0.0.1';
+  const server = new grpc.Server();
+  let address = `${host}:${options.port ?? 7071}`;
+  server.addService(
+    urlFrontierServiceDefinition(),
+    urlFrontierHandlers(store, { nodeAddress: () => address, log: options.log }),
+  );
+  const port = await new Promise<number>((resolve, reject) => {
+    server.bindAsync(
+      `${host.includes(':') ? `[${host}]` : host}:${options.port ?? 7071}`,
+      grpc.ServerCredentials.createInsecure(),
+      (error, bound) => (error ? reject(error) : resolve(bound)),
+    );
+  });
+  address = `${host}:${port}`;
+  return {
+    port,
+    address,
+    close: (graceMs = 2000) =>
+      new Promise<void>((resolve) => {
+        const timer = setTimeout(() => {
+          server.forceShutdown();
+          resolve();
+        }, graceMs);
+        server.tryShutdown(() => {
+          clearTimeout(timer);
+          resolve();
+        });
+      }),
+  };
+}

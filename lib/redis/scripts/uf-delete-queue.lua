@@ -1,0 +1,20 @@
+--[[
+  URL frontier: delete one queue and all its URLs (DeleteQueue, DeleteCrawl); the crawl disappears with its
+  last queue.
+
+  KEYS[1..11]  queue keys (includes/uf.lua)
+  ARGV[1]      crawl ID
+  ARGV[2]      queue key
+
+  Returns the number of URLs removed (active and completed); 0 for an unknown queue.
+  Cost: O(1) commands; DEL frees O(n).
+]]
+--- @include "uf"
+
+if not redis.call('ZSCORE', K.queues, QKEY) then return 0 end
+local n = redis.call('HLEN', K.created)
+redis.call('DEL', K.created, K.meta, K.sched, K.held, K.hdate, K.done, K.info)
+redis.call('ZREM', K.queues, QKEY)
+redis.call('ZREM', K.rot, QKEY)
+if redis.call('ZCARD', K.queues) == 0 then redis.call('SREM', K.crawls, CRAWL) end
+return n

@@ -1,0 +1,52 @@
+--[[
+  URL frontier: store URL items into one queue (PutURLs, PutDiscovered). A discovered URL is added only if the
+  queue does not know it (active or completed); a known URL always overwrites metadata and schedule, releases
+  its hold, and with date 0 becomes completed. The creation date is set on first store only.
+
+  KEYS[1..11]  queue keys (includes/uf.lua)
+  ARGV[1]      crawl ID
+  ARGV[2]      queue key
+  ARGV[3]      now (epoch s)
+  ARGV[4..]    triples: kind ('d' discovered, 'k' known), next-fetch date (s; known only, 0 = completed),
+               metadata JSON
+
+  Returns one status per item: 0 stored (OK), 1 already known (SKIPPED). Items of one call are applied in order,
+  so a duplicate inside a call is SKIPPED.
+  Cost: O(log n) per item.
+]]
+--- @include "uf"
+
+local now = tonumber(ARGV[3])
+local out = {}
+local i = 4
+while i + 3 <= #ARGV do
+  local kind, url, date, meta = ARGV[i], ARGV[i + 1], tonumber(ARGV[i + 2]), ARGV[i + 3]
+  local exists = redis.call('HEXISTS', K.created, url) == 1
+  if kind == 'd' then
+    if exists then
+      out[#out + 1] = 1
+    else
+      ensure_queue()
+      redis.call('HSET', K.created, url, now)
+      redis.call('HSET', K.meta, url, meta)
+      redis.call('ZADD', K.sched, now, url)
+      out[#out + 1] = 0
+    end
+  else
+    ensure_queue()
+    if not exists then redis.call('HSET', K.created, url, now) end
+    redis.call('HSET', K.meta, url, meta)
+    redis.call('ZREM', K.held, url)
+    redis.call('HDEL', K.hdate, url)
+    if date == 0 then
+      redis.call('ZREM', K.sched, url)
+      redis.call('SADD', K.done, url)
+    else
+      redis.call('SREM', K.done, url)
+      redis.call('ZADD', K.sched, date, url)
+    end
+    out[#out + 1] = 0
+  end
+  i = i + 4
+end
+return out

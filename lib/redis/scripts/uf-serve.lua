@@ -1,0 +1,47 @@
+--[[
+  URL frontier: serve one queue for GetURLs. Releases expired holds, then checks that the queue is not blocked,
+  under its crawl limit, past its politeness delay since it last produced, and below max URLs in flight; takes
+  the due URLs (date <= now, not held; by date then URL), holds them until `held until`, and stamps lastProduced
+  if any was taken. Atomic, so two servers never hand out the same held URL.
+
+  KEYS[1..11]  queue keys (includes/uf.lua)
+  ARGV[1]      crawl ID
+  ARGV[2]      queue key
+  ARGV[3]      now (epoch ms)
+  ARGV[4]      max URLs (0: no limit)
+  ARGV[5]      held until (epoch ms)
+
+  Returns a flat list url, metadata JSON, url, metadata JSON, ... (empty when the queue is not eligible).
+  Cost: O(expired holds × log n + served × log n).
+]]
+--- @include "uf"
+
+local now = tonumber(ARGV[3])
+local max = tonumber(ARGV[4])
+local until_ms = tonumber(ARGV[5])
+if not redis.call('ZSCORE', K.queues, QKEY) then return {} end
+release_expired(now)
+local info = redis.call('HMGET', K.info, 'blocked', 'limit', 'last', 'delay')
+local blocked, limit, last, delay = tonumber(info[1]), tonumber(info[2]), tonumber(info[3]), tonumber(info[4])
+if blocked and blocked >= now then return {} end
+if limit and limit > 0 and redis.call('SCARD', K.done) >= limit then return {} end
+if not delay then delay = tonumber(redis.call('HGET', K.state, 'delay') or '1') end
+if last and now <= last + delay * 1000 then return {} end
+if max > 0 and redis.call('ZCOUNT', K.held, '(' .. now, '+inf') >= max then return {} end
+local due
+if max > 0 then
+  due = redis.call('ZRANGEBYSCORE', K.sched, '-inf', math.floor(now / 1000), 'WITHSCORES', 'LIMIT', 0, max)
+else
+  due = redis.call('ZRANGEBYSCORE', K.sched, '-inf', math.floor(now / 1000), 'WITHSCORES')
+end
+local out = {}
+for j = 1, #due, 2 do
+  local url, date = due[j], due[j + 1]
+  redis.call('ZREM', K.sched, url)
+  redis.call('ZADD', K.held, until_ms, url)
+  redis.call('HSET', K.hdate, url, date)
+  out[#out + 1] = url
+  out[#out + 1] = redis.call('HGET', K.meta, url) or '{}'
+end
+if #out > 0 then redis.call('HSET', K.info, 'last', now) end
+return out

@@ -1,0 +1,392 @@
+/**
+ * The URL Frontier API 2.6 (crawler-commons) over a {@link UrlFrontierStore}: the gRPC handlers, keyed by the
+ * exact method names of urlfrontier.proto. Pure functions of the store and the options: no process or
+ * environment reads. Every handler is wrapped so that a failure becomes a gRPC status, never a crash.
+ */
+import { join } from 'node:path';
+import * as grpc from '@grpc/grpc-js';
+import * as protoLoader from '@grpc/proto-loader';
+import {
+  type Metadata,
+  normaliseCrawl,
+  type PutItem,
+  type PutStatus,
+  queueKeyOf,
+  type UrlFrontierStore,
+  type UrlRecord,
+  validQueueKey,
+} from './store.ts';
+
+export const PROTO_PATH = join(import.meta.dirname, 'urlfrontier.proto');
+
+/** proto-loader options: field names as in the schema, uint64 as numbers, enums by name, oneof markers. */
+export const LOADER_OPTIONS: protoLoader.Options = {
+  keepCase: true,
+  longs: Number,
+  enums: String,
+  defaults: true,
+  oneofs: true,
+};
+
+/** The `urlfrontier.URLFrontier` service definition. */
+export function urlFrontierServiceDefinition(): grpc.ServiceDefinition {
+  const pkg = grpc.loadPackageDefinition(protoLoader.loadSync(PROTO_PATH, LOADER_OPTIONS)) as unknown as {
+    urlfrontier: { URLFrontier: { service: grpc.ServiceDefinition } };
+  };
+  return pkg.urlfrontier.URLFrontier.service;
+}
+
+/** A client constructor for `urlfrontier.URLFrontier` (tests, tools). */
+export function urlFrontierClientConstructor(): grpc.ServiceClientConstructor {
+  const pkg = grpc.loadPackageDefinition(protoLoader.loadSync(PROTO_PATH, LOADER_OPTIONS)) as unknown as {
+    urlfrontier: { URLFrontier: grpc.ServiceClientConstructor };
+  };
+  return pkg.urlfrontier.URLFrontier;
+}
+
+export interface ServiceOptions {
+  /** This node's address for ListNodes (`host:port`). */
+  nodeAddress: () => string;
+  /** Where handler failures and log-level changes are reported. */
+  log?: (level: 'info' | 'error', message: string) => void;
+}
+
+/** A gRPC error with a status code. */
+class StatusError extends Error {
+  readonly code: grpc.status;
+  constructor(code: grpc.status, message: string) {
+    super(message);
+    this.code = code;
+  }
+}
+
+const NOT_FOUND = (m: string) => new StatusError(grpc.status.NOT_FOUND, m);
+const INVALID = (m: string) => new StatusError(grpc.status.INVALID_ARGUMENT, m);
+
+function toStatus(error: unknown): Partial<grpc.StatusObject> {
+  if (error instanceof StatusError) return { code: error.code, details: error.message };
+  return { code: grpc.status.INTERNAL, details: `url frontier: ${(error as Error)?.message ?? String(error)}` };
+}
+
+// Decoded message shapes (proto-loader with LOADER_OPTIONS).
+interface StringList {
+  values: string[];
+}
+interface URLInfo {
+  url: string;
+  key: string;
+  metadata: Record<string, StringList>;
+  crawlID: string;
+}
+interface URLItemIn {
+  item?: 'discovered' | 'known';
+  discovered?: { info?: URLInfo | null } | null;
+  known?: { info?: URLInfo | null; refetchable_from_date: number } | null;
+  ID: string;
+}
+
+function toMetadata(m: Record<string, StringList> | undefined): Metadata {
+  const out: Metadata = {};
+  for (const [k, v] of Object.entries(m ?? {})) out[k] = [...(v?.values ?? [])];
+  return out;
+}
+
+function fromMetadata(m: Metadata): Record<string, StringList> {
+  const out: Record<string, StringList> = {};
+  for (const [k, v] of Object.entries(m)) out[k] = { values: v };
+  return out;
+}
+
+/** The item to store, or undefined when it must be SKIPPED (no URL, no derivable key, key too long). */
+function toPutItem(info: URLInfo | null | undefined, kind: 'discovered' | 'known', date: number): PutItem | undefined {
+  if (!info?.url) return undefined;
+  const key = info.key || queueKeyOf(info.url);
+  if (key === undefined || !validQueueKey(key)) return undefined;
+  return { crawl: normaliseCrawl(info.crawlID), key, url: info.url, kind, date, metadata: toMetadata(info.metadata) };
+}
+
+function knownItem(r: UrlRecord): object {
+  return {
+    known: {
+      info: { url: r.url, key: r.key, crawlID: r.crawl, metadata: fromMetadata(r.metadata) },
+      refetchable_from_date: r.date,
+    },
+    creation_date: r.created,
+  };
+}
+
+function urlFilter(filter: string | undefined, ignoreCase: boolean | undefined): ((u: string) => boolean) | undefined {
+  if (filter === undefined || filter.trim() === '') return undefined;
+  if (ignoreCase) {
+    const f = filter.toLowerCase();
+    return (u) => u.toLowerCase().includes(f);
+  }
+  return (u) => u.includes(filter);
+}
+
+function pageSize(size: number): number {
+  return size === 0 ? 100 : size;
+}
+
+function requireKey(key: string, what: string): void {
+  if (key.length > 255) throw INVALID(`${what}: key longer than 255 characters`);
+}
+
+type Unary<Req> = (req: Req) => Promise<object>;
+
+function unary<Req>(run: Unary<Req>, log: ServiceOptions['log']): grpc.handleUnaryCall<Req, object> {
+  return (call, callback) => {
+    run(call.request).then(
+      (res) => callback(null, res),
+      (error: unknown) => {
+        if (!(error instanceof StatusError)) log?.('error', `url frontier: ${(error as Error)?.stack ?? error}`);
+        callback(toStatus(error));
+      },
+    );
+  };
+}
+
+function serverStream<Req>(
+  run: (req: Req, write: (msg: object) => Promise<void>, cancelled: () => boolean) => Promise<void>,
+  log: ServiceOptions['log'],
+): grpc.handleServerStreamingCall<Req, object> {
+  return (call) => {
+    let cancelled = false;
+    call.on('cancelled', () => {
+      cancelled = true;
+    });
+    const write = (msg: object) =>
+      new Promise<void>((resolve) => {
+        if (cancelled || call.write(msg)) resolve();
+        else call.once('drain', resolve);
+      });
+    run(call.request, write, () => cancelled).then(
+      () => {
+        if (!cancelled) call.end();
+      },
+      (error: unknown) => {
+        if (!(error instanceof StatusError)) log?.('error', `url frontier: ${(error as Error)?.stack ?? error}`);
+        if (!cancelled) call.emit('error', toStatus(error));
+      },
+    );
+  };
+}
+
+/**
+ * A bidi stream that acks every request asynchronously and ends once the client half-closed and every ack is
+ * written. `ack` turns one request into its response; it must not throw (it answers FAIL itself).
+ */
+function bidi<Req>(ack: (req: Req) => Promise<object>): grpc.handleBidiStreamingCall<Req, object> {
+  return (call) => {
+    let pending = 0;
+    let halfClosed = false;
+    let ended = false;
+    const maybeEnd = () => {
+      if (halfClosed && pending === 0 && !ended) {
+        ended = true;
+        call.end();
+      }
+    };
+    call.on('data', (req: Req) => {
+      pending++;
+      ack(req).then((res) => {
+        pending--;
+        if (!ended) call.write(res);
+        maybeEnd();
+      });
+    });
+    call.on('end', () => {
+      halfClosed = true;
+      maybeEnd();
+    });
+    call.on('error', () => {
+      ended = true;
+    });
+    call.on('cancelled', () => {
+      ended = true;
+    });
+  };
+}
+
+/** The handlers of `urlfrontier.URLFrontier`, by exact method name. */
+export function urlFrontierHandlers(
+  store: UrlFrontierStore,
+  options: ServiceOptions,
+): grpc.UntypedServiceImplementation {
+  const log = options.log;
+
+  const putOne = async (item: URLItemIn): Promise<PutStatus | 'FAIL'> => {
+    const p =
+      item.item === 'known'
+        ? toPutItem(item.known?.info, 'known', Number(item.known?.refetchable_from_date ?? 0))
+        : item.item === 'discovered'
+          ? toPutItem(item.discovered?.info, 'discovered', 0)
+          : undefined;
+    if (!p) return 'SKIPPED';
+    try {
+      return (await store.put([p]))[0] ?? 'FAIL';
+    } catch (error) {
+      log?.('error', `url frontier: PutURLs: ${(error as Error).message}`);
+      return 'FAIL';
+    }
+  };
+
+  return {
+    ListNodes: unary<object>(async () => ({ values: [options.nodeAddress()] }), log),
+
+    ListCrawls: unary<{ local: boolean }>(async () => ({ values: await store.crawls() }), log),
+
+    DeleteCrawl: unary<{ value: string }>(
+      async (req) => ({ value: await store.deleteCrawl(normaliseCrawl(req.value)) }),
+      log,
+    ),
+
+    ListQueues: unary<{ start: number; size: number; include_inactive: boolean; crawlID: string }>(async (req) => {
+      const crawlID = normaliseCrawl(req.crawlID);
+      const values = await store.listQueues(crawlID, req.start, pageSize(req.size), req.include_inactive);
+      return { values, total: 0, start: req.start, size: values.length, crawlID };
+    }, log),
+
+    GetURLs: serverStream<{
+      max_urls_per_queue: number;
+      max_queues: number;
+      key: string;
+      delay_requestable: number;
+      item?: 'anyCrawlID' | 'crawlID';
+      crawlID?: string;
+    }>(async (req, write, cancelled) => {
+      const crawl = req.item === 'crawlID' ? normaliseCrawl(req.crawlID) : undefined;
+      if (req.key !== '' && crawl === undefined)
+        throw INVALID('GetURLs: a key needs the crawlID member of the item oneof');
+      await store.getUrls(
+        {
+          crawl,
+          key: req.key === '' ? undefined : req.key,
+          maxUrlsPerQueue: req.max_urls_per_queue,
+          maxQueues: req.max_queues,
+          holdSeconds: req.delay_requestable === 0 ? 30 : req.delay_requestable,
+        },
+        async (urls) => {
+          for (const u of urls) {
+            if (cancelled()) return;
+            await write({ url: u.url, key: u.key, crawlID: u.crawl, metadata: fromMetadata(u.metadata) });
+          }
+        },
+      );
+    }, log),
+
+    PutURLs: bidi<URLItemIn>(async (item) => {
+      const url = item.known?.info?.url ?? item.discovered?.info?.url ?? '';
+      return { ID: item.ID || url, status: await putOne(item) };
+    }),
+
+    PutDiscovered: bidi<{ ID: string; items: URLInfo[] }>(async (batch) => {
+      const items = batch.items.map((info) => toPutItem(info, 'discovered', 0));
+      const valid = items.filter((p): p is PutItem => p !== undefined);
+      try {
+        const statuses = await store.put(valid);
+        let j = 0;
+        return { ID: batch.ID, statuses: items.map((p) => (p ? statuses[j++] : 'SKIPPED')) };
+      } catch (error) {
+        log?.('error', `url frontier: PutDiscovered: ${(error as Error).message}`);
+        return { ID: batch.ID, statuses: items.map(() => 'FAIL') };
+      }
+    }),
+
+    GetStats: unary<{ key: string; crawlID: string }>(async (req) => {
+      const crawlID = normaliseCrawl(req.crawlID);
+      const s = await store.stats(crawlID, req.key || undefined);
+      return {
+        size: s.size,
+        inProcess: s.inProcess,
+        counts: { completed: s.completed, active_queues: s.activeQueues },
+        numberOfQueues: s.numberOfQueues,
+        crawlID,
+      };
+    }, log),
+
+    DeleteQueue: unary<{ key: string; crawlID: string }>(async (req) => {
+      if (req.key === '') throw INVALID('DeleteQueue: key is required');
+      return { value: await store.deleteQueue(normaliseCrawl(req.crawlID), req.key) };
+    }, log),
+
+    BlockQueueUntil: unary<{ key: string; time: number; crawlID: string }>(async (req) => {
+      if (req.key === '') throw INVALID('BlockQueueUntil: key is required');
+      requireKey(req.key, 'BlockQueueUntil');
+      await store.blockQueueUntil(normaliseCrawl(req.crawlID), req.key, req.time);
+      return {};
+    }, log),
+
+    SetActive: unary<{ state: boolean }>(async (req) => {
+      await store.setActive(req.state);
+      return {};
+    }, log),
+
+    GetActive: unary<object>(async () => ({ state: await store.active() }), log),
+
+    SetDelay: unary<{ key: string; delay_requestable: number; crawlID: string }>(async (req) => {
+      requireKey(req.key, 'SetDelay');
+      await store.setDelay(normaliseCrawl(req.crawlID), req.key, req.delay_requestable);
+      return {};
+    }, log),
+
+    SetLogLevel: unary<{ package: string; level: string }>(async (req) => {
+      log?.('info', `url frontier: SetLogLevel ${req.package} ${req.level} (no per-logger levels here; ignored)`);
+      return {};
+    }, log),
+
+    SetCrawlLimit: unary<{ key: string; limit: number; crawlID: string }>(async (req) => {
+      if (req.key === '') throw INVALID('SetCrawlLimit: key is required');
+      const crawlID = normaliseCrawl(req.crawlID);
+      if (!(await store.setCrawlLimit(crawlID, req.key, req.limit)))
+        throw NOT_FOUND(`SetCrawlLimit: no queue "${req.key}" in crawl "${crawlID}"`);
+      return {};
+    }, log),
+
+    GetURLStatus: unary<{ url: string; key: string; crawlID: string }>(async (req) => {
+      if (req.url === '') throw INVALID('GetURLStatus: url is required');
+      const key = req.key || queueKeyOf(req.url);
+      if (key === undefined) throw INVALID(`GetURLStatus: no queue key can be derived from "${req.url}"`);
+      const crawlID = normaliseCrawl(req.crawlID);
+      const r = await store.urlStatus(crawlID, key, req.url);
+      if (!r) throw NOT_FOUND(`GetURLStatus: "${req.url}" is not in queue "${key}" of crawl "${crawlID}"`);
+      return knownItem(r);
+    }, log),
+
+    ListURLs: serverStream<{
+      start: number;
+      size: number;
+      key: string;
+      crawlID: string;
+      filter?: string;
+      ignoreCase?: boolean;
+    }>(async (req, write, cancelled) => {
+      await store.listUrls(
+        normaliseCrawl(req.crawlID),
+        req.key || undefined,
+        req.start,
+        pageSize(req.size),
+        urlFilter(req.filter, req.ignoreCase),
+        async (r) => {
+          if (!cancelled()) await write(knownItem(r));
+        },
+      );
+    }, log),
+
+    CountURLs: unary<{ key: string; crawlID: string; filter?: string; ignoreCase?: boolean }>(
+      async (req) => ({
+        value: await store.countUrls(
+          normaliseCrawl(req.crawlID),
+          req.key || undefined,
+          urlFilter(req.filter, req.ignoreCase),
+        ),
+      }),
+      log,
+    ),
+
+    PurgeURLs: unary<{ key: string; crawlID: string; days: number }>(
+      async (req) => ({ value: await store.purge(normaliseCrawl(req.crawlID), req.key || undefined, req.days) }),
+      log,
+    ),
+  };
+}

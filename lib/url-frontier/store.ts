@@ -1,0 +1,414 @@
+/**
+ * The URL Frontier API's state, all in Redis (it survives restarts and is shared by every server instance):
+ * crawls, queues per crawl, URLs per queue with metadata, next-fetch and creation dates and the completed flag,
+ * holds (leases), per-queue delay / blockedUntil / crawl limit / lastProduced, the default delay and the active
+ * flag. Keys: redis/keys.ts (one hash tag per prefix); atomic steps: scripts/uf-*.lua.
+ */
+
+import type { RedisClient } from '../redis/client.ts';
+import {
+  urlFrontierCrawlKeys,
+  urlFrontierGlobalKeys,
+  urlFrontierQueueKeyList,
+  urlFrontierQueueKeys,
+} from '../redis/keys.ts';
+import { runScript, script } from '../redis/scripts.ts';
+
+/** Metadata of a URL: name → values. */
+export type Metadata = Record<string, string[]>;
+
+/** One URL to store: discovered (added if unknown) or known (overwrites; date 0 = completed). */
+export interface PutItem {
+  crawl: string;
+  key: string;
+  url: string;
+  kind: 'discovered' | 'known';
+  /** Next-fetch date, epoch s (known only; 0 = completed). */
+  date: number;
+  metadata: Metadata;
+}
+
+export type PutStatus = 'OK' | 'SKIPPED';
+
+export interface ServedUrl {
+  crawl: string;
+  key: string;
+  url: string;
+  metadata: Metadata;
+}
+
+export interface UrlRecord {
+  crawl: string;
+  key: string;
+  url: string;
+  metadata: Metadata;
+  /** Next-fetch date, epoch s; 0 when completed. */
+  date: number;
+  /** Creation date, epoch s. */
+  created: number;
+}
+
+export interface QueueStats {
+  size: number;
+  inProcess: number;
+  completed: number;
+  activeQueues: number;
+  numberOfQueues: number;
+}
+
+export interface GetUrlsRequest {
+  /** One crawl, or undefined for every crawl. */
+  crawl?: string;
+  /** One queue (requires `crawl`). */
+  key?: string;
+  maxUrlsPerQueue: number;
+  maxQueues: number;
+  /** Seconds a served URL stays held. */
+  holdSeconds: number;
+}
+
+const QUEUE_KEY_MAX = 255;
+
+/** The crawl ID as the API normalises it: blank means `DEFAULT`, anything else unchanged. */
+export function normaliseCrawl(crawl: string | undefined): string {
+  return !crawl || crawl.trim() === '' ? 'DEFAULT' : crawl;
+}
+
+/** The queue key derived from a URL (its host, as the reference cuts it), or undefined when there is none. */
+export function queueKeyOf(url: string): string | undefined {
+  let rest = url;
+  const scheme = rest.indexOf('://');
+  if (scheme >= 0) rest = rest.slice(scheme + 3);
+  for (const sep of [':', '/', '?', '&']) {
+    const at = rest.indexOf(sep);
+    if (at >= 0) rest = rest.slice(0, at);
+  }
+  return rest === '' ? undefined : rest;
+}
+
+/** A queue key the store accepts: non-empty and at most 255 characters. */
+export function validQueueKey(key: string): boolean {
+  return key.length > 0 && key.length <= QUEUE_KEY_MAX;
+}
+
+function parseMetadata(json: string | null | undefined): Metadata {
+  if (!json) return {};
+  try {
+    return JSON.parse(json) as Metadata;
+  } catch {
+    return {};
+  }
+}
+
+export class UrlFrontierStore {
+  readonly redis: RedisClient;
+  readonly prefix: string;
+  readonly #now: () => number;
+
+  /** @param now the clock, epoch ms (injectable for tests) */
+  constructor(redis: RedisClient, prefix: string, now: () => number = Date.now) {
+    this.redis = redis;
+    this.prefix = prefix;
+    this.#now = now;
+  }
+
+  #keys(crawl: string, key: string): string[] {
+    return urlFrontierQueueKeyList(this.prefix, crawl, key);
+  }
+
+  /** Every crawl that has at least one queue. */
+  async crawls(): Promise<string[]> {
+    return (await this.redis.smembers(urlFrontierGlobalKeys(this.prefix).crawls)).sort();
+  }
+
+  /** The queue keys of a crawl, in lexicographic order. */
+  async queues(crawl: string): Promise<string[]> {
+    return this.redis.zrange(urlFrontierCrawlKeys(this.prefix, crawl).queues, '0', '-1');
+  }
+
+  async hasQueue(crawl: string, key: string): Promise<boolean> {
+    return (await this.redis.zscore(urlFrontierCrawlKeys(this.prefix, crawl).queues, key)) !== null;
+  }
+
+  /** Stores items (grouped per queue, one script call per queue); statuses in input order. */
+  async put(items: PutItem[]): Promise<PutStatus[]> {
+    const now = Math.floor(this.#now() / 1000);
+    const groups = new Map<string, number[]>();
+    items.forEach((item, i) => {
+      const g = JSON.stringify([item.crawl, item.key]);
+      groups.set(g, [...(groups.get(g) ?? []), i]);
+    });
+    const out: PutStatus[] = new Array(items.length);
+    await Promise.all(
+      [...groups.values()].map(async (indexes) => {
+        const first = items[indexes[0] as number] as PutItem;
+        const args: (string | number)[] = [first.crawl, first.key, now];
+        for (const i of indexes) {
+          const it = items[i] as PutItem;
+          args.push(
+            it.kind === 'discovered' ? 'd' : 'k',
+            it.url,
+            Math.max(0, Math.floor(it.date)),
+            JSON.stringify(it.metadata),
+          );
+        }
+        const res = await runScript<number[]>(this.redis, script('uf-put'), this.#keys(first.crawl, first.key), args);
+        indexes.forEach((i, j) => {
+          out[i] = res[j] === 0 ? 'OK' : 'SKIPPED';
+        });
+      }),
+    );
+    return out;
+  }
+
+  /** Serves one queue (see uf-serve.lua). */
+  async serveQueue(crawl: string, key: string, maxUrls: number, holdSeconds: number): Promise<ServedUrl[]> {
+    const now = this.#now();
+    const flat = await runScript<string[]>(this.redis, script('uf-serve'), this.#keys(crawl, key), [
+      crawl,
+      key,
+      now,
+      maxUrls,
+      now + holdSeconds * 1000,
+    ]);
+    const out: ServedUrl[] = [];
+    for (let i = 0; i < flat.length; i += 2)
+      out.push({ crawl, key, url: flat[i] as string, metadata: parseMetadata(flat[i + 1]) });
+    return out;
+  }
+
+  /**
+   * GetURLs: one queue with `key`, else round robin over the crawl's (or every crawl's) queues from the shared
+   * rotation, one full turn at most, stopping once `maxQueues` queues produced. Calls `emit` per served queue.
+   */
+  async getUrls(req: GetUrlsRequest, emit: (urls: ServedUrl[]) => void | Promise<void>): Promise<void> {
+    if (!(await this.active())) return;
+    if (req.key !== undefined) {
+      if (req.crawl === undefined) return;
+      const urls = await this.serveQueue(req.crawl, req.key, req.maxUrlsPerQueue, req.holdSeconds);
+      if (urls.length) await emit(urls);
+      return;
+    }
+    const crawls = req.crawl !== undefined ? [req.crawl] : await this.crawls();
+    let produced = 0;
+    const budget = () => (req.maxQueues > 0 ? req.maxQueues - produced : Number.POSITIVE_INFINITY);
+    for (const crawl of crawls) {
+      const { rotation } = urlFrontierCrawlKeys(this.prefix, crawl);
+      const state = urlFrontierGlobalKeys(this.prefix).state;
+      const total = await this.redis.zcard(rotation);
+      let visited = 0;
+      while (visited < total && budget() > 0) {
+        const count = Math.min(total - visited, budget());
+        const keys = await runScript<string[]>(this.redis, script('uf-rotate'), [state, rotation], [count]);
+        if (keys.length === 0) break;
+        visited += keys.length;
+        const served = await Promise.all(
+          keys.map((key) => this.serveQueue(crawl, key, req.maxUrlsPerQueue, req.holdSeconds)),
+        );
+        for (const urls of served) {
+          if (urls.length === 0) continue;
+          produced++;
+          await emit(urls);
+        }
+      }
+      if (budget() <= 0) return;
+    }
+  }
+
+  async deleteQueue(crawl: string, key: string): Promise<number> {
+    return runScript<number>(this.redis, script('uf-delete-queue'), this.#keys(crawl, key), [crawl, key]);
+  }
+
+  async deleteCrawl(crawl: string): Promise<number> {
+    let n = 0;
+    for (const key of await this.queues(crawl)) n += await this.deleteQueue(crawl, key);
+    return n;
+  }
+
+  async #queueStats(crawl: string, key: string, now: number): Promise<QueueStats> {
+    const q = urlFrontierQueueKeys(this.prefix, crawl, key);
+    const [sched, held, inProcess, completed] = await Promise.all([
+      this.redis.zcard(q.sched),
+      this.redis.zcard(q.held),
+      this.redis.zcount(q.held, `(${now}`, '+inf'),
+      this.redis.scard(q.done),
+    ]);
+    const size = sched + held;
+    return { size, inProcess, completed, activeQueues: size > 0 ? 1 : 0, numberOfQueues: 1 };
+  }
+
+  /** Stats of one queue (all zero for an unknown one) or of every queue of a crawl. */
+  async stats(crawl: string, key?: string): Promise<QueueStats> {
+    const now = this.#now();
+    const keys = key ? ((await this.hasQueue(crawl, key)) ? [key] : []) : await this.queues(crawl);
+    const all = await Promise.all(keys.map((k) => this.#queueStats(crawl, k, now)));
+    return all.reduce(
+      (a, b) => ({
+        size: a.size + b.size,
+        inProcess: a.inProcess + b.inProcess,
+        completed: a.completed + b.completed,
+        activeQueues: a.activeQueues + b.activeQueues,
+        numberOfQueues: a.numberOfQueues + b.numberOfQueues,
+      }),
+      { size: 0, inProcess: 0, completed: 0, activeQueues: 0, numberOfQueues: 0 },
+    );
+  }
+
+  /** Queue keys of a crawl, page `start`/`size` among the matching ones; active only unless `includeInactive`. */
+  async listQueues(crawl: string, start: number, size: number, includeInactive: boolean): Promise<string[]> {
+    const all = await this.queues(crawl);
+    let matching = all;
+    if (!includeInactive) {
+      const now = this.#now();
+      const flags = await Promise.all(
+        all.map(async (key) => {
+          const q = urlFrontierQueueKeys(this.prefix, crawl, key);
+          const [sched, held, blocked] = await Promise.all([
+            this.redis.zcard(q.sched),
+            this.redis.zcard(q.held),
+            this.redis.hget(q.info, 'blocked'),
+          ]);
+          return sched + held > 0 && !(blocked !== null && Number(blocked) >= now);
+        }),
+      );
+      matching = all.filter((_, i) => flags[i]);
+    }
+    return matching.slice(start, start + size);
+  }
+
+  /** The records of a queue's URLs (sorted by URL), optionally only those whose URL passes `filter`. */
+  async #records(crawl: string, key: string, filter?: (url: string) => boolean): Promise<UrlRecord[]> {
+    const q = urlFrontierQueueKeys(this.prefix, crawl, key);
+    const created = await this.redis.hgetall(q.created);
+    const urls = Object.keys(created)
+      .filter((u) => !filter || filter(u))
+      .sort();
+    if (urls.length === 0) return [];
+    const [meta, sched, hdate, done] = await Promise.all([
+      this.redis.hmget(q.meta, ...urls),
+      this.redis.zmscore(q.sched, ...urls),
+      this.redis.hmget(q.hdate, ...urls),
+      this.redis.smismember(q.done, ...urls),
+    ]);
+    return urls.map((url, i) => ({
+      crawl,
+      key,
+      url,
+      metadata: parseMetadata(meta[i]),
+      date: done[i] ? 0 : Number(sched[i] ?? hdate[i] ?? 0),
+      created: Number(created[url]),
+    }));
+  }
+
+  /** ListURLs: the URLs of a queue or crawl (completed included), paged among the filtered ones. */
+  async listUrls(
+    crawl: string,
+    key: string | undefined,
+    start: number,
+    size: number,
+    filter: ((url: string) => boolean) | undefined,
+    emit: (r: UrlRecord) => void | Promise<void>,
+  ): Promise<void> {
+    const keys = key ? ((await this.hasQueue(crawl, key)) ? [key] : []) : await this.queues(crawl);
+    let skip = start;
+    let left = size;
+    for (const k of keys) {
+      if (left <= 0) return;
+      const records = await this.#records(crawl, k, filter);
+      for (const r of records) {
+        if (skip > 0) {
+          skip--;
+          continue;
+        }
+        if (left-- <= 0) return;
+        await emit(r);
+      }
+    }
+  }
+
+  /** CountURLs: URLs (active and completed) of a queue or crawl, optionally filtered. */
+  async countUrls(crawl: string, key: string | undefined, filter?: (url: string) => boolean): Promise<number> {
+    const keys = key ? ((await this.hasQueue(crawl, key)) ? [key] : []) : await this.queues(crawl);
+    let n = 0;
+    for (const k of keys) {
+      const q = urlFrontierQueueKeys(this.prefix, crawl, k);
+      if (!filter) n += await this.redis.hlen(q.created);
+      else n += (await this.redis.hkeys(q.created)).filter(filter).length;
+    }
+    return n;
+  }
+
+  /** One URL's record, or undefined when the queue does not know it. */
+  async urlStatus(crawl: string, key: string, url: string): Promise<UrlRecord | undefined> {
+    const q = urlFrontierQueueKeys(this.prefix, crawl, key);
+    const created = await this.redis.hget(q.created, url);
+    if (created === null) return undefined;
+    const [meta, sched, hdate, done] = await Promise.all([
+      this.redis.hget(q.meta, url),
+      this.redis.zscore(q.sched, url),
+      this.redis.hget(q.hdate, url),
+      this.redis.sismember(q.done, url),
+    ]);
+    return {
+      crawl,
+      key,
+      url,
+      metadata: done ? {} : parseMetadata(meta),
+      date: done ? 0 : Number(sched ?? hdate ?? 0),
+      created: Number(created),
+    };
+  }
+
+  /** PurgeURLs: deletes URLs created more than `days` days ago (0: before now). */
+  async purge(crawl: string, key: string | undefined, days: number): Promise<number> {
+    const cutoff = Math.floor(this.#now() / 1000) - days * 86_400 + (days === 0 ? 1 : 0);
+    const keys = key ? ((await this.hasQueue(crawl, key)) ? [key] : []) : await this.queues(crawl);
+    let n = 0;
+    for (const k of keys)
+      n += await runScript<number>(this.redis, script('uf-purge'), this.#keys(crawl, k), [crawl, k, cutoff]);
+    return n;
+  }
+
+  /** SetDelay: the default (no key) or one queue's politeness delay in seconds; unknown queue: no-op. */
+  async setDelay(crawl: string, key: string, seconds: number): Promise<void> {
+    if (key === '') {
+      await this.redis.hset(urlFrontierGlobalKeys(this.prefix).state, 'delay', seconds);
+      return;
+    }
+    if (await this.hasQueue(crawl, key))
+      await this.redis.hset(urlFrontierQueueKeys(this.prefix, crawl, key).info, 'delay', seconds);
+  }
+
+  /** BlockQueueUntil: epoch s (0 unblocks); unknown queue: no-op. */
+  async blockQueueUntil(crawl: string, key: string, epochSeconds: number): Promise<void> {
+    if (await this.hasQueue(crawl, key))
+      await this.redis.hset(urlFrontierQueueKeys(this.prefix, crawl, key).info, 'blocked', epochSeconds * 1000);
+  }
+
+  /** SetCrawlLimit: false when the queue is unknown. */
+  async setCrawlLimit(crawl: string, key: string, limit: number): Promise<boolean> {
+    if (!(await this.hasQueue(crawl, key))) return false;
+    await this.redis.hset(urlFrontierQueueKeys(this.prefix, crawl, key).info, 'limit', limit);
+    return true;
+  }
+
+  async setActive(state: boolean): Promise<void> {
+    await this.redis.hset(urlFrontierGlobalKeys(this.prefix).state, 'active', state ? 1 : 0);
+  }
+
+  async active(): Promise<boolean> {
+    return (await this.redis.hget(urlFrontierGlobalKeys(this.prefix).state, 'active')) !== '0';
+  }
+
+  /** Every key name this store may have created (for tests' cleanup; never used in production paths). */
+  async knownKeys(): Promise<string[]> {
+    const g = urlFrontierGlobalKeys(this.prefix);
+    const out: string[] = [g.crawls, g.state];
+    for (const crawl of await this.crawls()) {
+      out.push(...Object.values(urlFrontierCrawlKeys(this.prefix, crawl)));
+      for (const key of await this.queues(crawl))
+        out.push(...Object.values(urlFrontierQueueKeys(this.prefix, crawl, key)));
+    }
+    return out;
+  }
+}

@@ -1,6 +1,7 @@
 /**
  * `info` replies in Scrapy Cluster's shapes (CONTRACT.md), built from the frontier's counters.
  * `low_priority` / `high_priority` are the lowest and highest request priority queued for a domain.
+ * `expires` is a string, as Scrapy Cluster sends it (it reads it back from Redis).
  */
 import type { CrawlInfo } from '../redis/frontier-types.ts';
 import type { ActionRequest } from '../schemas/index.ts';
@@ -33,7 +34,7 @@ export async function infoReply(ctx: MonitorContext, request: ActionRequest): Pr
       total_domains: Object.keys(domains).length,
       domains,
     };
-    if (info?.settings.expires) reply.expires = info.settings.expires;
+    if (info?.settings.expires) reply.expires = String(info.settings.expires);
     return reply;
   }
   const infos = await ctx.frontier.appInfo(request.spiderid, request.appid, ctx.now());
@@ -41,6 +42,9 @@ export async function infoReply(ctx: MonitorContext, request: ActionRequest): Pr
   const allDomains = new Set<string>();
   let totalPending = 0;
   for (const [crawlid, info] of Object.entries(infos)) {
+    // Scrapy Cluster lists the crawls found in the queues: a crawl with nothing queued is not listed (the
+    // crawl form still answers for it).
+    if (info.queued <= 0) continue;
     const domains = domainSummaries(info);
     for (const d of Object.keys(domains)) allDomains.add(d);
     totalPending += info.queued;
@@ -49,7 +53,7 @@ export async function infoReply(ctx: MonitorContext, request: ActionRequest): Pr
       distinct_domains: Object.keys(domains).length,
       total: info.queued,
     };
-    if (info.settings.expires) entry.expires = info.settings.expires;
+    if (info.settings.expires) entry.expires = String(info.settings.expires);
     crawlids[crawlid] = entry;
   }
   return {

@@ -167,6 +167,17 @@ function unprocessable(ctx: MonitorContext, record: DecodedRecord, error: unknow
   return rejection(ctx, record, 'unprocessable', [{ path: '', message: `could not be handled: ${message}` }]);
 }
 
+/**
+ * The `plugins` names of the kafka-monitor's stats: Scrapy Cluster's handler class names, per request type
+ * (counted as `kafka-monitor:plugin:<name>`).
+ */
+export const KAFKA_MONITOR_PLUGINS: Record<ClassifiedRequest['type'], string> = {
+  crawl: 'ScraperHandler',
+  action: 'ActionHandler',
+  stats: 'StatsHandler',
+  domain: 'ZookeeperHandler',
+};
+
 /** Handles one batch of `<p>.incoming` records (see the module doc for the failure semantics). */
 export async function handleIncoming(ctx: MonitorContext, records: DecodedRecord[]): Promise<IncomingResult> {
   const topics = clusterTopics(ctx.topicPrefix);
@@ -190,7 +201,7 @@ export async function handleIncoming(ctx: MonitorContext, records: DecodedRecord
       } else rejections.push(unprocessable(ctx, record, error));
       continue;
     }
-    stats.push({ name: `kafka-monitor:plugin:${classified.type}` });
+    stats.push({ name: `kafka-monitor:plugin:${KAFKA_MONITOR_PLUGINS[classified.type]}` });
     if (classified.type === 'crawl' && entry !== undefined) {
       const list = crawls.get(classified.request.spiderid) ?? [];
       list.push({ record, entry });

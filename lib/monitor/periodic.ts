@@ -4,6 +4,7 @@
  */
 import { failureCause } from '../errors.ts';
 import { type MonitorContext, serverTime } from './context.ts';
+import { REDIS_MONITOR_PLUGINS } from './redis-monitor.ts';
 import { type Reply, sendReplies } from './replies.ts';
 import { HEARTBEAT_TTL_MS } from './stats-report.ts';
 
@@ -46,6 +47,12 @@ export async function expireCrawls(ctx: MonitorContext): Promise<{ expired: numb
         notices.push(notice);
       });
     }
+  }
+  if (notices.length > 0) {
+    // Scrapy Cluster's redis-monitor counts expiry under its ExpireMonitor plugin. Best effort, as every count.
+    await ctx.stats
+      .increment([{ name: `redis-monitor:plugin:${REDIS_MONITOR_PLUGINS.expire}`, by: notices.length }], ctx.now())
+      .catch((error: unknown) => ctx.log.warn('stats update failed', { error: (error as Error).message }));
   }
   return { expired: notices.length, swept, notices };
 }

@@ -68,6 +68,32 @@ function failedReply(ctx: MonitorContext, c: ClassifiedRequest, error: unknown):
   return reply;
 }
 
+/**
+ * The `plugins` names of the redis-monitor's stats: Scrapy Cluster's monitor class names (counted as
+ * `redis-monitor:plugin:<name>`; `ExpireMonitor` is counted by expiry, lib/monitor/periodic.ts).
+ */
+export const REDIS_MONITOR_PLUGINS = {
+  info: 'InfoMonitor',
+  stop: 'StopMonitor',
+  expire: 'ExpireMonitor',
+  stats: 'StatsMonitor',
+  domain: 'ZookeeperMonitor',
+} as const;
+
+function redisMonitorPlugin(c: ClassifiedRequest): string | undefined {
+  switch (c.type) {
+    case 'action':
+      return c.request.action === 'info' ? REDIS_MONITOR_PLUGINS.info : REDIS_MONITOR_PLUGINS.stop;
+    case 'stats':
+      return REDIS_MONITOR_PLUGINS.stats;
+    case 'domain':
+      return REDIS_MONITOR_PLUGINS.domain;
+    case 'crawl':
+      // Never forwarded here (the kafka-monitor enqueues crawls): nothing handles it, nothing is counted.
+      return undefined;
+  }
+}
+
 /** Handles one batch of `<p>.actions` records. */
 export async function handleActions(ctx: MonitorContext, records: DecodedRecord[]): Promise<ActionsResult> {
   const replies: Reply[] = [];
@@ -88,7 +114,8 @@ export async function handleActions(ctx: MonitorContext, records: DecodedRecord[
       stats.push({ name: 'redis-monitor:fail' });
       continue;
     }
-    stats.push({ name: `redis-monitor:plugin:${c.type}` });
+    const plugin = redisMonitorPlugin(c);
+    if (plugin !== undefined) stats.push({ name: `redis-monitor:plugin:${plugin}` });
     try {
       const reply = await replyTo(ctx, c);
       if (reply) replies.push(reply);

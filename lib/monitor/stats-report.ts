@@ -3,8 +3,11 @@
  * heartbeats (never a keyspace scan: counter names come from the registry).
  *
  * Counter names written by the components:
- * - `<monitor>:total`, `<monitor>:fail`, `<monitor>:plugin:<type>` for kafka-monitor, redis-monitor, rest;
- * - `crawler:<spider>:<status>` and `machine:<host>:<status>` by the crawler fleet (status: HTTP code or error kind).
+ * - `<monitor>:total`, `<monitor>:fail`, `<monitor>:plugin:<name>` for kafka-monitor, redis-monitor, rest (the
+ *   monitors' names are Scrapy Cluster's handler / monitor class names, kafka-monitor.ts KAFKA_MONITOR_PLUGINS and
+ *   redis-monitor.ts REDIS_MONITOR_PLUGINS; rest's are request types);
+ * - `crawler:<spider>:<status>` and `machine:<host>:<status>` by the crawler fleet (status: HTTP code or error kind;
+ *   only HTTP codes are reported as statuses, see {@link byStatus}).
  * Heartbeats: kind `kafka-monitor` / `redis-monitor` / `rest` (id host:pid), kind `crawler` (id `<spider>|<host>|<pid>`).
  */
 import type { StatsCounts, StatsIncrement } from '../redis/stats.ts';
@@ -57,37 +60,52 @@ async function monitorStats(ctx: MonitorContext, monitor: string) {
   return { total: c[`${monitor}:total`] ?? ZERO, fail: c[`${monitor}:fail`] ?? ZERO, plugins, nodes };
 }
 
+/**
+ * Scrapy Cluster clients read every key of a spider's or machine's stats (but `count`) as an HTTP status code
+ * (`int(code)`). The crawler also counts outcomes without one (`robots`: a robots.txt refusal, `error`: a
+ * failure without a response, `retry`: such a failure retried): those are reported apart, under
+ * `spider_outcomes` / `machine_outcomes`, never among the status codes.
+ */
+const STATUS_CODE = /^\d+$/;
+
+/** `crawler:<spider>:<status>` or `machine:<host>:<status>` counters, split into status codes and other outcomes. */
+function byStatus(c: Record<string, StatsCounts>) {
+  const codes: Record<string, Record<string, StatsCounts>> = {};
+  const outcomes: Record<string, Record<string, StatsCounts>> = {};
+  for (const [name, counts] of Object.entries(c)) {
+    const [, owner = '', status = ''] = name.split(':');
+    const into = STATUS_CODE.test(status) ? codes : outcomes;
+    const m = into[owner] ?? {};
+    m[status] = counts;
+    into[owner] = m;
+  }
+  return { codes, outcomes };
+}
+
 async function spiderStats(ctx: MonitorContext) {
   const live = await ctx.stats.live('crawler', ctx.now(), HEARTBEAT_TTL_MS);
-  const c = await counters(ctx, 'crawler:');
+  const { codes, outcomes } = byStatus(await counters(ctx, 'crawler:'));
   const spiders: Record<string, unknown> = {};
   const perSpider = new Map<string, number>();
   for (const id of live) {
     const spider = id.split('|')[0] ?? 'unknown';
     perSpider.set(spider, (perSpider.get(spider) ?? 0) + 1);
   }
-  for (const [name, counts] of Object.entries(c)) {
-    const [, spider = '', status = ''] = name.split(':');
-    const s = (spiders[spider] as Record<string, unknown> | undefined) ?? { count: perSpider.get(spider) ?? 0 };
-    s[status] = counts;
-    spiders[spider] = s;
+  for (const spider of new Set([...Object.keys(codes), ...Object.keys(outcomes), ...perSpider.keys()])) {
+    spiders[spider] = { count: perSpider.get(spider) ?? 0, ...codes[spider] };
   }
-  for (const [spider, count] of perSpider) spiders[spider] ??= { count };
   return {
     spiders: { unique_spider_count: perSpider.size, total_spider_count: live.length, ...spiders },
+    spider_outcomes: outcomes,
   };
 }
 
 async function machineStats(ctx: MonitorContext) {
-  const c = await counters(ctx, 'machine:');
+  const { codes, outcomes } = byStatus(await counters(ctx, 'machine:'));
   const machines: Record<string, Record<string, StatsCounts>> = {};
-  for (const [name, counts] of Object.entries(c)) {
-    const [, machine = '', status = ''] = name.split(':');
-    const m = machines[machine] ?? {};
-    m[status] = counts;
-    machines[machine] = m;
-  }
-  return { machines: { count: Object.keys(machines).length, ...machines } };
+  for (const machine of new Set([...Object.keys(codes), ...Object.keys(outcomes)]))
+    machines[machine] = codes[machine] ?? {};
+  return { machines: { count: Object.keys(machines).length, ...machines }, machine_outcomes: outcomes };
 }
 
 async function queueStats(ctx: MonitorContext) {

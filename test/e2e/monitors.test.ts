@@ -117,7 +117,7 @@ describe('monitors through Kafka and Redis', () => {
         expect(Object.keys(r.total as object).sort()).toEqual(WINDOW_KEYS);
         expect((r.total as Record<string, number>).lifetime).toBeGreaterThan(0);
         expect(r).toHaveProperty('fail');
-        expect(r.plugins).toHaveProperty('crawl');
+        expect(r.plugins).toHaveProperty('ScraperHandler');
         expect(r).toHaveProperty('nodes');
       }
       if (type === 'queue') {
@@ -126,7 +126,11 @@ describe('monitors through Kafka and Redis', () => {
         expect(queues.queue_link?.spider_backlog).toBeGreaterThan(0);
         expect(queues.queue_link?.domains[0]).toEqual({ domain: expect.any(String), backlog: expect.any(Number) });
       }
-      if (type === 'crawler') expect(Object.keys(r)).toEqual(expect.arrayContaining(['spiders', 'machines', 'queue']));
+      if (type === 'crawler') {
+        expect(Object.keys(r)).toEqual(
+          expect.arrayContaining(['spiders', 'machines', 'queue', 'spider_outcomes', 'machine_outcomes']),
+        );
+      }
       if (type === 'spider') expect(r.spiders).toHaveProperty('unique_spider_count');
       if (type === 'machine') expect(r.machines).toHaveProperty('count');
       if (type === 'all') {

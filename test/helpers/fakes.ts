@@ -68,6 +68,8 @@ interface FakeCrawl {
   queued: QueueRequest[];
   /** Requests accepted per domain, for `domain_max_pages`. */
   perDomain: Map<string, number>;
+  /** Requests crawled (see {@link FakeFrontier.finishCrawl}). */
+  done?: number;
 }
 
 /** A call of {@link FakeFrontier.configureDomain}. */
@@ -119,6 +121,17 @@ export class FakeFrontier implements FrontierApi {
   /** The queued requests of one crawl (empty when it is unknown or stopped). */
   queued(spider: string, appid: string, crawlid: string): QueueRequest[] {
     return [...(this.#crawls.get(crawlKey(spider, appid, crawlid))?.queued ?? [])];
+  }
+
+  /**
+   * Crawls every queued request of a crawl, as the fleet would: the crawl stays known (its settings, its
+   * dupefilter) with nothing queued, its requests counted as done.
+   */
+  finishCrawl(spider: string, appid: string, crawlid: string): void {
+    const crawl = this.#crawls.get(crawlKey(spider, appid, crawlid));
+    if (crawl === undefined) return;
+    crawl.done = (crawl.done ?? 0) + crawl.queued.length;
+    crawl.queued = [];
   }
 
   /** How many requests are queued in total, over every spider type and crawl. */
@@ -260,7 +273,14 @@ function infoOf(crawl: FakeCrawl): CrawlInfo {
     d.total += 1;
     domains[r.domain] = d;
   }
-  return { settings: crawl.settings, queued: crawl.queued.length, leased: 0, done: 0, failed: 0, domains };
+  return {
+    settings: crawl.settings,
+    queued: crawl.queued.length,
+    leased: 0,
+    done: crawl.done ?? 0,
+    failed: 0,
+    domains,
+  };
 }
 
 // Kafka's rule for topic names: what a real producer refuses, the fake refuses too.

@@ -389,7 +389,8 @@ describe('handleIncoming: infrastructure failures', () => {
 });
 
 describe('handleIncoming: stats', () => {
-  it('counts kafka-monitor:total, fail and plugin:<type>, and beats the kafka-monitor heartbeat', async () => {
+  // Scrapy Cluster's kafka-monitor reports its plugins by handler class name.
+  it('counts kafka-monitor:total, fail and plugin:<handler class>, and beats the kafka-monitor heartbeat', async () => {
     const ctx = testContext();
     await handleIncoming(ctx, sampleRecords());
 
@@ -399,10 +400,10 @@ describe('handleIncoming: stats', () => {
     expect(counts).toEqual({
       'kafka-monitor:total': 8,
       'kafka-monitor:fail': 3,
-      'kafka-monitor:plugin:crawl': 2,
-      'kafka-monitor:plugin:action': 1,
-      'kafka-monitor:plugin:stats': 1,
-      'kafka-monitor:plugin:domain': 1,
+      'kafka-monitor:plugin:ScraperHandler': 2,
+      'kafka-monitor:plugin:ActionHandler': 1,
+      'kafka-monitor:plugin:StatsHandler': 1,
+      'kafka-monitor:plugin:ZookeeperHandler': 1,
     });
     expect(ctx.stats.incrementCalls.map((c) => c.nowMs)).toEqual([TEST_NOW]);
     expect(await ctx.stats.live('kafka-monitor', TEST_NOW, 1000)).toEqual([TEST_NODE_ID]);
@@ -412,7 +413,10 @@ describe('handleIncoming: stats', () => {
     const ctx = testContext();
     await handleIncoming(ctx, recordsOf(INCOMING, [crawl()]));
 
-    expect(await ctx.stats.names('kafka-monitor:')).toEqual(['kafka-monitor:plugin:crawl', 'kafka-monitor:total']);
+    expect(await ctx.stats.names('kafka-monitor:')).toEqual([
+      'kafka-monitor:plugin:ScraperHandler',
+      'kafka-monitor:total',
+    ]);
   });
 
   it('with the stats store down, the batch still succeeds and a warning is logged', async () => {

@@ -120,6 +120,28 @@ describe('expireCrawls', () => {
     ).toEqual(['stopped']);
   });
 
+  // Scrapy Cluster's redis-monitor counts expiry under its ExpireMonitor plugin.
+  it('counts each expired crawl as redis-monitor:plugin:ExpireMonitor, and nothing on a run that expires none', async () => {
+    const ctx = testContext();
+    await withExpiringCrawls(ctx);
+    await expireCrawls(ctx);
+
+    expect(await ctx.stats.names('redis-monitor:')).toEqual(['redis-monitor:plugin:ExpireMonitor']);
+    expect(ctx.stats.lifetime('redis-monitor:plugin:ExpireMonitor')).toBe(2);
+    await expireCrawls(ctx);
+    expect(ctx.stats.lifetime('redis-monitor:plugin:ExpireMonitor')).toBe(2);
+  });
+
+  it('with the stats store down, still expires and sends every notice', async () => {
+    const ctx = testContext();
+    await withExpiringCrawls(ctx);
+    ctx.stats.down = true;
+
+    expect((await expireCrawls(ctx)).expired).toBe(2);
+    expect(ctx.sink.values(FIREHOSE)).toHaveLength(2);
+    expect(ctx.log.at('warn').map((l) => l.message)).toEqual(['stats update failed']);
+  });
+
   it('with Redis down, throws so that the schedule retries', async () => {
     const ctx = testContext();
     ctx.frontier.down = true;

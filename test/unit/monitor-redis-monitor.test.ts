@@ -61,7 +61,7 @@ async function withStats(ctx: TestContext): Promise<void> {
     [
       { name: 'kafka-monitor:total', by: 10 },
       { name: 'kafka-monitor:fail', by: 2 },
-      { name: 'kafka-monitor:plugin:crawl', by: 7 },
+      { name: 'kafka-monitor:plugin:ScraperHandler', by: 7 },
     ],
     TEST_NOW - 2 * 3_600_000,
   );
@@ -69,7 +69,7 @@ async function withStats(ctx: TestContext): Promise<void> {
   await ctx.stats.increment(
     [
       { name: 'kafka-monitor:total', by: 3 },
-      { name: 'kafka-monitor:plugin:crawl', by: 3 },
+      { name: 'kafka-monitor:plugin:ScraperHandler', by: 3 },
       { name: 'crawler:link:200', by: 5 },
       { name: 'crawler:link:404', by: 1 },
       { name: 'crawler:wandering:200', by: 2 },
@@ -146,7 +146,8 @@ describe('handleActions: info', () => {
     });
   });
 
-  it('adds expires to the crawl form when the crawl has one', async () => {
+  // Scrapy Cluster answers `expires` as a string (read back from Redis); its clients see one.
+  it('adds expires to the crawl form when the crawl has one, as a string', async () => {
     const ctx = testContext();
     await withCrawls(ctx);
     const { replies } = await handleActions(
@@ -158,7 +159,7 @@ describe('handleActions: info', () => {
       total_pending: 2,
       total_domains: 1,
       domains: { 'example.org': { low_priority: -9, high_priority: 1, total: 2 } },
-      expires: EXPIRES,
+      expires: String(EXPIRES),
     });
   });
 
@@ -209,10 +210,41 @@ describe('handleActions: info', () => {
           domains: { 'example.org': { low_priority: -9, high_priority: 1, total: 2 } },
           distinct_domains: 1,
           total: 2,
-          expires: EXPIRES,
+          expires: String(EXPIRES),
         },
       },
     });
+  });
+
+  // Scrapy Cluster lists the crawls it finds in the queues: a finished crawl is not listed, nor counted.
+  it('leaves out of the app form a crawl with nothing queued; the crawl form still answers for it', async () => {
+    const ctx = testContext();
+    await withCrawls(ctx);
+    ctx.frontier.finishCrawl('link', 'testapp', 'abc123');
+    const { replies } = await handleActions(
+      ctx,
+      recordsOf(ACTIONS, [
+        { action: 'info', appid: 'testapp', uuid: 'app', spiderid: 'link' },
+        { action: 'info', appid: 'testapp', uuid: 'crawl', crawlid: 'abc123', spiderid: 'link' },
+      ]),
+    );
+
+    expect(replies[0]).toMatchObject({ total_pending: 2, total_domains: 1, total_crawlids: 1 });
+    expect(Object.keys((replies[0] as { crawlids: object }).crawlids)).toEqual(['abc124']);
+    expect(replies[1]).toMatchObject({ crawlid: 'abc123', total_pending: 0, total_domains: 0, domains: {} });
+  });
+
+  it('answers the app form of an app whose crawls all finished with no crawls', async () => {
+    const ctx = testContext();
+    await withCrawls(ctx);
+    ctx.frontier.finishCrawl('link', 'testapp', 'abc123');
+    ctx.frontier.finishCrawl('link', 'testapp', 'abc124');
+    const { replies } = await handleActions(
+      ctx,
+      recordsOf(ACTIONS, [{ action: 'info', appid: 'testapp', uuid: 'app', spiderid: 'link' }]),
+    );
+
+    expect(replies[0]).toMatchObject({ total_pending: 0, total_domains: 0, total_crawlids: 0, crawlids: {} });
   });
 });
 
@@ -260,10 +292,10 @@ describe('handleActions: stats', () => {
     ['kafka-monitor', monitorKeys],
     ['redis-monitor', monitorKeys],
     ['rest', monitorKeys],
-    ['spider', [...common, 'spiders']],
-    ['machine', [...common, 'machines']],
+    ['spider', [...common, 'spiders', 'spider_outcomes']],
+    ['machine', [...common, 'machines', 'machine_outcomes']],
     ['queue', [...common, 'queues']],
-    ['crawler', [...common, 'machines', 'queue', 'spiders']],
+    ['crawler', [...common, 'machines', 'machine_outcomes', 'queue', 'spiders', 'spider_outcomes']],
     ['all', [...common, 'crawler', 'kafka-monitor', 'redis-monitor', 'rest']],
   ])('answers stats "%s" with the keys CONTRACT.md lists', async (type, keys) => {
     const ctx = testContext();
@@ -304,7 +336,7 @@ describe('handleActions: stats', () => {
     });
     expect(reply.fail).toEqual({ '900': 0, '3600': 0, '21600': 2, '43200': 2, '86400': 2, '604800': 2, lifetime: 2 });
     expect(reply.plugins).toEqual({
-      crawl: { '900': 3, '3600': 3, '21600': 10, '43200': 10, '86400': 10, '604800': 10, lifetime: 10 },
+      ScraperHandler: { '900': 3, '3600': 3, '21600': 10, '43200': 10, '86400': 10, '604800': 10, lifetime: 10 },
     });
   });
 
@@ -340,6 +372,50 @@ describe('handleActions: stats', () => {
     await withStats(ctx);
 
     expect((await statsReply(ctx, 'machine')).machines).toEqual(MACHINES);
+  });
+
+  // Scrapy Cluster clients read every key of a spider's (but `count`) or machine's stats as an HTTP status
+  // code (`int(code)`): robots.txt refusals, errors and retries are reported apart.
+  it('reports robots, error and retry counts apart from the status codes, per spider and per machine', async () => {
+    const ctx = testContext();
+    await withStats(ctx);
+    await ctx.stats.increment(
+      [
+        { name: 'crawler:link:robots', by: 4 },
+        { name: 'crawler:link:error', by: 2 },
+        { name: 'crawler:link:retry', by: 3 },
+        { name: 'crawler:link:robots_denied', by: 1 },
+        { name: 'machine:host-a:robots', by: 4 },
+        { name: 'machine:host-c:error', by: 1 },
+      ],
+      TEST_NOW - 60_000,
+    );
+    const reply = await statsReply(ctx, 'crawler');
+    const spiders = reply.spiders as Record<string, Record<string, unknown>>;
+    const machines = reply.machines as Record<string, Record<string, unknown>>;
+
+    for (const [name, spider] of Object.entries(spiders)) {
+      if (typeof spider !== 'object') continue;
+      for (const key of Object.keys(spider)) if (key !== 'count') expect(key, name).toMatch(/^\d+$/);
+    }
+    for (const [name, machine] of Object.entries(machines)) {
+      if (typeof machine !== 'object') continue;
+      for (const key of Object.keys(machine)) expect(key, name).toMatch(/^\d+$/);
+    }
+    expect(spiders.link).toEqual(SPIDERS.link);
+    expect(reply.spider_outcomes).toEqual({
+      link: { robots: all(4), error: all(2), retry: all(3), robots_denied: all(1) },
+    });
+    expect(machines).toEqual({ ...MACHINES, count: 3, 'host-c': {} });
+    expect(reply.machine_outcomes).toEqual({ 'host-a': { robots: all(4) }, 'host-c': { error: all(1) } });
+  });
+
+  it('reports empty outcomes when the fleet counted only status codes', async () => {
+    const ctx = testContext();
+    await withStats(ctx);
+
+    expect(await statsReply(ctx, 'spider')).toMatchObject({ spiders: SPIDERS, spider_outcomes: {} });
+    expect(await statsReply(ctx, 'machine')).toMatchObject({ machines: MACHINES, machine_outcomes: {} });
   });
 
   it('reports queue stats: backlog per spider type and per domain, largest first', async () => {
@@ -445,7 +521,8 @@ describe('handleActions: delivery', () => {
     }
   });
 
-  it('counts redis-monitor:total and plugin:<type>, and beats the redis-monitor heartbeat', async () => {
+  // Scrapy Cluster's redis-monitor reports its plugins by monitor class name.
+  it('counts redis-monitor:total and plugin:<monitor class>, and beats the redis-monitor heartbeat', async () => {
     const ctx = testContext();
     await handleActions(ctx, sampleRecords());
 
@@ -454,9 +531,10 @@ describe('handleActions: delivery', () => {
     );
     expect(counts).toEqual({
       'redis-monitor:total': 5,
-      'redis-monitor:plugin:action': 3,
-      'redis-monitor:plugin:stats': 1,
-      'redis-monitor:plugin:domain': 1,
+      'redis-monitor:plugin:InfoMonitor': 2,
+      'redis-monitor:plugin:StopMonitor': 1,
+      'redis-monitor:plugin:StatsMonitor': 1,
+      'redis-monitor:plugin:ZookeeperMonitor': 1,
     });
     expect(await ctx.stats.live('redis-monitor', TEST_NOW, 1000)).toEqual([TEST_NODE_ID]);
   });

@@ -1,7 +1,12 @@
 import { describe, expect, it } from 'vitest';
 import { spiderRegistry } from '../../lib/crawl/spiders/index.ts';
 import { linkSpider } from '../../lib/crawl/spiders/link.ts';
-import { createWanderingSpider } from '../../lib/crawl/spiders/wandering.ts';
+import {
+  createWanderingSpider,
+  MAX_WANDERING_STEPS,
+  wanderingAttrs,
+  wanderingStep,
+} from '../../lib/crawl/spiders/wandering.ts';
 import type { FetchResult, Link, SpiderRequest } from '../../lib/crawl/types.ts';
 import { KNOWN_SPIDERS } from '../../lib/schemas/index.ts';
 import { prng } from '../../localstack/site/prng.ts';
@@ -75,10 +80,39 @@ describe('wandering spider', () => {
     expect(seen.size).toBe(links.length);
   });
 
-  it('follows nothing at maxdepth or when the page has no links', () => {
+  it('follows nothing when the page has no links', () => {
+    expect(createWanderingSpider(prng(1)).follow(request(0, 2), response, [])).toEqual([]);
+  });
+
+  // Scrapy Cluster's wandering spider never looks at maxdepth (whose default is 0): it walks on.
+  it('is not bound by maxdepth: it follows one link at, and past, the crawl’s maxdepth', () => {
     const spider = createWanderingSpider(prng(1));
-    expect(spider.follow(request(2, 2), response, links)).toEqual([]);
-    expect(spider.follow(request(0, 2), response, [])).toEqual([]);
+    expect(spider.follow(request(0, 0), response, links)).toHaveLength(1);
+    expect(spider.follow(request(2, 2), response, links)).toHaveLength(1);
+    expect(spider.follow(request(50, 1), response, links)).toHaveLength(1);
+  });
+
+  it('stops after MAX_WANDERING_STEPS hops (a site that links on forever), or the cap it is given', () => {
+    expect(MAX_WANDERING_STEPS).toBe(100);
+    const spider = createWanderingSpider(prng(1));
+    expect(spider.follow(request(MAX_WANDERING_STEPS - 1, 0), response, links)).toHaveLength(1);
+    expect(spider.follow(request(MAX_WANDERING_STEPS, 0), response, links)).toEqual([]);
+    expect(spider.follow(request(MAX_WANDERING_STEPS + 5, 0), response, links)).toEqual([]);
+    const short = createWanderingSpider(prng(1), 3);
+    expect(short.follow(request(2, 0), response, links)).toHaveLength(1);
+    expect(short.follow(request(3, 0), response, links)).toEqual([]);
+  });
+
+  it('counts a request’s step as Scrapy Cluster does: the seed 0, each hop one more (its depth)', () => {
+    expect(wanderingStep(request(0, 0))).toBe(0);
+    expect(wanderingStep(request(7, 0))).toBe(7);
+  });
+
+  it('gives a page attrs with step: the crawl’s attrs plus step, {} plus step without attrs', () => {
+    expect(wanderingAttrs(request(0, 0))).toEqual({ step: 0 });
+    const withAttrs = { ...request(3, 0), crawl: { ...request(3, 0).crawl, attrs: { who: 'me', step: 'old' } } };
+    expect(wanderingAttrs(withAttrs)).toEqual({ who: 'me', step: 3 });
+    expect(withAttrs.crawl.attrs).toEqual({ who: 'me', step: 'old' });
   });
 });
 

@@ -13,7 +13,10 @@ import type { FetchResult, FollowRequest, Link, Spider, SpiderRequest } from './
 /** Children to enqueue, by spider type. */
 export type ChildBatch = Map<string, { crawl: CrawlRef; request: QueueRequest }[]>;
 
-/** The page's links a spider follows, by spider type, ready to enqueue (none past the crawl's maxdepth). */
+/**
+ * The page's links a spider follows, by spider type, ready to enqueue: none past the crawl's maxdepth, unless the
+ * spider bounds its own walk.
+ */
 export function childRequests(
   lease: Lease,
   req: SpiderRequest,
@@ -23,9 +26,10 @@ export function childRequests(
 ): ChildBatch {
   const crawl = lease.crawl;
   const bySpider: ChildBatch = new Map();
-  if (lease.depth >= (crawl.maxdepth ?? 0) || links.length === 0) return bySpider;
+  if (links.length === 0) return bySpider;
   const spider = spiders.get(crawl.spiderid);
   if (!spider) return bySpider;
+  if (!spider.boundsItself && lease.depth >= (crawl.maxdepth ?? 0)) return bySpider;
   const allowed = linkFilter(crawl);
   const follow: FollowRequest[] = spider.follow(
     req,

@@ -309,6 +309,8 @@ export class Crawler {
       retryTimes: lease.retries,
     });
     if (extracted.stopped !== undefined) page.links_stopped = extracted.stopped;
+    const spider = o.spiders.get(lease.crawl.spiderid);
+    if (spider?.attrs) page.attrs = spider.attrs(req);
     return { page, response, children: childRequests(lease, req, response, extracted.links, this.#o.spiders) };
   }
 

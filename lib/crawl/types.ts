@@ -157,4 +157,15 @@ export interface Spider {
    * @param links the page's links that pass the crawl's filters
    */
   follow(request: SpiderRequest, response: FetchResult, links: Link[]): FollowRequest[];
+  /**
+   * The spider bounds its own walk, so the crawl's `maxdepth` does not stop it (Scrapy Cluster's wandering
+   * spider: one link per page until a page has none, here at most a fixed number of steps).
+   * @default false
+   */
+  readonly boundsItself?: boolean;
+  /**
+   * The page's `attrs` for this request, when the spider sends more than the crawl's (the wandering spider's
+   * `step`). @default the crawl's attrs
+   */
+  attrs?(request: SpiderRequest): Record<string, unknown>;
 }

@@ -149,7 +149,9 @@ export function printInfo(out: Output, reply: Message): void {
     if (rows.length > 0) printTable(out, ['CRAWLID', 'DOMAIN', 'PENDING', 'LOW PRIORITY', 'HIGH PRIORITY'], rows);
     return;
   }
-  const expires = typeof reply.expires === 'number' ? `, expires ${new Date(reply.expires * 1000).toISOString()}` : '';
+  // Scrapy Cluster sends `expires` as a string of epoch seconds; 0 means never.
+  const at = Number(reply.expires);
+  const expires = Number.isFinite(at) && at > 0 ? `, expires ${new Date(at * 1000).toISOString()}` : '';
   out.info(
     `crawl ${reply.crawlid} of app ${reply.appid} (${spider}): ${plural(reply.total_pending, 'request')} pending in ${plural(reply.total_domains, 'domain')}${expires}`,
   );

@@ -319,6 +319,17 @@ describe('Crawler: messages always fit', () => {
   });
 });
 
+describe('Crawler: the wandering spider', () => {
+  it('follows one link past maxdepth 0 and sends its step in attrs, as Scrapy Cluster does', async () => {
+    const settings = { ...SETTINGS, spiderid: 'wandering', maxdepth: 0, attrs: { tag: 'w' } };
+    const r = await crawl([lease('http://a.example/', { crawl: settings, depth: 3 })], (q) =>
+      html(q.url, '<a href="/a">a</a><a href="/b">b</a>'),
+    );
+    expect(r.frontier.enqueued.flatMap((e) => e.urls)).toHaveLength(1);
+    expect(r.pages[0]?.attrs).toEqual({ tag: 'w', step: 3 });
+  });
+});
+
 describe('Crawler: delivery order and best-effort copies', () => {
   it('publishes the page before it enqueues the children, and acks last', async () => {
     const l = lease('http://a.example/');

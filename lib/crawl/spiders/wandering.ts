@@ -33,6 +33,8 @@ export function wanderingAttrs(request: Pick<SpiderRequest, 'depth' | 'crawl'>):
 export function createWanderingSpider(random: () => number = Math.random, maxSteps = MAX_WANDERING_STEPS): Spider {
   return {
     name: 'wandering',
+    boundsItself: true,
+    attrs: wanderingAttrs,
     follow(request: SpiderRequest, _response, links: Link[]): FollowRequest[] {
       if (links.length === 0 || wanderingStep(request) >= maxSteps) return [];
       // min() guards a generator that returns exactly 1.

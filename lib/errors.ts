@@ -30,6 +30,8 @@ export type RejectionKind =
   | 'too_large'
   /** A crawl request for a crawlid stopped (or expired) a short while ago (`STOP_BLACKLIST_TTL`). */
   | 'stopped'
+  /** A seed on a domain whose `domain_max_pages` the crawl has reached. */
+  | 'capped'
   /** Valid, but handling it failed in a way that retrying cannot fix (DESIGN.md §10). */
   | 'unprocessable';
 

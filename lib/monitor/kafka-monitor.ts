@@ -249,6 +249,15 @@ export async function handleIncoming(ctx: MonitorContext, records: DecodedRecord
           spiderid: settings?.spiderid ?? spider,
           total_expired: 0,
         });
+      } else if (d.outcome === 'capped') {
+        rejections.push(
+          rejection(ctx, d.item.record, 'capped', [
+            {
+              path: '/url',
+              message: `crawl ${JSON.stringify(crawlid)} has reached its domain_max_pages (${settings?.domain_max_pages}) for ${d.item.entry.request.domain}; this seed is not queued`,
+            },
+          ]),
+        );
       } else if (d.outcome === 'stopped') {
         rejections.push(
           rejection(ctx, d.item.record, 'stopped', [

@@ -140,6 +140,24 @@ describe('handleIncoming: crawl requests', () => {
     ]);
   });
 
+  it('rejects as capped a second seed on a domain whose domain_max_pages (1) the crawl has reached', async () => {
+    const ctx = testContext();
+    const result = await handleIncoming(
+      ctx,
+      recordsOf(INCOMING, [
+        crawl({ url: 'http://example.com/a', domain_max_pages: 1 }),
+        crawl({ url: 'http://example.com/b', domain_max_pages: 1 }),
+      ]),
+    );
+    expect(result.crawl).toMatchObject({ queued: 1, capped: 1 });
+    expect(ctx.sink.values(REJECTED)).toMatchObject([
+      {
+        error: 'capped',
+        details: [{ path: '/url', message: expect.stringContaining('domain_max_pages (1) for example.com') }],
+      },
+    ]);
+  });
+
   it('answers a crawl whose expires has passed with the expired notice on outbound, queueing nothing', async () => {
     const ctx = testContext();
     const result = await handleIncoming(

@@ -1,7 +1,7 @@
 import { defineConfig } from 'vitest/config';
 
 /**
- * Five tiers (STYLE.md §9): unit (no network), integration, e2e and poison (real Redis + Kafka, started by the
+ * Five tiers (docs/style.md §9): unit (no network), integration, e2e and poison (real Redis + Kafka, started by the
  * global setup when not running), cdk (assertions on the synthesized template).
  */
 export default defineConfig({
@@ -39,7 +39,7 @@ export default defineConfig({
       },
       {
         test: {
-          // Hostile requests, hostile pages and a 10k fuzz through the real local cluster (DESIGN.md §10).
+          // Hostile requests, hostile pages and a 10k fuzz through the real local cluster (docs/design.md §10).
           name: 'poison',
           include: ['test/poison/**/*.test.ts'],
           env: { POWERTOOLS_METRICS_DISABLED: 'true' },

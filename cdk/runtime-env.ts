@@ -1,5 +1,5 @@
 /**
- * The environment of each deployable, built from the variable names of lib/config/variables.ts (DESIGN.md §7:
+ * The environment of each deployable, built from the variable names of lib/config/variables.ts (docs/design.md §7:
  * cdk/ and the runtime share one list of names, so they cannot drift).
  */
 import type { VariableName } from '../lib/config/variables.ts';

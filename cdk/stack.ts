@@ -1,5 +1,5 @@
 /**
- * The crawl-cluster stack: composes one construct per concern (STYLE.md) and nothing else.
+ * The crawl-cluster stack: composes one construct per concern (docs/style.md) and nothing else.
  */
 import { CfnOutput, Stack, type StackProps } from 'aws-cdk-lib';
 import type { RetentionDays } from 'aws-cdk-lib/aws-logs';

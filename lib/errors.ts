@@ -1,5 +1,5 @@
 /**
- * The error taxonomy (STYLE.md §7). Every error the project raises on purpose is one of these, and
+ * The error taxonomy (docs/style.md §7). Every error the project raises on purpose is one of these, and
  * {@link failureCause} is the one place that tells infrastructure from poison; the crawl path's decision on
  * top of it (retry, give up, release) is lib/crawl/failure.ts.
  */
@@ -21,7 +21,7 @@ export class CrawlClusterError extends Error {
   }
 }
 
-/** The `error` field of a rejection (CONTRACT.md "Rejections"). */
+/** The `error` field of a rejection (docs/contract.md "Rejections"). */
 export type RejectionKind =
   | 'invalid_json'
   | 'schema'
@@ -32,7 +32,7 @@ export type RejectionKind =
   | 'stopped'
   /** A seed on a domain whose `domain_max_pages` the crawl has reached. */
   | 'capped'
-  /** Valid, but handling it failed in a way that retrying cannot fix (DESIGN.md §10). */
+  /** Valid, but handling it failed in a way that retrying cannot fix (docs/design.md §10). */
   | 'unprocessable';
 
 /** At most this many details travel in a rejection; the last one then says how many were left out. */
@@ -41,7 +41,7 @@ export const MAX_REJECTION_DETAILS = 20;
 export const MAX_DETAIL_CHARS = 300;
 
 /**
- * Details bounded for the wire (DESIGN.md §10: echoes capped): a request with 90,000 unknown fields gets
+ * Details bounded for the wire (docs/design.md §10: echoes capped): a request with 90,000 unknown fields gets
  * twenty details and a count, not a 5 MB rejection that no topic accepts.
  */
 export function capDetails(details: readonly RejectionDetail[]): RejectionDetail[] {
@@ -84,7 +84,7 @@ export class InfrastructureError extends CrawlClusterError {
 export class ServiceStartError extends CrawlClusterError {}
 
 /**
- * What a failure says about the work that met it (DESIGN.md §10):
+ * What a failure says about the work that met it (docs/design.md §10):
  * - `infrastructure`: Redis, Kafka or the network to them failed; the same work will succeed once they are
  *   back, so it is retried as it is (released, redelivered) and never counted against the input.
  * - `poison`: the input itself cannot be handled (a protocol refusal such as a message over the broker's

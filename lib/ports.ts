@@ -1,5 +1,5 @@
 /**
- * The narrow interfaces the core takes from whoever runs it (STYLE.md §4: the caller owns connections):
+ * The narrow interfaces the core takes from whoever runs it (docs/style.md §4: the caller owns connections):
  * a log, the stats and reply stores, a message sink, and the frontier operations each part uses. Entry points
  * (functions/, localstack/) back them with Powertools, Redis and kafkajs; unit tests with in-memory fakes
  * (test/helpers/fakes.ts). Nothing here opens a connection.
@@ -24,7 +24,7 @@ export interface OutMessage {
   headers?: Record<string, string>;
 }
 
-/** Produces a batch of messages to one or more topics in one call (DESIGN.md §4). */
+/** Produces a batch of messages to one or more topics in one call (docs/design.md §4). */
 export interface MessageSink {
   /** Sends every message, acks=all; resolves only when all are stored. Throws when Kafka is unreachable. */
   send(batch: { topic: string; messages: OutMessage[] }[]): Promise<void>;

@@ -1,5 +1,5 @@
 /**
- * The real crawl path for the benchmarks (DESIGN.md §6): the local cluster (localstack/runtime/cluster.ts) with the
+ * The real crawl path for the benchmarks (docs/design.md §6): the local cluster (localstack/runtime/cluster.ts) with the
  * SAME handlers Lambda runs, fed from real Kafka, over the benchmark Redis (bench/lib/redis.ts) and a topic
  * and key prefix of its own, with crawler worker PROCESSES (functions/crawler/main.ts, as on Fargate).
  *

@@ -1,5 +1,5 @@
 /**
- * Queue benchmark (DESIGN.md §3 and §9): the Redis frontier under a large backlog.
+ * Queue benchmark (docs/design.md §3 and §9): the Redis frontier under a large backlog.
  *
  * 1. enqueue N URLs (default 1M) over D domains (default 10k) for a handful of crawls, in batches of 500
  *    through `Frontier.enqueue` (batch b+1 is prepared while batch b runs, as a monitor would);

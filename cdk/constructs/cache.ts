@@ -2,7 +2,7 @@
  * The frontier's Redis: an ElastiCache Valkey replication group with TLS in transit (required), encryption at
  * rest, an AUTH token generated in Secrets Manager, Multi-AZ with automatic failover, daily snapshots, and
  * `maxmemory-policy noeviction`: a full cache must fail writes loudly, never drop queued requests silently.
- * Cluster mode (shards behind a configuration endpoint) is an option; every script is cluster-safe (DESIGN.md §3).
+ * Cluster mode (shards behind a configuration endpoint) is an option; every script is cluster-safe (docs/design.md §3).
  */
 import { RemovalPolicy, Stack } from 'aws-cdk-lib';
 import * as ec2 from 'aws-cdk-lib/aws-ec2';

@@ -1,5 +1,5 @@
 /**
- * The Lambda functions (DESIGN.md §2): kafka-monitor and redis-monitor on MSK event sources, expire, stats and
+ * The Lambda functions (docs/design.md §2): kafka-monitor and redis-monitor on MSK event sources, expire, stats and
  * reclaim on EventBridge Scheduler every minute. Each role holds only the Kafka topics and groups its function
  * uses. And rest, the REST API's function (its HTTP API is ./rest-api.ts).
  */

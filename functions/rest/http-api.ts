@@ -2,7 +2,7 @@
  * The API Gateway HTTP API adapter of the REST function (payload format 2.0): an `APIGatewayProxyEventV2` into the
  * router's {@link RestRequest}, a {@link RestResponse} into an `APIGatewayProxyStructuredResultV2`. The event
  * shapes (from `@types/aws-lambda`) live here, with the handler, and not in `lib/`: the REST core speaks only its
- * own request/response envelope (lib/rest/envelope.ts; STYLE.md §3). The local server
+ * own request/response envelope (lib/rest/envelope.ts; docs/style.md §3). The local server
  * (localstack/runtime/rest-server.ts) builds {@link RestRequest}s from node:http directly and needs none of this.
  */
 import { Buffer } from 'node:buffer';

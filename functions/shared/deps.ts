@@ -1,6 +1,6 @@
 /**
  * The connections a monitor function needs, created once per container (module scope, on first use) and
- * reused across invocations (STYLE.md §4). The local runtime and the tests build their own and pass them
+ * reused across invocations (docs/style.md §4). The local runtime and the tests build their own and pass them
  * to the handler factories instead.
  */
 import { hostname } from 'node:os';

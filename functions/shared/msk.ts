@@ -2,10 +2,10 @@
  * The MSK event adapter of the MSK-triggered functions (kafka-monitor, redis-monitor): Lambda's event, typed with
  * `@types/aws-lambda`, decoded into the core's {@link DecodedRecord}s, and the core's failed records turned into
  * Lambda's partial batch response. The event shape lives here, with the handlers, and not in `lib/`: the core
- * speaks only its own record type (STYLE.md §3). The encoder builds the same event from plain records for the
+ * speaks only its own record type (docs/style.md §3). The encoder builds the same event from plain records for the
  * local runtime (localstack/runtime/msk-source.ts), the tests and the benchmarks.
  *
- * What Lambda sends (shared/notes/aws-facts.md): records grouped under `<topic>-<partition>`, each group in
+ * What Lambda sends (the MSK event source documentation; events/kafka-monitor.json is a real-shaped sample): records grouped under `<topic>-<partition>`, each group in
  * offset order; key and value base64, header values byte arrays. `@types/aws-lambda` declares `key` and `value`
  * as always present, but Lambda leaves `key` out for a record without one and `value` out for a tombstone: the
  * decoder checks both.

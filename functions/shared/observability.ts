@@ -1,6 +1,6 @@
 /**
  * Powertools logger and metrics for every function, plus the adapter that lets `lib/` log through the
- * logger without knowing about Powertools (STYLE.md §3).
+ * logger without knowing about Powertools (docs/style.md §3).
  */
 import { Logger } from '@aws-lambda-powertools/logger';
 import { Metrics } from '@aws-lambda-powertools/metrics';

@@ -1,6 +1,6 @@
 /**
  * Configuration is read once, validated against one schema ({@link VARIABLES}) with defaults, and
- * fails at start with the variable's name (STYLE.md §5). This is the only module that reads
+ * fails at start with the variable's name (docs/style.md §5). This is the only module that reads
  * `process.env`; everything else receives a {@link Config} (or a part of it) from its entry point.
  */
 import { Ajv } from 'ajv';

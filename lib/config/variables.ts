@@ -1,7 +1,7 @@
 /**
  * Every environment variable crawl-cluster reads, with its type, default and meaning: the one schema
- * (STYLE.md §5). cdk/ and the local runtime import the names from here so they never drift.
- * Scrapy Cluster's setting names are kept where they exist (DESIGN.md §7).
+ * (docs/style.md §5). cdk/ and the local runtime import the names from here so they never drift.
+ * Scrapy Cluster's setting names are kept where they exist (docs/design.md §7).
  */
 
 /** The JSON-schema fragment of one variable; `description` feeds the README's configuration table. */

@@ -1,5 +1,5 @@
 /**
- * Where bodies too big for a Kafka message go (CONTRACT.md "Pages", Ext `body_ref`): a local directory
+ * Where bodies too big for a Kafka message go (docs/contract.md "Pages", Ext `body_ref`): a local directory
  * for local runs, S3 on AWS (functions/crawler picks S3 when BODY_STORE_BUCKET is set). The page message keeps
  * the first part.
  */

@@ -1,5 +1,5 @@
 /**
- * Charset detection and decoding of fetched bodies (DESIGN.md §5). The order follows the HTML
+ * Charset detection and decoding of fetched bodies (docs/design.md §5). The order follows the HTML
  * encoding-sniffing algorithm, simplified: byte order mark, then the Content-Type `charset`, then a
  * `<meta>` declaration near the start of the document, then UTF-8. Labels are normalised with the
  * WHATWG Encoding Standard's label table, which Node's `TextDecoder` implements (`latin1` and

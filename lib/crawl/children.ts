@@ -1,6 +1,6 @@
 /**
  * A page's children: the links its crawl's filters allow and its spider follows, as frontier entries by
- * spider type, at `priority - 10` and `depth + 1` (CONTRACT.md behaviour 3), each URL at most 2048
+ * spider type, at `priority - 10` and `depth + 1` (docs/contract.md behaviour 3), each URL at most 2048
  * characters long.
  */
 import type { CrawlRef, Lease, QueueRequest } from '../redis/frontier-types.ts';

@@ -1,5 +1,5 @@
 /**
- * The crawl loop (DESIGN.md §5): N concurrent workers per process lease requests from the frontier, fetch,
+ * The crawl loop (docs/design.md §5): N concurrent workers per process lease requests from the frontier, fetch,
  * extract and filter links, enqueue children, publish the page, and only then ack. Retryable failures go
  * back with a growing delay; after the last retry, and for failures that retrying cannot fix, a
  * `success:false` page is published (nothing an application asked for disappears without a trace).

@@ -1,5 +1,5 @@
 /**
- * The registrable domain that names a domain's queue and its throttle (DESIGN.md §5: a public-suffix library,
+ * The registrable domain that names a domain's queue and its throttle (docs/design.md §5: a public-suffix library,
  * tldts; IP literals and `localhost` are their own domain).
  */
 import { parse as parseHostname } from 'tldts';

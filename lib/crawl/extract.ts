@@ -1,5 +1,5 @@
 /**
- * Link extraction (DESIGN.md §5), bounded (DESIGN.md §10: parsing bounded in time and depth).
+ * Link extraction (docs/design.md §5), bounded (docs/design.md §10: parsing bounded in time and depth).
  *
  * Pages are written by strangers, so this must not be able to hang or crash a worker. It used to build a
  * cheerio DOM and walk it recursively: 80k nested tags took 16 s (htmlparser2's `Parser` moves its whole

@@ -1,8 +1,8 @@
 /**
- * The one failure decision of the crawl path (DESIGN.md §10, STYLE.md §7). Every way a leased request can
+ * The one failure decision of the crawl path (docs/design.md §10, docs/style.md §7). Every way a leased request can
  * fail comes here as a {@link CrawlFailure}, and {@link decideFailure} says what happens next:
  * - `retry`: back in the queue after a growing delay, counted in the request's `retries` (bounded by
- *   `retryTimes`, CONTRACT.md behaviour 6);
+ *   `retryTimes`, docs/contract.md behaviour 6);
  * - `give_up`: a `success:false` page with the reason is published and the request is acked (nothing an
  *   application asked for disappears without a trace);
  * - `release`: the request goes back unchanged and uncounted for another crawler, only ever because
@@ -12,7 +12,7 @@
 import { failureCause } from '../errors.ts';
 import type { FetchError, FetchResult } from './types.ts';
 
-/** HTTP statuses that are retried (CONTRACT.md behaviour 6). */
+/** HTTP statuses that are retried (docs/contract.md behaviour 6). */
 export const RETRY_STATUSES: ReadonlySet<number> = new Set([408, 429, 500, 502, 503, 504, 522, 524]);
 
 /** Where in the crawl of one request an unexpected error was thrown. */

@@ -1,9 +1,9 @@
 /**
- * The production {@link Fetcher} (DESIGN.md §5): undici over one keep-alive {@link Agent} (a pool per
+ * The production {@link Fetcher} (docs/design.md §5): undici over one keep-alive {@link Agent} (a pool per
  * origin), redirects followed here so every hop passes the SSRF guard, bodies decompressed with
  * node:zlib streams and capped on decoded bytes, text decoded with the detected charset.
  *
- * Failures with no response become {@link FetchError}s whose `kind` decides retries (CONTRACT.md
+ * Failures with no response become {@link FetchError}s whose `kind` decides retries (docs/contract.md
  * behaviour 6); any HTTP response, 4xx/5xx included (a 503 with Retry-After too), is a result: the
  * crawler decides what a status means.
  */

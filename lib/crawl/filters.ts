@@ -1,5 +1,5 @@
 /**
- * Which links of a page a crawl follows (CONTRACT.md "Crawl request": `allowed_domains`,
+ * Which links of a page a crawl follows (docs/contract.md "Crawl request": `allowed_domains`,
  * `allow_regex`, `deny_regex`, `deny_extensions`; behaviour 3 for depth). The rules are compiled once
  * per crawl and reused for every link of every page of it.
  */
@@ -275,7 +275,7 @@ export function linkFilter(settings: FilterSettings): LinkFilter {
   return filter;
 }
 
-/** CONTRACT.md behaviour 3: a page's links are followed while its depth is below the crawl's maxdepth. */
+/** docs/contract.md behaviour 3: a page's links are followed while its depth is below the crawl's maxdepth. */
 export function shouldFollow(depth: number, maxdepth: number): boolean {
   return depth < maxdepth;
 }

@@ -1,5 +1,5 @@
 /**
- * A request's identity in the per-crawl dupefilter (DESIGN.md §5: fingerprints hash the canonical URL plus
+ * A request's identity in the per-crawl dupefilter (docs/design.md §5: fingerprints hash the canonical URL plus
  * method and body, stored compactly).
  */
 import { createHash, hash } from 'node:crypto';

@@ -1,5 +1,5 @@
 /**
- * A page item as a Kafka message that always fits the broker's limit (DESIGN.md §10: messages always fit):
+ * A page item as a Kafka message that always fits the broker's limit (docs/design.md §10: messages always fit):
  * a body too big goes whole to the body store, then the message is cut until it fits.
  */
 import { Buffer } from 'node:buffer';
@@ -68,7 +68,7 @@ function fitString(text: string, bytes: number, base64: boolean): string {
 }
 
 /**
- * The page as a Kafka message value of at most `maxBytes` (DESIGN.md §10: messages always fit the broker's
+ * The page as a Kafka message value of at most `maxBytes` (docs/design.md §10: messages always fit the broker's
  * limit), or undefined when even an empty body and no links do not fit. What is cut, in order:
  * 1. the body (`body_truncated: true`; the producer stores the whole body first when it has a body store);
  * 2. the links, keeping the first ones in document order (**Ext** `links_truncated: true`);

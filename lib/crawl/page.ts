@@ -1,5 +1,5 @@
 /**
- * The page message on `<p>.crawled_firehose` (CONTRACT.md "Pages"): one per crawled page, and one per
+ * The page message on `<p>.crawled_firehose` (docs/contract.md "Pages"): one per crawled page, and one per
  * request that failed for good, so nothing an application asked for disappears without a trace.
  */
 import { STATUS_CODES } from 'node:http';

@@ -1,5 +1,5 @@
 /**
- * robots.txt (RFC 9309, CONTRACT.md behaviour 7, DESIGN.md §5): fetched once per origin, cached in
+ * robots.txt (RFC 9309, docs/contract.md behaviour 7, docs/design.md §5): fetched once per origin, cached in
  * Redis for the whole fleet and in process for this crawler, parsed with `robots-parser`.
  *
  * Outcomes by the robots.txt response:

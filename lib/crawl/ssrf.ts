@@ -1,5 +1,5 @@
 /**
- * The SSRF guard (DESIGN.md §5): the crawler fetches URLs that strangers submit, so it must not be
+ * The SSRF guard (docs/design.md §5): the crawler fetches URLs that strangers submit, so it must not be
  * turned against the network it runs in (the instance metadata service at 169.254.169.254, Redis, the
  * VPC). The check runs on the address a socket actually connects to, inside the `lookup` hook that
  * `net.connect` calls after DNS, so a name that resolves to a public address for a pre-check and to a

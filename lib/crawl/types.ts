@@ -1,5 +1,5 @@
 /**
- * The crawler's seams: the fetcher, the page item (CONTRACT.md "Pages"), and spider plugins. The crawl
+ * The crawler's seams: the fetcher, the page item (docs/contract.md "Pages"), and spider plugins. The crawl
  * loop (crawler.ts) only talks to these.
  */
 import { CrawlClusterError } from '../errors.ts';
@@ -51,7 +51,7 @@ export type FetchErrorKind =
   | 'bad_url'
   | 'protocol';
 
-/** A fetch that produced no response. `retryable` follows CONTRACT.md behaviour 6. */
+/** A fetch that produced no response. `retryable` follows docs/contract.md behaviour 6. */
 export class FetchError extends CrawlClusterError {
   readonly kind: FetchErrorKind;
   override readonly retryable: boolean;
@@ -74,7 +74,7 @@ export interface Link {
   text: string;
 }
 
-/** The page message on `<p>.crawled_firehose` (CONTRACT.md "Pages"). */
+/** The page message on `<p>.crawled_firehose` (docs/contract.md "Pages"). */
 export interface PageItem {
   appid: string;
   crawlid: string;

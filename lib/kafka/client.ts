@@ -1,7 +1,7 @@
 /**
- * The narrow Kafka seam (DESIGN.md §4): everything else talks to these interfaces, so kafkajs (in
+ * The narrow Kafka seam (docs/design.md §4): everything else talks to these interfaces, so kafkajs (in
  * maintenance mode) can be swapped without touching callers. Connections are created by entry points
- * (STYLE.md §4) through {@link createKafka} and passed down.
+ * (docs/style.md §4) through {@link createKafka} and passed down.
  */
 import { generateAuthToken } from 'aws-msk-iam-sasl-signer-js';
 import { type Admin, Kafka, logLevel, type Producer, type SASLOptions } from 'kafkajs';
@@ -94,7 +94,7 @@ export function createKafka(settings: KafkaSettings): Kafka {
   });
 }
 
-/** Idempotent, acks=all producer (DESIGN.md §4). */
+/** Idempotent, acks=all producer (docs/design.md §4). */
 export function createProducer(kafka: Kafka): Producer {
   return kafka.producer({ idempotent: true, maxInFlightRequests: 5, allowAutoTopicCreation: false });
 }

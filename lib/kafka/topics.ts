@@ -1,5 +1,5 @@
 /**
- * The contract's topic names (CONTRACT.md "Topics"), built in one place from the prefix.
+ * The contract's topic names (docs/contract.md "Topics"), built in one place from the prefix.
  */
 
 /** Topics every cluster has, created up front (auto-create is off, as on MSK). */

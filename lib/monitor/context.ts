@@ -1,5 +1,5 @@
 /**
- * What every monitor operation needs, handed in by its entry point (STYLE.md §4): the frontier, the stats
+ * What every monitor operation needs, handed in by its entry point (docs/style.md §4): the frontier, the stats
  * store, a message sink, names, and a clock. Nothing here opens a connection.
  */
 import type { FrontierApi, Log, MessageSink, ReplyStore, StatsStore } from '../ports.ts';

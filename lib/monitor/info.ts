@@ -1,5 +1,5 @@
 /**
- * `info` replies in Scrapy Cluster's shapes (CONTRACT.md), built from the frontier's counters.
+ * `info` replies in Scrapy Cluster's shapes (docs/contract.md), built from the frontier's counters.
  * `low_priority` / `high_priority` are the lowest and highest request priority queued for a domain.
  * `expires` is a string, as Scrapy Cluster sends it (it reads it back from Redis).
  */

@@ -4,7 +4,7 @@
  * requests go on to `<p>.actions` for the redis-monitor; anything invalid is answered on `<p>.rejected`
  * (and on the outbound topics when it carried appid + uuid), never dropped in silence.
  *
- * Failure semantics (DESIGN.md §4): a poison record never fails the batch. Only infrastructure failing
+ * Failure semantics (docs/design.md §4): a poison record never fails the batch. Only infrastructure failing
  * (Redis or Kafka unreachable) fails records, and only those whose work did not happen; re-processing a
  * record is harmless (the frontier's dupefilter makes enqueue idempotent).
  */
@@ -41,7 +41,7 @@ export interface IncomingResult {
   rejected: number;
 }
 
-/** A rejection message (CONTRACT.md "Rejections"). */
+/** A rejection message (docs/contract.md "Rejections"). */
 export interface Rejection extends Reply {
   error: RejectionKind;
   details: RejectionDetail[];
@@ -86,7 +86,7 @@ function rejection(
     server_time: serverTime(ctx),
   };
   // Best effort: who sent it, so a waiting client hears about its mistake. Only ids of a sane length are
-  // echoed: a 600 KB appid as a Kafka key costs kafkajs minutes to hash (DESIGN.md §10: echoes capped).
+  // echoed: a 600 KB appid as a Kafka key costs kafkajs minutes to hash (docs/design.md §10: echoes capped).
   if (record.value.length <= 1_048_576) {
     try {
       const parsed = JSON.parse(record.value.toString('utf8')) as unknown;
@@ -187,7 +187,7 @@ export async function handleIncoming(ctx: MonitorContext, records: DecodedRecord
   const stats: StatsIncrement[] = [{ name: 'kafka-monitor:total', by: records.length }];
 
   for (const record of records) {
-    // Isolation (DESIGN.md §10): whatever one record does to parsing or validation is that record's
+    // Isolation (docs/design.md §10): whatever one record does to parsing or validation is that record's
     // rejection, never the batch's failure.
     let classified: ClassifiedRequest;
     let entry: ReturnType<typeof seedEntry> | undefined;
@@ -236,7 +236,7 @@ export async function handleIncoming(ctx: MonitorContext, records: DecodedRecord
         continue;
       }
       result.crawl[d.outcome] += 1;
-      // Every message gets a visible outcome (DESIGN.md §10): a crawl whose `expires` has passed gets the
+      // Every message gets a visible outcome (docs/design.md §10): a crawl whose `expires` has passed gets the
       // `expired` notice expiry would have sent; a re-fed crawlid that was stopped is rejected with the reason.
       const { appid, crawlid, settings } = d.item.entry.crawl;
       if (d.outcome === 'expired') {

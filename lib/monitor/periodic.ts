@@ -10,7 +10,7 @@ import { HEARTBEAT_TTL_MS } from './stats-report.ts';
 
 /**
  * Stops every crawl whose `expires` has passed and sends one `expired` notice per crawl. Isolation
- * (DESIGN.md §10): a crawl (or a sweep) that fails on poison is logged and skipped, so one bad record never
+ * (docs/design.md §10): a crawl (or a sweep) that fails on poison is logged and skipped, so one bad record never
  * stops expiry for every other crawl; an infrastructure failure ends the run (the next one tries again).
  */
 export async function expireCrawls(ctx: MonitorContext): Promise<{ expired: number; swept: number; notices: Reply[] }> {
@@ -25,7 +25,7 @@ export async function expireCrawls(ctx: MonitorContext): Promise<{ expired: numb
     }
   };
   for (const spider of await ctx.frontier.spiders()) {
-    // Completed crawls whose dupefilter time has passed: their records go (bounded growth, DESIGN.md §3).
+    // Completed crawls whose dupefilter time has passed: their records go (bounded growth, docs/design.md §3).
     await isolated({ spider, step: 'sweep' }, async () => {
       swept += await ctx.frontier.sweepFinished(spider, ctx.now());
     });

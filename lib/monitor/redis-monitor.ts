@@ -106,7 +106,7 @@ export async function handleActions(ctx: MonitorContext, records: DecodedRecord[
       c = parseRequest(record.value, { spiders: ctx.spiders });
     } catch (error) {
       // The kafka-monitor validated it; something else wrote to the internal topic. Whatever it is, it is
-      // this record's problem, never the partition's (DESIGN.md §10).
+      // this record's problem, never the partition's (docs/design.md §10).
       ctx.log.warn('invalid record on the actions topic skipped', {
         offset: record.offset,
         error: (error as Error).message,

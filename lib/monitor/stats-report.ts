@@ -1,5 +1,5 @@
 /**
- * `stats` replies in Scrapy Cluster's shapes (CONTRACT.md), from the time-bucketed counters and the
+ * `stats` replies in Scrapy Cluster's shapes (docs/contract.md), from the time-bucketed counters and the
  * heartbeats (never a keyspace scan: counter names come from the registry).
  *
  * Counter names written by the components:

@@ -1,5 +1,5 @@
 /**
- * Creating Redis connections is the entry points' job (STYLE.md §4); this is the one factory they use,
+ * Creating Redis connections is the entry points' job (docs/style.md §4); this is the one factory they use,
  * so standalone, cluster mode (ElastiCache cluster mode / Serverless) and TLS are set up the same way.
  */
 import { Cluster, Redis } from 'ioredis';

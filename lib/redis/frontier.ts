@@ -1,6 +1,6 @@
 /**
  * The crawl frontier: per-domain priority queues with cluster-wide politeness throttling, in Redis.
- * The monitors and the crawler fleet only call this. DESIGN.md §3 has the rules; keys.ts the sharding.
+ * The monitors and the crawler fleet only call this. docs/design.md §3 has the rules; keys.ts the sharding.
  *
  * ## What the operations mean across workers
  * - **enqueue**: a request is accepted at most once per crawl (canonical-URL fingerprint); accepted means

@@ -1,5 +1,5 @@
 /**
- * Every Redis key crawl-cluster uses is built here, and nowhere else (STYLE.md §1).
+ * Every Redis key crawl-cluster uses is built here, and nowhere else (docs/style.md §1).
  *
  * ## Sharding (hash tags) — read this before adding a key
  * ElastiCache in cluster mode (and Serverless, always cluster mode) runs a Lua script only when every key

@@ -1,7 +1,7 @@
 /**
  * Loads the Lua scripts in ./scripts once (at module load) and runs them as ioredis commands
  * (`defineCommand`: by SHA, with EVAL when the server has not seen them, after a restart or a failover). One typed wrapper per script, in the
- * module of its data structure, is each script's only caller (STYLE.md §2).
+ * module of its data structure, is each script's only caller (docs/style.md §2).
  */
 import { createHash } from 'node:crypto';
 import { readdirSync, readFileSync } from 'node:fs';

@@ -1,5 +1,5 @@
 /**
- * Stats for the `stats` replies (CONTRACT.md): time-bucketed counters and heartbeats, all under the
+ * Stats for the `stats` replies (docs/contract.md): time-bucketed counters and heartbeats, all under the
  * `{<prefix>:stats}` hash tag, so a multi-key script or a pipeline over them stays in one slot.
  *
  * ## Counters
@@ -27,7 +27,7 @@ import type { RedisClient } from './client.ts';
 import { heartbeatKey, statsCounterKey, statsRegistryKey } from './keys.ts';
 import { runScript, script } from './scripts.ts';
 
-/** The windows of the stats replies, in seconds, in reply order (CONTRACT.md). */
+/** The windows of the stats replies, in seconds, in reply order (docs/contract.md). */
 export const STATS_WINDOWS = ['900', '3600', '21600', '43200', '86400', '604800'] as const;
 
 /** A window of the stats replies, in seconds. */

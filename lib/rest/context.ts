@@ -1,5 +1,5 @@
 /**
- * What the REST API needs, handed in by its entry point (STYLE.md §4): the message sink, the reply and stats
+ * What the REST API needs, handed in by its entry point (docs/style.md §4): the message sink, the reply and stats
  * stores, health probes, names, a clock and the timing options. Nothing here opens a connection: the Lambda
  * builds it at module scope (functions/rest/deps.ts), `crawl-cluster local` and the tests build their own.
  */

@@ -36,7 +36,7 @@ export interface EnvelopeError {
   message: string;
   /** The underlying reason, e.g. the validation summary or the client library's error. */
   cause?: string;
-  /** The rejection kind (CONTRACT.md "Rejections") for invalid input. */
+  /** The rejection kind (docs/contract.md "Rejections") for invalid input. */
   kind?: RejectionKind;
   /** Where the input is wrong, as in the rejections on `<p>.rejected`. */
   details?: RejectionDetail[];

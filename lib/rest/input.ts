@@ -1,6 +1,6 @@
 /**
  * Reading request bodies and answering bad ones: the same rejection kinds and details as the kafka-monitor
- * (CONTRACT.md "Rejections"), with Scrapy Cluster's REST messages.
+ * (docs/contract.md "Rejections"), with Scrapy Cluster's REST messages.
  */
 import { Buffer } from 'node:buffer';
 import { type RejectionDetail, SchemaValidationError } from '../errors.ts';

@@ -1,5 +1,5 @@
 /**
- * The REST API's routes (Scrapy Cluster's rest service, CONTRACT.md), framework-free: a request in, a
+ * The REST API's routes (Scrapy Cluster's rest service, docs/contract.md), framework-free: a request in, a
  * response out. The adapters are functions/rest/http-api.ts (API Gateway HTTP API) and
  * localstack/runtime/rest-server.ts (node:http, `crawl-cluster local`).
  *

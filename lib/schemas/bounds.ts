@@ -1,5 +1,5 @@
 /**
- * The bounds of a request that no JSON schema keyword can express (DESIGN.md §10: every edge has a bound),
+ * The bounds of a request that no JSON schema keyword can express (docs/design.md §10: every edge has a bound),
  * checked on the parsed value before the schemas run.
  */
 import { Buffer } from 'node:buffer';
@@ -14,7 +14,7 @@ export const MAX_ATTRS_BYTES = 65_536;
 /**
  * The bounds no JSON schema keyword can express, checked in one iterative walk (a recursive one is what a
  * deeply nested request would overflow): nesting depth, well-formed Unicode in every string and key (a lone
- * surrogate is valid JSON that Redis's cjson cannot decode, DESIGN.md §10), and the size of `attrs`.
+ * surrogate is valid JSON that Redis's cjson cannot decode, docs/design.md §10), and the size of `attrs`.
  * Paths in the details are cut short: a pointer 10,000 levels deep is no help to anyone.
  */
 export function structureProblems(value: unknown): RejectionDetail[] {

@@ -1,6 +1,6 @@
 /**
- * The requests clients put on `<p>.incoming` (CONTRACT.md "Requests"). One Ajv instance compiles the
- * four schemas once at load (STYLE.md §6); {@link parseRequest} and {@link validateRequest} are the way
+ * The requests clients put on `<p>.incoming` (docs/contract.md "Requests"). One Ajv instance compiles the
+ * four schemas once at load (docs/style.md §6); {@link parseRequest} and {@link validateRequest} are the way
  * in, and every failure is one {@link SchemaValidationError} whose details point at the offending field.
  */
 import { Buffer } from 'node:buffer';

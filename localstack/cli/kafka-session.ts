@@ -2,7 +2,7 @@
  * Kafka for one-shot CLI commands (`feed`, `dump`): a person is waiting, so an unreachable or unhappy
  * cluster must turn into a clear error within a bounded time, never kafkajs's long retries (an
  * idempotent producer retries a send forever). The commands are entry points: they open and close
- * their own connections (STYLE.md §4).
+ * their own connections (docs/style.md §4).
  */
 import type { Admin, Consumer, EachMessageHandler, Kafka } from 'kafkajs';
 import { VARIABLES, type Variables } from '../../lib/config/index.ts';

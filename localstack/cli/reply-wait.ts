@@ -3,7 +3,7 @@
  * contract topics exist, listens on reply and page topics with a throwaway consumer group (joined before
  * anything is produced, so no reply can slip past), produces requests to `<p>.incoming`, and waits a
  * bounded time for the reply that carries a request's uuid. The commands are entry points and own these
- * connections (STYLE.md §4).
+ * connections (docs/style.md §4).
  */
 import { randomBytes, randomUUID } from 'node:crypto';
 import type { Admin, Consumer, Producer } from 'kafkajs';

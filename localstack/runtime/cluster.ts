@@ -1,6 +1,6 @@
 /**
  * `crawl-cluster local`: the whole cluster on one machine, running the SAME handlers Lambda runs
- * (DESIGN.md §6): a consumer group per MSK-triggered function turns records into MSK events (batch size
+ * (docs/design.md §6): a consumer group per MSK-triggered function turns records into MSK events (batch size
  * and batching window as the event source mapping), commits only after success and redelivers on failure;
  * timers play the EventBridge schedules; CRAWLER_WORKERS crawler processes run functions/crawler/main.ts.
  */

@@ -1,5 +1,5 @@
 /**
- * The local stand-in for Lambda's MSK event source mapping (DESIGN.md §6): one kafkajs consumer group per
+ * The local stand-in for Lambda's MSK event source mapping (docs/design.md §6): one kafkajs consumer group per
  * function turns records into MSK events (`MSKEvent` of `@types/aws-lambda`, built by the functions' own
  * encoder in functions/shared/msk.ts), hands them to the real handler, and commits offsets only for what the
  * handler accepted.

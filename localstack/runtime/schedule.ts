@@ -1,5 +1,5 @@
 /**
- * The local stand-in for an EventBridge schedule (DESIGN.md §6): a timer that calls a periodic function's
+ * The local stand-in for an EventBridge schedule (docs/design.md §6): a timer that calls a periodic function's
  * handler with the scheduled event Scheduler would send.
  *
  * Unlike EventBridge, which would start a second concurrent invocation, a tick that comes while the previous

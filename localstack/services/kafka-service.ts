@@ -1,5 +1,5 @@
 /**
- * A real Apache Kafka broker from its Maven Central artifacts (shared/notes/kafka-from-maven.md), run on
+ * A real Apache Kafka broker from its Maven Central artifacts (localstack/kafka/pom.xml), run on
  * the machine's Java as one KRaft broker+controller on loopback with auto topic creation off (as MSK).
  * Ready means a topic create, a produce and a consume all succeeded.
  */

@@ -1,7 +1,7 @@
 /**
  * Two local Redis servers from Debian's `redis-server`: a standalone one (append-only file on) and a
  * cluster-mode one (`cluster-enabled yes`, one node owning all 16384 slots) so that a script touching
- * keys of two slots fails the integration tier exactly as it would on ElastiCache (DESIGN.md §3).
+ * keys of two slots fails the integration tier exactly as it would on ElastiCache (docs/design.md §3).
  */
 import { execFileSync, spawnSync } from 'node:child_process';
 import { mkdirSync, writeFileSync } from 'node:fs';
@@ -104,7 +104,7 @@ export async function redisUp(layout: ServicesLayout, kind: RedisKind, progress:
       `dir ${p.dir}`,
       'appendonly yes',
       'appendfsync everysec',
-      // The frontier must never be evicted silently (DESIGN.md §3, as on ElastiCache).
+      // The frontier must never be evicted silently (docs/design.md §3, as on ElastiCache).
       'maxmemory-policy noeviction',
       'save ""',
       // Keeps the config path in the process title, so `down` can tell our process from a stranger's.

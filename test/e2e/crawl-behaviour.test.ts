@@ -1,5 +1,5 @@
 /**
- * What the crawler fleet promises beyond "every page once" (issue 5 Tests; CONTRACT.md "Behaviour that the
+ * What the crawler fleet promises beyond "every page once" (issue 5 Tests; docs/contract.md "Behaviour that the
  * contract promises"), end to end: requests fed to Kafka and handled by the real monitors, crawler worker
  * PROCESSES (functions/crawler/main.ts) fetching a fixture site on loopback, pages read back from
  * `<p>.crawled_firehose`, and the site's own log of when each request arrived.

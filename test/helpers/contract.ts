@@ -1,4 +1,4 @@
-/** The page message's fields (CONTRACT.md "Pages"), shared by the unit and e2e tests that check the shape. */
+/** The page message's fields (docs/contract.md "Pages"), shared by the unit and e2e tests that check the shape. */
 export const CONTRACT_PAGE_FIELDS = [
   'appid',
   'crawlid',

@@ -1,5 +1,5 @@
 /**
- * In-memory fakes of our own seams (STYLE.md §9, unit tier): the frontier the monitors use, the message sink,
+ * In-memory fakes of our own seams (docs/style.md §9, unit tier): the frontier the monitors use, the message sink,
  * the stats and reply stores, a log that keeps its lines, and {@link testContext} to put them together
  * under a fixed clock. Each fake keeps the semantics its interface documents (frontier.ts module doc,
  * enqueue.lua, stop.lua) in the simplest form, and has a switch to fail like its infrastructure does.

@@ -1,5 +1,5 @@
 /**
- * A deterministic fuzz of `<p>.incoming` messages (DESIGN.md §10: "a generated fuzz of 10,000 requests"):
+ * A deterministic fuzz of `<p>.incoming` messages (docs/design.md §10: "a generated fuzz of 10,000 requests"):
  * valid requests of every type mixed with every way a client can get one wrong or make one hostile. Each
  * message is independent (its own crawlid and uuid), so each must get its own visible outcome.
  */

@@ -1,5 +1,5 @@
 /**
- * A web site of hostile pages on loopback for the poison tier (DESIGN.md §10), plus a harmless `/ok`. Every
+ * A web site of hostile pages on loopback for the poison tier (docs/design.md §10), plus a harmless `/ok`. Every
  * page is generated on request; the site counts the requests of each path, so a test can tell a page that
  * was fetched once from one that is fetched forever.
  */

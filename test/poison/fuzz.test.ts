@@ -1,5 +1,5 @@
 /**
- * Poison tier, fuzz (DESIGN.md §10): 10,000 generated requests (valid ones of every type mixed with every
+ * Poison tier, fuzz (docs/design.md §10): 10,000 generated requests (valid ones of every type mixed with every
  * way to get one wrong) fed to `<p>.incoming` of the real local cluster. Every message gets exactly one
  * visible outcome: a rejection on `<p>.rejected` naming its offset, a page (a valid crawl), or a reply on
  * outbound (a valid action, stats or domain request). Nothing stalls: a normal crawl fed last completes.

@@ -1,6 +1,6 @@
 /**
  * The configuration module: one schema with defaults, validated once, failing with the variable's name
- * (STYLE.md §5). Also keeps README.md's configuration table in step with lib/config/variables.ts.
+ * (docs/style.md §5). Also keeps README.md's configuration table in step with lib/config/variables.ts.
  */
 import { readFileSync } from 'node:fs';
 import { describe, expect, it } from 'vitest';

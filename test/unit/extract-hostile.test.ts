@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { extractLinks, extractPageLinks } from '../../lib/crawl/extract.ts';
 
-// Pages built to hang, exhaust or crash a worker (DESIGN.md §10). Wall time is never asserted: the time
+// Pages built to hang, exhaust or crash a worker (docs/design.md §10). Wall time is never asserted: the time
 // budget is tested with an injected clock, and the big pages use an unlimited budget so a slow machine
 // cannot turn them into a different test (only the test timeouts bound them). The cheerio DOM this
 // replaced ran over 5 minutes on each million-<div> page, overflowed the stack after 25 s on the 200,000

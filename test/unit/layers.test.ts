@@ -100,6 +100,12 @@ describe('layers', () => {
     expect(offenders(inside('schemas'), (t) => !inside('crawl')(t) && !inside('monitor')(t))).toEqual([]);
   });
 
+  it('cites only documents in the repository (docs/), never the team notes beside it', () => {
+    const outside = /(?<![\w/])(CONTRACT|DESIGN|STYLE)\.md|shared\/notes\/|shared\/data\//;
+    const citing = [...graph.keys()].filter((file) => outside.test(readFileSync(join(ROOT, file), 'utf8')));
+    expect(citing).toEqual([]);
+  });
+
   it('has no import cycle', () => {
     const cycles: string[] = [];
     const state = new Map<string, 'open' | 'done'>();

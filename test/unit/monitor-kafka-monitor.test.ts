@@ -224,7 +224,7 @@ describe('handleIncoming: forwarded requests', () => {
     ]);
   });
 
-  // CONTRACT.md: the type is decided by which schema validates, and `stats` defaults to "all".
+  // docs/contract.md: the type is decided by which schema validates, and `stats` defaults to "all".
   it('forwards a stats request without "stats" as a stats request for "all"', async () => {
     const ctx = testContext();
     const result = await handleIncoming(ctx, recordsOf(INCOMING, [{ uuid: 's1', appid: 'testapp' }]));

@@ -297,7 +297,7 @@ describe('handleActions: stats', () => {
     ['queue', [...common, 'queues']],
     ['crawler', [...common, 'machines', 'machine_outcomes', 'queue', 'spiders', 'spider_outcomes']],
     ['all', [...common, 'crawler', 'kafka-monitor', 'redis-monitor', 'rest']],
-  ])('answers stats "%s" with the keys CONTRACT.md lists', async (type, keys) => {
+  ])('answers stats "%s" with the keys docs/contract.md lists', async (type, keys) => {
     const ctx = testContext();
     await withCrawls(ctx);
     await withStats(ctx);
@@ -349,7 +349,7 @@ describe('handleActions: stats', () => {
     expect(reply.plugins).toEqual({});
   });
 
-  // CONTRACT.md: `"nodes":{...}`, an object (Scrapy Cluster: host → ids of live processes).
+  // docs/contract.md: `"nodes":{...}`, an object (Scrapy Cluster: host → ids of live processes).
   it('reports a monitor’s live nodes as an object listing the live node ids', async () => {
     const ctx = testContext();
     await withStats(ctx);

@@ -1,5 +1,5 @@
 /**
- * Hostile requests (DESIGN.md §10) against the validation edge and the kafka-monitor: each gets a visible,
+ * Hostile requests (docs/design.md §10) against the validation edge and the kafka-monitor: each gets a visible,
  * bounded rejection and never fails the batch as if Redis or Kafka were down.
  */
 import { describe, expect, it } from 'vitest';

@@ -1,7 +1,7 @@
 import { defineConfig } from 'vitest/config';
 
 /**
- * Five tiers (docs/style.md §9): unit (no network), integration, e2e and poison (real Redis + Kafka, started by the
+ * Six tiers (docs/style.md §9): unit (no network), integration, e2e, contract and poison (real Redis + Kafka, started by the
  * global setup when not running), cdk (assertions on the synthesized template).
  */
 export default defineConfig({
@@ -30,6 +30,18 @@ export default defineConfig({
           name: 'e2e',
           include: ['test/e2e/**/*.test.ts'],
           // The handlers' Powertools metrics would print an EMF document per invocation.
+          env: { POWERTOOLS_METRICS_DISABLED: 'true' },
+          globalSetup: ['test/helpers/global-setup.ts'],
+          testTimeout: 120_000,
+          hookTimeout: 180_000,
+          fileParallelism: false,
+        },
+      },
+      {
+        test: {
+          // Scrapy Cluster's documented requests through the local cluster, replies and pages checked field by field.
+          name: 'contract',
+          include: ['test/contract/**/*.test.ts'],
           env: { POWERTOOLS_METRICS_DISABLED: 'true' },
           globalSetup: ['test/helpers/global-setup.ts'],
           testTimeout: 120_000,

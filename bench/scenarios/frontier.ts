@@ -1,0 +1,255 @@
+/**
+ * URL Frontier API benchmark (crawler-commons URL Frontier 2.6 over gRPC, lib/url-frontier/):
+ *
+ * 1. start our server in-process (functions/url-frontier/server.ts, port 0) over the benchmark Redis with a fresh
+ *    key prefix; or, with `BENCH_FRONTIER_TARGET=host:port`, use any running URL Frontier server instead (then
+ *    nothing is started and Redis memory is not measured);
+ * 2. SetDelay 0 (default politeness delay of the crawl, so politeness does not throttle the drain);
+ * 3. PutURLs of N discovered URLs (default 100,000) over Q hosts (default 1,000, one queue per host: the key is
+ *    left empty and derived from the URL by the server) on one bidi stream with at most W unacked items in flight:
+ *    URLs/s end to end, until the last ack;
+ * 4. Redis bytes per known URL: INFO memory used_memory before/after the puts divided by N, plus MEMORY USAGE of
+ *    the store's keys;
+ * 5. GetURLs calls (max_queues 0, max_urls_per_queue 100, delay_requestable 30) until every URL was served:
+ *    URLs/s end to end;
+ * 6. cleanup: DeleteCrawl on an external target; otherwise UNLINK of the keys the prefix's store created
+ *    (UrlFrontierStore.knownKeys: no KEYS, no SCAN, no FLUSHDB).
+ *
+ * Sizes: BENCH_FRONTIER_URLS, BENCH_FRONTIER_QUEUES, BENCH_FRONTIER_WINDOW. Redis: bench/lib/redis.ts (`BENCH_REDIS`).
+ */
+import { randomBytes } from 'node:crypto';
+import * as grpc from '@grpc/grpc-js';
+import { startUrlFrontierServer, type UrlFrontierServer } from '../../functions/url-frontier/server.ts';
+import { urlFrontierClientConstructor } from '../../lib/url-frontier/service.ts';
+import { UrlFrontierStore } from '../../lib/url-frontier/store.ts';
+import { memoryUsage, usedMemory } from '../lib/redis.ts';
+import type { Numbers, ScenarioContext, Target } from '../lib/scenario.ts';
+import { msSince, nowNs, round } from '../lib/timing.ts';
+
+export const description = 'URL Frontier API (gRPC): PutURLs and GetURLs URLs/s end to end, Redis bytes per known URL';
+
+export const targets: Target[] = [{ metric: 'bytes_per_url', op: '<=', value: 250, label: 'bytes/known URL' }];
+
+export const headline: [string, string][] = [
+  ['urls', 'URLs'],
+  ['queues', 'queues'],
+  ['put_urls_per_s', 'PutURLs URLs/s'],
+  ['get_urls_per_s', 'GetURLs URLs/s'],
+  ['bytes_per_url', 'bytes/known URL'],
+];
+
+const SECTIONS = ['news', 'products', 'blog', 'articles', 'category/shoes', 'help/faq', '2024/05', 'docs/api'];
+const SLUG = 'the-quick-guide-to-autumn-garden-care-and-winter-storage';
+
+function envInt(name: string, fallback: number): number {
+  const v = Number(process.env[name]);
+  return Number.isInteger(v) && v > 0 ? v : fallback;
+}
+
+/** The i-th URL: host i mod Q, 60–90 characters, unique. */
+function urlOf(i: number, queues: number): string {
+  const host = `www.site${i % queues}.example.com`;
+  const section = SECTIONS[i % SECTIONS.length] as string;
+  const slug = SLUG.slice(0, 10 + ((i * 7) % 30));
+  return `https://${host}/${section}/${slug}-${i.toString(36)}.html`;
+}
+
+type Client = grpc.Client & Record<string, (...args: unknown[]) => unknown>;
+
+function unaryCall<Res>(client: Client, method: string, req: object): Promise<Res> {
+  return new Promise((resolve, reject) => {
+    (client[method] as (req: object, cb: (e: grpc.ServiceError | null, res: Res) => void) => void).call(
+      client,
+      req,
+      (error, res) => (error ? reject(error) : resolve(res)),
+    );
+  });
+}
+
+/** PutURLs of `n` discovered URLs on one stream, at most `window` unacked; resolves with the ack tally. */
+function putUrls(
+  client: Client,
+  crawlID: string,
+  n: number,
+  queues: number,
+  window: number,
+  progress: (m: string) => void,
+): Promise<Record<string, number>> {
+  return new Promise((resolve, reject) => {
+    const call = (client.PutURLs as () => grpc.ClientDuplexStream<object, { ID: string; status: string }>).call(client);
+    const tally: Record<string, number> = {};
+    let sent = 0;
+    let acked = 0;
+    let lastReport = Date.now();
+    let draining = false;
+    const pump = () => {
+      draining = false;
+      while (sent < n && sent - acked < window) {
+        const url = urlOf(sent, queues);
+        sent++;
+        const ok = call.write({ ID: url, discovered: { info: { url, key: '', crawlID, metadata: {} } } });
+        if (!ok) {
+          draining = true;
+          call.once('drain', pump);
+          return;
+        }
+      }
+      if (sent === n) call.end();
+    };
+    call.on('data', (ack: { status: string }) => {
+      acked++;
+      tally[ack.status] = (tally[ack.status] ?? 0) + 1;
+      if (Date.now() - lastReport > 5000) {
+        lastReport = Date.now();
+        progress(`  acked ${acked.toLocaleString('en-US')}`);
+      }
+      if (sent < n && !draining && sent - acked <= window / 2) pump();
+    });
+    call.on('error', reject);
+    call.on('end', () => (acked === n ? resolve(tally) : reject(new Error(`PutURLs: ${acked} acks for ${n} URLs`))));
+    pump();
+  });
+}
+
+/** One GetURLs call: the number of URLs served. */
+function getUrls(client: Client, crawlID: string, perQueue: number, hold: number): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const call = (client.GetURLs as (req: object) => grpc.ClientReadableStream<object>).call(client, {
+      max_urls_per_queue: perQueue,
+      max_queues: 0,
+      key: '',
+      delay_requestable: hold,
+      crawlID,
+    });
+    let n = 0;
+    call.on('data', () => {
+      n++;
+    });
+    call.on('error', reject);
+    call.on('end', () => resolve(n));
+  });
+}
+
+export async function run(ctx: ScenarioContext): Promise<Numbers> {
+  const n = envInt('BENCH_FRONTIER_URLS', 100_000);
+  const queues = envInt('BENCH_FRONTIER_QUEUES', 1_000);
+  const window = envInt('BENCH_FRONTIER_WINDOW', 2_000);
+  const perQueue = 100;
+  const hold = 30;
+  const target = process.env.BENCH_FRONTIER_TARGET;
+  const crawlID = `bench-${randomBytes(4).toString('hex')}`;
+
+  let server: UrlFrontierServer | undefined;
+  let store: UrlFrontierStore | undefined;
+  let address = target;
+  if (!address) {
+    const bench = await ctx.redis();
+    store = new UrlFrontierStore(bench.client, `bench-uf-${randomBytes(4).toString('hex')}`);
+    server = await startUrlFrontierServer(store, { port: 0 });
+    address = server.address;
+    ctx.input('key_prefix', store.prefix);
+    ctx.note(
+      bench.mode === 'private'
+        ? 'private redis-server (no AOF/RDB, no other clients): used_memory delta is exact'
+        : 'shared standalone Redis (other clients possible): used_memory delta is approximate',
+    );
+    ctx.note('our server runs in-process (same Node event loop as the bench client) over ioredis');
+  } else {
+    ctx.note(`external server ${target} (BENCH_FRONTIER_TARGET): Redis memory not measured`);
+  }
+  for (const [k, v] of Object.entries({
+    server: target ? `external ${target}` : 'crawl-cluster in-process',
+    urls: n,
+    queues,
+    put_window_unacked: window,
+    get_max_urls_per_queue: perQueue,
+    get_max_queues: 0,
+    get_delay_requestable_s: hold,
+    crawl_id: crawlID,
+    metadata: 'none',
+  }))
+    ctx.input(k, v);
+  ctx.note('PutURLs: discovered items, key left empty (derived from the host), one bidi stream; rate until last ack');
+
+  const Ctor = urlFrontierClientConstructor();
+  const client = new Ctor(address, grpc.credentials.createInsecure(), {
+    'grpc.max_receive_message_length': -1,
+  }) as unknown as Client;
+  const out: Numbers = { urls: n, queues };
+  try {
+    await unaryCall(client, 'SetDelay', { key: '', delay_requestable: 0, crawlID, local: false });
+
+    const redis = store?.redis;
+    const memBefore = redis ? await usedMemory(redis) : 0;
+    ctx.progress(`PutURLs ${n.toLocaleString('en-US')} URLs over ${queues} queues to ${address}`);
+    let t = nowNs();
+    const tally = await putUrls(client, crawlID, n, queues, window, ctx.progress);
+    const putS = msSince(t) / 1000;
+    Object.assign(out, {
+      put_s: round(putS, 2),
+      put_urls_per_s: Math.round(n / putS),
+      put_acks: JSON.stringify(tally),
+    });
+    ctx.progress(`  ${out.put_urls_per_s} URLs/s (${putS.toFixed(1)} s), acks ${out.put_acks}`);
+
+    if (redis && store) {
+      const memAfter = await usedMemory(redis);
+      let keysBytes = 0;
+      const byKind: Record<string, number> = {};
+      for (const key of await store.knownKeys()) {
+        const bytes = await memoryUsage(redis, key);
+        keysBytes += bytes;
+        const kind = key.slice(key.lastIndexOf(':') + 1);
+        byKind[kind] = (byKind[kind] ?? 0) + bytes;
+      }
+      Object.assign(out, {
+        used_memory_delta_bytes: memAfter - memBefore,
+        bytes_per_url: round((memAfter - memBefore) / n, 1),
+        bytes_per_url_memory_usage: round(keysBytes / n, 1),
+        bytes_per_url_by_key: Object.entries(byKind)
+          .filter(([, b]) => b / n >= 0.05)
+          .sort((a, b) => b[1] - a[1])
+          .map(([k, b]) => `${k} ${round(b / n, 1)}`)
+          .join('; '),
+      });
+      ctx.progress(
+        `  ${out.bytes_per_url} B/known URL (used_memory), ${out.bytes_per_url_memory_usage} (MEMORY USAGE: ${out.bytes_per_url_by_key})`,
+      );
+    }
+
+    ctx.progress('GetURLs until every URL is served');
+    t = nowNs();
+    let served = 0;
+    let calls = 0;
+    let empty = 0;
+    while (served < n && empty < 3) {
+      const got = await getUrls(client, crawlID, perQueue, hold);
+      calls++;
+      served += got;
+      empty = got === 0 ? empty + 1 : 0;
+    }
+    const getS = msSince(t) / 1000;
+    Object.assign(out, {
+      get_s: round(getS, 2),
+      get_calls: calls,
+      get_served: served,
+      get_urls_per_s: Math.round(served / getS),
+    });
+    ctx.progress(`  ${served} URLs in ${calls} calls, ${out.get_urls_per_s} URLs/s (${getS.toFixed(1)} s)`);
+    if (served !== n) ctx.note(`GetURLs served ${served} of ${n} URLs`);
+  } finally {
+    if (store) {
+      const t = nowNs();
+      const keys = await store.knownKeys();
+      let removed = 0;
+      for (let i = 0; i < keys.length; i += 1000) removed += await store.redis.unlink(...keys.slice(i, i + 1000));
+      ctx.progress(`cleanup: unlinked ${removed} keys in ${msSince(t).toFixed(0)} ms`);
+    } else {
+      const deleted = await unaryCall<{ value: number }>(client, 'DeleteCrawl', { value: crawlID, local: false });
+      ctx.progress(`cleanup: DeleteCrawl ${crawlID} removed ${deleted.value}`);
+    }
+    client.close();
+    await server?.close();
+  }
+  return out;
+}

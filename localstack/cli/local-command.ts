@@ -10,6 +10,7 @@ interface LocalOptions {
   batchingWindow: number;
   scheduleEvery: number;
   restPort: number;
+  frontierPort: number;
   jsonLogs?: boolean;
 }
 
@@ -35,6 +36,12 @@ export function registerLocal(program: Command, out: Output): void {
       integerOption({ min: 0, max: 65535 }),
       5343,
     )
+    .option(
+      '--frontier-port <port>',
+      'port of the URL Frontier API (gRPC, urlfrontier.URLFrontier) on 127.0.0.1; 0 disables it',
+      integerOption({ min: 0, max: 65535 }),
+      7071,
+    )
     .option('--json-logs', 'log lines as JSON instead of human-readable text')
     .action(async (opts: LocalOptions) => {
       quietLocalMetrics();
@@ -58,6 +65,7 @@ export function registerLocal(program: Command, out: Output): void {
       };
       // First, so a port in use fails the command before anything else has started.
       const rest = opts.restPort === 0 ? undefined : await startRest(opts.restPort, monitorLog, log);
+      const frontier = opts.frontierPort === 0 ? undefined : await startFrontier(opts.frontierPort, log, rest);
       const deps = await createMonitorDeps('local', monitorLog);
       const cluster = await startLocalCluster({
         vars,
@@ -79,6 +87,7 @@ export function registerLocal(program: Command, out: Output): void {
       });
       log('info', 'stopping: finishing in-flight batches');
       await rest?.close();
+      await frontier?.close();
       await cluster.stop();
       await deps.close();
       log('info', 'stopped');
@@ -101,6 +110,21 @@ async function startRest(port: number, monitorLog: Log, log: RuntimeLog): Promis
     };
   } catch (error) {
     await deps.close();
+    throw error;
+  }
+}
+
+/** The URL Frontier API on 127.0.0.1:`port` (localstack/runtime/url-frontier.ts); on failure closes `rest` too. */
+async function startFrontier(
+  port: number,
+  log: RuntimeLog,
+  rest: { close(): Promise<void> } | undefined,
+): Promise<{ close(): Promise<void> }> {
+  const { startLocalUrlFrontier } = await import('../runtime/url-frontier.ts');
+  try {
+    return await startLocalUrlFrontier({ vars: config(), port, log });
+  } catch (error) {
+    await rest?.close();
     throw error;
   }
 }

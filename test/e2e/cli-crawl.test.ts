@@ -243,7 +243,7 @@ describe('info, stop, stats and an unfinished crawl against a running cluster wi
     expect(run.stdout).toMatch(/^kafka-monitor: \d+ live nodes?$/m);
     expect(run.stdout).toMatch(/^redis-monitor: \d+ live nodes?$/m);
     // The kafka-monitor has handled at least the three crawl requests fed above.
-    expect(run.stdout).toMatch(/^plugin crawl(\s+\d+){6}\s+([3-9]|\d\d+)$/m);
+    expect(run.stdout).toMatch(/^plugin ScraperHandler(\s+\d+){6}\s+([3-9]|\d\d+)$/m);
     expect(run.stdout).toContain('queues: total backlog 3');
   });
 

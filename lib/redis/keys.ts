@@ -237,10 +237,11 @@ export function urlFrontierCrawlKeys(prefix: string, crawl: string): UrlFrontier
 
 /** The keys of one queue (crawl, key) of a URL frontier. */
 export interface UrlFrontierQueueKeys {
-  /** HASH url → creation date (epoch s): every URL of the queue, active or completed. */
+  /**
+   * HASH url → `<creation date (epoch s)>\t<metadata JSON>` (`{name: [values]}`): every URL of the queue, active
+   * or completed. One field per URL for both, to keep Redis memory per URL low.
+   */
   created: string;
-  /** HASH url → metadata JSON (`{name: [values]}`). */
-  meta: string;
   /** ZSET url → next-fetch date (epoch s): scheduled URLs that are not held. */
   sched: string;
   /** ZSET url → held until (epoch ms): URLs handed out by GetURLs. */
@@ -257,7 +258,6 @@ export function urlFrontierQueueKeys(prefix: string, crawl: string, key: string)
   const q = `${urlFrontierTag(prefix)}:q:${encodeURIComponent(crawl)}:${encodeURIComponent(key)}`;
   return {
     created: `${q}:created`,
-    meta: `${q}:meta`,
     sched: `${q}:sched`,
     held: `${q}:held`,
     hdate: `${q}:hdate`,

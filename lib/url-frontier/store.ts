@@ -100,6 +100,14 @@ function parseMetadata(json: string | null | undefined): Metadata {
   }
 }
 
+/** Splits a `created` field value `<creation date>\t<metadata JSON>` (see redis/keys.ts). */
+function splitCreated(value: string | null | undefined): { created: number; metadata: string } {
+  if (value === null || value === undefined) return { created: 0, metadata: '{}' };
+  const tab = value.indexOf('\t');
+  if (tab < 0) return { created: Number(value), metadata: '{}' };
+  return { created: Number(value.slice(0, tab)), metadata: value.slice(tab + 1) };
+}
+
 export class UrlFrontierStore {
   readonly redis: RedisClient;
   readonly prefix: string;
@@ -284,20 +292,22 @@ export class UrlFrontierStore {
       .filter((u) => !filter || filter(u))
       .sort();
     if (urls.length === 0) return [];
-    const [meta, sched, hdate, done] = await Promise.all([
-      this.redis.hmget(q.meta, ...urls),
+    const [sched, hdate, done] = await Promise.all([
       this.redis.zmscore(q.sched, ...urls),
       this.redis.hmget(q.hdate, ...urls),
       this.redis.smismember(q.done, ...urls),
     ]);
-    return urls.map((url, i) => ({
-      crawl,
-      key,
-      url,
-      metadata: parseMetadata(meta[i]),
-      date: done[i] ? 0 : Number(sched[i] ?? hdate[i] ?? 0),
-      created: Number(created[url]),
-    }));
+    return urls.map((url, i) => {
+      const c = splitCreated(created[url]);
+      return {
+        crawl,
+        key,
+        url,
+        metadata: parseMetadata(c.metadata),
+        date: done[i] ? 0 : Number(sched[i] ?? hdate[i] ?? 0),
+        created: c.created,
+      };
+    });
   }
 
   /** ListURLs: the URLs of a queue or crawl (completed included), paged among the filtered ones. */
@@ -341,10 +351,10 @@ export class UrlFrontierStore {
   /** One URL's record, or undefined when the queue does not know it. */
   async urlStatus(crawl: string, key: string, url: string): Promise<UrlRecord | undefined> {
     const q = urlFrontierQueueKeys(this.prefix, crawl, key);
-    const created = await this.redis.hget(q.created, url);
-    if (created === null) return undefined;
-    const [meta, sched, hdate, done] = await Promise.all([
-      this.redis.hget(q.meta, url),
+    const value = await this.redis.hget(q.created, url);
+    if (value === null) return undefined;
+    const { created, metadata } = splitCreated(value);
+    const [sched, hdate, done] = await Promise.all([
       this.redis.zscore(q.sched, url),
       this.redis.hget(q.hdate, url),
       this.redis.sismember(q.done, url),
@@ -353,9 +363,9 @@ export class UrlFrontierStore {
       crawl,
       key,
       url,
-      metadata: done ? {} : parseMetadata(meta),
+      metadata: done ? {} : parseMetadata(metadata),
       date: done ? 0 : Number(sched ?? hdate ?? 0),
-      created: Number(created),
+      created,
     };
   }
 

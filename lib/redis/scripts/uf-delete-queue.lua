@@ -2,7 +2,7 @@
   URL frontier: delete one queue and all its URLs (DeleteQueue, DeleteCrawl); the crawl disappears with its
   last queue.
 
-  KEYS[1..11]  queue keys (includes/uf.lua)
+  KEYS[1..10]  queue keys (includes/uf.lua)
   ARGV[1]      crawl ID
   ARGV[2]      queue key
 
@@ -13,7 +13,7 @@
 
 if not redis.call('ZSCORE', K.queues, QKEY) then return 0 end
 local n = redis.call('HLEN', K.created)
-redis.call('DEL', K.created, K.meta, K.sched, K.held, K.hdate, K.done, K.info)
+redis.call('DEL', K.created, K.sched, K.held, K.hdate, K.done, K.info)
 redis.call('ZREM', K.queues, QKEY)
 redis.call('ZREM', K.rot, QKEY)
 if redis.call('ZCARD', K.queues) == 0 then redis.call('SREM', K.crawls, CRAWL) end

@@ -1,7 +1,7 @@
 --[[
   URL frontier: delete the URLs of one queue created before a cutoff (PurgeURLs). The queue itself stays.
 
-  KEYS[1..11]  queue keys (includes/uf.lua)
+  KEYS[1..10]  queue keys (includes/uf.lua)
   ARGV[1]      crawl ID
   ARGV[2]      queue key
   ARGV[3]      cutoff (epoch s): URLs created before it go
@@ -16,9 +16,9 @@ local all = redis.call('HGETALL', K.created)
 local n = 0
 for j = 1, #all, 2 do
   local url = all[j]
-  if tonumber(all[j + 1]) < cutoff then
+  local created = split_created(all[j + 1])
+  if created < cutoff then
     redis.call('HDEL', K.created, url)
-    redis.call('HDEL', K.meta, url)
     redis.call('ZREM', K.sched, url)
     redis.call('ZREM', K.held, url)
     redis.call('HDEL', K.hdate, url)

@@ -1,9 +1,10 @@
 --[[
   URL frontier: store URL items into one queue (PutURLs, PutDiscovered). A discovered URL is added only if the
   queue does not know it (active or completed); a known URL always overwrites metadata and schedule, releases
-  its hold, and with date 0 becomes completed. The creation date is set on first store only.
+  its hold, and with date 0 becomes completed. The creation date is set on first store only; `created` holds
+  '<creation date>\t<metadata JSON>' per URL.
 
-  KEYS[1..11]  queue keys (includes/uf.lua)
+  KEYS[1..10]  queue keys (includes/uf.lua)
   ARGV[1]      crawl ID
   ARGV[2]      queue key
   ARGV[3]      now (epoch s)
@@ -21,21 +22,21 @@ local out = {}
 local i = 4
 while i + 3 <= #ARGV do
   local kind, url, date, meta = ARGV[i], ARGV[i + 1], tonumber(ARGV[i + 2]), ARGV[i + 3]
-  local exists = redis.call('HEXISTS', K.created, url) == 1
+  local old = redis.call('HGET', K.created, url)
   if kind == 'd' then
-    if exists then
+    if old then
       out[#out + 1] = 1
     else
       ensure_queue()
-      redis.call('HSET', K.created, url, now)
-      redis.call('HSET', K.meta, url, meta)
+      redis.call('HSET', K.created, url, now .. '\t' .. meta)
       redis.call('ZADD', K.sched, now, url)
       out[#out + 1] = 0
     end
   else
     ensure_queue()
-    if not exists then redis.call('HSET', K.created, url, now) end
-    redis.call('HSET', K.meta, url, meta)
+    local created = now
+    if old then created = split_created(old) end
+    redis.call('HSET', K.created, url, created .. '\t' .. meta)
     redis.call('ZREM', K.held, url)
     redis.call('HDEL', K.hdate, url)
     if date == 0 then

@@ -4,7 +4,7 @@
   the due URLs (date <= now, not held; by date then URL), holds them until `held until`, and stamps lastProduced
   if any was taken. Atomic, so two servers never hand out the same held URL.
 
-  KEYS[1..11]  queue keys (includes/uf.lua)
+  KEYS[1..10]  queue keys (includes/uf.lua)
   ARGV[1]      crawl ID
   ARGV[2]      queue key
   ARGV[3]      now (epoch ms)
@@ -41,7 +41,10 @@ for j = 1, #due, 2 do
   redis.call('ZADD', K.held, until_ms, url)
   redis.call('HSET', K.hdate, url, date)
   out[#out + 1] = url
-  out[#out + 1] = redis.call('HGET', K.meta, url) or '{}'
+  local v = redis.call('HGET', K.created, url)
+  local meta = '{}'
+  if v then meta = select(2, split_created(v)) end
+  out[#out + 1] = meta
 end
 if #out > 0 then redis.call('HSET', K.info, 'last', now) end
 return out

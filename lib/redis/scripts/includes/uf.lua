@@ -5,13 +5,12 @@
   KEYS[2]  state    HASH active, delay, seq
   KEYS[3]  queues   ZSET the crawl's queue keys (score 0)
   KEYS[4]  rot      ZSET queue key -> rotation sequence
-  KEYS[5]  created  HASH url -> creation date (s)
-  KEYS[6]  meta     HASH url -> metadata JSON
-  KEYS[7]  sched    ZSET url -> next-fetch date (s), not held
-  KEYS[8]  held     ZSET url -> held until (ms)
-  KEYS[9]  hdate    HASH url -> next-fetch date of a held URL
-  KEYS[10] done     SET completed URLs
-  KEYS[11] info     HASH delay, blocked, limit, last
+  KEYS[5]  created  HASH url -> '<creation date (s)>\t<metadata JSON>'
+  KEYS[6]  sched    ZSET url -> next-fetch date (s), not held
+  KEYS[7]  held     ZSET url -> held until (ms)
+  KEYS[8]  hdate    HASH url -> next-fetch date of a held URL
+  KEYS[9]  done     SET completed URLs
+  KEYS[10] info     HASH delay, blocked, limit, last
   ARGV[1]  crawl ID, ARGV[2] queue key (every script that includes this)
 ]]
 local K = {
@@ -20,15 +19,21 @@ local K = {
   queues = KEYS[3],
   rot = KEYS[4],
   created = KEYS[5],
-  meta = KEYS[6],
-  sched = KEYS[7],
-  held = KEYS[8],
-  hdate = KEYS[9],
-  done = KEYS[10],
-  info = KEYS[11],
+  sched = KEYS[6],
+  held = KEYS[7],
+  hdate = KEYS[8],
+  done = KEYS[9],
+  info = KEYS[10],
 }
 local CRAWL = ARGV[1]
 local QKEY = ARGV[2]
+
+-- Splits a `created` field value '<creation date>\t<metadata JSON>' into (creation date, metadata JSON).
+local function split_created(v)
+  local tab = string.find(v, '\t', 1, true)
+  if not tab then return tonumber(v), '{}' end
+  return tonumber(string.sub(v, 1, tab - 1)), string.sub(v, tab + 1)
+end
 
 -- Puts held URLs whose hold ended (held until <= now ms) back into the schedule at their date.
 local function release_expired(now)

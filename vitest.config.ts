@@ -1,9 +1,24 @@
 import { defineConfig } from 'vitest/config';
 
 /**
- * Six tiers (docs/style.md §9): unit (no network), integration, e2e, contract and poison (real Redis + Kafka, started by the
- * global setup when not running), cdk (assertions on the synthesized template).
+ * Six tiers (docs/style.md §9): unit (no network), integration, e2e, contract and poison (real Redis + Kafka,
+ * started by the global setup when not running), cdk (assertions on the synthesized template).
  */
+/** A tier that runs the real local cluster (Redis + Kafka, started by the global setup): one file at a time. */
+function clusterTier(name: string, testTimeout: number) {
+  return {
+    test: {
+      name,
+      include: [`test/${name}/**/*.test.ts`],
+      env: { POWERTOOLS_METRICS_DISABLED: 'true' },
+      globalSetup: ['test/helpers/global-setup.ts'],
+      testTimeout,
+      hookTimeout: 180_000,
+      fileParallelism: false,
+    },
+  };
+}
+
 export default defineConfig({
   test: {
     projects: [
@@ -25,42 +40,12 @@ export default defineConfig({
           fileParallelism: false,
         },
       },
-      {
-        test: {
-          name: 'e2e',
-          include: ['test/e2e/**/*.test.ts'],
-          // The handlers' Powertools metrics would print an EMF document per invocation.
-          env: { POWERTOOLS_METRICS_DISABLED: 'true' },
-          globalSetup: ['test/helpers/global-setup.ts'],
-          testTimeout: 120_000,
-          hookTimeout: 180_000,
-          fileParallelism: false,
-        },
-      },
-      {
-        test: {
-          // Scrapy Cluster's documented requests through the local cluster, replies and pages checked field by field.
-          name: 'contract',
-          include: ['test/contract/**/*.test.ts'],
-          env: { POWERTOOLS_METRICS_DISABLED: 'true' },
-          globalSetup: ['test/helpers/global-setup.ts'],
-          testTimeout: 120_000,
-          hookTimeout: 180_000,
-          fileParallelism: false,
-        },
-      },
-      {
-        test: {
-          // Hostile requests, hostile pages and a 10k fuzz through the real local cluster (docs/design.md §10).
-          name: 'poison',
-          include: ['test/poison/**/*.test.ts'],
-          env: { POWERTOOLS_METRICS_DISABLED: 'true' },
-          globalSetup: ['test/helpers/global-setup.ts'],
-          testTimeout: 180_000,
-          hookTimeout: 180_000,
-          fileParallelism: false,
-        },
-      },
+      // End to end: the handlers' Powertools metrics would print an EMF document per invocation.
+      clusterTier('e2e', 120_000),
+      // Scrapy Cluster's documented requests through the local cluster, replies and pages checked field by field.
+      clusterTier('contract', 120_000),
+      // Hostile requests, hostile pages and a 10k fuzz through the real local cluster (docs/design.md §10).
+      clusterTier('poison', 180_000),
       {
         test: {
           name: 'cdk',

@@ -5,6 +5,7 @@
  * (test/helpers/fakes.ts). Nothing here opens a connection.
  */
 import type { Frontier } from './redis/frontier.ts';
+import type { DomainAction } from './redis/frontier-types.ts';
 import type { StatsCounts, StatsIncrement } from './redis/stats.ts';
 
 /** Structured log lines; the adapters back it with Powertools Logger, tests with an array. */
@@ -61,6 +62,24 @@ export type FrontierApi = Pick<
   | 'reclaim'
   | 'sweepFinished'
 >;
+
+/**
+ * The URL Frontier API's crawls (lib/url-frontier/store.ts) as the Kafka side sees them: their backlog for info,
+ * stats, the dashboard and the metrics; stop; and the domain blacklist and throttle overrides, which apply to
+ * its queues too.
+ */
+export interface UrlFrontierView {
+  /** URLs not yet completed (scheduled or held) per crawl ID, per queue key; one crawl or all. O(queues). */
+  backlog(crawl?: string): Promise<Record<string, Record<string, number>>>;
+  /** Deletes a crawl and all its URLs. @returns how many URLs were deleted */
+  deleteCrawl(crawl: string): Promise<number>;
+  /** Applies a domain throttle override or blacklist change to the queues whose domain it names. */
+  configureDomain(
+    action: DomainAction,
+    domain: string,
+    limits: { hits?: number; window?: number; scale?: number },
+  ): Promise<void>;
+}
 
 /** The frontier operations the crawler uses: lease, then ack, retry or release (lib/redis/frontier.ts says what each means across workers). */
 export type CrawlerFrontier = Pick<Frontier, 'lease' | 'ack' | 'retry' | 'release' | 'enqueue'>;

@@ -17,6 +17,7 @@ import { Frontier } from '../../lib/redis/frontier.ts';
 import { frontierOptions } from '../../lib/redis/frontier-types.ts';
 import type { HealthProbes, RestContext, RestOptions } from '../../lib/rest/context.ts';
 import { KNOWN_SPIDERS } from '../../lib/schemas/index.ts';
+import { UrlFrontierStore } from '../../lib/url-frontier/store.ts';
 import { once } from '../shared/deps.ts';
 
 export interface RestDeps {
@@ -77,6 +78,7 @@ export function createRestDeps(
     now: Date.now,
     health: health.probes,
     frontier: new Frontier(redis, frontierOptions(vars)),
+    urlFrontier: new UrlFrontierStore(redis, vars.REDIS_KEY_PREFIX),
     startedAt: Date.now(),
     options,
   };

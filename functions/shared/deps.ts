@@ -15,6 +15,7 @@ import { createRedis, redisSettings } from '../../lib/redis/client.ts';
 import { Frontier } from '../../lib/redis/frontier.ts';
 import { frontierOptions } from '../../lib/redis/frontier-types.ts';
 import { KNOWN_SPIDERS } from '../../lib/schemas/index.ts';
+import { UrlFrontierStore } from '../../lib/url-frontier/store.ts';
 
 export interface MonitorDeps {
   ctx: MonitorContext;
@@ -31,6 +32,7 @@ export async function createMonitorDeps(name: string, log: Log, vars: Variables 
   const sink: MessageSink = producerSink(producer);
   const ctx: MonitorContext = {
     frontier: new Frontier(redis, frontierOptions(vars)),
+    urlFrontier: new UrlFrontierStore(redis, vars.REDIS_KEY_PREFIX),
     stats: redisStatsStore(redis, vars.REDIS_KEY_PREFIX),
     replies: redisReplyStore(redis, vars.REDIS_KEY_PREFIX),
     sink,

@@ -22,6 +22,7 @@ export function statsHandler(context: () => Promise<MonitorContext>) {
     metrics.addMetric('Backlog', MetricUnit.Count, m.totalBacklog);
     metrics.addMetric('LiveCrawlers', MetricUnit.Count, m.liveCrawlers);
     metrics.addMetric('BacklogPerTask', MetricUnit.Count, m.backlogPerTask);
+    metrics.addMetric('UrlFrontierBacklog', MetricUnit.Count, m.urlFrontierBacklog);
     for (const [spider, backlog] of Object.entries(m.backlog)) {
       const single = metrics.singleMetric();
       single.addDimension('spider', spider);

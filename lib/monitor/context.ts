@@ -2,10 +2,15 @@
  * What every monitor operation needs, handed in by its entry point (docs/style.md §4): the frontier, the stats
  * store, a message sink, names, and a clock. Nothing here opens a connection.
  */
-import type { FrontierApi, Log, MessageSink, ReplyStore, StatsStore } from '../ports.ts';
+import type { FrontierApi, Log, MessageSink, ReplyStore, StatsStore, UrlFrontierView } from '../ports.ts';
 
 export interface MonitorContext {
   frontier: FrontierApi;
+  /**
+   * The URL Frontier API's crawls (spider ID `url-frontier` in info, stop and stats; domain overrides apply to
+   * them). Without it they are not shown.
+   */
+  urlFrontier?: UrlFrontierView;
   stats: StatsStore;
   replies: ReplyStore;
   sink: MessageSink;

@@ -4,7 +4,7 @@
  * `expires` is a string, as Scrapy Cluster sends it (it reads it back from Redis).
  */
 import type { CrawlInfo } from '../redis/frontier-types.ts';
-import type { ActionRequest } from '../schemas/index.ts';
+import { type ActionRequest, URL_FRONTIER_SPIDERID } from '../schemas/index.ts';
 import { type MonitorContext, serverTime } from './context.ts';
 import type { Reply } from './replies.ts';
 
@@ -20,9 +20,62 @@ function domainSummaries(info: CrawlInfo): Record<string, DomainSummary> {
   return out;
 }
 
-/** Answers an info request: the crawl form when it names a crawlid, else the app form. */
+/**
+ * URL Frontier crawls as Scrapy Cluster's info shapes: each queue key is a "domain" (priorities 0: the API has
+ * none), a crawl ID a crawlid; the appid is only echoed (the API has no apps).
+ */
+async function urlFrontierInfo(
+  ctx: MonitorContext,
+  request: ActionRequest,
+  base: Record<string, unknown>,
+): Promise<Reply> {
+  const backlog = ctx.urlFrontier ? await ctx.urlFrontier.backlog(request.crawlid) : {};
+  const summaries = (queues: Record<string, number>) => {
+    const domains: Record<string, DomainSummary> = {};
+    for (const [key, total] of Object.entries(queues))
+      if (total > 0) domains[key] = { low_priority: 0, high_priority: 0, total };
+    return domains;
+  };
+  const sum = (domains: Record<string, DomainSummary>) => Object.values(domains).reduce((s, d) => s + d.total, 0);
+  if (request.crawlid !== undefined) {
+    const domains = summaries(backlog[request.crawlid] ?? {});
+    return {
+      ...base,
+      crawlid: request.crawlid,
+      spiderid: request.spiderid,
+      total_pending: sum(domains),
+      total_domains: Object.keys(domains).length,
+      domains,
+    };
+  }
+  const crawlids: Record<string, Record<string, unknown>> = {};
+  const allDomains = new Set<string>();
+  let totalPending = 0;
+  for (const [crawl, queues] of Object.entries(backlog)) {
+    const domains = summaries(queues);
+    const total = sum(domains);
+    if (total <= 0) continue;
+    for (const d of Object.keys(domains)) allDomains.add(d);
+    totalPending += total;
+    crawlids[crawl] = { domains, distinct_domains: Object.keys(domains).length, total };
+  }
+  return {
+    ...base,
+    spiderid: request.spiderid,
+    total_pending: totalPending,
+    total_domains: allDomains.size,
+    total_crawlids: Object.keys(crawlids).length,
+    crawlids,
+  };
+}
+
+/**
+ * Answers an info request: the crawl form when it names a crawlid, else the app form. Spider ID `url-frontier`
+ * answers for the URL Frontier API's crawls.
+ */
 export async function infoReply(ctx: MonitorContext, request: ActionRequest): Promise<Reply> {
   const base = { server_time: serverTime(ctx), uuid: request.uuid, appid: request.appid };
+  if (request.spiderid === URL_FRONTIER_SPIDERID) return urlFrontierInfo(ctx, request, base);
   if (request.crawlid !== undefined) {
     const info = await ctx.frontier.crawlInfo(request.spiderid, request.appid, request.crawlid, ctx.now());
     const domains = info ? domainSummaries(info) : {};

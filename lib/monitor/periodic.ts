@@ -6,7 +6,7 @@ import { failureCause } from '../errors.ts';
 import { type MonitorContext, serverTime } from './context.ts';
 import { REDIS_MONITOR_PLUGINS } from './redis-monitor.ts';
 import { type Reply, sendReplies } from './replies.ts';
-import { HEARTBEAT_TTL_MS } from './stats-report.ts';
+import { HEARTBEAT_TTL_MS, urlFrontierBacklog } from './stats-report.ts';
 
 /**
  * Stops every crawl whose `expires` has passed and sends one `expired` notice per crawl. Isolation
@@ -71,6 +71,11 @@ export interface FleetMetrics {
   liveCrawlers: number;
   /** Backlog per running crawler task: the signal the fleet scales on (backlog itself when none run). */
   backlogPerTask: number;
+  /**
+   * URLs not yet completed in the URL Frontier API's crawls. Reported, but not part of the backlog the fleet
+   * scales on: other crawlers (StormCrawler, scrapy-url-frontier) fetch them, not ours.
+   */
+  urlFrontierBacklog: number;
 }
 
 export async function fleetMetrics(ctx: MonitorContext): Promise<FleetMetrics> {
@@ -80,5 +85,13 @@ export async function fleetMetrics(ctx: MonitorContext): Promise<FleetMetrics> {
   }
   const totalBacklog = Object.values(backlog).reduce((s, n) => s + n, 0);
   const liveCrawlers = (await ctx.stats.live('crawler', ctx.now(), HEARTBEAT_TTL_MS)).length;
-  return { backlog, totalBacklog, liveCrawlers, backlogPerTask: totalBacklog / Math.max(1, liveCrawlers) };
+  let urlFrontierTotal = 0;
+  for (const n of (await urlFrontierBacklog(ctx)).values()) urlFrontierTotal += n;
+  return {
+    backlog,
+    totalBacklog,
+    liveCrawlers,
+    backlogPerTask: totalBacklog / Math.max(1, liveCrawlers),
+    urlFrontierBacklog: urlFrontierTotal,
+  };
 }

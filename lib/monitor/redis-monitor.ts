@@ -6,7 +6,12 @@
 import { failureCause } from '../errors.ts';
 import type { DecodedRecord } from '../kafka/record.ts';
 import type { StatsIncrement } from '../redis/stats.ts';
-import { type ClassifiedRequest, type DomainConfigRequest, parseRequest } from '../schemas/index.ts';
+import {
+  type ClassifiedRequest,
+  type DomainConfigRequest,
+  parseRequest,
+  URL_FRONTIER_SPIDERID,
+} from '../schemas/index.ts';
 import { type MonitorContext, serverTime } from './context.ts';
 import { infoReply } from './info.ts';
 import { type Reply, sendReplies, storeReplies } from './replies.ts';
@@ -25,6 +30,7 @@ async function domainReply(ctx: MonitorContext, r: DomainConfigRequest): Promise
     ctx.now(),
     ctx.spiders,
   );
+  await ctx.urlFrontier?.configureDomain(r.action, r.domain, { hits: r.hits, window: r.window, scale: r.scale });
   return { action: r.action, domain: r.domain, uuid: r.uuid, appid: r.appid, server_time: serverTime(ctx) };
 }
 
@@ -34,7 +40,11 @@ export async function replyTo(ctx: MonitorContext, c: ClassifiedRequest): Promis
     case 'action': {
       const r = c.request;
       if (r.action === 'info') return infoReply(ctx, r);
-      const { purged } = await ctx.frontier.stop(r.spiderid, r.appid, r.crawlid as string, ctx.now());
+      // A URL Frontier crawl is stopped by deleting it (the API's DeleteCrawl).
+      const purged =
+        r.spiderid === URL_FRONTIER_SPIDERID
+          ? ((await ctx.urlFrontier?.deleteCrawl(r.crawlid as string)) ?? 0)
+          : (await ctx.frontier.stop(r.spiderid, r.appid, r.crawlid as string, ctx.now())).purged;
       return {
         action: 'stop',
         server_time: serverTime(ctx),

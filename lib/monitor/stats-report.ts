@@ -11,7 +11,7 @@
  * Heartbeats: kind `kafka-monitor` / `redis-monitor` / `rest` (id host:pid), kind `crawler` (id `<spider>|<host>|<pid>`).
  */
 import type { StatsCounts, StatsIncrement } from '../redis/stats.ts';
-import type { StatsType } from '../schemas/index.ts';
+import { type StatsType, URL_FRONTIER_SPIDERID } from '../schemas/index.ts';
 import type { MonitorContext } from './context.ts';
 
 /** Heartbeats older than this are not live. */
@@ -108,6 +108,15 @@ async function machineStats(ctx: MonitorContext) {
   return { machines: { count: Object.keys(machines).length, ...machines }, machine_outcomes: outcomes };
 }
 
+/** The URL Frontier API's backlog per queue key, summed over its crawls (queues with nothing left omitted). */
+export async function urlFrontierBacklog(ctx: MonitorContext): Promise<Map<string, number>> {
+  const out = new Map<string, number>();
+  if (!ctx.urlFrontier) return out;
+  for (const queues of Object.values(await ctx.urlFrontier.backlog()))
+    for (const [key, n] of Object.entries(queues)) if (n > 0) out.set(key, (out.get(key) ?? 0) + n);
+  return out;
+}
+
 async function queueStats(ctx: MonitorContext) {
   const queues: Record<string, unknown> = {};
   let total = 0;
@@ -119,6 +128,20 @@ async function queueStats(ctx: MonitorContext) {
     const spiderBacklog = domains.reduce((s, d) => s + d.backlog, 0);
     total += spiderBacklog;
     queues[`queue_${spider}`] = { spider_backlog: spiderBacklog, num_domains: domains.length, domains };
+  }
+  // The URL Frontier API's queues, as one more spider type (keys summed over its crawls), when it has any.
+  const uf = await urlFrontierBacklog(ctx);
+  if (uf.size > 0) {
+    const domains = [...uf]
+      .map(([domain, backlog]) => ({ domain, backlog }))
+      .sort((a, b) => b.backlog - a.backlog || a.domain.localeCompare(b.domain));
+    const spiderBacklog = domains.reduce((s, d) => s + d.backlog, 0);
+    total += spiderBacklog;
+    queues[`queue_${URL_FRONTIER_SPIDERID}`] = {
+      spider_backlog: spiderBacklog,
+      num_domains: domains.length,
+      domains,
+    };
   }
   return { queues: { total_backlog: total, ...queues } };
 }

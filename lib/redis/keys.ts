@@ -214,11 +214,15 @@ export interface UrlFrontierGlobalKeys {
   crawls: string;
   /** HASH `active` (1/0), `delay` (default politeness, s), `seq` (rotation counter). */
   state: string;
+  /** HASH domain → `hits,window,scale`: the Kafka API's domain throttle overrides, for the queues of that domain. */
+  domainConfig: string;
+  /** SET of domains blacklisted through the Kafka API: their queues keep their URLs but are never served. */
+  blacklist: string;
 }
 
 export function urlFrontierGlobalKeys(prefix: string): UrlFrontierGlobalKeys {
   const t = urlFrontierTag(prefix);
-  return { crawls: `${t}:crawls`, state: `${t}:state` };
+  return { crawls: `${t}:crawls`, state: `${t}:state`, domainConfig: `${t}:dcfg`, blacklist: `${t}:black` };
 }
 
 /** The keys of one crawl of a URL frontier. */
@@ -250,7 +254,10 @@ export interface UrlFrontierQueueKeys {
   hdate: string;
   /** SET of completed URLs. */
   done: string;
-  /** HASH `delay` (s), `blocked` (epoch ms), `limit`, `last` (last produced, epoch ms). */
+  /**
+   * HASH `delay` (s), `blocked` (epoch ms), `limit`, `last` (last produced, epoch ms), `dom` (the queue key's
+   * registrable domain, which domain overrides and the blacklist name).
+   */
   info: string;
 }
 
@@ -268,10 +275,18 @@ export function urlFrontierQueueKeys(prefix: string, crawl: string, key: string)
 
 /**
  * The KEYS of every per-queue URL frontier script (scripts/includes/uf.lua), in order: crawls, state, queues,
- * rotation, then the queue's keys.
+ * rotation, the queue's keys, then the domain config and blacklist.
  */
 export function urlFrontierQueueKeyList(prefix: string, crawl: string, key: string): string[] {
   const g = urlFrontierGlobalKeys(prefix);
   const c = urlFrontierCrawlKeys(prefix, crawl);
-  return [g.crawls, g.state, c.queues, c.rotation, ...Object.values(urlFrontierQueueKeys(prefix, crawl, key))];
+  return [
+    g.crawls,
+    g.state,
+    c.queues,
+    c.rotation,
+    ...Object.values(urlFrontierQueueKeys(prefix, crawl, key)),
+    g.domainConfig,
+    g.blacklist,
+  ];
 }

@@ -5,6 +5,7 @@
  */
 import { setTimeout as delay } from 'node:timers/promises';
 import type { MonitorContext } from '../monitor/context.ts';
+import type { UrlFrontierView } from '../ports.ts';
 import type { Frontier } from '../redis/frontier.ts';
 import { MAX_REQUEST_BYTES } from '../schemas/index.ts';
 
@@ -75,6 +76,8 @@ export interface RestContext
    * dashboard's JSON endpoints answer 503; the rest of the API does not use it.
    */
   frontier?: DashboardFrontier;
+  /** The URL Frontier API's crawls, whose queues the dashboard lists as spider type `url-frontier`. */
+  urlFrontier?: Pick<UrlFrontierView, 'backlog'>;
   /**
    * When this node started (epoch ms), for `uptime_sec`.
    * @default the time the router was created

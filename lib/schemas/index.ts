@@ -240,7 +240,7 @@ function validate(value: unknown, options: ValidateOptions, copyInput: boolean):
     }
     case 'action': {
       const request = check(validateAction, copy);
-      checkSpider(request.spiderid, spiders);
+      checkSpider(request.spiderid, spiders, URL_FRONTIER_SPIDERID);
       return { type, request };
     }
     case 'stats':
@@ -304,12 +304,19 @@ function throwIfAny(details: RejectionDetail[]): void {
   if (details.length > 0) throw new SchemaValidationError('schema', details);
 }
 
-function checkSpider(spiderid: string, spiders: ReadonlySet<string>): void {
-  if (spiders.has(spiderid)) return;
+/**
+ * The spider ID under which the URL Frontier API's crawls (lib/url-frontier) appear in `info`, `stop`, `stats`
+ * and the dashboard. Action requests may name it; crawl requests may not (its URLs come through gRPC).
+ */
+export const URL_FRONTIER_SPIDERID = 'url-frontier';
+
+function checkSpider(spiderid: string, spiders: ReadonlySet<string>, alsoAllowed?: string): void {
+  if (spiders.has(spiderid) || spiderid === alsoAllowed) return;
+  const known = alsoAllowed ? [...spiders, alsoAllowed] : [...spiders];
   throw new SchemaValidationError('unknown_spider', [
     {
       path: '/spiderid',
-      message: `must be a registered spider (${[...spiders].join(', ')}), not ${JSON.stringify(spiderid)}`,
+      message: `must be a registered spider (${known.join(', ')}), not ${JSON.stringify(spiderid)}`,
     },
   ]);
 }

@@ -5,7 +5,10 @@
  * flag. Keys: redis/keys.ts (one hash tag per prefix); atomic steps: scripts/uf-*.lua.
  */
 
+import { registrableDomain } from '../crawl/domain.ts';
+import type { UrlFrontierView } from '../ports.ts';
 import type { RedisClient } from '../redis/client.ts';
+import type { DomainAction } from '../redis/frontier-types.ts';
 import {
   urlFrontierCrawlKeys,
   urlFrontierGlobalKeys,
@@ -108,7 +111,19 @@ function splitCreated(value: string | null | undefined): { created: number; meta
   return { created: Number(value.slice(0, tab)), metadata: value.slice(tab + 1) };
 }
 
-export class UrlFrontierStore {
+/**
+ * The registrable domain of a queue key that is a host name (what the Kafka API's domain overrides and blacklist
+ * name); any other key is its own domain.
+ */
+export function queueDomain(key: string): string {
+  try {
+    return registrableDomain(key);
+  } catch {
+    return key;
+  }
+}
+
+export class UrlFrontierStore implements UrlFrontierView {
   readonly redis: RedisClient;
   readonly prefix: string;
   readonly #now: () => number;
@@ -150,7 +165,7 @@ export class UrlFrontierStore {
     await Promise.all(
       [...groups.values()].map(async (indexes) => {
         const first = items[indexes[0] as number] as PutItem;
-        const args: (string | number)[] = [first.crawl, first.key, now];
+        const args: (string | number)[] = [first.crawl, first.key, now, queueDomain(first.key)];
         for (const i of indexes) {
           const it = items[i] as PutItem;
           args.push(
@@ -231,6 +246,58 @@ export class UrlFrontierStore {
     let n = 0;
     for (const key of await this.queues(crawl)) n += await this.deleteQueue(crawl, key);
     return n;
+  }
+
+  /** URLs not completed (scheduled or held) per crawl, per queue key; one pipeline, O(queues). */
+  async backlog(crawl?: string): Promise<Record<string, Record<string, number>>> {
+    const crawls = crawl !== undefined ? [crawl] : await this.crawls();
+    const out: Record<string, Record<string, number>> = {};
+    for (const c of crawls) {
+      const keys = await this.queues(c);
+      if (keys.length === 0) continue;
+      const pipeline = this.redis.pipeline();
+      for (const key of keys) {
+        const q = urlFrontierQueueKeys(this.prefix, c, key);
+        pipeline.zcard(q.sched).zcard(q.held);
+      }
+      const replies = (await pipeline.exec()) ?? [];
+      const queues: Record<string, number> = {};
+      keys.forEach((key, i) => {
+        const [e1, sched] = replies[2 * i] ?? [];
+        const [e2, held] = replies[2 * i + 1] ?? [];
+        if (e1 || e2) throw e1 ?? e2;
+        queues[key] = Number(sched) + Number(held);
+      });
+      out[c] = queues;
+    }
+    return out;
+  }
+
+  /**
+   * The Kafka API's domain throttle override or blacklist, for the queues of `domain` (a queue's domain is its
+   * key's registrable domain): `domain-update` sets `hits`/`window`/`scale`, `domain-remove` clears it,
+   * `blacklist-update`/`-remove` stop and resume serving them.
+   */
+  async configureDomain(
+    action: DomainAction,
+    domain: string,
+    limits: { hits?: number; window?: number; scale?: number } = {},
+  ): Promise<void> {
+    const g = urlFrontierGlobalKeys(this.prefix);
+    switch (action) {
+      case 'domain-update':
+        await this.redis.hset(g.domainConfig, domain, `${limits.hits ?? 0},${limits.window ?? 0},${limits.scale ?? 1}`);
+        return;
+      case 'domain-remove':
+        await this.redis.hdel(g.domainConfig, domain);
+        return;
+      case 'blacklist-update':
+        await this.redis.sadd(g.blacklist, domain);
+        return;
+      case 'blacklist-remove':
+        await this.redis.srem(g.blacklist, domain);
+        return;
+    }
   }
 
   async #queueStats(crawl: string, key: string, now: number): Promise<QueueStats> {
@@ -413,7 +480,7 @@ export class UrlFrontierStore {
   /** Every key name this store may have created (for tests' cleanup; never used in production paths). */
   async knownKeys(): Promise<string[]> {
     const g = urlFrontierGlobalKeys(this.prefix);
-    const out: string[] = [g.crawls, g.state];
+    const out: string[] = [g.crawls, g.state, g.domainConfig, g.blacklist];
     for (const crawl of await this.crawls()) {
       out.push(...Object.values(urlFrontierCrawlKeys(this.prefix, crawl)));
       for (const key of await this.queues(crawl))

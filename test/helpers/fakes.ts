@@ -8,7 +8,15 @@ import { registrableDomain } from '../../lib/crawl/domain.ts';
 import { requestFingerprint } from '../../lib/crawl/fingerprint.ts';
 import { InfrastructureError } from '../../lib/errors.ts';
 import type { MonitorContext } from '../../lib/monitor/context.ts';
-import type { FrontierApi, Log, MessageSink, OutMessage, ReplyStore, StatsStore } from '../../lib/ports.ts';
+import type {
+  FrontierApi,
+  Log,
+  MessageSink,
+  OutMessage,
+  ReplyStore,
+  StatsStore,
+  UrlFrontierView,
+} from '../../lib/ports.ts';
 import type {
   CrawlInfo,
   CrawlRef,
@@ -453,6 +461,41 @@ export class RecordingLog implements Log {
   /** The lines of one level. */
   at(level: LogLine['level']): LogLine[] {
     return this.lines.filter((l) => l.level === level);
+  }
+}
+
+/** The URL Frontier's crawls in memory: backlog per crawl per queue key, the domain settings it was given. */
+export class FakeUrlFrontier implements UrlFrontierView {
+  readonly crawls: Record<string, Record<string, number>>;
+  readonly domainConfig = new Map<string, string>();
+  readonly blacklist = new Set<string>();
+
+  constructor(crawls: Record<string, Record<string, number>> = {}) {
+    this.crawls = structuredClone(crawls);
+  }
+
+  async backlog(crawl?: string): Promise<Record<string, Record<string, number>>> {
+    if (crawl === undefined) return structuredClone(this.crawls);
+    const queues = this.crawls[crawl];
+    return queues ? { [crawl]: { ...queues } } : {};
+  }
+
+  async deleteCrawl(crawl: string): Promise<number> {
+    const n = Object.values(this.crawls[crawl] ?? {}).reduce((s, v) => s + v, 0);
+    delete this.crawls[crawl];
+    return n;
+  }
+
+  async configureDomain(
+    action: DomainAction,
+    domain: string,
+    limits: { hits?: number; window?: number; scale?: number },
+  ): Promise<void> {
+    if (action === 'domain-update')
+      this.domainConfig.set(domain, `${limits.hits ?? 0},${limits.window ?? 0},${limits.scale ?? 1}`);
+    else if (action === 'domain-remove') this.domainConfig.delete(domain);
+    else if (action === 'blacklist-update') this.blacklist.add(domain);
+    else this.blacklist.delete(domain);
   }
 }
 

@@ -157,7 +157,7 @@ describe('URL Frontier API over Redis', () => {
       for (const k of keys) slots.add(Number(await redis.cluster('KEYSLOT', k)));
       expect(slots.size, script).toBe(1);
     }
-    expect(urlFrontierQueueKeyList(prefix, 'c:x', 'a.com/b{c}')).toHaveLength(10);
+    expect(urlFrontierQueueKeyList(prefix, 'c:x', 'a.com/b{c}')).toHaveLength(12);
   });
 
   test('PutURLs dedups discovered URLs, acks by ID or URL, ends the stream; ListCrawls and DeleteCrawl', async () => {

@@ -198,6 +198,7 @@ describe('scheduled handlers with events/scheduled.json', () => {
       totalBacklog: 3,
       liveCrawlers: 2,
       backlogPerTask: 1.5,
+      urlFrontierBacklog: 0,
     });
   });
 });

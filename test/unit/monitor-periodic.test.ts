@@ -1,7 +1,15 @@
 import { describe, expect, it } from 'vitest';
 import { expireCrawls, fleetMetrics, reclaimLeases } from '../../lib/monitor/periodic.ts';
 import { HEARTBEAT_TTL_MS } from '../../lib/monitor/stats-report.ts';
-import { child, seed, TEST_NOW, TEST_NOW_SEC, type TestContext, testContext } from '../helpers/fakes.ts';
+import {
+  child,
+  FakeUrlFrontier,
+  seed,
+  TEST_NOW,
+  TEST_NOW_SEC,
+  type TestContext,
+  testContext,
+} from '../helpers/fakes.ts';
 
 const FIREHOSE = 'demo.outbound_firehose';
 
@@ -195,6 +203,7 @@ describe('fleetMetrics', () => {
       totalBacklog: 4,
       liveCrawlers: 2,
       backlogPerTask: 2,
+      urlFrontierBacklog: 0,
     });
   });
 
@@ -214,12 +223,21 @@ describe('fleetMetrics', () => {
     expect(await fleetMetrics(ctx)).toMatchObject({ totalBacklog: 4, liveCrawlers: 0, backlogPerTask: 4 });
   });
 
+  it("reports the URL Frontier API's backlog on its own, outside the backlog the fleet scales on", async () => {
+    const urlFrontier = new FakeUrlFrontier({ c1: { 'a.com': 3, 'b.com': 0 }, c2: { 'a.com': 2 } });
+    const ctx = testContext({ urlFrontier });
+    await withBacklog(ctx);
+
+    expect(await fleetMetrics(ctx)).toMatchObject({ totalBacklog: 4, backlogPerTask: 4, urlFrontierBacklog: 5 });
+  });
+
   it('reports zeros for an empty frontier', async () => {
     expect(await fleetMetrics(testContext())).toEqual({
       backlog: {},
       totalBacklog: 0,
       liveCrawlers: 0,
       backlogPerTask: 0,
+      urlFrontierBacklog: 0,
     });
   });
 });

@@ -2,7 +2,7 @@
   URL frontier: delete one queue and all its URLs (DeleteQueue, DeleteCrawl); the crawl disappears with its
   last queue.
 
-  KEYS[1..10]  queue keys (includes/uf.lua)
+  KEYS[1..12]  queue keys (includes/uf.lua)
   ARGV[1]      crawl ID
   ARGV[2]      queue key
 

@@ -1,7 +1,7 @@
 --[[
   URL frontier: delete the URLs of one queue created before a cutoff (PurgeURLs). The queue itself stays.
 
-  KEYS[1..10]  queue keys (includes/uf.lua)
+  KEYS[1..12]  queue keys (includes/uf.lua)
   ARGV[1]      crawl ID
   ARGV[2]      queue key
   ARGV[3]      cutoff (epoch s): URLs created before it go

@@ -4,11 +4,12 @@
   its hold, and with date 0 becomes completed. The creation date is set on first store only; `created` holds
   '<creation date>\t<metadata JSON>' per URL.
 
-  KEYS[1..10]  queue keys (includes/uf.lua)
+  KEYS[1..12]  queue keys (includes/uf.lua)
   ARGV[1]      crawl ID
   ARGV[2]      queue key
   ARGV[3]      now (epoch s)
-  ARGV[4..]    triples: kind ('d' discovered, 'k' known), next-fetch date (s; known only, 0 = completed),
+  ARGV[4]      the queue key's registrable domain (stored with a new queue, for domain overrides)
+  ARGV[5..]    quadruples: kind ('d' discovered, 'k' known), URL, next-fetch date (s; known only, 0 = completed),
                metadata JSON
 
   Returns one status per item: 0 stored (OK), 1 already known (SKIPPED). Items of one call are applied in order,
@@ -18,8 +19,9 @@
 --- @include "uf"
 
 local now = tonumber(ARGV[3])
+local domain = ARGV[4]
 local out = {}
-local i = 4
+local i = 5
 while i + 3 <= #ARGV do
   local kind, url, date, meta = ARGV[i], ARGV[i + 1], tonumber(ARGV[i + 2]), ARGV[i + 3]
   local old = redis.call('HGET', K.created, url)
@@ -27,13 +29,13 @@ while i + 3 <= #ARGV do
     if old then
       out[#out + 1] = 1
     else
-      ensure_queue()
+      ensure_queue(domain)
       redis.call('HSET', K.created, url, now .. '\t' .. meta)
       redis.call('ZADD', K.sched, now, url)
       out[#out + 1] = 0
     end
   else
-    ensure_queue()
+    ensure_queue(domain)
     local created = now
     if old then created = split_created(old) end
     redis.call('HSET', K.created, url, created .. '\t' .. meta)

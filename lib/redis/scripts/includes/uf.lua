@@ -10,7 +10,9 @@
   KEYS[7]  held     ZSET url -> held until (ms)
   KEYS[8]  hdate    HASH url -> next-fetch date of a held URL
   KEYS[9]  done     SET completed URLs
-  KEYS[10] info     HASH delay, blocked, limit, last
+  KEYS[10] info     HASH delay, blocked, limit, last, dom
+  KEYS[11] dcfg     HASH domain -> 'hits,window,scale' (the Kafka API's domain overrides)
+  KEYS[12] black    SET blacklisted domains
   ARGV[1]  crawl ID, ARGV[2] queue key (every script that includes this)
 ]]
 local K = {
@@ -24,6 +26,8 @@ local K = {
   hdate = KEYS[8],
   done = KEYS[9],
   info = KEYS[10],
+  dcfg = KEYS[11],
+  black = KEYS[12],
 }
 local CRAWL = ARGV[1]
 local QKEY = ARGV[2]
@@ -46,10 +50,11 @@ local function release_expired(now)
   end
 end
 
--- Registers the queue (and its crawl) if new; new queues join the back of the rotation.
-local function ensure_queue()
+-- Registers the queue (and its crawl) if new, with its domain; new queues join the back of the rotation.
+local function ensure_queue(domain)
   if redis.call('ZADD', K.queues, 'NX', 0, QKEY) == 1 then
     redis.call('ZADD', K.rot, redis.call('HINCRBY', K.state, 'seq', 1), QKEY)
     redis.call('SADD', K.crawls, CRAWL)
+    if domain and domain ~= '' and domain ~= QKEY then redis.call('HSET', K.info, 'dom', domain) end
   end
 end

@@ -1,0 +1,116 @@
+/**
+ * The URL Frontier store against the cluster-mode Redis, as the Kafka side sees it: backlog per crawl and queue,
+ * and the Kafka API's domain blacklist and throttle overrides applied to its queues (by the queue key's
+ * registrable domain). The store's clock is injected: windows are tested by moving it.
+ */
+import { afterAll, afterEach, describe, expect, test } from 'vitest';
+import { type PutItem, queueDomain, type ServedUrl, UrlFrontierStore } from '../../lib/url-frontier/store.ts';
+import { clusterRedis, uniqueName } from '../helpers/services.ts';
+
+const redis = clusterRedis();
+const stores: UrlFrontierStore[] = [];
+afterEach(async () => {
+  for (const store of stores.splice(0)) {
+    const keys = await store.knownKeys();
+    if (keys.length) await redis.del(...keys);
+  }
+});
+afterAll(() => redis.disconnect());
+
+const T0 = Date.UTC(2026, 10, 23, 12, 0, 0);
+
+function open(): { store: UrlFrontierStore; clock: { now: number } } {
+  const clock = { now: T0 };
+  const store = new UrlFrontierStore(redis, uniqueName('ufd'), () => clock.now);
+  stores.push(store);
+  return { store, clock };
+}
+
+function discovered(crawl: string, key: string, urls: string[]): PutItem[] {
+  return urls.map((url) => ({ crawl, key, url, kind: 'discovered', date: 0, metadata: {} }));
+}
+
+/** Serves every eligible queue of every crawl once; the URLs served. */
+async function serveAll(store: UrlFrontierStore): Promise<string[]> {
+  const out: ServedUrl[] = [];
+  await store.getUrls({ maxQueues: 0, maxUrlsPerQueue: 0, holdSeconds: 600 }, (urls) => {
+    out.push(...urls);
+  });
+  return out.map((u) => u.url).sort();
+}
+
+const pages = (host: string, n: number) => Array.from({ length: n }, (_, i) => `http://${host}/${i}`);
+
+describe('URL Frontier store: the Kafka side', () => {
+  test("a queue's domain is its key's registrable domain; keys that are not host names are their own", () => {
+    expect(queueDomain('www.shop.example.co.uk')).toBe('example.co.uk');
+    expect(queueDomain('10.0.0.7')).toBe('10.0.0.7');
+    expect(queueDomain('my queue/with spaces')).toBe('my queue/with spaces');
+  });
+
+  test('backlog counts scheduled and held URLs per crawl and queue, not completed ones', async () => {
+    const { store } = open();
+    await store.put(discovered('news', 'www.a.com', pages('www.a.com', 3)));
+    await store.put(discovered('DEFAULT', 'b.org', pages('b.org', 2)));
+    await store.put([
+      { crawl: 'news', key: 'www.a.com', url: 'http://www.a.com/0', kind: 'known', date: 0, metadata: {} },
+    ]);
+    const served = await store.serveQueue('DEFAULT', 'b.org', 1, 60);
+    expect(served).toHaveLength(1);
+    expect(await store.backlog()).toEqual({ news: { 'www.a.com': 2 }, DEFAULT: { 'b.org': 2 } });
+    expect(await store.backlog('news')).toEqual({ news: { 'www.a.com': 2 } });
+    expect(await store.backlog('nope')).toEqual({});
+    expect(await store.deleteCrawl('news')).toBe(3);
+    expect(await store.backlog()).toEqual({ DEFAULT: { 'b.org': 2 } });
+  });
+
+  test("a blacklisted domain's queues keep their URLs but are not served until the blacklist entry goes", async () => {
+    const { store, clock } = open();
+    await store.put(discovered('c', 'www.shop.com', pages('www.shop.com', 2)));
+    await store.put(discovered('c', 'shop.com', ['http://shop.com/x']));
+    await store.put(discovered('c', 'other.net', ['http://other.net/1']));
+    await store.configureDomain('blacklist-update', 'shop.com');
+    expect(await serveAll(store)).toEqual(['http://other.net/1']);
+    expect((await store.backlog('c')).c).toMatchObject({ 'www.shop.com': 2, 'shop.com': 1 });
+
+    await store.configureDomain('blacklist-remove', 'shop.com');
+    clock.now += 2000;
+    expect(await serveAll(store)).toEqual(['http://shop.com/x', 'http://www.shop.com/0', 'http://www.shop.com/1']);
+  });
+
+  test('a throttle override caps a queue at hits x scale URLs per window, for every crawl of that domain', async () => {
+    const { store, clock } = open();
+    await store.put(discovered('c1', 'www.slow.com', pages('www.slow.com', 10)));
+    await store.put(discovered('c2', 'slow.com', pages('slow.com', 10)));
+    await store.put(discovered('c1', 'fast.org', pages('fast.org', 10)));
+    await store.configureDomain('domain-update', 'slow.com', { hits: 6, window: 30, scale: 0.5 });
+
+    const served: { at: number; url: string }[] = [];
+    for (let t = 0; t <= 95_000; t += 500) {
+      clock.now = T0 + t;
+      await store.getUrls({ maxQueues: 0, maxUrlsPerQueue: 0, holdSeconds: 3600 }, (urls) => {
+        for (const u of urls) served.push({ at: clock.now, url: u.url });
+      });
+    }
+    const slow = (prefix: string) => served.filter((s) => s.url.startsWith(prefix)).map((s) => s.at);
+    for (const queue of ['http://www.slow.com/', 'http://slow.com/']) {
+      const times = slow(queue);
+      // 3 (6 x 0.5) at once, then the next 3 only once 30 s have passed: 3 at 0, 30.5 and 61 s, the last at 91.5 s.
+      expect(times).toEqual([
+        ...Array(3).fill(T0),
+        ...Array(3).fill(T0 + 30_500),
+        ...Array(3).fill(T0 + 61_000),
+        T0 + 91_500,
+      ]);
+      for (const start of times)
+        expect(times.filter((t) => t >= start && t < start + 30_000).length).toBeLessThanOrEqual(3);
+    }
+    // The other domain is not limited: all 10 in the first serve.
+    expect(slow('http://fast.org/')).toEqual(Array(10).fill(T0));
+
+    await store.configureDomain('domain-remove', 'slow.com');
+    await store.put(discovered('c1', 'www.slow.com', pages('www.slow.com', 20).slice(10)));
+    clock.now += 2000;
+    expect((await serveAll(store)).filter((u) => u.startsWith('http://www.slow.com/'))).toHaveLength(10);
+  });
+});

@@ -1,9 +1,11 @@
 /**
  * URL Frontier API benchmark (crawler-commons URL Frontier 2.6 over gRPC, lib/url-frontier/):
  *
- * 1. start our server in-process (functions/url-frontier/server.ts, port 0) over the benchmark Redis with a fresh
- *    key prefix; or, with `BENCH_FRONTIER_TARGET=host:port`, use any running URL Frontier server instead (then
- *    nothing is started and Redis memory is not measured);
+ * 1. start our server (`crawl-cluster frontier serve`, any free port) as its own process over the benchmark Redis
+ *    with a fresh key prefix, as it runs in production and as an external server is measured
+ *    (`BENCH_FRONTIER_SERVER=inprocess` runs it in the bench's own event loop instead); or, with
+ *    `BENCH_FRONTIER_TARGET=host:port`, use any running URL Frontier server (then nothing is started and Redis
+ *    memory is not measured);
  * 2. SetDelay 0 (default politeness delay of the crawl, so politeness does not throttle the drain);
  * 3. PutURLs of N discovered URLs (default 100,000) over Q hosts (default 1,000, one queue per host: the key is
  *    left empty and derived from the URL by the server) on one bidi stream with at most W unacked items in flight:
@@ -17,7 +19,10 @@
  *
  * Sizes: BENCH_FRONTIER_URLS, BENCH_FRONTIER_QUEUES, BENCH_FRONTIER_WINDOW. Redis: bench/lib/redis.ts (`BENCH_REDIS`).
  */
+import { spawn } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
+import { once } from 'node:events';
+import { fileURLToPath } from 'node:url';
 import * as grpc from '@grpc/grpc-js';
 import { startUrlFrontierServer, type UrlFrontierServer } from '../../functions/url-frontier/server.ts';
 import { urlFrontierClientConstructor } from '../../lib/url-frontier/service.ts';
@@ -55,6 +60,42 @@ function urlOf(i: number, queues: number): string {
 }
 
 type Client = grpc.Client & Record<string, (...args: unknown[]) => unknown>;
+
+const CLI = fileURLToPath(new URL('../../bin/crawl-cluster.ts', import.meta.url));
+
+/** `crawl-cluster frontier serve` in a child process over the Redis at `redisAddress`: its address and a stop. */
+async function serveAsProcess(
+  redisAddress: string,
+  prefix: string,
+): Promise<{ address: string; close: () => Promise<void> }> {
+  const [host, port] = redisAddress.split(':') as [string, string];
+  const child = spawn(process.execPath, [CLI, 'frontier', 'serve', '--port', '0', '--prefix', prefix, '--json'], {
+    env: { ...process.env, REDIS_HOST: host, REDIS_PORT: port, REDIS_CLUSTER: 'false', LOG_LEVEL: 'WARN' },
+    stdio: ['ignore', 'pipe', 'inherit'],
+  });
+  let out = '';
+  child.stdout.setEncoding('utf8');
+  const address = await new Promise<string>((resolve, reject) => {
+    const timer = setTimeout(() => reject(new Error(`frontier serve did not start in 30 s: ${out}`)), 30_000);
+    child.once('exit', (code) => reject(new Error(`frontier serve exited ${code}: ${out}`)));
+    child.stdout.on('data', (d: string) => {
+      out += d;
+      const m = out.match(/"address":\s*"([^"]+)"/);
+      if (m) {
+        clearTimeout(timer);
+        resolve(m[1] as string);
+      }
+    });
+  });
+  return {
+    address,
+    async close() {
+      if (child.exitCode !== null) return;
+      child.kill('SIGTERM');
+      await once(child, 'exit');
+    },
+  };
+}
 
 function unaryCall<Res>(client: Client, method: string, req: object): Promise<Res> {
   return new Promise((resolve, reject) => {
@@ -139,26 +180,38 @@ export async function run(ctx: ScenarioContext): Promise<Numbers> {
   const target = process.env.BENCH_FRONTIER_TARGET;
   const crawlID = `bench-${randomBytes(4).toString('hex')}`;
 
-  let server: UrlFrontierServer | undefined;
+  let server: Pick<UrlFrontierServer, 'close'> | undefined;
   let store: UrlFrontierStore | undefined;
   let address = target;
+  const inProcess = process.env.BENCH_FRONTIER_SERVER === 'inprocess';
   if (!address) {
     const bench = await ctx.redis();
     store = new UrlFrontierStore(bench.client, `bench-uf-${randomBytes(4).toString('hex')}`);
-    server = await startUrlFrontierServer(store, { port: 0 });
-    address = server.address;
+    if (inProcess) {
+      const s = await startUrlFrontierServer(store, { port: 0 });
+      server = s;
+      address = s.address;
+    } else {
+      const s = await serveAsProcess(bench.address, store.prefix);
+      server = s;
+      address = s.address;
+    }
     ctx.input('key_prefix', store.prefix);
     ctx.note(
       bench.mode === 'private'
         ? 'private redis-server (no AOF/RDB, no other clients): used_memory delta is exact'
         : 'shared standalone Redis (other clients possible): used_memory delta is approximate',
     );
-    ctx.note('our server runs in-process (same Node event loop as the bench client) over ioredis');
+    ctx.note(
+      inProcess
+        ? 'our server runs in-process (same Node event loop as the bench client) over ioredis'
+        : 'our server runs as its own process (crawl-cluster frontier serve) over ioredis, like an external server',
+    );
   } else {
     ctx.note(`external server ${target} (BENCH_FRONTIER_TARGET): Redis memory not measured`);
   }
   for (const [k, v] of Object.entries({
-    server: target ? `external ${target}` : 'crawl-cluster in-process',
+    server: target ? `external ${target}` : inProcess ? 'crawl-cluster in-process' : 'crawl-cluster process',
     urls: n,
     queues,
     put_window_unacked: window,

@@ -242,8 +242,10 @@ export function urlFrontierCrawlKeys(prefix: string, crawl: string): UrlFrontier
 /** The keys of one queue (crawl, key) of a URL frontier. */
 export interface UrlFrontierQueueKeys {
   /**
-   * HASH url → `<creation date (epoch s)>\t<metadata JSON>` (`{name: [values]}`): every URL of the queue, active
-   * or completed. One field per URL for both, to keep Redis memory per URL low.
+   * HASH url → `<creation date (epoch s)>[\t<metadata JSON>]` (`{name: [values]}`, left out when empty): every URL
+   * of the queue, active or completed. One field per URL for both, to keep Redis memory per URL low. In every key
+   * of a queue a URL is its member form (lib/url-frontier/store.ts `urlMember`: the `http(s)://<queue key>`
+   * prefix replaced by one byte).
    */
   created: string;
   /** ZSET url → next-fetch date (epoch s): scheduled URLs that are not held. */

@@ -147,7 +147,7 @@ function unary<Req>(run: Unary<Req>, log: ServiceOptions['log']): grpc.handleUna
 }
 
 function serverStream<Req>(
-  run: (req: Req, write: (msg: object) => Promise<void>, cancelled: () => boolean) => Promise<void>,
+  run: (req: Req, write: (msg: object) => Promise<void> | undefined, cancelled: () => boolean) => Promise<void>,
   log: ServiceOptions['log'],
 ): grpc.handleServerStreamingCall<Req, object> {
   return (call) => {
@@ -155,11 +155,11 @@ function serverStream<Req>(
     call.on('cancelled', () => {
       cancelled = true;
     });
-    const write = (msg: object) =>
-      new Promise<void>((resolve) => {
-        if (cancelled || call.write(msg)) resolve();
-        else call.once('drain', resolve);
-      });
+    // Resolves at once (no promise) while the stream takes more; waits for 'drain' only when it is full.
+    const write = (msg: object): Promise<void> | undefined => {
+      if (cancelled || call.write(msg)) return undefined;
+      return new Promise<void>((resolve) => call.once('drain', resolve));
+    };
     run(call.request, write, () => cancelled).then(
       () => {
         if (!cancelled) call.end();
@@ -208,6 +208,48 @@ function bidi<Req>(ack: (req: Req) => Promise<object>): grpc.handleBidiStreaming
   };
 }
 
+/** Items stored by one store call at most (one script call per queue among them). */
+export const PUT_BATCH_MAX = 1000;
+
+/**
+ * PutURLs items of every stream of this server, gathered while the event loop turns once (at most
+ * {@link PUT_BATCH_MAX}) and stored together: one script call per queue instead of one per URL. Items keep their
+ * order within a queue, so a duplicate later in a batch is SKIPPED exactly as it would be one by one. A failed
+ * store call answers FAIL for its items only.
+ */
+function putBatcher(
+  store: UrlFrontierStore,
+  log: ServiceOptions['log'],
+): (item: PutItem) => Promise<PutStatus | 'FAIL'> {
+  const waiting: { item: PutItem; resolve: (s: PutStatus | 'FAIL') => void }[] = [];
+  let scheduled = false;
+  const flush = () => {
+    scheduled = false;
+    while (waiting.length > 0) {
+      const batch = waiting.splice(0, PUT_BATCH_MAX);
+      store.put(batch.map((w) => w.item)).then(
+        (statuses) => {
+          batch.forEach((w, i) => {
+            w.resolve(statuses[i] ?? 'FAIL');
+          });
+        },
+        (error: unknown) => {
+          log?.('error', `url frontier: PutURLs: ${(error as Error).message}`);
+          for (const w of batch) w.resolve('FAIL');
+        },
+      );
+    }
+  };
+  return (item) =>
+    new Promise((resolve) => {
+      waiting.push({ item, resolve });
+      if (!scheduled) {
+        scheduled = true;
+        setImmediate(flush);
+      }
+    });
+}
+
 /** The handlers of `urlfrontier.URLFrontier`, by exact method name. */
 export function urlFrontierHandlers(
   store: UrlFrontierStore,
@@ -215,20 +257,16 @@ export function urlFrontierHandlers(
 ): grpc.UntypedServiceImplementation {
   const log = options.log;
 
-  const putOne = async (item: URLItemIn): Promise<PutStatus | 'FAIL'> => {
+  const batcher = putBatcher(store, log);
+  const putOne = (item: URLItemIn): Promise<PutStatus | 'FAIL'> => {
     const p =
       item.item === 'known'
         ? toPutItem(item.known?.info, 'known', Number(item.known?.refetchable_from_date ?? 0))
         : item.item === 'discovered'
           ? toPutItem(item.discovered?.info, 'discovered', 0)
           : undefined;
-    if (!p) return 'SKIPPED';
-    try {
-      return (await store.put([p]))[0] ?? 'FAIL';
-    } catch (error) {
-      log?.('error', `url frontier: PutURLs: ${(error as Error).message}`);
-      return 'FAIL';
-    }
+    if (!p) return Promise.resolve('SKIPPED');
+    return batcher(p);
   };
 
   return {
@@ -269,7 +307,8 @@ export function urlFrontierHandlers(
         async (urls) => {
           for (const u of urls) {
             if (cancelled()) return;
-            await write({ url: u.url, key: u.key, crawlID: u.crawl, metadata: fromMetadata(u.metadata) });
+            const full = write({ url: u.url, key: u.key, crawlID: u.crawl, metadata: fromMetadata(u.metadata) });
+            if (full) await full;
           }
         },
       );

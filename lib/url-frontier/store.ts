@@ -95,12 +95,18 @@ export function validQueueKey(key: string): boolean {
 }
 
 function parseMetadata(json: string | null | undefined): Metadata {
-  if (!json) return {};
+  if (!json || json === '{}') return {};
   try {
     return JSON.parse(json) as Metadata;
   } catch {
     return {};
   }
+}
+
+/** Metadata as stored after the creation date: nothing for none (the common case), else its JSON. */
+function metadataValue(metadata: Metadata): string {
+  for (const _ in metadata) return JSON.stringify(metadata);
+  return '';
 }
 
 /** Splits a `created` field value `<creation date>\t<metadata JSON>` (see redis/keys.ts). */
@@ -110,6 +116,40 @@ function splitCreated(value: string | null | undefined): { created: number; meta
   if (tab < 0) return { created: Number(value), metadata: '{}' };
   return { created: Number(value.slice(0, tab)), metadata: value.slice(tab + 1) };
 }
+
+/**
+ * The form a URL takes inside its queue's Redis keys (redis/keys.ts): a URL `http://<key>…` or `https://<key>…`
+ * (the host is the queue key, as it is whenever the client leaves the key empty) loses that prefix for one byte,
+ * 0x01 or 0x02, which sort in the same order as the prefixes did. Every other URL is kept as it is (a 0x00 byte
+ * is put before one that starts with a byte ≤ 0x02, so nothing is ambiguous). The host is in every URL of a
+ * queue and in its key name, so storing it once per URL in two structures was a third of the bytes per URL.
+ */
+export function urlMember(key: string, url: string): string {
+  for (const [code, scheme] of MEMBER_PREFIXES) {
+    const prefix = `${scheme}${key}`;
+    if (url.startsWith(prefix)) {
+      const next = url.charCodeAt(prefix.length);
+      // Only at a host boundary: `http://a.com` must not eat the start of `http://a.com.evil/`.
+      if (Number.isNaN(next) || next === 0x2f || next === 0x3f || next === 0x3a || next === 0x23)
+        return code + url.slice(prefix.length);
+    }
+  }
+  return url.charCodeAt(0) <= 2 ? `\u0000${url}` : url;
+}
+
+/** The URL of a member of `key`'s queue (the inverse of {@link urlMember}). */
+export function memberUrl(key: string, member: string): string {
+  const c = member.charCodeAt(0);
+  if (c === 1) return `http://${key}${member.slice(1)}`;
+  if (c === 2) return `https://${key}${member.slice(1)}`;
+  if (c === 0) return member.slice(1);
+  return member;
+}
+
+const MEMBER_PREFIXES: [string, string][] = [
+  ['\u0001', 'http://'],
+  ['\u0002', 'https://'],
+];
 
 /**
  * The registrable domain of a queue key that is a host name (what the Kafka API's domain overrides and blacklist
@@ -156,23 +196,30 @@ export class UrlFrontierStore implements UrlFrontierView {
   /** Stores items (grouped per queue, one script call per queue); statuses in input order. */
   async put(items: PutItem[]): Promise<PutStatus[]> {
     const now = Math.floor(this.#now() / 1000);
-    const groups = new Map<string, number[]>();
+    const byCrawl = new Map<string, Map<string, number[]>>();
     items.forEach((item, i) => {
-      const g = JSON.stringify([item.crawl, item.key]);
-      groups.set(g, [...(groups.get(g) ?? []), i]);
+      let queues = byCrawl.get(item.crawl);
+      if (!queues) {
+        queues = new Map();
+        byCrawl.set(item.crawl, queues);
+      }
+      const group = queues.get(item.key);
+      if (group) group.push(i);
+      else queues.set(item.key, [i]);
     });
+    const groups = [...byCrawl.values()].flatMap((queues) => [...queues.values()]);
     const out: PutStatus[] = new Array(items.length);
     await Promise.all(
-      [...groups.values()].map(async (indexes) => {
+      groups.map(async (indexes) => {
         const first = items[indexes[0] as number] as PutItem;
         const args: (string | number)[] = [first.crawl, first.key, now, queueDomain(first.key)];
         for (const i of indexes) {
           const it = items[i] as PutItem;
           args.push(
             it.kind === 'discovered' ? 'd' : 'k',
-            it.url,
+            urlMember(it.key, it.url),
             Math.max(0, Math.floor(it.date)),
-            JSON.stringify(it.metadata),
+            metadataValue(it.metadata),
           );
         }
         const res = await runScript<number[]>(this.redis, script('uf-put'), this.#keys(first.crawl, first.key), args);
@@ -196,7 +243,7 @@ export class UrlFrontierStore implements UrlFrontierView {
     ]);
     const out: ServedUrl[] = [];
     for (let i = 0; i < flat.length; i += 2)
-      out.push({ crawl, key, url: flat[i] as string, metadata: parseMetadata(flat[i + 1]) });
+      out.push({ crawl, key, url: memberUrl(key, flat[i] as string), metadata: parseMetadata(flat[i + 1]) });
     return out;
   }
 
@@ -355,17 +402,19 @@ export class UrlFrontierStore implements UrlFrontierView {
   async #records(crawl: string, key: string, filter?: (url: string) => boolean): Promise<UrlRecord[]> {
     const q = urlFrontierQueueKeys(this.prefix, crawl, key);
     const created = await this.redis.hgetall(q.created);
-    const urls = Object.keys(created)
-      .filter((u) => !filter || filter(u))
-      .sort();
-    if (urls.length === 0) return [];
+    const rows = Object.keys(created)
+      .map((member) => ({ member, url: memberUrl(key, member) }))
+      .filter((r) => !filter || filter(r.url))
+      .sort((a, b) => (a.url < b.url ? -1 : a.url > b.url ? 1 : 0));
+    if (rows.length === 0) return [];
+    const members = rows.map((r) => r.member);
     const [sched, hdate, done] = await Promise.all([
-      this.redis.zmscore(q.sched, ...urls),
-      this.redis.hmget(q.hdate, ...urls),
-      this.redis.smismember(q.done, ...urls),
+      this.redis.zmscore(q.sched, ...members),
+      this.redis.hmget(q.hdate, ...members),
+      this.redis.smismember(q.done, ...members),
     ]);
-    return urls.map((url, i) => {
-      const c = splitCreated(created[url]);
+    return rows.map(({ member, url }, i) => {
+      const c = splitCreated(created[member]);
       return {
         crawl,
         key,
@@ -410,7 +459,7 @@ export class UrlFrontierStore implements UrlFrontierView {
     for (const k of keys) {
       const q = urlFrontierQueueKeys(this.prefix, crawl, k);
       if (!filter) n += await this.redis.hlen(q.created);
-      else n += (await this.redis.hkeys(q.created)).filter(filter).length;
+      else n += (await this.redis.hkeys(q.created)).filter((m) => filter(memberUrl(k, m))).length;
     }
     return n;
   }
@@ -418,13 +467,14 @@ export class UrlFrontierStore implements UrlFrontierView {
   /** One URL's record, or undefined when the queue does not know it. */
   async urlStatus(crawl: string, key: string, url: string): Promise<UrlRecord | undefined> {
     const q = urlFrontierQueueKeys(this.prefix, crawl, key);
-    const value = await this.redis.hget(q.created, url);
+    const member = urlMember(key, url);
+    const value = await this.redis.hget(q.created, member);
     if (value === null) return undefined;
     const { created, metadata } = splitCreated(value);
     const [sched, hdate, done] = await Promise.all([
-      this.redis.zscore(q.sched, url),
-      this.redis.hget(q.hdate, url),
-      this.redis.sismember(q.done, url),
+      this.redis.zscore(q.sched, member),
+      this.redis.hget(q.hdate, member),
+      this.redis.sismember(q.done, member),
     ]);
     return {
       crawl,

@@ -113,4 +113,18 @@ describe('URL Frontier store: the Kafka side', () => {
     clock.now += 2000;
     expect((await serveAll(store)).filter((u) => u.startsWith('http://www.slow.com/'))).toHaveLength(10);
   });
+
+  test('a queue of 1,200 URLs is served whole and released whole when the holds end (chunked variadic calls)', async () => {
+    const { store, clock } = open();
+    const urls = pages('big.example.com', 1200);
+    await store.put(discovered('c', 'big.example.com', urls));
+    const first = await store.serveQueue('c', 'big.example.com', 0, 60);
+    expect(first.map((u) => u.url).sort()).toEqual([...urls].sort());
+    expect(await store.serveQueue('c', 'big.example.com', 0, 60)).toEqual([]);
+    clock.now += 61_000;
+    const again = await store.serveQueue('c', 'big.example.com', 0, 60);
+    expect(again).toHaveLength(1200);
+    expect(new Set(again.map((u) => u.url)).size).toBe(1200);
+    expect(await store.backlog('c')).toEqual({ c: { 'big.example.com': 1200 } });
+  });
 });

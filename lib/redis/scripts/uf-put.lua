@@ -2,7 +2,8 @@
   URL frontier: store URL items into one queue (PutURLs, PutDiscovered). A discovered URL is added only if the
   queue does not know it (active or completed); a known URL always overwrites metadata and schedule, releases
   its hold, and with date 0 becomes completed. The creation date is set on first store only; `created` holds
-  '<creation date>\t<metadata JSON>' per URL.
+  '<creation date>\t<metadata JSON>' per URL (just the date when there is no metadata). URLs are members
+  (lib/url-frontier/store.ts urlMember: the queue's host prefix cut off).
 
   KEYS[1..12]  queue keys (includes/uf.lua)
   ARGV[1]      crawl ID
@@ -30,7 +31,7 @@ while i + 3 <= #ARGV do
       out[#out + 1] = 1
     else
       ensure_queue(domain)
-      redis.call('HSET', K.created, url, now .. '\t' .. meta)
+      redis.call('HSET', K.created, url, created_value(now, meta))
       redis.call('ZADD', K.sched, now, url)
       out[#out + 1] = 0
     end
@@ -38,7 +39,7 @@ while i + 3 <= #ARGV do
     ensure_queue(domain)
     local created = now
     if old then created = split_created(old) end
-    redis.call('HSET', K.created, url, created .. '\t' .. meta)
+    redis.call('HSET', K.created, url, created_value(created, meta))
     redis.call('ZREM', K.held, url)
     redis.call('HDEL', K.hdate, url)
     if date == 0 then

@@ -16,7 +16,7 @@
   ARGV[5]      held until (epoch ms)
 
   Returns a flat list url, metadata JSON, url, metadata JSON, ... (empty when the queue is not eligible).
-  Cost: O(expired holds × log n + served × log n).
+  Cost: O(expired holds × log n + served × log n), in a handful of variadic calls per 500 URLs.
 ]]
 --- @include "uf"
 
@@ -53,16 +53,28 @@ else
   due = redis.call('ZRANGEBYSCORE', K.sched, '-inf', math.floor(now / 1000), 'WITHSCORES')
 end
 local out = {}
-for j = 1, #due, 2 do
-  local url, date = due[j], due[j + 1]
-  redis.call('ZREM', K.sched, url)
-  redis.call('ZADD', K.held, until_ms, url)
-  redis.call('HSET', K.hdate, url, date)
-  out[#out + 1] = url
-  local v = redis.call('HGET', K.created, url)
-  local meta = '{}'
-  if v then meta = select(2, split_created(v)) end
-  out[#out + 1] = meta
+-- In chunks of at most 500 URLs, one variadic call per structure (unpack's stack is bounded).
+for from = 1, #due, 1000 do
+  local to = math.min(#due, from + 999)
+  local urls, held, hdate = {}, {}, {}
+  for j = from, to, 2 do
+    local url, date = due[j], due[j + 1]
+    urls[#urls + 1] = url
+    held[#held + 1] = until_ms
+    held[#held + 1] = url
+    hdate[#hdate + 1] = url
+    hdate[#hdate + 1] = date
+  end
+  redis.call('ZREM', K.sched, unpack(urls))
+  redis.call('ZADD', K.held, unpack(held))
+  redis.call('HSET', K.hdate, unpack(hdate))
+  local created = redis.call('HMGET', K.created, unpack(urls))
+  for j = 1, #urls do
+    local meta = '{}'
+    if created[j] then meta = select(2, split_created(created[j])) end
+    out[#out + 1] = urls[j]
+    out[#out + 1] = meta
+  end
 end
 if #out > 0 then redis.call('HSET', K.info, 'last', now) end
 return out

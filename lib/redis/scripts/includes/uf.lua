@@ -5,7 +5,8 @@
   KEYS[2]  state    HASH active, delay, seq
   KEYS[3]  queues   ZSET the crawl's queue keys (score 0)
   KEYS[4]  rot      ZSET queue key -> rotation sequence
-  KEYS[5]  created  HASH url -> '<creation date (s)>\t<metadata JSON>'
+  KEYS[5]  created  HASH url -> '<creation date (s)>[\t<metadata JSON>]'
+  (every url here is a member: lib/url-frontier/store.ts urlMember, the queue's host prefix cut off)
   KEYS[6]  sched    ZSET url -> next-fetch date (s), not held
   KEYS[7]  held     ZSET url -> held until (ms)
   KEYS[8]  hdate    HASH url -> next-fetch date of a held URL
@@ -32,6 +33,12 @@ local K = {
 local CRAWL = ARGV[1]
 local QKEY = ARGV[2]
 
+-- A `created` field value: the creation date, and a tab and the metadata JSON when there is metadata.
+local function created_value(date, meta)
+  if meta == '' then return tostring(date) end
+  return date .. '\t' .. meta
+end
+
 -- Splits a `created` field value '<creation date>\t<metadata JSON>' into (creation date, metadata JSON).
 local function split_created(v)
   local tab = string.find(v, '\t', 1, true)
@@ -40,13 +47,23 @@ local function split_created(v)
 end
 
 -- Puts held URLs whose hold ended (held until <= now ms) back into the schedule at their date.
+-- In chunks of 500, one variadic call per structure (unpack's stack is bounded).
 local function release_expired(now)
   local expired = redis.call('ZRANGEBYSCORE', K.held, '-inf', now)
-  for _, url in ipairs(expired) do
-    local date = redis.call('HGET', K.hdate, url)
-    redis.call('ZREM', K.held, url)
-    redis.call('HDEL', K.hdate, url)
-    if date then redis.call('ZADD', K.sched, date, url) end
+  for from = 1, #expired, 500 do
+    local urls = {}
+    for j = from, math.min(#expired, from + 499) do urls[#urls + 1] = expired[j] end
+    local dates = redis.call('HMGET', K.hdate, unpack(urls))
+    redis.call('ZREM', K.held, unpack(urls))
+    redis.call('HDEL', K.hdate, unpack(urls))
+    local sched = {}
+    for j = 1, #urls do
+      if dates[j] then
+        sched[#sched + 1] = dates[j]
+        sched[#sched + 1] = urls[j]
+      end
+    end
+    if #sched > 0 then redis.call('ZADD', K.sched, unpack(sched)) end
   end
 end
 

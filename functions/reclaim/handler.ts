@@ -25,4 +25,6 @@ export function reclaimHandler(context: () => Promise<MonitorContext>) {
     .use(logMetrics(metrics));
 }
 
-export const handler = reclaimHandler(once(async () => (await createMonitorDeps('reclaim', monitorLog(logger))).ctx));
+export const handler = reclaimHandler(
+  once(async () => (await createMonitorDeps('reclaim', monitorLog(logger), config(), { kafka: false })).ctx),
+);

@@ -23,13 +23,37 @@ export interface MonitorDeps {
   close(): Promise<void>;
 }
 
-/** Opens Redis and a Kafka producer from the configuration and builds a monitor context. */
-export async function createMonitorDeps(name: string, log: Log, vars: Variables = config()): Promise<MonitorDeps> {
+/**
+ * A sink for a function that sends nothing (stats, reclaim): they need Redis only, so an MSK fault must not stop
+ * them (autoscaling metrics and lease reclaim go on). Sending through it is a bug, and says so.
+ */
+export function noKafkaSink(name: string): MessageSink {
+  return {
+    async send() {
+      throw new Error(`${name} has no Kafka producer (it was created with kafka: false)`);
+    },
+  };
+}
+
+export interface MonitorDepsOptions {
+  /**
+   * Open a Kafka producer. Functions that only read and write Redis pass false, and then neither connect to Kafka
+   * at cold start nor depend on it. @default true
+   */
+  kafka?: boolean;
+}
+
+/** Opens Redis (and a Kafka producer unless told not to) from the configuration and builds a monitor context. */
+export async function createMonitorDeps(
+  name: string,
+  log: Log,
+  vars: Variables = config(),
+  options: MonitorDepsOptions = {},
+): Promise<MonitorDeps> {
   const redis = createRedis({ ...redisSettings(vars), connectionName: name });
-  const kafka = createKafka(kafkaSettings(vars));
-  const producer = createProducer(kafka);
-  await producer.connect();
-  const sink: MessageSink = producerSink(producer);
+  const producer = options.kafka === false ? undefined : createProducer(createKafka(kafkaSettings(vars)));
+  await producer?.connect();
+  const sink: MessageSink = producer ? producerSink(producer) : noKafkaSink(name);
   const ctx: MonitorContext = {
     frontier: new Frontier(redis, frontierOptions(vars)),
     urlFrontier: new UrlFrontierStore(redis, vars.REDIS_KEY_PREFIX),
@@ -47,7 +71,7 @@ export async function createMonitorDeps(name: string, log: Log, vars: Variables 
   return {
     ctx,
     async close() {
-      await producer.disconnect();
+      await producer?.disconnect();
       redis.disconnect();
     },
   };

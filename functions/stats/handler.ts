@@ -34,4 +34,6 @@ export function statsHandler(context: () => Promise<MonitorContext>) {
     .use(logMetrics(metrics));
 }
 
-export const handler = statsHandler(once(async () => (await createMonitorDeps('stats', monitorLog(logger))).ctx));
+export const handler = statsHandler(
+  once(async () => (await createMonitorDeps('stats', monitorLog(logger), config(), { kafka: false })).ctx),
+);

@@ -82,4 +82,4 @@ export interface UrlFrontierView {
 }
 
 /** The frontier operations the crawler uses: lease, then ack, retry or release (lib/redis/frontier.ts says what each means across workers). */
-export type CrawlerFrontier = Pick<Frontier, 'lease' | 'ack' | 'retry' | 'release' | 'enqueue'>;
+export type CrawlerFrontier = Pick<Frontier, 'lease' | 'ack' | 'retry' | 'release' | 'enqueue' | 'setCrawlDelay'>;

@@ -92,10 +92,18 @@ interface InFlight {
   fetched: boolean;
 }
 
+/** The longest robots.txt Crawl-delay obeyed (a site asking for more gets this): one page a minute. */
+export const MAX_CRAWL_DELAY_MS = 60_000;
+
+/** Domains whose Crawl-delay a crawler process remembers having told the frontier. */
+const CRAWL_DELAY_MEMORY = 10_000;
+
 export class Crawler {
   readonly #o: Required<Omit<CrawlerOptions, 'robots' | 'bodyStore' | 'ip'>> &
     Pick<CrawlerOptions, 'robots' | 'bodyStore' | 'ip'>;
   readonly #inFlight = new Set<InFlight>();
+  /** Crawl-delay last told to the frontier, per partition and domain (insertion order: oldest first). */
+  readonly #toldCrawlDelay = new Map<string, number>();
   #stopping = false;
   /** Aborted by {@link stop}: wakes idle workers at once. */
   #workers: Promise<void>[] = [];
@@ -287,6 +295,7 @@ export class Crawler {
       // waited for: a shutdown deadline must not wait on a slow robots.txt.
       const verdict = await abortable(o.robots.check(lease.url, ua), signal);
       if (!verdict.allowed) return { kind: 'robots', reason: verdict.reason ?? 'robots.txt disallows this URL' };
+      await this.#crawlDelay(lease, verdict.crawlDelayMs);
     }
     let response: FetchResult;
     try {
@@ -314,6 +323,24 @@ export class Crawler {
     return { page, response, children: childRequests(lease, req, response, extracted.links, this.#o.spiders) };
   }
 
+  /**
+   * Tells the frontier a domain's robots.txt Crawl-delay (at most {@link MAX_CRAWL_DELAY_MS}) when it differs from
+   * what this process last told it: one Redis write per domain and change, not per page. The memory of what was
+   * told is bounded (oldest forgotten first; forgetting only costs one more write).
+   */
+  async #crawlDelay(lease: Lease, delayMs: number | undefined): Promise<void> {
+    const ms = delayMs === undefined ? 0 : Math.min(delayMs, MAX_CRAWL_DELAY_MS);
+    const key = `${lease.partition.prefix}\u0000${lease.partition.scope}\u0000${lease.partition.partition}\u0000${lease.domain}`;
+    if (this.#toldCrawlDelay.get(key) === ms) return;
+    await this.#o.frontier.setCrawlDelay(lease.partition, lease.domain, ms);
+    this.#toldCrawlDelay.delete(key);
+    this.#toldCrawlDelay.set(key, ms);
+    if (this.#toldCrawlDelay.size > CRAWL_DELAY_MEMORY) {
+      const oldest = this.#toldCrawlDelay.keys().next().value;
+      if (oldest !== undefined) this.#toldCrawlDelay.delete(oldest);
+    }
+  }
+
   /** Acts on a failure as {@link decideFailure} says. */
   async #fail(lease: Lease, req: SpiderRequest, failure: CrawlFailure): Promise<void> {
     const o = this.#o;
@@ -322,7 +349,7 @@ export class Crawler {
     const status = response ? String(response.status) : failure.kind === 'robots' ? 'robots' : 'error';
     switch (decision.action) {
       case 'retry':
-        await o.frontier.retry(lease, decision.delayMs, o.now());
+        await o.frontier.retry(lease, decision.delayMs, o.now(), decision.holdDomainMs ?? 0);
         await this.#count(lease, response ? status : 'retry');
         return;
       case 'give_up':

@@ -35,7 +35,11 @@ export type CrawlFailure =
 
 /** What happens to the request. */
 export type FailureDecision =
-  | { action: 'retry'; delayMs: number; reason: string }
+  /**
+   * `holdDomainMs`: a Retry-After on 429/503 holds the whole domain that long (cluster-wide), at most
+   * {@link MAX_DOMAIN_HOLD_MS}.
+   */
+  | { action: 'retry'; delayMs: number; reason: string; holdDomainMs?: number }
   | { action: 'give_up'; exception: string }
   | { action: 'release'; reason: string };
 
@@ -65,6 +69,12 @@ function messageOf(error: unknown): string {
   return error instanceof Error ? `${error.name}: ${error.message}` : String(error);
 }
 
+/** Statuses whose Retry-After holds the whole domain (the site is overloaded or rate limiting us). */
+export const DOMAIN_HOLD_STATUSES: ReadonlySet<number> = new Set([429, 503]);
+
+/** The longest a Retry-After holds a domain: a hostile or broken header cannot park a site for days. */
+export const MAX_DOMAIN_HOLD_MS = 3_600_000;
+
 /** Decides what happens to a request after `failure` (see the module doc). Pure: no I/O, no clock. */
 export function decideFailure(failure: CrawlFailure, policy: FailurePolicy): FailureDecision {
   const retryTimes = policy.retryTimes ?? 3;
@@ -81,7 +91,11 @@ export function decideFailure(failure: CrawlFailure, policy: FailurePolicy): Fai
       const { status, statusText } = failure.response;
       const reason = `HTTP ${status} ${statusText}`.trim();
       if (RETRY_STATUSES.has(status) && canRetry) {
-        return { action: 'retry', delayMs: Math.max(failure.retryAfterMs, backoff), reason };
+        const decision: FailureDecision = { action: 'retry', delayMs: Math.max(failure.retryAfterMs, backoff), reason };
+        // A site that says when to come back (429, 503 with Retry-After) means the site, not the one URL.
+        if (failure.retryAfterMs > 0 && DOMAIN_HOLD_STATUSES.has(status))
+          decision.holdDomainMs = Math.min(failure.retryAfterMs, MAX_DOMAIN_HOLD_MS);
+        return decision;
       }
       return { action: 'give_up', exception: reason };
     }

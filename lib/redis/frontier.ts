@@ -64,7 +64,7 @@ export class Frontier {
 
   constructor(redis: RedisClient, options: FrontierOptions) {
     this.#redis = redis;
-    this.#o = { bound: 100, ...options };
+    this.#o = { bound: 100, redisClock: false, throttleMarginMs: 0, ...options };
   }
 
   /** The partition holding a spider type's requests for a domain (one partition per scope today). */
@@ -84,7 +84,8 @@ export class Frontier {
 
   #common(now: number): (string | number)[] {
     const o = this.#o;
-    return [now, o.hits, o.windowSec, o.moderated ? 1 : 0, o.ipEnabled ? 1 : 0];
+    const moderated = `${o.moderated ? 1 : 0}${o.throttleMarginMs > 0 ? `:${Math.round(o.throttleMarginMs)}` : ''}`;
+    return [o.redisClock ? 'T' : now, o.hits, o.windowSec, moderated, o.ipEnabled ? 1 : 0];
   }
 
   #run<T>(name: string, p: PartitionRef, extraKeys: string[], args: (string | number | Buffer)[], now: number) {
@@ -233,15 +234,30 @@ export class Frontier {
     return n;
   }
 
-  /** Requeues a leased request at `priority - 10`, `retries + 1`, leasable after `delayMs`. */
-  async retry(lease: Pick<Lease, 'handle' | 'partition'>, delayMs: number, now = Date.now()) {
+  /**
+   * Requeues a leased request at `priority - 10`, `retries + 1`, leasable after `delayMs`. `holdDomainMs` > 0
+   * (a Retry-After): no crawler leases anything of the request's domain for that long (cluster-wide; the longer
+   * of it and an existing hold wins).
+   */
+  async retry(lease: Pick<Lease, 'handle' | 'partition'>, delayMs: number, now = Date.now(), holdDomainMs = 0) {
     const r = await this.#runBuffer<[number, Buffer?]>(
       'retry',
       lease.partition,
-      [memberBytes(lease.handle), Math.max(0, delayMs)],
+      [memberBytes(lease.handle), Math.max(0, delayMs), Math.max(0, Math.round(holdDomainMs))],
       now,
     );
     return { retried: r[0] === 1, handle: r[1] && memberHandle(r[1]) };
+  }
+
+  /**
+   * A domain's robots.txt Crawl-delay (ms; 0 or undefined clears it): from then on its fetches are at least that
+   * far apart, on top of its throttle (the stricter wins), for every crawler of the partition. One HSET/HDEL.
+   */
+  async setCrawlDelay(partition: PartitionRef, domain: string, delayMs: number | undefined): Promise<void> {
+    const key = partitionKeys(partition).throttle;
+    const field = `${domain}\u0000cd`;
+    if (delayMs && delayMs > 0) await this.#redis.hset(key, field, Math.round(delayMs));
+    else await this.#redis.hdel(key, field);
   }
 
   /** Returns expired leases of one spider type to their queues. @returns how many */

@@ -36,6 +36,8 @@ export interface SiteOptions {
   port?: number;
   /** Page template (see the module doc). @default 'plain' */
   template?: SiteTemplate;
+  /** robots.txt asks for this Crawl-delay (seconds) when set. */
+  crawlDelaySec?: number;
   /** Called for every request as it arrives (before any added latency), with the epoch time in ms. */
   onRequest?: (path: string, host: string, atMs: number) => void;
 }
@@ -263,7 +265,8 @@ export async function startSite(options: SiteOptions = {}): Promise<FixtureSite>
     }
     if (path === '/robots.txt') {
       res.writeHead(200, { 'content-type': 'text/plain' });
-      return res.end('User-agent: *\nDisallow: /private/\n');
+      const delay = options.crawlDelaySec !== undefined ? `Crawl-delay: ${options.crawlDelaySec}\n` : '';
+      return res.end(`User-agent: *\nDisallow: /private/\n${delay}`);
     }
     if (path.startsWith('/private/')) return html(200, '<p>secret</p>');
     if (path === '/redirect') return html(302, '', { location: '/p/0' });
@@ -305,6 +308,13 @@ export async function startSite(options: SiteOptions = {}): Promise<FixtureSite>
       const seen = (flaky.get(path) ?? 0) + 1;
       flaky.set(path, seen);
       return seen <= Number(f[1]) ? html(503, 'try later', { 'retry-after': '0' }) : html(200, '<p>recovered</p>');
+    }
+    // Busy: the first request answers 503 with Retry-After: N (seconds), later ones 200.
+    const busy = path.match(/^\/busy\/(\d+)$/);
+    if (busy) {
+      const seen = (flaky.get(path) ?? 0) + 1;
+      flaky.set(path, seen);
+      return seen === 1 ? html(503, 'busy', { 'retry-after': busy[1] as string }) : html(200, '<p>served</p>');
     }
     if (path === '/always-500') return html(500, 'broken');
     return html(404, 'not found');

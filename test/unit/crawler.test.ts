@@ -4,7 +4,7 @@
  * (messages always fit, per-app copies best effort, page before children, nothing released for poison).
  */
 import { describe, expect, it } from 'vitest';
-import { Crawler } from '../../lib/crawl/crawler.ts';
+import { Crawler, MAX_CRAWL_DELAY_MS } from '../../lib/crawl/crawler.ts';
 import type { RobotsDecision } from '../../lib/crawl/robots.ts';
 import { spiderRegistry } from '../../lib/crawl/spiders/index.ts';
 import { FetchError, type FetchRequest, type FetchResult, type PageItem } from '../../lib/crawl/types.ts';
@@ -42,7 +42,7 @@ function lease(url: string, fields: Partial<Lease> = {}): Lease {
 class ScriptedFrontier implements CrawlerFrontier {
   readonly events: string[] = [];
   readonly acked: { handle: string; outcome: string }[] = [];
-  readonly retried: { handle: string; delayMs: number }[] = [];
+  readonly retried: { handle: string; delayMs: number; holdDomainMs?: number }[] = [];
   readonly released: string[] = [];
   readonly enqueued: { spider: string; urls: string[] }[] = [];
   /** Makes enqueue throw this. */
@@ -67,9 +67,18 @@ class ScriptedFrontier implements CrawlerFrontier {
     const complete = this.settled && this.#leases.length === 0;
     return { acked: true, complete, queued: 0, leased: 0, done: this.acked.length, failed: 0 };
   }
-  async retry(l: Pick<Lease, 'handle'>, delayMs: number): Promise<{ retried: boolean; handle: string | undefined }> {
-    this.retried.push({ handle: l.handle, delayMs });
+  async retry(
+    l: Pick<Lease, 'handle'>,
+    delayMs: number,
+    _now?: number,
+    holdDomainMs = 0,
+  ): Promise<{ retried: boolean; handle: string | undefined }> {
+    this.retried.push({ handle: l.handle, delayMs, ...(holdDomainMs > 0 ? { holdDomainMs } : {}) });
     return { retried: true, handle: `${l.handle}r` };
+  }
+  readonly crawlDelays: { domain: string; delayMs: number | undefined }[] = [];
+  async setCrawlDelay(_p: unknown, domain: string, delayMs: number | undefined): Promise<void> {
+    this.crawlDelays.push({ domain, delayMs });
   }
   async release(ls: Pick<Lease, 'handle'>[]): Promise<number> {
     this.released.push(...ls.map((l) => l.handle));
@@ -196,7 +205,7 @@ describe('Crawler: the failure decision in the loop', () => {
     const r = await crawl([l], (q) =>
       html(q.url, '', { status: 503, statusText: 'Service Unavailable', headers: { 'retry-after': ['7'] } }),
     );
-    expect(r.frontier.retried).toEqual([{ handle: l.handle, delayMs: 7000 }]);
+    expect(r.frontier.retried).toEqual([{ handle: l.handle, delayMs: 7000, holdDomainMs: 7000 }]);
     expect(r.pages).toEqual([]);
   });
 
@@ -231,6 +240,13 @@ describe('Crawler: the failure decision in the loop', () => {
       { robots: { allowed: false, reason } },
     );
     expect(r.pages).toMatchObject([{ success: false, exception: reason }]);
+  });
+
+  it("tells the frontier a domain's robots.txt Crawl-delay once, capped at a minute, not once per page", async () => {
+    const leases = ['/1', '/2', '/3'].map((p) => lease(`http://a.example${p}`));
+    const r = await crawl(leases, (q) => html(q.url, 'ok'), { robots: { allowed: true, crawlDelayMs: 3_600_000 } });
+    expect(r.pages).toHaveLength(3);
+    expect(r.frontier.crawlDelays).toEqual([{ domain: leases[0]?.domain, delayMs: MAX_CRAWL_DELAY_MS }]);
   });
 
   it('turns a spider that throws (poison) into a success:false page and goes on with the next request', async () => {

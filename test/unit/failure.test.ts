@@ -1,6 +1,6 @@
 /** The one failure decision (lib/crawl/failure.ts) and the infrastructure/poison split under it (lib/errors.ts). */
 import { describe, expect, it } from 'vitest';
-import { decideFailure, RETRY_STATUSES } from '../../lib/crawl/failure.ts';
+import { decideFailure, MAX_DOMAIN_HOLD_MS, RETRY_STATUSES } from '../../lib/crawl/failure.ts';
 import { FetchError, type FetchResult } from '../../lib/crawl/types.ts';
 import { capDetails, failureCause, InfrastructureError, SchemaValidationError } from '../../lib/errors.ts';
 
@@ -69,7 +69,25 @@ describe('decideFailure: retryable statuses', () => {
       { kind: 'status', response: response(503, 'Service Unavailable'), retryAfterMs: 60_000 },
       { retries: 0 },
     );
-    expect(d).toEqual({ action: 'retry', delayMs: 60_000, reason: 'HTTP 503 Service Unavailable' });
+    expect(d).toEqual({
+      action: 'retry',
+      delayMs: 60_000,
+      reason: 'HTTP 503 Service Unavailable',
+      holdDomainMs: 60_000,
+    });
+  });
+
+  it('holds the whole domain for a Retry-After on 429 or 503, at most an hour; never for 500 or without one', () => {
+    const hold = (status: number, retryAfterMs: number) =>
+      (
+        decideFailure({ kind: 'status', response: response(status), retryAfterMs }, { retries: 0 }) as {
+          holdDomainMs?: number;
+        }
+      ).holdDomainMs;
+    expect(hold(429, 5000)).toBe(5000);
+    expect(hold(503, 30 * 86_400_000)).toBe(MAX_DOMAIN_HOLD_MS);
+    expect(hold(503, 0)).toBeUndefined();
+    expect(hold(500, 5000)).toBeUndefined();
   });
 
   it('uses the backoff when it is longer than Retry-After', () => {

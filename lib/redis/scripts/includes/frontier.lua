@@ -2,8 +2,9 @@
   Shared frontier helpers, included (by the loader, at `--- @include "frontier"`) at the top of every
   frontier script. Every script that includes this declares the 18 partition keys, in the order of
   PartitionKeys in keys.ts, as KEYS[1..18], and the common arguments as ARGV[1..5]:
-    ARGV[1] now (epoch ms)      ARGV[2] default hits     ARGV[3] default window (s)
-    ARGV[4] moderated (1|0)     ARGV[5] ip scoping (1|0): throttle per egress IP, checked at lease time
+    ARGV[1] now (epoch ms, or 'T': Redis's TIME)              ARGV[2] default hits     ARGV[3] default window (s)
+    ARGV[4] moderated (1|0), optionally ':<throttle margin ms>'
+    ARGV[5] ip scoping (1|0): throttle per egress IP, checked at lease time
 
   A queued request is one member of the lexicographic ZSET K.queue (all scores 0):
     <domain> \0 <pe:2> <seq:8> <ref> <depth> <retries> <tail>
@@ -28,10 +29,22 @@ local K = {
   settings = KEYS[11], counts = KEYS[12], cidx = KEYS[13], apps = KEYS[14], dcount = KEYS[15],
   expiry = KEYS[16], stopped = KEYS[17], finished = KEYS[18],
 }
-local NOW = tonumber(ARGV[1])
+-- ARGV[1] 'T': the time is Redis's own (TIME), so every crawler's throttle is measured on one clock.
+local NOW
+if ARGV[1] == 'T' then
+  local t = redis.call('TIME')
+  NOW = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+else
+  NOW = tonumber(ARGV[1])
+end
 local DEF_HITS = tonumber(ARGV[2])
 local DEF_WINDOW = tonumber(ARGV[3])
-local MODERATED = ARGV[4] == '1'
+local MODERATED = string.sub(ARGV[4], 1, 1) == '1'
+-- Added to every throttle window (ms, in total over the window; ARGV[4] '<moderated>:<margin>'): a fetch reaches
+-- the site a few ms after its lease, by a varying amount, so spacing leases exactly window / hits apart could put
+-- hits + 1 arrivals in one window. Spread over the window's hits it costs the rate margin / window (100 ms at
+-- 10 per 60 s: 0.17%).
+local MARGIN_MS = tonumber(string.match(ARGV[4], ':(%d+)$')) or 0
 local IP_MODE = ARGV[5] == '1'
 
 local P0 = 1024
@@ -161,24 +174,42 @@ local function throttle_config(domain)
   return DEF_HITS, DEF_WINDOW
 end
 
+-- Fields of K.throttle beside the throttle states: a domain held until (epoch ms; Retry-After), and a domain's
+-- robots.txt Crawl-delay (ms; a minimum spacing of its fetches).
+local function hold_field(domain) return domain .. '\0hold' end
+local function delay_field(domain) return domain .. '\0cd' end
+
 -- When the throttle key next allows a fetch (<= NOW: allowed now).
--- Moderated: fetches evenly spaced window/hits apart, rounded up (rounding down would let hits + 1
--- fetches into one window when hits does not divide it, e.g. 3 per 2 s at 0, 666, 1332, 1998 ms).
+-- Moderated: fetches evenly spaced (window + margin) / hits apart, rounded up (rounding down would let
+-- hits + 1 fetches into one window when hits does not divide it, e.g. 3 per 2 s at 0, 666, 1332, 1998 ms).
 -- Not moderated: a sliding-window log of the last `hits` fetch times.
+-- Either way at least the domain's Crawl-delay after the last fetch, and not before a Retry-After hold ends.
 local function throttle_due(tkey, domain)
   local hits, window = throttle_config(domain)
   if hits <= 0 then return NEVER end
-  local state = redis.call('HGET', K.throttle, tkey)
-  if not state then return 0 end
-  local wms = window * 1000
-  if MODERATED then
-    local last = tonumber(string.match(state, '(%d+)$'))
-    return last + math.ceil(wms / hits)
+  local f = redis.call('HMGET', K.throttle, tkey, hold_field(domain), delay_field(domain))
+  local state, hold, crawl_delay = f[1], tonumber(f[2]), tonumber(f[3]) or 0
+  local due = 0
+  if state then
+    local wms = window * 1000 + MARGIN_MS
+    if MODERATED then
+      local last = tonumber(string.match(state, '(%d+)$'))
+      due = last + math.max(math.ceil(wms / hits), crawl_delay)
+    else
+      local times = {}
+      for t in string.gmatch(state, '%d+') do times[#times + 1] = tonumber(t) end
+      if #times >= hits then due = times[#times - hits + 1] + wms end
+      if crawl_delay > 0 and #times > 0 then due = math.max(due, times[#times] + crawl_delay) end
+    end
   end
-  local times = {}
-  for t in string.gmatch(state, '%d+') do times[#times + 1] = tonumber(t) end
-  if #times < hits then return 0 end
-  return times[#times - hits + 1] + wms
+  if hold then
+    if hold > NOW then
+      due = math.max(due, hold)
+    else
+      redis.call('HDEL', K.throttle, hold_field(domain))
+    end
+  end
+  return due
 end
 
 local function throttle_hit(tkey, domain)

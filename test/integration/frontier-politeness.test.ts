@@ -1,0 +1,127 @@
+/**
+ * Exact politeness (docs/design.md §5), against the cluster-mode Redis: the throttle margin, Redis's own clock,
+ * a Retry-After that holds the whole domain, and robots.txt Crawl-delay as a minimum spacing. Simulated time
+ * (the `now` of each call) except where Redis's clock is the point.
+ */
+import { describe, expect, test } from 'vitest';
+import type { Frontier } from '../../lib/redis/frontier.ts';
+import { partitionKeys } from '../../lib/redis/keys.ts';
+import {
+  childCrawl,
+  frontierTestRedis,
+  maxInWindow,
+  queueRequest,
+  seedCrawl,
+  simulateLeasers,
+  T0,
+  testFrontier,
+} from '../helpers/frontier.ts';
+
+const redis = frontierTestRedis();
+
+async function fill(frontier: Frontier, domains: string[], perDomain: number, now = T0) {
+  const seed = seedCrawl('app', 'c1');
+  let first = true;
+  for (const domain of domains) {
+    const outcomes = await frontier.enqueue(
+      'link',
+      Array.from({ length: perDomain }, (_, i) => {
+        const crawl = first ? seed : childCrawl(seed);
+        first = false;
+        return { crawl, request: queueRequest(`http://www.${domain}/${i}`) };
+      }),
+      now,
+    );
+    expect(outcomes.every((o) => o === 'queued')).toBe(true);
+  }
+}
+
+async function redisNow(): Promise<number> {
+  const [s, us] = await redis.time();
+  return Number(s) * 1000 + Math.floor(Number(us) / 1000);
+}
+
+describe('exact politeness', () => {
+  test('the margin is spread over the window: 5 per 2 s with 100 ms is one lease every 420 ms, never 6 in 2.1 s', async () => {
+    const frontier = testFrontier(redis, { hits: 5, windowSec: 2, moderated: true, throttleMarginMs: 100 });
+    await fill(frontier, ['a.com'], 100);
+    const leases = await simulateLeasers(frontier, 'link', { leasers: 4, start: T0, durationMs: 8400, stepMs: 10 });
+    const times = leases.map((l) => l.at);
+    expect(times).toEqual(Array.from({ length: 20 }, (_, i) => T0 + i * 420));
+    // A fetch arriving up to 100 ms late still keeps every 2 s window at 5.
+    const late = times.map((t, i) => t + (i % 2 === 0 ? 100 : 0));
+    expect(maxInWindow(late, 2000)).toBe(5);
+  });
+
+  test('the margin widens the sliding window too: a burst of 3, then the next burst only 2.1 s later', async () => {
+    const frontier = testFrontier(redis, { hits: 3, windowSec: 2, moderated: false, throttleMarginMs: 100 });
+    await fill(frontier, ['a.com'], 20);
+    const leases = await simulateLeasers(frontier, 'link', { leasers: 3, start: T0, durationMs: 2200, stepMs: 50 });
+    expect(leases.map((l) => l.at)).toEqual([T0, T0, T0, T0 + 2100, T0 + 2100, T0 + 2100]);
+  });
+
+  test("with redisClock the scripts use Redis's TIME and ignore the caller's clock", async () => {
+    const frontier = testFrontier(redis, { hits: 1, windowSec: 60, moderated: true, redisClock: true });
+    await fill(frontier, ['a.com'], 3, await redisNow());
+    const before = await redisNow();
+    // A caller whose clock is an hour ahead still gets a lease now, and the next one a minute after Redis's now.
+    const first = await frontier.lease('link', { now: before + 3_600_000 });
+    expect(first.leased).toBe(true);
+    const second = await frontier.lease('link', { now: before + 3_600_000 });
+    expect(second.leased).toBe(false);
+    const due = (second as { nextDueMs: number }).nextDueMs;
+    expect(due).toBeGreaterThanOrEqual(before + 60_000);
+    expect(due).toBeLessThan((await redisNow()) + 60_000 + 1);
+  });
+
+  test('a Retry-After holds the whole domain for every leaser; other domains go on; it ends on time', async () => {
+    const frontier = testFrontier(redis);
+    await fill(frontier, ['busy.com', 'calm.org'], 5);
+    const first = await frontier.lease('link', { now: T0 });
+    expect(first.leased).toBe(true);
+    if (!first.leased) return;
+    const busy = first.lease.domain;
+    // The site answered 503 with Retry-After: 30 s: retry this request in 30 s and hold the domain as long.
+    expect((await frontier.retry(first.lease, 30_000, T0, 30_000)).retried).toBe(true);
+    const during = await simulateLeasers(frontier, 'link', { leasers: 3, start: T0, durationMs: 29_900, stepMs: 100 });
+    expect(during.length).toBeGreaterThan(0);
+    expect(during.filter((l) => l.lease.domain === busy)).toEqual([]);
+    const after = await frontier.lease('link', { now: T0 + 30_000 });
+    expect(after.leased && after.lease.domain).toBe(busy);
+    // The hold is gone once it passed (a field of the throttle hash, removed lazily).
+    const throttle = partitionKeys(frontier.partitionFor('link')).throttle;
+    expect(await redis.hexists(throttle, `${busy}\u0000hold`)).toBe(0);
+  });
+
+  test('a shorter Retry-After never shortens a longer hold', async () => {
+    const frontier = testFrontier(redis);
+    await fill(frontier, ['busy.com'], 5);
+    const a = await frontier.lease('link', { now: T0 });
+    const b = await frontier.lease('link', { now: T0 });
+    if (!a.leased || !b.leased) throw new Error('expected two leases');
+    await frontier.retry(a.lease, 1000, T0, 60_000);
+    await frontier.retry(b.lease, 1000, T0, 5_000);
+    expect((await frontier.lease('link', { now: T0 + 59_000 })).leased).toBe(false);
+    expect((await frontier.lease('link', { now: T0 + 60_000 })).leased).toBe(true);
+  });
+
+  test('Crawl-delay is a minimum spacing for its domain, the stricter of it and the throttle, and can be lifted', async () => {
+    const frontier = testFrontier(redis, { hits: 10, windowSec: 1, moderated: true });
+    await fill(frontier, ['slow.com'], 50);
+    const p = frontier.partitionFor('link');
+    await frontier.setCrawlDelay(p, 'slow.com', 2000);
+    const slow = await simulateLeasers(frontier, 'link', { leasers: 3, start: T0, durationMs: 6100, stepMs: 50 });
+    expect(slow.map((l) => l.at)).toEqual([T0, T0 + 2000, T0 + 4000, T0 + 6000]);
+    // A Crawl-delay shorter than the throttle's spacing (100 ms) changes nothing; none at all restores it.
+    await frontier.setCrawlDelay(p, 'slow.com', 50);
+    const fast = await simulateLeasers(frontier, 'link', {
+      leasers: 2,
+      start: T0 + 8000,
+      durationMs: 500,
+      stepMs: 50,
+    });
+    expect(fast.map((l) => l.at)).toEqual([T0 + 8000, T0 + 8100, T0 + 8200, T0 + 8300, T0 + 8400]);
+    await frontier.setCrawlDelay(p, 'slow.com', undefined);
+    expect(await redis.hexists(partitionKeys(p).throttle, 'slow.com\u0000cd')).toBe(0);
+  });
+});

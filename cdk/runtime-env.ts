@@ -23,12 +23,16 @@ const CONNECTIONS = [
 
 /**
  * Variables each deployable must get on AWS, because their defaults are only right for a local run
- * (127.0.0.1 brokers and Redis, plaintext, no auth). REDIS_PASSWORD reaches the crawler as an ECS secret.
+ * (127.0.0.1 brokers and Redis, plaintext, no auth). REDIS_PASSWORD reaches the crawler and the URL Frontier
+ * service as an ECS secret.
  */
 export const REQUIRED_VARIABLES = {
   monitor: CONNECTIONS,
+  /** stats and reclaim: Redis only (no Kafka producer, so an MSK fault does not stop them). */
+  redisOnly: ['REDIS_HOST', 'REDIS_PORT', 'REDIS_TLS', 'REDIS_CLUSTER', 'REDIS_PASSWORD'],
   crawler: [...CONNECTIONS, 'BODY_STORE_BUCKET', 'SHUTDOWN_DEADLINE_MS', 'AWS_REGION'],
   rest: [...CONNECTIONS, 'WAIT_FOR_RESPONSE_TIME'],
+  urlFrontier: ['REDIS_HOST', 'REDIS_PORT', 'REDIS_TLS', 'REDIS_CLUSTER', 'REDIS_PASSWORD'],
   topics: ['KAFKA_BROKERS', 'KAFKA_SASL_MECHANISM', 'KAFKA_CLIENT_ID'],
 } as const satisfies Record<string, readonly VariableName[]>;
 

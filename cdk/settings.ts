@@ -77,6 +77,24 @@ export interface Settings {
   logRetentionDays: number;
   /** Optional e-mail subscribed to the alarm topic. @default none */
   alarmEmail?: string;
+  /**
+   * Deploy the URL Frontier gRPC API (functions/url-frontier, the crawler image) as its own Fargate service behind
+   * an internal Network Load Balancer. @default true
+   */
+  urlFrontier: boolean;
+  /** URL Frontier task vCPU units (a Fargate size). @default 512 */
+  urlFrontierTaskCpu: number;
+  /** @default 1024 */
+  urlFrontierTaskMemoryMiB: number;
+  /** URL Frontier tasks at least (not 0: the endpoint must answer; 2 survive the loss of a task or a zone). @default 2 */
+  urlFrontierMinTasks: number;
+  /** URL Frontier tasks at most (it scales on CPU). @default 6 */
+  urlFrontierMaxTasks: number;
+  /**
+   * ARN of an ACM certificate in the stack's region: adds a TLS listener (port 7443, ALPN h2) to the URL Frontier's
+   * load balancer, next to the plaintext one on 7071. @default none
+   */
+  urlFrontierCertificateArn?: string;
   /** Overrides of runtime variables (names from lib/config/variables.ts) for every function and the fleet. */
   runtimeEnv: Partial<Record<VariableName, string>>;
 }
@@ -129,6 +147,16 @@ function retention(get: Get): number {
   return days;
 }
 
+/** The task CPU sizes Fargate offers. */
+const FARGATE_CPU = [256, 512, 1024, 2048, 4096, 8192, 16384];
+
+function fargateCpu(get: Get, key: string, fallback: number): number {
+  const cpu = int(get, key, fallback, 256, 16384);
+  if (!FARGATE_CPU.includes(cpu))
+    throw new SettingsError(key, 'must be a Fargate CPU size (256, 512, 1024, ... 16384)');
+  return cpu;
+}
+
 function runtimeEnv(get: Get): Partial<Record<VariableName, string>> {
   let v = get('runtimeEnv');
   if (v === undefined) return {};
@@ -165,9 +193,15 @@ export function readSettings(source: Node | Record<string, unknown>): Settings {
   const minTasks = int(get, 'minTasks', 0, 0, 1000);
   const maxTasks = int(get, 'maxTasks', 10, 1, 1000);
   if (maxTasks < minTasks) throw new SettingsError('maxTasks', 'must be at least minTasks');
-  const taskCpu = int(get, 'taskCpu', 1024, 256, 16384);
-  if (![256, 512, 1024, 2048, 4096, 8192, 16384].includes(taskCpu))
-    throw new SettingsError('taskCpu', 'must be a Fargate CPU size (256, 512, 1024, ... 16384)');
+  const taskCpu = fargateCpu(get, 'taskCpu', 1024);
+  const urlFrontierMinTasks = int(get, 'urlFrontierMinTasks', 2, 1, 100);
+  const urlFrontierMaxTasks = int(get, 'urlFrontierMaxTasks', 6, 1, 100);
+  if (urlFrontierMaxTasks < urlFrontierMinTasks)
+    throw new SettingsError('urlFrontierMaxTasks', 'must be at least urlFrontierMinTasks');
+  const urlFrontierCertificateArn =
+    get('urlFrontierCertificateArn') === undefined
+      ? undefined
+      : str(get, 'urlFrontierCertificateArn', '', /^arn:aws[a-z-]*:acm:[a-z0-9-]+:\d{12}:certificate\/[0-9a-f-]+$/);
   const alarmEmail = get('alarmEmail') === undefined ? undefined : str(get, 'alarmEmail', '', /^[^@\s]+@[^@\s]+$/);
 
   return {
@@ -210,6 +244,12 @@ export function readSettings(source: Node | Record<string, unknown>): Settings {
     failedBatchRetentionDays: int(get, 'failedBatchRetentionDays', 30, 1, 3650),
     logRetentionDays: retention(get),
     alarmEmail,
+    urlFrontier: bool(get, 'urlFrontier', true),
+    urlFrontierTaskCpu: fargateCpu(get, 'urlFrontierTaskCpu', 512),
+    urlFrontierTaskMemoryMiB: int(get, 'urlFrontierTaskMemoryMiB', 1024, 512, 122_880),
+    urlFrontierMinTasks,
+    urlFrontierMaxTasks,
+    urlFrontierCertificateArn,
     runtimeEnv: runtimeEnv(get),
   };
 }

@@ -12,6 +12,7 @@ import { Network } from './constructs/network.ts';
 import { Observability } from './constructs/observability.ts';
 import { RestApi } from './constructs/rest-api.ts';
 import { Storage } from './constructs/storage.ts';
+import { UrlFrontier } from './constructs/url-frontier.ts';
 import type { Settings } from './settings.ts';
 
 export interface CrawlClusterStackProps extends StackProps {
@@ -26,6 +27,8 @@ export class CrawlClusterStack extends Stack {
   readonly functions: Functions;
   readonly fleet: Fleet;
   readonly restApi: RestApi;
+  /** The URL Frontier gRPC service; undefined with `urlFrontier=false`. */
+  readonly urlFrontier?: UrlFrontier;
   readonly observability: Observability;
 
   constructor(scope: Construct, id: string, props: CrawlClusterStackProps) {
@@ -100,6 +103,22 @@ export class CrawlClusterStack extends Stack {
       logRetention,
       runtimeEnv: s.runtimeEnv,
     });
+    if (s.urlFrontier) {
+      this.urlFrontier = new UrlFrontier(this, 'UrlFrontier', {
+        network: this.network,
+        cache: this.cache,
+        storage: this.storage,
+        cluster: this.fleet.cluster,
+        image: this.fleet.image,
+        taskCpu: s.urlFrontierTaskCpu,
+        taskMemoryMiB: s.urlFrontierTaskMemoryMiB,
+        minTasks: s.urlFrontierMinTasks,
+        maxTasks: s.urlFrontierMaxTasks,
+        certificateArn: s.urlFrontierCertificateArn,
+        logRetention,
+        runtimeEnv: s.runtimeEnv,
+      });
+    }
     this.observability = new Observability(this, 'Observability', {
       kafka: this.kafka,
       cache: this.cache,
@@ -129,5 +148,16 @@ export class CrawlClusterStack extends Stack {
     });
     new CfnOutput(this, 'DashboardUrl', { value: this.observability.dashboardUrl() });
     new CfnOutput(this, 'AlarmTopic', { value: this.observability.alarmTopic.topicArn });
+    if (this.urlFrontier) {
+      new CfnOutput(this, 'UrlFrontierEndpoint', {
+        value: this.urlFrontier.endpoint,
+        description: 'URL Frontier gRPC API (host:port, plaintext) for clients in the VPC (internal NLB)',
+      });
+      if (this.urlFrontier.tlsEndpoint)
+        new CfnOutput(this, 'UrlFrontierTlsEndpoint', {
+          value: this.urlFrontier.tlsEndpoint,
+          description: 'URL Frontier gRPC API over TLS; connect by a DNS name of the certificate that points here',
+        });
+    }
   }
 }

@@ -57,6 +57,10 @@ export class Fleet extends Construct {
   readonly cluster: ecs.Cluster;
   readonly service: ecs.FargateService;
   readonly taskDefinition: ecs.FargateTaskDefinition;
+  /** The task image, built once from functions/crawler/Dockerfile; the URL Frontier service runs it too. */
+  readonly imageAsset: ecrAssets.DockerImageAsset;
+  /** {@link imageAsset} as a container image. */
+  readonly image: ecs.ContainerImage;
 
   constructor(scope: Construct, id: string, props: FleetProps) {
     super(scope, id);
@@ -74,7 +78,8 @@ export class Fleet extends Construct {
         operatingSystemFamily: ecs.OperatingSystemFamily.LINUX,
       },
     });
-    const image = ecs.ContainerImage.fromAsset(REPO_ROOT, {
+    this.imageAsset = new ecrAssets.DockerImageAsset(this, 'Image', {
+      directory: REPO_ROOT,
       file: 'functions/crawler/Dockerfile',
       platform: ecrAssets.Platform.LINUX_ARM64,
       // The build context is the repository root; only what the Dockerfile copies goes in.
@@ -87,16 +92,18 @@ export class Fleet extends Construct {
         'functions/*',
         '!functions/crawler',
         '!functions/shared',
+        '!functions/url-frontier',
       ],
       ignoreMode: IgnoreMode.DOCKER,
     });
+    this.image = ecs.ContainerImage.fromDockerImageAsset(this.imageAsset);
     const logGroup = new logs.LogGroup(this, 'Logs', {
       retention: props.logRetention,
       removalPolicy: RemovalPolicy.DESTROY,
     });
     const appTopics = props.runtimeEnv.KAFKA_APPID_TOPICS === 'true';
     this.taskDefinition.addContainer('crawler', {
-      image,
+      image: this.image,
       essential: true,
       logging: ecs.LogDrivers.awsLogs({ streamPrefix: 'crawler', logGroup }),
       environment: environment(

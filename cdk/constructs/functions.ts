@@ -78,7 +78,23 @@ export class Functions extends Construct {
     const appTopics = props.runtimeEnv.KAFKA_APPID_TOPICS === 'true';
     const outbound = [kafka.topics.outboundFirehose, ...(appTopics ? [outboundAppTopic(kafka.topicPrefix, '*')] : [])];
 
-    const make = (name: string, description: string, timeout: Duration, memorySize = 512, env: RuntimeEnv = {}) => {
+    const make = (
+      name: string,
+      description: string,
+      timeout: Duration,
+      memorySize = 512,
+      env: RuntimeEnv = {},
+      usesKafka = true,
+    ) => {
+      const kafkaEnv: RuntimeEnv = usesKafka
+        ? {
+            KAFKA_BROKERS: kafka.bootstrapBrokers,
+            KAFKA_TOPIC_PREFIX: kafka.topicPrefix,
+            KAFKA_SASL_MECHANISM: 'aws-msk-iam',
+            KAFKA_SSL: 'true',
+            KAFKA_CLIENT_ID: `crawl-cluster-${name}`,
+          }
+        : {};
       const fn = new CrawlFunction(this, pascal(name), {
         name,
         description: `crawl-cluster ${name}: ${description}`,
@@ -87,11 +103,7 @@ export class Functions extends Construct {
         environment: {
           ...environment(
             {
-              KAFKA_BROKERS: kafka.bootstrapBrokers,
-              KAFKA_TOPIC_PREFIX: kafka.topicPrefix,
-              KAFKA_SASL_MECHANISM: 'aws-msk-iam',
-              KAFKA_SSL: 'true',
-              KAFKA_CLIENT_ID: `crawl-cluster-${name}`,
+              ...kafkaEnv,
               REDIS_HOST: cache.host,
               REDIS_PORT: String(cache.port),
               REDIS_TLS: 'true',
@@ -109,9 +121,12 @@ export class Functions extends Construct {
         securityGroups: [network.functionsSecurityGroup],
         logRetention: props.logRetention,
       });
-      // Every monitor opens an idempotent producer at cold start (functions/shared/deps.ts).
-      kafka.grantProduce(fn.function, []);
-      fn.node.addDependency(kafka.topicsResource);
+      // A function that uses Kafka opens an idempotent producer at cold start (functions/shared/deps.ts); stats and
+      // reclaim use Redis only, get no Kafka settings or rights, and go on through an MSK fault.
+      if (usesKafka) {
+        kafka.grantProduce(fn.function, []);
+        fn.node.addDependency(kafka.topicsResource);
+      }
       return fn;
     };
 
@@ -189,7 +204,7 @@ export class Functions extends Construct {
     this.scheduled = {} as Record<ScheduledName, CrawlFunction>;
     for (const [name, description] of Object.entries(SCHEDULED) as [ScheduledName, string][]) {
       // Ends before the next run starts.
-      const fn = make(name, description, Duration.seconds(50));
+      const fn = make(name, description, Duration.seconds(50), 512, {}, name === 'expire');
       if (name === 'expire') kafka.grantProduce(fn.function, outbound);
       new Schedule(this, `${pascal(name)}Schedule`, {
         schedule: ScheduleExpression.rate(Duration.minutes(1)),

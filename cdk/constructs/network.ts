@@ -1,7 +1,8 @@
 /**
  * The VPC: private subnets for the functions, MSK and the cache; the crawler fleet either in the same private
  * subnets behind NAT (default) or in public subnets with a public IP per task and no NAT at all (cheaper, and each
- * task has its own egress IP for IP-scoped throttles). Endpoints keep image pulls, logs and S3 off the NAT.
+ * task has its own egress IP for IP-scoped throttles). Endpoints keep image pulls, logs and S3 off the NAT, and let
+ * tasks in isolated private subnets (the URL Frontier with crawlerPublicSubnets) start without one.
  */
 import { RemovalPolicy } from 'aws-cdk-lib';
 import * as ec2 from 'aws-cdk-lib/aws-ec2';
@@ -17,8 +18,13 @@ export interface NetworkProps {
   logRetention: logs.RetentionDays;
 }
 
+/** The VPC's address range (CDK's default), as a literal so that security group rules from it stay checkable. */
+export const VPC_CIDR = '10.0.0.0/16';
+
 export class Network extends Construct {
   readonly vpc: ec2.Vpc;
+  /** {@link VPC_CIDR}: where clients in the VPC connect from. */
+  readonly vpcCidr = VPC_CIDR;
   /** Where the functions, MSK and the cache live. */
   readonly privateSubnets: ec2.SubnetSelection;
   /** Where crawler tasks run. */
@@ -29,6 +35,10 @@ export class Network extends Construct {
   readonly functionsSecurityGroup: ec2.SecurityGroup;
   /** The crawler tasks. */
   readonly crawlerSecurityGroup: ec2.SecurityGroup;
+  /** Whether the private subnets reach the Internet through NAT (not with crawlerPublicSubnets: isolated then). */
+  readonly privateEgress: boolean;
+  /** The interface endpoints' security group, once allowTaskEndpoints created them. */
+  #endpoints?: ec2.SecurityGroup;
 
   constructor(scope: Construct, id: string, props: NetworkProps) {
     super(scope, id);
@@ -36,6 +46,7 @@ export class Network extends Construct {
       ? ec2.SubnetType.PRIVATE_ISOLATED
       : ec2.SubnetType.PRIVATE_WITH_EGRESS;
     this.vpc = new ec2.Vpc(this, 'Vpc', {
+      ipAddresses: ec2.IpAddresses.cidr(VPC_CIDR),
       maxAzs: props.maxAzs,
       natGateways: props.crawlerPublicSubnets ? 0 : props.natGateways,
       subnetConfiguration: [
@@ -76,20 +87,41 @@ export class Network extends Construct {
       allowAllOutbound: true,
     });
 
-    if (!props.crawlerPublicSubnets) {
-      // Image pulls and logs of every task start would otherwise cross the NAT (billed per GB). Only the
-      // crawler tasks use them (Lambda ships its logs outside the VPC).
+    this.privateEgress = !props.crawlerPublicSubnets;
+    // Image pulls and logs of every task start would otherwise cross the NAT (billed per GB). Only tasks use them
+    // (Lambda ships its logs outside the VPC).
+    if (this.privateEgress) this.#taskEndpoints();
+  }
+
+  /**
+   * Lets Fargate tasks with the security group `client` reach, through interface endpoints, what a task needs to
+   * start: ECR (the image layers come through the S3 gateway endpoint) and CloudWatch Logs, plus Secrets Manager
+   * when the private subnets have no NAT (`crawlerPublicSubnets`: the endpoints are then the only way out of them).
+   * The endpoints are created on first use. Their private DNS names apply to the whole VPC, so the crawler tasks
+   * are always let in too, wherever they run.
+   */
+  allowTaskEndpoints(client: ec2.ISecurityGroup, description: string): void {
+    this.#taskEndpoints().addIngressRule(client, ec2.Port.tcp(443), description);
+  }
+
+  #taskEndpoints(): ec2.SecurityGroup {
+    if (!this.#endpoints) {
       const endpoints = new ec2.SecurityGroup(this, 'Endpoints', {
         vpc: this.vpc,
-        description: 'crawl-cluster interface endpoints (ECR, CloudWatch Logs)',
+        description: this.privateEgress
+          ? 'crawl-cluster interface endpoints (ECR, CloudWatch Logs)'
+          : 'crawl-cluster interface endpoints (ECR, CloudWatch Logs, Secrets Manager)',
         allowAllOutbound: false,
       });
-      endpoints.addIngressRule(this.crawlerSecurityGroup, ec2.Port.tcp(443), 'crawler tasks');
-      for (const [name, service] of [
+      this.#endpoints = endpoints;
+      const services: [string, ec2.InterfaceVpcEndpointAwsService][] = [
         ['EcrApi', ec2.InterfaceVpcEndpointAwsService.ECR],
         ['EcrDocker', ec2.InterfaceVpcEndpointAwsService.ECR_DOCKER],
         ['Logs', ec2.InterfaceVpcEndpointAwsService.CLOUDWATCH_LOGS],
-      ] as const) {
+      ];
+      // With NAT, the tasks fetch their ECS secrets from Secrets Manager through it (a few calls per task start).
+      if (!this.privateEgress) services.push(['SecretsManager', ec2.InterfaceVpcEndpointAwsService.SECRETS_MANAGER]);
+      for (const [name, service] of services) {
         this.vpc.addInterfaceEndpoint(name, {
           service,
           subnets: this.privateSubnets,
@@ -98,6 +130,8 @@ export class Network extends Construct {
           open: false,
         });
       }
+      endpoints.addIngressRule(this.crawlerSecurityGroup, ec2.Port.tcp(443), 'crawler tasks');
     }
+    return this.#endpoints;
   }
 }

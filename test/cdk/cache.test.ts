@@ -43,7 +43,8 @@ describe('ElastiCache Valkey', () => {
     expect(replicationGroup(s).Properties.CacheParameterGroupName).toEqual({ Ref: pg });
   });
 
-  it('is reachable on its port from the functions and the crawlers only', () => {
+  it('is reachable on its port from the functions, the crawlers and the URL Frontier tasks only', () => {
+    expect(s.stack.urlFrontier).toBeDefined();
     const cacheSg = logicalIdOf(s, s.stack.cache.securityGroup);
     const ingress = Object.values(s.template.findResources('AWS::EC2::SecurityGroupIngress')).filter(
       (r) => JSON.stringify(r.Properties.GroupId) === JSON.stringify({ 'Fn::GetAtt': [cacheSg, 'GroupId'] }),
@@ -53,6 +54,7 @@ describe('ElastiCache Valkey', () => {
       [
         logicalIdOf(s, s.stack.network.functionsSecurityGroup),
         logicalIdOf(s, s.stack.network.crawlerSecurityGroup),
+        ...(s.stack.urlFrontier ? [logicalIdOf(s, s.stack.urlFrontier.securityGroup)] : []),
       ].sort(),
     );
     for (const r of ingress) expect([r.Properties.FromPort, r.Properties.ToPort]).toEqual([6380, 6380]);

@@ -15,6 +15,10 @@ const VARIANTS: Record<string, Record<string, unknown>> = {
     alarmEmail: 'ops@example.com',
     runtimeEnv: { KAFKA_APPID_TOPICS: 'true' },
   },
+  'URL Frontier with a TLS listener': {
+    urlFrontierCertificateArn: 'arn:aws:acm:us-east-1:123456789012:certificate/0f0e2f2a-1111-2222-3333-444455556666',
+  },
+  'no URL Frontier': { urlFrontier: false },
 };
 
 describe('cdk-nag (AwsSolutions)', () => {

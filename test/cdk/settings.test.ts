@@ -12,6 +12,10 @@ describe('settings from context', () => {
     expect(s.natGateways).toBe(s.maxAzs);
     expect(s.restRateLimit).toBe(50);
     expect(s.restBurstLimit).toBe(100);
+    expect(s.urlFrontier).toBe(true);
+    expect([s.urlFrontierTaskCpu, s.urlFrontierTaskMemoryMiB]).toEqual([512, 1024]);
+    expect([s.urlFrontierMinTasks, s.urlFrontierMaxTasks]).toEqual([2, 6]);
+    expect(s.urlFrontierCertificateArn).toBeUndefined();
   });
 
   it('accepts the strings `cdk -c key=value` passes', () => {
@@ -19,6 +23,8 @@ describe('settings from context', () => {
     expect(s.maxTasks).toBe(50);
     expect(s.cacheClusterMode).toBe(true);
     expect(s.runtimeEnv).toEqual({ QUEUE_HITS: '3' });
+    const f = readSettings({ urlFrontier: 'false', urlFrontierMinTasks: '1', urlFrontierMaxTasks: '3' });
+    expect([f.urlFrontier, f.urlFrontierMinTasks, f.urlFrontierMaxTasks]).toEqual([false, 1, 3]);
   });
 
   it('names the context key of a bad value', () => {
@@ -29,5 +35,15 @@ describe('settings from context', () => {
     expect(() => readSettings({ logRetentionDays: 10 })).toThrow(/context "logRetentionDays"/);
     expect(() => readSettings({ topicPrefix: 'has space' })).toThrow(SettingsError);
     expect(() => readSettings({ restRateLimit: 0 })).toThrow(/context "restRateLimit"/);
+    expect(() => readSettings({ urlFrontier: 'yes' })).toThrow(/context "urlFrontier"/);
+    expect(() => readSettings({ urlFrontierTaskCpu: 768 })).toThrow(/context "urlFrontierTaskCpu"/);
+    expect(() => readSettings({ urlFrontierTaskMemoryMiB: 256 })).toThrow(/context "urlFrontierTaskMemoryMiB"/);
+    expect(() => readSettings({ urlFrontierMinTasks: 0 })).toThrow(/context "urlFrontierMinTasks"/);
+    expect(() => readSettings({ urlFrontierMinTasks: 4, urlFrontierMaxTasks: 3 })).toThrow(
+      /context "urlFrontierMaxTasks"/,
+    );
+    expect(() => readSettings({ urlFrontierCertificateArn: 'arn:aws:iam::123456789012:server-certificate/x' })).toThrow(
+      /context "urlFrontierCertificateArn"/,
+    );
   });
 });

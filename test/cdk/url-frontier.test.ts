@@ -1,0 +1,311 @@
+import { existsSync, readFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { beforeAll, describe, expect, it } from 'vitest';
+import {
+  URL_FRONTIER_COMMAND,
+  URL_FRONTIER_PORT,
+  URL_FRONTIER_TLS_PORT,
+  type UrlFrontier,
+} from '../../cdk/constructs/url-frontier.ts';
+import { REQUIRED_VARIABLES } from '../../cdk/runtime-env.ts';
+import { VARIABLES } from '../../lib/config/variables.ts';
+import { REPO_ROOT } from '../../localstack/repo-root.ts';
+import { type Cfn, logicalIdOf, resourceOf, type Synthesized, synthStack } from './synth.ts';
+
+const CERTIFICATE = 'arn:aws:acm:us-east-1:123456789012:certificate/0f0e2f2a-1111-2222-3333-444455556666';
+
+let s: Synthesized;
+beforeAll(() => {
+  s = synthStack({
+    urlFrontierMinTasks: 3,
+    urlFrontierMaxTasks: 9,
+    urlFrontierTaskCpu: 1024,
+    urlFrontierTaskMemoryMiB: 2048,
+    logRetentionDays: 14,
+  });
+});
+
+function frontier(syn: Synthesized): UrlFrontier {
+  const f = syn.stack.urlFrontier;
+  if (!f) throw new Error('no URL Frontier in this stack');
+  return f;
+}
+
+function container(syn: Synthesized): Cfn {
+  return resourceOf(syn, frontier(syn).taskDefinition).Properties.ContainerDefinitions[0];
+}
+
+function crawlerContainer(syn: Synthesized): Cfn {
+  return resourceOf(syn, syn.stack.fleet.taskDefinition).Properties.ContainerDefinitions[0];
+}
+
+function resourcesOf(syn: Synthesized, type: string): [string, Cfn][] {
+  return Object.entries(syn.template.findResources(type));
+}
+
+/** The listeners of the URL Frontier's load balancer. */
+function listeners(syn: Synthesized): Cfn[] {
+  const lb = logicalIdOf(syn, frontier(syn).loadBalancer);
+  return resourcesOf(syn, 'AWS::ElasticLoadBalancingV2::Listener')
+    .map(([, r]) => r.Properties)
+    .filter((p) => JSON.stringify(p.LoadBalancerArn) === JSON.stringify({ Ref: lb }));
+}
+
+/** The SecurityGroupIngress resources (rules between groups) that target a group. */
+function separateIngressTo(syn: Synthesized, groupLogicalId: string): Cfn[] {
+  return resourcesOf(syn, 'AWS::EC2::SecurityGroupIngress')
+    .map(([, r]) => r.Properties)
+    .filter((p) => JSON.stringify(p.GroupId) === JSON.stringify({ 'Fn::GetAtt': [groupLogicalId, 'GroupId'] }));
+}
+
+function vpcCidr(syn: Synthesized): string {
+  return resourceOf(syn, syn.stack.network.vpc).Properties.CidrBlock;
+}
+
+function env(c: Cfn): Record<string, unknown> {
+  return Object.fromEntries((c.Environment as { Name: string; Value: unknown }[]).map((e) => [e.Name, e.Value]));
+}
+
+describe('URL Frontier service', () => {
+  it('runs the crawler’s image with the command overridden, on arm64 Fargate in the fleet’s cluster', () => {
+    const c = container(s);
+    expect(c.Command).toEqual(['node', 'functions/url-frontier/main.ts']);
+    expect(URL_FRONTIER_COMMAND).toEqual(c.Command);
+    expect(c.Image).toEqual(crawlerContainer(s).Image);
+    expect(c.PortMappings).toEqual([{ ContainerPort: URL_FRONTIER_PORT, Protocol: 'tcp' }]);
+    const task = resourceOf(s, frontier(s).taskDefinition).Properties;
+    expect(task.RequiresCompatibilities).toEqual(['FARGATE']);
+    expect(task.RuntimePlatform).toEqual({ CpuArchitecture: 'ARM64', OperatingSystemFamily: 'LINUX' });
+    expect([task.Cpu, task.Memory]).toEqual(['1024', '2048']);
+    const service = resourceOf(s, frontier(s).service).Properties;
+    expect(service.Cluster).toEqual({ Ref: logicalIdOf(s, s.stack.fleet.cluster) });
+    expect(service.LaunchType).toBe('FARGATE');
+    expect(service.TaskDefinition).toEqual({ Ref: logicalIdOf(s, frontier(s).taskDefinition) });
+  });
+
+  it('is built once with the crawler: one image asset, whose build context holds functions/url-frontier', () => {
+    const dir = s.app.synth().directory;
+    const images = Object.values(
+      JSON.parse(readFileSync(join(dir, `${s.stack.stackName}.assets.json`), 'utf8')).dockerImages,
+    ) as { source: { directory: string; dockerFile: string; platform: string } }[];
+    expect(images.map((i) => [i.source.dockerFile, i.source.platform])).toEqual([
+      ['functions/crawler/Dockerfile', 'linux/arm64'],
+    ]);
+    const context = join(dir, images[0]?.source.directory ?? '');
+    for (const kept of ['functions/url-frontier/main.ts', 'functions/url-frontier/server.ts', 'lib/url-frontier'])
+      expect(existsSync(join(context, kept)), kept).toBe(true);
+    for (const dropped of ['functions/kafka-monitor', 'test', 'cdk'])
+      expect(existsSync(join(context, dropped))).toBe(false);
+    const dockerfile = readFileSync(join(REPO_ROOT, 'functions/crawler/Dockerfile'), 'utf8');
+    expect(dockerfile).toMatch(/^COPY functions\/url-frontier \.\/functions\/url-frontier$/m);
+    // The container listens where the load balancer forwards.
+    const main = readFileSync(join(REPO_ROOT, 'functions/url-frontier/main.ts'), 'utf8');
+    expect(main.match(/URL_FRONTIER_PORT = (\d+)/)?.[1]).toBe(String(URL_FRONTIER_PORT));
+  });
+
+  it('runs in the private subnets without a public IP, and rolls a failed deployment back', () => {
+    const service = resourceOf(s, frontier(s).service).Properties;
+    expect(service.NetworkConfiguration.AwsvpcConfiguration).toEqual({
+      AssignPublicIp: 'DISABLED',
+      SecurityGroups: [{ 'Fn::GetAtt': [logicalIdOf(s, frontier(s).securityGroup), 'GroupId'] }],
+      Subnets: s.stack.network.vpc.privateSubnets.map((x) => ({ Ref: logicalIdOf(s, x) })),
+    });
+    expect(service.DeploymentConfiguration.DeploymentCircuitBreaker).toEqual({ Enable: true, Rollback: true });
+  });
+
+  it('reaches Redis exactly as the crawlers do, with the AUTH token as an ECS secret', () => {
+    const c = container(s);
+    const mine = env(c);
+    const crawler = env(crawlerContainer(s));
+    for (const name of ['REDIS_HOST', 'REDIS_PORT', 'REDIS_TLS', 'REDIS_CLUSTER'])
+      expect(mine[name], name).toEqual(crawler[name]);
+    expect(mine.REDIS_TLS).toBe('true');
+    expect(c.Secrets).toEqual(crawlerContainer(s).Secrets);
+    expect(c.Secrets).toEqual([
+      { Name: 'REDIS_PASSWORD', ValueFrom: { Ref: logicalIdOf(s, s.stack.cache.authToken) } },
+    ]);
+    expect(mine).not.toHaveProperty('REDIS_PASSWORD');
+    const names = [...Object.keys(mine), ...(c.Secrets as { Name: string }[]).map((x) => x.Name)];
+    for (const v of REQUIRED_VARIABLES.urlFrontier) expect(names, v).toContain(v);
+    for (const n of names) expect(VARIABLES, n).toHaveProperty(n);
+    // The cache admits the service's tasks on its port.
+    const fromFrontier = separateIngressTo(s, logicalIdOf(s, s.stack.cache.securityGroup)).filter(
+      (r) => r.SourceSecurityGroupId['Fn::GetAtt'][0] === logicalIdOf(s, frontier(s).securityGroup),
+    );
+    expect(fromFrontier.map((r) => [r.FromPort, r.ToPort])).toEqual([[6380, 6380]]);
+  });
+
+  it('logs to its own log group with the stack’s retention', () => {
+    const logGroup = logicalIdOf(s, frontier(s).logGroup);
+    expect(container(s).LogConfiguration.Options['awslogs-group']).toEqual({ Ref: logGroup });
+    expect(logGroup).not.toBe(crawlerContainer(s).LogConfiguration.Options['awslogs-group'].Ref);
+    expect(resourceOf(s, frontier(s).logGroup).Properties.RetentionInDays).toBe(14);
+  });
+
+  it('sits behind an internal NLB in the private subnets: a TCP listener on 7071, TCP health checks', () => {
+    const lb = resourceOf(s, frontier(s).loadBalancer).Properties;
+    expect(lb.Type).toBe('network');
+    expect(lb.Scheme).toBe('internal');
+    expect(lb.Subnets).toEqual(s.stack.network.vpc.privateSubnets.map((x) => ({ Ref: logicalIdOf(s, x) })));
+    const tg = logicalIdOf(s, frontier(s).targetGroup);
+    expect(listeners(s)).toEqual([
+      {
+        LoadBalancerArn: { Ref: logicalIdOf(s, frontier(s).loadBalancer) },
+        Port: 7071,
+        Protocol: 'TCP',
+        DefaultActions: [{ Type: 'forward', TargetGroupArn: { Ref: tg } }],
+      },
+    ]);
+    const group = resourceOf(s, frontier(s).targetGroup).Properties;
+    expect([group.Port, group.Protocol, group.TargetType, group.HealthCheckProtocol]).toEqual([
+      7071,
+      'TCP',
+      'ip',
+      'TCP',
+    ]);
+    expect(resourceOf(s, frontier(s).service).Properties.LoadBalancers).toEqual([
+      { ContainerName: 'url-frontier', ContainerPort: 7071, TargetGroupArn: { Ref: tg } },
+    ]);
+  });
+
+  it('admits port 7071 only, and only from the VPC CIDR, on the tasks and on the load balancer', () => {
+    const cidr = vpcCidr(s);
+    expect(cidr).toMatch(/^\d+\.\d+\.\d+\.\d+\/\d+$/);
+    const only7071 = [{ CidrIp: cidr, IpProtocol: 'tcp', FromPort: 7071, ToPort: 7071 }];
+    for (const group of [frontier(s).securityGroup, frontier(s).loadBalancerSecurityGroup]) {
+      const sg = resourceOf(s, group).Properties;
+      expect(
+        (sg.SecurityGroupIngress as Cfn[]).map(({ CidrIp, IpProtocol, FromPort, ToPort }) => ({
+          CidrIp,
+          IpProtocol,
+          FromPort,
+          ToPort,
+        })),
+        group.node.path,
+      ).toEqual(only7071);
+      expect(separateIngressTo(s, logicalIdOf(s, group)), group.node.path).toEqual([]);
+    }
+    expect(resourceOf(s, frontier(s).loadBalancer).Properties.SecurityGroups).toEqual([
+      { 'Fn::GetAtt': [logicalIdOf(s, frontier(s).loadBalancerSecurityGroup), 'GroupId'] },
+    ]);
+  });
+
+  it('scales on CPU between urlFrontierMinTasks and urlFrontierMaxTasks', () => {
+    const service = logicalIdOf(s, frontier(s).service);
+    const targets = resourcesOf(s, 'AWS::ApplicationAutoScaling::ScalableTarget').filter(([, r]) =>
+      JSON.stringify(r.Properties.ResourceId).includes(`"${service}"`),
+    );
+    expect(targets).toHaveLength(1);
+    const [targetId, target] = targets[0] as [string, Cfn];
+    expect([target.Properties.MinCapacity, target.Properties.MaxCapacity]).toEqual([3, 9]);
+    expect(target.Properties.ScalableDimension).toBe('ecs:service:DesiredCount');
+    const policies = resourcesOf(s, 'AWS::ApplicationAutoScaling::ScalingPolicy')
+      .map(([, r]) => r.Properties)
+      .filter((p) => JSON.stringify(p.ScalingTargetId) === JSON.stringify({ Ref: targetId }));
+    expect(policies).toHaveLength(1);
+    expect(policies[0]?.PolicyType).toBe('TargetTrackingScaling');
+    const tracking = policies[0]?.TargetTrackingScalingPolicyConfiguration;
+    expect(tracking.PredefinedMetricSpecification).toEqual({
+      PredefinedMetricType: 'ECSServiceAverageCPUUtilization',
+    });
+    expect(tracking.TargetValue).toBe(60);
+    // The defaults: two tasks at least, six at most.
+    const defaults = synthStack();
+    defaults.template.hasResourceProperties('AWS::ApplicationAutoScaling::ScalableTarget', {
+      MinCapacity: 2,
+      MaxCapacity: 6,
+    });
+  });
+
+  it('outputs its endpoint: the load balancer’s DNS name and port 7071', () => {
+    const outputs = s.template.toJSON().Outputs;
+    expect(outputs.UrlFrontierEndpoint.Value).toEqual({
+      'Fn::Join': ['', [{ 'Fn::GetAtt': [logicalIdOf(s, frontier(s).loadBalancer), 'DNSName'] }, ':7071']],
+    });
+    expect(outputs.UrlFrontierTlsEndpoint).toBeUndefined();
+  });
+
+  it('adds a TLS listener (h2, forwarding to the same tasks) only when a certificate ARN is given', () => {
+    expect(listeners(s).map((l) => l.Protocol)).toEqual(['TCP']);
+    const tls = synthStack({ urlFrontierCertificateArn: CERTIFICATE });
+    const tg = { Ref: logicalIdOf(tls, frontier(tls).targetGroup) };
+    const byProtocol = Object.fromEntries(listeners(tls).map((l) => [l.Protocol, l]));
+    expect(Object.keys(byProtocol).sort()).toEqual(['TCP', 'TLS']);
+    expect(byProtocol.TCP.Port).toBe(7071);
+    expect(byProtocol.TLS.Port).toBe(URL_FRONTIER_TLS_PORT);
+    expect(byProtocol.TLS.Certificates).toEqual([{ CertificateArn: CERTIFICATE }]);
+    expect(byProtocol.TLS.AlpnPolicy).toEqual(['HTTP2Only']);
+    expect(byProtocol.TLS.DefaultActions).toEqual([{ Type: 'forward', TargetGroupArn: tg }]);
+    // The load balancer admits the TLS port from the VPC; the tasks still see 7071 only.
+    const lbIngress = resourceOf(tls, frontier(tls).loadBalancerSecurityGroup).Properties.SecurityGroupIngress as Cfn[];
+    expect(lbIngress.map((r) => [r.CidrIp, r.FromPort]).sort()).toEqual([
+      [vpcCidr(tls), 7071],
+      [vpcCidr(tls), URL_FRONTIER_TLS_PORT],
+    ]);
+    const taskIngress = resourceOf(tls, frontier(tls).securityGroup).Properties.SecurityGroupIngress as Cfn[];
+    expect(taskIngress.map((r) => r.FromPort)).toEqual([7071]);
+    // TLS connections are logged to the access-log bucket.
+    expect(resourceOf(tls, frontier(tls).loadBalancer).Properties.LoadBalancerAttributes).toContainEqual({
+      Key: 'access_logs.s3.enabled',
+      Value: 'true',
+    });
+    expect(tls.template.toJSON().Outputs.UrlFrontierTlsEndpoint.Value).toEqual({
+      'Fn::Join': ['', [{ 'Fn::GetAtt': [logicalIdOf(tls, frontier(tls).loadBalancer), 'DNSName'] }, ':7443']],
+    });
+    expect(() => synthStack({ urlFrontierCertificateArn: 'my-cert' })).toThrow(/urlFrontierCertificateArn/);
+  });
+
+  it('starts in isolated private subnets (crawlerPublicSubnets) through interface endpoints, Secrets Manager too', () => {
+    const pub = synthStack({ crawlerPublicSubnets: true });
+    const endpoints = resourcesOf(pub, 'AWS::EC2::VPCEndpoint').map(([, r]) =>
+      JSON.stringify(r.Properties.ServiceName),
+    );
+    for (const service of ['.ecr.api', '.ecr.dkr', '.logs', '.secretsmanager'])
+      expect(
+        endpoints.some((e) => e.includes(service)),
+        service,
+      ).toBe(true);
+    const endpointGroups = new Set(
+      resourcesOf(pub, 'AWS::EC2::VPCEndpoint').flatMap(([, r]) =>
+        (r.Properties.SecurityGroupIds ?? []).map((g: Cfn) => g['Fn::GetAtt'][0]),
+      ),
+    );
+    expect(endpointGroups.size).toBe(1);
+    const sources = separateIngressTo(pub, [...endpointGroups][0]).map((r) => [
+      r.SourceSecurityGroupId['Fn::GetAtt'][0],
+      r.FromPort,
+    ]);
+    // The endpoints' private DNS applies to the whole VPC, so the crawlers in the public subnets use them too.
+    expect(sources.sort()).toEqual(
+      [
+        [logicalIdOf(pub, frontier(pub).securityGroup), 443],
+        [logicalIdOf(pub, pub.stack.network.crawlerSecurityGroup), 443],
+      ].sort(),
+    );
+    // Without the service, public crawler subnets need no interface endpoint at all.
+    const bare = synthStack({ crawlerPublicSubnets: true, urlFrontier: false });
+    expect(resourcesOf(bare, 'AWS::EC2::VPCEndpoint').map(([, r]) => r.Properties.VpcEndpointType)).toEqual([
+      'Gateway',
+    ]);
+  });
+
+  it('is left out entirely with urlFrontier=false', () => {
+    const off = synthStack({ urlFrontier: false });
+    expect(off.stack.urlFrontier).toBeUndefined();
+    off.template.resourceCountIs('AWS::ElasticLoadBalancingV2::LoadBalancer', 0);
+    off.template.resourceCountIs('AWS::ElasticLoadBalancingV2::Listener', 0);
+    off.template.resourceCountIs('AWS::ECS::Service', 1);
+    off.template.resourceCountIs('AWS::ECS::TaskDefinition', 1);
+    expect(Object.keys(off.template.toJSON().Outputs).filter((k) => k.startsWith('UrlFrontier'))).toEqual([]);
+    const cacheSources = separateIngressTo(off, logicalIdOf(off, off.stack.cache.securityGroup)).map(
+      (r) => r.SourceSecurityGroupId['Fn::GetAtt'][0],
+    );
+    expect(cacheSources.sort()).toEqual(
+      [
+        logicalIdOf(off, off.stack.network.functionsSecurityGroup),
+        logicalIdOf(off, off.stack.network.crawlerSecurityGroup),
+      ].sort(),
+    );
+    s.template.resourceCountIs('AWS::ECS::Service', 2);
+  });
+});

@@ -92,6 +92,10 @@ interface InFlight {
   fetched: boolean;
 }
 
+/** The exception of a request given up because crawlers kept stopping while working on it. */
+export const RECLAIMED_TOO_OFTEN =
+  'given up without fetching: crawlers stopped or stalled while working on this request until its retries ran out (its leases expired and were reclaimed)';
+
 /** The longest robots.txt Crawl-delay obeyed (a site asking for more gets this): one page a minute. */
 export const MAX_CRAWL_DELAY_MS = 60_000;
 
@@ -272,6 +276,13 @@ export class Crawler {
    * {@link decideFailure}. Anything thrown while processing is a failure of this page, never of the loop.
    */
   async #crawl(lease: Lease, req: SpiderRequest, flight: InFlight): Promise<void> {
+    // Only reclaim takes retries past the limit (retry stops at it): crawlers stopped or stalled while working
+    // on this request, again and again. It may be what kills them, so it is given up without fetching it.
+    if (lease.retries > this.#o.retryTimes) {
+      flight.fetched = true;
+      await this.#deliver(lease, failedPage(req, RECLAIMED_TOO_OFTEN), 'error');
+      return;
+    }
     let outcome: Processed | CrawlFailure;
     try {
       outcome = await this.#process(lease, req, flight.abort.signal);

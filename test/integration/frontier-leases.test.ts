@@ -134,6 +134,26 @@ describe('frontier leases', () => {
     expect(await counts(frontier)).toEqual({ queued: 1, leased: 0, done: 1, failed: 0 });
   });
 
+  test('each reclaim counts one retry (same place in the queue), and a late ack still finds the request after two', async () => {
+    const frontier = testFrontier(redis, { leaseMs: LEASE_MS });
+    await queue(frontier, urls(2));
+    const [killer, other] = await leaseAll(frontier, 'link', T0);
+    let now = T0;
+    let current = killer as Lease;
+    for (const expected of [1, 2]) {
+      now += LEASE_MS + 1;
+      expect(await frontier.reclaim('link', now)).toBe(2);
+      const again = await leaseAll(frontier, 'link', now);
+      const same = again.find((l) => l.url === killer?.url) as Lease;
+      expect(same).toMatchObject({ retries: expected, priority: killer?.priority });
+      current = same;
+      if (expected === 1) expect(again.map((l) => l.url)).toEqual([killer?.url, other?.url]);
+    }
+    // The first holder acks with its old handle: it counts, and the current holder's ack is the duplicate.
+    expect((await frontier.ack(killer as Lease, 'done', now + 1)).acked).toBe(true);
+    expect((await frontier.ack(current, 'done', now + 2)).acked).toBe(false);
+  });
+
   test('a late ack after its lease was reclaimed removes the queued copy, so nobody fetches it again', async () => {
     const frontier = testFrontier(redis, { leaseMs: LEASE_MS });
     await queue(frontier, urls(2));

@@ -4,7 +4,7 @@
  * (messages always fit, per-app copies best effort, page before children, nothing released for poison).
  */
 import { describe, expect, it } from 'vitest';
-import { Crawler, MAX_CRAWL_DELAY_MS } from '../../lib/crawl/crawler.ts';
+import { Crawler, MAX_CRAWL_DELAY_MS, RECLAIMED_TOO_OFTEN } from '../../lib/crawl/crawler.ts';
 import type { RobotsDecision } from '../../lib/crawl/robots.ts';
 import { spiderRegistry } from '../../lib/crawl/spiders/index.ts';
 import { FetchError, type FetchRequest, type FetchResult, type PageItem } from '../../lib/crawl/types.ts';
@@ -240,6 +240,15 @@ describe('Crawler: the failure decision in the loop', () => {
       { robots: { allowed: false, reason } },
     );
     expect(r.pages).toMatchObject([{ success: false, exception: reason }]);
+  });
+
+  it('gives up a request reclaimed past its retries without fetching it: a success:false page, acked as failed', async () => {
+    const l = lease('http://a.example/killer', { retries: 4 });
+    const r = await crawl([l], () => {
+      throw new Error('must not fetch');
+    });
+    expect(r.pages).toMatchObject([{ url: l.url, success: false, exception: RECLAIMED_TOO_OFTEN, retry_times: 4 }]);
+    expect(r.frontier.acked).toEqual([{ handle: l.handle, outcome: 'fail' }]);
   });
 
   it("tells the frontier a domain's robots.txt Crawl-delay once, capped at a minute, not once per page", async () => {

@@ -340,6 +340,13 @@ local function drop_counters(ref)
 end
 
 -- Puts a leased (or reclaimed) request back in its queue, unchanged: it keeps its FIFO place.
+-- The member a request has after k reclaims: reclaim counts one retry each and keeps everything else (its
+-- priority and FIFO place), so a late ack can still find a reclaimed request from its old handle.
+local RECLAIM_LOOKAHEAD = 8
+local function reclaimed_member(r, k)
+  return (build_member(r.domain, r.prio, b62_num(r.seq, 1, 8), r.ref, r.depth, r.retries + k, r.tail))
+end
+
 local function requeue(m, r)
   if not crawl_alive(r) then return 0 end
   redis.call('ZADD', K.queue, 0, m)

@@ -13,6 +13,7 @@
 import { createHash } from 'node:crypto';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { failureCause } from '../errors.ts';
+import { batchingSink } from '../kafka/batching-sink.ts';
 import { clusterTopics, crawledAppTopic, isTopicSafeAppid, outboundAppTopic } from '../kafka/topics.ts';
 import type { CrawlerFrontier, Log, MessageSink, OutMessage, StatsStore } from '../ports.ts';
 import type { Lease } from '../redis/frontier-types.ts';
@@ -76,6 +77,12 @@ export interface CrawlerOptions {
    * interval per idle process. @default 50
    */
   scoutPollMs?: number;
+  /**
+   * How long a page message waits for others to be produced with it (ms; 0: one produce per page). The workers'
+   * pages go out in one produce request per linger (lib/kafka/batching-sink.ts), each acked only once its batch
+   * is stored. @default 5
+   */
+  produceLingerMs?: number;
 }
 
 /** A page processed and ready to deliver. */
@@ -127,9 +134,15 @@ export class Crawler {
       now: Date.now,
       idlePollMs: 1000,
       scoutPollMs: 50,
+      produceLingerMs: 5,
       ...options,
     };
+    this.#sink =
+      this.#o.produceLingerMs > 0 ? batchingSink(this.#o.sink, { lingerMs: this.#o.produceLingerMs }) : this.#o.sink;
   }
+
+  /** Where every message of this crawler goes: the configured sink, batched unless `produceLingerMs` is 0. */
+  readonly #sink: MessageSink;
 
   /** Starts the workers (returns at once). */
   start(): void {
@@ -390,7 +403,7 @@ export class Crawler {
         `${encodeURIComponent(page.appid)}/${encodeURIComponent(page.crawlid)}/${createHash('sha1').update(lease.handle).digest('hex')}`,
       response: processed?.response,
     });
-    await o.sink.send([{ topic: topics.crawledFirehose, messages: [message] }]);
+    await this.#sink.send([{ topic: topics.crawledFirehose, messages: [message] }]);
     this.pages++;
     if (o.appidTopics) await this.#sendPerApp(crawledAppTopic(o.topicPrefix, page.appid), page.appid, message);
     for (const [type, items] of processed?.children ?? []) {
@@ -418,7 +431,7 @@ export class Crawler {
           server_time: Math.floor(o.now() / 1000),
         }),
       };
-      await o.sink.send([{ topic: topics.outboundFirehose, messages: [notice] }]);
+      await this.#sink.send([{ topic: topics.outboundFirehose, messages: [notice] }]);
       if (o.appidTopics) await this.#sendPerApp(outboundAppTopic(o.topicPrefix, page.appid), page.appid, notice);
     }
     await this.#count(lease, status);
@@ -428,7 +441,7 @@ export class Crawler {
   async #sendPerApp(topic: string, appid: string, message: OutMessage): Promise<void> {
     if (!isTopicSafeAppid(appid)) return;
     try {
-      await this.#o.sink.send([{ topic, messages: [message] }]);
+      await this.#sink.send([{ topic, messages: [message] }]);
     } catch (error) {
       this.#o.log.warn('per-app topic not written (create it with `topics create --appid`)', {
         topic,

@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # From a fresh clone to a running local cluster: Node 24 toolchain, npm dependencies, the native services
-# (Redis standalone + cluster mode, Kafka), the contract's topics, then a real crawl of the bundled demo
-# site (served on 127.0.0.1) through the whole local cluster: kafka-monitor, Redis frontier, crawler worker
-# processes, pages on <prefix>.crawled_firehose.
+# (Redis standalone + cluster mode, Kafka, LocalStack for S3/CloudWatch; CRAWL_LOCALSTACK=false skips it), the
+# contract's topics, then a real crawl of the bundled demo site (served on 127.0.0.1) through the whole local
+# cluster: kafka-monitor, Redis frontier, crawler worker processes, pages on <prefix>.crawled_firehose.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 

@@ -107,6 +107,8 @@ export async function startBenchCluster(ctx: ScenarioContext, o: BenchClusterOpt
     // Every spider type, as deployed, unless BENCH_CRAWLER_SPIDERS names some (e.g. `link`).
     CRAWLER_SPIDERS: process.env.BENCH_CRAWLER_SPIDERS ?? base.CRAWLER_SPIDERS,
     LOG_LEVEL: 'WARN',
+    // The benchmarks measure the crawl, not LocalStack: bodies to a directory, no CloudWatch metrics.
+    CRAWL_LOCALSTACK: false,
     BODY_STORE_DIR: bodyDir,
     ...o.overrides,
   };

@@ -18,6 +18,7 @@ import { redisStatsStore } from '../../lib/monitor/stores.ts';
 import { createRedis, redisSettings } from '../../lib/redis/client.ts';
 import { Frontier } from '../../lib/redis/frontier.ts';
 import { frontierOptions } from '../../lib/redis/frontier-types.ts';
+import { s3ClientSettings } from '../shared/aws.ts';
 import { createLogger, monitorLog } from '../shared/observability.ts';
 
 const vars = config();
@@ -54,9 +55,9 @@ const fetcher = new UndiciFetcher({
   allowPrivateNetworks: vars.ALLOW_PRIVATE_NETWORKS,
   resolve: hostMap(vars.CRAWLER_HOST_MAP),
 });
-// S3 on AWS (BODY_STORE_BUCKET, set by the stack), else a local directory (the local runtime sets one), else
-// none: bodies over the message limit are then cut. One S3 client for the task's life.
-const s3 = vars.BODY_STORE_BUCKET ? new S3Client({ region: vars.AWS_REGION }) : undefined;
+// S3 on AWS (BODY_STORE_BUCKET, set by the stack; locally a bucket in LocalStack, AWS_ENDPOINT_URL), else a local
+// directory, else none: bodies over the message limit are then cut. One S3 client for the task's life.
+const s3 = vars.BODY_STORE_BUCKET ? new S3Client(s3ClientSettings(vars)) : undefined;
 const bodyStore: BodyStore | undefined = s3
   ? s3BodyStore(s3, vars.BODY_STORE_BUCKET)
   : vars.BODY_STORE_DIR

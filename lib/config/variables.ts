@@ -64,6 +64,13 @@ export const VARIABLES = {
     description: 'Timeout of one broker connection attempt.',
   },
   AWS_REGION: { type: 'string', default: 'us-east-1', description: 'AWS region (MSK IAM signing, S3, CloudWatch).' },
+  AWS_ENDPOINT_URL: {
+    type: 'string',
+    default: '',
+    pattern: '^(https?://[^\\s/]+/?)?$',
+    description:
+      'AWS emulator for S3, CloudWatch, Secrets Manager, signed with key test (empty: AWS; `local`: LocalStack).',
+  },
 
   // Redis
   REDIS_HOST: { type: 'string', default: '127.0.0.1', minLength: 1, description: 'Redis / Valkey host.' },
@@ -274,6 +281,37 @@ export const VARIABLES = {
     default: 90,
     minimum: 5,
     description: 'Seconds `services up` waits for each service to be ready.',
+  },
+  CRAWL_LOCALSTACK: {
+    type: 'boolean',
+    default: true,
+    description: '`services up` runs LocalStack, `local` uses it (S3 bodies, metrics, secret); false: neither.',
+  },
+  CRAWL_LOCALSTACK_PORT: {
+    type: 'integer',
+    default: 4566,
+    minimum: 1,
+    maximum: 65535,
+    description: 'Port of the local LocalStack (S3, CloudWatch, CloudWatch Logs, Secrets Manager).',
+  },
+  CRAWL_LOCALSTACK_PYTHON: {
+    type: 'string',
+    default: '',
+    description: 'Python 3.10 to 3.13 for LocalStack’s virtualenv (empty: python3.11, else python3).',
+  },
+
+  // Local runtime (`crawl-cluster local` and `demo`)
+  LOCAL_BODY_STORE: {
+    type: 'string',
+    default: 's3',
+    enum: ['s3', 'dir'],
+    description: '`local`: bodies over the Kafka message limit to S3 in LocalStack (s3) or to BODY_STORE_DIR (dir).',
+  },
+  LOCAL_REDIS_PASSWORD_SECRET: {
+    type: 'string',
+    default: '',
+    description:
+      '`local`: a secret in LocalStack’s Secrets Manager holding REDIS_PASSWORD, read at start (empty: none).',
   },
 } as const satisfies Record<string, VariableSpec>;
 

@@ -35,7 +35,9 @@ export async function pageMessage(page: PageItem, options: PageMessageOptions): 
   if (Buffer.byteLength(value) <= options.maxBytes) return { key: page.appid, value };
   if (options.bodyStore && page.body.length > 0) {
     const full = options.response?.body ?? Buffer.from(page.body, base64Body ? 'base64' : 'utf8');
-    page.body_ref = await options.bodyStore.put(options.bodyKey(), full);
+    // The object keeps the response's content type (S3 serves it back with it); without a response, the store's default.
+    const contentType = options.response?.headers['content-type']?.[0];
+    page.body_ref = await options.bodyStore.put(options.bodyKey(), full, contentType);
   }
   const fitted = fitPageMessage(page, options.maxBytes, base64Body);
   if (fitted === undefined) {

@@ -3,6 +3,7 @@ import { config, quietLocalMetrics, type Variables } from '../../lib/config/inde
 import { createKafka, createProducer, kafkaSettings } from '../../lib/kafka/client.ts';
 import { clusterTopics } from '../../lib/kafka/topics.ts';
 import type { RuntimeLog } from '../runtime/log.ts';
+import { addLocalAwsOptions, applyLocalAwsOptions, type LocalAwsOptions } from './local-aws-options.ts';
 import { integerOption } from './options.ts';
 import type { Output } from './output.ts';
 
@@ -12,22 +13,24 @@ import type { Output } from './output.ts';
  * `<p>.crawled_firehose`, and a summary when the `complete` notice comes.
  */
 export function registerDemo(program: Command, out: Output): void {
-  program
+  const command = program
     .command('demo')
     .description(
       'crawl the bundled demo site (served on 127.0.0.1) through the whole local cluster and show the pages; ' +
         'needs `services up`',
-    )
+    );
+  addLocalAwsOptions(command)
     .option('--depth <n>', 'maxdepth of the crawl (0-3)', integerOption({ min: 0, max: 3 }), 2)
     .option('--pages <n>', 'pages on the demo site', integerOption({ min: 1 }), 300)
     .option('--workers <n>', 'crawler worker processes', integerOption({ min: 1 }), 2)
     .option('--timeout <s>', 'give up after this many seconds', integerOption({ min: 1 }), 120)
-    .action(async (opts: { depth: number; pages: number; workers: number; timeout: number }) => {
+    .action(async (opts: LocalAwsOptions & { depth: number; pages: number; workers: number; timeout: number }) => {
       quietLocalMetrics();
       const { startSite } = await import('../site/site.ts');
       const { startLocalCluster } = await import('../runtime/cluster.ts');
       const { createMonitorDeps } = await import('../../functions/shared/deps.ts');
-      const base = config();
+      const { withLocalSecrets } = await import('../runtime/local-aws.ts');
+      const base = await withLocalSecrets(applyLocalAwsOptions(config(), opts));
       const site = await startSite({ pages: opts.pages, links: 5 });
       const vars: Variables = {
         ...base,
@@ -42,8 +45,17 @@ export function registerDemo(program: Command, out: Output): void {
         if (level !== 'info') process.stderr.write(`${level}: ${message} ${fields ? JSON.stringify(fields) : ''}\n`);
       };
       const silent = { info() {}, warn() {}, error() {} };
-      const deps = await createMonitorDeps('demo', silent, vars);
-      const cluster = await startLocalCluster({ vars, context: deps.ctx, log, crawlerWorkers: opts.workers });
+      let deps: Awaited<ReturnType<typeof createMonitorDeps>> | undefined;
+      let cluster: Awaited<ReturnType<typeof startLocalCluster>>;
+      try {
+        deps = await createMonitorDeps('demo', silent, vars);
+        cluster = await startLocalCluster({ vars, context: deps.ctx, log, crawlerWorkers: opts.workers });
+      } catch (error) {
+        // LocalStack or Kafka not answering: nothing stays open behind the error.
+        await deps?.close();
+        await site.close();
+        throw error;
+      }
       const kafka = createKafka(kafkaSettings(vars));
       const topics = clusterTopics(vars.KAFKA_TOPIC_PREFIX);
       const crawlid = `demo-${Date.now()}`;

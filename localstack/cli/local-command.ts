@@ -1,11 +1,12 @@
 import type { Command } from 'commander';
-import { config, quietLocalMetrics } from '../../lib/config/index.ts';
+import { config, quietLocalMetrics, type Variables } from '../../lib/config/index.ts';
 import type { Log } from '../../lib/ports.ts';
 import type { RuntimeLog } from '../runtime/log.ts';
+import { addLocalAwsOptions, applyLocalAwsOptions, type LocalAwsOptions } from './local-aws-options.ts';
 import { integerOption } from './options.ts';
 import type { Output } from './output.ts';
 
-interface LocalOptions {
+interface LocalOptions extends LocalAwsOptions {
   batchSize: number;
   batchingWindow: number;
   scheduleEvery: number;
@@ -16,12 +17,13 @@ interface LocalOptions {
 
 /** `local`: the whole cluster in the foreground, with the real handlers, until Ctrl-C. */
 export function registerLocal(program: Command, out: Output): void {
-  program
+  const command = program
     .command('local')
     .description(
       'run the cluster on this machine with the same handlers as on AWS: kafka-monitor and redis-monitor fed from ' +
-        'Kafka consumer groups, expire/reclaim/stats on timers (needs `services up`)',
-    )
+        'Kafka consumer groups, expire/reclaim/stats on timers, big bodies and metrics to LocalStack (needs `services up`)',
+    );
+  addLocalAwsOptions(command)
     .option('--batch-size <n>', 'records per MSK event, like the event source mapping', integerOption({ min: 1 }), 100)
     .option('--batching-window <ms>', 'max batching window in ms', integerOption({ min: 0 }), 500)
     .option(
@@ -45,7 +47,6 @@ export function registerLocal(program: Command, out: Output): void {
     .option('--json-logs', 'log lines as JSON instead of human-readable text')
     .action(async (opts: LocalOptions) => {
       quietLocalMetrics();
-      const vars = config();
       const json = Boolean(opts.jsonLogs || out.json);
       const log: RuntimeLog = (level, message, fields) => {
         if (json) {
@@ -58,36 +59,51 @@ export function registerLocal(program: Command, out: Output): void {
       // Imported here, after quietLocalMetrics: the handler modules build their Powertools objects on import.
       const { startLocalCluster } = await import('../runtime/cluster.ts');
       const { createMonitorDeps } = await import('../../functions/shared/deps.ts');
+      const { withLocalSecrets } = await import('../runtime/local-aws.ts');
+      // Once, before any connection: REDIS_PASSWORD may come from LocalStack's Secrets Manager.
+      const vars = await withLocalSecrets(applyLocalAwsOptions(config(), opts));
       const monitorLog: Log = {
         info: (m, f) => log('info', m, f),
         warn: (m, f) => log('warn', m, f),
         error: (m, f) => log('error', m, f),
       };
       // First, so a port in use fails the command before anything else has started.
-      const rest = opts.restPort === 0 ? undefined : await startRest(opts.restPort, monitorLog, log);
-      const frontier = opts.frontierPort === 0 ? undefined : await startFrontier(opts.frontierPort, log, rest);
-      const deps = await createMonitorDeps('local', monitorLog);
-      const cluster = await startLocalCluster({
-        vars,
-        context: deps.ctx,
-        log,
-        batchSize: opts.batchSize,
-        maxBatchingWindowMs: opts.batchingWindow,
-        scheduleEveryMs: opts.scheduleEvery * 1000,
-        onBatch: (fn, s) =>
-          log(s.threw || s.failures > 0 ? 'warn' : 'info', `${fn}: ${s.records} records in ${s.durationMs} ms`, {
-            ...(s.failures > 0 ? { failures: s.failures } : {}),
-            ...(s.threw ? { threw: true } : {}),
-          }),
-      });
+      const rest = opts.restPort === 0 ? undefined : await startRest(vars, opts.restPort, monitorLog, log);
+      const frontier = opts.frontierPort === 0 ? undefined : await startFrontier(vars, opts.frontierPort, log, rest);
+      const closeServers = async () => {
+        await rest?.close();
+        await frontier?.close();
+      };
+      let deps: Awaited<ReturnType<typeof createMonitorDeps>> | undefined;
+      let cluster: Awaited<ReturnType<typeof startLocalCluster>>;
+      try {
+        deps = await createMonitorDeps('local', monitorLog, vars);
+        cluster = await startLocalCluster({
+          vars,
+          context: deps.ctx,
+          log,
+          batchSize: opts.batchSize,
+          maxBatchingWindowMs: opts.batchingWindow,
+          scheduleEveryMs: opts.scheduleEvery * 1000,
+          onBatch: (fn, s) =>
+            log(s.threw || s.failures > 0 ? 'warn' : 'info', `${fn}: ${s.records} records in ${s.durationMs} ms`, {
+              ...(s.failures > 0 ? { failures: s.failures } : {}),
+              ...(s.threw ? { threw: true } : {}),
+            }),
+        });
+      } catch (error) {
+        // A cluster that cannot start (LocalStack or Kafka not answering) leaves nothing open behind the error.
+        await closeServers();
+        await deps?.close();
+        throw error;
+      }
       log('info', 'press Ctrl-C to stop');
       await new Promise<void>((resolve) => {
         process.once('SIGINT', resolve);
         process.once('SIGTERM', resolve);
       });
       log('info', 'stopping: finishing in-flight batches');
-      await rest?.close();
-      await frontier?.close();
+      await closeServers();
       await cluster.stop();
       await deps.close();
       log('info', 'stopped');
@@ -95,10 +111,14 @@ export function registerLocal(program: Command, out: Output): void {
 }
 
 /** The REST API on 127.0.0.1:`port` (localstack/runtime/rest-server.ts), over connections of its own, closed with it. */
-async function startRest(port: number, monitorLog: Log, log: RuntimeLog): Promise<{ close(): Promise<void> }> {
+async function startRest(
+  vars: Variables,
+  port: number,
+  monitorLog: Log,
+  log: RuntimeLog,
+): Promise<{ close(): Promise<void> }> {
   const { createRestDeps } = await import('../../functions/rest/deps.ts');
   const { startRestServer } = await import('../runtime/rest-server.ts');
-  const vars = config();
   const deps = createRestDeps('rest', monitorLog, vars, { waitForResponseMs: vars.WAIT_FOR_RESPONSE_TIME * 1000 });
   try {
     const server = await startRestServer({ context: deps.ctx, port, log });
@@ -116,13 +136,14 @@ async function startRest(port: number, monitorLog: Log, log: RuntimeLog): Promis
 
 /** The URL Frontier API on 127.0.0.1:`port` (localstack/runtime/url-frontier.ts); on failure closes `rest` too. */
 async function startFrontier(
+  vars: Variables,
   port: number,
   log: RuntimeLog,
   rest: { close(): Promise<void> } | undefined,
 ): Promise<{ close(): Promise<void> }> {
   const { startLocalUrlFrontier } = await import('../runtime/url-frontier.ts');
   try {
-    return await startLocalUrlFrontier({ vars: config(), port, log });
+    return await startLocalUrlFrontier({ vars, port, log });
   } catch (error) {
     await rest?.close();
     throw error;

@@ -11,7 +11,9 @@ function statusRows(statuses: ServiceStatus[]): string[][] {
 export function registerServices(program: Command, out: Output): void {
   const services = program
     .command('services')
-    .description('start, stop or inspect the local Redis (standalone + cluster mode) and Kafka (no Docker)');
+    .description(
+      'start, stop or inspect the local Redis (standalone + cluster mode), Kafka and LocalStack (no Docker)',
+    );
   services
     .command('up')
     .description('start every local service that is not running and wait until each really works (idempotent)')

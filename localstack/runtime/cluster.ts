@@ -3,6 +3,8 @@
  * (docs/design.md §6): a consumer group per MSK-triggered function turns records into MSK events (batch size
  * and batching window as the event source mapping), commits only after success and redelivers on failure;
  * timers play the EventBridge schedules; CRAWLER_WORKERS crawler processes run functions/crawler/main.ts.
+ * LocalStack plays S3 and CloudWatch (local-aws.ts): bodies over the message limit go to a bucket there, and each
+ * stats run's metrics to its CloudWatch, unless CRAWL_LOCALSTACK=false.
  */
 import type { MSKEvent, ScheduledEvent } from 'aws-lambda';
 import type { Kafka } from 'kafkajs';
@@ -11,13 +13,16 @@ import { kafkaMonitorHandler } from '../../functions/kafka-monitor/handler.ts';
 import { reclaimHandler } from '../../functions/reclaim/handler.ts';
 import { redisMonitorHandler } from '../../functions/redis-monitor/handler.ts';
 import type { MskBatchResponse } from '../../functions/shared/msk.ts';
+import { METRICS_NAMESPACE } from '../../functions/shared/observability.ts';
 import { statsHandler } from '../../functions/stats/handler.ts';
 import { processEnvironment, type Variables } from '../../lib/config/index.ts';
 import { createKafka, ensureTopics, kafkaSettings } from '../../lib/kafka/client.ts';
 import { clusterTopicList, clusterTopics } from '../../lib/kafka/topics.ts';
 import type { MonitorContext } from '../../lib/monitor/context.ts';
+import type { FleetMetrics } from '../../lib/monitor/periodic.ts';
 import { type CrawlerWorkers, startCrawlerWorkers } from './crawler-workers.ts';
 import { lambdaContext } from './lambda-context.ts';
+import { describeBodyStore, type LocalAwsRuntime, localAwsOf, startLocalAws } from './local-aws.ts';
 import type { RuntimeLog } from './log.ts';
 import { type MskBatchStats, type MskSource, startMskSource } from './msk-source.ts';
 import { type Schedule, startSchedule } from './schedule.ts';
@@ -41,6 +46,8 @@ export interface LocalClusterOptions {
   crawlerWorkers?: number;
   /** Environment the workers inherit (the configuration values are set on top). @default the process environment */
   workerEnv?: NodeJS.ProcessEnv;
+  /** CloudWatch namespace of the stats metrics in LocalStack (tests use one of their own). @default METRICS_NAMESPACE */
+  metricsNamespace?: string;
 }
 
 export interface LocalCluster {
@@ -51,8 +58,26 @@ export interface LocalCluster {
 
 type Invoke<E, R> = (event: E, context: ReturnType<typeof lambdaContext>) => Promise<R>;
 
-/** Starts the monitors and schedules; resolves once every consumer has joined its group. */
+/**
+ * Starts the monitors and schedules; resolves once every consumer has joined its group.
+ * @throws InfrastructureError when LocalStack is to be used (CRAWL_LOCALSTACK) and does not answer
+ */
 export async function startLocalCluster(options: LocalClusterOptions): Promise<LocalCluster> {
+  const { vars } = options;
+  // First: without its LocalStack the cluster does not start at all, rather than lose bodies or metrics later.
+  const awsSettings = localAwsOf(vars);
+  const aws: LocalAwsRuntime | undefined = awsSettings
+    ? await startLocalAws(awsSettings, options.metricsNamespace ?? METRICS_NAMESPACE)
+    : undefined;
+  try {
+    return await startWithAws(options, aws);
+  } catch (error) {
+    aws?.close();
+    throw error;
+  }
+}
+
+async function startWithAws(options: LocalClusterOptions, aws: LocalAwsRuntime | undefined): Promise<LocalCluster> {
   const { vars, context, log } = options;
   const kafka = options.kafka ?? createKafka(kafkaSettings(vars));
   const topics = clusterTopics(vars.KAFKA_TOPIC_PREFIX);
@@ -77,7 +102,17 @@ export async function startLocalCluster(options: LocalClusterOptions): Promise<L
   const stopAll = async () => {
     await workers?.stop();
     await Promise.all([...sources.map((s) => s.stop()), ...schedules.map((s) => s.stop())]);
+    aws?.close();
   };
+  // The stats run's metrics: on AWS EMF on stdout, here PutMetricData to LocalStack (cloudwatch-stats.ts).
+  const stats = statsHandler(provide);
+  const statsToCloudWatch: Invoke<ScheduledEvent, unknown> = aws
+    ? async (event, lambda) => {
+        const metrics = (await stats(event, lambda)) as FleetMetrics;
+        await aws.stats.publish(metrics);
+        return metrics;
+      }
+    : (stats as Invoke<ScheduledEvent, unknown>);
   try {
     for (const [name, topic, handler] of [
       ['kafka-monitor', topics.incoming, kafkaMonitorHandler(provide)],
@@ -100,7 +135,7 @@ export async function startLocalCluster(options: LocalClusterOptions): Promise<L
     for (const [name, handler] of [
       ['expire', expireHandler(provide)],
       ['reclaim', reclaimHandler(provide)],
-      ['stats', statsHandler(provide)],
+      ['stats', statsToCloudWatch],
     ] as const) {
       schedules.push(
         startSchedule({
@@ -122,6 +157,8 @@ export async function startLocalCluster(options: LocalClusterOptions): Promise<L
     actions: topics.actions,
     outbound: topics.outboundFirehose,
     schedulesEveryMs: options.scheduleEveryMs ?? 10_000,
+    bodies: describeBodyStore(vars),
+    metrics: aws ? `CloudWatch ${aws.stats.namespace} in LocalStack ${aws.aws.endpoint}` : 'off (no LocalStack)',
   });
   return { stop: stopAll, workers: () => workers?.pids() ?? [] };
 }

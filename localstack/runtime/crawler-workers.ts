@@ -7,7 +7,7 @@ import { type ChildProcess, spawn } from 'node:child_process';
 import { join } from 'node:path';
 import { VARIABLES, type Variables } from '../../lib/config/index.ts';
 import { REPO_ROOT } from '../repo-root.ts';
-import { servicesLayout } from '../services/layout.ts';
+import { bodyStoreEnv } from './local-aws.ts';
 import type { RuntimeLog } from './log.ts';
 
 /** How long past SHUTDOWN_DEADLINE_MS a worker may take to flush and exit before {@link CrawlerWorkers.stop} kills it. */
@@ -21,13 +21,13 @@ export interface CrawlerWorkers {
 
 /**
  * The environment that gives a child process exactly these configuration values. Locally, bodies over the
- * message limit go to `<services dir>/bodies` unless BODY_STORE_DIR or BODY_STORE_BUCKET says otherwise.
+ * message limit go to a bucket in LocalStack, or with LOCAL_BODY_STORE=dir (or without LocalStack) to
+ * BODY_STORE_DIR or `<services dir>/bodies` (local-aws.ts `bodyStoreEnv`).
  */
 export function envOf(vars: Variables, base: NodeJS.ProcessEnv): NodeJS.ProcessEnv {
   const env: NodeJS.ProcessEnv = { ...base };
   for (const name of Object.keys(VARIABLES) as (keyof Variables)[]) env[name] = String(vars[name]);
-  if (!vars.BODY_STORE_DIR && !vars.BODY_STORE_BUCKET) env.BODY_STORE_DIR = join(servicesLayout(vars).dir, 'bodies');
-  return env;
+  return { ...env, ...bodyStoreEnv(vars) };
 }
 
 export function startCrawlerWorkers(

@@ -6,6 +6,7 @@
 import type { Variables } from '../../lib/config/index.ts';
 import { kafkaDown, kafkaStatus, kafkaUp } from './kafka-service.ts';
 import { type Progress, type ServiceStatus, type ServicesLayout, servicesLayout } from './layout.ts';
+import { localstackDown, localstackStatus, localstackUp } from './localstack-service.ts';
 import { redisDown, redisStatus, redisUp } from './redis-service.ts';
 
 export { type Progress, type ServiceStatus, type ServicesLayout, servicesLayout } from './layout.ts';
@@ -18,7 +19,8 @@ interface Step {
 }
 
 /**
- * Starts standalone Redis, cluster-mode Redis and Kafka; Redis first, as Kafka's JVM start is the long pole.
+ * Starts standalone Redis, cluster-mode Redis, Kafka and (unless CRAWL_LOCALSTACK=false) LocalStack; Redis first,
+ * as Kafka's JVM start is long, and LocalStack last, as its first start builds a Python virtualenv.
  * When one fails, the services this call started are stopped again (those that ran before are left alone),
  * so a failed `up` leaves nothing of its own running.
  */
@@ -36,6 +38,13 @@ export async function servicesUp(layout: ServicesLayout, progress: Progress): Pr
     },
     { status: () => kafkaStatus(layout), up: () => kafkaUp(layout, progress), down: () => kafkaDown(layout, progress) },
   ];
+  if (layout.localstack) {
+    steps.push({
+      status: () => localstackStatus(layout),
+      up: () => localstackUp(layout, progress),
+      down: () => localstackDown(layout, progress),
+    });
+  }
   const statuses: ServiceStatus[] = [];
   const startedHere: (() => Promise<void>)[] = [];
   for (const step of steps) {
@@ -53,14 +62,22 @@ export async function servicesUp(layout: ServicesLayout, progress: Progress): Pr
   return statuses;
 }
 
+/** Stops what `up` started, LocalStack too even when CRAWL_LOCALSTACK is now false. */
 export async function servicesDown(layout: ServicesLayout, progress: Progress): Promise<void> {
+  await localstackDown(layout, progress);
   await kafkaDown(layout, progress);
   await redisDown(layout, 'redis-cluster', progress);
   await redisDown(layout, 'redis', progress);
 }
 
 export async function servicesStatus(layout: ServicesLayout): Promise<ServiceStatus[]> {
-  return [await redisStatus(layout, 'redis'), await redisStatus(layout, 'redis-cluster'), await kafkaStatus(layout)];
+  const statuses = [
+    await redisStatus(layout, 'redis'),
+    await redisStatus(layout, 'redis-cluster'),
+    await kafkaStatus(layout),
+  ];
+  if (layout.localstack) statuses.push(await localstackStatus(layout));
+  return statuses;
 }
 
 /** Layout from the configuration variables. */

@@ -13,6 +13,11 @@ export interface ServicesLayout {
   kafkaPort: number;
   kafkaControllerPort: number;
   kafkaHeap: string;
+  /** Whether `services up` runs LocalStack (CRAWL_LOCALSTACK). */
+  localstack: boolean;
+  localstackPort: number;
+  /** The Python that builds LocalStack's virtualenv; '' to look for one. */
+  localstackPython: string;
   /** Seconds to wait for each service to become ready. */
   timeoutSec: number;
 }
@@ -26,6 +31,9 @@ export function servicesLayout(
     | 'CRAWL_KAFKA_PORT'
     | 'CRAWL_KAFKA_CONTROLLER_PORT'
     | 'CRAWL_KAFKA_HEAP'
+    | 'CRAWL_LOCALSTACK'
+    | 'CRAWL_LOCALSTACK_PORT'
+    | 'CRAWL_LOCALSTACK_PYTHON'
     | 'CRAWL_SERVICES_TIMEOUT'
   >,
 ): ServicesLayout {
@@ -36,6 +44,9 @@ export function servicesLayout(
     kafkaPort: vars.CRAWL_KAFKA_PORT,
     kafkaControllerPort: vars.CRAWL_KAFKA_CONTROLLER_PORT,
     kafkaHeap: vars.CRAWL_KAFKA_HEAP,
+    localstack: vars.CRAWL_LOCALSTACK,
+    localstackPort: vars.CRAWL_LOCALSTACK_PORT,
+    localstackPython: vars.CRAWL_LOCALSTACK_PYTHON,
     timeoutSec: vars.CRAWL_SERVICES_TIMEOUT,
   };
 }

@@ -186,18 +186,19 @@ export interface StartedProcess {
  * Starts a service in a session of its own (it outlives this command) with stdout and stderr appended
  * to `out`, records its pid in `pidFile` and watches it until {@link StartedProcess.ready}.
  * @param logs the files the service writes its log to, quoted when it dies (`out` is always included)
+ * @param env the service's environment @default this process's
  */
 export async function startService(
   service: string,
   command: string,
   args: string[],
-  files: { out: string; pidFile: string; logs?: string[] },
+  files: { out: string; pidFile: string; logs?: string[]; env?: NodeJS.ProcessEnv },
 ): Promise<StartedProcess> {
   const marks = markLogs([...new Set([files.out, ...(files.logs ?? [])])]);
   const out = openSync(files.out, 'a');
   let child: ChildProcess;
   try {
-    child = spawn(command, args, { detached: true, stdio: ['ignore', out, out] });
+    child = spawn(command, args, { detached: true, stdio: ['ignore', out, out], env: files.env ?? process.env });
   } finally {
     // The child has its own copy of the descriptor.
     closeSync(out);

@@ -12,14 +12,24 @@ import { existsSync, mkdtempSync, rmSync, statSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { DeleteObjectCommand, GetObjectCommand, S3Client } from '@aws-sdk/client-s3';
 import { afterAll, beforeAll, describe, expect, onTestFinished, test } from 'vitest';
-import type { Variables } from '../../lib/config/index.ts';
+import { config, type Variables } from '../../lib/config/index.ts';
+import { LOCAL_BODY_BUCKET } from '../../localstack/runtime/local-aws.ts';
 import { type FixtureSite, type SiteOptions, startSite } from '../../localstack/site/site.ts';
 import { type Collector, completeNotice, crawlPages, startTestCluster, type TestCluster } from '../helpers/cluster.ts';
 import { startCrawlerProcess } from '../helpers/crawler-process.ts';
-import { waitUntil } from '../helpers/services.ts';
+import { localstackClientSettings, waitUntil } from '../helpers/services.ts';
 
 const APPID = 'behave';
+/** The configuration the tests start from (CRAWL_LOCALSTACK=false: no LocalStack here). */
+const t0 = config();
+
+/** `s3://bucket/key` → its parts. */
+function parseS3Ref(ref: string): { bucket: string; key: string } {
+  const url = new URL(ref);
+  return { bucket: url.host, key: url.pathname.slice(1) };
+}
 
 /** A request as it reached the fixture site. */
 interface Hit {
@@ -139,6 +149,44 @@ describe('crawl behaviour with crawler worker processes', () => {
     expect(Math.min(...fiveFetchSpans)).toBeGreaterThanOrEqual(2000 - tolerance);
   });
 
+  test('a 503 with Retry-After holds the whole domain for both worker processes until then, not just that URL', async () => {
+    const { site: s, hits } = await site({ pages: 12, links: 3, hosts: ['busy.test'] });
+    // One fetch a second: the next lease after the 503 would come 1 s later, well inside the 3 s hold.
+    workers(2, { CRAWLER_HOST_MAP: s.hostMap, QUEUE_HITS: 1, QUEUE_WINDOW: 1, CRAWLER_CONCURRENCY: 2 });
+    const busy = `http://busy.test:${s.port}/busy/3`;
+    await t.feed([
+      { url: busy, appid: APPID, crawlid: 'retry-after', maxdepth: 0, priority: 50 },
+      { url: s.url(0), appid: APPID, crawlid: 'retry-after', maxdepth: 1, priority: 1 },
+    ]);
+    await complete('retry-after');
+    const got = await pagesOnce('retry-after', 1 + s.reachable(0, 1).size);
+    expect(got.find((m) => m.url === busy)).toMatchObject({ success: true, status_code: 200 });
+
+    const fetches = hits.filter((h) => h.path.startsWith('/p/') || h.path.startsWith('/busy/'));
+    const first503 = fetches.find((h) => h.path === '/busy/3')?.atMs as number;
+    const others = fetches.filter((h) => h.atMs > first503).map((h) => h.atMs - first503);
+    // Every later fetch of the domain (the retry included) waits for the hold: 3 s less the small difference
+    // between a fetch's arrival and the 503 answer's handling.
+    expect(Math.min(...others), JSON.stringify(others)).toBeGreaterThanOrEqual(3000 - 150);
+  });
+
+  test("robots.txt Crawl-delay spaces the domain's fetches across both worker processes (stricter than the throttle)", async () => {
+    const { site: s, hits } = await site({ pages: 10, links: 3, hosts: ['delay.test'], crawlDelaySec: 1 });
+    const expected = s.reachable(0, 1).size; // 4 pages: about 3 s at one a second
+    workers(2, { CRAWLER_HOST_MAP: s.hostMap, CRAWLER_CONCURRENCY: 4 });
+    await t.feed([{ url: s.url(0), appid: APPID, crawlid: 'crawl-delay', maxdepth: 1 }]);
+    await complete('crawl-delay');
+    await pagesOnce('crawl-delay', expected);
+    const times = hits
+      .filter((h) => h.path.startsWith('/p/'))
+      .map((h) => h.atMs)
+      .sort((a, b) => a - b);
+    expect(times).toHaveLength(expected);
+    const gaps = times.slice(1).map((at, i) => at - (times[i] as number));
+    // The monitors' throttle allows 1,000 a second; the site's Crawl-delay of 1 s wins.
+    expect(Math.min(...gaps), JSON.stringify(gaps)).toBeGreaterThanOrEqual(1000 - 150);
+  });
+
   test('a stopped crawl fetches no page after the stop reply (fetches already started may finish)', async () => {
     const { site: s, hits } = await site({ pages: 100, links: 4, hosts: ['stop.test'] });
     const total = s.reachable(0, 3).size; // 65 pages: ~16 s at 4/s
@@ -206,26 +254,52 @@ describe('crawl behaviour with crawler worker processes', () => {
     expect(hits).toEqual([]);
   });
 
-  test('a 20 MB page arrives truncated in a message under the Kafka limit, the body kept in the body store', async () => {
+  test.skipIf(!t0.CRAWL_LOCALSTACK)(
+    'a 20 MB page arrives truncated in a message under the Kafka limit, the body kept in S3 (LocalStack)',
+    async () => {
+      const { site: s } = await site({ pages: 4, links: 1, hosts: ['big.test'] });
+      // The local runtime's default body store: the bucket in LocalStack, which the cluster created at start.
+      workers(1, { CRAWLER_HOST_MAP: s.hostMap });
+      await t.feed([{ url: `http://big.test:${s.port}/big`, appid: APPID, crawlid: 'big' }]);
+      const [page] = await pagesOnce('big', 1, 60_000);
+      expect(page).toMatchObject({ success: true, status_code: 200, body_truncated: true });
+      expect(Buffer.byteLength(JSON.stringify(page))).toBeLessThanOrEqual(t.vars.KAFKA_MAX_MESSAGE_BYTES);
+      const ref = page?.body_ref as string;
+      expect(ref).toMatch(new RegExp(`^s3://${LOCAL_BODY_BUCKET}/${APPID}/big/[0-9a-f]{40}$`));
+      const { bucket, key } = parseS3Ref(ref);
+      // The LocalStack the workers store bodies in, path-style as they address it.
+      const s3 = new S3Client({ ...localstackClientSettings(), forcePathStyle: true });
+      onTestFinished(async () => {
+        await s3.send(new DeleteObjectCommand({ Bucket: bucket, Key: key }));
+        s3.destroy();
+      });
+      const object = await s3.send(new GetObjectCommand({ Bucket: bucket, Key: key }));
+      // The body is cut at MAX_BODY_BYTES (10 MiB) by the fetcher; the store keeps all of that, the message a prefix.
+      expect(object.ContentLength).toBe(t.vars.MAX_BODY_BYTES);
+      expect(object.ContentType).toBe('text/html');
+      const stored = Buffer.from((await object.Body?.transformToByteArray()) ?? []);
+      expect(stored.equals(Buffer.alloc(t.vars.MAX_BODY_BYTES, 'a'))).toBe(true);
+      const body = String(page?.body ?? '');
+      expect(body.length).toBeGreaterThan(0);
+      expect(body.length).toBeLessThan(t.vars.KAFKA_MAX_MESSAGE_BYTES);
+      expect(body).toMatch(/^a+$/);
+    },
+  );
+
+  test('with LOCAL_BODY_STORE=dir the 20 MB page body is kept in a directory instead (file:// reference)', async () => {
     const dir = mkdtempSync(join(tmpdir(), 'bodies-'));
     onTestFinished(() => rmSync(dir, { recursive: true, force: true }));
-    const { site: s } = await site({ pages: 4, links: 1, hosts: ['big.test'] });
-    workers(1, { CRAWLER_HOST_MAP: s.hostMap, BODY_STORE_DIR: dir });
-    await t.feed([{ url: `http://big.test:${s.port}/big`, appid: APPID, crawlid: 'big' }]);
-    const [page] = await pagesOnce('big', 1, 60_000);
+    const { site: s } = await site({ pages: 4, links: 1, hosts: ['big-dir.test'] });
+    workers(1, { CRAWLER_HOST_MAP: s.hostMap, LOCAL_BODY_STORE: 'dir', BODY_STORE_DIR: dir });
+    await t.feed([{ url: `http://big-dir.test:${s.port}/big`, appid: APPID, crawlid: 'big-dir' }]);
+    const [page] = await pagesOnce('big-dir', 1, 60_000);
     expect(page).toMatchObject({ success: true, status_code: 200, body_truncated: true });
-    expect(Buffer.byteLength(JSON.stringify(page))).toBeLessThanOrEqual(t.vars.KAFKA_MAX_MESSAGE_BYTES);
     const ref = page?.body_ref as string;
     expect(ref).toMatch(/^file:\/\//);
     const file = fileURLToPath(ref);
     expect(file.startsWith(dir)).toBe(true);
     expect(existsSync(file)).toBe(true);
-    // The body is cut at MAX_BODY_BYTES (10 MiB) by the fetcher; the store keeps all of that, the message a prefix.
     expect(statSync(file).size).toBe(t.vars.MAX_BODY_BYTES);
-    const body = String(page?.body ?? '');
-    expect(body.length).toBeGreaterThan(0);
-    expect(body.length).toBeLessThan(t.vars.KAFKA_MAX_MESSAGE_BYTES);
-    expect(body).toMatch(/^a+$/);
   });
 
   test('a page slower than FETCH_TIMEOUT_MS ends, after RETRY_TIMES retries, as one success:false page with a timeout', async () => {

@@ -40,7 +40,14 @@ export interface Collector {
 /** Starts a local cluster over fresh prefixes; `overrides` change configuration variables (e.g. Redis port). */
 export async function startTestCluster(
   overrides: Partial<Variables> = {},
-  options: { scheduleEveryMs?: number; log?: RuntimeLog; batchSize?: number; crawlerWorkers?: number } = {},
+  options: {
+    scheduleEveryMs?: number;
+    log?: RuntimeLog;
+    batchSize?: number;
+    crawlerWorkers?: number;
+    /** CloudWatch namespace of the stats metrics in LocalStack. @default METRICS_NAMESPACE */
+    metricsNamespace?: string;
+  } = {},
 ): Promise<TestCluster> {
   const base = config();
   const vars: Variables = {
@@ -65,6 +72,7 @@ export async function startTestCluster(
     batchSize: options.batchSize ?? 100,
     kafka,
     crawlerWorkers: options.crawlerWorkers ?? 0,
+    metricsNamespace: options.metricsNamespace,
   });
   const producer = createProducer(kafka);
   await producer.connect();

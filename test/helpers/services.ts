@@ -5,9 +5,11 @@
 import { randomBytes } from 'node:crypto';
 import { setTimeout as sleep } from 'node:timers/promises';
 import type { Admin, Kafka } from 'kafkajs';
+import { type AwsClientSettings, awsClientSettings } from '../../functions/shared/aws.ts';
 import { config } from '../../lib/config/index.ts';
 import { createKafka } from '../../lib/kafka/client.ts';
 import { createRedis, type RedisClient } from '../../lib/redis/client.ts';
+import { localAwsOf } from '../../localstack/runtime/local-aws.ts';
 
 const vars = config();
 
@@ -19,6 +21,16 @@ export function clusterRedis(): RedisClient {
 /** A client of the standalone Redis. */
 export function standaloneRedis(): RedisClient {
   return createRedis({ host: '127.0.0.1', port: vars.CRAWL_REDIS_PORT });
+}
+
+/** The LocalStack of `services up` as the local runtime reaches it: AWS_ENDPOINT_URL, else 127.0.0.1:CRAWL_LOCALSTACK_PORT. */
+export function localstackEndpoint(): string {
+  return localAwsOf({ ...vars, CRAWL_LOCALSTACK: true })?.endpoint as string;
+}
+
+/** AWS SDK client settings for that LocalStack (its dummy key), as the local runtime makes them. */
+export function localstackClientSettings(): AwsClientSettings {
+  return awsClientSettings({ AWS_REGION: vars.AWS_REGION, AWS_ENDPOINT_URL: localstackEndpoint() });
 }
 
 export function testKafka(): Kafka {

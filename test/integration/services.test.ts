@@ -8,6 +8,7 @@ import { afterAll, describe, expect, test } from 'vitest';
 import { config } from '../../lib/config/index.ts';
 import { REPO_ROOT } from '../../localstack/repo-root.ts';
 import { layoutFrom } from '../../localstack/services/index.ts';
+import { localstackHealth } from '../../localstack/services/localstack-service.ts';
 import { clusterRedis, createTestTopics, testKafka, uniqueName, waitUntil } from '../helpers/services.ts';
 
 describe('local services', () => {
@@ -131,19 +132,40 @@ function processesMentioning(text: string): number[] {
 }
 
 /** `services <command>` in a child process with the given services environment. */
-function runServices(command: string, env: Record<string, string>): Promise<{ code: number | null; stderr: string }> {
+function runServices(
+  command: string,
+  env: Record<string, string>,
+): Promise<{ code: number | null; stdout: string; stderr: string }> {
   return new Promise((resolve) => {
     const child = spawn(process.execPath, ['bin/crawl-cluster.ts', 'services', command], {
       cwd: REPO_ROOT,
       env: { ...process.env, ...env },
-      stdio: ['ignore', 'ignore', 'pipe'],
+      stdio: ['ignore', 'pipe', 'pipe'],
     });
+    let stdout = '';
     let stderr = '';
+    child.stdout.setEncoding('utf8').on('data', (d: string) => {
+      stdout += d;
+    });
     child.stderr.setEncoding('utf8').on('data', (d: string) => {
       stderr += d;
     });
-    child.on('close', (code) => resolve({ code, stderr }));
+    child.on('close', (code) => resolve({ code, stdout, stderr }));
   });
+}
+
+/** Services variables for a directory of its own and free ports, with `overrides`. */
+async function servicesEnv(dir: string, overrides: Record<string, string>): Promise<Record<string, string>> {
+  return {
+    CRAWL_SERVICES_DIR: dir,
+    CRAWL_REDIS_PORT: String(await freePort()),
+    CRAWL_REDIS_CLUSTER_PORT: String(await freePort()),
+    CRAWL_KAFKA_PORT: String(await freePort()),
+    CRAWL_KAFKA_CONTROLLER_PORT: String(await freePort()),
+    CRAWL_LOCALSTACK_PORT: String(await freePort()),
+    CRAWL_SERVICES_TIMEOUT: '90',
+    ...overrides,
+  };
 }
 
 /**
@@ -152,18 +174,6 @@ function runServices(command: string, env: Record<string, string>): Promise<{ co
  * it, fail the test if `up` waits it out instead of noticing the exit.
  */
 describe('services up when a service cannot start', () => {
-  async function servicesEnv(dir: string, overrides: Record<string, string>): Promise<Record<string, string>> {
-    return {
-      CRAWL_SERVICES_DIR: dir,
-      CRAWL_REDIS_PORT: String(await freePort()),
-      CRAWL_REDIS_CLUSTER_PORT: String(await freePort()),
-      CRAWL_KAFKA_PORT: String(await freePort()),
-      CRAWL_KAFKA_CONTROLLER_PORT: String(await freePort()),
-      CRAWL_SERVICES_TIMEOUT: '90',
-      ...overrides,
-    };
-  }
-
   test('cluster-mode Redis on a port above 55535 (no room for its bus port): fails at once with its exit code and log, and leaves nothing running', {
     timeout: 30_000,
   }, async () => {
@@ -235,6 +245,84 @@ describe('services up when a service cannot start', () => {
       expect(processesMentioning(dir)).toEqual([]);
     } finally {
       await close(stranger.server);
+      await runServices('down', env);
+      rmSync(dir, { recursive: true, force: true });
+    }
+  });
+
+  test.skipIf(!config().CRAWL_LOCALSTACK)(
+    'a LocalStack port taken by something that is not LocalStack: fails within seconds naming the port, and stops Redis and Kafka again',
+    {
+      timeout: 90_000,
+    },
+    async () => {
+      const dir = mkdtempSync(join(tmpdir(), 'services-dies-'));
+      // The jars fetched for the running services, so that Kafka starts without a download.
+      const libs = join(layoutFrom(config()).dir, 'kafka', 'libs');
+      if (existsSync(libs)) {
+        mkdirSync(join(dir, 'kafka'));
+        symlinkSync(libs, join(dir, 'kafka', 'libs'));
+      }
+      // Accepts connections and never answers an HTTP request.
+      const stranger = await listen(0);
+      if (stranger === undefined) throw new Error('cannot listen on a free port');
+      stranger.server.on('connection', (socket) => socket.resume());
+      const env = await servicesEnv(dir, { CRAWL_LOCALSTACK_PORT: String(stranger.port) });
+      try {
+        const run = await runServices('up', env);
+
+        expect(run.code).toBe(1);
+        expect(run.stderr).toContain(
+          `error: localstack: port ${stranger.port} is taken by something that is not LocalStack (no HTTP answer within 3 s); stop it or set CRAWL_LOCALSTACK_PORT`,
+        );
+        // Redis, cluster-mode Redis and Kafka, which this `up` started, are stopped again; no virtualenv was built.
+        expect(run.stderr).toContain('services up failed; stopping what it started');
+        expect(processesMentioning(dir)).toEqual([]);
+        expect(existsSync(join(dir, 'localstack', 'venv'))).toBe(false);
+      } finally {
+        await close(stranger.server);
+        await runServices('down', env);
+        rmSync(dir, { recursive: true, force: true });
+      }
+    },
+  );
+});
+
+/** `services up`/`down` in a directory and on ports of its own, with LocalStack. */
+describe.skipIf(!config().CRAWL_LOCALSTACK)('services up and down with LocalStack', () => {
+  test('LocalStack from an existing virtualenv: up starts it (health checked), status lists it, down stops it', {
+    timeout: 120_000,
+  }, async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'services-localstack-'));
+    const running = layoutFrom(config()).dir;
+    // The jars and the virtualenv of the running services, so that nothing is downloaded.
+    for (const [from, to] of [
+      [join(running, 'kafka', 'libs'), join(dir, 'kafka', 'libs')],
+      [join(running, 'localstack', 'venv'), join(dir, 'localstack', 'venv')],
+    ] as const) {
+      if (!existsSync(from)) continue;
+      mkdirSync(join(to, '..'), { recursive: true });
+      symlinkSync(from, to);
+    }
+    const env = await servicesEnv(dir, {});
+    try {
+      const up = await runServices('up', env);
+      expect(up.code, up.stderr).toBe(0);
+      expect(up.stderr).toContain(`localstack: ready on 127.0.0.1:${env.CRAWL_LOCALSTACK_PORT}`);
+      // Reused: the virtualenv was built from the same requirements and Python.
+      expect(up.stderr).not.toContain('building its virtualenv');
+      const health = await localstackHealth(Number(env.CRAWL_LOCALSTACK_PORT));
+      expect(health.services.s3).toBe('running');
+      const status = await runServices('status', env);
+      expect(status.stdout).toMatch(
+        new RegExp(`localstack\\s+running\\s+127\\.0\\.0\\.1:${env.CRAWL_LOCALSTACK_PORT}`),
+      );
+
+      const down = await runServices('down', env);
+      expect(down.code, down.stderr).toBe(0);
+      expect(down.stderr).toMatch(/localstack: stopping pid \d+/);
+      expect(processesMentioning(dir)).toEqual([]);
+    } finally {
       await runServices('down', env);
       rmSync(dir, { recursive: true, force: true });
     }

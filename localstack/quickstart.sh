@@ -10,7 +10,7 @@ eval "$(bash localstack/toolchain.sh)"
 echo "node $(node --version)"
 if [ ! -d node_modules ] || [ package-lock.json -nt node_modules ]; then
   echo "installing npm dependencies (from package-lock.json)"
-  npm ci --no-audit --no-fund 2>/dev/null || npm install --no-audit --no-fund
+  npm ci --no-audit --no-fund
 fi
 node bin/crawl-cluster.ts services up
 node bin/crawl-cluster.ts topics create

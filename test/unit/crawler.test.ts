@@ -129,7 +129,17 @@ class OrderedSink extends FakeSink {
   }
 }
 
+/** A stats store that also counts its increment calls. */
+class CountingStats extends MemoryStatsStore {
+  calls = 0;
+  override async increment(...args: Parameters<MemoryStatsStore['increment']>): Promise<void> {
+    this.calls++;
+    await super.increment(...args);
+  }
+}
+
 interface Run {
+  stats: CountingStats;
   frontier: ScriptedFrontier;
   sink: OrderedSink;
   log: RecordingLog;
@@ -154,6 +164,7 @@ async function crawl(
   const sink = new OrderedSink(frontier.events, options.refuse);
   const log = new RecordingLog();
   const stored = new Map<string, Buffer>();
+  const stats = new CountingStats();
   const spiders = spiderRegistry();
   if (options.spider) {
     const hook = options.spider;
@@ -170,7 +181,7 @@ async function crawl(
     fetcher: { fetch: async (r) => fetch(r), close: async () => undefined },
     robots: options.robots ? { check: async () => options.robots as RobotsDecision } : undefined,
     sink,
-    stats: new MemoryStatsStore(),
+    stats,
     spiders,
     spiderTypes: ['link'],
     topicPrefix: 'demo',
@@ -196,7 +207,7 @@ async function crawl(
   const deadline = Date.now() + 10_000;
   while (!frontier.settled && Date.now() < deadline) await new Promise((r) => setTimeout(r, 2));
   await crawler.stop(1000);
-  return { frontier, sink, log, pages: sink.values<PageItem>(FIREHOSE), stored };
+  return { stats, frontier, sink, log, pages: sink.values<PageItem>(FIREHOSE), stored };
 }
 
 describe('Crawler: the failure decision in the loop', () => {
@@ -240,6 +251,16 @@ describe('Crawler: the failure decision in the loop', () => {
       { robots: { allowed: false, reason } },
     );
     expect(r.pages).toMatchObject([{ success: false, exception: reason }]);
+  });
+
+  it('sums page counters in process and writes them once (at stop at the latest), not once per page', async () => {
+    const leases = ['/1', '/2', '/3'].map((p) => lease(`http://a.example${p}`));
+    const r = await crawl(leases, (q) => html(q.url, 'ok'));
+    expect(r.pages).toHaveLength(3);
+    expect(r.stats.calls).toBe(1);
+    const counts = await r.stats.read(['crawler:link:200', 'machine:test:200'], Date.now());
+    expect(counts['crawler:link:200']?.lifetime).toBe(3);
+    expect(counts['machine:test:200']?.lifetime).toBe(3);
   });
 
   it('gives up a request reclaimed past its retries without fetching it: a success:false page, acked as failed', async () => {

@@ -18,19 +18,19 @@ const CONNECTIONS = [
   'REDIS_PORT',
   'REDIS_TLS',
   'REDIS_CLUSTER',
-  'REDIS_PASSWORD',
 ] as const satisfies readonly VariableName[];
 
 /**
  * Variables each deployable must get on AWS, because their defaults are only right for a local run
  * (127.0.0.1 brokers and Redis, plaintext, no auth). REDIS_PASSWORD reaches the crawler and the URL Frontier
- * service as an ECS secret.
+ * service as an ECS secret; the functions get the secret's ARN instead (REDIS_PASSWORD_SECRET_ARN, not a variable of
+ * lib/config: functions/shared/secrets.ts reads it) and read the token at cold start.
  */
 export const REQUIRED_VARIABLES = {
   monitor: CONNECTIONS,
   /** stats and reclaim: Redis only (no Kafka producer, so an MSK fault does not stop them). */
-  redisOnly: ['REDIS_HOST', 'REDIS_PORT', 'REDIS_TLS', 'REDIS_CLUSTER', 'REDIS_PASSWORD'],
-  crawler: [...CONNECTIONS, 'BODY_STORE_BUCKET', 'SHUTDOWN_DEADLINE_MS', 'AWS_REGION'],
+  redisOnly: ['REDIS_HOST', 'REDIS_PORT', 'REDIS_TLS', 'REDIS_CLUSTER'],
+  crawler: [...CONNECTIONS, 'REDIS_PASSWORD', 'BODY_STORE_BUCKET', 'SHUTDOWN_DEADLINE_MS', 'AWS_REGION'],
   rest: [...CONNECTIONS, 'WAIT_FOR_RESPONSE_TIME'],
   urlFrontier: ['REDIS_HOST', 'REDIS_PORT', 'REDIS_TLS', 'REDIS_CLUSTER', 'REDIS_PASSWORD'],
   topics: ['KAFKA_BROKERS', 'KAFKA_SASL_MECHANISM', 'KAFKA_CLIENT_ID'],

@@ -37,8 +37,24 @@ export interface Settings {
   maxPollers: number;
   /** kafka-monitor records per invocation. @default 500 */
   ingestBatchSize: number;
-  /** Records older than this (seconds) go to the failed-batch bucket instead of being retried. @default 21600 */
+  /**
+   * The monitors' MSK event sources: a batch whose oldest record is older than this (seconds) is no longer retried;
+   * it goes to the failed-batch bucket (for replay) and the FailedBatches alarm fires. The handlers answer poison with
+   * rejections and fail records only when Redis or Kafka is unreachable, so this bounds how long one partition waits
+   * out such an outage. Lambda accepts 60 to 604800. @default 3600
+   */
   maxRecordAgeSec: number;
+  /**
+   * The monitors' MSK event sources: retries of a failing batch (after the first attempt) before it goes to the
+   * failed-batch bucket, whichever of this and maxRecordAgeSec comes first. Lambda accepts 0 to 10000; 10 is what
+   * Lambda itself applies to infinite retries with an on-failure destination. @default 10
+   */
+  eventSourceRetryAttempts: number;
+  /**
+   * The monitors' MSK event sources: split a failing batch in two and retry each half, so that one bad record
+   * (a batch that crashes or times out the function) ends up alone in the failed-batch bucket. @default true
+   */
+  bisectBatchOnError: boolean;
   /** ElastiCache node type. @default 'cache.t4g.small' */
   cacheNodeType: string;
   /** Valkey engine version (parameter group family follows the major). @default '8.0' */
@@ -95,6 +111,14 @@ export interface Settings {
    * load balancer, next to the plaintext one on 7071. @default none
    */
   urlFrontierCertificateArn?: string;
+  /**
+   * Create the ECS service-linked role (AWSServiceRoleForECS) with the stack, for an account that has never used ECS:
+   * CloudFormation then fails with "Unable to assume the service linked role". Leave it false when the role exists
+   * (creating it again fails), or create it once with
+   * `aws iam create-service-linked-role --aws-service-name ecs.amazonaws.com`. The stack keeps it on deletion.
+   * @default false
+   */
+  createEcsServiceLinkedRole: boolean;
   /** Overrides of runtime variables (names from lib/config/variables.ts) for every function and the fleet. */
   runtimeEnv: Partial<Record<VariableName, string>>;
 }
@@ -167,6 +191,8 @@ function runtimeEnv(get: Get): Partial<Record<VariableName, string>> {
   for (const [name, value] of Object.entries(v)) {
     if (!(name in VARIABLES))
       throw new SettingsError('runtimeEnv', `${name} is not a variable of lib/config/variables.ts`);
+    if (name === 'REDIS_PASSWORD')
+      throw new SettingsError('runtimeEnv', 'REDIS_PASSWORD is the AUTH token the stack keeps in Secrets Manager');
     out[name as VariableName] = String(value);
   }
   return out;
@@ -223,7 +249,9 @@ export function readSettings(source: Node | Record<string, unknown>): Settings {
     minPollers,
     maxPollers,
     ingestBatchSize: int(get, 'ingestBatchSize', 500, 1, 10_000),
-    maxRecordAgeSec: int(get, 'maxRecordAgeSec', 21_600, 60, 604_800),
+    maxRecordAgeSec: int(get, 'maxRecordAgeSec', 3600, 60, 604_800),
+    eventSourceRetryAttempts: int(get, 'eventSourceRetryAttempts', 10, 0, 10_000),
+    bisectBatchOnError: bool(get, 'bisectBatchOnError', true),
     cacheNodeType: str(get, 'cacheNodeType', 'cache.t4g.small', /^cache\.[a-z0-9]+\.[a-z0-9]+$/),
     cacheEngineVersion: str(get, 'cacheEngineVersion', '8.0', /^[78]\.\d+$/),
     cacheClusterMode,
@@ -250,6 +278,7 @@ export function readSettings(source: Node | Record<string, unknown>): Settings {
     urlFrontierMinTasks,
     urlFrontierMaxTasks,
     urlFrontierCertificateArn,
+    createEcsServiceLinkedRole: bool(get, 'createEcsServiceLinkedRole', false),
     runtimeEnv: runtimeEnv(get),
   };
 }

@@ -80,6 +80,8 @@ export class CrawlClusterStack extends Stack {
       minPollers: s.minPollers,
       maxPollers: s.maxPollers,
       maxRecordAgeSec: s.maxRecordAgeSec,
+      eventSourceRetryAttempts: s.eventSourceRetryAttempts,
+      bisectBatchOnError: s.bisectBatchOnError,
       logRetention,
       runtimeEnv: s.runtimeEnv,
     });
@@ -100,6 +102,7 @@ export class CrawlClusterStack extends Stack {
       maxTasks: s.maxTasks,
       backlogPerTask: s.backlogPerTask,
       shutdownDeadlineMs: s.shutdownDeadlineMs,
+      createEcsServiceLinkedRole: s.createEcsServiceLinkedRole,
       logRetention,
       runtimeEnv: s.runtimeEnv,
     });
@@ -110,6 +113,7 @@ export class CrawlClusterStack extends Stack {
         storage: this.storage,
         cluster: this.fleet.cluster,
         image: this.fleet.image,
+        serviceLinkedRole: this.fleet.serviceLinkedRole,
         taskCpu: s.urlFrontierTaskCpu,
         taskMemoryMiB: s.urlFrontierTaskMemoryMiB,
         minTasks: s.urlFrontierMinTasks,
@@ -125,6 +129,7 @@ export class CrawlClusterStack extends Stack {
       functions: this.functions,
       fleet: this.fleet,
       restApi: this.restApi,
+      storage: this.storage,
       alarmEmail: s.alarmEmail,
     });
 

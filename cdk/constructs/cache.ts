@@ -11,6 +11,7 @@ import * as logs from 'aws-cdk-lib/aws-logs';
 import * as secretsmanager from 'aws-cdk-lib/aws-secretsmanager';
 import { Construct } from 'constructs';
 import { acknowledge } from '../nag.ts';
+import { stackHash, uniqueName } from '../names.ts';
 import type { Network } from './network.ts';
 
 export interface CacheProps {
@@ -45,7 +46,7 @@ export class Cache extends Construct {
     const { network } = props;
     this.port = props.port;
     this.clusterMode = props.clusterMode;
-    this.replicationGroupId = replicationGroupId(Stack.of(this).stackName);
+    this.replicationGroupId = replicationGroupId(Stack.of(this).stackName, stackHash(this));
 
     this.securityGroup = new ec2.SecurityGroup(this, 'SecurityGroup', {
       vpc: network.vpc,
@@ -136,13 +137,14 @@ function pad(n: number, width: number): string {
   return String(n).padStart(width, '0');
 }
 
-/** ElastiCache ids: lowercase letters, digits and single hyphens, a letter first, at most 40 characters. */
-function replicationGroupId(stackName: string): string {
+/**
+ * ElastiCache ids: lowercase letters, digits and single hyphens, a letter first, at most 40 characters; unique in the
+ * account and region, so the cut stack name ends with a hash of the whole one (`crawlcluster-frontier-1a2b3c4d`).
+ */
+export function replicationGroupId(stackName: string, hash: string): string {
   const base = stackName
     .toLowerCase()
     .replace(/[^a-z0-9]+/g, '-')
-    .replace(/^[^a-z]+/, '')
-    .slice(0, 30)
-    .replace(/-+$/, '');
-  return `${base || 'crawl'}-frontier`;
+    .replace(/^[^a-z]+/, '');
+  return uniqueName(base || 'crawl', 'frontier', hash, 40);
 }

@@ -120,10 +120,8 @@ export class CrawlFunction extends Construct {
         commandHooks: {
           beforeBundling: () => [],
           beforeInstall: () => [],
-          afterBundling: (inputDir: string, outputDir: string) => [
-            ...(lua ? [`cp -R "${join(inputDir, 'lib', 'redis', 'scripts')}" "${join(outputDir, 'scripts')}"`] : []),
-            ...(dashboard ? copyDashboardPage(inputDir, outputDir) : []),
-          ],
+          afterBundling: (inputDir: string, outputDir: string) =>
+            afterBundlingCommands(inputDir, outputDir, { lua, dashboard }),
         },
       },
     });
@@ -131,11 +129,22 @@ export class CrawlFunction extends Construct {
 }
 
 /**
- * The shell commands that copy the dashboard page's files to `./dashboard/` beside the bundle: only the served
- * files, not the directory (it also holds the script's tsconfig.json).
+ * The commands that run after esbuild: copy lib/redis/scripts to `./scripts/` beside the bundle, and the dashboard
+ * page's served files (not its directory, which also holds the script's tsconfig.json) to `./dashboard/`. They run
+ * ../copy-files.ts with Node (fs.cpSync), never cp or mkdir, so that local bundling works under cmd on Windows as
+ * under bash; the script is addressed through `inputDir`, so Docker bundling finds it too.
  */
-function copyDashboardPage(inputDir: string, outputDir: string): string[] {
-  const from = join(inputDir, 'lib', 'rest', DASHBOARD_DIR);
-  const to = join(outputDir, DASHBOARD_DIR);
-  return [`mkdir -p "${to}"`, `cp ${DASHBOARD_FILES.map((f) => `"${join(from, f)}"`).join(' ')} "${to}/"`];
+export function afterBundlingCommands(
+  inputDir: string,
+  outputDir: string,
+  copy: { lua: boolean; dashboard: boolean },
+): string[] {
+  const script = join(inputDir, 'cdk', 'copy-files.ts');
+  const run = (args: string[]) => ['node', ...[script, ...args].map((a) => `"${a}"`)].join(' ');
+  return [
+    ...(copy.lua ? [run([join(inputDir, 'lib', 'redis', 'scripts'), join(outputDir, 'scripts')])] : []),
+    ...(copy.dashboard
+      ? [run([join(inputDir, 'lib', 'rest', DASHBOARD_DIR), join(outputDir, DASHBOARD_DIR), ...DASHBOARD_FILES])]
+      : []),
+  ];
 }

@@ -27,7 +27,13 @@ import type { Storage } from './storage.ts';
 export interface FleetProps
   extends Pick<
     Settings,
-    'taskCpu' | 'taskMemoryMiB' | 'minTasks' | 'maxTasks' | 'backlogPerTask' | 'shutdownDeadlineMs'
+    | 'taskCpu'
+    | 'taskMemoryMiB'
+    | 'minTasks'
+    | 'maxTasks'
+    | 'backlogPerTask'
+    | 'shutdownDeadlineMs'
+    | 'createEcsServiceLinkedRole'
   > {
   network: Network;
   kafka: Kafka;
@@ -61,6 +67,8 @@ export class Fleet extends Construct {
   readonly imageAsset: ecrAssets.DockerImageAsset;
   /** {@link imageAsset} as a container image. */
   readonly image: ecs.ContainerImage;
+  /** ECS's service-linked role, with createEcsServiceLinkedRole; every ECS service must depend on it. */
+  readonly serviceLinkedRole?: iam.CfnServiceLinkedRole;
 
   constructor(scope: Construct, id: string, props: FleetProps) {
     super(scope, id);
@@ -69,6 +77,16 @@ export class Fleet extends Construct {
       vpc: network.vpc,
       containerInsightsV2: ecs.ContainerInsights.ENABLED,
     });
+    if (props.createEcsServiceLinkedRole) {
+      // An account that never used ECS has no AWSServiceRoleForECS, and creating a service then fails ("Unable to
+      // assume the service linked role"). Kept on deletion: other ECS resources of the account may use it.
+      this.serviceLinkedRole = new iam.CfnServiceLinkedRole(this, 'EcsServiceLinkedRole', {
+        awsServiceName: 'ecs.amazonaws.com',
+        description: 'Amazon ECS service-linked role (created by crawl-cluster for a fresh account)',
+      });
+      this.serviceLinkedRole.applyRemovalPolicy(RemovalPolicy.RETAIN);
+      this.cluster.node.addDependency(this.serviceLinkedRole);
+    }
 
     this.taskDefinition = new ecs.FargateTaskDefinition(this, 'Task', {
       cpu: props.taskCpu,
@@ -158,7 +176,11 @@ export class Fleet extends Construct {
     this.service = new ecs.FargateService(this, 'Service', {
       cluster: this.cluster,
       taskDefinition: this.taskDefinition,
-      // No desiredCount: autoscaling owns it (a fixed count would be reset by every deploy).
+      // The first deploy starts no task (CloudFormation would start 1, and with the circuit breaker one bad start
+      // would roll the whole stack back): the backlog scaling policy starts crawlers once requests are queued.
+      // CloudFormation sends the count again with every update of the service (a new image, say), which takes the
+      // fleet back to minTasks until the policy scales it out again, a few minutes later.
+      desiredCount: props.minTasks,
       circuitBreaker: { enable: true, rollback: true },
       minHealthyPercent: 100,
       maxHealthyPercent: 200,
@@ -169,6 +191,7 @@ export class Fleet extends Construct {
       enableExecuteCommand: false,
     });
     this.service.node.addDependency(kafka.topicsResource);
+    if (this.serviceLinkedRole) this.service.node.addDependency(this.serviceLinkedRole);
 
     this.#autoscale(props);
   }

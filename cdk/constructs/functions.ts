@@ -3,7 +3,7 @@
  * reclaim on EventBridge Scheduler every minute. Each role holds only the Kafka topics and groups its function
  * uses. And rest, the REST API's function (its HTTP API is ./rest-api.ts).
  */
-import { Duration, Stack } from 'aws-cdk-lib';
+import { Duration, type IResolveContext, Lazy, Stack, Token } from 'aws-cdk-lib';
 import * as iam from 'aws-cdk-lib/aws-iam';
 import * as lambda from 'aws-cdk-lib/aws-lambda';
 import { ManagedKafkaEventSource } from 'aws-cdk-lib/aws-lambda-event-sources';
@@ -13,6 +13,7 @@ import { Schedule, ScheduleExpression } from 'aws-cdk-lib/aws-scheduler';
 import { LambdaInvoke } from 'aws-cdk-lib/aws-scheduler-targets';
 import { Construct } from 'constructs';
 import { METRICS_NAMESPACE } from '../../functions/shared/observability.ts';
+import { REDIS_PASSWORD_SECRET_ARN } from '../../functions/shared/secrets.ts';
 import { VARIABLES } from '../../lib/config/variables.ts';
 import { outboundAppTopic } from '../../lib/kafka/topics.ts';
 import { acknowledge, wildcardResource } from '../nag.ts';
@@ -32,7 +33,12 @@ export interface FunctionsProps {
   ingestBatchSize: number;
   minPollers: number;
   maxPollers: number;
+  /** See cdk/settings.ts. */
   maxRecordAgeSec: number;
+  /** See cdk/settings.ts. */
+  eventSourceRetryAttempts: number;
+  /** See cdk/settings.ts. */
+  bisectBatchOnError: boolean;
   logRetention: logs.RetentionDays;
   runtimeEnv: RuntimeEnv;
 }
@@ -77,6 +83,7 @@ export class Functions extends Construct {
     // Scrapy Cluster's per-app topics (KAFKA_APPID_TOPICS) are named by appid at run time: allow the pattern.
     const appTopics = props.runtimeEnv.KAFKA_APPID_TOPICS === 'true';
     const outbound = [kafka.topics.outboundFirehose, ...(appTopics ? [outboundAppTopic(kafka.topicPrefix, '*')] : [])];
+    network.allowSecretsManager(network.functionsSecurityGroup, 'functions: the Redis AUTH token at cold start');
 
     const make = (
       name: string,
@@ -108,11 +115,12 @@ export class Functions extends Construct {
               REDIS_PORT: String(cache.port),
               REDIS_TLS: 'true',
               REDIS_CLUSTER: String(cache.clusterMode),
-              // A CloudFormation dynamic reference, resolved at deploy time; never a literal in the template.
-              REDIS_PASSWORD: cache.authToken.secretValue.unsafeUnwrap(),
             },
             { ...env, ...props.runtimeEnv },
           ),
+          // The AUTH token itself is read from Secrets Manager at cold start (functions/shared/secrets.ts), so it is
+          // neither in the function's configuration nor stale after a rotation.
+          [REDIS_PASSWORD_SECRET_ARN]: cache.authToken.secretArn,
           POWERTOOLS_SERVICE_NAME: name,
           POWERTOOLS_METRICS_NAMESPACE: METRICS_NAMESPACE,
         },
@@ -120,6 +128,12 @@ export class Functions extends Construct {
         subnets: network.privateSubnets,
         securityGroups: [network.functionsSecurityGroup],
         logRetention: props.logRetention,
+      });
+      // Its own secret only, and reading its value only.
+      iam.Grant.addToPrincipal({
+        grantee: fn.function,
+        actions: ['secretsmanager:GetSecretValue'],
+        resourceArns: [cache.authToken.secretArn],
       });
       // A function that uses Kafka opens an idempotent producer at cold start (functions/shared/deps.ts); stats and
       // reclaim use Redis only, get no Kafka settings or rights, and go on through an MSK fault.
@@ -152,10 +166,12 @@ export class Functions extends Construct {
           pollerGroupName,
         },
         reportBatchItemFailures: true,
-        bisectBatchOnError: true,
-        // Bounded by age rather than count: an outage is retried until its records are maxRecordAge old, and
-        // only then do they go to the failed-batch bucket (for replay).
-        retryAttempts: 10_000,
+        // A failing batch is retried (split in halves, to isolate a record that crashes the function) until either
+        // bound is reached; then it goes to the failed-batch bucket, for replay, and the FailedBatches alarm fires.
+        // Poison never fails a batch (the handlers answer it with a rejection), so what lands there is an outage of
+        // Redis or Kafka longer than the bounds: the partition waits that long at most.
+        bisectBatchOnError: props.bisectBatchOnError,
+        retryAttempts: props.eventSourceRetryAttempts,
         maxRecordAge: Duration.seconds(props.maxRecordAgeSec),
         onFailure: new FailedBatchBucket(storage.failedBatches),
       });
@@ -180,13 +196,7 @@ export class Functions extends Construct {
     );
 
     for (const m of [this.kafkaMonitor, this.redisMonitor]) {
-      acknowledge(
-        m.role,
-        'IAM4[Policy::arn:<AWS::Partition>:iam::aws:policy/service-role/AWSLambdaMSKExecutionRole]',
-        "Attached by aws-cdk-lib's ManagedKafkaEventSource for the MSK pollers (kafka:DescribeClusterV2, " +
-          'GetBootstrapBrokers, VPC network interfaces); the kafka-cluster data-plane actions are granted separately, ' +
-          'scoped to the topic and consumer group.',
-      );
+      mskEventSourceGrants(m.role, kafka.clusterArn);
       acknowledge(
         m.role,
         wildcardResource(this, storage.failedBatches.arnForObjects('*')),
@@ -261,6 +271,41 @@ function waitForResponseTime(runtimeEnv: RuntimeEnv): number {
         `${REST_OVERHEAD_SECONDS} s more than it, and API Gateway ends a request after ${HTTP_API_INTEGRATION_LIMIT_SECONDS} s`,
     );
   return wait;
+}
+
+/** The AWS managed policy aws-cdk-lib's ManagedKafkaEventSource attaches to the function's role. */
+export const MSK_EXECUTION_POLICY = 'AWSLambdaMSKExecutionRole';
+
+/**
+ * What an MSK event source needs on the function's role besides the kafka-cluster data-plane actions (granted by
+ * Kafka.grantConsume) and the Lambda VPC actions of every function (CrawlFunction), instead of the
+ * AWSLambdaMSKExecutionRole managed policy, which allows them, logs:* included, on every resource: the cluster's
+ * description and bootstrap brokers on this cluster only, and the two EC2 describes the pollers' network
+ * interfaces need. The managed policy is taken off the role again.
+ */
+function mskEventSourceGrants(role: iam.Role, clusterArn: string): void {
+  iam.Grant.addToPrincipal({
+    grantee: role,
+    actions: ['kafka:DescribeClusterV2', 'kafka:GetBootstrapBrokers'],
+    resourceArns: [clusterArn],
+  });
+  iam.Grant.addToPrincipal({
+    grantee: role,
+    actions: ['ec2:DescribeVpcs', 'ec2:DescribeSecurityGroups'],
+    resourceArns: ['*'],
+  });
+  const cfn = role.node.defaultChild as iam.CfnRole;
+  const attached = cfn.managedPolicyArns;
+  cfn.managedPolicyArns = Token.asList(
+    Lazy.uncachedAny({
+      produce: (context: IResolveContext) => {
+        const kept = ((context.resolve(attached) ?? []) as unknown[]).filter(
+          (arn) => !JSON.stringify(arn).includes(`/${MSK_EXECUTION_POLICY}`),
+        );
+        return kept.length > 0 ? kept : undefined;
+      },
+    }),
+  );
 }
 
 function pascal(name: string): string {

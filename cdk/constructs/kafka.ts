@@ -13,6 +13,7 @@ import * as cr from 'aws-cdk-lib/custom-resources';
 import { Construct } from 'constructs';
 import { type ClusterTopics, clusterTopicList, clusterTopics } from '../../lib/kafka/topics.ts';
 import { acknowledge, wildcardResource } from '../nag.ts';
+import { stackHash, uniqueName } from '../names.ts';
 import { environment } from '../runtime-env.ts';
 import { CrawlFunction } from './crawl-function.ts';
 import type { Network } from './network.ts';
@@ -56,7 +57,8 @@ export class Kafka extends Construct {
     const { network } = props;
     this.topicPrefix = props.topicPrefix;
     this.topics = clusterTopics(props.topicPrefix);
-    this.clusterName = `${Stack.of(this).stackName}-kafka`.slice(0, 64);
+    // MSK cluster names: letters, digits and hyphens, at most 64 characters, unique in the account and region.
+    this.clusterName = uniqueName(Stack.of(this).stackName, 'kafka', stackHash(this), 64);
 
     this.securityGroup = new ec2.SecurityGroup(this, 'SecurityGroup', {
       vpc: network.vpc,

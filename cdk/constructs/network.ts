@@ -1,10 +1,12 @@
 /**
  * The VPC: private subnets for the functions, MSK and the cache; the crawler fleet either in the same private
  * subnets behind NAT (default) or in public subnets with a public IP per task and no NAT at all (cheaper, and each
- * task has its own egress IP for IP-scoped throttles). Endpoints keep image pulls, logs and S3 off the NAT, and let
- * tasks in isolated private subnets (the URL Frontier with crawlerPublicSubnets) start without one.
+ * task has its own egress IP for IP-scoped throttles). Endpoints keep image pulls, logs, secrets and S3 off the NAT,
+ * let tasks in isolated private subnets (the URL Frontier with crawlerPublicSubnets) start without one, and give the
+ * functions Secrets Manager without any egress beyond the VPC. The monitors' MSK event sources need no NAT and no
+ * Lambda or STS endpoint: they use provisioned pollers, for which Lambda makes the connections itself.
  */
-import { RemovalPolicy } from 'aws-cdk-lib';
+import { CfnResource, RemovalPolicy, Stack } from 'aws-cdk-lib';
 import * as ec2 from 'aws-cdk-lib/aws-ec2';
 import * as logs from 'aws-cdk-lib/aws-logs';
 import { Construct } from 'constructs';
@@ -91,47 +93,81 @@ export class Network extends Construct {
     // Image pulls and logs of every task start would otherwise cross the NAT (billed per GB). Only tasks use them
     // (Lambda ships its logs outside the VPC).
     if (this.privateEgress) this.#taskEndpoints();
+
+    this.#restrictDefaultSgLogs(props.logRetention);
+  }
+
+  /** The interface endpoints' security group, once an endpoint exists. */
+  get endpointsSecurityGroup(): ec2.SecurityGroup | undefined {
+    return this.#endpoints;
   }
 
   /**
    * Lets Fargate tasks with the security group `client` reach, through interface endpoints, what a task needs to
    * start: ECR (the image layers come through the S3 gateway endpoint) and CloudWatch Logs, plus Secrets Manager
-   * when the private subnets have no NAT (`crawlerPublicSubnets`: the endpoints are then the only way out of them).
-   * The endpoints are created on first use. Their private DNS names apply to the whole VPC, so the crawler tasks
-   * are always let in too, wherever they run.
+   * (the ECS secrets). The endpoints are created on first use. Their private DNS names apply to the whole VPC, so
+   * the crawler tasks are always let in too, wherever they run.
    */
   allowTaskEndpoints(client: ec2.ISecurityGroup, description: string): void {
     this.#taskEndpoints().addIngressRule(client, ec2.Port.tcp(443), description);
   }
 
+  /**
+   * Lets the functions (security group `client`, which has no default egress) reach Secrets Manager through its
+   * interface endpoint: they read the Redis AUTH token at cold start. With NAT too, so that their egress stays
+   * limited to the VPC; without NAT (crawlerPublicSubnets) the endpoint is their only way to it.
+   */
+  allowSecretsManager(client: ec2.SecurityGroup, description: string): void {
+    this.#endpoint('SecretsManager', ec2.InterfaceVpcEndpointAwsService.SECRETS_MANAGER);
+    this.#endpointsGroup().connections.allowFrom(client, ec2.Port.tcp(443), description);
+  }
+
   #taskEndpoints(): ec2.SecurityGroup {
+    const services: [string, ec2.InterfaceVpcEndpointAwsService][] = [
+      ['EcrApi', ec2.InterfaceVpcEndpointAwsService.ECR],
+      ['EcrDocker', ec2.InterfaceVpcEndpointAwsService.ECR_DOCKER],
+      ['Logs', ec2.InterfaceVpcEndpointAwsService.CLOUDWATCH_LOGS],
+      ['SecretsManager', ec2.InterfaceVpcEndpointAwsService.SECRETS_MANAGER],
+    ];
+    for (const [name, service] of services) this.#endpoint(name, service);
+    return this.#endpointsGroup();
+  }
+
+  /** The interface endpoints' security group: HTTPS from the crawler tasks, and from whoever is let in later. */
+  #endpointsGroup(): ec2.SecurityGroup {
     if (!this.#endpoints) {
-      const endpoints = new ec2.SecurityGroup(this, 'Endpoints', {
+      this.#endpoints = new ec2.SecurityGroup(this, 'Endpoints', {
         vpc: this.vpc,
-        description: this.privateEgress
-          ? 'crawl-cluster interface endpoints (ECR, CloudWatch Logs)'
-          : 'crawl-cluster interface endpoints (ECR, CloudWatch Logs, Secrets Manager)',
+        description: 'crawl-cluster interface endpoints (AWS APIs from the VPC)',
         allowAllOutbound: false,
       });
-      this.#endpoints = endpoints;
-      const services: [string, ec2.InterfaceVpcEndpointAwsService][] = [
-        ['EcrApi', ec2.InterfaceVpcEndpointAwsService.ECR],
-        ['EcrDocker', ec2.InterfaceVpcEndpointAwsService.ECR_DOCKER],
-        ['Logs', ec2.InterfaceVpcEndpointAwsService.CLOUDWATCH_LOGS],
-      ];
-      // With NAT, the tasks fetch their ECS secrets from Secrets Manager through it (a few calls per task start).
-      if (!this.privateEgress) services.push(['SecretsManager', ec2.InterfaceVpcEndpointAwsService.SECRETS_MANAGER]);
-      for (const [name, service] of services) {
-        this.vpc.addInterfaceEndpoint(name, {
-          service,
-          subnets: this.privateSubnets,
-          privateDnsEnabled: true,
-          securityGroups: [endpoints],
-          open: false,
-        });
-      }
-      endpoints.addIngressRule(this.crawlerSecurityGroup, ec2.Port.tcp(443), 'crawler tasks');
+      this.#endpoints.addIngressRule(this.crawlerSecurityGroup, ec2.Port.tcp(443), 'crawler tasks');
     }
     return this.#endpoints;
+  }
+
+  /** One interface endpoint in the private subnets, created once. */
+  #endpoint(name: string, service: ec2.InterfaceVpcEndpointAwsService): void {
+    if (this.vpc.node.tryFindChild(name)) return;
+    this.vpc.addInterfaceEndpoint(name, {
+      service,
+      subnets: this.privateSubnets,
+      privateDnsEnabled: true,
+      securityGroups: [this.#endpointsGroup()],
+      open: false,
+    });
+  }
+
+  /**
+   * aws-cdk-lib's Vpc removes the default security group's rules with a custom resource whose function (a
+   * stack-level singleton) logs to a group Lambda creates, which keeps events forever. Give it a group of ours.
+   */
+  #restrictDefaultSgLogs(retention: logs.RetentionDays): void {
+    const provider = Stack.of(this).node.tryFindChild('Custom::VpcRestrictDefaultSGCustomResourceProvider');
+    const handler = provider?.node.tryFindChild('Handler');
+    if (!(handler instanceof CfnResource)) return;
+    const group = new logs.LogGroup(this, 'RestrictDefaultSgLogs', { retention, removalPolicy: RemovalPolicy.DESTROY });
+    // A reference: the function is created after its group.
+    handler.addPropertyOverride('LoggingConfig', { LogGroup: group.logGroupName });
   }
 }

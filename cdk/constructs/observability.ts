@@ -15,6 +15,7 @@ import { type Fleet, statsMetric } from './fleet.ts';
 import type { Functions } from './functions.ts';
 import type { Kafka } from './kafka.ts';
 import type { RestApi } from './rest-api.ts';
+import { FAILED_BATCH_METRICS_ID, type Storage } from './storage.ts';
 
 export interface ObservabilityProps {
   kafka: Kafka;
@@ -22,6 +23,8 @@ export interface ObservabilityProps {
   functions: Functions;
   fleet: Fleet;
   restApi: RestApi;
+  /** Its failed-batch bucket gets an alarm. */
+  storage: Storage;
   alarmEmail?: string;
 }
 
@@ -186,6 +189,23 @@ export class Observability extends Construct {
         alarmDescription: `${m.name} could not process records (Redis or Kafka unreachable) for 15 minutes`,
       });
     }
+    // What the monitors' MSK event sources gave up on (cdk/settings.ts eventSourceRetryAttempts, maxRecordAgeSec):
+    // requests that were neither processed nor rejected, waiting in the failed-batch bucket for a replay.
+    alarm('FailedBatches', {
+      metric: new cloudwatch.Metric({
+        namespace: 'AWS/S3',
+        metricName: 'PutRequests',
+        dimensionsMap: { BucketName: props.storage.failedBatches.bucketName, FilterId: FAILED_BATCH_METRICS_ID },
+        statistic: 'Sum',
+        period: FIVE_MINUTES,
+      }),
+      threshold: 1,
+      evaluationPeriods: 1,
+      comparisonOperator: cloudwatch.ComparisonOperator.GREATER_THAN_OR_EQUAL_TO_THRESHOLD,
+      treatMissingData: cloudwatch.TreatMissingData.NOT_BREACHING,
+      alarmDescription:
+        'An MSK batch the monitors could not process went to the failed-batch bucket: replay it once Redis and Kafka are healthy',
+    });
     alarm('RestServerErrors', {
       metric: api.metricServerError({ period: FIVE_MINUTES, statistic: 'Sum' }),
       threshold: 5,

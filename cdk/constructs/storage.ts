@@ -14,6 +14,9 @@ const PRIVATE = {
   objectOwnership: s3.ObjectOwnership.BUCKET_OWNER_ENFORCED,
 } satisfies s3.BucketProps;
 
+/** The failed-batch bucket's S3 request metrics filter (the whole bucket): the FailedBatches alarm watches it. */
+export const FAILED_BATCH_METRICS_ID = 'FailedBatchWrites';
+
 export interface StorageProps {
   bodyRetentionDays: number;
   failedBatchRetentionDays: number;
@@ -43,6 +46,9 @@ export class Storage extends Construct {
       serverAccessLogsBucket: this.accessLogs,
       serverAccessLogsPrefix: 'failed-batches/',
       lifecycleRules: [{ expiration: Duration.days(props.failedBatchRetentionDays) }],
+      // Request metrics (1-minute, billed as custom metrics): a PutRequests alarm says when a batch lands here, with
+      // one notification for a whole outage rather than one per object.
+      metrics: [{ id: FAILED_BATCH_METRICS_ID }],
     });
   }
 }

@@ -9,6 +9,7 @@ import { Duration, RemovalPolicy } from 'aws-cdk-lib';
 import * as ec2 from 'aws-cdk-lib/aws-ec2';
 import * as ecs from 'aws-cdk-lib/aws-ecs';
 import * as elbv2 from 'aws-cdk-lib/aws-elasticloadbalancingv2';
+import type * as iam from 'aws-cdk-lib/aws-iam';
 import * as logs from 'aws-cdk-lib/aws-logs';
 import { Construct } from 'constructs';
 import { acknowledge } from '../nag.ts';
@@ -37,6 +38,8 @@ export interface UrlFrontierProps {
   cluster: ecs.ICluster;
   /** The crawler image (Fleet.image), so both services run one build. */
   image: ecs.ContainerImage;
+  /** ECS's service-linked role when the stack creates it (Fleet.serviceLinkedRole): the service waits for it. */
+  serviceLinkedRole?: iam.CfnServiceLinkedRole;
   taskCpu: Settings['urlFrontierTaskCpu'];
   taskMemoryMiB: Settings['urlFrontierTaskMemoryMiB'];
   minTasks: Settings['urlFrontierMinTasks'];
@@ -146,6 +149,7 @@ export class UrlFrontier extends Construct {
       propagateTags: ecs.PropagatedTagSource.SERVICE,
       enableExecuteCommand: false,
     });
+    if (props.serviceLinkedRole) this.service.node.addDependency(props.serviceLinkedRole);
 
     this.loadBalancerSecurityGroup = new ec2.SecurityGroup(this, 'LoadBalancerSecurityGroup', {
       vpc,

@@ -19,6 +19,7 @@ import type { HealthProbes, RestContext, RestOptions } from '../../lib/rest/cont
 import { KNOWN_SPIDERS } from '../../lib/schemas/index.ts';
 import { UrlFrontierStore } from '../../lib/url-frontier/store.ts';
 import { once } from '../shared/deps.ts';
+import { type SecretReader, withRedisPassword } from '../shared/secrets.ts';
 
 export interface RestDeps {
   ctx: RestContext;
@@ -89,4 +90,18 @@ export function createRestDeps(
       redis.disconnect();
     },
   };
+}
+
+/**
+ * {@link createRestDeps} for the Lambda function: reads the Redis AUTH token from Secrets Manager first when
+ * REDIS_PASSWORD_SECRET_ARN is set (once per container; ../shared/secrets.ts).
+ */
+export async function openRestDeps(
+  name: string,
+  log: Log,
+  vars: Variables = config(),
+  options: RestOptions = {},
+  secrets?: SecretReader,
+): Promise<RestDeps> {
+  return createRestDeps(name, log, await withRedisPassword(vars, process.env, secrets), options);
 }

@@ -11,7 +11,7 @@ import type { RestContext } from '../../lib/rest/context.ts';
 import { createRestRouter, type RestRouter } from '../../lib/rest/router.ts';
 import { once } from '../shared/deps.ts';
 import { createLogger, createMetrics, monitorLog } from '../shared/observability.ts';
-import { createRestDeps } from './deps.ts';
+import { openRestDeps } from './deps.ts';
 import { decodeHttpApiEvent, type HttpApiEvent, type HttpApiResult, toHttpApiResult } from './http-api.ts';
 
 const logger = createLogger('rest', config().LOG_LEVEL);
@@ -35,7 +35,7 @@ export function restHandler(context: () => Promise<RestContext>) {
 export const handler = restHandler(
   once(async () => {
     const vars = config();
-    return createRestDeps('rest', monitorLog(logger), vars, { waitForResponseMs: vars.WAIT_FOR_RESPONSE_TIME * 1000 })
-      .ctx;
+    const options = { waitForResponseMs: vars.WAIT_FOR_RESPONSE_TIME * 1000 };
+    return (await openRestDeps('rest', monitorLog(logger), vars, options)).ctx;
   }),
 );

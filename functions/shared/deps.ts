@@ -16,6 +16,7 @@ import { Frontier } from '../../lib/redis/frontier.ts';
 import { frontierOptions } from '../../lib/redis/frontier-types.ts';
 import { KNOWN_SPIDERS } from '../../lib/schemas/index.ts';
 import { UrlFrontierStore } from '../../lib/url-frontier/store.ts';
+import { type SecretReader, withRedisPassword } from './secrets.ts';
 
 export interface MonitorDeps {
   ctx: MonitorContext;
@@ -41,15 +42,21 @@ export interface MonitorDepsOptions {
    * at cold start nor depend on it. @default true
    */
   kafka?: boolean;
+  /** Reads the Redis AUTH token when REDIS_PASSWORD_SECRET_ARN is set (./secrets.ts). @default Secrets Manager */
+  secrets?: SecretReader;
 }
 
-/** Opens Redis (and a Kafka producer unless told not to) from the configuration and builds a monitor context. */
+/**
+ * Opens Redis (and a Kafka producer unless told not to) from the configuration and builds a monitor context. On AWS
+ * the Redis AUTH token is read from Secrets Manager first (REDIS_PASSWORD_SECRET_ARN, once per container).
+ */
 export async function createMonitorDeps(
   name: string,
   log: Log,
-  vars: Variables = config(),
+  configured: Variables = config(),
   options: MonitorDepsOptions = {},
 ): Promise<MonitorDeps> {
+  const vars = await withRedisPassword(configured, process.env, options.secrets);
   const redis = createRedis({ ...redisSettings(vars), connectionName: name });
   const producer = options.kafka === false ? undefined : createProducer(createKafka(kafkaSettings(vars)));
   await producer?.connect();

@@ -83,6 +83,12 @@ export const VARIABLES = {
   REDIS_TLS: { type: 'boolean', default: false, description: 'Use TLS to Redis (required on ElastiCache).' },
   REDIS_USERNAME: { type: 'string', default: '', description: 'Redis ACL / RBAC user name (empty: none).' },
   REDIS_PASSWORD: { type: 'string', default: '', description: 'Redis AUTH token or RBAC password (empty: none).' },
+  REDIS_PASSWORD_SECRET_ARN: {
+    type: 'string',
+    default: '',
+    description:
+      'AWS: a Secrets Manager secret holding REDIS_PASSWORD, read once at cold start (the stack sets it on the functions).',
+  },
   REDIS_KEY_PREFIX: {
     type: 'string',
     default: 'cc',

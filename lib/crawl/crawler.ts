@@ -112,6 +112,9 @@ export const RECLAIMED_TOO_OFTEN =
 /** The longest robots.txt Crawl-delay obeyed (a site asking for more gets this): one page a minute. */
 export const MAX_CRAWL_DELAY_MS = 60_000;
 
+/** Room left in a produced batch for the record batch's own header. */
+const BATCH_OVERHEAD_BYTES = 1024;
+
 /** Distinct counter names kept in process while the stats store cannot be written. */
 const MAX_PENDING_COUNTERS = 10_000;
 
@@ -148,7 +151,13 @@ export class Crawler {
       ...options,
     };
     this.#sink =
-      this.#o.produceLingerMs > 0 ? batchingSink(this.#o.sink, { lingerMs: this.#o.produceLingerMs }) : this.#o.sink;
+      this.#o.produceLingerMs > 0
+        ? batchingSink(this.#o.sink, {
+            lingerMs: this.#o.produceLingerMs,
+            // A record batch must fit the broker's limit as each page message does (with room for batch headers).
+            maxBytes: Math.max(1, this.#o.maxMessageBytes - BATCH_OVERHEAD_BYTES),
+          })
+        : this.#o.sink;
   }
 
   /** Where every message of this crawler goes: the configured sink, batched unless `produceLingerMs` is 0. */

@@ -16,7 +16,11 @@ export interface BatchingSinkOptions {
   lingerMs: number;
   /** A batch is sent at once when it holds this many messages. @default 500 */
   maxMessages?: number;
-  /** ... or this many bytes of values. @default 4 MiB */
+  /**
+   * ... or this many bytes (values, keys, headers and per-record overhead); no batch grows past it unless one
+   * message alone does. Keep it under the broker's `max.message.bytes`, which bounds a whole record batch.
+   * @default 900,000
+   */
   maxBytes?: number;
 }
 
@@ -34,9 +38,17 @@ export interface BatchingSink extends MessageSink {
   readonly sends: number;
 }
 
-function valueBytes(m: OutMessage): number {
-  return typeof m.value === 'string' ? Buffer.byteLength(m.value) : m.value.byteLength;
+/** A record's size in a batch: its value and key, its headers, and a record's own overhead (generously). */
+function messageBytes(m: OutMessage): number {
+  const size = (v: string | Buffer | null | undefined) =>
+    v === null || v === undefined ? 0 : typeof v === 'string' ? Buffer.byteLength(v) : v.byteLength;
+  let headers = 0;
+  for (const [k, v] of Object.entries(m.headers ?? {})) headers += size(k) + size(v) + 8;
+  return size(m.value) + size(m.key) + headers + RECORD_OVERHEAD_BYTES;
 }
+
+/** Bytes a record adds to a batch beyond its key, value and headers (varints, attributes, deltas). */
+const RECORD_OVERHEAD_BYTES = 64;
 
 /** Groups pending messages by topic, in arrival order. */
 function byTopic(pending: Pending[]): { topic: string; messages: OutMessage[] }[] {
@@ -51,7 +63,7 @@ function byTopic(pending: Pending[]): { topic: string; messages: OutMessage[] }[
 
 export function batchingSink(inner: MessageSink, options: BatchingSinkOptions): BatchingSink {
   const maxMessages = options.maxMessages ?? 500;
-  const maxBytes = options.maxBytes ?? 4 * 1024 * 1024;
+  const maxBytes = options.maxBytes ?? 900_000;
   let pending: Pending[] = [];
   let bytes = 0;
   let timer: NodeJS.Timeout | undefined;
@@ -99,8 +111,12 @@ export function batchingSink(inner: MessageSink, options: BatchingSinkOptions): 
       const settled: Promise<void>[] = [];
       for (const { topic, messages } of batch) {
         for (const message of messages) {
+          const size = messageBytes(message);
+          // A batch never grows past maxBytes (unless one message alone does): the broker's max.message.bytes
+          // bounds a whole record batch, so pages that each fit would be refused together.
+          if (pending.length > 0 && bytes + size > maxBytes) void flush();
           settled.push(new Promise<void>((resolve, reject) => pending.push({ topic, message, resolve, reject })));
-          bytes += valueBytes(message);
+          bytes += size;
         }
       }
       if (settled.length === 0) return;

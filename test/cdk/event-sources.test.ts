@@ -55,7 +55,8 @@ describe('MSK event sources', () => {
         PollerGroupName: 'CrawlCluster-monitors',
       });
       expect(m.BisectBatchOnFunctionError).toBe(true);
-      expect(m.MaximumRecordAgeInSeconds).toBe(21_600);
+      expect(m.MaximumRetryAttempts).toBe(10);
+      expect(m.MaximumRecordAgeInSeconds).toBe(3600);
     }
   });
 

@@ -81,7 +81,8 @@ describe('Lambda functions', () => {
       'Fn::GetAtt': [expect.stringMatching(/^CacheReplicationGroup/), 'PrimaryEndPoint.Address'],
     });
     expect(env.REDIS_PORT).toBe('6380');
-    expect(JSON.stringify(env.REDIS_PASSWORD)).toContain('{{resolve:secretsmanager:');
+    expect(env.REDIS_PASSWORD).toBeUndefined();
+    expect(JSON.stringify(env)).not.toContain('{{resolve:secretsmanager:');
   });
 
   it('never allow private-network fetches or debug settings on AWS', () => {

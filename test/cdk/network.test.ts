@@ -1,3 +1,4 @@
+import type { IConstruct } from 'constructs';
 import { beforeAll, describe, expect, it } from 'vitest';
 import { MSK_IAM_PORT } from '../../cdk/constructs/kafka.ts';
 import { logicalIdOf, type Synthesized, synthStack } from './synth.ts';
@@ -21,11 +22,11 @@ describe('network', () => {
     expect(new Set(s.stack.network.vpc.privateSubnets.map((x) => x.availabilityZone)).size).toBe(2);
   });
 
-  it('keeps S3, ECR and CloudWatch Logs traffic off the NAT with endpoints', () => {
+  it('keeps S3, ECR, CloudWatch Logs and Secrets Manager traffic off the NAT with endpoints', () => {
     const endpoints = Object.values(s.template.findResources('AWS::EC2::VPCEndpoint')).map((r) =>
       JSON.stringify(r.Properties.ServiceName),
     );
-    for (const service of ['.s3', '.ecr.api', '.ecr.dkr', '.logs'])
+    for (const service of ['.s3', '.ecr.api', '.ecr.dkr', '.logs', '.secretsmanager'])
       expect(
         endpoints.some((e) => e.includes(service)),
         service,
@@ -47,7 +48,7 @@ describe('network', () => {
     expect(rules.some((r) => r.CidrIp !== undefined)).toBe(false);
   });
 
-  it('lets the functions out to MSK and the cache only', () => {
+  it('lets the functions out to MSK, the cache and the Secrets Manager endpoint only', () => {
     const fnSg = logicalIdOf(s, s.stack.network.functionsSecurityGroup);
     const sg = s.template.toJSON().Resources[fnSg].Properties;
     expect(sg.SecurityGroupEgress).toBeUndefined();
@@ -60,6 +61,7 @@ describe('network', () => {
       [
         [logicalIdOf(s, s.stack.cache.securityGroup), 6380],
         [logicalIdOf(s, s.stack.kafka.securityGroup), MSK_IAM_PORT],
+        [logicalIdOf(s, s.stack.network.endpointsSecurityGroup as IConstruct), 443],
       ].sort(),
     );
   });

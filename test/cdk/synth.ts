@@ -37,12 +37,15 @@ export interface Synthesized {
  * Builds the stack with the given context (on top of cdk.json's). With `nag`, cdk-nag runs at synthesis and
  * any unacknowledged finding makes `app.synth()` (or the first use of `template`) throw.
  */
-export function synthStack(context: Record<string, unknown> = {}, options: { nag?: boolean } = {}): Synthesized {
+export function synthStack(
+  context: Record<string, unknown> = {},
+  options: { nag?: boolean; stackName?: string } = {},
+): Synthesized {
   const app = new App({
     outdir: mkdtempSync(join(OUT_ROOT, 'app-')),
     context: { ...CDK_JSON.context, ...context, 'aws:cdk:bundling-stacks': [] },
   });
-  const stack = new CrawlClusterStack(app, 'CrawlCluster', {
+  const stack = new CrawlClusterStack(app, options.stackName ?? 'CrawlCluster', {
     settings: readSettings(app.node),
     env: { account: '123456789012', region: 'us-east-1' },
   });

@@ -276,17 +276,21 @@ describe('URL Frontier service', () => {
       r.FromPort,
     ]);
     // The endpoints' private DNS applies to the whole VPC, so the crawlers in the public subnets use them too.
+    // The functions are let in too: they read the Redis AUTH token from Secrets Manager at cold start.
     expect(sources.sort()).toEqual(
       [
         [logicalIdOf(pub, frontier(pub).securityGroup), 443],
         [logicalIdOf(pub, pub.stack.network.crawlerSecurityGroup), 443],
+        [logicalIdOf(pub, pub.stack.network.functionsSecurityGroup), 443],
       ].sort(),
     );
-    // Without the service, public crawler subnets need no interface endpoint at all.
+    // Without the service, public crawler subnets need the functions' Secrets Manager endpoint only.
     const bare = synthStack({ crawlerPublicSubnets: true, urlFrontier: false });
-    expect(resourcesOf(bare, 'AWS::EC2::VPCEndpoint').map(([, r]) => r.Properties.VpcEndpointType)).toEqual([
-      'Gateway',
-    ]);
+    expect(
+      resourcesOf(bare, 'AWS::EC2::VPCEndpoint')
+        .map(([, r]) => JSON.stringify([r.Properties.VpcEndpointType, r.Properties.ServiceName]))
+        .map((e) => (e.includes('secretsmanager') ? 'Interface secretsmanager' : JSON.parse(e)[0])),
+    ).toEqual(['Gateway', 'Interface secretsmanager']);
   });
 
   it('is left out entirely with urlFrontier=false', () => {

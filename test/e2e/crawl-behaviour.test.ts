@@ -155,7 +155,8 @@ describe('crawl behaviour with crawler worker processes', () => {
     workers(2, { CRAWLER_HOST_MAP: s.hostMap, QUEUE_HITS: 1, QUEUE_WINDOW: 1, CRAWLER_CONCURRENCY: 2 });
     const busy = `http://busy.test:${s.port}/busy/3`;
     await t.feed([
-      { url: busy, appid: APPID, crawlid: 'retry-after', maxdepth: 0, priority: 50 },
+      // One crawl, one maxdepth: a crawl's settings come from whichever of its seeds is queued first.
+      { url: busy, appid: APPID, crawlid: 'retry-after', maxdepth: 1, priority: 50 },
       { url: s.url(0), appid: APPID, crawlid: 'retry-after', maxdepth: 1, priority: 1 },
     ]);
     await complete('retry-after');

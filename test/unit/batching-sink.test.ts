@@ -76,6 +76,14 @@ describe('batchingSink', () => {
     expect(none.sends).toHaveLength(2);
   });
 
+  it('never lets a batch grow past maxBytes: pages that each fit the broker limit are not sent together beyond it', async () => {
+    const inner = new RecordingSink();
+    // Each message counts 50 bytes of value plus 64 of record overhead: two fit in 300, three do not.
+    const sink = batchingSink(inner, { lingerMs: 20, maxBytes: 300 });
+    await Promise.all(['a', 'b', 'c'].map((v) => sink.send([{ topic: 't', messages: [{ value: v.repeat(50) }] }])));
+    expect(inner.sends.map((b) => values(b).map((x) => x.slice(0, 3)))).toEqual([['t:a', 't:b'], ['t:c']]);
+  });
+
   it('retries a batch refused as poison message by message: only the bad message fails its caller', async () => {
     const inner = new RecordingSink();
     inner.fail = (batch) =>

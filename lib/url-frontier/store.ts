@@ -272,10 +272,13 @@ export class UrlFrontierStore implements UrlFrontierView {
         const keys = await runScript<string[]>(this.redis, script('uf-rotate'), [state, rotation], [count]);
         if (keys.length === 0) break;
         visited += keys.length;
-        const served = await Promise.all(
-          keys.map((key) => this.serveQueue(crawl, key, req.maxUrlsPerQueue, req.holdSeconds)),
-        );
-        for (const urls of served) {
+        // Every queue's script is sent at once; each queue's URLs are emitted as soon as its reply is in, so the
+        // stream is written while Redis still serves the later queues.
+        const served = keys.map((key) => this.serveQueue(crawl, key, req.maxUrlsPerQueue, req.holdSeconds));
+        // Replies that are not awaited yet must not count as unhandled if an earlier emit throws.
+        for (const p of served) p.catch(() => undefined);
+        for (const pending of served) {
+          const urls = await pending;
           if (urls.length === 0) continue;
           produced++;
           await emit(urls);

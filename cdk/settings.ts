@@ -119,6 +119,12 @@ export interface Settings {
    * @default false
    */
   createEcsServiceLinkedRole: boolean;
+  /**
+   * A directory of spider plugins, relative to the repository root (README "Your own spiders"): copied into the
+   * crawler image as `/app/plugins`, and every `.ts`/`.js`/`.mjs` file at its top level named in the image's
+   * `CRAWLER_PLUGINS`. @default none: the built-in spiders only
+   */
+  crawlerPlugins?: string;
   /** Overrides of runtime variables (names from lib/config/variables.ts) for every function and the fleet. */
   runtimeEnv: Partial<Record<VariableName, string>>;
 }
@@ -228,6 +234,10 @@ export function readSettings(source: Node | Record<string, unknown>): Settings {
     get('urlFrontierCertificateArn') === undefined
       ? undefined
       : str(get, 'urlFrontierCertificateArn', '', /^arn:aws[a-z-]*:acm:[a-z0-9-]+:\d{12}:certificate\/[0-9a-f-]+$/);
+  const crawlerPlugins =
+    get('crawlerPlugins') === undefined
+      ? undefined
+      : str(get, 'crawlerPlugins', '', /^(?!\/)(?!.*(?:^|\/)\.\.(?:\/|$))[A-Za-z0-9._/-]{1,200}$/);
   const alarmEmail = get('alarmEmail') === undefined ? undefined : str(get, 'alarmEmail', '', /^[^@\s]+@[^@\s]+$/);
 
   return {
@@ -279,6 +289,7 @@ export function readSettings(source: Node | Record<string, unknown>): Settings {
     urlFrontierMaxTasks,
     urlFrontierCertificateArn,
     createEcsServiceLinkedRole: bool(get, 'createEcsServiceLinkedRole', false),
+    crawlerPlugins,
     runtimeEnv: runtimeEnv(get),
   };
 }

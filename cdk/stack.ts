@@ -103,6 +103,7 @@ export class CrawlClusterStack extends Stack {
       backlogPerTask: s.backlogPerTask,
       shutdownDeadlineMs: s.shutdownDeadlineMs,
       createEcsServiceLinkedRole: s.createEcsServiceLinkedRole,
+      crawlerPlugins: s.crawlerPlugins,
       logRetention,
       runtimeEnv: s.runtimeEnv,
     });

@@ -4,6 +4,8 @@
  * step scaling on the `BacklogPerTask` metric the stats function publishes every minute: out fast, in slowly,
  * down to zero when the frontier is empty (if minTasks is 0).
  */
+import { existsSync, readdirSync, statSync } from 'node:fs';
+import { join } from 'node:path';
 import { Duration, IgnoreMode, RemovalPolicy, Stack } from 'aws-cdk-lib';
 import * as appscaling from 'aws-cdk-lib/aws-applicationautoscaling';
 import * as cloudwatch from 'aws-cdk-lib/aws-cloudwatch';
@@ -34,6 +36,7 @@ export interface FleetProps
     | 'backlogPerTask'
     | 'shutdownDeadlineMs'
     | 'createEcsServiceLinkedRole'
+    | 'crawlerPlugins'
   > {
   network: Network;
   kafka: Kafka;
@@ -41,6 +44,46 @@ export interface FleetProps
   storage: Storage;
   logRetention: logs.RetentionDays;
   runtimeEnv: RuntimeEnv;
+}
+
+/** Where the image's plugins live: the Dockerfile copies the plugin directory here. */
+export const IMAGE_PLUGINS_DIR = 'plugins';
+
+/** The directory the Dockerfile copies when the stack ships no plugins (it holds only a README). */
+const NO_PLUGINS_DIR = 'functions/crawler/plugins';
+
+/**
+ * The crawler image's plugin build arguments for a plugin directory (relative to the repository root): the
+ * directory to copy (`PLUGINS_DIR`) and its top-level `.ts`/`.js`/`.mjs` modules as `CRAWLER_PLUGINS` paths in
+ * the image.
+ * @throws when the directory does not exist or holds no module, so a typo fails synthesis, not the deployed tasks
+ */
+export function pluginBuildArgs(
+  root: string,
+  dir: string | undefined,
+): { PLUGINS_DIR: string; CRAWLER_PLUGINS: string } {
+  if (dir === undefined) return { PLUGINS_DIR: NO_PLUGINS_DIR, CRAWLER_PLUGINS: '' };
+  const path = join(root, dir);
+  if (!existsSync(path) || !statSync(path).isDirectory()) {
+    throw new Error(`crawlerPlugins: ${dir} is not a directory under the repository root`);
+  }
+  const modules = readdirSync(path)
+    .filter((f) => /\.(?:ts|js|mjs)$/.test(f) && !f.endsWith('.d.ts') && !/\.test\.[jt]s$/.test(f))
+    .sort();
+  if (modules.length === 0) throw new Error(`crawlerPlugins: ${dir} holds no .ts, .js or .mjs module`);
+  return {
+    PLUGINS_DIR: dir.replace(/\/+$/, ''),
+    CRAWLER_PLUGINS: modules.map((m) => `${IMAGE_PLUGINS_DIR}/${m}`).join(','),
+  };
+}
+
+/** Docker ignore patterns that let `dir` (and only it, of its parents) into a build context that excludes `*`. */
+function includeDir(dir: string): string[] {
+  const parts = dir.replace(/\/+$/, '').split('/');
+  return parts.flatMap((_, i) => {
+    const prefix = parts.slice(0, i + 1).join('/');
+    return i < parts.length - 1 ? [`!${prefix}`, `${prefix}/*`] : [`!${prefix}`];
+  });
 }
 
 /** SIGTERM to SIGKILL: the crawler's drain deadline plus time to flush the producer and exit; Fargate allows 120 s. */
@@ -96,10 +139,14 @@ export class Fleet extends Construct {
         operatingSystemFamily: ecs.OperatingSystemFamily.LINUX,
       },
     });
+    const plugins = pluginBuildArgs(REPO_ROOT, props.crawlerPlugins);
     this.imageAsset = new ecrAssets.DockerImageAsset(this, 'Image', {
       directory: REPO_ROOT,
       file: 'functions/crawler/Dockerfile',
       platform: ecrAssets.Platform.LINUX_ARM64,
+      // The plugin directory is copied into the image and its modules named in CRAWLER_PLUGINS (README "Your own
+      // spiders"); a broken plugin stops each task at start with its name, and the deployment rolls back.
+      buildArgs: plugins,
       // The build context is the repository root; only what the Dockerfile copies goes in.
       exclude: [
         '*',
@@ -111,6 +158,7 @@ export class Fleet extends Construct {
         '!functions/crawler',
         '!functions/shared',
         '!functions/url-frontier',
+        ...(props.crawlerPlugins === undefined ? [] : includeDir(plugins.PLUGINS_DIR)),
       ],
       ignoreMode: IgnoreMode.DOCKER,
     });

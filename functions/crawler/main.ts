@@ -1,6 +1,7 @@
 /**
  * The crawler task (ECS Fargate; `crawl-cluster local` starts CRAWLER_WORKERS of these as child processes):
- * reads the configuration, runs the crawl loop, and on SIGTERM stops leasing, finishes or releases
+ * reads the configuration, loads the spiders (built-ins and CRAWLER_PLUGINS; a broken plugin: exit code 2 with its
+ * name and the reason), registers the spider types it serves, runs the crawl loop, and on SIGTERM stops leasing, finishes or releases
  * in-flight work within SHUTDOWN_DEADLINE_MS, flushes the producer and exits 0.
  */
 import { hostname } from 'node:os';
@@ -11,9 +12,11 @@ import { type BodyStore, directoryBodyStore, s3BodyStore } from '../../lib/crawl
 import { Crawler } from '../../lib/crawl/crawler.ts';
 import { UndiciFetcher } from '../../lib/crawl/fetch.ts';
 import { RobotsCache } from '../../lib/crawl/robots.ts';
-import { spiderRegistry } from '../../lib/crawl/spiders/index.ts';
+import { closeSpiders, loadSpiders, openSpiders, pluginList } from '../../lib/crawl/spider-registry.ts';
+import type { Spider } from '../../lib/crawl/types.ts';
 import { createKafka, createProducer, kafkaSettings } from '../../lib/kafka/client.ts';
 import { producerSink } from '../../lib/kafka/sink.ts';
+import { redisSpiderTypeStore } from '../../lib/monitor/spider-types.ts';
 import { redisStatsStore } from '../../lib/monitor/stores.ts';
 import { createRedis, redisSettings } from '../../lib/redis/client.ts';
 import { Frontier } from '../../lib/redis/frontier.ts';
@@ -22,6 +25,9 @@ import { s3ClientSettings } from '../shared/aws.ts';
 import { createLogger, monitorLog } from '../shared/observability.ts';
 
 const vars = config();
+
+/** How often the task registers its spider types (as often as the crawler beats). */
+const SPIDER_TYPES_EVERY_MS = 10_000;
 
 /** `host=ip,host2=ip` → a map (CRAWLER_HOST_MAP). */
 function hostMap(spec: string): Record<string, string> | undefined {
@@ -40,6 +46,27 @@ for (const signal of ['SIGTERM', 'SIGINT'] as const) {
     if (shutdown) void shutdown(signal);
     else signalledEarly ??= signal;
   });
+}
+
+// The spiders first: a broken plugin stops the task at once, naming the module and why, before any connection
+// (exit code 2, as an invalid variable: the task is misconfigured, and starting it again cannot help).
+let spiders: Map<string, Spider>;
+try {
+  spiders = await loadSpiders(pluginList(vars.CRAWLER_PLUGINS));
+  await openSpiders(spiders.values(), { log });
+} catch (error) {
+  logger.error('crawler not started: a spider plugin cannot be used', { error: (error as Error).message });
+  process.stderr.write(`${(error as Error).message}\n`);
+  process.exit(2);
+}
+const spiderTypes = vars.CRAWLER_SPIDERS ? vars.CRAWLER_SPIDERS.split(',').map((s) => s.trim()) : [...spiders.keys()];
+for (const s of spiderTypes) {
+  if (!spiders.has(s)) {
+    process.stderr.write(
+      `CRAWLER_SPIDERS: unknown spider type "${s}" (registered: ${[...spiders.keys()].join(', ')})\n`,
+    );
+    process.exit(2);
+  }
 }
 
 const redis = createRedis({ ...redisSettings(vars), connectionName: 'crawler' });
@@ -63,9 +90,6 @@ const bodyStore: BodyStore | undefined = s3
   : vars.BODY_STORE_DIR
     ? directoryBodyStore(vars.BODY_STORE_DIR)
     : undefined;
-const spiders = spiderRegistry();
-const spiderTypes = vars.CRAWLER_SPIDERS ? vars.CRAWLER_SPIDERS.split(',').map((s) => s.trim()) : [...spiders.keys()];
-for (const s of spiderTypes) if (!spiders.has(s)) throw new Error(`CRAWLER_SPIDERS: unknown spider type "${s}"`);
 
 const crawler = new Crawler({
   frontier: new Frontier(redis, frontierOptions(vars)),
@@ -90,6 +114,16 @@ const crawler = new Crawler({
   log,
 });
 crawler.start();
+// The types this task serves, registered with the heartbeat's rhythm: the kafka-monitor accepts requests for them
+// (lib/monitor/spider-types.ts). Best effort: a Redis blip is logged and the next beat registers again.
+const spiderTypeStore = redisSpiderTypeStore(redis, vars.REDIS_KEY_PREFIX);
+const registerTypes = () =>
+  void spiderTypeStore
+    .register(spiderTypes, Date.now())
+    .catch((error: Error) => logger.warn('spider types not registered', { error: error.message }));
+registerTypes();
+const registration = setInterval(registerTypes, SPIDER_TYPES_EVERY_MS);
+registration.unref();
 logger.info('crawler started', {
   spiderTypes,
   concurrency: vars.CRAWLER_CONCURRENCY,
@@ -103,7 +137,11 @@ shutdown = async (signal: string): Promise<void> => {
   logger.info('stopping', { signal, deadlineMs: vars.SHUTDOWN_DEADLINE_MS });
   let code = 0;
   try {
+    clearInterval(registration);
     const { released } = await crawler.stop(vars.SHUTDOWN_DEADLINE_MS);
+    await closeSpiders(spiders.values(), (spider, error) =>
+      logger.warn('spider close() failed', { spider, error: (error as Error)?.message ?? String(error) }),
+    );
     await producer.disconnect();
     logger.info('stopped', { pages: crawler.pages, released });
   } catch (error) {

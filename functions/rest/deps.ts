@@ -4,19 +4,21 @@
  * admin client connect on first use, so `GET /` still answers (YELLOW or RED) while Kafka is down, and
  * `POST /feed` answers 500 instead of the function failing to start.
  */
+
 import { hostname } from 'node:os';
 import type { Kafka, Producer } from 'kafkajs';
 import type { Variables } from '../../lib/config/index.ts';
 import { config } from '../../lib/config/index.ts';
+import { BUILT_IN_SPIDERS } from '../../lib/crawl/spiders/index.ts';
 import { createKafka, createProducer, kafkaSettings } from '../../lib/kafka/client.ts';
 import { producerSink } from '../../lib/kafka/sink.ts';
+import { fleetSpiderTypes } from '../../lib/monitor/spider-types.ts';
 import { redisReplyStore, redisStatsStore } from '../../lib/monitor/stores.ts';
 import type { Log, MessageSink } from '../../lib/ports.ts';
 import { createRedis, type RedisClient, redisSettings } from '../../lib/redis/client.ts';
 import { Frontier } from '../../lib/redis/frontier.ts';
 import { frontierOptions } from '../../lib/redis/frontier-types.ts';
 import type { HealthProbes, RestContext, RestOptions } from '../../lib/rest/context.ts';
-import { KNOWN_SPIDERS } from '../../lib/schemas/index.ts';
 import { UrlFrontierStore } from '../../lib/url-frontier/store.ts';
 import { once } from '../shared/deps.ts';
 import { type SecretReader, withRedisPassword } from '../shared/secrets.ts';
@@ -72,7 +74,8 @@ export function createRestDeps(
     sink: lazySink(producer),
     replies: redisReplyStore(redis, vars.REDIS_KEY_PREFIX),
     stats: redisStatsStore(redis, vars.REDIS_KEY_PREFIX),
-    spiders: KNOWN_SPIDERS,
+    spiders: BUILT_IN_SPIDERS,
+    spiderTypes: fleetSpiderTypes(redis, vars.REDIS_KEY_PREFIX, log),
     topicPrefix: vars.KAFKA_TOPIC_PREFIX,
     nodeId: `${name}@${hostname()}:${process.pid}`,
     log,

@@ -3,18 +3,20 @@
  * reused across invocations (docs/style.md §4). The local runtime and the tests build their own and pass them
  * to the handler factories instead.
  */
+
 import { hostname } from 'node:os';
 import type { Variables } from '../../lib/config/index.ts';
 import { config } from '../../lib/config/index.ts';
+import { BUILT_IN_SPIDERS } from '../../lib/crawl/spiders/index.ts';
 import { createKafka, createProducer, kafkaSettings } from '../../lib/kafka/client.ts';
 import { producerSink } from '../../lib/kafka/sink.ts';
 import type { MonitorContext } from '../../lib/monitor/context.ts';
+import { fleetSpiderTypes } from '../../lib/monitor/spider-types.ts';
 import { redisReplyStore, redisStatsStore } from '../../lib/monitor/stores.ts';
 import type { Log, MessageSink } from '../../lib/ports.ts';
 import { createRedis, redisSettings } from '../../lib/redis/client.ts';
 import { Frontier } from '../../lib/redis/frontier.ts';
 import { frontierOptions } from '../../lib/redis/frontier-types.ts';
-import { KNOWN_SPIDERS } from '../../lib/schemas/index.ts';
 import { UrlFrontierStore } from '../../lib/url-frontier/store.ts';
 import { type SecretReader, withRedisPassword } from './secrets.ts';
 
@@ -69,7 +71,8 @@ export async function createMonitorDeps(
     sink,
     topicPrefix: vars.KAFKA_TOPIC_PREFIX,
     appidTopics: vars.KAFKA_APPID_TOPICS,
-    spiders: KNOWN_SPIDERS,
+    spiders: BUILT_IN_SPIDERS,
+    spiderTypes: fleetSpiderTypes(redis, vars.REDIS_KEY_PREFIX, log),
     replyTtlSec: 300,
     nodeId: `${name}@${hostname()}:${process.pid}`,
     log,

@@ -158,6 +158,12 @@ export const VARIABLES = {
     default: '',
     description: 'Comma-separated spider types this crawler leases for (empty: every registered spider).',
   },
+  CRAWLER_PLUGINS: {
+    type: 'string',
+    default: '',
+    description:
+      'Comma-separated spider plugin modules the crawler loads at start: paths (.ts or .js, relative to the working directory) or package names.',
+  },
   USER_AGENT: {
     type: 'string',
     default: 'crawl-cluster/0.1 (+https://github.com/crawl-cluster/crawl-cluster)',

@@ -19,12 +19,13 @@ import type { CrawlerFrontier, Log, MessageSink, OutMessage, StatsStore } from '
 import type { Lease } from '../redis/frontier-types.ts';
 import type { StatsIncrement } from '../redis/stats.ts';
 import type { BodyStore } from './body-store.ts';
-import { type ChildBatch, childRequests } from './children.ts';
+import { type ChildBatch, childRequests, type DroppedFollow } from './children.ts';
 import { extractPageLinks } from './extract.ts';
 import { type CrawlFailure, decideFailure, type FailurePolicy, RETRY_STATUSES } from './failure.ts';
 import { buildPage, failedPage } from './page.ts';
 import { pageMessage } from './page-message.ts';
 import type { RobotsCache } from './robots.ts';
+import { followOf, mergeAttrs, putData, runSpider, splitRequestUrl } from './spider-run.ts';
 import {
   FetchError,
   type Fetcher,
@@ -297,7 +298,19 @@ export class Crawler {
   }
 
   #request(lease: Lease): SpiderRequest {
-    return { url: lease.url, depth: lease.depth, priority: lease.priority, retries: lease.retries, crawl: lease.crawl };
+    // The queued URL may carry the attrs its parent gave it (spider-run.ts); nothing past here sees the fragment.
+    const { url, attrs } = splitRequestUrl(lease.url);
+    const req: SpiderRequest = {
+      url,
+      depth: lease.depth,
+      priority: lease.priority,
+      retries: lease.retries,
+      crawl: lease.crawl,
+      spider: lease.partition?.spider ?? lease.crawl.spiderid,
+    };
+    const merged = mergeAttrs(lease.crawl.attrs, attrs);
+    if (merged !== undefined) req.attrs = merged;
+    return req;
   }
 
   #policy(lease: Lease): FailurePolicy {
@@ -337,14 +350,14 @@ export class Crawler {
     if (o.robots) {
       // The robots.txt lookup is shared by every request to the origin, so it is not aborted, only not
       // waited for: a shutdown deadline must not wait on a slow robots.txt.
-      const verdict = await abortable(o.robots.check(lease.url, ua), signal);
+      const verdict = await abortable(o.robots.check(req.url, ua), signal);
       if (!verdict.allowed) return { kind: 'robots', reason: verdict.reason ?? 'robots.txt disallows this URL' };
       await this.#crawlDelay(lease, verdict.crawlDelayMs);
     }
     let response: FetchResult;
     try {
       response = await o.fetcher.fetch(
-        { url: lease.url, userAgent: ua, headers: lease.crawl.headers, cookie: lease.crawl.cookie },
+        { url: req.url, userAgent: ua, headers: lease.crawl.headers, cookie: lease.crawl.cookie },
         signal,
       );
     } catch (error) {
@@ -356,15 +369,23 @@ export class Crawler {
     }
     const extracted =
       response.text && isHtml(response) ? extractPageLinks(response.text, response.url) : { links: [] as Link[] };
-    const page = buildPage({ ...req, spiderid: lease.crawl.spiderid }, response, extracted.links, {
+    const spiderid = req.spider ?? lease.crawl.spiderid;
+    const page = buildPage({ ...req, spiderid }, response, extracted.links, {
       base64: o.base64,
       success: true,
       retryTimes: lease.retries,
     });
     if (extracted.stopped !== undefined) page.links_stopped = extracted.stopped;
-    const spider = o.spiders.get(lease.crawl.spiderid);
+    const spider = o.spiders.get(spiderid);
+    // A spider that throws fails this page only: 'process' stage, poison, a success:false page (failure.ts).
+    const result = await runSpider(spider, req, response, extracted.links);
+    putData(page, result.data);
     if (spider?.attrs) page.attrs = spider.attrs(req);
-    return { page, response, children: childRequests(lease, req, response, extracted.links, this.#o.spiders) };
+    const dropped: DroppedFollow[] = [];
+    const children = childRequests(lease, req, spider, followOf(result), dropped);
+    if (dropped.length > 0)
+      o.log.warn('follow entries dropped', { url: req.url, spider: spiderid, dropped: dropped.slice(0, 5) });
+    return { page, response, children };
   }
 
   /**

@@ -74,7 +74,9 @@ function fitString(text: string, bytes: number, base64: boolean): string {
  * limit), or undefined when even an empty body and no links do not fit. What is cut, in order:
  * 1. the body (`body_truncated: true`; the producer stores the whole body first when it has a body store);
  * 2. the links, keeping the first ones in document order (**Ext** `links_truncated: true`);
- * 3. `attrs`, as a last resort (**Ext** `attrs_truncated: true`): a crawl's attrs are bounded at validation,
+ * 3. the spider's `data` (**Ext** `data_truncated: true`, sent as `null`): bounded by the crawler
+ *    (MAX_DATA_BYTES), so only a small message limit gets here;
+ * 4. `attrs`, as a last resort (**Ext** `attrs_truncated: true`): a crawl's attrs are bounded at validation,
  *    so only a crawl queued before those bounds can get here. Attrs of null (the request had none) stay null.
  * Links are kept before the body because the body can be offloaded (`body_ref`) and links cannot.
  * Linear in the page's size: one serialization of the page, one per link, a few of the body's prefix.
@@ -86,6 +88,11 @@ export function fitPageMessage(page: PageItem, maxBytes: number, base64Body: boo
   if (Buffer.byteLength(whole, 'utf8') <= maxBytes) return whole;
   const bare: PageItem = { ...page, body: '', links: [], body_truncated: true, links_truncated: true };
   let fixed = jsonBytes(bare) + FIT_SLACK_BYTES;
+  if (fixed > maxBytes && bare.data !== undefined && bare.data !== null) {
+    bare.data = null;
+    bare.data_truncated = true;
+    fixed = jsonBytes(bare) + FIT_SLACK_BYTES;
+  }
   if (fixed > maxBytes && bare.attrs !== null) {
     bare.attrs = {};
     bare.attrs_truncated = true;
@@ -102,6 +109,10 @@ export function fitPageMessage(page: PageItem, maxBytes: number, base64Body: boo
   }
   const fitted: PageItem = { ...page, attrs: bare.attrs, links };
   if (bare.attrs_truncated) fitted.attrs_truncated = true;
+  if (bare.data_truncated) {
+    fitted.data = null;
+    fitted.data_truncated = true;
+  }
   if (links.length < page.links.length) {
     fitted.links_truncated = true;
     room = 0;

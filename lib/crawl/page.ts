@@ -105,7 +105,8 @@ function bodyOf(
  * is null. Header names are Title-Case as Scrapy sends them ({@link titleCaseHeader}). `attrs` echoes the
  * crawl's (null when it has none, as Scrapy Cluster sends `None`). `body_ref` is the producer's business:
  * it offloads bodies too big for a message. `body_truncated` is set when the fetcher cut the body at
- * its size limit.
+ * its size limit. With per-request attrs (a parent's follow entry set them), `attrs` echoes those merged over the
+ * crawl's.
  */
 export function buildPage(
   request: PageRequest,
@@ -127,7 +128,7 @@ export function buildPage(
     body,
     encoding,
     links,
-    attrs: request.crawl.attrs ?? null,
+    attrs: request.attrs ?? request.crawl.attrs ?? null,
     success: options.success,
     timestamp: pageTimestamp(options.now ?? Date.now()),
     depth: request.depth,

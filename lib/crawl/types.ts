@@ -2,6 +2,8 @@
  * The crawler's seams: the fetcher, the page item (docs/contract.md "Pages"), and spider plugins. The crawl
  * loop (crawler.ts) only talks to these.
  */
+
+import type { CheerioAPI } from 'cheerio/slim';
 import { CrawlClusterError } from '../errors.ts';
 import type { CrawlSettings } from '../redis/frontier-types.ts';
 
@@ -131,41 +133,153 @@ export interface PageItem {
   attrs_truncated?: boolean;
   /** **Ext**: why link extraction stopped early (a link cap or the time budget), when it did. */
   links_stopped?: string;
+  /**
+   * **Ext**: what the page's spider extracted ({@link SpiderResult.data}), when it returned any. At most
+   * {@link MAX_DATA_BYTES} as JSON, and cut to `null` (with `data_truncated`) when the message would not fit.
+   */
+  data?: unknown;
+  /** **Ext**: `data` was too big (or not JSON) and is sent as `null`. */
+  data_truncated?: boolean;
 }
 
-/** What a spider sees of the request it handles. */
+/**
+ * What a spider sees of the request it handles. Every field is the same on whichever crawler of the fleet
+ * leases the request: it comes from the frontier (the queued request and its crawl's settings), never from
+ * the process that queued it.
+ */
 export interface SpiderRequest {
+  /** The URL requested (without the frontier's own `#cc-attrs=` fragment, see {@link FollowRequest.attrs}). */
   url: string;
+  /** Hops from the seed (the seed 0, each child its page's depth + 1). */
   depth: number;
+  /** The request's priority: the seed's, then what each parent gave its child (@default parent - 10). */
   priority: number;
+  /** Times this request was retried before this attempt (0 on the first). */
   retries: number;
+  /** The crawl's settings, stored once per crawl and per spider type (docs/design.md §3 "Compact"). */
   crawl: CrawlSettings;
-}
-
-/** A request a spider wants crawled next; `spider` hands it to another spider type. */
-export interface FollowRequest {
-  url: string;
-  /** @default the same spider type */
+  /**
+   * The request's attrs: the crawl's `attrs` with those the parent's {@link FollowRequest.attrs} set on top, or
+   * undefined when neither has any. It is what the page message echoes in `attrs`.
+   */
+  attrs?: Record<string, unknown>;
+  /** The spider type whose queue the request came from (the crawl's `spiderid`, or a hand-off's type). */
   spider?: string;
 }
 
-/** A spider plugin: maps a response to links to follow. The page item itself is built by the crawler. */
+/**
+ * What a spider wants crawled next. Each entry becomes one queued request of the same crawl, subject to the
+ * crawl's `allowed_domains` and to its `maxdepth` (unless the spider {@link Spider.boundsItself}).
+ */
+export interface FollowRequest {
+  /** An absolute http(s) URL of at most 2048 characters (longer or invalid ones are dropped). */
+  url: string;
+  /**
+   * Hands the request to another spider type: it is queued in that type's frontier and leased by the crawlers
+   * that serve it (the crawl is registered under that type on its first hand-off, with the same settings; it
+   * then has its own dupefilter, counters and `complete` notice, with that `spiderid`).
+   * @default the spider type of the page
+   */
+  spider?: string;
+  /**
+   * The child's priority, higher first (clamped to -2000..1000, what the frontier encodes).
+   * @default the page's priority - 10 (docs/contract.md behaviour 3)
+   */
+  priority?: number;
+  /**
+   * Attrs of this request only, set on top of the page's (so they pass on to its own children). They ride with
+   * the queued URL, so they cost Redis memory per queued request: at most {@link MAX_FOLLOW_ATTRS_BYTES} as JSON
+   * (larger ones are dropped with the entry and a log line).
+   * @default none: the child has the page's attrs
+   */
+  attrs?: Record<string, unknown>;
+  /**
+   * Queue it even when the crawl has seen the URL (Scrapy's `dont_filter`). It is still queued at most once per
+   * page that asks for it, so a page processed twice does not queue it twice, and a loop of pages that ask for
+   * each other ends once each has asked.
+   * @default false
+   */
+  dont_filter?: boolean;
+}
+
+/** The most bytes of JSON a {@link FollowRequest.attrs} may take. */
+export const MAX_FOLLOW_ATTRS_BYTES = 1024;
+
+/** Everything a spider gets for one page. Built per page by the crawler; nothing in it outlives the call. */
+export interface SpiderContext {
+  request: SpiderRequest;
+  /**
+   * The response: status, reason, lower-case headers, the body bytes and its decoded `text` (textual content
+   * types only), the final `url` after redirects. Retryable statuses never reach a spider (they are retried).
+   */
+  response: FetchResult;
+  /** The page's links (`<a>`, `<area>`, HTML only) that pass the crawl's filters, in document order. */
+  links: Link[];
+  /**
+   * The page as a cheerio document (`cheerio/slim`, htmlparser2), built on the first call and then cached. Only
+   * spiders that call it pay for the DOM; the link path never builds one. `undefined`-safe: an empty document
+   * when the response has no text.
+   */
+  $(): CheerioAPI;
+}
+
+/** What a spider makes of a page. */
+export interface SpiderResult {
+  /**
+   * JSON for the page message's `data` field (**Ext**, docs/contract.md "Pages"): whatever the spider extracted.
+   * At most {@link MAX_DATA_BYTES} as JSON; a larger value is sent as `null` with `data_truncated: true`, as is a
+   * value that is not JSON (a function, a cycle, a BigInt).
+   */
+  data?: unknown;
+  /** Requests to crawl next. @default none */
+  follow?: FollowRequest[];
+}
+
+/** The largest `data` a page carries, as JSON bytes: a quarter of the default page message limit. */
+export const MAX_DATA_BYTES = 256 * 1024;
+
+/** What {@link Spider.open} gets. */
+export interface SpiderOpenContext {
+  /** The crawler's log. */
+  log: {
+    info(message: string, fields?: Record<string, unknown>): void;
+    warn(message: string, fields?: Record<string, unknown>): void;
+  };
+}
+
+/**
+ * A spider plugin (README "Your own spiders"): maps a response to data and requests to follow; the page message
+ * itself is built by the crawler. Built-in spiders (lib/crawl/spiders) and plugins (`CRAWLER_PLUGINS`) are the
+ * same thing, registered the same way (lib/crawl/spider-registry.ts).
+ *
+ * Across workers: a spider object lives in every crawler process that serves its type, and any of them may handle
+ * any request of that type; keep no state between pages that another process would need (put it in `attrs`).
+ */
 export interface Spider {
+  /** The spider type, as requests name it in `spiderid`: 1–40 of `A-Za-z0-9._-`, unique in the fleet. */
   readonly name: string;
   /**
-   * Chooses what to follow from a page's links (already filtered by the crawl's rules and depth).
-   * @param links the page's links that pass the crawl's filters
+   * Handles one fetched page (a success: 2xx–4xx other than the retried statuses). It may be async. A throw (or a
+   * rejected promise) gives the request a `success:false` page with the error in `exception`, and the crawler goes
+   * on with its next request (lib/crawl/failure.ts: poison, never retried).
    */
-  follow(request: SpiderRequest, response: FetchResult, links: Link[]): FollowRequest[];
+  parse(context: SpiderContext): SpiderResult | Promise<SpiderResult>;
   /**
-   * The spider bounds its own walk, so the crawl's `maxdepth` does not stop it (Scrapy Cluster's wandering
-   * spider: one link per page until a page has none, here at most a fixed number of steps).
+   * Called once when the crawler process starts, before it leases anything; a throw stops the process at start
+   * with the spider's name and the reason (as a broken plugin module does). @default nothing
+   */
+  open?(context: SpiderOpenContext): void | Promise<void>;
+  /** Called once when the crawler process stops, after the last page; a throw is logged. @default nothing */
+  close?(): void | Promise<void>;
+  /**
+   * The spider bounds its own walk, so the crawl's `maxdepth` does not stop its follow entries (Scrapy
+   * Cluster's wandering spider: one link per page until a page has none, here at most a fixed number of steps).
    * @default false
    */
   readonly boundsItself?: boolean;
   /**
-   * The page's `attrs` for this request, when the spider sends more than the crawl's (the wandering spider's
-   * `step`). @default the crawl's attrs
+   * The page's `attrs` for this request, when the spider sends more than the request's (the wandering
+   * spider's `step`). @default the request's attrs
    */
   attrs?(request: SpiderRequest): Record<string, unknown>;
 }

@@ -2,7 +2,11 @@
  * What every monitor operation needs, handed in by its entry point (docs/style.md §4): the frontier, the stats
  * store, a message sink, names, and a clock. Nothing here opens a connection.
  */
+
+import { SchemaValidationError } from '../errors.ts';
 import type { FrontierApi, Log, MessageSink, ReplyStore, StatsStore, UrlFrontierView } from '../ports.ts';
+import { type ClassifiedRequest, parseRequest } from '../schemas/index.ts';
+import type { SpiderTypeSource } from './spider-types.ts';
 
 export interface MonitorContext {
   frontier: FrontierApi;
@@ -18,8 +22,16 @@ export interface MonitorContext {
   topicPrefix: string;
   /** Also publish to per-app topics (`KAFKA_APPID_TOPICS`). @default false */
   appidTopics: boolean;
-  /** Registered spider types; requests naming others are rejected. */
+  /**
+   * Spider types requests may name when there is no {@link spiderTypes} (the built-ins); requests naming others
+   * are rejected.
+   */
   spiders: ReadonlySet<string>;
+  /**
+   * The accepted spider types from the fleet's registry (built-ins plus every type a crawler registered), cached:
+   * read once per batch, never per record (lib/monitor/spider-types.ts). @default {@link spiders}, fixed
+   */
+  spiderTypes?: SpiderTypeSource;
   /** Seconds a reply stays stored under its uuid for REST polling. @default 300 */
   replyTtlSec: number;
   /** This process's id in heartbeats (host:pid). */
@@ -32,4 +44,27 @@ export interface MonitorContext {
 /** Epoch seconds, as every reply's `server_time`. */
 export function serverTime(ctx: Pick<MonitorContext, 'now'>): number {
   return Math.floor(ctx.now() / 1000);
+}
+
+/**
+ * Parses records against the accepted spider types: the cached set first; a record naming a type it does not know
+ * forces one fresh read of the fleet's registry (once per parser, i.e. per batch) before it is rejected.
+ */
+export async function spiderAwareParser(
+  ctx: Pick<MonitorContext, 'spiders' | 'spiderTypes'>,
+): Promise<(raw: Uint8Array | string, options?: { maxBytes?: number }) => Promise<ClassifiedRequest>> {
+  let spiders = ctx.spiderTypes ? await ctx.spiderTypes.known() : ctx.spiders;
+  let forced = false;
+  return async (raw, options = {}) => {
+    try {
+      return parseRequest(raw, { ...options, spiders });
+    } catch (error) {
+      if (!(error instanceof SchemaValidationError) || error.kind !== 'unknown_spider' || !ctx.spiderTypes || forced) {
+        throw error;
+      }
+      forced = true;
+      spiders = await ctx.spiderTypes.known({ force: true });
+      return parseRequest(raw, { ...options, spiders });
+    }
+  };
 }

@@ -24,8 +24,8 @@ import { clusterTopics } from '../kafka/topics.ts';
 import type { OutMessage } from '../ports.ts';
 import type { CrawlRef, EnqueueOutcome, QueueRequest } from '../redis/frontier-types.ts';
 import type { StatsIncrement } from '../redis/stats.ts';
-import { type ClassifiedRequest, type CrawlRequest, parseRequest } from '../schemas/index.ts';
-import { type MonitorContext, serverTime } from './context.ts';
+import type { ClassifiedRequest, CrawlRequest } from '../schemas/index.ts';
+import { type MonitorContext, serverTime, spiderAwareParser } from './context.ts';
 import { type Reply, sendReplies } from './replies.ts';
 import { recordBatchStats } from './stats-report.ts';
 
@@ -185,6 +185,8 @@ export async function handleIncoming(ctx: MonitorContext, records: DecodedRecord
   const forwards: { record: DecodedRecord; message: OutMessage }[] = [];
   const crawls = new Map<string, { record: DecodedRecord; entry: ReturnType<typeof seedEntry> }[]>();
   const stats: StatsIncrement[] = [{ name: 'kafka-monitor:total', by: records.length }];
+  // The accepted spider types, read (cached) once for the batch: infrastructure failing here fails the batch.
+  const parse = await spiderAwareParser(ctx);
 
   for (const record of records) {
     // Isolation (docs/design.md §10): whatever one record does to parsing or validation is that record's
@@ -192,9 +194,10 @@ export async function handleIncoming(ctx: MonitorContext, records: DecodedRecord
     let classified: ClassifiedRequest;
     let entry: ReturnType<typeof seedEntry> | undefined;
     try {
-      classified = parseRequest(record.value, { spiders: ctx.spiders });
+      classified = await parse(record.value);
       if (classified.type === 'crawl') entry = seedEntry(classified.request);
     } catch (error) {
+      if (failureCause(error) === 'infrastructure' && !(error instanceof SchemaValidationError)) throw error;
       if (error instanceof SchemaValidationError) rejections.push(rejection(ctx, record, error.kind, error.details));
       else if (error instanceof InvalidUrlError) {
         rejections.push(rejection(ctx, record, 'schema', [{ path: '/url', message: error.message }]));

@@ -6,13 +6,8 @@
 import { failureCause } from '../errors.ts';
 import type { DecodedRecord } from '../kafka/record.ts';
 import type { StatsIncrement } from '../redis/stats.ts';
-import {
-  type ClassifiedRequest,
-  type DomainConfigRequest,
-  parseRequest,
-  URL_FRONTIER_SPIDERID,
-} from '../schemas/index.ts';
-import { type MonitorContext, serverTime } from './context.ts';
+import { type ClassifiedRequest, type DomainConfigRequest, URL_FRONTIER_SPIDERID } from '../schemas/index.ts';
+import { type MonitorContext, serverTime, spiderAwareParser } from './context.ts';
 import { infoReply } from './info.ts';
 import { type Reply, sendReplies, storeReplies } from './replies.ts';
 import { recordBatchStats, statsPayload } from './stats-report.ts';
@@ -109,11 +104,12 @@ export async function handleActions(ctx: MonitorContext, records: DecodedRecord[
   const replies: Reply[] = [];
   const failures: DecodedRecord[] = [];
   const stats: StatsIncrement[] = [{ name: 'redis-monitor:total', by: records.length }];
+  const parse = await spiderAwareParser(ctx);
   for (let i = 0; i < records.length; i++) {
     const record = records[i] as DecodedRecord;
     let c: ClassifiedRequest;
     try {
-      c = parseRequest(record.value, { spiders: ctx.spiders });
+      c = await parse(record.value);
     } catch (error) {
       // The kafka-monitor validated it; something else wrote to the internal topic. Whatever it is, it is
       // this record's problem, never the partition's (docs/design.md §10).

@@ -198,6 +198,15 @@ export function spidersKey(prefix: string): string {
 }
 
 /**
+ * HASH spider type → epoch ms of the last time a crawler registered it (with its heartbeat): the types the fleet
+ * serves or has served, so the kafka-monitor can accept plugin spider types it cannot load itself. Never trimmed:
+ * only crawlers write it, one field per spider type.
+ */
+export function spiderTypesKey(prefix: string): string {
+  return `${prefix}:spider-types`;
+}
+
+/**
  * The URL Frontier API server (lib/url-frontier): one hash tag `{<prefix>:uf}` for the whole URL frontier of a
  * prefix, so every script sees its crawls, queues and URLs in one slot. Past one shard's throughput it splits per
  * crawl (`{<prefix>:uf:<crawl>}`): only ListCrawls, the global settings and the any-crawl rotation would then span

@@ -69,7 +69,10 @@ export type DashboardFrontier = Pick<Frontier, 'spiders' | 'appInfo' | 'backlog'
 
 /** The REST API's context: the monitor context's parts it uses, plus health probes and options. */
 export interface RestContext
-  extends Pick<MonitorContext, 'sink' | 'replies' | 'stats' | 'spiders' | 'topicPrefix' | 'nodeId' | 'log' | 'now'> {
+  extends Pick<
+    MonitorContext,
+    'sink' | 'replies' | 'stats' | 'spiders' | 'spiderTypes' | 'topicPrefix' | 'nodeId' | 'log' | 'now'
+  > {
   health: HealthProbes;
   /**
    * The frontier the web dashboard reads crawls and queues from (lib/rest/dashboard.ts). Without it the

@@ -5,6 +5,7 @@
  */
 import { SchemaValidationError } from '../errors.ts';
 import { clusterTopics } from '../kafka/topics.ts';
+import { spiderAwareParser } from '../monitor/context.ts';
 import { type ClassifiedRequest, parseRequest, type RequestType } from '../schemas/index.ts';
 import { type ResolvedRestOptions, type RestContext, realSleep } from './context.ts';
 import { causeOf, failure, type RestResponse, success } from './envelope.ts';
@@ -24,8 +25,12 @@ export async function feed(
   body: Uint8Array | undefined,
 ): Promise<FeedOutcome> {
   let classified: ClassifiedRequest;
+  // The accepted spider types, cached; when the fleet's registry cannot be read, the kafka-monitor checks alone.
+  const parse = await spiderAwareParser(ctx).catch(
+    () => async (raw: Uint8Array | string, o?: { maxBytes?: number }) => parseRequest(raw, o),
+  );
   try {
-    classified = parseRequest(body ?? new Uint8Array(), { spiders: ctx.spiders, maxBytes: options.maxBodyBytes });
+    classified = await parse(body ?? new Uint8Array(), { maxBytes: options.maxBodyBytes });
   } catch (error) {
     if (!(error instanceof SchemaValidationError)) throw error;
     return { response: invalidInput(error, options.maxBodyBytes) };

@@ -147,22 +147,15 @@ export type ClassifiedRequest =
   | { type: 'stats'; request: StatsRequest }
   | { type: 'domain'; request: DomainConfigRequest };
 
-/** The spiders this cluster runs. */
-export const BUILT_IN_SPIDERS = ['link', 'wandering'] as const;
-
-/** The name of a built-in spider; lib/crawl/spiders maps each to its implementation (the compiler checks both ways). */
-export type BuiltInSpider = (typeof BUILT_IN_SPIDERS)[number];
-
-export const KNOWN_SPIDERS: ReadonlySet<string> = new Set(BUILT_IN_SPIDERS);
-
 /** The largest message {@link parseRequest} accepts by default: 1 MiB, Kafka's default message limit. */
 export const MAX_REQUEST_BYTES = 1_048_576;
 
 /** Options of {@link validateRequest}. */
 export interface ValidateOptions {
   /**
-   * The spiders a `spiderid` may name.
-   * @default KNOWN_SPIDERS
+   * The spider types a `spiderid` may name (the monitors pass the built-ins plus the fleet's registry,
+   * lib/monitor/spider-types.ts).
+   * @default any: clients (the CLI) cannot know which plugins the fleet runs, so the kafka-monitor decides
    */
   spiders?: ReadonlySet<string>;
 }
@@ -228,7 +221,7 @@ function validate(value: unknown, options: ValidateOptions, copyInput: boolean):
   if (!isObject(value)) throw new SchemaValidationError('schema', [{ path: '', message: 'must be an object' }]);
   const type = classifyRequest(value);
   if (type === undefined) throw new SchemaValidationError('unknown_type', [...UNKNOWN_TYPE_DETAILS]);
-  const spiders = options.spiders ?? KNOWN_SPIDERS;
+  const spiders = options.spiders;
   // Ajv fills defaults in place, so a caller's object is copied first.
   const copy = copyInput ? cloneJson(value) : value;
   switch (type) {
@@ -310,13 +303,13 @@ function throwIfAny(details: RejectionDetail[]): void {
  */
 export const URL_FRONTIER_SPIDERID = 'url-frontier';
 
-function checkSpider(spiderid: string, spiders: ReadonlySet<string>, alsoAllowed?: string): void {
-  if (spiders.has(spiderid) || spiderid === alsoAllowed) return;
+function checkSpider(spiderid: string, spiders: ReadonlySet<string> | undefined, alsoAllowed?: string): void {
+  if (spiders === undefined || spiders.has(spiderid) || spiderid === alsoAllowed) return;
   const known = alsoAllowed ? [...spiders, alsoAllowed] : [...spiders];
   throw new SchemaValidationError('unknown_spider', [
     {
       path: '/spiderid',
-      message: `must be a registered spider (${known.join(', ')}), not ${JSON.stringify(spiderid)}`,
+      message: `must be a spider type this cluster runs (${known.join(', ')}), not ${JSON.stringify(spiderid)}`,
     },
   ]);
 }

@@ -3,6 +3,7 @@
  * machine-readable JSON document on stdout. Exit codes: 0 success, 1 failure, 2 invalid usage or input.
  */
 import { Command, CommanderError } from 'commander';
+import { PluginLoadError } from '../../lib/crawl/spider-registry.ts';
 import { ConfigError, SchemaValidationError } from '../../lib/errors.ts';
 import { registerActions } from './action-commands.ts';
 import { registerCrawl } from './crawl-command.ts';
@@ -39,7 +40,7 @@ export async function main(argv: string[]): Promise<number> {
     if (error instanceof CommanderError) {
       return error.exitCode === 0 ? 0 : 2;
     }
-    if (error instanceof ConfigError || error instanceof SchemaValidationError) {
+    if (error instanceof ConfigError || error instanceof SchemaValidationError || error instanceof PluginLoadError) {
       out.error(error.message);
       return 2;
     }

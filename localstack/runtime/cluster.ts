@@ -16,6 +16,7 @@ import type { MskBatchResponse } from '../../functions/shared/msk.ts';
 import { METRICS_NAMESPACE } from '../../functions/shared/observability.ts';
 import { statsHandler } from '../../functions/stats/handler.ts';
 import { processEnvironment, type Variables } from '../../lib/config/index.ts';
+import { loadSpiders, pluginList } from '../../lib/crawl/spider-registry.ts';
 import { createKafka, ensureTopics, kafkaSettings } from '../../lib/kafka/client.ts';
 import { clusterTopicList, clusterTopics } from '../../lib/kafka/topics.ts';
 import type { MonitorContext } from '../../lib/monitor/context.ts';
@@ -64,6 +65,9 @@ type Invoke<E, R> = (event: E, context: ReturnType<typeof lambdaContext>) => Pro
  */
 export async function startLocalCluster(options: LocalClusterOptions): Promise<LocalCluster> {
   const { vars } = options;
+  // Before anything starts: the crawler workers load CRAWLER_PLUGINS the same way, so a broken plugin stops `local`
+  // here with its name and the reason (PluginLoadError: exit code 2), rather than workers failing one by one.
+  if ((options.crawlerWorkers ?? vars.CRAWLER_WORKERS) > 0) await loadSpiders(pluginList(vars.CRAWLER_PLUGINS));
   // First: without its LocalStack the cluster does not start at all, rather than lose bodies or metrics later.
   const awsSettings = localAwsOf(vars);
   const aws: LocalAwsRuntime | undefined = awsSettings

@@ -1,6 +1,7 @@
 /**
  * The crawler fleet on one machine: CRAWLER_WORKERS child processes running functions/crawler/main.ts,
- * the same entry point as the Fargate task. A worker that dies is started again (as ECS would); stop sends
+ * the same entry point as the Fargate task. A worker that dies is started again (as ECS would), unless it exited
+ * because its configuration is invalid (exit code 2: a broken spider plugin); stop sends
  * SIGTERM and waits for the graceful drain (SIGKILL if it has not ended well past SHUTDOWN_DEADLINE_MS).
  */
 import { type ChildProcess, spawn } from 'node:child_process';
@@ -9,6 +10,9 @@ import { VARIABLES, type Variables } from '../../lib/config/index.ts';
 import { REPO_ROOT } from '../repo-root.ts';
 import { bodyStoreEnv } from './local-aws.ts';
 import type { RuntimeLog } from './log.ts';
+
+/** The exit code of a worker whose configuration is invalid (functions/crawler/main.ts): it is not restarted. */
+export const CONFIG_EXIT_CODE = 2;
 
 /** How long past SHUTDOWN_DEADLINE_MS a worker may take to flush and exit before {@link CrawlerWorkers.stop} kills it. */
 const KILL_GRACE_MS = 15_000;
@@ -47,6 +51,18 @@ export function startCrawlerWorkers(
     log('info', `crawler worker ${slot} started`, { pid: child.pid });
     child.once('exit', (code, signal) => {
       if (stopping) return;
+      if (code === CONFIG_EXIT_CODE) {
+        // Misconfigured (a broken plugin, an unknown CRAWLER_SPIDERS type): starting it again would fail again.
+        log(
+          'error',
+          `crawler worker ${slot} exited: its configuration is invalid (see its error above); not restarted`,
+          {
+            code,
+          },
+        );
+        children.delete(slot);
+        return;
+      }
       log('warn', `crawler worker ${slot} exited; starting it again`, { code, signal });
       setTimeout(() => {
         if (!stopping) startOne(slot);

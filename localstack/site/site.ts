@@ -218,6 +218,40 @@ function articlePage(n: number, url: string, linkUrls: string[], targets: number
   return parts.join('');
 }
 
+/** The products of the fixture site's `/catalog` (`/products/<n>`, each with its JSON-LD). */
+export const PRODUCTS = 6;
+
+/** Product `n` as its JSON-LD states it. */
+export function productOf(n: number): { name: string; sku: string; price: string; currency: string } {
+  return { name: `Product ${n}`, sku: `SKU-${1000 + n}`, price: `${(9.5 + n).toFixed(2)}`, currency: 'EUR' };
+}
+
+function productPage(n: number): string {
+  const p = productOf(n);
+  const ld = {
+    '@context': 'https://schema.org',
+    '@type': 'Product',
+    name: p.name,
+    sku: p.sku,
+    offers: { '@type': 'Offer', price: p.price, priceCurrency: p.currency },
+  };
+  return (
+    `<!doctype html><html><head><title>${p.name}</title><script type="application/ld+json">${JSON.stringify(ld)}</script>` +
+    `<script type="application/ld+json">{"@context":"https://schema.org","@type":"BreadcrumbList","itemListElement":[]}</script>` +
+    `</head><body><h1>${p.name}</h1><a href="/catalog">catalog</a></body></html>`
+  );
+}
+
+/** The pages the fixture site's sitemaps list (the first 10), half in the plain sitemap, half in the gzip one. */
+export function sitemapPages(pages: number): number[] {
+  return Array.from({ length: Math.min(pages, 10) }, (_, n) => n);
+}
+
+/** The `<lastmod>` of page `n` in the sitemaps. */
+export function sitemapLastmod(n: number): string {
+  return `2026-01-${String(n + 1).padStart(2, '0')}`;
+}
+
 export async function startSite(options: SiteOptions = {}): Promise<FixtureSite> {
   const pages = options.pages ?? 200;
   const hosts = options.hosts ?? ['site-a.test', 'site-b.test', 'www.site-c.test'];
@@ -266,7 +300,50 @@ export async function startSite(options: SiteOptions = {}): Promise<FixtureSite>
     if (path === '/robots.txt') {
       res.writeHead(200, { 'content-type': 'text/plain' });
       const delay = options.crawlDelaySec !== undefined ? `Crawl-delay: ${options.crawlDelaySec}\n` : '';
-      return res.end(`User-agent: *\nDisallow: /private/\n${delay}`);
+      const sitemap = `Sitemap: http://${req.headers.host ?? '127.0.0.1'}/sitemap_index.xml\n`;
+      return res.end(`User-agent: *\nDisallow: /private/\n${delay}${sitemap}`);
+    }
+    // Sitemaps (see sitemapUrls): an index of a plain and a gzip sitemap, each listing half the pages.
+    if (path === '/sitemap_index.xml') {
+      const origin = `http://${req.headers.host ?? '127.0.0.1'}`;
+      res.writeHead(200, { 'content-type': 'application/xml' });
+      return res.end(
+        '<?xml version="1.0" encoding="UTF-8"?><sitemapindex xmlns="http://www.sitemaps.org/schemas/sitemap/0.9">' +
+          `<sitemap><loc>${origin}/sitemap-a.xml</loc></sitemap><sitemap><loc>${origin}/sitemap-b.xml.gz</loc><lastmod>2026-02-01</lastmod></sitemap>` +
+          '</sitemapindex>',
+      );
+    }
+    if (path === '/sitemap-a.xml' || path === '/sitemap-b.xml.gz') {
+      const half = sitemapPages(pages);
+      const listed =
+        path === '/sitemap-a.xml' ? half.slice(0, Math.ceil(half.length / 2)) : half.slice(Math.ceil(half.length / 2));
+      const xml =
+        '<?xml version="1.0" encoding="UTF-8"?><urlset xmlns="http://www.sitemaps.org/schemas/sitemap/0.9">' +
+        listed.map((n) => `<url><loc>${url(n)}</loc><lastmod>${sitemapLastmod(n)}</lastmod></url>`).join('') +
+        '</urlset>';
+      if (path === '/sitemap-a.xml') {
+        res.writeHead(200, { 'content-type': 'application/xml' });
+        return res.end(xml);
+      }
+      res.writeHead(200, { 'content-type': 'application/gzip' });
+      return res.end(gzipSync(Buffer.from(xml)));
+    }
+    // Product pages with JSON-LD (schema.org Product), and a catalog that links to them.
+    const product = path.match(/^\/products\/(\d+)$/);
+    if (product) {
+      const n = Number(product[1]);
+      if (n >= PRODUCTS) return html(404, 'no such product');
+      return html(200, productPage(n));
+    }
+    if (path === '/catalog') {
+      const items = Array.from(
+        { length: PRODUCTS },
+        (_, n) => `<li><a href="/products/${n}">${productOf(n).name}</a></li>`,
+      );
+      return html(
+        200,
+        `<!doctype html><html><head><title>Catalog</title></head><body><ul>${items.join('')}</ul></body></html>`,
+      );
     }
     if (path.startsWith('/private/')) return html(200, '<p>secret</p>');
     if (path === '/redirect') return html(302, '', { location: '/p/0' });

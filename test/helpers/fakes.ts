@@ -6,6 +6,7 @@
  */
 import { registrableDomain } from '../../lib/crawl/domain.ts';
 import { requestFingerprint } from '../../lib/crawl/fingerprint.ts';
+import { BUILT_IN_SPIDERS } from '../../lib/crawl/spiders/index.ts';
 import { InfrastructureError } from '../../lib/errors.ts';
 import type { MonitorContext } from '../../lib/monitor/context.ts';
 import type {
@@ -26,7 +27,7 @@ import type {
   QueueRequest,
 } from '../../lib/redis/frontier-types.ts';
 import { STATS_WINDOWS, type StatsCounts, type StatsIncrement } from '../../lib/redis/stats.ts';
-import { type CrawlRequest, KNOWN_SPIDERS } from '../../lib/schemas/index.ts';
+import type { CrawlRequest } from '../../lib/schemas/index.ts';
 
 /** The fixed clock of {@link testContext} (epoch ms, a whole second): the time of events/scheduled.json. */
 export const TEST_NOW = Date.UTC(2026, 10, 22, 15, 0, 0);
@@ -520,7 +521,7 @@ export function testContext(overrides: Partial<TestContext> = {}): TestContext {
     sink: new FakeSink(),
     topicPrefix: 'demo',
     appidTopics: false,
-    spiders: KNOWN_SPIDERS,
+    spiders: BUILT_IN_SPIDERS,
     replyTtlSec: 300,
     nodeId: TEST_NODE_ID,
     log: new RecordingLog(),

@@ -6,10 +6,24 @@
 import { describe, expect, it } from 'vitest';
 import { Crawler, MAX_CRAWL_DELAY_MS, RECLAIMED_TOO_OFTEN } from '../../lib/crawl/crawler.ts';
 import type { RobotsDecision } from '../../lib/crawl/robots.ts';
-import { spiderRegistry } from '../../lib/crawl/spiders/index.ts';
-import { FetchError, type FetchRequest, type FetchResult, type PageItem } from '../../lib/crawl/types.ts';
+import builtInSpiders from '../../lib/crawl/spiders/index.ts';
+import {
+  FetchError,
+  type FetchRequest,
+  type FetchResult,
+  MAX_DATA_BYTES,
+  type PageItem,
+  type Spider,
+} from '../../lib/crawl/types.ts';
 import type { CrawlerFrontier } from '../../lib/ports.ts';
-import type { AckResult, CrawlSettings, Lease, LeaseResult } from '../../lib/redis/frontier-types.ts';
+import type {
+  AckResult,
+  CrawlRef,
+  CrawlSettings,
+  Lease,
+  LeaseResult,
+  QueueRequest,
+} from '../../lib/redis/frontier-types.ts';
 import { FakeSink, MemoryStatsStore, RecordingLog, type SentBatch } from '../helpers/fakes.ts';
 
 const SETTINGS: CrawlSettings = {
@@ -25,9 +39,11 @@ const FIREHOSE = 'demo.crawled_firehose';
 let handles = 0;
 function lease(url: string, fields: Partial<Lease> = {}): Lease {
   handles += 1;
+  // A lease comes from its spider type's queue: the crawl's type unless the test says otherwise (a hand-off).
+  const spider = fields.crawl?.spiderid ?? SETTINGS.spiderid;
   return {
     handle: `h${handles}`,
-    partition: { prefix: 't', scope: 'link', partition: 0, spider: 'link' },
+    partition: { prefix: 't', scope: spider, partition: 0, spider },
     url,
     domain: 'a.example',
     priority: 1,
@@ -45,6 +61,8 @@ class ScriptedFrontier implements CrawlerFrontier {
   readonly retried: { handle: string; delayMs: number; holdDomainMs?: number }[] = [];
   readonly released: string[] = [];
   readonly enqueued: { spider: string; urls: string[] }[] = [];
+  /** Every enqueued item as given, by spider type. */
+  readonly items: { spider: string; crawl: CrawlRef; request: QueueRequest }[] = [];
   /** Makes enqueue throw this. */
   enqueueError: Error | undefined;
   readonly #leases: Lease[];
@@ -84,10 +102,11 @@ class ScriptedFrontier implements CrawlerFrontier {
     this.released.push(...ls.map((l) => l.handle));
     return ls.length;
   }
-  async enqueue(spider: string, items: { request: { url: string } }[]): Promise<never[]> {
+  async enqueue(spider: string, items: { crawl: CrawlRef; request: QueueRequest }[]): Promise<never[]> {
     this.events.push(`enqueue ${items.length}`);
     if (this.enqueueError) throw this.enqueueError;
     this.enqueued.push({ spider, urls: items.map((i) => i.request.url) });
+    this.items.push(...items.map((i) => ({ spider, ...i })));
     return [];
   }
 }
@@ -156,6 +175,8 @@ async function crawl(
     maxMessageBytes?: number;
     appidTopics?: boolean;
     enqueueError?: Error;
+    /** Spiders registered besides the built-ins. */
+    plugins?: Spider[];
     spider?: (url: string) => void;
   } = {},
 ): Promise<Run> {
@@ -165,14 +186,14 @@ async function crawl(
   const log = new RecordingLog();
   const stored = new Map<string, Buffer>();
   const stats = new CountingStats();
-  const spiders = spiderRegistry();
+  const spiders = new Map([...builtInSpiders, ...(options.plugins ?? [])].map((s) => [s.name, s]));
   if (options.spider) {
     const hook = options.spider;
     spiders.set('link', {
       name: 'link',
-      follow: (req, _res, links) => {
-        hook(req.url);
-        return links.map((l) => ({ url: l.url }));
+      parse: ({ request, links }) => {
+        hook(request.url);
+        return { follow: links.map((l) => ({ url: l.url })) };
       },
     });
   }
@@ -428,5 +449,132 @@ describe('Crawler: delivery order and best-effort copies', () => {
     const r = await crawl([l], (q) => html(q.url, '<a href="/a">a</a>'), { enqueueError: down });
     expect(r.frontier.released).toEqual([l.handle]);
     expect(r.frontier.acked).toEqual([]);
+  });
+});
+
+describe('Crawler: spider plugins', () => {
+  const shop: Spider = {
+    name: 'shop',
+    parse: ({ request, links }) => ({
+      data: { title: 'a shop page', attrs: request.attrs ?? null },
+      follow: links.map((l) => ({ url: l.url, spider: 'detail', priority: 50, attrs: { from: request.url } })),
+    }),
+  };
+  const shopCrawl = { ...SETTINGS, spiderid: 'shop', attrs: { who: 'me' } };
+
+  it('puts what the spider returns in the page message’s data, and gives it the request’s attrs', async () => {
+    const r = await crawl(
+      [lease('http://a.example/', { crawl: shopCrawl })],
+      (q) => html(q.url, '<a href="/x">x</a>'),
+      {
+        plugins: [shop],
+      },
+    );
+    expect(r.pages[0]).toMatchObject({ spiderid: 'shop', data: { title: 'a shop page', attrs: { who: 'me' } } });
+    expect(r.pages[0]?.data_truncated).toBeUndefined();
+  });
+
+  it('hands follow entries to the spider type they name, at their priority, with the crawl registered under it', async () => {
+    const r = await crawl(
+      [lease('http://a.example/', { crawl: shopCrawl })],
+      (q) => html(q.url, '<a href="/x">x</a>'),
+      {
+        plugins: [shop],
+      },
+    );
+    expect(r.frontier.items).toHaveLength(1);
+    const [child] = r.frontier.items;
+    expect(child?.spider).toBe('detail');
+    expect(child?.request).toMatchObject({ priority: 50, depth: 1 });
+    expect(child?.crawl.settings).toEqual({ ...shopCrawl, spiderid: 'detail' });
+    expect(child?.request.url).toMatch(/^http:\/\/a\.example\/x#cc-attrs=/);
+  });
+
+  it('crawls a handed-off request with the other spider, its attrs in the page and without the fragment in its URL', async () => {
+    const seen: unknown[] = [];
+    const detail: Spider = {
+      name: 'detail',
+      parse: ({ request }) => {
+        seen.push({ url: request.url, attrs: request.attrs, spider: request.spider });
+        return { data: { ok: true } };
+      },
+    };
+    const first = await crawl(
+      [lease('http://a.example/', { crawl: shopCrawl })],
+      (q) => html(q.url, '<a href="/x">x</a>'),
+      {
+        plugins: [shop, detail],
+      },
+    );
+    const child = first.frontier.items[0] as { crawl: CrawlRef; request: QueueRequest };
+    const fetched: string[] = [];
+    const handed = lease(child.request.url, { crawl: child.crawl.settings as CrawlSettings, depth: 1 });
+    const r = await crawl(
+      [handed],
+      (q) => {
+        fetched.push(q.url);
+        return html(q.url, 'detail');
+      },
+      { plugins: [shop, detail] },
+    );
+    expect(fetched).toEqual(['http://a.example/x']);
+    expect(seen).toEqual([
+      { url: 'http://a.example/x', attrs: { who: 'me', from: 'http://a.example/' }, spider: 'detail' },
+    ]);
+    expect(r.pages[0]).toMatchObject({
+      url: 'http://a.example/x',
+      spiderid: 'detail',
+      attrs: { who: 'me', from: 'http://a.example/' },
+      data: { ok: true },
+    });
+  });
+
+  it('gives a page whose spider throws success:false with the error, and goes on with the next request', async () => {
+    const moody: Spider = {
+      name: 'moody',
+      parse: ({ request }) => {
+        if (request.url.endsWith('/bad')) throw new Error('cannot parse this one');
+        return { data: { fine: true } };
+      },
+    };
+    const settings = { ...SETTINGS, spiderid: 'moody' };
+    const r = await crawl(
+      [lease('http://a.example/bad', { crawl: settings }), lease('http://a.example/good', { crawl: settings })],
+      (q) => html(q.url, 'x'),
+      { plugins: [moody] },
+    );
+    expect(r.pages).toHaveLength(2);
+    expect(r.pages.find((p) => p.url.endsWith('/bad'))).toMatchObject({
+      success: false,
+      exception: 'the page could not be processed: Error: cannot parse this one',
+    });
+    expect(r.pages.find((p) => p.url.endsWith('/good'))).toMatchObject({ success: true, data: { fine: true } });
+    expect(r.frontier.retried).toEqual([]);
+    expect(r.frontier.released).toEqual([]);
+    expect(r.frontier.acked.map((a) => a.outcome).sort()).toEqual(['done', 'fail']);
+  });
+
+  it('sends data over MAX_DATA_BYTES (or not JSON) as null with data_truncated', async () => {
+    const big: Spider = { name: 'big', parse: () => ({ data: 'x'.repeat(MAX_DATA_BYTES + 1) }) };
+    const bigint: Spider = { name: 'bigint', parse: () => ({ data: { n: 1n } }) };
+    for (const spider of [big, bigint]) {
+      const r = await crawl(
+        [lease('http://a.example/', { crawl: { ...SETTINGS, spiderid: spider.name } })],
+        (q) => html(q.url, 'x'),
+        { plugins: [spider] },
+      );
+      expect(r.pages[0]).toMatchObject({ success: true, data: null, data_truncated: true });
+    }
+  });
+
+  it('cuts data to null before attrs when the page message would not fit otherwise', async () => {
+    const fat: Spider = { name: 'fat', parse: () => ({ data: 'd'.repeat(20_000) }) };
+    const r = await crawl(
+      [lease('http://a.example/', { crawl: { ...SETTINGS, spiderid: 'fat', attrs: { keep: 'me' } } })],
+      (q) => html(q.url, 'x'),
+      { plugins: [fat], maxMessageBytes: 10_000 },
+    );
+    expect(r.pages[0]).toMatchObject({ success: true, data: null, data_truncated: true, attrs: { keep: 'me' } });
+    expect(r.pages[0]?.attrs_truncated).toBeUndefined();
   });
 });

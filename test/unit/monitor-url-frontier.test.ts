@@ -4,6 +4,7 @@
  * test/integration/url-frontier-kafka.test.ts).
  */
 import { describe, expect, it } from 'vitest';
+import { BUILT_IN_SPIDERS } from '../../lib/crawl/spiders/index.ts';
 import { SchemaValidationError } from '../../lib/errors.ts';
 import { handleActions } from '../../lib/monitor/redis-monitor.ts';
 import { parseRequest, URL_FRONTIER_SPIDERID } from '../../lib/schemas/index.ts';
@@ -30,10 +31,13 @@ describe('URL Frontier crawls through the Kafka API', () => {
   it('accepts spider ID url-frontier in action requests, but not in crawl requests', () => {
     const action = parseRequest(
       JSON.stringify({ action: 'info', appid: 'ops', uuid: 'u1', spiderid: URL_FRONTIER_SPIDERID }),
+      { spiders: BUILT_IN_SPIDERS },
     );
     expect(action.type).toBe('action');
     expect(() =>
-      parseRequest(JSON.stringify({ url: 'http://a.com/', appid: 'ops', crawlid: 'c', spiderid: 'url-frontier' })),
+      parseRequest(JSON.stringify({ url: 'http://a.com/', appid: 'ops', crawlid: 'c', spiderid: 'url-frontier' }), {
+        spiders: BUILT_IN_SPIDERS,
+      }),
     ).toThrow(SchemaValidationError);
   });
 

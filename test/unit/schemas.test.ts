@@ -1,7 +1,8 @@
 import { describe, expect, it } from 'vitest';
+import { BUILT_IN_SPIDERS } from '../../lib/crawl/spiders/index.ts';
 import { SchemaValidationError } from '../../lib/errors.ts';
 import type { CrawlRequest } from '../../lib/schemas/index.ts';
-import { classifyRequest, KNOWN_SPIDERS, parseRequest, validateRequest } from '../../lib/schemas/index.ts';
+import { classifyRequest, parseRequest, validateRequest } from '../../lib/schemas/index.ts';
 
 const crawl = (fields: Record<string, unknown> = {}) => ({
   appid: 'app',
@@ -233,24 +234,35 @@ describe('validateRequest: crawl regexes', () => {
 });
 
 describe('validateRequest: spiders', () => {
-  it('knows the link and wandering spiders', () => {
-    expect([...KNOWN_SPIDERS].sort()).toEqual(['link', 'wandering']);
+  const spiders = BUILT_IN_SPIDERS;
+
+  it('has the link, wandering and sitemap spiders built in', () => {
+    expect([...BUILT_IN_SPIDERS].sort()).toEqual(['link', 'sitemap', 'wandering']);
   });
 
   it('accepts a crawl for the wandering spider', () => {
-    expect(validateRequest(crawl({ spiderid: 'wandering' })).request).toMatchObject({ spiderid: 'wandering' });
+    expect(validateRequest(crawl({ spiderid: 'wandering' }), { spiders }).request).toMatchObject({
+      spiderid: 'wandering',
+    });
   });
 
-  it('rejects a crawl for an unknown spider as unknown_spider', () => {
-    const error = rejectionOf(() => validateRequest(crawl({ spiderid: 'nope' })));
+  it('rejects a crawl for an unknown spider as unknown_spider, naming the known types', () => {
+    const error = rejectionOf(() => validateRequest(crawl({ spiderid: 'nope' }), { spiders }));
     expect(error.kind).toBe('unknown_spider');
     expect(paths(error)).toEqual(['/spiderid']);
+    expect(error.details[0]?.message).toBe(
+      'must be a spider type this cluster runs (link, wandering, sitemap), not "nope"',
+    );
   });
 
   it('rejects an action for an unknown spider as unknown_spider', () => {
-    const error = rejectionOf(() => validateRequest(action({ spiderid: 'nope' })));
+    const error = rejectionOf(() => validateRequest(action({ spiderid: 'nope' }), { spiders }));
     expect(error.kind).toBe('unknown_spider');
     expect(paths(error)).toEqual(['/spiderid']);
+  });
+
+  it('leaves the spider type to the kafka-monitor when no set is given (a client cannot know the fleet’s plugins)', () => {
+    expect(validateRequest(crawl({ spiderid: 'products' })).request).toMatchObject({ spiderid: 'products' });
   });
 
   it('checks spiders against the set passed in options', () => {
@@ -541,7 +553,7 @@ describe('parseRequest', () => {
 
   it('passes the spiders option through to validation', () => {
     const raw = JSON.stringify(crawl({ spiderid: 'custom' }));
-    expect(rejectionOf(() => parseRequest(raw)).kind).toBe('unknown_spider');
+    expect(rejectionOf(() => parseRequest(raw, { spiders: BUILT_IN_SPIDERS })).kind).toBe('unknown_spider');
     expect(parseRequest(raw, { spiders: new Set(['custom']) }).type).toBe('crawl');
   });
 

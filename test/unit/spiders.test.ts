@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { spiderRegistry } from '../../lib/crawl/spiders/index.ts';
+import builtInSpiders, { BUILT_IN_SPIDERS } from '../../lib/crawl/spiders/index.ts';
 import { linkSpider } from '../../lib/crawl/spiders/link.ts';
 import {
   createWanderingSpider,
@@ -7,8 +7,7 @@ import {
   wanderingAttrs,
   wanderingStep,
 } from '../../lib/crawl/spiders/wandering.ts';
-import type { FetchResult, Link, SpiderRequest } from '../../lib/crawl/types.ts';
-import { KNOWN_SPIDERS } from '../../lib/schemas/index.ts';
+import type { FetchResult, FollowRequest, Link, Spider, SpiderRequest } from '../../lib/crawl/types.ts';
 import { prng } from '../../localstack/site/prng.ts';
 
 function request(depth: number, maxdepth: number): SpiderRequest {
@@ -38,20 +37,34 @@ const response: FetchResult = {
 
 const links: Link[] = Array.from({ length: 10 }, (_, i) => ({ url: `http://a.example/${i}`, text: `${i}` }));
 
+/** What a spider follows on a page with these links (its parse() with a context of them; sync spiders only). */
+function follows(spider: Spider, req: SpiderRequest, _response: FetchResult, pageLinks: Link[]): FollowRequest[] {
+  const result = spider.parse({
+    request: req,
+    response,
+    links: pageLinks,
+    $: () => {
+      throw new Error('no DOM here');
+    },
+  });
+  if (result instanceof Promise) throw new Error('a sync spider was expected');
+  return result.follow ?? [];
+}
+
 describe('link spider', () => {
   it('follows every link it is given, in order, with the same spider type', () => {
-    expect(linkSpider.follow(request(0, 1), response, links)).toEqual(links.map((l) => ({ url: l.url })));
+    expect(follows(linkSpider, request(0, 1), response, links)).toEqual(links.map((l) => ({ url: l.url })));
   });
 
   it('follows nothing at maxdepth', () => {
-    expect(linkSpider.follow(request(1, 1), response, links)).toEqual([]);
-    expect(linkSpider.follow(request(0, 0), response, links)).toEqual([]);
+    expect(follows(linkSpider, request(1, 1), response, links)).toEqual([]);
+    expect(follows(linkSpider, request(0, 0), response, links)).toEqual([]);
   });
 });
 
 describe('wandering spider', () => {
   it('follows exactly one of the page’s links', () => {
-    const follow = createWanderingSpider(prng(1)).follow(request(0, 3), response, links);
+    const follow = follows(createWanderingSpider(prng(1)), request(0, 3), response, links);
     expect(follow).toHaveLength(1);
     expect(links.map((l) => l.url)).toContain(follow[0]?.url);
   });
@@ -59,14 +72,20 @@ describe('wandering spider', () => {
   it('walks the same way for the same seed, and another way for another seed', () => {
     const walk = (seed: number) => {
       const spider = createWanderingSpider(prng(seed));
-      return Array.from({ length: 20 }, () => spider.follow(request(0, 3), response, links)[0]?.url);
+      return Array.from({ length: 20 }, () => follows(spider, request(0, 3), response, links)[0]?.url);
     };
     expect(walk(7)).toEqual(walk(7));
     expect(walk(7)).not.toEqual(walk(8));
   });
 
   it('picks the link the generator points at, including the ends of the range', () => {
-    const pick = (r: number) => createWanderingSpider(() => r).follow(request(0, 1), response, links)[0]?.url;
+    const pick = (r: number) =>
+      follows(
+        createWanderingSpider(() => r),
+        request(0, 1),
+        response,
+        links,
+      )[0]?.url;
     expect(pick(0)).toBe('http://a.example/0');
     expect(pick(0.55)).toBe('http://a.example/5');
     expect(pick(0.999_999)).toBe('http://a.example/9');
@@ -76,31 +95,31 @@ describe('wandering spider', () => {
   it('reaches every link over many pages', () => {
     const spider = createWanderingSpider(prng(3));
     const seen = new Set<string>();
-    for (let i = 0; i < 500; i++) seen.add(spider.follow(request(0, 3), response, links)[0]?.url as string);
+    for (let i = 0; i < 500; i++) seen.add(follows(spider, request(0, 3), response, links)[0]?.url as string);
     expect(seen.size).toBe(links.length);
   });
 
   it('follows nothing when the page has no links', () => {
-    expect(createWanderingSpider(prng(1)).follow(request(0, 2), response, [])).toEqual([]);
+    expect(follows(createWanderingSpider(prng(1)), request(0, 2), response, [])).toEqual([]);
   });
 
   // Scrapy Cluster's wandering spider never looks at maxdepth (whose default is 0): it walks on.
   it('is not bound by maxdepth: it follows one link at, and past, the crawl’s maxdepth', () => {
     const spider = createWanderingSpider(prng(1));
-    expect(spider.follow(request(0, 0), response, links)).toHaveLength(1);
-    expect(spider.follow(request(2, 2), response, links)).toHaveLength(1);
-    expect(spider.follow(request(50, 1), response, links)).toHaveLength(1);
+    expect(follows(spider, request(0, 0), response, links)).toHaveLength(1);
+    expect(follows(spider, request(2, 2), response, links)).toHaveLength(1);
+    expect(follows(spider, request(50, 1), response, links)).toHaveLength(1);
   });
 
   it('stops after MAX_WANDERING_STEPS hops (a site that links on forever), or the cap it is given', () => {
     expect(MAX_WANDERING_STEPS).toBe(100);
     const spider = createWanderingSpider(prng(1));
-    expect(spider.follow(request(MAX_WANDERING_STEPS - 1, 0), response, links)).toHaveLength(1);
-    expect(spider.follow(request(MAX_WANDERING_STEPS, 0), response, links)).toEqual([]);
-    expect(spider.follow(request(MAX_WANDERING_STEPS + 5, 0), response, links)).toEqual([]);
+    expect(follows(spider, request(MAX_WANDERING_STEPS - 1, 0), response, links)).toHaveLength(1);
+    expect(follows(spider, request(MAX_WANDERING_STEPS, 0), response, links)).toEqual([]);
+    expect(follows(spider, request(MAX_WANDERING_STEPS + 5, 0), response, links)).toEqual([]);
     const short = createWanderingSpider(prng(1), 3);
-    expect(short.follow(request(2, 0), response, links)).toHaveLength(1);
-    expect(short.follow(request(3, 0), response, links)).toEqual([]);
+    expect(follows(short, request(2, 0), response, links)).toHaveLength(1);
+    expect(follows(short, request(3, 0), response, links)).toEqual([]);
   });
 
   it('counts a request’s step as Scrapy Cluster does: the seed 0, each hop one more (its depth)', () => {
@@ -116,26 +135,10 @@ describe('wandering spider', () => {
   });
 });
 
-describe('spider registry', () => {
-  it('registers link and wandering under their names', () => {
-    const registry = spiderRegistry();
-    expect([...registry.keys()].sort()).toEqual(['link', 'wandering']);
-    for (const [name, spider] of registry) expect(spider.name).toBe(name);
-  });
-
-  it('registers exactly the spiders request validation accepts', () => {
-    expect(new Set(spiderRegistry().keys())).toEqual(new Set(KNOWN_SPIDERS));
-  });
-
-  it('finds a spider by name and nothing for an unknown name', () => {
-    expect(spiderRegistry().get('link')).toBe(linkSpider);
-    expect(spiderRegistry().get('wandering')?.name).toBe('wandering');
-    expect(spiderRegistry().get('nope')).toBeUndefined();
-  });
-
-  it('hands out a fresh map each call, so adding to one does not change the registry', () => {
-    const mine = spiderRegistry();
-    mine.set('test', { name: 'test', follow: () => [] });
-    expect(spiderRegistry().has('test')).toBe(false);
+describe('built-in spiders', () => {
+  it('are link, wandering and sitemap, under their names', () => {
+    expect(builtInSpiders.map((s) => s.name).sort()).toEqual(['link', 'sitemap', 'wandering']);
+    expect(new Set(builtInSpiders.map((s) => s.name))).toEqual(BUILT_IN_SPIDERS);
+    expect(builtInSpiders).toContain(linkSpider);
   });
 });

@@ -1,16 +1,15 @@
 /**
- * The spider plugins this crawler runs. Adding one: a file in this folder exporting a {@link Spider}, its name
- * in `BUILT_IN_SPIDERS` (lib/schemas, which validates `spiderid`), and its entry in {@link SPIDERS}; the
- * compiler refuses a name without an implementation and an implementation without a name.
+ * The built-in spiders, as a plugin module: the crawler loads this module first, exactly as it loads each module
+ * of `CRAWLER_PLUGINS` (lib/crawl/spider-registry.ts). Adding a built-in spider: a file in this folder, and its
+ * export in the list below; nothing else names it.
  */
-import type { BuiltInSpider } from '../../schemas/index.ts';
 import type { Spider } from '../types.ts';
 import { linkSpider } from './link.ts';
+import { sitemapSpider } from './sitemap.ts';
 import { wanderingSpider } from './wandering.ts';
 
-const SPIDERS: Record<BuiltInSpider, Spider> = { link: linkSpider, wandering: wanderingSpider };
+const builtIns: Spider[] = [linkSpider, wanderingSpider, sitemapSpider];
+export default builtIns;
 
-/** Every registered spider by name (a new Map each call: callers may add test spiders to theirs). */
-export function spiderRegistry(): Map<string, Spider> {
-  return new Map(Object.values(SPIDERS).map((spider) => [spider.name, spider]));
-}
+/** The built-in spider types: always accepted in requests, whatever the fleet runs. */
+export const BUILT_IN_SPIDERS: ReadonlySet<string> = new Set(builtIns.map((s) => s.name));

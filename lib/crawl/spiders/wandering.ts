@@ -8,7 +8,7 @@
  * sends it in the page's `attrs`. Here a hop is one level of depth (a child is at its page's depth + 1,
  * the seed at 0), so a request's step is its depth: {@link wanderingAttrs}.
  */
-import type { FollowRequest, Link, Spider, SpiderRequest } from '../types.ts';
+import type { Link, Spider, SpiderContext, SpiderRequest, SpiderResult } from '../types.ts';
 
 /** The most hops a walk takes (a page at this step follows nothing). */
 export const MAX_WANDERING_STEPS = 100;
@@ -19,11 +19,11 @@ export function wanderingStep(request: Pick<SpiderRequest, 'depth'>): number {
 }
 
 /**
- * The `attrs` Scrapy Cluster's wandering spider sends with a page: the crawl's attrs (`{}` when it has
- * none) with `step` set to the request's step.
+ * The `attrs` Scrapy Cluster's wandering spider sends with a page: the request's attrs (the crawl's, `{}` when
+ * it has none) with `step` set to the request's step.
  */
-export function wanderingAttrs(request: Pick<SpiderRequest, 'depth' | 'crawl'>): Record<string, unknown> {
-  return { ...(request.crawl.attrs ?? {}), step: wanderingStep(request) };
+export function wanderingAttrs(request: Pick<SpiderRequest, 'depth' | 'crawl' | 'attrs'>): Record<string, unknown> {
+  return { ...(request.attrs ?? request.crawl.attrs ?? {}), step: wanderingStep(request) };
 }
 
 /**
@@ -35,11 +35,11 @@ export function createWanderingSpider(random: () => number = Math.random, maxSte
     name: 'wandering',
     boundsItself: true,
     attrs: wanderingAttrs,
-    follow(request: SpiderRequest, _response, links: Link[]): FollowRequest[] {
-      if (links.length === 0 || wanderingStep(request) >= maxSteps) return [];
+    parse({ request, links }: SpiderContext): SpiderResult {
+      if (links.length === 0 || wanderingStep(request) >= maxSteps) return {};
       // min() guards a generator that returns exactly 1.
       const index = Math.min(Math.floor(random() * links.length), links.length - 1);
-      return [{ url: (links[index] as Link).url }];
+      return { follow: [{ url: (links[index] as Link).url }] };
     },
   };
 }

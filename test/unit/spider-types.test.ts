@@ -1,0 +1,141 @@
+/**
+ * spiderid validation follows the fleet (lib/monitor/spider-types.ts): crawlers register the types they serve,
+ * the monitors accept the built-ins and every registered type, read from the registry at most once per TTL (never
+ * per record) plus one forced read per batch for a type the cache does not know.
+ */
+import { describe, expect, it } from 'vitest';
+import { BUILT_IN_SPIDERS } from '../../lib/crawl/spiders/index.ts';
+import { handleIncoming } from '../../lib/monitor/kafka-monitor.ts';
+import { handleActions } from '../../lib/monitor/redis-monitor.ts';
+import { FleetSpiderTypes, type SpiderTypeStore } from '../../lib/monitor/spider-types.ts';
+import { recordsOf } from '../helpers/events.ts';
+import { testContext } from '../helpers/fakes.ts';
+
+/** An in-memory registry that counts its reads. */
+class MemorySpiderTypes implements SpiderTypeStore {
+  readonly types = new Map<string, number>();
+  reads = 0;
+  failing = false;
+  async register(types: readonly string[], nowMs: number): Promise<void> {
+    for (const t of types) this.types.set(t, nowMs);
+  }
+  async registered(): Promise<Map<string, number>> {
+    this.reads++;
+    if (this.failing) throw new Error('Connection is closed.');
+    return new Map(this.types);
+  }
+}
+
+const crawl = (spiderid: string, crawlid = 'c1') => ({
+  appid: 'testapp',
+  crawlid,
+  url: 'http://example.com/',
+  spiderid,
+});
+
+function setup() {
+  let now = 1_000_000;
+  const store = new MemorySpiderTypes();
+  const fleet = new FleetSpiderTypes(BUILT_IN_SPIDERS, store, { ttlMs: 5000, minForceMs: 250, now: () => now });
+  const ctx = testContext({ spiderTypes: fleet });
+  return { store, fleet, ctx, advance: (ms: number) => (now += ms) };
+}
+
+describe('FleetSpiderTypes', () => {
+  it('knows the built-ins and every type ever registered, and reads the registry once per TTL', async () => {
+    const { store, fleet, advance } = setup();
+    await store.register(['products'], 1);
+    expect([...(await fleet.known())].sort()).toEqual(['link', 'products', 'sitemap', 'wandering']);
+    await store.register(['catalog'], 2);
+    expect((await fleet.known()).has('catalog')).toBe(false);
+    expect(store.reads).toBe(1);
+    advance(5000);
+    expect((await fleet.known()).has('catalog')).toBe(true);
+    expect(store.reads).toBe(2);
+  });
+
+  it('re-reads at once when forced, but not more than once per minForceMs', async () => {
+    const { store, fleet, advance } = setup();
+    await fleet.known();
+    advance(300);
+    await fleet.known({ force: true });
+    await fleet.known({ force: true });
+    expect(store.reads).toBe(2);
+  });
+
+  it('keeps serving the last known types when Redis fails, and fails when it never read them', async () => {
+    const { store, fleet, advance } = setup();
+    store.failing = true;
+    await expect(fleet.known()).rejects.toThrow('Connection is closed.');
+    store.failing = false;
+    await store.register(['products'], 1);
+    await fleet.known();
+    store.failing = true;
+    advance(6000);
+    expect((await fleet.known()).has('products')).toBe(true);
+  });
+});
+
+describe('the kafka-monitor with the fleet’s spider types', () => {
+  it('accepts and queues a type a crawler registered, even when no crawler serves it now', async () => {
+    const { store, ctx } = setup();
+    await store.register(['products'], 1);
+    const result = await handleIncoming(ctx, recordsOf('demo.incoming', [crawl('products')]));
+    expect(result.crawl.queued).toBe(1);
+    expect(ctx.frontier.enqueueCalls[0]?.spider).toBe('products');
+  });
+
+  it('rejects a type never registered, naming the known ones', async () => {
+    const { ctx } = setup();
+    const result = await handleIncoming(ctx, recordsOf('demo.incoming', [crawl('nope')]));
+    expect(result.rejected).toBe(1);
+    expect(ctx.sink.values('demo.rejected')).toMatchObject([
+      {
+        error: 'unknown_spider',
+        details: [
+          {
+            path: '/spiderid',
+            message: 'must be a spider type this cluster runs (link, wandering, sitemap), not "nope"',
+          },
+        ],
+      },
+    ]);
+  });
+
+  it('always accepts the built-ins, and reads the registry once for a whole batch, not per record', async () => {
+    const { store, ctx } = setup();
+    const records = recordsOf(
+      'demo.incoming',
+      Array.from({ length: 50 }, (_, i) => crawl(i % 2 ? 'link' : 'sitemap', `c${i}`)),
+    );
+    const result = await handleIncoming(ctx, records);
+    expect(result.crawl.queued).toBe(50);
+    expect(store.reads).toBe(1);
+  });
+
+  it('reads the registry again, once per batch, for a type registered since its last read', async () => {
+    const { store, ctx, advance } = setup();
+    await handleIncoming(ctx, recordsOf('demo.incoming', [crawl('link')]));
+    await store.register(['fresh'], 2);
+    advance(1000);
+    const result = await handleIncoming(
+      ctx,
+      recordsOf('demo.incoming', [crawl('fresh', 'a'), crawl('fresh', 'b'), crawl('nope', 'c')]),
+    );
+    expect(result.crawl.queued).toBe(2);
+    expect(result.rejected).toBe(1);
+    expect(store.reads).toBe(2);
+  });
+
+  it('lets the redis-monitor answer info for a registered type', async () => {
+    const { store, ctx } = setup();
+    await store.register(['products'], 1);
+    const result = await handleActions(
+      ctx,
+      recordsOf('demo.actions', [
+        { action: 'info', appid: 'testapp', uuid: 'u1', spiderid: 'products', crawlid: 'c1' },
+      ]),
+    );
+    expect(result.replies).toMatchObject([{ uuid: 'u1', spiderid: 'products' }]);
+  });
+});

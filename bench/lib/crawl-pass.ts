@@ -10,6 +10,7 @@ import type { FixtureSite } from '../../localstack/site/site.ts';
 import { type BenchCluster, crawlToCompletion, readPageTimes, startBenchCluster } from './cluster.ts';
 import { CpuMeter } from './cpu.ts';
 import { envBool, envInt } from './env.ts';
+import { procStatusKb } from './peers.ts';
 import { commandBreakdown, commandStats, scriptStats } from './redis.ts';
 import type { Numbers, ScenarioContext } from './scenario.ts';
 import { round } from './timing.ts';
@@ -43,6 +44,8 @@ export interface CrawlPassResult {
   redisServerUsPerPage: number;
   redisBreakdown: string;
   throttle: string;
+  /** Peak resident set (VmHWM) of the crawler worker processes, summed, MiB. */
+  workerPeakRssMb: number;
 }
 
 /** The throttle "wide open" (see the crawl scenario's doc): BENCH_CRAWL_MODERATED, BENCH_CRAWL_HITS. */
@@ -107,6 +110,7 @@ export async function crawlPass(
       o.label,
     );
     const cpu = meter.stop();
+    const peakKb = cluster.workerPids().reduce((sum, pid) => sum + procStatusKb(pid, 'VmHWM'), 0);
     const cmd1 = await commandStats(bench.client);
     const scripts1 = await scriptStats(bench.client);
     const total = progress.done + progress.failed;
@@ -132,6 +136,7 @@ export async function crawlPass(
       redisServerUsPerPage: total ? usec / total : 0,
       redisBreakdown: commandBreakdown(cmd0, cmd1, 6),
       throttle: `${throttle.QUEUE_HITS} hits / ${throttle.QUEUE_WINDOW} s, moderated=${throttle.QUEUE_MODERATED}`,
+      workerPeakRssMb: Math.round(peakKb / 102.4) / 10,
     };
     ctx.progress(
       `${o.label}: ${result.messages} page messages, ${result.pagesPerS.toFixed(0)} pages/s first→last, cpu ${JSON.stringify(cpu)}, redis ${result.redisServerUsPerPage.toFixed(0)} µs/page`,
@@ -158,6 +163,9 @@ export function passNumbers(r: CrawlPassResult, suffix: string, rawPagesPerS: nu
     [`kafka_cpu_ms_per_page_${suffix}`]: per(r.cpu.kafka),
     [`site_cpu_ms_per_page_${suffix}`]: per(r.cpu.site),
     [`bench_cpu_ms_per_page_${suffix}`]: per(r.cpu.bench),
+    // What runs the crawl, as the per-core comparison with the peers counts it.
+    [`cpu_ms_per_page_${suffix}`]: per((r.cpu.worker ?? 0) + (r.cpu.redis ?? 0) + (r.cpu.kafka ?? 0)),
+    [`worker_peak_rss_mb_${suffix}`]: r.workerPeakRssMb,
     [`redis_us_per_page_${suffix}`]: round(r.redisServerUsPerPage, 1),
     [`redis_breakdown_${suffix}`]: r.redisBreakdown,
   };

@@ -1,22 +1,40 @@
 /**
  * The fixture site the throughput scenarios (raw, crawl, profile) share, sized by environment variables:
  * BENCH_PAGES (5000: each scenario finishes in 1–2 min on a 2-core machine; the issue's full size is
- * BENCH_PAGES=20000), BENCH_LINKS (20), BENCH_PAGE_BYTES (30000), BENCH_SITE_LATENCY_MS (0), and the
+ * BENCH_PAGES=20000), BENCH_LINKS (20), BENCH_PAGE_BYTES (30000; BENCH_PLAIN_PAGE_BYTES (2000) for the light
+ * `plain` shape), BENCH_SITE_LATENCY_MS (0), and the
  * concurrency every crawler under test gets, BENCH_CONCURRENCY (16).
  */
 import type { SiteGeometry, SiteOptions } from '../../localstack/site/site.ts';
 import { envInt, envNumber } from './env.ts';
 import type { ScenarioContext } from './scenario.ts';
 
-export function benchSiteOptions(hosts?: string[]): SiteOptions {
+export function benchSiteOptions(hosts?: string[], shape: PageShape = 'article'): SiteOptions {
   return {
     pages: envInt('BENCH_PAGES', 5000),
     links: envInt('BENCH_LINKS', 20),
-    pageBytes: envInt('BENCH_PAGE_BYTES', 30_000),
+    pageBytes: shape === 'article' ? envInt('BENCH_PAGE_BYTES', 30_000) : envInt('BENCH_PLAIN_PAGE_BYTES', 2000),
     latencyMs: envNumber('BENCH_SITE_LATENCY_MS', 0),
-    template: 'article',
+    template: shape,
     ...(hosts ? { hosts } : {}),
   };
+}
+
+/**
+ * Page shapes (the site's templates): `article` (~BENCH_PAGE_BYTES, ~400 nodes: the default) and `plain`
+ * (a light page: one paragraph of BENCH_PLAIN_PAGE_BYTES (2000) filler and the links in a list, ~50 nodes),
+ * where the fixed per-page cost of Kafka and Redis is not hidden behind parsing.
+ */
+export type PageShape = 'article' | 'plain';
+
+/** The shapes BENCH_PAGE_SHAPES names (`article,plain`), else `fallback`. */
+export function benchPageShapes(fallback: PageShape[]): PageShape[] {
+  const raw = process.env.BENCH_PAGE_SHAPES;
+  if (!raw) return fallback;
+  const list = raw.split(',').map((s) => s.trim());
+  for (const s of list)
+    if (s !== 'article' && s !== 'plain') throw new Error(`BENCH_PAGE_SHAPES: article or plain (got ${s})`);
+  return list as PageShape[];
 }
 
 export function benchConcurrency(): number {

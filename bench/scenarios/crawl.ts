@@ -1,46 +1,164 @@
 /**
- * Crawl benchmark (issue 8): the fixture site crawled end to end through the real path — seed fed to
+ * Crawl benchmark (issues 8 and 15): the fixture site crawled end to end through the real path — seed fed to
  * Kafka `<p>.incoming` → kafka-monitor handler (local MSK source) → Redis frontier → crawler worker
  * processes (functions/crawler/main.ts) → `<p>.crawled_firehose` — with 1 and 2 workers, against the raw
- * limit measured in the same run on the same site (bench/lib/raw.ts, bare undici).
+ * limit measured in the same run on the same site (bench/lib/raw.ts, bare undici), and against the peers
+ * (bench/lib/peers.ts) on the same site, seeds, maxdepth and concurrency: Crawlee's CheerioCrawler, Scrapy,
+ * and scrapy-redis on the bench's Redis.
  *
- * - Site: BENCH_PAGES (5000; 20000 in the issue) article pages of ~BENCH_PAGE_BYTES (30000) with BENCH_LINKS (20) links over
- *   three host names resolved to 127.0.0.1 by the crawler's host map, in its own process; crawled from the
- *   fewest evenly spaced seeds that reach every page within maxdepth 3 (the schema's maximum), one crawl id.
+ * - Site: BENCH_PAGES (5000; 20000 in the issue) pages with BENCH_LINKS (20) links over three host names
+ *   resolved to 127.0.0.1 through the site's host map (our crawler's CRAWLER_HOST_MAP, the raw loop's
+ *   lookup, Crawlee's got `dnsLookup`, Scrapy's TWISTED_DNS_RESOLVER), in its own process; crawled from the
+ *   fewest evenly spaced seeds that reach every page within maxdepth 3 (the schema's maximum).
+ * - Page shapes, BENCH_PAGE_SHAPES (article,plain): `article` pages of ~BENCH_PAGE_BYTES (30000, ~400 nodes)
+ *   and light `plain` pages (~3.5 KB, ~50 nodes: bench/lib/site-config.ts), where the fixed per-page cost of
+ *   Kafka and Redis shows. Each shape is a full round (raw, ours, peers, raw); article numbers carry no
+ *   prefix, the others `<shape>_`.
  * - Throttle wide open: moderated, BENCH_CRAWL_HITS (100000) hits per 1 s window. Moderated spacing is
  *   ceil(1000 / hits) ms = 1 ms per domain (≤ 1000 pages/s per domain, far above what a worker does);
  *   BENCH_CRAWL_MODERATED=false uses the sliding-window log instead, whose state is O(hits) per lease.
- * - pages/s: page messages from the first to the last (Kafka CreateTime), after an unmeasured warm-up
- *   crawl; each worker count gets a fresh cluster (topics, key prefix). Redis: bench/lib/redis.ts.
+ * - pages/s: from the first page to the last (ours: page messages' Kafka CreateTime; peers and raw: as each
+ *   page completes), after an unmeasured warm-up crawl; each worker count gets a fresh cluster (topics, key
+ *   prefix). Redis: bench/lib/redis.ts.
+ * - CPU ms/page per process kind from /proc: ours `worker` + `redis` + `kafka` (the broker), a peer's
+ *   own process + `redis` (scrapy-redis). "Per core" = that sum: a peer's CPU ms/page over ours (1 worker),
+ *   so ≥ 3 means we crawl 3× the pages per CPU second. The site's CPU and the bench's are not counted.
  * - raw reference: the mean of a raw pass before and one after the crawls (a shared machine's load moves).
- * - BENCH_CRAWL_WORKERS (1,2), BENCH_CONCURRENCY (16 per worker), BENCH_CRAWL_TIMEOUT_S (600).
+ * - BENCH_CRAWL_WORKERS (1,2), BENCH_CONCURRENCY (16 per worker and per peer), BENCH_CRAWL_TIMEOUT_S (600),
+ *   BENCH_PEERS (crawlee,scrapy,scrapy-redis; `false` or `none` skips them).
  */
 
+import { randomBytes } from 'node:crypto';
 import { startSiteProcess } from '../../localstack/site/process.ts';
+import { CpuMeter } from '../lib/cpu.ts';
 import { type CrawlPassResult, crawlPass, passNumbers } from '../lib/crawl-pass.ts';
 import { envIntList } from '../lib/env.ts';
+import { PEERS, type PeerName, type PeerResult, runPeer } from '../lib/peers.ts';
 import { parseHostMap, rawPass } from '../lib/raw.ts';
 import type { Numbers, ScenarioContext, Target } from '../lib/scenario.ts';
-import { benchConcurrency, benchSiteOptions, recordSiteInputs, seedPlan } from '../lib/site-config.ts';
+import {
+  benchConcurrency,
+  benchPageShapes,
+  benchSiteOptions,
+  type PageShape,
+  recordSiteInputs,
+  seedPlan,
+} from '../lib/site-config.ts';
 import { round } from '../lib/timing.ts';
 
-export const description = 'End-to-end crawl (Kafka → kafka-monitor → Redis → crawler workers → Kafka) vs raw';
+export const description =
+  'End-to-end crawl (Kafka → kafka-monitor → Redis → crawler workers → Kafka) vs raw, Crawlee, Scrapy, scrapy-redis';
 
-export const targets: Target[] = [{ metric: 'ratio_1w', op: '>=', value: 0.6, label: 'crawl/raw (1 worker)' }];
+const SHAPES = benchPageShapes(['article', 'plain']);
 
-export const headline: [string, string][] = [
-  ['pages', 'pages'],
-  ['raw_pages_per_s', 'raw pages/s'],
-  ['pages_per_s_1w', 'pages/s 1 worker'],
-  ['ratio_1w', 'ratio 1w/raw'],
-  ['pages_per_s_2w', 'pages/s 2 workers'],
-  ['ratio_2w', 'ratio 2w/raw'],
-  ['worker_cpu_ms_per_page_1w', 'worker CPU ms/page'],
-  ['redis_us_per_page_1w', 'Redis µs/page'],
+/** Metric prefix of a shape: none for article (the numbers of issue 8), `<shape>_` otherwise. */
+const px = (shape: PageShape) => (shape === 'article' ? '' : `${shape}_`);
+
+/** Metric stem of a peer (`scrapy-redis` → `scrapy_redis`). */
+const stem = (peer: PeerName) => peer.replace('-', '_');
+
+/** Per-core targets of issue 15: our pages per CPU second over each peer's. */
+const PER_CORE: [PeerName, number, string][] = [
+  ['crawlee', 3, 'Crawlee'],
+  ['scrapy', 4, 'Scrapy'],
+  ['scrapy-redis', 6, 'scrapy-redis'],
 ];
 
-export async function run(ctx: ScenarioContext): Promise<Numbers> {
-  const options = benchSiteOptions();
+export const targets: Target[] = [
+  { metric: 'ratio_1w', op: '>=', value: 0.6, label: 'crawl/raw (1 worker)' },
+  ...SHAPES.flatMap((shape) =>
+    PER_CORE.map(([peer, value, label]): Target => {
+      return {
+        metric: `${px(shape)}percore_vs_${stem(peer)}`,
+        op: '>=',
+        value,
+        label: `per core vs ${label} (${shape})`,
+      };
+    }),
+  ),
+];
+
+export const headline: [string, string][] = SHAPES.flatMap((shape): [string, string][] => {
+  const p = px(shape);
+  const s = shape === 'article' ? '' : ` (${shape})`;
+  return [
+    [`${p}pages`, `pages${s}`],
+    [`${p}raw_pages_per_s`, `raw pages/s${s}`],
+    [`${p}pages_per_s_1w`, `pages/s 1 worker${s}`],
+    [`${p}ratio_1w`, `ratio 1w/raw${s}`],
+    [`${p}pages_per_s_2w`, `pages/s 2 workers${s}`],
+    [`${p}cpu_ms_per_page_1w`, `CPU ms/page (worker+Redis+Kafka)${s}`],
+    [`${p}raw_cpu_ms_per_page`, `raw CPU ms/page${s}`],
+    [`${p}worker_peak_rss_mb_1w`, `worker peak RSS MiB${s}`],
+    ...PEERS.flatMap((peer): [string, string][] => [
+      [`${p}${stem(peer)}_pages_per_s`, `${peer} pages/s${s}`],
+      [`${p}${stem(peer)}_total_cpu_ms_per_page`, `${peer} CPU ms/page${s}`],
+      [`${p}${stem(peer)}_peak_rss_mb`, `${peer} peak RSS MiB${s}`],
+      [`${p}percore_vs_${stem(peer)}`, `per core vs ${peer}${s}`],
+    ]),
+  ];
+});
+
+/** BENCH_PEERS: the peers to run (all by default; `false`/`none`/`0` for none). */
+function peersWanted(): PeerName[] {
+  const raw = process.env.BENCH_PEERS?.trim().toLowerCase();
+  if (raw === undefined || raw === '' || ['1', 'true', 'yes', 'on', 'all'].includes(raw)) return [...PEERS];
+  if (['0', 'false', 'no', 'off', 'none'].includes(raw)) return [];
+  const list = raw.split(',').map((s) => s.trim());
+  for (const p of list)
+    if (!PEERS.includes(p as PeerName)) throw new Error(`BENCH_PEERS: ${PEERS.join(', ')} or false (got ${p})`);
+  return list as PeerName[];
+}
+
+function peerNumbers(r: PeerResult, raw: number, ours: CrawlPassResult | undefined, oursMs: number): Numbers {
+  const s = stem(r.peer);
+  const per = (v: number | undefined) => round(((v ?? 0) * 1000) / Math.max(1, r.pages), 3);
+  const total = per((r.cpu.crawler ?? 0) + (r.cpu.redis ?? 0));
+  const out: Numbers = {
+    [`${s}_pages`]: r.pages,
+    [`${s}_ok`]: r.ok,
+    [`${s}_failed`]: r.failed,
+    [`${s}_seconds`]: round(r.seconds, 2),
+    [`${s}_pages_per_s`]: round(r.pagesPerS, 1),
+    [`${s}_vs_raw`]: round(r.pagesPerS / raw, 3),
+    [`${s}_crawler_cpu_ms_per_page`]: per(r.cpu.crawler),
+    [`${s}_total_cpu_ms_per_page`]: total,
+    [`${s}_site_cpu_ms_per_page`]: per(r.cpu.site),
+    [`${s}_peak_rss_mb`]: r.peakRssMb,
+  };
+  if (r.peer === 'scrapy-redis') out[`${s}_redis_cpu_ms_per_page`] = per(r.cpu.redis);
+  if (ours) {
+    out[`ours_vs_${s}`] = round(ours.pagesPerS / r.pagesPerS, 3);
+    out[`percore_vs_${s}`] = oursMs > 0 ? round(total / oursMs, 3) : Number.NaN;
+  }
+  return out;
+}
+
+/** One line per system: pages/s, vs raw, CPU ms/page per process kind, peak RSS, per core. */
+function printTable(ctx: ScenarioContext, shape: PageShape, n: Numbers, peers: PeerResult[]): void {
+  const f = (v: number | string | undefined, d = 2) => (typeof v === 'number' ? v.toFixed(d) : '–').padStart(8);
+  const rows = [
+    `${'system'.padEnd(16)} ${'pages/s'.padStart(8)} ${'vs raw'.padStart(8)} ${'crawler'.padStart(8)} ${'redis'.padStart(8)} ${'kafka'.padStart(8)} ${'total'.padStart(8)} ${'RSS MiB'.padStart(8)} ${'per core'.padStart(8)}`,
+    `${'raw'.padEnd(16)} ${f(n.raw_pages_per_s, 0)} ${f(1)} ${f(n.raw_cpu_ms_per_page)} ${f(undefined)} ${f(undefined)} ${f(n.raw_cpu_ms_per_page)} ${f(undefined)} ${f(undefined)}`,
+  ];
+  for (const w of ['1w', '2w']) {
+    if (n[`pages_per_s_${w}`] === undefined) continue;
+    rows.push(
+      `${`crawl-cluster ${w}`.padEnd(16)} ${f(n[`pages_per_s_${w}`], 0)} ${f(n[`ratio_${w}`])} ${f(n[`worker_cpu_ms_per_page_${w}`])} ${f(n[`redis_cpu_ms_per_page_${w}`])} ${f(n[`kafka_cpu_ms_per_page_${w}`])} ${f(n[`cpu_ms_per_page_${w}`])} ${f(n[`worker_peak_rss_mb_${w}`], 0)} ${f(w === '1w' ? 1 : undefined)}`,
+    );
+  }
+  for (const r of peers) {
+    const s = stem(r.peer);
+    rows.push(
+      `${r.peer.padEnd(16)} ${f(n[`${s}_pages_per_s`], 0)} ${f(n[`${s}_vs_raw`])} ${f(n[`${s}_crawler_cpu_ms_per_page`])} ${f(r.peer === 'scrapy-redis' ? n[`${s}_redis_cpu_ms_per_page`] : undefined)} ${f(undefined)} ${f(n[`${s}_total_cpu_ms_per_page`])} ${f(n[`${s}_peak_rss_mb`], 0)} ${f(n[`percore_vs_${s}`])}`,
+    );
+  }
+  ctx.progress(`${shape} pages, CPU ms/page by process kind (per core = its total / crawl-cluster 1w's):`);
+  for (const row of rows) ctx.progress(`  ${row}`);
+}
+
+async function runShape(ctx: ScenarioContext, shape: PageShape, peers: PeerName[]): Promise<Numbers> {
+  const options = benchSiteOptions(undefined, shape);
   const concurrency = benchConcurrency();
   const workerCounts = envIntList('BENCH_CRAWL_WORKERS', [1, 2]);
   const site = await startSiteProcess(options);
@@ -48,20 +166,18 @@ export async function run(ctx: ScenarioContext): Promise<Numbers> {
   try {
     const plan = seedPlan(site);
     const { maxdepth, reachable } = plan;
-    recordSiteInputs(ctx, options, plan);
-    ctx.input('concurrency_per_worker', concurrency);
-    ctx.input('workers', workerCounts.join(','));
-    ctx.note('pages/s = (page messages - 1) / (last - first page message CreateTime), after a warm-up crawl');
-    ctx.note(
-      'raw = bare undici + extractLinks at the same concurrency (one process): mean of a pass before and after the crawls',
-    );
-    ctx.note('CPU ms/page from /proc per process kind (worker, redis, kafka, site, bench = monitors + this)');
-
+    if (shape === SHAPES[0]) recordSiteInputs(ctx, options, plan);
+    ctx.input(`${px(shape) || 'article_'}page_bytes`, options.pageBytes ?? 0);
+    const label = (s: string) => `${shape}: ${s}`;
     ctx.progress(
-      `raw reference: ${reachable} pages from ${plan.seeds.length} seeds at maxdepth ${maxdepth}, concurrency ${concurrency}`,
+      label(
+        `raw reference: ${reachable} pages from ${plan.seeds.length} seeds at maxdepth ${maxdepth}, concurrency ${concurrency}`,
+      ),
     );
-    const rawOnce = () =>
-      rawPass({
+    // The raw loop runs in this process: its CPU is this process's (the floor of any crawler's CPU per page).
+    const rawOnce = async () => {
+      const meter = new CpuMeter(() => ({}));
+      const r = await rawPass({
         url: site.url,
         seeds: plan.seeds,
         maxdepth,
@@ -69,9 +185,12 @@ export async function run(ctx: ScenarioContext): Promise<Numbers> {
         resolve: parseHostMap(site.hostMap),
         client: 'undici',
         progress: ctx.progress,
+        beforeMeasure: () => meter.start(),
       });
+      return { ...r, cpuMsPerPage: ((meter.stop().bench ?? 0) * 1000) / Math.max(1, r.pages) };
+    };
     const rawBefore = await rawOnce();
-    ctx.progress(`raw (before): ${rawBefore.pages} pages, ${rawBefore.pagesPerS.toFixed(0)} pages/s`);
+    ctx.progress(label(`raw (before): ${rawBefore.pages} pages, ${rawBefore.pagesPerS.toFixed(0)} pages/s`));
     const passes: [number, CrawlPassResult][] = [];
     for (const workers of workerCounts) {
       const r = await crawlPass(ctx, site, {
@@ -80,29 +199,100 @@ export async function run(ctx: ScenarioContext): Promise<Numbers> {
         seeds: plan.seeds,
         maxdepth,
         sitePid: site.pid,
-        label: `crawl ${workers}w`,
+        label: label(`crawl ${workers}w`),
       });
-      if (r.timedOut) ctx.note(`crawl with ${workers} worker(s) hit the timeout`);
+      if (r.timedOut) ctx.note(`${shape}: crawl with ${workers} worker(s) hit the timeout`);
       if (r.messages !== rawBefore.pages)
-        ctx.note(`crawl with ${workers} worker(s): ${r.messages} page messages vs ${rawBefore.pages} raw pages`);
+        ctx.note(
+          `${shape}: crawl with ${workers} worker(s): ${r.messages} page messages vs ${rawBefore.pages} raw pages`,
+        );
       passes.push([workers, r]);
+    }
+    const bench = peers.length ? await ctx.redis() : undefined;
+    const peerResults: PeerResult[] = [];
+    for (const peer of peers) {
+      ctx.progress(label(`${peer}: starting (warm-up crawl, maxdepth 2 from page 1, unmeasured)`));
+      let r: PeerResult;
+      try {
+        r = await runPeer(
+          peer,
+          {
+            seeds: plan.seeds.map(site.url),
+            warmSeeds: [site.url(1)],
+            maxdepth,
+            concurrency,
+            hostMap: parseHostMap(site.hostMap),
+            redisUrl: bench ? `redis://${bench.address}` : undefined,
+            redisPrefix: `bench-${peer}-${randomBytes(3).toString('hex')}`,
+          },
+          { site: [site.pid], ...(peer === 'scrapy-redis' && bench?.pid ? { redis: [bench.pid] } : {}) },
+          ctx.progress,
+        );
+      } catch (error) {
+        // A peer that cannot run (no Python, no PyPI for the first venv build...) costs its numbers, not the run.
+        ctx.progress(label(`${peer} failed: ${(error as Error).message}`));
+        ctx.note(`${shape}: ${peer} failed: ${(error as Error).message.split('\n')[0]}`);
+        continue;
+      }
+      ctx.progress(
+        label(
+          `${peer}: ${r.pages} pages (${r.ok} ok, ${r.failed} failed), ${r.pagesPerS.toFixed(0)} pages/s, cpu ${JSON.stringify(r.cpu)}, peak RSS ${r.peakRssMb} MiB`,
+        ),
+      );
+      if (r.pages !== rawBefore.pages)
+        ctx.note(`${shape}: ${peer} fetched ${r.pages} pages vs ${rawBefore.pages} raw pages (the reachable set)`);
+      peerResults.push(r);
     }
     // Raw again after the crawls: on a shared machine the load moves, and the mean of both is the reference.
     const rawAfter = await rawOnce();
-    ctx.progress(`raw (after): ${rawAfter.pages} pages, ${rawAfter.pagesPerS.toFixed(0)} pages/s`);
+    ctx.progress(label(`raw (after): ${rawAfter.pages} pages, ${rawAfter.pagesPerS.toFixed(0)} pages/s`));
     const raw = (rawBefore.pagesPerS + rawAfter.pagesPerS) / 2;
     Object.assign(out, {
       pages: rawBefore.pages,
+      pages_reachable: reachable,
       raw_pages_per_s: round(raw, 1),
       raw_before_pages_per_s: round(rawBefore.pagesPerS, 1),
       raw_after_pages_per_s: round(rawAfter.pagesPerS, 1),
+      raw_cpu_ms_per_page: round((rawBefore.cpuMsPerPage + rawAfter.cpuMsPerPage) / 2, 3),
     });
     for (const [workers, r] of passes) {
       Object.assign(out, passNumbers(r, `${workers}w`, raw));
       out.throttle ??= r.throttle;
     }
+    const one = passes.find(([w]) => w === 1)?.[1];
+    const oursMs = Number(out.cpu_ms_per_page_1w ?? 0);
+    for (const r of peerResults) Object.assign(out, peerNumbers(r, raw, one, oursMs));
+    printTable(ctx, shape, out, peerResults);
   } finally {
     await site.close();
   }
+  return Object.fromEntries(Object.entries(out).map(([k, v]) => [`${px(shape)}${k}`, v]));
+}
+
+export async function run(ctx: ScenarioContext): Promise<Numbers> {
+  const peers = peersWanted();
+  ctx.input('page_shapes', SHAPES.join(','));
+  ctx.input('concurrency_per_worker', benchConcurrency());
+  ctx.input('workers', envIntList('BENCH_CRAWL_WORKERS', [1, 2]).join(','));
+  ctx.input('peers', peers.join(',') || 'none');
+  ctx.input(
+    'peer_versions',
+    '@crawlee/cheerio 3.18.1; Scrapy 2.19.0, scrapy-redis 0.9.1, redis-py 8.1.0 (bench/peers/requirements.txt)',
+  );
+  ctx.note('pages/s = (pages - 1) / (last - first page), after a warm-up crawl; ours from page message CreateTime');
+  ctx.note(
+    'raw = bare undici + extractLinks at the same concurrency (one process): mean of a pass before and after the crawls',
+  );
+  ctx.note(
+    'CPU ms/page from /proc per process kind: ours worker + redis + kafka (the broker), peers their process (+ redis for scrapy-redis); site and bench not counted',
+  );
+  ctx.note(
+    'per core vs X = X CPU ms/page / ours (1 worker); ours publishes every page to Kafka and keeps its frontier in Redis, the peers store nothing (no items)',
+  );
+  ctx.note('peak RSS = VmHWM of the crawler process(es): our workers (summed), each peer process');
+  ctx.note('raw CPU ms/page = this process during the raw passes (the raw loop runs here): the floor for any crawler');
+  ctx.note('Kafka is the shared dev broker (services up): other clients of it while the crawl runs add to its CPU');
+  const out: Numbers = {};
+  for (const shape of SHAPES) Object.assign(out, await runShape(ctx, shape, peers));
   return out;
 }

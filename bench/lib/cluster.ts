@@ -257,20 +257,19 @@ export interface CrawlProgress {
 export async function crawlToCompletion(
   c: BenchCluster,
   ctx: ScenarioContext,
-  crawl: { urls: string[]; maxdepth: number; crawlid: string; appid?: string },
+  crawl: { urls: string[]; maxdepth: number; crawlid: string; appid?: string; spiderid?: string },
   timeoutS: number,
   label: string,
 ): Promise<CrawlProgress> {
   const appid = crawl.appid ?? 'bench';
+  const spiderid = crawl.spiderid ?? 'link';
   const started = Date.now();
-  await c.feed(
-    crawl.urls.map((url) => ({ url, appid, crawlid: crawl.crawlid, maxdepth: crawl.maxdepth, spiderid: 'link' })),
-  );
+  await c.feed(crawl.urls.map((url) => ({ url, appid, crawlid: crawl.crawlid, maxdepth: crawl.maxdepth, spiderid })));
   let lastReport = Date.now();
   let lastDone = 0;
   for (;;) {
     await sleep(250);
-    const info = await c.frontier.crawlInfo('link', appid, crawl.crawlid);
+    const info = await c.frontier.crawlInfo(spiderid, appid, crawl.crawlid);
     const done = (info?.done ?? 0) + (info?.failed ?? 0);
     if (info && info.queued === 0 && info.leased === 0 && done > 0) {
       return { done: info.done, failed: info.failed, seconds: (Date.now() - started) / 1000, timedOut: false };

@@ -6,6 +6,7 @@
  * involved and the Redis server time per page.
  */
 import { randomBytes } from 'node:crypto';
+import type { Variables } from '../../lib/config/index.ts';
 import type { FixtureSite } from '../../localstack/site/site.ts';
 import { type BenchCluster, crawlToCompletion, readPageTimes, startBenchCluster } from './cluster.ts';
 import { CpuMeter } from './cpu.ts';
@@ -26,6 +27,10 @@ export interface CrawlPassOptions {
   /** Pid of the site's process, when it has its own (CPU accounting). */
   sitePid?: number;
   label: string;
+  /** The spider type the crawl names. @default 'link' */
+  spiderid?: string;
+  /** More variables for the cluster and its workers (e.g. CRAWLER_PLUGINS). */
+  overrides?: Partial<Variables>;
 }
 
 export interface CrawlPassResult {
@@ -73,6 +78,7 @@ export async function crawlPass(
       CRAWLER_CONCURRENCY: o.concurrency,
       RETRY_BASE_DELAY_MS: 100,
       ...throttle,
+      ...o.overrides,
     },
     workers: o.workers,
     profileDir: o.profileDir,
@@ -85,7 +91,7 @@ export async function crawlPass(
     await crawlToCompletion(
       cluster,
       ctx,
-      { urls: [site.url(1)], maxdepth: Math.min(2, o.maxdepth), crawlid: `warm-${id}` },
+      { urls: [site.url(1)], maxdepth: Math.min(2, o.maxdepth), crawlid: `warm-${id}`, spiderid: o.spiderid },
       120,
       `${o.label} warm-up`,
     );
@@ -105,7 +111,7 @@ export async function crawlPass(
     const progress = await crawlToCompletion(
       cluster,
       ctx,
-      { urls: o.seeds.map(site.url), maxdepth: o.maxdepth, crawlid: `main-${id}` },
+      { urls: o.seeds.map(site.url), maxdepth: o.maxdepth, crawlid: `main-${id}`, spiderid: o.spiderid },
       timeoutS,
       o.label,
     );

@@ -26,13 +26,17 @@
  * - raw reference: the mean of a raw pass before and one after the crawls (a shared machine's load moves).
  * - BENCH_CRAWL_WORKERS (1,2), BENCH_CONCURRENCY (16 per worker and per peer), BENCH_CRAWL_TIMEOUT_S (600),
  *   BENCH_PEERS (crawlee,scrapy,scrapy-redis; `false` or `none` skips them).
+ * - The cost of a DOM (issue 17): with BENCH_DOM_SPIDER (true), one more 1-worker pass crawls through the example
+ *   plugin spider `products` (examples/json-ld-products, via CRAWLER_PLUGINS), which builds a cheerio document on
+ *   every page; `dom_worker_cpu_ms_extra_per_page` is its worker CPU per page above the `link` spider's.
  */
 
 import { randomBytes } from 'node:crypto';
+import { fileURLToPath } from 'node:url';
 import { startSiteProcess } from '../../localstack/site/process.ts';
 import { CpuMeter } from '../lib/cpu.ts';
 import { type CrawlPassResult, crawlPass, passNumbers } from '../lib/crawl-pass.ts';
-import { envIntList } from '../lib/env.ts';
+import { envBool, envIntList } from '../lib/env.ts';
 import { PEERS, type PeerName, type PeerResult, runPeer } from '../lib/peers.ts';
 import { parseHostMap, rawPass } from '../lib/raw.ts';
 import type { Numbers, ScenarioContext, Target } from '../lib/scenario.ts';
@@ -56,6 +60,9 @@ const px = (shape: PageShape) => (shape === 'article' ? '' : `${shape}_`);
 
 /** Metric stem of a peer (`scrapy-redis` → `scrapy_redis`). */
 const stem = (peer: PeerName) => peer.replace('-', '_');
+
+/** The plugin the DOM pass loads (BENCH_DOM_SPIDER): builds a cheerio document on every HTML page. */
+const DOM_PLUGIN = fileURLToPath(new URL('../../examples/json-ld-products/products.ts', import.meta.url));
 
 /** Per-core targets of issue 15: our pages per CPU second over each peer's. */
 const PER_CORE: [PeerName, number, string][] = [
@@ -90,6 +97,8 @@ export const headline: [string, string][] = SHAPES.flatMap((shape): [string, str
     [`${p}cpu_ms_per_page_1w`, `CPU ms/page (worker+Redis+Kafka)${s}`],
     [`${p}raw_cpu_ms_per_page`, `raw CPU ms/page${s}`],
     [`${p}worker_peak_rss_mb_1w`, `worker peak RSS MiB${s}`],
+    [`${p}pages_per_s_dom_1w`, `pages/s 1 worker, DOM plugin spider${s}`],
+    [`${p}dom_worker_cpu_ms_extra_per_page`, `DOM extra worker CPU ms/page${s}`],
     ...PEERS.flatMap((peer): [string, string][] => [
       [`${p}${stem(peer)}_pages_per_s`, `${peer} pages/s${s}`],
       [`${p}${stem(peer)}_total_cpu_ms_per_page`, `${peer} CPU ms/page${s}`],
@@ -208,6 +217,23 @@ async function runShape(ctx: ScenarioContext, shape: PageShape, peers: PeerName[
         );
       passes.push([workers, r]);
     }
+    // The cost of a DOM: the same crawl with 1 worker through a plugin spider that builds a cheerio document on
+    // every page (examples/json-ld-products, loaded as a user would, through CRAWLER_PLUGINS).
+    let dom: CrawlPassResult | undefined;
+    if (envBool('BENCH_DOM_SPIDER', true)) {
+      dom = await crawlPass(ctx, site, {
+        workers: 1,
+        concurrency,
+        seeds: plan.seeds,
+        maxdepth,
+        sitePid: site.pid,
+        label: label('crawl 1w, DOM plugin spider'),
+        spiderid: 'products',
+        overrides: { CRAWLER_PLUGINS: DOM_PLUGIN },
+      });
+      if (dom.messages !== rawBefore.pages)
+        ctx.note(`${shape}: DOM plugin crawl: ${dom.messages} page messages vs ${rawBefore.pages} raw pages`);
+    }
     const bench = peers.length ? await ctx.redis() : undefined;
     const peerResults: PeerResult[] = [];
     for (const peer of peers) {
@@ -258,6 +284,13 @@ async function runShape(ctx: ScenarioContext, shape: PageShape, peers: PeerName[
     for (const [workers, r] of passes) {
       Object.assign(out, passNumbers(r, `${workers}w`, raw));
       out.throttle ??= r.throttle;
+    }
+    if (dom) {
+      const d = passNumbers(dom, 'dom_1w', raw);
+      Object.assign(out, d);
+      const linkMs = Number(out.worker_cpu_ms_per_page_1w ?? 0);
+      const domMs = Number(out.worker_cpu_ms_per_page_dom_1w ?? 0);
+      if (linkMs > 0) out.dom_worker_cpu_ms_extra_per_page = round(domMs - linkMs, 3);
     }
     const one = passes.find(([w]) => w === 1)?.[1];
     const oursMs = Number(out.cpu_ms_per_page_1w ?? 0);

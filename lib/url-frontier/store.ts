@@ -15,7 +15,7 @@ import {
   urlFrontierQueueKeyList,
   urlFrontierQueueKeys,
 } from '../redis/keys.ts';
-import { runScript, script } from '../redis/scripts.ts';
+import { runScript, runScriptBuffer, script } from '../redis/scripts.ts';
 
 /** Metadata of a URL: name → values. */
 export type Metadata = Record<string, string[]>;
@@ -101,6 +101,23 @@ function parseMetadata(json: string | null | undefined): Metadata {
   } catch {
     return {};
   }
+}
+
+/** Splits uf-serve's packed reply (`<byte length>:<bytes>` repeated) into its strings. */
+export function unpackServed(packed: Buffer | null | undefined): string[] {
+  const out: string[] = [];
+  if (!packed) return out;
+  let at = 0;
+  while (at < packed.length) {
+    const colon = packed.indexOf(0x3a, at);
+    if (colon < 0) throw new Error('uf-serve: malformed reply');
+    const len = Number(packed.toString('latin1', at, colon));
+    const end = colon + 1 + len;
+    if (!Number.isInteger(len) || end > packed.length) throw new Error('uf-serve: malformed reply');
+    out.push(packed.toString('utf8', colon + 1, end));
+    at = end;
+  }
+  return out;
 }
 
 /** Metadata as stored after the creation date: nothing for none (the common case), else its JSON. */
@@ -234,7 +251,7 @@ export class UrlFrontierStore implements UrlFrontierView {
   /** Serves one queue (see uf-serve.lua). */
   async serveQueue(crawl: string, key: string, maxUrls: number, holdSeconds: number): Promise<ServedUrl[]> {
     const now = this.#now();
-    const flat = await runScript<string[]>(this.redis, script('uf-serve'), this.#keys(crawl, key), [
+    const packed = await runScriptBuffer<Buffer>(this.redis, script('uf-serve'), this.#keys(crawl, key), [
       crawl,
       key,
       now,
@@ -242,8 +259,9 @@ export class UrlFrontierStore implements UrlFrontierView {
       now + holdSeconds * 1000,
     ]);
     const out: ServedUrl[] = [];
-    for (let i = 0; i < flat.length; i += 2)
-      out.push({ crawl, key, url: memberUrl(key, flat[i] as string), metadata: parseMetadata(flat[i + 1]) });
+    const fields = unpackServed(packed);
+    for (let i = 0; i < fields.length; i += 2)
+      out.push({ crawl, key, url: memberUrl(key, fields[i] as string), metadata: parseMetadata(fields[i + 1]) });
     return out;
   }
 

@@ -4,7 +4,7 @@
  * one queue keep their order.
  */
 import { describe, expect, it } from 'vitest';
-import { memberUrl, urlMember } from '../../lib/url-frontier/store.ts';
+import { memberUrl, unpackServed, urlMember } from '../../lib/url-frontier/store.ts';
 
 const KEY = 'www.example.com';
 
@@ -50,5 +50,14 @@ describe('URL Frontier members', () => {
       return x < y ? -1 : x > y ? 1 : 0;
     });
     expect(byMember).toEqual([...urls].sort());
+  });
+
+  it("unpacks uf-serve's reply by byte lengths, multibyte and empty strings included, and refuses a broken one", () => {
+    const parts = ['\u0002/é/ü?x=1', '', 'https://other.org/\u0000', '{"a":["ß"]}'];
+    const packed = Buffer.concat(parts.map((p) => Buffer.from(`${Buffer.byteLength(p)}:${p}`)));
+    expect(unpackServed(packed)).toEqual(parts);
+    expect(unpackServed(Buffer.alloc(0))).toEqual([]);
+    expect(() => unpackServed(Buffer.from('12:short'))).toThrow(/malformed/);
+    expect(() => unpackServed(Buffer.from('no colon'))).toThrow(/malformed/);
   });
 });

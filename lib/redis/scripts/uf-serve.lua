@@ -15,7 +15,8 @@
   ARGV[4]      max URLs (0: no limit)
   ARGV[5]      held until (epoch ms)
 
-  Returns a flat list url, metadata JSON, url, metadata JSON, ... (empty when the queue is not eligible).
+  Returns one string: per URL served, `<byte length>:<member><byte length>:<metadata JSON, '' for none>` (one
+  bulk reply instead of two per URL; empty when the queue is not eligible).
   Cost: O(expired holds × log n + served × log n), in a handful of variadic calls per 500 URLs.
 ]]
 --- @include "uf"
@@ -70,11 +71,13 @@ for from = 1, #due, 1000 do
   redis.call('HSET', K.hdate, unpack(hdate))
   local created = redis.call('HMGET', K.created, unpack(urls))
   for j = 1, #urls do
-    local meta = '{}'
-    if created[j] then meta = select(2, split_created(created[j])) end
-    out[#out + 1] = urls[j]
-    out[#out + 1] = meta
+    local meta = ''
+    if created[j] then
+      local _, m = split_created(created[j])
+      if m ~= '{}' then meta = m end
+    end
+    out[#out + 1] = #urls[j] .. ':' .. urls[j] .. #meta .. ':' .. meta
   end
 end
 if #out > 0 then redis.call('HSET', K.info, 'last', now) end
-return out
+return table.concat(out)

@@ -106,5 +106,5 @@ export async function openRestDeps(
   options: RestOptions = {},
   secrets?: SecretReader,
 ): Promise<RestDeps> {
-  return createRestDeps(name, log, await withRedisPassword(vars, process.env, secrets), options);
+  return createRestDeps(name, log, await withRedisPassword(vars, secrets), options);
 }

@@ -58,7 +58,7 @@ export async function createMonitorDeps(
   configured: Variables = config(),
   options: MonitorDepsOptions = {},
 ): Promise<MonitorDeps> {
-  const vars = await withRedisPassword(configured, process.env, options.secrets);
+  const vars = await withRedisPassword(configured, options.secrets);
   const redis = createRedis({ ...redisSettings(vars), connectionName: name });
   const producer = options.kafka === false ? undefined : createProducer(createKafka(kafkaSettings(vars)));
   await producer?.connect();

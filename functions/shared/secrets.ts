@@ -43,12 +43,11 @@ export function clearSecretCache(): void {
  * The variables with REDIS_PASSWORD taken from the secret that REDIS_PASSWORD_SECRET_ARN names, read once and
  * cached; the variables unchanged when it is not set.
  */
-export async function withRedisPassword<V extends Pick<Variables, 'REDIS_PASSWORD'>>(
+export async function withRedisPassword<V extends Pick<Variables, 'REDIS_PASSWORD' | 'REDIS_PASSWORD_SECRET_ARN'>>(
   vars: V,
-  env: Record<string, string | undefined> = process.env,
   reader: SecretReader = secretsManagerReader(),
 ): Promise<V> {
-  const arn = env[REDIS_PASSWORD_SECRET_ARN];
+  const arn = vars.REDIS_PASSWORD_SECRET_ARN;
   if (!arn) return vars;
   let pending = cache.get(arn);
   if (!pending) {

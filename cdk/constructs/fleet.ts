@@ -17,7 +17,7 @@ import { Construct } from 'constructs';
 import { METRICS_NAMESPACE } from '../../functions/shared/observability.ts';
 import { crawledAppTopic } from '../../lib/kafka/topics.ts';
 import { REPO_ROOT } from '../../localstack/repo-root.ts';
-import { acknowledge, wildcardResource } from '../nag.ts';
+import { acknowledge, acknowledgeRedisTask, wildcardResource } from '../nag.ts';
 import { environment, type RuntimeEnv } from '../runtime-env.ts';
 import type { Settings } from '../settings.ts';
 import type { Cache } from './cache.ts';
@@ -193,11 +193,7 @@ export class Fleet extends Construct {
       secrets: { REDIS_PASSWORD: ecs.Secret.fromSecretsManager(cache.authToken) },
       stopTimeout: Duration.seconds(stopTimeoutSeconds(props.shutdownDeadlineMs)),
     });
-    acknowledge(
-      this.taskDefinition,
-      'ECS2',
-      'The environment holds endpoints and settings only; the Redis AUTH token is injected from Secrets Manager.',
-    );
+    acknowledgeRedisTask(this.taskDefinition);
 
     const taskRole = this.taskDefinition.taskRole;
     kafka.grantProduce(taskRole, [
@@ -214,11 +210,6 @@ export class Fleet extends Construct {
       taskRole,
       wildcardResource(this, storage.bodies.arnForObjects('*')),
       'Crawlers write bodies under keys derived from the page (any key in the body bucket, write only).',
-    );
-    acknowledge(
-      this.taskDefinition.obtainExecutionRole(),
-      'IAM5[Resource::*]',
-      'ecr:GetAuthorizationToken has no resource-level permissions (ECS task execution role, image pull).',
     );
 
     this.service = new ecs.FargateService(this, 'Service', {

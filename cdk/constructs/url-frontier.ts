@@ -12,7 +12,7 @@ import * as elbv2 from 'aws-cdk-lib/aws-elasticloadbalancingv2';
 import type * as iam from 'aws-cdk-lib/aws-iam';
 import * as logs from 'aws-cdk-lib/aws-logs';
 import { Construct } from 'constructs';
-import { acknowledge } from '../nag.ts';
+import { acknowledge, acknowledgeRedisTask } from '../nag.ts';
 import { environment, type RuntimeEnv } from '../runtime-env.ts';
 import type { Settings } from '../settings.ts';
 import type { Cache } from './cache.ts';
@@ -124,16 +124,7 @@ export class UrlFrontier extends Construct {
       // main.ts gives running calls 5 s after SIGTERM, then closes Redis.
       stopTimeout: Duration.seconds(15),
     });
-    acknowledge(
-      this.taskDefinition,
-      'ECS2',
-      'The environment holds endpoints and settings only; the Redis AUTH token is injected from Secrets Manager.',
-    );
-    acknowledge(
-      this.taskDefinition.obtainExecutionRole(),
-      'IAM5[Resource::*]',
-      'ecr:GetAuthorizationToken has no resource-level permissions (ECS task execution role, image pull).',
-    );
+    acknowledgeRedisTask(this.taskDefinition);
 
     this.service = new ecs.FargateService(this, 'Service', {
       cluster: props.cluster,

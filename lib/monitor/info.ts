@@ -20,44 +20,66 @@ function domainSummaries(info: CrawlInfo): Record<string, DomainSummary> {
   return out;
 }
 
+/** One crawl as both info forms report it: its domains, its pending total, its expiry (epoch s) if any. */
+interface CrawlSummary {
+  domains: Record<string, DomainSummary>;
+  total: number;
+  expires?: number;
+}
+
+function frontierSummary(info: CrawlInfo): CrawlSummary {
+  return { domains: domainSummaries(info), total: info.queued, expires: info.settings.expires };
+}
+
 /**
- * URL Frontier crawls as Scrapy Cluster's info shapes: each queue key is a "domain" (priorities 0: the API has
- * none), a crawl ID a crawlid; the appid is only echoed (the API has no apps).
+ * A URL Frontier crawl as a summary: each queue key is a "domain" (priorities 0: the API has none), its URLs not
+ * yet completed the total.
  */
-async function urlFrontierInfo(
-  ctx: MonitorContext,
-  request: ActionRequest,
-  base: Record<string, unknown>,
-): Promise<Reply> {
-  const backlog = ctx.urlFrontier ? await ctx.urlFrontier.backlog(request.crawlid) : {};
-  const summaries = (queues: Record<string, number>) => {
-    const domains: Record<string, DomainSummary> = {};
-    for (const [key, total] of Object.entries(queues))
-      if (total > 0) domains[key] = { low_priority: 0, high_priority: 0, total };
-    return domains;
-  };
-  const sum = (domains: Record<string, DomainSummary>) => Object.values(domains).reduce((s, d) => s + d.total, 0);
-  if (request.crawlid !== undefined) {
-    const domains = summaries(backlog[request.crawlid] ?? {});
-    return {
-      ...base,
-      crawlid: request.crawlid,
-      spiderid: request.spiderid,
-      total_pending: sum(domains),
-      total_domains: Object.keys(domains).length,
-      domains,
-    };
+function urlFrontierSummary(queues: Record<string, number>): CrawlSummary {
+  const domains: Record<string, DomainSummary> = {};
+  let total = 0;
+  for (const [key, n] of Object.entries(queues)) {
+    if (n <= 0) continue;
+    domains[key] = { low_priority: 0, high_priority: 0, total: n };
+    total += n;
   }
+  return { domains, total };
+}
+
+/** The crawl form of an info reply (zeros for an unknown crawl). */
+function crawlForm(base: Reply, request: ActionRequest, crawl: CrawlSummary | undefined): Reply {
+  const domains = crawl?.domains ?? {};
+  const reply: Reply = {
+    ...base,
+    crawlid: request.crawlid,
+    spiderid: request.spiderid,
+    total_pending: crawl?.total ?? 0,
+    total_domains: Object.keys(domains).length,
+    domains,
+  };
+  if (crawl?.expires) reply.expires = String(crawl.expires);
+  return reply;
+}
+
+/**
+ * The app form of an info reply. Scrapy Cluster lists the crawls found in the queues: a crawl with nothing pending
+ * is not listed (the crawl form still answers for it).
+ */
+function appForm(base: Reply, request: ActionRequest, crawls: Record<string, CrawlSummary>): Reply {
   const crawlids: Record<string, Record<string, unknown>> = {};
   const allDomains = new Set<string>();
   let totalPending = 0;
-  for (const [crawl, queues] of Object.entries(backlog)) {
-    const domains = summaries(queues);
-    const total = sum(domains);
-    if (total <= 0) continue;
-    for (const d of Object.keys(domains)) allDomains.add(d);
-    totalPending += total;
-    crawlids[crawl] = { domains, distinct_domains: Object.keys(domains).length, total };
+  for (const [crawlid, crawl] of Object.entries(crawls)) {
+    if (crawl.total <= 0) continue;
+    for (const d of Object.keys(crawl.domains)) allDomains.add(d);
+    totalPending += crawl.total;
+    const entry: Record<string, unknown> = {
+      domains: crawl.domains,
+      distinct_domains: Object.keys(crawl.domains).length,
+      total: crawl.total,
+    };
+    if (crawl.expires) entry.expires = String(crawl.expires);
+    crawlids[crawlid] = entry;
   }
   return {
     ...base,
@@ -69,52 +91,26 @@ async function urlFrontierInfo(
   };
 }
 
+const mapValues = <A, B>(o: Record<string, A>, f: (a: A) => B): Record<string, B> =>
+  Object.fromEntries(Object.entries(o).map(([k, v]) => [k, f(v)]));
+
 /**
  * Answers an info request: the crawl form when it names a crawlid, else the app form. Spider ID `url-frontier`
- * answers for the URL Frontier API's crawls.
+ * answers for the URL Frontier API's crawls (crawl IDs as crawlids; the appid is only echoed: the API has no apps).
  */
 export async function infoReply(ctx: MonitorContext, request: ActionRequest): Promise<Reply> {
   const base = { server_time: serverTime(ctx), uuid: request.uuid, appid: request.appid };
-  if (request.spiderid === URL_FRONTIER_SPIDERID) return urlFrontierInfo(ctx, request, base);
+  if (request.spiderid === URL_FRONTIER_SPIDERID) {
+    const backlog = ctx.urlFrontier ? await ctx.urlFrontier.backlog(request.crawlid) : {};
+    const crawls = mapValues(backlog, urlFrontierSummary);
+    return request.crawlid !== undefined
+      ? crawlForm(base, request, crawls[request.crawlid])
+      : appForm(base, request, crawls);
+  }
   if (request.crawlid !== undefined) {
     const info = await ctx.frontier.crawlInfo(request.spiderid, request.appid, request.crawlid, ctx.now());
-    const domains = info ? domainSummaries(info) : {};
-    const reply: Reply = {
-      ...base,
-      crawlid: request.crawlid,
-      spiderid: request.spiderid,
-      total_pending: info?.queued ?? 0,
-      total_domains: Object.keys(domains).length,
-      domains,
-    };
-    if (info?.settings.expires) reply.expires = String(info.settings.expires);
-    return reply;
+    return crawlForm(base, request, info && frontierSummary(info));
   }
   const infos = await ctx.frontier.appInfo(request.spiderid, request.appid, ctx.now());
-  const crawlids: Record<string, Record<string, unknown>> = {};
-  const allDomains = new Set<string>();
-  let totalPending = 0;
-  for (const [crawlid, info] of Object.entries(infos)) {
-    // Scrapy Cluster lists the crawls found in the queues: a crawl with nothing queued is not listed (the
-    // crawl form still answers for it).
-    if (info.queued <= 0) continue;
-    const domains = domainSummaries(info);
-    for (const d of Object.keys(domains)) allDomains.add(d);
-    totalPending += info.queued;
-    const entry: Record<string, unknown> = {
-      domains,
-      distinct_domains: Object.keys(domains).length,
-      total: info.queued,
-    };
-    if (info.settings.expires) entry.expires = String(info.settings.expires);
-    crawlids[crawlid] = entry;
-  }
-  return {
-    ...base,
-    spiderid: request.spiderid,
-    total_pending: totalPending,
-    total_domains: allDomains.size,
-    total_crawlids: Object.keys(crawlids).length,
-    crawlids,
-  };
+  return appForm(base, request, mapValues(infos, frontierSummary));
 }

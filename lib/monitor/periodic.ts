@@ -86,7 +86,7 @@ export async function fleetMetrics(ctx: MonitorContext): Promise<FleetMetrics> {
   const totalBacklog = Object.values(backlog).reduce((s, n) => s + n, 0);
   const liveCrawlers = (await ctx.stats.live('crawler', ctx.now(), HEARTBEAT_TTL_MS)).length;
   let urlFrontierTotal = 0;
-  for (const n of (await urlFrontierBacklog(ctx)).values()) urlFrontierTotal += n;
+  for (const n of (await urlFrontierBacklog(ctx.urlFrontier)).values()) urlFrontierTotal += n;
   return {
     backlog,
     totalBacklog,

@@ -10,6 +10,8 @@
  *   only HTTP codes are reported as statuses, see {@link byStatus}).
  * Heartbeats: kind `kafka-monitor` / `redis-monitor` / `rest` (id host:pid), kind `crawler` (id `<spider>|<host>|<pid>`).
  */
+
+import type { UrlFrontierView } from '../ports.ts';
 import type { StatsCounts, StatsIncrement } from '../redis/stats.ts';
 import { type StatsType, URL_FRONTIER_SPIDERID } from '../schemas/index.ts';
 import type { MonitorContext } from './context.ts';
@@ -109,10 +111,12 @@ async function machineStats(ctx: MonitorContext) {
 }
 
 /** The URL Frontier API's backlog per queue key, summed over its crawls (queues with nothing left omitted). */
-export async function urlFrontierBacklog(ctx: MonitorContext): Promise<Map<string, number>> {
+export async function urlFrontierBacklog(
+  view: Pick<UrlFrontierView, 'backlog'> | undefined,
+): Promise<Map<string, number>> {
   const out = new Map<string, number>();
-  if (!ctx.urlFrontier) return out;
-  for (const queues of Object.values(await ctx.urlFrontier.backlog()))
+  if (!view) return out;
+  for (const queues of Object.values(await view.backlog()))
     for (const [key, n] of Object.entries(queues)) if (n > 0) out.set(key, (out.get(key) ?? 0) + n);
   return out;
 }
@@ -130,7 +134,7 @@ async function queueStats(ctx: MonitorContext) {
     queues[`queue_${spider}`] = { spider_backlog: spiderBacklog, num_domains: domains.length, domains };
   }
   // The URL Frontier API's queues, as one more spider type (keys summed over its crawls), when it has any.
-  const uf = await urlFrontierBacklog(ctx);
+  const uf = await urlFrontierBacklog(ctx.urlFrontier);
   if (uf.size > 0) {
     const domains = [...uf]
       .map(([domain, backlog]) => ({ domain, backlog }))

@@ -32,7 +32,7 @@
  * 15 minutes' and hour's totals as the counters report them.
  */
 import { SchemaValidationError } from '../errors.ts';
-import { HEARTBEAT_TTL_MS } from '../monitor/stats-report.ts';
+import { HEARTBEAT_TTL_MS, urlFrontierBacklog } from '../monitor/stats-report.ts';
 import type { StatsCounts } from '../redis/stats.ts';
 import { URL_FRONTIER_SPIDERID } from '../schemas/index.ts';
 import type { DashboardFrontier, ResolvedRestOptions, RestContext } from './context.ts';
@@ -218,12 +218,8 @@ class DashboardReader {
       for (const [domain, n] of Object.entries(backlog)) if (n > 0) all.push({ spiderid, domain, backlog: n });
     }
     // The URL Frontier API's queues (summed over its crawls), as spider type `url-frontier`.
-    if (this.#ctx.urlFrontier) {
-      const uf = new Map<string, number>();
-      for (const queues of Object.values(await this.#bound(this.#ctx.urlFrontier.backlog())))
-        for (const [key, n] of Object.entries(queues)) if (n > 0) uf.set(key, (uf.get(key) ?? 0) + n);
-      for (const [domain, n] of uf) all.push({ spiderid: URL_FRONTIER_SPIDERID, domain, backlog: n });
-    }
+    for (const [domain, n] of await this.#bound(urlFrontierBacklog(this.#ctx.urlFrontier)))
+      all.push({ spiderid: URL_FRONTIER_SPIDERID, domain, backlog: n });
     all.sort((a, b) => b.backlog - a.backlog || a.domain.localeCompare(b.domain));
     return {
       total_backlog: all.reduce((s, d) => s + d.backlog, 0),

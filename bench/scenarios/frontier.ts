@@ -17,6 +17,9 @@
  * 6. cleanup: DeleteCrawl on an external target; otherwise UNLINK of the keys the prefix's store created
  *    (UrlFrontierStore.knownKeys: no KEYS, no SCAN, no FLUSHDB).
  *
+ * Per phase it also reports CPU microseconds per URL from /proc, split into the server process, Redis and the bench
+ * client (an external server's CPU is counted when `BENCH_FRONTIER_TARGET_PID` names its process).
+ *
  * Sizes: BENCH_FRONTIER_URLS, BENCH_FRONTIER_QUEUES, BENCH_FRONTIER_WINDOW. Redis: bench/lib/redis.ts (`BENCH_REDIS`).
  */
 import { spawn } from 'node:child_process';
@@ -27,7 +30,8 @@ import * as grpc from '@grpc/grpc-js';
 import { startUrlFrontierServer, type UrlFrontierServer } from '../../functions/url-frontier/server.ts';
 import { urlFrontierClientConstructor } from '../../lib/url-frontier/service.ts';
 import { UrlFrontierStore } from '../../lib/url-frontier/store.ts';
-import { memoryUsage, usedMemory } from '../lib/redis.ts';
+import { CpuMeter } from '../lib/cpu.ts';
+import { memoryUsage, type ScriptStats, scriptStats, usedMemory } from '../lib/redis.ts';
 import type { Numbers, ScenarioContext, Target } from '../lib/scenario.ts';
 import { msSince, nowNs, round } from '../lib/timing.ts';
 
@@ -67,7 +71,7 @@ const CLI = fileURLToPath(new URL('../../bin/crawl-cluster.ts', import.meta.url)
 async function serveAsProcess(
   redisAddress: string,
   prefix: string,
-): Promise<{ address: string; close: () => Promise<void> }> {
+): Promise<{ address: string; pid: number | undefined; close: () => Promise<void> }> {
   const [host, port] = redisAddress.split(':') as [string, string];
   const child = spawn(process.execPath, [CLI, 'frontier', 'serve', '--port', '0', '--prefix', prefix, '--json'], {
     env: { ...process.env, REDIS_HOST: host, REDIS_PORT: port, REDIS_CLUSTER: 'false', LOG_LEVEL: 'WARN' },
@@ -89,6 +93,7 @@ async function serveAsProcess(
   });
   return {
     address,
+    pid: child.pid,
     async close() {
       if (child.exitCode !== null) return;
       child.kill('SIGTERM');
@@ -183,9 +188,13 @@ export async function run(ctx: ScenarioContext): Promise<Numbers> {
   let server: Pick<UrlFrontierServer, 'close'> | undefined;
   let store: UrlFrontierStore | undefined;
   let address = target;
+  const pids: Record<string, number[]> = {};
+  const targetPid = Number(process.env.BENCH_FRONTIER_TARGET_PID);
+  if (target && Number.isInteger(targetPid) && targetPid > 0) pids.server = [targetPid];
   const inProcess = process.env.BENCH_FRONTIER_SERVER === 'inprocess';
   if (!address) {
     const bench = await ctx.redis();
+    if (bench.pid) pids.redis = [bench.pid];
     store = new UrlFrontierStore(bench.client, `bench-uf-${randomBytes(4).toString('hex')}`);
     if (inProcess) {
       const s = await startUrlFrontierServer(store, { port: 0 });
@@ -193,6 +202,7 @@ export async function run(ctx: ScenarioContext): Promise<Numbers> {
       address = s.address;
     } else {
       const s = await serveAsProcess(bench.address, store.prefix);
+      if (s.pid) pids.server = [s.pid];
       server = s;
       address = s.address;
     }
@@ -235,6 +245,20 @@ export async function run(ctx: ScenarioContext): Promise<Numbers> {
     const redis = store?.redis;
     const memBefore = redis ? await usedMemory(redis) : 0;
     ctx.progress(`PutURLs ${n.toLocaleString('en-US')} URLs over ${queues} queues to ${address}`);
+    const meter = new CpuMeter(() => pids);
+    /** CPU µs per URL of the phase just measured, per process (`bench` is the client). */
+    const cpuPerUrl = (phase: string): Record<string, number> => {
+      const cpu = meter.stop();
+      const out: Record<string, number> = {};
+      for (const [name, s] of Object.entries(cpu))
+        out[`${phase}_cpu_us_per_url_${name === 'bench' ? 'client' : name}`] = round((s * 1e6) / n, 1);
+      return out;
+    };
+    /** Script calls Redis ran since `before` (private or shared bench Redis only). */
+    const scriptCalls = async (before: ScriptStats | undefined) =>
+      redis && before ? { calls: (await scriptStats(redis)).calls - before.calls } : undefined;
+    let scriptsBefore = redis ? await scriptStats(redis) : undefined;
+    meter.start();
     let t = nowNs();
     const tally = await putUrls(client, crawlID, n, queues, window, ctx.progress);
     const putS = msSince(t) / 1000;
@@ -242,7 +266,10 @@ export async function run(ctx: ScenarioContext): Promise<Numbers> {
       put_s: round(putS, 2),
       put_urls_per_s: Math.round(n / putS),
       put_acks: JSON.stringify(tally),
+      ...cpuPerUrl('put'),
     });
+    const putScripts = await scriptCalls(scriptsBefore);
+    if (putScripts) out.put_redis_script_calls = putScripts.calls;
     ctx.progress(`  ${out.put_urls_per_s} URLs/s (${putS.toFixed(1)} s), acks ${out.put_acks}`);
 
     if (redis && store) {
@@ -271,6 +298,8 @@ export async function run(ctx: ScenarioContext): Promise<Numbers> {
     }
 
     ctx.progress('GetURLs until every URL is served');
+    scriptsBefore = redis ? await scriptStats(redis) : undefined;
+    meter.start();
     t = nowNs();
     let served = 0;
     let calls = 0;
@@ -287,8 +316,17 @@ export async function run(ctx: ScenarioContext): Promise<Numbers> {
       get_calls: calls,
       get_served: served,
       get_urls_per_s: Math.round(served / getS),
+      ...cpuPerUrl('get'),
     });
+    const getScripts = await scriptCalls(scriptsBefore);
+    if (getScripts) out.get_redis_script_calls = getScripts.calls;
     ctx.progress(`  ${served} URLs in ${calls} calls, ${out.get_urls_per_s} URLs/s (${getS.toFixed(1)} s)`);
+    ctx.progress(
+      `  CPU µs/URL: ${Object.entries(out)
+        .filter(([k]) => k.includes('_cpu_us_per_url_'))
+        .map(([k, v]) => `${k.replace('_cpu_us_per_url_', ' ')} ${v}`)
+        .join(', ')}`,
+    );
     if (served !== n) ctx.note(`GetURLs served ${served} of ${n} URLs`);
   } finally {
     if (store) {

@@ -267,7 +267,8 @@ export interface UrlFrontierQueueKeys {
   done: string;
   /**
    * HASH `delay` (s), `blocked` (epoch ms), `limit`, `last` (last produced, epoch ms), `dom` (the queue key's
-   * registrable domain, which domain overrides and the blacklist name).
+   * registrable domain, which domain overrides and the blacklist name), `meta` (1 once any URL of the queue was
+   * stored with metadata: GetURLs reads metadata only then).
    */
   info: string;
 }
@@ -285,19 +286,22 @@ export function urlFrontierQueueKeys(prefix: string, crawl: string, key: string)
 }
 
 /**
- * The KEYS of every per-queue URL frontier script (scripts/includes/uf.lua), in order: crawls, state, queues,
- * rotation, the queue's keys, then the domain config and blacklist.
+ * The KEYS of a URL frontier script over queues of one crawl (scripts/includes/uf.lua), in order: crawls, state,
+ * queues, rotation, the domain config and blacklist, then each queue's six keys (created, sched, held, hdate, done,
+ * info). All in one hash tag, so one call may take any number of the crawl's queues.
  */
-export function urlFrontierQueueKeyList(prefix: string, crawl: string, key: string): string[] {
+export function urlFrontierScriptKeys(prefix: string, crawl: string, queues: readonly string[]): string[] {
   const g = urlFrontierGlobalKeys(prefix);
   const c = urlFrontierCrawlKeys(prefix, crawl);
-  return [
-    g.crawls,
-    g.state,
-    c.queues,
-    c.rotation,
-    ...Object.values(urlFrontierQueueKeys(prefix, crawl, key)),
-    g.domainConfig,
-    g.blacklist,
-  ];
+  const out = [g.crawls, g.state, c.queues, c.rotation, g.domainConfig, g.blacklist];
+  for (const key of queues) {
+    const q = urlFrontierQueueKeys(prefix, crawl, key);
+    out.push(q.created, q.sched, q.held, q.hdate, q.done, q.info);
+  }
+  return out;
+}
+
+/** {@link urlFrontierScriptKeys} of one queue (12 keys). */
+export function urlFrontierQueueKeyList(prefix: string, crawl: string, key: string): string[] {
+  return urlFrontierScriptKeys(prefix, crawl, [key]);
 }

@@ -6,6 +6,7 @@
 import { join } from 'node:path';
 import * as grpc from '@grpc/grpc-js';
 import * as protoLoader from '@grpc/proto-loader';
+import { FrameWriter } from './frames.ts';
 import {
   type Metadata,
   normaliseCrawl,
@@ -155,20 +156,17 @@ function serverStream<Req>(
     call.on('cancelled', () => {
       cancelled = true;
     });
-    // Resolves at once (no promise) while the stream takes more; waits for 'drain' only when it is full.
-    const write = (msg: object): Promise<void> | undefined => {
-      if (cancelled || call.write(msg)) return undefined;
-      return new Promise<void>((resolve) => call.once('drain', resolve));
-    };
-    run(call.request, write, () => cancelled).then(
-      () => {
-        if (!cancelled) call.end();
-      },
-      (error: unknown) => {
+    // Several messages per HTTP/2 write (frames.ts); a promise only when the stream is full.
+    const writer = new FrameWriter(call);
+    const write = (msg: object): Promise<void> | undefined => (cancelled ? undefined : writer.write(msg));
+    run(call.request, write, () => cancelled)
+      .then(async () => {
+        if (!cancelled) await writer.end();
+      })
+      .catch((error: unknown) => {
         if (!(error instanceof StatusError)) log?.('error', `url frontier: ${(error as Error)?.stack ?? error}`);
         if (!cancelled) call.emit('error', toStatus(error));
-      },
-    );
+      });
   };
 }
 
@@ -181,17 +179,19 @@ function bidi<Req>(ack: (req: Req) => Promise<object>): grpc.handleBidiStreaming
     let pending = 0;
     let halfClosed = false;
     let ended = false;
+    // Acks that complete in the same event-loop turn share one HTTP/2 write (frames.ts).
+    const writer = new FrameWriter(call);
     const maybeEnd = () => {
       if (halfClosed && pending === 0 && !ended) {
         ended = true;
-        call.end();
+        writer.end().catch(() => undefined);
       }
     };
     call.on('data', (req: Req) => {
       pending++;
       ack(req).then((res) => {
         pending--;
-        if (!ended) call.write(res);
+        if (!ended) writer.write(res);
         maybeEnd();
       });
     });

@@ -14,6 +14,7 @@ import {
   urlFrontierGlobalKeys,
   urlFrontierQueueKeyList,
   urlFrontierQueueKeys,
+  urlFrontierScriptKeys,
 } from '../redis/keys.ts';
 import { runScript, runScriptBuffer, script } from '../redis/scripts.ts';
 
@@ -71,6 +72,14 @@ export interface GetUrlsRequest {
 }
 
 const QUEUE_KEY_MAX = 255;
+
+/** PutURLs: queues and items stored by one script call at most. */
+const QUEUES_PER_CALL = 256;
+const ITEMS_PER_CALL = 1000;
+
+/** GetURLs: queues served per script call, and calls in flight at once. */
+const SERVE_WAVE = 16;
+const SERVE_WAVES_AHEAD = 4;
 
 /** The crawl ID as the API normalises it: blank means `DEFAULT`, anything else unchanged. */
 export function normaliseCrawl(crawl: string | undefined): string {
@@ -210,7 +219,10 @@ export class UrlFrontierStore implements UrlFrontierView {
     return (await this.redis.zscore(urlFrontierCrawlKeys(this.prefix, crawl).queues, key)) !== null;
   }
 
-  /** Stores items (grouped per queue, one script call per queue); statuses in input order. */
+  /**
+   * Stores items, grouped per crawl and queue: one script call per crawl for up to {@link QUEUES_PER_CALL} of its
+   * queues and {@link ITEMS_PER_CALL} items; statuses in input order.
+   */
   async put(items: PutItem[]): Promise<PutStatus[]> {
     const now = Math.floor(this.#now() / 1000);
     const byCrawl = new Map<string, Map<string, number[]>>();
@@ -224,25 +236,52 @@ export class UrlFrontierStore implements UrlFrontierView {
       if (group) group.push(i);
       else queues.set(item.key, [i]);
     });
-    const groups = [...byCrawl.values()].flatMap((queues) => [...queues.values()]);
+    // Calls of at most QUEUES_PER_CALL queues and ITEMS_PER_CALL items; a queue with more items spans calls,
+    // which Redis runs in the order they are sent (one connection: all keys share one slot).
+    const calls: { crawl: string; groups: [string, number[]][] }[] = [];
+    for (const [crawl, queues] of byCrawl) {
+      let call: { crawl: string; groups: [string, number[]][] } | undefined;
+      let items = 0;
+      for (const [key, indexes] of queues) {
+        for (let from = 0; from < indexes.length; ) {
+          if (!call || call.groups.length === QUEUES_PER_CALL || items === ITEMS_PER_CALL) {
+            call = { crawl, groups: [] };
+            calls.push(call);
+            items = 0;
+          }
+          const part = indexes.slice(from, from + ITEMS_PER_CALL - items);
+          call.groups.push([key, part]);
+          items += part.length;
+          from += part.length;
+        }
+      }
+    }
     const out: PutStatus[] = new Array(items.length);
     await Promise.all(
-      groups.map(async (indexes) => {
-        const first = items[indexes[0] as number] as PutItem;
-        const args: (string | number)[] = [first.crawl, first.key, now, queueDomain(first.key)];
-        for (const i of indexes) {
-          const it = items[i] as PutItem;
-          args.push(
-            it.kind === 'discovered' ? 'd' : 'k',
-            urlMember(it.key, it.url),
-            Math.max(0, Math.floor(it.date)),
-            metadataValue(it.metadata),
-          );
+      calls.map(async ({ crawl, groups }) => {
+        const args: (string | number)[] = [crawl, now];
+        for (const [key, indexes] of groups) {
+          args.push(key, queueDomain(key), indexes.length);
+          for (const i of indexes) {
+            const it = items[i] as PutItem;
+            args.push(
+              it.kind === 'discovered' ? 'd' : 'k',
+              urlMember(key, it.url),
+              Math.max(0, Math.floor(it.date)),
+              metadataValue(it.metadata),
+            );
+          }
         }
-        const res = await runScript<number[]>(this.redis, script('uf-put'), this.#keys(first.crawl, first.key), args);
-        indexes.forEach((i, j) => {
-          out[i] = res[j] === 0 ? 'OK' : 'SKIPPED';
-        });
+        const keys = urlFrontierScriptKeys(
+          this.prefix,
+          crawl,
+          groups.map(([key]) => key),
+        );
+        const res = await runScript<number[]>(this.redis, script('uf-put'), keys, args);
+        let j = 0;
+        for (const [, indexes] of groups) {
+          for (const i of indexes) out[i] = res[j++] === 0 ? 'OK' : 'SKIPPED';
+        }
       }),
     );
     return out;
@@ -250,19 +289,25 @@ export class UrlFrontierStore implements UrlFrontierView {
 
   /** Serves one queue (see uf-serve.lua). */
   async serveQueue(crawl: string, key: string, maxUrls: number, holdSeconds: number): Promise<ServedUrl[]> {
+    return (await this.serveQueues(crawl, [key], maxUrls, holdSeconds))[0] ?? [];
+  }
+
+  /** Serves queues of one crawl in one script call (see uf-serve.lua): the URLs of each, in `keys` order. */
+  async serveQueues(crawl: string, keys: string[], maxUrls: number, holdSeconds: number): Promise<ServedUrl[][]> {
     const now = this.#now();
-    const packed = await runScriptBuffer<Buffer>(this.redis, script('uf-serve'), this.#keys(crawl, key), [
-      crawl,
-      key,
-      now,
-      maxUrls,
-      now + holdSeconds * 1000,
-    ]);
-    const out: ServedUrl[] = [];
-    const fields = unpackServed(packed);
-    for (let i = 0; i < fields.length; i += 2)
-      out.push({ crawl, key, url: memberUrl(key, fields[i] as string), metadata: parseMetadata(fields[i + 1]) });
-    return out;
+    const replies = await runScriptBuffer<Buffer[]>(
+      this.redis,
+      script('uf-serve'),
+      urlFrontierScriptKeys(this.prefix, crawl, keys),
+      [crawl, now, maxUrls, now + holdSeconds * 1000, ...keys],
+    );
+    return keys.map((key, q) => {
+      const out: ServedUrl[] = [];
+      const fields = unpackServed(replies[q] as Buffer);
+      for (let i = 0; i < fields.length; i += 2)
+        out.push({ crawl, key, url: memberUrl(key, fields[i] as string), metadata: parseMetadata(fields[i + 1]) });
+      return out;
+    });
   }
 
   /**
@@ -290,16 +335,33 @@ export class UrlFrontierStore implements UrlFrontierView {
         const keys = await runScript<string[]>(this.redis, script('uf-rotate'), [state, rotation], [count]);
         if (keys.length === 0) break;
         visited += keys.length;
-        // Every queue's script is sent at once; each queue's URLs are emitted as soon as its reply is in, so the
-        // stream is written while Redis still serves the later queues.
-        const served = keys.map((key) => this.serveQueue(crawl, key, req.maxUrlsPerQueue, req.holdSeconds));
-        // Replies that are not awaited yet must not count as unhandled if an earlier emit throws.
-        for (const p of served) p.catch(() => undefined);
-        for (const pending of served) {
-          const urls = await pending;
-          if (urls.length === 0) continue;
-          produced++;
-          await emit(urls);
+        // The queues go out in waves of SERVE_WAVE (one script call each), SERVE_WAVES_AHEAD waves in flight, so
+        // the stream is written while Redis still serves the later queues (one call for every queue would hold
+        // back the first URL until Redis served the last queue).
+        const waves: Promise<ServedUrl[][]>[] = [];
+        let next = 0;
+        const launch = () => {
+          while (waves.length < SERVE_WAVES_AHEAD && next < keys.length) {
+            const wave = this.serveQueues(
+              crawl,
+              keys.slice(next, next + SERVE_WAVE),
+              req.maxUrlsPerQueue,
+              req.holdSeconds,
+            );
+            next += SERVE_WAVE;
+            // Replies that are not awaited yet must not count as unhandled if an earlier emit throws.
+            wave.catch(() => undefined);
+            waves.push(wave);
+          }
+        };
+        launch();
+        for (let wave = waves.shift(); wave; wave = waves.shift()) {
+          launch();
+          for (const urls of await wave) {
+            if (urls.length === 0) continue;
+            produced++;
+            await emit(urls);
+          }
         }
       }
       if (budget() <= 0) return;

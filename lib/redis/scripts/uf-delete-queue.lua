@@ -2,7 +2,7 @@
   URL frontier: delete one queue and all its URLs (DeleteQueue, DeleteCrawl); the crawl disappears with its
   last queue.
 
-  KEYS[1..12]  queue keys (includes/uf.lua)
+  KEYS[1..12]  the crawl's keys and one queue's (includes/uf.lua)
   ARGV[1]      crawl ID
   ARGV[2]      queue key
 
@@ -10,6 +10,8 @@
   Cost: O(1) commands; DEL frees O(n).
 ]]
 --- @include "uf"
+
+use_queue(1, ARGV[2])
 
 if not redis.call('ZSCORE', K.queues, QKEY) then return 0 end
 local n = redis.call('HLEN', K.created)

@@ -1,7 +1,7 @@
 --[[
   URL frontier: delete the URLs of one queue created before a cutoff (PurgeURLs). The queue itself stays.
 
-  KEYS[1..12]  queue keys (includes/uf.lua)
+  KEYS[1..12]  the crawl's keys and one queue's (includes/uf.lua)
   ARGV[1]      crawl ID
   ARGV[2]      queue key
   ARGV[3]      cutoff (epoch s): URLs created before it go
@@ -10,6 +10,8 @@
   Cost: O(n) over the queue's URLs.
 ]]
 --- @include "uf"
+
+use_queue(1, ARGV[2])
 
 local cutoff = tonumber(ARGV[3])
 local all = redis.call('HGETALL', K.created)

@@ -1,37 +1,53 @@
 --[[
-  URL frontier (lib/url-frontier): the keys of one queue and the helpers its scripts share.
+  URL frontier (lib/url-frontier): the keys of one call's queues and the helpers its scripts share. A call names
+  the crawl-wide keys once and then six keys per queue (lib/redis/keys.ts urlFrontierScriptKeys); a script that
+  works on several queues points K at each in turn with use_queue(i, key).
 
   KEYS[1]  crawls   SET of crawl IDs
   KEYS[2]  state    HASH active, delay, seq
   KEYS[3]  queues   ZSET the crawl's queue keys (score 0)
   KEYS[4]  rot      ZSET queue key -> rotation sequence
-  KEYS[5]  created  HASH url -> '<creation date (s)>[\t<metadata JSON>]'
-  (every url here is a member: lib/url-frontier/store.ts urlMember, the queue's host prefix cut off)
-  KEYS[6]  sched    ZSET url -> next-fetch date (s), not held
-  KEYS[7]  held     ZSET url -> held until (ms)
-  KEYS[8]  hdate    HASH url -> next-fetch date of a held URL
-  KEYS[9]  done     SET completed URLs
-  KEYS[10] info     HASH delay, blocked, limit, last, dom
-  KEYS[11] dcfg     HASH domain -> 'hits,window,scale' (the Kafka API's domain overrides)
-  KEYS[12] black    SET blacklisted domains
-  ARGV[1]  crawl ID, ARGV[2] queue key (every script that includes this)
+  KEYS[5]  dcfg     HASH domain -> 'hits,window,scale' (the Kafka API's domain overrides)
+  KEYS[6]  black    SET blacklisted domains
+  then per queue i (i = 1, 2, ...), at KEYS[6 * i + 1 .. 6 * i + 6]:
+           created  HASH url -> '<creation date (s)>[\t<metadata JSON>]'
+           (every url here is a member: lib/url-frontier/store.ts urlMember, the queue's host prefix cut off)
+           sched    ZSET url -> next-fetch date (s), not held
+           held     ZSET url -> held until (ms)
+           hdate    HASH url -> next-fetch date of a held URL
+           done     SET completed URLs
+           info     HASH delay, blocked, limit, last, dom
+  ARGV[1]  crawl ID (every script that includes this)
 ]]
 local K = {
   crawls = KEYS[1],
   state = KEYS[2],
   queues = KEYS[3],
   rot = KEYS[4],
-  created = KEYS[5],
-  sched = KEYS[6],
-  held = KEYS[7],
-  hdate = KEYS[8],
-  done = KEYS[9],
-  info = KEYS[10],
-  dcfg = KEYS[11],
-  black = KEYS[12],
+  dcfg = KEYS[5],
+  black = KEYS[6],
+  created = KEYS[7],
+  sched = KEYS[8],
+  held = KEYS[9],
+  hdate = KEYS[10],
+  done = KEYS[11],
+  info = KEYS[12],
 }
 local CRAWL = ARGV[1]
-local QKEY = ARGV[2]
+-- The queue key of the queue K points at.
+local QKEY = nil
+
+-- Points K's per-queue keys, and QKEY, at the call's i-th queue (1-based), whose key is `key`.
+local function use_queue(i, key)
+  local b = 6 * i
+  K.created = KEYS[b + 1]
+  K.sched = KEYS[b + 2]
+  K.held = KEYS[b + 3]
+  K.hdate = KEYS[b + 4]
+  K.done = KEYS[b + 5]
+  K.info = KEYS[b + 6]
+  QKEY = key
+end
 
 -- A `created` field value: the creation date, and a tab and the metadata JSON when there is metadata.
 local function created_value(date, meta)

@@ -14,11 +14,15 @@
  *    the store's keys;
  * 5. GetURLs calls (max_queues 0, max_urls_per_queue 100, delay_requestable 30) until every URL was served:
  *    URLs/s end to end;
- * 6. cleanup: DeleteCrawl on an external target; otherwise UNLINK of the keys the prefix's store created
+ * 6. cleanup: DeleteCrawl on an external target; otherwise also UNLINK of the keys the prefix's store created
  *    (UrlFrontierStore.knownKeys: no KEYS, no SCAN, no FLUSHDB).
  *
  * Per phase it also reports CPU microseconds per URL from /proc, split into the server process, Redis and the bench
  * client (an external server's CPU is counted when `BENCH_FRONTIER_TARGET_PID` names its process).
+ *
+ * Steps 2–5 run BENCH_FRONTIER_ROUNDS times (default 3), each on a fresh crawl deleted afterwards (DeleteCrawl);
+ * every rate is the median over the rounds, with each round's value in `<metric>_rounds`. Redis memory is
+ * measured in the first round.
  *
  * Sizes: BENCH_FRONTIER_URLS, BENCH_FRONTIER_QUEUES, BENCH_FRONTIER_WINDOW. Redis: bench/lib/redis.ts (`BENCH_REDIS`).
  */
@@ -180,6 +184,7 @@ export async function run(ctx: ScenarioContext): Promise<Numbers> {
   const n = envInt('BENCH_FRONTIER_URLS', 100_000);
   const queues = envInt('BENCH_FRONTIER_QUEUES', 1_000);
   const window = envInt('BENCH_FRONTIER_WINDOW', 2_000);
+  const rounds = envInt('BENCH_FRONTIER_ROUNDS', 3);
   const perQueue = 100;
   const hold = 30;
   const target = process.env.BENCH_FRONTIER_TARGET;
@@ -238,96 +243,116 @@ export async function run(ctx: ScenarioContext): Promise<Numbers> {
   const client = new Ctor(address, grpc.credentials.createInsecure(), {
     'grpc.max_receive_message_length': -1,
   }) as unknown as Client;
-  const out: Numbers = { urls: n, queues };
+  const out: Numbers = { urls: n, queues, rounds };
+  const crawls: string[] = [];
   try {
-    await unaryCall(client, 'SetDelay', { key: '', delay_requestable: 0, crawlID, local: false });
-
     const redis = store?.redis;
-    const memBefore = redis ? await usedMemory(redis) : 0;
-    ctx.progress(`PutURLs ${n.toLocaleString('en-US')} URLs over ${queues} queues to ${address}`);
     const meter = new CpuMeter(() => pids);
     /** CPU µs per URL of the phase just measured, per process (`bench` is the client). */
     const cpuPerUrl = (phase: string): Record<string, number> => {
       const cpu = meter.stop();
-      const out: Record<string, number> = {};
+      const res: Record<string, number> = {};
       for (const [name, s] of Object.entries(cpu))
-        out[`${phase}_cpu_us_per_url_${name === 'bench' ? 'client' : name}`] = round((s * 1e6) / n, 1);
-      return out;
+        res[`${phase}_cpu_us_per_url_${name === 'bench' ? 'client' : name}`] = round((s * 1e6) / n, 1);
+      return res;
     };
     /** Script calls Redis ran since `before` (private or shared bench Redis only). */
     const scriptCalls = async (before: ScriptStats | undefined) =>
-      redis && before ? { calls: (await scriptStats(redis)).calls - before.calls } : undefined;
-    let scriptsBefore = redis ? await scriptStats(redis) : undefined;
-    meter.start();
-    let t = nowNs();
-    const tally = await putUrls(client, crawlID, n, queues, window, ctx.progress);
-    const putS = msSince(t) / 1000;
-    Object.assign(out, {
-      put_s: round(putS, 2),
-      put_urls_per_s: Math.round(n / putS),
-      put_acks: JSON.stringify(tally),
-      ...cpuPerUrl('put'),
-    });
-    const putScripts = await scriptCalls(scriptsBefore);
-    if (putScripts) out.put_redis_script_calls = putScripts.calls;
-    ctx.progress(`  ${out.put_urls_per_s} URLs/s (${putS.toFixed(1)} s), acks ${out.put_acks}`);
+      redis && before ? (await scriptStats(redis)).calls - before.calls : undefined;
 
-    if (redis && store) {
-      const memAfter = await usedMemory(redis);
-      let keysBytes = 0;
-      const byKind: Record<string, number> = {};
-      for (const key of await store.knownKeys()) {
-        const bytes = await memoryUsage(redis, key);
-        keysBytes += bytes;
-        const kind = key.slice(key.lastIndexOf(':') + 1);
-        byKind[kind] = (byKind[kind] ?? 0) + bytes;
-      }
-      Object.assign(out, {
-        used_memory_delta_bytes: memAfter - memBefore,
-        bytes_per_url: round((memAfter - memBefore) / n, 1),
-        bytes_per_url_memory_usage: round(keysBytes / n, 1),
-        bytes_per_url_by_key: Object.entries(byKind)
-          .filter(([, b]) => b / n >= 0.05)
-          .sort((a, b) => b[1] - a[1])
-          .map(([k, b]) => `${k} ${round(b / n, 1)}`)
-          .join('; '),
+    /** One round on a fresh crawl: PutURLs of every URL, Redis memory (first round), GetURLs until all served. */
+    const runRound = async (r: number): Promise<Numbers> => {
+      const crawl = `${crawlID}-${r}`;
+      crawls.push(crawl);
+      const res: Numbers = {};
+      await unaryCall(client, 'SetDelay', { key: '', delay_requestable: 0, crawlID: crawl, local: false });
+      const memBefore = redis && r === 0 ? await usedMemory(redis) : 0;
+      ctx.progress(`round ${r + 1}/${rounds}: PutURLs ${n.toLocaleString('en-US')} URLs over ${queues} queues`);
+      let scriptsBefore = redis ? await scriptStats(redis) : undefined;
+      meter.start();
+      let t = nowNs();
+      const tally = await putUrls(client, crawl, n, queues, window, ctx.progress);
+      const putS = msSince(t) / 1000;
+      Object.assign(res, {
+        put_s: round(putS, 2),
+        put_urls_per_s: Math.round(n / putS),
+        ...cpuPerUrl('put'),
       });
-      ctx.progress(
-        `  ${out.bytes_per_url} B/known URL (used_memory), ${out.bytes_per_url_memory_usage} (MEMORY USAGE: ${out.bytes_per_url_by_key})`,
-      );
-    }
+      out.put_acks = JSON.stringify(tally);
+      const putScripts = await scriptCalls(scriptsBefore);
+      if (putScripts !== undefined) res.put_redis_script_calls = putScripts;
+      ctx.progress(`  ${res.put_urls_per_s} URLs/s (${putS.toFixed(1)} s), acks ${out.put_acks}`);
 
-    ctx.progress('GetURLs until every URL is served');
-    scriptsBefore = redis ? await scriptStats(redis) : undefined;
-    meter.start();
-    t = nowNs();
-    let served = 0;
-    let calls = 0;
-    let empty = 0;
-    while (served < n && empty < 3) {
-      const got = await getUrls(client, crawlID, perQueue, hold);
-      calls++;
-      served += got;
-      empty = got === 0 ? empty + 1 : 0;
+      if (redis && store && r === 0) {
+        const memAfter = await usedMemory(redis);
+        let keysBytes = 0;
+        const byKind: Record<string, number> = {};
+        for (const key of await store.knownKeys()) {
+          const bytes = await memoryUsage(redis, key);
+          keysBytes += bytes;
+          const kind = key.slice(key.lastIndexOf(':') + 1);
+          byKind[kind] = (byKind[kind] ?? 0) + bytes;
+        }
+        Object.assign(out, {
+          used_memory_delta_bytes: memAfter - memBefore,
+          bytes_per_url: round((memAfter - memBefore) / n, 1),
+          bytes_per_url_memory_usage: round(keysBytes / n, 1),
+          bytes_per_url_by_key: Object.entries(byKind)
+            .filter(([, b]) => b / n >= 0.05)
+            .sort((a, b) => b[1] - a[1])
+            .map(([k, b]) => `${k} ${round(b / n, 1)}`)
+            .join('; '),
+        });
+        ctx.progress(
+          `  ${out.bytes_per_url} B/known URL (used_memory), ${out.bytes_per_url_memory_usage} (MEMORY USAGE: ${out.bytes_per_url_by_key})`,
+        );
+      }
+
+      ctx.progress('  GetURLs until every URL is served');
+      scriptsBefore = redis ? await scriptStats(redis) : undefined;
+      meter.start();
+      t = nowNs();
+      let served = 0;
+      let calls = 0;
+      let empty = 0;
+      while (served < n && empty < 3) {
+        const got = await getUrls(client, crawl, perQueue, hold);
+        calls++;
+        served += got;
+        empty = got === 0 ? empty + 1 : 0;
+      }
+      const getS = msSince(t) / 1000;
+      Object.assign(res, {
+        get_s: round(getS, 2),
+        get_calls: calls,
+        get_served: served,
+        get_urls_per_s: Math.round(served / getS),
+        ...cpuPerUrl('get'),
+      });
+      const getScripts = await scriptCalls(scriptsBefore);
+      if (getScripts !== undefined) res.get_redis_script_calls = getScripts;
+      ctx.progress(`  ${served} URLs in ${calls} calls, ${res.get_urls_per_s} URLs/s (${getS.toFixed(1)} s)`);
+      ctx.progress(
+        `  CPU µs/URL: ${Object.entries(res)
+          .filter(([k]) => k.includes('_cpu_us_per_url_'))
+          .map(([k, v]) => `${k.replace('_cpu_us_per_url_', ' ')} ${v}`)
+          .join(', ')}`,
+      );
+      if (served !== n) ctx.note(`round ${r + 1}: GetURLs served ${served} of ${n} URLs`);
+      // Next round starts from an empty frontier on either server.
+      await unaryCall(client, 'DeleteCrawl', { value: crawl, local: false });
+      return res;
+    };
+
+    const results: Numbers[] = [];
+    for (let r = 0; r < rounds; r++) results.push(await runRound(r));
+    // Per metric: the median over the rounds, and every round's value in `<metric>_rounds`.
+    for (const key of Object.keys(results[0] ?? {})) {
+      const values = results.map((x) => Number(x[key]));
+      const sorted = [...values].sort((a, b) => a - b);
+      out[key] = sorted[Math.floor((sorted.length - 1) / 2)] as number;
+      if (rounds > 1) out[`${key}_rounds`] = values.join(' / ');
     }
-    const getS = msSince(t) / 1000;
-    Object.assign(out, {
-      get_s: round(getS, 2),
-      get_calls: calls,
-      get_served: served,
-      get_urls_per_s: Math.round(served / getS),
-      ...cpuPerUrl('get'),
-    });
-    const getScripts = await scriptCalls(scriptsBefore);
-    if (getScripts) out.get_redis_script_calls = getScripts.calls;
-    ctx.progress(`  ${served} URLs in ${calls} calls, ${out.get_urls_per_s} URLs/s (${getS.toFixed(1)} s)`);
-    ctx.progress(
-      `  CPU µs/URL: ${Object.entries(out)
-        .filter(([k]) => k.includes('_cpu_us_per_url_'))
-        .map(([k, v]) => `${k.replace('_cpu_us_per_url_', ' ')} ${v}`)
-        .join(', ')}`,
-    );
-    if (served !== n) ctx.note(`GetURLs served ${served} of ${n} URLs`);
   } finally {
     if (store) {
       const t = nowNs();
@@ -336,8 +361,8 @@ export async function run(ctx: ScenarioContext): Promise<Numbers> {
       for (let i = 0; i < keys.length; i += 1000) removed += await store.redis.unlink(...keys.slice(i, i + 1000));
       ctx.progress(`cleanup: unlinked ${removed} keys in ${msSince(t).toFixed(0)} ms`);
     } else {
-      const deleted = await unaryCall<{ value: number }>(client, 'DeleteCrawl', { value: crawlID, local: false });
-      ctx.progress(`cleanup: DeleteCrawl ${crawlID} removed ${deleted.value}`);
+      for (const crawl of crawls) await unaryCall(client, 'DeleteCrawl', { value: crawl, local: false });
+      ctx.progress(`cleanup: DeleteCrawl of ${crawls.length} crawls`);
     }
     client.close();
     await server?.close();

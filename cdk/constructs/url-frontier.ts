@@ -103,7 +103,7 @@ export class UrlFrontier extends Construct {
       retention: props.logRetention,
       removalPolicy: RemovalPolicy.DESTROY,
     });
-    this.taskDefinition.addContainer('url-frontier', {
+    const container = this.taskDefinition.addContainer('url-frontier', {
       image: props.image,
       command: URL_FRONTIER_COMMAND,
       essential: true,
@@ -182,6 +182,8 @@ export class UrlFrontier extends Construct {
       defaultTargetGroups: [this.targetGroup],
     });
     this.endpoint = `${this.loadBalancer.loadBalancerDnsName}:${URL_FRONTIER_PORT}`;
+    // ListNodes answers with the endpoint clients reach, not a task's own address.
+    container.addEnvironment('URL_FRONTIER_ADVERTISE', this.endpoint);
 
     if (props.certificateArn) {
       // TLS ends at the load balancer, which forwards the HTTP/2 stream to the tasks' plaintext port; gRPC clients

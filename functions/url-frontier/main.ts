@@ -1,6 +1,7 @@
 /**
  * The URL Frontier API as a container (the crawler image with its command overridden): reads the configuration
- * (lib/config, REDIS_*), serves urlfrontier.URLFrontier on 0.0.0.0:7071 for the load balancer, and on SIGTERM
+ * (lib/config, REDIS_*), serves urlfrontier.URLFrontier on 0.0.0.0:7071 for the load balancer (ListNodes reports
+ * URL_FRONTIER_ADVERTISE, the load balancer's endpoint, which the stack sets), and on SIGTERM
  * or SIGINT stops accepting calls, drains the running ones and closes Redis.
  */
 import { config } from '../../lib/config/index.ts';
@@ -19,6 +20,7 @@ const line = (level: string, message: string, fields: Record<string, unknown> = 
 const server = await startUrlFrontierServer(store, {
   host: '0.0.0.0',
   port: URL_FRONTIER_PORT,
+  advertise: vars.URL_FRONTIER_ADVERTISE,
   log: (level, message) => line(level, message),
 });
 line('info', `URL Frontier API listening on ${server.address}`, { prefix: store.prefix });

@@ -2,6 +2,7 @@
  * The URL Frontier API gRPC server (insecure, like the reference): binds host:port over a store and closes
  * cleanly. Port 0 picks a free port.
  */
+import { networkInterfaces } from 'node:os';
 import * as grpc from '@grpc/grpc-js';
 import { urlFrontierHandlers, urlFrontierServiceDefinition } from '../../lib/url-frontier/service.ts';
 import type { UrlFrontierStore } from '../../lib/url-frontier/store.ts';
@@ -9,19 +10,37 @@ import type { UrlFrontierStore } from '../../lib/url-frontier/store.ts';
 export interface UrlFrontierServer {
   /** The bound port. */
   port: number;
-  /** `host:port` as ListNodes reports it. */
+  /** `host:port` as ListNodes reports it (the advertised address when one is given). */
   address: string;
   /** Stops accepting calls; gives running calls `graceMs` and then cancels them. */
   close(graceMs?: number): Promise<void>;
 }
 
+/** This machine's first non-internal IPv4 address (what a peer in the same network reaches), else 127.0.0.1. */
+export function ownAddress(): string {
+  for (const list of Object.values(networkInterfaces()))
+    for (const a of list ?? []) if (a.family === 'IPv4' && !a.internal) return a.address;
+  return '127.0.0.1';
+}
+
+/** The host ListNodes reports for a bind host: itself, or {@link ownAddress} for every interface. */
+function reportedHost(host: string): string {
+  return host === '0.0.0.0' || host === '::' ? ownAddress() : host;
+}
+
 export async function startUrlFrontierServer(
   store: UrlFrontierStore,
-  options: { host?: string; port?: number; log?: (level: 'info' | 'error', message: string) => void } = {},
+  options: {
+    host?: string;
+    port?: number;
+    /** `host:port` for ListNodes instead of the bound address (behind a load balancer: its endpoint). */
+    advertise?: string;
+    log?: (level: 'info' | 'error', message: string) => void;
+  } = {},
 ): Promise<UrlFrontierServer> {
   const host = options.host ?? '127.0.0.1';
   const server = new grpc.Server();
-  let address = `${host}:${options.port ?? 7071}`;
+  let address = options.advertise || `${reportedHost(host)}:${options.port ?? 7071}`;
   server.addService(
     urlFrontierServiceDefinition(),
     urlFrontierHandlers(store, { nodeAddress: () => address, log: options.log }),
@@ -33,7 +52,7 @@ export async function startUrlFrontierServer(
       (error, bound) => (error ? reject(error) : resolve(bound)),
     );
   });
-  address = `${host}:${port}`;
+  address = options.advertise || `${reportedHost(host)}:${port}`;
   return {
     port,
     address,

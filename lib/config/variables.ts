@@ -95,6 +95,13 @@ export const VARIABLES = {
     pattern: '^[A-Za-z0-9:_-]{1,64}$',
     description: 'Prefix of every Redis key, so several clusters (or test runs) can share one Redis.',
   },
+  URL_FRONTIER_ADVERTISE: {
+    type: 'string',
+    default: '',
+    pattern: '^$|^[^\\s:]+:[0-9]{1,5}$',
+    description:
+      "The URL Frontier address ListNodes reports (`host:port`; the stack sets its load balancer). Empty: the bound address, or this host's first non-internal IPv4 when bound to every interface.",
+  },
 
   // Queue engine (Scrapy Cluster names)
   QUEUE_HITS: {

@@ -28,6 +28,7 @@ export function registerFrontier(program: Command, out: Output): void {
       const server = await startUrlFrontierServer(store, {
         host: opts.host,
         port: opts.port,
+        advertise: vars.URL_FRONTIER_ADVERTISE,
         log: (level, message) => (level === 'error' ? out.error(message) : out.info(message)),
       });
       if (out.json) out.data({ address: server.address, port: server.port, prefix: store.prefix });

@@ -135,6 +135,12 @@ describe('URL Frontier service', () => {
     expect(fromFrontier.map((r) => [r.FromPort, r.ToPort])).toEqual([[6380, 6380]]);
   });
 
+  it('tells ListNodes the load balancer’s endpoint, not a task’s own address', () => {
+    const advertised = env(container(s)).URL_FRONTIER_ADVERTISE as { 'Fn::Join': [string, unknown[]] };
+    const lb = logicalIdOf(s, frontier(s).loadBalancer);
+    expect(advertised['Fn::Join'][1]).toEqual([{ 'Fn::GetAtt': [lb, 'DNSName'] }, `:${URL_FRONTIER_PORT}`]);
+  });
+
   it('logs to its own log group with the stack’s retention', () => {
     const logGroup = logicalIdOf(s, frontier(s).logGroup);
     expect(container(s).LogConfiguration.Options['awslogs-group']).toEqual({ Ref: logGroup });

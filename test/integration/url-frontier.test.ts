@@ -6,7 +6,7 @@
 import { createHash } from 'node:crypto';
 import * as grpc from '@grpc/grpc-js';
 import { afterAll, afterEach, describe, expect, test, vi } from 'vitest';
-import { startUrlFrontierServer, type UrlFrontierServer } from '../../functions/url-frontier/server.ts';
+import { ownAddress, startUrlFrontierServer, type UrlFrontierServer } from '../../functions/url-frontier/server.ts';
 import { urlFrontierQueueKeyList } from '../../lib/redis/keys.ts';
 import { allScripts } from '../../lib/redis/scripts.ts';
 import { urlFrontierClientConstructor } from '../../lib/url-frontier/service.ts';
@@ -341,6 +341,24 @@ describe('URL Frontier API over Redis', () => {
     await expect(getUrls(client, { key: 'a.com' })).rejects.toMatchObject({ code: grpc.status.INVALID_ARGUMENT });
     await expect(unary(client, 'DeleteQueue', {})).rejects.toMatchObject({ code: grpc.status.INVALID_ARGUMENT });
     expect(await unary(client, 'GetActive', {})).toEqual({ state: true });
+  });
+
+  test('ListNodes: an address peers reach when bound to every interface, the advertised one when given', async () => {
+    const prefix = uniqueName('uf');
+    const store = new UrlFrontierStore(redis, prefix);
+    open.stores.push(store);
+    const wide = await startUrlFrontierServer(store, { host: '0.0.0.0', port: 0 });
+    open.servers.push(wide);
+    const behind = await startUrlFrontierServer(store, { port: 0, advertise: 'frontier.internal:7071' });
+    open.servers.push(behind);
+    const ask = async (port: number) => {
+      const client = new Client(`127.0.0.1:${port}`, grpc.credentials.createInsecure()) as unknown as AnyClient;
+      open.clients.push(client);
+      return unary<{ values: string[] }>(client, 'ListNodes', {});
+    };
+    expect(await ask(wide.port)).toEqual({ values: [`${ownAddress()}:${wide.port}`] });
+    expect(ownAddress()).not.toBe('0.0.0.0');
+    expect(await ask(behind.port)).toEqual({ values: ['frontier.internal:7071'] });
   });
 
   test('state survives a restart: a new server and store see the same frontier', async () => {

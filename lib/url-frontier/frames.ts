@@ -99,14 +99,30 @@ export class FrameWriter {
     this.#parts.push(head, body);
     this.#bytes += 5 + body.length;
     if (this.#bytes >= FRAME_CHUNK_BYTES) return this.flush();
-    if (!this.#scheduled) {
-      this.#scheduled = true;
-      setImmediate(() => {
-        this.#scheduled = false;
-        this.flush();
-      });
-    }
+    this.#schedule();
     return undefined;
+  }
+
+  /**
+   * Queues bytes that already are gRPC frames (whole messages, each with its 5-byte header; wire.ts). Only when
+   * {@link batched}: without the fast path there is no stream to write bytes to.
+   */
+  writeFramed(frames: Buffer): Promise<void> | undefined {
+    if (!this.#raw) throw new Error('FrameWriter.writeFramed needs the batched path');
+    this.#parts.push(frames);
+    this.#bytes += frames.length;
+    if (this.#bytes >= FRAME_CHUNK_BYTES) return this.flush();
+    this.#schedule();
+    return undefined;
+  }
+
+  #schedule(): void {
+    if (this.#scheduled) return;
+    this.#scheduled = true;
+    setImmediate(() => {
+      this.#scheduled = false;
+      this.flush();
+    });
   }
 
   /** Writes the pending messages now; a promise when the stream is full. */

@@ -17,6 +17,7 @@ import {
   type UrlRecord,
   validQueueKey,
 } from './store.ts';
+import { encodeServedFrames } from './wire.ts';
 
 export const PROTO_PATH = join(import.meta.dirname, 'urlfrontier.proto');
 
@@ -148,7 +149,12 @@ function unary<Req>(run: Unary<Req>, log: ServiceOptions['log']): grpc.handleUna
 }
 
 function serverStream<Req>(
-  run: (req: Req, write: (msg: object) => Promise<void> | undefined, cancelled: () => boolean) => Promise<void>,
+  run: (
+    req: Req,
+    write: (msg: object) => Promise<void> | undefined,
+    cancelled: () => boolean,
+    writer: FrameWriter,
+  ) => Promise<void>,
   log: ServiceOptions['log'],
 ): grpc.handleServerStreamingCall<Req, object> {
   return (call) => {
@@ -159,7 +165,7 @@ function serverStream<Req>(
     // Several messages per HTTP/2 write (frames.ts); a promise only when the stream is full.
     const writer = new FrameWriter(call);
     const write = (msg: object): Promise<void> | undefined => (cancelled ? undefined : writer.write(msg));
-    run(call.request, write, () => cancelled)
+    run(call.request, write, () => cancelled, writer)
       .then(async () => {
         if (!cancelled) await writer.end();
       })
@@ -292,26 +298,33 @@ export function urlFrontierHandlers(
       delay_requestable: number;
       item?: 'anyCrawlID' | 'crawlID';
       crawlID?: string;
-    }>(async (req, write, cancelled) => {
+    }>(async (req, write, cancelled, writer) => {
       const crawl = req.item === 'crawlID' ? normaliseCrawl(req.crawlID) : undefined;
       if (req.key !== '' && crawl === undefined)
         throw INVALID('GetURLs: a key needs the crawlID member of the item oneof');
-      await store.getUrls(
-        {
-          crawl,
-          key: req.key === '' ? undefined : req.key,
-          maxUrlsPerQueue: req.max_urls_per_queue,
-          maxQueues: req.max_queues,
-          holdSeconds: req.delay_requestable === 0 ? 30 : req.delay_requestable,
-        },
-        async (urls) => {
-          for (const u of urls) {
-            if (cancelled()) return;
-            const full = write({ url: u.url, key: u.key, crawlID: u.crawl, metadata: fromMetadata(u.metadata) });
-            if (full) await full;
-          }
-        },
-      );
+      const request = {
+        crawl,
+        key: req.key === '' ? undefined : req.key,
+        maxUrlsPerQueue: req.max_urls_per_queue,
+        maxQueues: req.max_queues,
+        holdSeconds: req.delay_requestable === 0 ? 30 : req.delay_requestable,
+      };
+      if (writer.batched) {
+        // Straight from Redis's bytes to gRPC frames (wire.ts), a queue at a time.
+        await store.getUrlsPacked(request, async (queue) => {
+          if (cancelled()) return;
+          const full = writer.writeFramed(encodeServedFrames(queue));
+          if (full) await full;
+        });
+        return;
+      }
+      await store.getUrls(request, async (urls) => {
+        for (const u of urls) {
+          if (cancelled()) return;
+          const full = write({ url: u.url, key: u.key, crawlID: u.crawl, metadata: fromMetadata(u.metadata) });
+          if (full) await full;
+        }
+      });
     }, log),
 
     PutURLs: bidi<URLItemIn>(async (item) => {

@@ -41,6 +41,16 @@ export interface ServedUrl {
   metadata: Metadata;
 }
 
+/**
+ * The URLs uf-serve.lua handed out from one queue, as it packs them: per URL `<byte length>:<member>` and
+ * `<byte length>:<metadata JSON, empty for none>` (members: {@link urlMember}).
+ */
+export interface PackedQueue {
+  crawl: string;
+  key: string;
+  packed: Buffer;
+}
+
 export interface UrlRecord {
   crawl: string;
   key: string;
@@ -126,6 +136,16 @@ export function unpackServed(packed: Buffer | null | undefined): string[] {
     out.push(packed.toString('utf8', colon + 1, end));
     at = end;
   }
+  return out;
+}
+
+/** The URLs of a {@link PackedQueue}. */
+export function servedUrls(queue: PackedQueue): ServedUrl[] {
+  const { crawl, key } = queue;
+  const out: ServedUrl[] = [];
+  const fields = unpackServed(queue.packed);
+  for (let i = 0; i < fields.length; i += 2)
+    out.push({ crawl, key, url: memberUrl(key, fields[i] as string), metadata: parseMetadata(fields[i + 1]) });
   return out;
 }
 
@@ -294,6 +314,11 @@ export class UrlFrontierStore implements UrlFrontierView {
 
   /** Serves queues of one crawl in one script call (see uf-serve.lua): the URLs of each, in `keys` order. */
   async serveQueues(crawl: string, keys: string[], maxUrls: number, holdSeconds: number): Promise<ServedUrl[][]> {
+    return (await this.servePacked(crawl, keys, maxUrls, holdSeconds)).map(servedUrls);
+  }
+
+  /** {@link serveQueues} with each queue's URLs left in uf-serve's packed form (for encoders that take bytes). */
+  async servePacked(crawl: string, keys: string[], maxUrls: number, holdSeconds: number): Promise<PackedQueue[]> {
     const now = this.#now();
     const replies = await runScriptBuffer<Buffer[]>(
       this.redis,
@@ -301,13 +326,7 @@ export class UrlFrontierStore implements UrlFrontierView {
       urlFrontierScriptKeys(this.prefix, crawl, keys),
       [crawl, now, maxUrls, now + holdSeconds * 1000, ...keys],
     );
-    return keys.map((key, q) => {
-      const out: ServedUrl[] = [];
-      const fields = unpackServed(replies[q] as Buffer);
-      for (let i = 0; i < fields.length; i += 2)
-        out.push({ crawl, key, url: memberUrl(key, fields[i] as string), metadata: parseMetadata(fields[i + 1]) });
-      return out;
-    });
+    return keys.map((key, q) => ({ crawl, key, packed: replies[q] ?? Buffer.alloc(0) }));
   }
 
   /**
@@ -315,11 +334,16 @@ export class UrlFrontierStore implements UrlFrontierView {
    * rotation, one full turn at most, stopping once `maxQueues` queues produced. Calls `emit` per served queue.
    */
   async getUrls(req: GetUrlsRequest, emit: (urls: ServedUrl[]) => void | Promise<void>): Promise<void> {
+    await this.getUrlsPacked(req, (queue) => emit(servedUrls(queue)));
+  }
+
+  /** {@link getUrls} with each served queue's URLs in uf-serve's packed form. */
+  async getUrlsPacked(req: GetUrlsRequest, emit: (queue: PackedQueue) => void | Promise<void>): Promise<void> {
     if (!(await this.active())) return;
     if (req.key !== undefined) {
       if (req.crawl === undefined) return;
-      const urls = await this.serveQueue(req.crawl, req.key, req.maxUrlsPerQueue, req.holdSeconds);
-      if (urls.length) await emit(urls);
+      const [queue] = await this.servePacked(req.crawl, [req.key], req.maxUrlsPerQueue, req.holdSeconds);
+      if (queue && queue.packed.length > 0) await emit(queue);
       return;
     }
     const crawls = req.crawl !== undefined ? [req.crawl] : await this.crawls();
@@ -338,11 +362,11 @@ export class UrlFrontierStore implements UrlFrontierView {
         // The queues go out in waves of SERVE_WAVE (one script call each), SERVE_WAVES_AHEAD waves in flight, so
         // the stream is written while Redis still serves the later queues (one call for every queue would hold
         // back the first URL until Redis served the last queue).
-        const waves: Promise<ServedUrl[][]>[] = [];
+        const waves: Promise<PackedQueue[]>[] = [];
         let next = 0;
         const launch = () => {
           while (waves.length < SERVE_WAVES_AHEAD && next < keys.length) {
-            const wave = this.serveQueues(
+            const wave = this.servePacked(
               crawl,
               keys.slice(next, next + SERVE_WAVE),
               req.maxUrlsPerQueue,
@@ -357,10 +381,10 @@ export class UrlFrontierStore implements UrlFrontierView {
         launch();
         for (let wave = waves.shift(); wave; wave = waves.shift()) {
           launch();
-          for (const urls of await wave) {
-            if (urls.length === 0) continue;
+          for (const queue of await wave) {
+            if (queue.packed.length === 0) continue;
             produced++;
-            await emit(urls);
+            await emit(queue);
           }
         }
       }

@@ -12,15 +12,7 @@ import { ServiceStartError } from '../../lib/errors.ts';
 import { createKafka } from '../../lib/kafka/client.ts';
 import { REPO_ROOT } from '../repo-root.ts';
 import type { Progress, ServiceStatus, ServicesLayout } from './layout.ts';
-import {
-  describeLogs,
-  ownedPid,
-  portOpen,
-  type StartedProcess,
-  startService,
-  stopProcess,
-  waitFor,
-} from './processes.ts';
+import { bringUp, ownedPid, type ServiceSpec, serviceStatus, startService, stopProcess } from './processes.ts';
 
 const POM = join(REPO_ROOT, 'localstack', 'kafka', 'pom.xml');
 const READY_TOPIC = '__crawl_cluster_ready';
@@ -202,67 +194,53 @@ function notKafka(port: number): Promise<string | undefined> {
 }
 
 /** Starts the broker (idempotent) and waits until a produce/consume round trip works. */
-export async function kafkaUp(layout: ServicesLayout, progress: Progress): Promise<ServiceStatus> {
+/** What bringUp / serviceStatus need of the broker (processes.ts). */
+function spec(layout: ServicesLayout, progress: Progress): ServiceSpec {
   const p = paths(layout);
-  const address = `127.0.0.1:${layout.kafkaPort}`;
-  const marker = p.props;
-  let pid = ownedPid(p.pid, marker);
-  let state: ServiceStatus['state'] = 'running';
-  let started: StartedProcess | undefined;
-  if (pid === undefined && (await portOpen(layout.kafkaPort))) {
-    const why = await notKafka(layout.kafkaPort);
-    if (why !== undefined) {
-      throw new ServiceStartError(
-        `kafka: port ${layout.kafkaPort} is taken by something that is not Kafka (${why}); stop it or set CRAWL_KAFKA_PORT`,
+  return {
+    name: 'kafka',
+    what: 'Kafka',
+    port: layout.kafkaPort,
+    pidFile: p.pid,
+    marker: p.props,
+    out: p.out,
+    logs: [p.serverLog],
+    portVariable: 'CRAWL_KAFKA_PORT',
+    timeoutMs: layout.timeoutSec * 1000,
+    foreign: () => notKafka(layout.kafkaPort),
+    start: async () => {
+      mkdirSync(p.logs, { recursive: true });
+      mkdirSync(p.data, { recursive: true });
+      const cp = ensureLibs(p, progress);
+      writeConfig(layout, p);
+      formatStorage(cp, p, progress);
+      progress(`kafka: starting broker on 127.0.0.1:${layout.kafkaPort} (log ${p.out}, ${p.serverLog})`);
+      return startService(
+        'kafka',
+        'java',
+        [
+          '-Xms128m',
+          `-Xmx${layout.kafkaHeap}`,
+          '-XX:+UseSerialGC',
+          '-XX:TieredStopAtLevel=1',
+          '-Djava.awt.headless=true',
+          `-Dlog4j.configuration=file:${p.log4j}`,
+          `-Dkafka.logs.dir=${p.logs}`,
+          '-cp',
+          cp,
+          'kafka.Kafka',
+          p.props,
+        ],
+        { out: p.out, pidFile: p.pid, logs: [p.serverLog] },
       );
-    }
-    progress(`kafka: a broker not started by us already listens on ${address}; using it`);
-    state = 'external';
-  } else if (pid === undefined) {
-    mkdirSync(p.logs, { recursive: true });
-    mkdirSync(p.data, { recursive: true });
-    const cp = ensureLibs(p, progress);
-    writeConfig(layout, p);
-    formatStorage(cp, p, progress);
-    progress(`kafka: starting broker on ${address} (log ${p.out}, ${p.serverLog})`);
-    started = await startService(
-      'kafka',
-      'java',
-      [
-        '-Xms128m',
-        `-Xmx${layout.kafkaHeap}`,
-        '-XX:+UseSerialGC',
-        '-XX:TieredStopAtLevel=1',
-        '-Djava.awt.headless=true',
-        `-Dlog4j.configuration=file:${p.log4j}`,
-        `-Dkafka.logs.dir=${p.logs}`,
-        '-cp',
-        cp,
-        'kafka.Kafka',
-        p.props,
-      ],
-      { out: p.out, pidFile: p.pid, logs: [p.serverLog] },
-    );
-    pid = started.pid;
-  }
-  // A broker an earlier `up` started, still starting: its exit is noticed by its pid, without an exit code.
-  const earlier = started === undefined ? pid : undefined;
-  const earlierLogs = [p.out, p.serverLog].map((file) => ({ file, offset: 0 }));
-  await waitFor(
-    `kafka on ${address} (see ${p.out})`,
-    async () => {
-      if (earlier !== undefined && ownedPid(p.pid, marker) === undefined) {
-        throw new ServiceStartError(`kafka (pid ${earlier}) exited during start; ${describeLogs(earlierLogs)}`);
-      }
-      return (await portOpen(layout.kafkaPort)) && (await roundTrip(layout.kafkaPort));
     },
-    layout.timeoutSec * 1000,
-    500,
-    started?.exited,
-  );
-  started?.ready();
-  progress(`kafka: ready on ${address} (produce/consume checked)`);
-  return { name: 'kafka', state, pid, address, log: p.out };
+    ready: () => roundTrip(layout.kafkaPort),
+    readyNote: 'produce/consume checked',
+  };
+}
+
+export function kafkaUp(layout: ServicesLayout, progress: Progress): Promise<ServiceStatus> {
+  return bringUp(spec(layout, progress), progress);
 }
 
 export async function kafkaDown(layout: ServicesLayout, progress: Progress): Promise<void> {
@@ -274,10 +252,6 @@ export async function kafkaDown(layout: ServicesLayout, progress: Progress): Pro
   await stopProcess(pid, p.pid, 30_000);
 }
 
-export async function kafkaStatus(layout: ServicesLayout): Promise<ServiceStatus> {
-  const p = paths(layout);
-  const address = `127.0.0.1:${layout.kafkaPort}`;
-  const pid = ownedPid(p.pid, p.props);
-  if (pid !== undefined) return { name: 'kafka', state: 'running', pid, address, log: p.out };
-  return { name: 'kafka', state: (await portOpen(layout.kafkaPort)) ? 'external' : 'stopped', address };
+export function kafkaStatus(layout: ServicesLayout): Promise<ServiceStatus> {
+  return serviceStatus(spec(layout, () => {}));
 }

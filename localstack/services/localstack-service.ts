@@ -21,13 +21,13 @@ import { ServiceStartError } from '../../lib/errors.ts';
 import { REPO_ROOT } from '../repo-root.ts';
 import type { Progress, ServiceStatus, ServicesLayout } from './layout.ts';
 import {
+  bringUp,
   describeLogs,
   ownedPid,
-  portOpen,
-  type StartedProcess,
+  type ServiceSpec,
+  serviceStatus,
   startService,
   stopProcess,
-  waitFor,
 } from './processes.ts';
 
 export const LOCALSTACK_REQUIREMENTS = join(REPO_ROOT, 'localstack', 'localstack-requirements.txt');
@@ -306,58 +306,45 @@ function notReady(health: Health): string[] {
 }
 
 /** Starts LocalStack (idempotent) and waits until its health reports our services running. */
-export async function localstackUp(layout: ServicesLayout, progress: Progress): Promise<ServiceStatus> {
+/** What bringUp / serviceStatus need of LocalStack (processes.ts). */
+function spec(layout: ServicesLayout, progress: Progress): ServiceSpec {
   const p = paths(layout);
   const port = layout.localstackPort;
-  const address = `127.0.0.1:${port}`;
-  let pid = ownedPid(p.pid, p.python);
-  let state: ServiceStatus['state'] = 'running';
-  let started: StartedProcess | undefined;
-  if (pid === undefined && (await portOpen(port))) {
-    try {
-      await localstackHealth(port);
-    } catch (error) {
-      throw new ServiceStartError(
-        `localstack: port ${port} is taken by something that is not LocalStack (${(error as Error).message}); stop it or set CRAWL_LOCALSTACK_PORT`,
-      );
-    }
-    progress(`localstack: a LocalStack not started by us already answers on ${address}; using it`);
-    state = 'external';
-  } else if (pid === undefined) {
-    await ensureVenv(layout, p, progress);
-    mkdirSync(p.filesystem, { recursive: true });
-    progress(`localstack: starting on ${address} (${LOCALSTACK_SERVICES.join(', ')}; log ${p.out})`);
-    started = await startService('localstack', p.python, ['-m', 'localstack.runtime.main'], {
-      out: p.out,
-      pidFile: p.pid,
-      env: localstackEnv(layout, p),
-    });
-    pid = started.pid;
-  }
-  // One an earlier `up` started, still starting: its exit is noticed by its pid.
-  const earlier = started === undefined && state === 'running' ? pid : undefined;
-  await waitFor(
-    `localstack on ${address} (see ${p.out})`,
-    async () => {
-      if (earlier !== undefined && ownedPid(p.pid, p.python) === undefined) {
-        throw new ServiceStartError(
-          `localstack (pid ${earlier}) exited during start; ${describeLogs([{ file: p.out, offset: 0 }])}`,
-        );
-      }
-      if (!(await portOpen(port))) return false;
+  return {
+    name: 'localstack',
+    what: 'LocalStack',
+    port,
+    pidFile: p.pid,
+    marker: p.python,
+    out: p.out,
+    portVariable: 'CRAWL_LOCALSTACK_PORT',
+    timeoutMs: layout.timeoutSec * 1000,
+    foreign: () =>
+      localstackHealth(port).then(
+        () => undefined,
+        (error: Error) => error.message,
+      ),
+    start: async () => {
+      await ensureVenv(layout, p, progress);
+      mkdirSync(p.filesystem, { recursive: true });
+      progress(`localstack: starting on 127.0.0.1:${port} (${LOCALSTACK_SERVICES.join(', ')}; log ${p.out})`);
+      return startService('localstack', p.python, ['-m', 'localstack.runtime.main'], {
+        out: p.out,
+        pidFile: p.pid,
+        env: localstackEnv(layout, p),
+      });
+    },
+    ready: async () => {
       const missing = notReady(await localstackHealth(port));
       if (missing.length > 0) throw new Error(`not ready: ${missing.join(', ')}`);
       return true;
     },
-    layout.timeoutSec * 1000,
-    500,
-    started?.exited,
-  );
-  started?.ready();
-  progress(`localstack: ready on ${address} (${LOCALSTACK_SERVICES.join(', ')})`);
-  return state === 'external'
-    ? { name: 'localstack', state, address }
-    : { name: 'localstack', state, pid, address, log: p.out };
+    readyNote: LOCALSTACK_SERVICES.join(', '),
+  };
+}
+
+export function localstackUp(layout: ServicesLayout, progress: Progress): Promise<ServiceStatus> {
+  return bringUp(spec(layout, progress), progress);
 }
 
 export async function localstackDown(layout: ServicesLayout, progress: Progress): Promise<void> {
@@ -368,10 +355,6 @@ export async function localstackDown(layout: ServicesLayout, progress: Progress)
   await stopProcess(pid, p.pid, 20_000);
 }
 
-export async function localstackStatus(layout: ServicesLayout): Promise<ServiceStatus> {
-  const p = paths(layout);
-  const address = `127.0.0.1:${layout.localstackPort}`;
-  const pid = ownedPid(p.pid, p.python);
-  if (pid !== undefined) return { name: 'localstack', state: 'running', pid, address, log: p.out };
-  return { name: 'localstack', state: (await portOpen(layout.localstackPort)) ? 'external' : 'stopped', address };
+export function localstackStatus(layout: ServicesLayout): Promise<ServiceStatus> {
+  return serviceStatus(spec(layout, () => {}));
 }

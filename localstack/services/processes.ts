@@ -9,6 +9,7 @@ import { closeSync, openSync, readFileSync, readSync, rmSync, statSync, writeFil
 import { connect } from 'node:net';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { ServiceStartError } from '../../lib/errors.ts';
+import type { ServiceStatus } from './layout.ts';
 
 /** True when a process with this pid exists. */
 export function isAlive(pid: number): boolean {
@@ -230,4 +231,89 @@ export async function startService(
       child.removeAllListeners('exit');
     },
   };
+}
+
+/** What {@link bringUp} and {@link serviceStatus} need to know of one service. */
+export interface ServiceSpec {
+  /** Its name in messages and in `services status`. */
+  name: string;
+  /** What it is, for "taken by something that is not …" (e.g. `Kafka`). */
+  what: string;
+  port: number;
+  /** Its pid file, and the text its command line holds while the process is ours ({@link ownedPid}). */
+  pidFile: string;
+  marker: string;
+  /** The file its stdout and stderr go to, and any other log it writes (quoted when it dies during start). */
+  out: string;
+  logs?: string[];
+  /** The variable that moves its port, for the error when a stranger holds the port. */
+  portVariable: string;
+  timeoutMs: number;
+  intervalMs?: number;
+  /**
+   * Something answers on the port and no pid of ours: undefined when it is this service (then it is used as it
+   * is), else why it is not.
+   */
+  foreign(): Promise<string | undefined>;
+  /** Prepares what the process needs and starts it ({@link startService}). */
+  start(): Promise<StartedProcess>;
+  /** One readiness probe: true when ready; false or a throw while not yet. */
+  ready(): Promise<boolean>;
+  /** What `ready` checked, for the progress line (e.g. `produce/consume checked`). */
+  readyNote?: string;
+}
+
+/**
+ * `services up` of one service: ours already running (maybe still starting), a compatible stranger on the port
+ * (used as it is: `external`), or a fresh start; then waits until it is ready. A process that dies while
+ * starting (ours from now or from an earlier `up`) fails at once, with the last lines of its logs.
+ */
+export async function bringUp(spec: ServiceSpec, progress: (message: string) => void): Promise<ServiceStatus> {
+  const address = `127.0.0.1:${spec.port}`;
+  let pid = ownedPid(spec.pidFile, spec.marker);
+  let started: StartedProcess | undefined;
+  let external = false;
+  if (pid === undefined && (await portOpen(spec.port))) {
+    const why = await spec.foreign();
+    if (why !== undefined) {
+      throw new ServiceStartError(
+        `${spec.name}: port ${spec.port} is taken by something that is not ${spec.what} (${why}); stop it or set ${spec.portVariable}`,
+      );
+    }
+    progress(`${spec.name}: a ${spec.what} not started by us already answers on ${address}; using it`);
+    external = true;
+  } else if (pid === undefined) {
+    started = await spec.start();
+    pid = started.pid;
+  }
+  // One an earlier `up` started, still starting: its exit is noticed by its pid, without an exit code.
+  const earlier = started === undefined && !external ? pid : undefined;
+  const earlierLogs = [spec.out, ...(spec.logs ?? [])].map((file) => ({ file, offset: 0 }));
+  await waitFor(
+    `${spec.name} on ${address} (see ${spec.out})`,
+    async () => {
+      if (earlier !== undefined && ownedPid(spec.pidFile, spec.marker) === undefined) {
+        throw new ServiceStartError(`${spec.name} (pid ${earlier}) exited during start; ${describeLogs(earlierLogs)}`);
+      }
+      return (await portOpen(spec.port)) && (await spec.ready());
+    },
+    spec.timeoutMs,
+    spec.intervalMs ?? 500,
+    started?.exited,
+  );
+  started?.ready();
+  progress(`${spec.name}: ready on ${address}${spec.readyNote ? ` (${spec.readyNote})` : ''}`);
+  return external
+    ? { name: spec.name, state: 'external', address }
+    : { name: spec.name, state: 'running', pid, address, log: spec.out };
+}
+
+/** `services status` of one service: ours running, something else on its port (`external`), or stopped. */
+export async function serviceStatus(
+  spec: Pick<ServiceSpec, 'name' | 'port' | 'pidFile' | 'marker' | 'out'>,
+): Promise<ServiceStatus> {
+  const address = `127.0.0.1:${spec.port}`;
+  const pid = ownedPid(spec.pidFile, spec.marker);
+  if (pid !== undefined) return { name: spec.name, state: 'running', pid, address, log: spec.out };
+  return { name: spec.name, state: (await portOpen(spec.port)) ? 'external' : 'stopped', address };
 }

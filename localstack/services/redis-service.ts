@@ -9,7 +9,7 @@ import { join } from 'node:path';
 import { Redis } from 'ioredis';
 import { ServiceStartError } from '../../lib/errors.ts';
 import type { Progress, ServiceStatus, ServicesLayout } from './layout.ts';
-import { ownedPid, portOpen, type StartedProcess, startService, stopProcess, waitFor } from './processes.ts';
+import { bringUp, ownedPid, type ServiceSpec, serviceStatus, startService, stopProcess } from './processes.ts';
 
 export type RedisKind = 'redis' | 'redis-cluster';
 
@@ -74,63 +74,66 @@ function clusterReady(port: number): Promise<boolean> {
   });
 }
 
-/** Starts one Redis (idempotent) and waits for PING (and, in cluster mode, `cluster_state:ok`). */
-export async function redisUp(layout: ServicesLayout, kind: RedisKind, progress: Progress): Promise<ServiceStatus> {
+/** What bringUp / serviceStatus need of one Redis (processes.ts). */
+function spec(layout: ServicesLayout, kind: RedisKind, progress: Progress): ServiceSpec {
   const p = paths(layout, kind);
-  const address = `127.0.0.1:${p.port}`;
-  const pid = ownedPid(p.pid, p.conf);
-  if (pid === undefined && (await portOpen(p.port))) {
-    const answer = await ping(p.port).catch((e: Error) => e.message);
-    if (answer !== 'PONG')
-      throw new ServiceStartError(`port ${p.port} is taken by something that is not Redis (${answer})`);
-    progress(`${kind}: a Redis not started by us already answers on ${address}; using it`);
-    if (kind === 'redis-cluster')
-      await waitFor(`${kind} on ${address}`, () => clusterReady(p.port), layout.timeoutSec * 1000);
-    return { name: kind, state: 'external', address };
-  }
-  let started: StartedProcess | undefined;
-  if (pid === undefined) {
-    const bin = ensureRedisBinary(progress);
-    mkdirSync(p.dir, { recursive: true });
-    const lines = [
-      `port ${p.port}`,
-      'bind 127.0.0.1',
-      'protected-mode yes',
-      // Not daemonized: the process we start is the server, so a server that dies at start is noticed at
-      // once, with its exit code. It still runs in a session of its own and outlives this command.
-      'daemonize no',
-      `pidfile ${p.pid}`,
-      `logfile ${p.log}`,
-      `dir ${p.dir}`,
-      'appendonly yes',
-      'appendfsync everysec',
-      // The frontier must never be evicted silently (docs/design.md §3, as on ElastiCache).
-      'maxmemory-policy noeviction',
-      'save ""',
-      // Keeps the config path in the process title, so `down` can tell our process from a stranger's.
-      'proc-title-template "{title} {listen-addr} {server-mode} {config-file}"',
-    ];
-    if (kind === 'redis-cluster') {
-      lines.push(
-        'cluster-enabled yes',
-        // A lone node does not know its own address and would announce "" in CLUSTER SLOTS.
-        'cluster-announce-ip 127.0.0.1',
-        `cluster-config-file ${join(p.dir, 'nodes.conf')}`,
-        'cluster-node-timeout 5000',
-      );
-    }
-    writeFileSync(p.conf, `${lines.join('\n')}\n`);
-    progress(`${kind}: starting on ${address} (log ${p.log})`);
-    // Errors before the log file is open (a bad config line) go to stderr, so stderr goes to the log too.
-    started = await startService(kind, bin, [p.conf], { out: p.log, pidFile: p.pid });
-  }
-  const timeoutMs = layout.timeoutSec * 1000;
-  const exited = started?.exited;
-  await waitFor(`${kind} on ${address}`, async () => (await ping(p.port)) === 'PONG', timeoutMs, 250, exited);
-  if (kind === 'redis-cluster') await waitFor(`${kind} slots`, () => clusterReady(p.port), timeoutMs, 250, exited);
-  started?.ready();
-  progress(`${kind}: ready on ${address}`);
-  return { name: kind, state: 'running', pid: ownedPid(p.pid, p.conf), address, log: p.log };
+  return {
+    name: kind,
+    what: 'Redis',
+    port: p.port,
+    pidFile: p.pid,
+    marker: p.conf,
+    out: p.log,
+    portVariable: kind === 'redis' ? 'CRAWL_REDIS_PORT' : 'CRAWL_REDIS_CLUSTER_PORT',
+    timeoutMs: layout.timeoutSec * 1000,
+    intervalMs: 250,
+    foreign: async () => {
+      const answer = await ping(p.port).catch((e: Error) => e.message);
+      return answer === 'PONG' ? undefined : answer;
+    },
+    start: async () => {
+      const bin = ensureRedisBinary(progress);
+      mkdirSync(p.dir, { recursive: true });
+      const lines = [
+        `port ${p.port}`,
+        'bind 127.0.0.1',
+        'protected-mode yes',
+        // Not daemonized: the process we start is the server, so a server that dies at start is noticed at
+        // once, with its exit code. It still runs in a session of its own and outlives this command.
+        'daemonize no',
+        `pidfile ${p.pid}`,
+        `logfile ${p.log}`,
+        `dir ${p.dir}`,
+        'appendonly yes',
+        'appendfsync everysec',
+        // The frontier must never be evicted silently (docs/design.md §3, as on ElastiCache).
+        'maxmemory-policy noeviction',
+        'save ""',
+        // Keeps the config path in the process title, so `down` can tell our process from a stranger's.
+        'proc-title-template "{title} {listen-addr} {server-mode} {config-file}"',
+      ];
+      if (kind === 'redis-cluster') {
+        lines.push(
+          'cluster-enabled yes',
+          // A lone node does not know its own address and would announce "" in CLUSTER SLOTS.
+          'cluster-announce-ip 127.0.0.1',
+          `cluster-config-file ${join(p.dir, 'nodes.conf')}`,
+          'cluster-node-timeout 5000',
+        );
+      }
+      writeFileSync(p.conf, `${lines.join('\n')}\n`);
+      progress(`${kind}: starting on 127.0.0.1:${p.port} (log ${p.log})`);
+      // Errors before the log file is open (a bad config line) go to stderr, so stderr goes to the log too.
+      return startService(kind, bin, [p.conf], { out: p.log, pidFile: p.pid });
+    },
+    // A cluster node is ready once it owns every slot.
+    ready: async () => (await ping(p.port)) === 'PONG' && (kind !== 'redis-cluster' || (await clusterReady(p.port))),
+  };
+}
+
+/** Starts one Redis (idempotent) and waits for PING (and, in cluster mode, `cluster_state:ok`). */
+export function redisUp(layout: ServicesLayout, kind: RedisKind, progress: Progress): Promise<ServiceStatus> {
+  return bringUp(spec(layout, kind, progress), progress);
 }
 
 /** Stops the Redis we started (if any). */
@@ -142,10 +145,6 @@ export async function redisDown(layout: ServicesLayout, kind: RedisKind, progres
   await stopProcess(pid, p.pid);
 }
 
-export async function redisStatus(layout: ServicesLayout, kind: RedisKind): Promise<ServiceStatus> {
-  const p = paths(layout, kind);
-  const address = `127.0.0.1:${p.port}`;
-  const pid = ownedPid(p.pid, p.conf);
-  if (pid !== undefined) return { name: kind, state: 'running', pid, address, log: p.log };
-  return { name: kind, state: (await portOpen(p.port)) ? 'external' : 'stopped', address };
+export function redisStatus(layout: ServicesLayout, kind: RedisKind): Promise<ServiceStatus> {
+  return serviceStatus(spec(layout, kind, () => {}));
 }

@@ -14,13 +14,14 @@
  */
 import { type ChildProcess, spawn } from 'node:child_process';
 import { mkdtempSync, rmSync } from 'node:fs';
-import { connect, createServer } from 'node:net';
+import { connect } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { config } from '../../lib/config/index.ts';
 import { createRedis, type RedisClient } from '../../lib/redis/client.ts';
 import { layoutFrom } from '../../localstack/services/index.ts';
+import { freePort } from '../../localstack/services/processes.ts';
 import { ensureRedisBinary, redisUp } from '../../localstack/services/redis-service.ts';
 
 export type BenchRedisMode = 'private' | 'shared';
@@ -34,18 +35,6 @@ export interface BenchRedis {
   pid?: number;
   /** Closes the client and, in private mode, stops the server we started. */
   close(): Promise<void>;
-}
-
-async function freePort(): Promise<number> {
-  return await new Promise((resolve, reject) => {
-    const server = createServer();
-    server.once('error', reject);
-    server.listen(0, '127.0.0.1', () => {
-      const address = server.address();
-      const port = typeof address === 'object' && address ? address.port : 0;
-      server.close(() => resolve(port));
-    });
-  });
 }
 
 /** Resolves once something accepts TCP connections on the loopback port (before a client is created). */

@@ -6,7 +6,7 @@ import { Buffer } from 'node:buffer';
 import { type ChildProcess, spawn } from 'node:child_process';
 import { once } from 'node:events';
 import { closeSync, openSync, readFileSync, readSync, rmSync, statSync, writeFileSync } from 'node:fs';
-import { connect } from 'node:net';
+import { connect, createServer } from 'node:net';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { ServiceStartError } from '../../lib/errors.ts';
 import type { ServiceStatus } from './layout.ts';
@@ -61,6 +61,20 @@ export async function stopProcess(pid: number, pidFile: string, graceMs = 15_000
     while (isAlive(pid)) await sleep(50);
   }
   rmSync(pidFile, { force: true });
+}
+
+/** A loopback port that was free a moment ago (the OS's pick). */
+export function freePort(): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const server = createServer();
+    server.once('error', reject);
+    server.listen(0, '127.0.0.1', () => {
+      const address = server.address();
+      server.close(() =>
+        typeof address === 'object' && address ? resolve(address.port) : reject(new Error('no port')),
+      );
+    });
+  });
 }
 
 /** True when something accepts TCP connections on 127.0.0.1:port. */

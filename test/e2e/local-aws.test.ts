@@ -4,30 +4,17 @@
  * LocalStack does not answer (and leaves nothing running), and runs without it on `--no-localstack`.
  */
 import { spawn } from 'node:child_process';
-import { createServer } from 'node:net';
 import { fileURLToPath } from 'node:url';
 import { CloudWatchClient, GetMetricDataCommand, ListMetricsCommand } from '@aws-sdk/client-cloudwatch';
 import { afterAll, describe, expect, it } from 'vitest';
 import { config } from '../../lib/config/index.ts';
+import { freePort } from '../../localstack/services/processes.ts';
 import { startTestCluster } from '../helpers/cluster.ts';
 import { localstackClientSettings, uniqueName, waitUntil } from '../helpers/services.ts';
 
 const repoRoot = fileURLToPath(new URL('../..', import.meta.url));
 const cloudwatch = new CloudWatchClient(localstackClientSettings());
 afterAll(() => cloudwatch.destroy());
-
-/** A port that was free a moment ago. */
-function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const server = createServer();
-    server.on('error', reject);
-    server.listen(0, '127.0.0.1', () => {
-      const address = server.address();
-      const port = typeof address === 'object' && address ? address.port : 0;
-      server.close(() => resolve(port));
-    });
-  });
-}
 
 describe.skipIf(!config().CRAWL_LOCALSTACK)('local cluster: stats metrics in LocalStack CloudWatch', () => {
   it('a queued crawl shows up as Backlog, BacklogPerTask and SpiderBacklog{spider=link} in CloudWatch', async () => {

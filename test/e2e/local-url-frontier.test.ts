@@ -3,13 +3,13 @@
  * off, fresh prefixes), a grpc-js client on the port it printed; SIGINT stops it cleanly.
  */
 import { spawn } from 'node:child_process';
-import { createServer } from 'node:net';
 import { fileURLToPath } from 'node:url';
 import * as grpc from '@grpc/grpc-js';
 import { afterAll, describe, expect, it } from 'vitest';
 import { config } from '../../lib/config/index.ts';
 import { urlFrontierClientConstructor } from '../../lib/url-frontier/service.ts';
 import { UrlFrontierStore } from '../../lib/url-frontier/store.ts';
+import { freePort } from '../../localstack/services/processes.ts';
 import { clusterRedis, uniqueName, waitUntil } from '../helpers/services.ts';
 
 const repoRoot = fileURLToPath(new URL('../..', import.meta.url));
@@ -17,19 +17,6 @@ const redis = clusterRedis();
 afterAll(() => redis.disconnect());
 
 type AnyClient = grpc.Client & Record<string, (...args: unknown[]) => unknown>;
-
-/** A port that was free a moment ago. */
-function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const server = createServer();
-    server.on('error', reject);
-    server.listen(0, '127.0.0.1', () => {
-      const address = server.address();
-      const port = typeof address === 'object' && address ? address.port : 0;
-      server.close(() => resolve(port));
-    });
-  });
-}
 
 describe('crawl-cluster local: the URL Frontier API', () => {
   it('serves ListCrawls and PutURLs / GetURLs on --frontier-port, printed like the REST line, until SIGINT', async () => {

@@ -4,26 +4,13 @@
  */
 import { type ChildProcess, spawn } from 'node:child_process';
 import { mkdtempSync, rmSync } from 'node:fs';
-import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { afterAll, describe, expect, test } from 'vitest';
-import { portOpen } from '../../localstack/services/processes.ts';
+import { freePort, portOpen } from '../../localstack/services/processes.ts';
 import { startTestCluster, type TestCluster } from '../helpers/cluster.ts';
 import { waitUntil } from '../helpers/services.ts';
-
-function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const server = createServer();
-    server.listen(0, '127.0.0.1', () => {
-      const address = server.address();
-      server.close(() =>
-        typeof address === 'object' && address ? resolve(address.port) : reject(new Error('no port')),
-      );
-    });
-  });
-}
 
 function startRedis(port: number, dir: string): ChildProcess {
   return spawn(

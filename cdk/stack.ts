@@ -131,6 +131,7 @@ export class CrawlClusterStack extends Stack {
       fleet: this.fleet,
       restApi: this.restApi,
       storage: this.storage,
+      urlFrontier: this.urlFrontier,
       alarmEmail: s.alarmEmail,
     });
 

@@ -92,7 +92,10 @@ export function stopTimeoutSeconds(shutdownDeadlineMs: number): number {
 }
 
 /** The stats function's metrics (Powertools adds the `service` dimension). */
-export function statsMetric(name: 'Backlog' | 'LiveCrawlers' | 'BacklogPerTask', statistic = 'Maximum') {
+export function statsMetric(
+  name: 'Backlog' | 'LiveCrawlers' | 'BacklogPerTask' | 'UrlFrontierBacklog',
+  statistic = 'Maximum',
+) {
   return new cloudwatch.Metric({
     namespace: METRICS_NAMESPACE,
     metricName: name,

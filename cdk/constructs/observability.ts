@@ -1,11 +1,12 @@
 /**
  * The CloudWatch dashboard (ingest, rejections, backlog, pages per minute, function errors and offset lag, fleet
- * size, cache memory, REST API requests, errors and latency) and the alarms that page someone, through one SNS
- * topic.
+ * size, cache memory, REST API requests, errors and latency, and the URL Frontier service when the stack has it) and
+ * the alarms that page someone, through one SNS topic.
  */
 import { Duration, Stack } from 'aws-cdk-lib';
 import * as cloudwatch from 'aws-cdk-lib/aws-cloudwatch';
 import * as actions from 'aws-cdk-lib/aws-cloudwatch-actions';
+import type * as ecs from 'aws-cdk-lib/aws-ecs';
 import * as sns from 'aws-cdk-lib/aws-sns';
 import * as subscriptions from 'aws-cdk-lib/aws-sns-subscriptions';
 import { Construct } from 'constructs';
@@ -16,6 +17,7 @@ import type { Functions } from './functions.ts';
 import type { Kafka } from './kafka.ts';
 import type { RestApi } from './rest-api.ts';
 import { FAILED_BATCH_METRICS_ID, type Storage } from './storage.ts';
+import { URL_FRONTIER_CPU_TARGET, type UrlFrontier } from './url-frontier.ts';
 
 export interface ObservabilityProps {
   kafka: Kafka;
@@ -25,11 +27,36 @@ export interface ObservabilityProps {
   restApi: RestApi;
   /** Its failed-batch bucket gets an alarm. */
   storage: Storage;
+  /** The URL Frontier service, when the stack has one: its row of the dashboard and its alarms. */
+  urlFrontier?: UrlFrontier;
   alarmEmail?: string;
 }
 
 const MINUTE = Duration.minutes(1);
 const FIVE_MINUTES = Duration.minutes(5);
+
+/**
+ * Average CPU (%) of the URL Frontier's tasks that pages someone once it holds for 15 minutes at urlFrontierMaxTasks.
+ * Below the maximum, autoscaling answers load with tasks (it aims at {@link URL_FRONTIER_CPU_TARGET}); at the maximum
+ * it cannot, and 85 % leaves the tasks little room before calls queue up behind a busy event loop.
+ */
+export const URL_FRONTIER_CPU_ALARM_PERCENT = 85;
+
+/** Running tasks of a service, from Container Insights (enabled on the fleet's cluster, which both services share). */
+function runningTasks(service: ecs.FargateService, label: string, statistic = 'Average', period = MINUTE) {
+  return new cloudwatch.Metric({
+    namespace: 'ECS/ContainerInsights',
+    metricName: 'RunningTaskCount',
+    dimensionsMap: { ClusterName: service.cluster.clusterName, ServiceName: service.serviceName },
+    statistic,
+    period,
+    label,
+  });
+}
+
+function graph(title: string, left: cloudwatch.IMetric[], right: cloudwatch.IMetric[] = [], width = 8) {
+  return new cloudwatch.GraphWidget({ title, left, right, width, height: 6 });
+}
 
 /** A metric a function publishes through Powertools (namespace CrawlCluster, dimension `service`). */
 function appMetric(service: string, name: string, statistic = 'Sum', period = MINUTE): cloudwatch.Metric {
@@ -85,21 +112,11 @@ export class Observability extends Construct {
           label: node,
         }),
     );
-    const runningTasks = new cloudwatch.Metric({
-      namespace: 'ECS/ContainerInsights',
-      metricName: 'RunningTaskCount',
-      dimensionsMap: { ClusterName: fleet.cluster.clusterName, ServiceName: fleet.service.serviceName },
-      statistic: 'Average',
-      period: MINUTE,
-      label: 'running tasks',
-    });
 
     this.dashboard = new cloudwatch.Dashboard(this, 'Dashboard', {
       dashboardName: Stack.of(this).stackName,
       defaultInterval: Duration.hours(3),
     });
-    const graph = (title: string, left: cloudwatch.IMetric[], right: cloudwatch.IMetric[] = []) =>
-      new cloudwatch.GraphWidget({ title, left, right, width: 8, height: 6 });
     this.dashboard.addWidgets(
       graph('Ingest per minute', [
         appMetric('kafka-monitor', 'RequestsQueued'),
@@ -117,7 +134,7 @@ export class Observability extends Construct {
     );
     this.dashboard.addWidgets(
       graph('Backlog', [statsMetric('Backlog')], [statsMetric('BacklogPerTask')]),
-      graph('Fleet', [statsMetric('LiveCrawlers'), runningTasks]),
+      graph('Fleet', [statsMetric('LiveCrawlers'), runningTasks(fleet.service, 'running tasks')]),
       graph(
         'Monitor offset lag (records)',
         monitors.map((m) => offsetLag(m.fn, m.name)),
@@ -155,14 +172,8 @@ export class Observability extends Construct {
       ]),
     );
 
-    const alarm = (id: string, props: cloudwatch.AlarmProps) => {
-      const a = new cloudwatch.Alarm(this, id, props);
-      a.addAlarmAction(new actions.SnsAction(this.alarmTopic));
-      this.alarms.push(a);
-      return a;
-    };
     for (const f of functions.all) {
-      alarm(`${f.name}Errors`, {
+      this.alarm(`${f.name}Errors`, {
         metric: f.fn.function.metricErrors({ period: FIVE_MINUTES }),
         threshold: 3,
         evaluationPeriods: 1,
@@ -172,7 +183,7 @@ export class Observability extends Construct {
       });
     }
     for (const m of monitors) {
-      alarm(`${m.name}OffsetLag`, {
+      this.alarm(`${m.name}OffsetLag`, {
         metric: offsetLag(m.fn, m.name).with({ period: FIVE_MINUTES }),
         threshold: 10_000,
         evaluationPeriods: 3,
@@ -180,7 +191,7 @@ export class Observability extends Construct {
         treatMissingData: cloudwatch.TreatMissingData.NOT_BREACHING,
         alarmDescription: `${m.name} is more than 10,000 records behind for 15 minutes`,
       });
-      alarm(`${m.name}RecordsFailed`, {
+      this.alarm(`${m.name}RecordsFailed`, {
         metric: appMetric(m.name, 'RecordsFailed', 'Sum', FIVE_MINUTES),
         threshold: 1,
         evaluationPeriods: 3,
@@ -191,7 +202,7 @@ export class Observability extends Construct {
     }
     // What the monitors' MSK event sources gave up on (cdk/settings.ts eventSourceRetryAttempts, maxRecordAgeSec):
     // requests that were neither processed nor rejected, waiting in the failed-batch bucket for a replay.
-    alarm('FailedBatches', {
+    this.alarm('FailedBatches', {
       metric: new cloudwatch.Metric({
         namespace: 'AWS/S3',
         metricName: 'PutRequests',
@@ -206,7 +217,7 @@ export class Observability extends Construct {
       alarmDescription:
         'An MSK batch the monitors could not process went to the failed-batch bucket: replay it once Redis and Kafka are healthy',
     });
-    alarm('RestServerErrors', {
+    this.alarm('RestServerErrors', {
       metric: api.metricServerError({ period: FIVE_MINUTES, statistic: 'Sum' }),
       threshold: 5,
       evaluationPeriods: 1,
@@ -214,7 +225,7 @@ export class Observability extends Construct {
       treatMissingData: cloudwatch.TreatMissingData.NOT_BREACHING,
       alarmDescription: 'The REST API answered 5xx at least 5 times in 5 minutes (Redis/Kafka down, timeouts)',
     });
-    alarm('StatsMissing', {
+    this.alarm('StatsMissing', {
       metric: statsMetric('Backlog', 'SampleCount').with({ period: FIVE_MINUTES }),
       threshold: 1,
       evaluationPeriods: 2,
@@ -222,7 +233,7 @@ export class Observability extends Construct {
       treatMissingData: cloudwatch.TreatMissingData.BREACHING,
       alarmDescription: 'The stats function published nothing for 10 minutes: the fleet cannot autoscale',
     });
-    alarm('BacklogWithoutCrawlers', {
+    this.alarm('BacklogWithoutCrawlers', {
       metric: new cloudwatch.MathExpression({
         expression: 'IF(backlog > 0 AND live < 1, 1, 0)',
         usingMetrics: { backlog: statsMetric('Backlog'), live: statsMetric('LiveCrawlers') },
@@ -234,7 +245,7 @@ export class Observability extends Construct {
       treatMissingData: cloudwatch.TreatMissingData.NOT_BREACHING,
       alarmDescription: 'Requests are queued but no crawler has been alive for 15 minutes',
     });
-    alarm('CacheMemory', {
+    this.alarm('CacheMemory', {
       metric: new cloudwatch.MathExpression({
         expression: `MAX([${memory.map((_, i) => `m${i}`).join(', ')}])`,
         usingMetrics: Object.fromEntries(memory.map((m, i) => [`m${i}`, m])),
@@ -245,6 +256,96 @@ export class Observability extends Construct {
       comparisonOperator: cloudwatch.ComparisonOperator.GREATER_THAN_THRESHOLD,
       treatMissingData: cloudwatch.TreatMissingData.NOT_BREACHING,
       alarmDescription: 'Valkey memory above 80%: with noeviction, enqueues fail when it is full',
+    });
+
+    if (props.urlFrontier) this.watchUrlFrontier(props.urlFrontier);
+  }
+
+  /** An alarm that notifies the alarm topic. */
+  private alarm(id: string, props: cloudwatch.AlarmProps): cloudwatch.Alarm {
+    const a = new cloudwatch.Alarm(this, id, props);
+    a.addAlarmAction(new actions.SnsAction(this.alarmTopic));
+    this.alarms.push(a);
+    return a;
+  }
+
+  /**
+   * The URL Frontier's row of the dashboard (its tasks' CPU and memory, its load balancer's targets and flows, its
+   * backlog as the stats function counts it) and its alarms: no healthy target, and CPU high at the task maximum.
+   */
+  private watchUrlFrontier(frontier: UrlFrontier): void {
+    const { service, loadBalancer, targetGroup } = frontier;
+    this.dashboard.addWidgets(
+      new cloudwatch.GraphWidget({
+        title: 'URL Frontier CPU and memory (%)',
+        left: [
+          service.metricCpuUtilization({ period: MINUTE, label: 'CPU' }),
+          service.metricMemoryUtilization({ period: MINUTE, label: 'memory' }),
+        ],
+        right: [runningTasks(service, 'running tasks')],
+        leftYAxis: { min: 0, max: 100 },
+        leftAnnotations: [
+          { value: URL_FRONTIER_CPU_TARGET, label: 'CPU scaling target' },
+          { value: URL_FRONTIER_CPU_ALARM_PERCENT, label: 'CPU alarm at max tasks' },
+        ],
+        width: 6,
+        height: 6,
+      }),
+      // The worst load balancer node's view: fewest healthy, most unhealthy.
+      graph(
+        'URL Frontier targets',
+        [
+          targetGroup.metrics.healthyHostCount({ statistic: 'Minimum', period: MINUTE, label: 'healthy' }),
+          targetGroup.metrics.unHealthyHostCount({ statistic: 'Maximum', period: MINUTE, label: 'unhealthy' }),
+        ],
+        [],
+        6,
+      ),
+      graph(
+        'URL Frontier flows (connections)',
+        [loadBalancer.metrics.activeFlowCount({ statistic: 'Average', period: MINUTE, label: 'active flows' })],
+        [loadBalancer.metrics.newFlowCount({ statistic: 'Sum', period: MINUTE, label: 'new flows per minute' })],
+        6,
+      ),
+      graph('URL Frontier backlog', [statsMetric('UrlFrontierBacklog').with({ label: 'URLs due or held' })], [], 6),
+    );
+
+    // ELB reports HealthyHostCount whenever health checks are on (its documented criterion), and a target group
+    // always has them: a missing point is no news of a healthy task, so it breaches, as the stats function's silence
+    // does for StatsMissing (the alarms on counts of failures read a missing point as none). Three minutes: a dead
+    // task is unhealthy after two 10 s checks and its replacement healthy a minute or two later, deploys keep
+    // minHealthyPercent 100, and urlFrontierMinTasks is at least 1, so zero healthy for that long is an outage.
+    const noHealthyTarget = this.alarm('UrlFrontierNoHealthyTarget', {
+      metric: targetGroup.metrics.healthyHostCount({ statistic: 'Maximum', period: MINUTE }),
+      threshold: 1,
+      evaluationPeriods: 3,
+      comparisonOperator: cloudwatch.ComparisonOperator.LESS_THAN_THRESHOLD,
+      treatMissingData: cloudwatch.TreatMissingData.BREACHING,
+      alarmDescription:
+        'No healthy URL Frontier task behind its load balancer for 3 minutes: UrlFrontierEndpoint cannot serve calls',
+    });
+    // Created once the service is stable, so a first deploy does not page for the minutes before a task is healthy.
+    noHealthyTarget.node.addDependency(service);
+
+    // Only at the maximum: below it, high CPU is autoscaling's to answer. Missing data is no tasks (the alarm above)
+    // or no Container Insights point, neither of them news of saturation.
+    this.alarm('UrlFrontierCpuAtMaxTasks', {
+      metric: new cloudwatch.MathExpression({
+        expression: `IF(tasks >= ${frontier.maxTasks}, cpu, 0)`,
+        usingMetrics: {
+          cpu: service.metricCpuUtilization({ period: FIVE_MINUTES }),
+          tasks: runningTasks(service, 'running tasks', 'Minimum', FIVE_MINUTES),
+        },
+        period: FIVE_MINUTES,
+        label: `CPU % at ${frontier.maxTasks} tasks`,
+      }),
+      threshold: URL_FRONTIER_CPU_ALARM_PERCENT,
+      evaluationPeriods: 3,
+      comparisonOperator: cloudwatch.ComparisonOperator.GREATER_THAN_THRESHOLD,
+      treatMissingData: cloudwatch.TreatMissingData.NOT_BREACHING,
+      alarmDescription:
+        `The URL Frontier has run urlFrontierMaxTasks (${frontier.maxTasks}) tasks above ` +
+        `${URL_FRONTIER_CPU_ALARM_PERCENT}% CPU for 15 minutes: raise urlFrontierMaxTasks or urlFrontierTaskCpu`,
     });
   }
 

@@ -63,10 +63,13 @@ export class UrlFrontier extends Construct {
   readonly endpoint: string;
   /** `<NLB DNS name>:7443`, gRPC over TLS, when a certificate is given. */
   readonly tlsEndpoint?: string;
+  /** The most tasks autoscaling runs (urlFrontierMaxTasks): past it, more load only raises their CPU. */
+  readonly maxTasks: number;
 
   constructor(scope: Construct, id: string, props: UrlFrontierProps) {
     super(scope, id);
     const { network, cache } = props;
+    this.maxTasks = props.maxTasks;
     const vpc = network.vpc;
     // A literal range (not the Vpc's CidrBlock attribute), so that cdk-nag can check the rules made from it.
     const fromVpc = ec2.Peer.ipv4(network.vpcCidr);

@@ -1,6 +1,7 @@
 import { existsSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { beforeAll, describe, expect, it } from 'vitest';
+import { URL_FRONTIER_CPU_ALARM_PERCENT } from '../../cdk/constructs/observability.ts';
 import {
   URL_FRONTIER_COMMAND,
   URL_FRONTIER_PORT,
@@ -8,6 +9,7 @@ import {
   type UrlFrontier,
 } from '../../cdk/constructs/url-frontier.ts';
 import { REQUIRED_VARIABLES } from '../../cdk/runtime-env.ts';
+import { METRICS_NAMESPACE } from '../../functions/shared/observability.ts';
 import { VARIABLES } from '../../lib/config/variables.ts';
 import { REPO_ROOT } from '../../localstack/repo-root.ts';
 import { type Cfn, logicalIdOf, resourceOf, type Synthesized, synthStack } from './synth.ts';
@@ -64,6 +66,46 @@ function vpcCidr(syn: Synthesized): string {
 
 function env(c: Cfn): Record<string, unknown> {
   return Object.fromEntries((c.Environment as { Name: string; Value: unknown }[]).map((e) => [e.Name, e.Value]));
+}
+
+/** A graph's metric as the dashboard body lists it; dimension values are the template's (Ref, Fn::GetAtt, ...). */
+interface GraphMetric {
+  namespace: string;
+  name: string;
+  dimensions: Record<string, unknown>;
+  /** `stat` (absent for Average), `period`, `label`, `yAxis`. */
+  options: Cfn;
+}
+
+/**
+ * The widgets of the stack's dashboard. The body is a Fn::Join of JSON text and tokens; each token becomes a
+ * placeholder for parsing and is put back afterwards, as itself or, inside a longer string, as a Fn::Join.
+ */
+function dashboardWidgets(syn: Synthesized): { title: string; metrics: GraphMetric[]; properties: Cfn }[] {
+  const body = resourceOf(syn, syn.stack.observability.dashboard).Properties.DashboardBody;
+  const parts: unknown[] = typeof body === 'string' ? [body] : body['Fn::Join'][1];
+  const tokens: unknown[] = [];
+  const text = parts.map((p) => (typeof p === 'string' ? p : `@@${tokens.push(p) - 1}@@`)).join('');
+  const restore = (v: string): unknown => {
+    const pieces = v.split(/@@(\d+)@@/).flatMap((x, i) => (i % 2 ? [tokens[Number(x)]] : x ? [x] : []));
+    return pieces.length === 1 ? pieces[0] : { 'Fn::Join': ['', pieces] };
+  };
+  const widgets = JSON.parse(text).widgets as { properties: Cfn }[];
+  return widgets.map(({ properties }) => ({
+    title: properties.title,
+    properties,
+    metrics: ((properties.metrics ?? []) as unknown[][]).map((m) => {
+      const [namespace, name, ...rest] = m as [string, string, ...unknown[]];
+      const options = (typeof rest.at(-1) === 'object' ? rest.pop() : {}) as Cfn;
+      const dimensions: Record<string, unknown> = {};
+      for (let i = 0; i < rest.length; i += 2) dimensions[rest[i] as string] = restore(rest[i + 1] as string);
+      return { namespace, name, dimensions, options };
+    }),
+  }));
+}
+
+function alarmsOf(syn: Synthesized): [string, Cfn][] {
+  return resourcesOf(syn, 'AWS::CloudWatch::Alarm');
 }
 
 describe('URL Frontier service', () => {
@@ -317,5 +359,168 @@ describe('URL Frontier service', () => {
       ].sort(),
     );
     s.template.resourceCountIs('AWS::ECS::Service', 2);
+  });
+});
+
+describe('URL Frontier monitoring', () => {
+  function ids(syn: Synthesized) {
+    // A target group's metrics name its load balancer by the `net/<name>/<id>` part of the listener's ARN.
+    const listener = { Ref: logicalIdOf(syn, frontier(syn).loadBalancer.node.findChild('Tcp')) };
+    const arnPart = (i: number) => ({ 'Fn::Select': [i, { 'Fn::Split': ['/', listener] }] });
+    return {
+      cluster: { Ref: logicalIdOf(syn, syn.stack.fleet.cluster) },
+      service: { 'Fn::GetAtt': [logicalIdOf(syn, frontier(syn).service), 'Name'] },
+      loadBalancer: { 'Fn::GetAtt': [logicalIdOf(syn, frontier(syn).loadBalancer), 'LoadBalancerFullName'] },
+      targetGroup: { 'Fn::GetAtt': [logicalIdOf(syn, frontier(syn).targetGroup), 'TargetGroupFullName'] },
+      targetGroupLoadBalancer: { 'Fn::Join': ['', [arnPart(1), '/', arnPart(2), '/', arnPart(3)]] },
+      topic: { Ref: logicalIdOf(syn, syn.stack.observability.alarmTopic) },
+    };
+  }
+
+  function widget(syn: Synthesized, title: string) {
+    const found = dashboardWidgets(syn).filter((w) => w.title === title);
+    expect(found, title).toHaveLength(1);
+    return found[0] as ReturnType<typeof dashboardWidgets>[number];
+  }
+
+  function alarmsNamed(syn: Synthesized, name: string): Cfn[] {
+    return alarmsOf(syn)
+      .filter(([id]) => id.startsWith(`Observability${name}`))
+      .map(([, r]) => r);
+  }
+
+  it('graphs the tasks’ CPU and memory (ECS service metrics) next to the running task count', () => {
+    const { cluster, service } = ids(s);
+    const w = widget(s, 'URL Frontier CPU and memory (%)');
+    const serviceDims = { ClusterName: cluster, ServiceName: service };
+    expect(
+      w.metrics.map((m) => [m.namespace, m.name, m.dimensions, m.options.stat ?? 'Average', m.options.period]),
+    ).toEqual([
+      ['AWS/ECS', 'CPUUtilization', serviceDims, 'Average', 60],
+      ['AWS/ECS', 'MemoryUtilization', serviceDims, 'Average', 60],
+      ['ECS/ContainerInsights', 'RunningTaskCount', serviceDims, 'Average', 60],
+    ]);
+    expect(w.properties.yAxis.left).toEqual({ min: 0, max: 100 });
+    expect(w.properties.annotations.horizontal.map((a: Cfn) => a.value)).toEqual([60, 85]);
+  });
+
+  it('graphs the load balancer’s healthy and unhealthy targets, and its active and new flows', () => {
+    const { loadBalancer, targetGroup, targetGroupLoadBalancer } = ids(s);
+    const targets = widget(s, 'URL Frontier targets');
+    expect(targets.metrics.map((m) => [m.namespace, m.name, m.dimensions, m.options.stat, m.options.period])).toEqual([
+      [
+        'AWS/NetworkELB',
+        'HealthyHostCount',
+        { LoadBalancer: targetGroupLoadBalancer, TargetGroup: targetGroup },
+        'Minimum',
+        60,
+      ],
+      [
+        'AWS/NetworkELB',
+        'UnHealthyHostCount',
+        { LoadBalancer: targetGroupLoadBalancer, TargetGroup: targetGroup },
+        'Maximum',
+        60,
+      ],
+    ]);
+    const flows = widget(s, 'URL Frontier flows (connections)');
+    expect(
+      flows.metrics.map((m) => [m.namespace, m.name, m.dimensions, m.options.stat ?? 'Average', m.options.period]),
+    ).toEqual([
+      ['AWS/NetworkELB', 'ActiveFlowCount', { LoadBalancer: loadBalancer }, 'Average', 60],
+      ['AWS/NetworkELB', 'NewFlowCount', { LoadBalancer: loadBalancer }, 'Sum', 60],
+    ]);
+  });
+
+  it('graphs the UrlFrontierBacklog the stats function publishes (namespace CrawlCluster, service=stats)', () => {
+    const w = widget(s, 'URL Frontier backlog');
+    expect(w.metrics.map((m) => [m.namespace, m.name, m.dimensions, m.options.stat, m.options.period])).toEqual([
+      [METRICS_NAMESPACE, 'UrlFrontierBacklog', { service: 'stats' }, 'Maximum', 60],
+    ]);
+    const handler = readFileSync(join(REPO_ROOT, 'functions/stats/handler.ts'), 'utf8');
+    expect(handler).toMatch(/addMetric\('UrlFrontierBacklog'/);
+  });
+
+  it('pages the alarm topic when no target behind the load balancer is healthy for 3 minutes, silence included', () => {
+    const { service, targetGroup, targetGroupLoadBalancer, topic } = ids(s);
+    const alarms = alarmsNamed(s, 'UrlFrontierNoHealthyTarget');
+    expect(alarms).toHaveLength(1);
+    const a = alarms[0] as Cfn;
+    expect(a.Properties).toMatchObject({
+      Namespace: 'AWS/NetworkELB',
+      MetricName: 'HealthyHostCount',
+      Dimensions: [
+        { Name: 'LoadBalancer', Value: targetGroupLoadBalancer },
+        { Name: 'TargetGroup', Value: targetGroup },
+      ],
+      Statistic: 'Maximum',
+      Period: 60,
+      EvaluationPeriods: 3,
+      ComparisonOperator: 'LessThanThreshold',
+      Threshold: 1,
+      // HealthyHostCount is always published while health checks run: no point is no healthy task.
+      TreatMissingData: 'breaching',
+      AlarmActions: [topic],
+    });
+    // Created after the service is stable: a first deploy does not page for tasks still starting.
+    expect(a.DependsOn).toContain(service['Fn::GetAtt'][0]);
+  });
+
+  it('pages the alarm topic when CPU stays above 85 % for 15 minutes at urlFrontierMaxTasks', () => {
+    const { cluster, service, topic } = ids(s);
+    const alarms = alarmsNamed(s, 'UrlFrontierCpuAtMaxTasks');
+    expect(alarms).toHaveLength(1);
+    const a = (alarms[0] as Cfn).Properties;
+    expect(URL_FRONTIER_CPU_ALARM_PERCENT).toBe(85);
+    expect(a).toMatchObject({
+      Threshold: 85,
+      ComparisonOperator: 'GreaterThanThreshold',
+      EvaluationPeriods: 3,
+      TreatMissingData: 'notBreaching',
+      AlarmActions: [topic],
+    });
+    const byId = Object.fromEntries((a.Metrics as Cfn[]).map((m) => [m.Id, m]));
+    const returned = (a.Metrics as Cfn[]).filter((m) => m.ReturnData !== false);
+    expect(returned.map((m) => m.Expression)).toEqual(['IF(tasks >= 9, cpu, 0)']);
+    const dims = [
+      { Name: 'ClusterName', Value: cluster },
+      { Name: 'ServiceName', Value: service },
+    ];
+    expect(byId.cpu.MetricStat).toEqual({
+      Metric: { Namespace: 'AWS/ECS', MetricName: 'CPUUtilization', Dimensions: dims },
+      Period: 300,
+      Stat: 'Average',
+    });
+    // At the maximum for the whole period, not for a moment of it.
+    expect(byId.tasks.MetricStat).toEqual({
+      Metric: { Namespace: 'ECS/ContainerInsights', MetricName: 'RunningTaskCount', Dimensions: dims },
+      Period: 300,
+      Stat: 'Minimum',
+    });
+    // The maximum follows the setting.
+    const defaults = synthStack();
+    const expression = (alarmsNamed(defaults, 'UrlFrontierCpuAtMaxTasks')[0] as Cfn).Properties.Metrics.find(
+      (m: Cfn) => m.Expression,
+    ).Expression;
+    expect(expression).toBe('IF(tasks >= 6, cpu, 0)');
+  });
+
+  it('has neither widgets nor alarms with urlFrontier=false, and leaves the rest of the dashboard as it is', () => {
+    const off = synthStack({ urlFrontier: false });
+    const titles = (syn: Synthesized) => dashboardWidgets(syn).map((w) => w.title);
+    const frontierTitles = titles(s).filter((t) => t.startsWith('URL Frontier'));
+    expect(frontierTitles).toHaveLength(4);
+    expect(titles(off)).toEqual(titles(s).filter((t) => !t.startsWith('URL Frontier')));
+    const offMetrics = dashboardWidgets(off).flatMap((w) => w.metrics.map((m) => `${m.namespace} ${m.name}`));
+    for (const gone of ['AWS/NetworkELB', 'AWS/ECS CPUUtilization', 'UrlFrontierBacklog'])
+      expect(
+        offMetrics.some((m) => m.includes(gone)),
+        gone,
+      ).toBe(false);
+    const names = (syn: Synthesized) => alarmsOf(syn).map(([id]) => id);
+    expect(names(s).filter((id) => id.includes('UrlFrontier'))).toHaveLength(2);
+    expect(names(off).filter((id) => id.includes('UrlFrontier'))).toEqual([]);
+    expect(names(off)).toHaveLength(names(s).length - 2);
+    expect(off.stack.observability.alarms).toHaveLength(s.stack.observability.alarms.length - 2);
   });
 });

@@ -134,7 +134,7 @@ describe('stats metrics for CloudWatch', () => {
     ]);
   });
 
-  it('are the metrics the fleet scales on, as cdk/constructs/fleet.ts reads them', async () => {
+  it('are the metrics the fleet scales on and the dashboard graphs, as cdk/constructs/fleet.ts reads them', async () => {
     const { statsMetric } = await import('../../cdk/constructs/fleet.ts');
     const data = statsMetricData({
       backlog: {},
@@ -143,7 +143,7 @@ describe('stats metrics for CloudWatch', () => {
       backlogPerTask: 1,
       urlFrontierBacklog: 1,
     });
-    for (const name of ['Backlog', 'LiveCrawlers', 'BacklogPerTask'] as const) {
+    for (const name of ['Backlog', 'LiveCrawlers', 'BacklogPerTask', 'UrlFrontierBacklog'] as const) {
       const read = statsMetric(name);
       const sent = data.find((d) => d.MetricName === name);
       expect(read.namespace, name).toBe(METRICS_NAMESPACE);

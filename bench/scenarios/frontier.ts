@@ -20,6 +20,10 @@
  * Per phase it also reports CPU microseconds per URL from /proc, split into the server process, Redis and the bench
  * client (an external server's CPU is counted when `BENCH_FRONTIER_TARGET_PID` names its process).
  *
+ * With `BENCH_FRONTIER_REFERENCE_JAR` (the crawler-commons reference service's jar, built from a clone outside this
+ * repository), the reference runs too, as its own process with RocksDB in a temporary directory, rounds alternated
+ * with ours: its numbers are prefixed `reference_`, and `put_vs_reference` / `get_vs_reference` are the ratios.
+ *
  * Steps 2–5 run BENCH_FRONTIER_ROUNDS times (default 3), each on a fresh crawl deleted afterwards (DeleteCrawl);
  * every rate is the median over the rounds, with each round's value in `<metric>_rounds`. Redis memory is
  * measured in the first round.
@@ -29,11 +33,16 @@
 import { spawn } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { once } from 'node:events';
+import { existsSync, mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { setTimeout as sleep } from 'node:timers/promises';
 import { fileURLToPath } from 'node:url';
 import * as grpc from '@grpc/grpc-js';
 import { startUrlFrontierServer, type UrlFrontierServer } from '../../functions/url-frontier/server.ts';
 import { urlFrontierClientConstructor } from '../../lib/url-frontier/service.ts';
 import { UrlFrontierStore } from '../../lib/url-frontier/store.ts';
+import { freePort, portOpen } from '../../localstack/services/processes.ts';
 import { CpuMeter } from '../lib/cpu.ts';
 import { memoryUsage, type ScriptStats, scriptStats, usedMemory } from '../lib/redis.ts';
 import type { Numbers, ScenarioContext, Target } from '../lib/scenario.ts';
@@ -41,13 +50,20 @@ import { msSince, nowNs, round } from '../lib/timing.ts';
 
 export const description = 'URL Frontier API (gRPC): PutURLs and GetURLs URLs/s end to end, Redis bytes per known URL';
 
-export const targets: Target[] = [{ metric: 'bytes_per_url', op: '<=', value: 250, label: 'bytes/known URL' }];
+export const targets: Target[] = [
+  { metric: 'bytes_per_url', op: '<=', value: 250, label: 'bytes/known URL' },
+  // Measured only with BENCH_FRONTIER_REFERENCE_JAR (else not met: not measured).
+  { metric: 'put_vs_reference', op: '>=', value: 1, label: 'PutURLs vs reference' },
+  { metric: 'get_vs_reference', op: '>=', value: 1, label: 'GetURLs vs reference' },
+];
 
 export const headline: [string, string][] = [
   ['urls', 'URLs'],
   ['queues', 'queues'],
   ['put_urls_per_s', 'PutURLs URLs/s'],
   ['get_urls_per_s', 'GetURLs URLs/s'],
+  ['reference_put_urls_per_s', 'reference PutURLs URLs/s'],
+  ['reference_get_urls_per_s', 'reference GetURLs URLs/s'],
   ['bytes_per_url', 'bytes/known URL'],
 ];
 
@@ -180,6 +196,45 @@ function getUrls(client: Client, crawlID: string, perQueue: number, hold: number
   });
 }
 
+/**
+ * The crawler-commons reference service from a jar built outside this repository
+ * (`BENCH_FRONTIER_REFERENCE_JAR`, e.g. `service/target/urlfrontier-service-2.6.jar` of a clone of
+ * crawler-commons/url-frontier built with `mvn package`), on a free port with its RocksDB in a temporary directory.
+ */
+async function startReference(
+  jar: string,
+): Promise<{ address: string; pid: number | undefined; close: () => Promise<void> }> {
+  if (!existsSync(jar)) throw new Error(`BENCH_FRONTIER_REFERENCE_JAR: no file ${jar}`);
+  const dir = mkdtempSync(join(tmpdir(), 'uf-reference-'));
+  const port = await freePort();
+  const child = spawn('java', ['-jar', jar, '-p', String(port)], { cwd: dir, stdio: ['ignore', 'ignore', 'pipe'] });
+  let err = '';
+  child.stderr.setEncoding('utf8');
+  child.stderr.on('data', (d: string) => {
+    err = (err + d).slice(-2000);
+  });
+  const deadline = Date.now() + 60_000;
+  while (!(await portOpen(port))) {
+    if (child.exitCode !== null) throw new Error(`reference service exited ${child.exitCode}: ${err}`);
+    if (Date.now() > deadline) {
+      child.kill('SIGKILL');
+      throw new Error(`reference service did not listen on ${port} in 60 s: ${err}`);
+    }
+    await sleep(250);
+  }
+  return {
+    address: `127.0.0.1:${port}`,
+    pid: child.pid,
+    async close() {
+      if (child.exitCode === null) {
+        child.kill('SIGTERM');
+        await once(child, 'exit');
+      }
+      rmSync(dir, { recursive: true, force: true });
+    },
+  };
+}
+
 export async function run(ctx: ScenarioContext): Promise<Numbers> {
   const n = envInt('BENCH_FRONTIER_URLS', 100_000);
   const queues = envInt('BENCH_FRONTIER_QUEUES', 1_000);
@@ -240,16 +295,49 @@ export async function run(ctx: ScenarioContext): Promise<Numbers> {
   ctx.note('PutURLs: discovered items, key left empty (derived from the host), one bidi stream; rate until last ack');
 
   const Ctor = urlFrontierClientConstructor();
-  const client = new Ctor(address, grpc.credentials.createInsecure(), {
-    'grpc.max_receive_message_length': -1,
-  }) as unknown as Client;
+  const connect = (at: string) =>
+    new Ctor(at, grpc.credentials.createInsecure(), { 'grpc.max_receive_message_length': -1 }) as unknown as Client;
+  /** One server under test: ours, or the reference run side by side (its numbers prefixed `reference_`). */
+  interface Side {
+    label: 'ours' | 'reference';
+    prefix: string;
+    client: Client;
+    meter: CpuMeter;
+    redis?: UrlFrontierStore['redis'];
+    crawls: string[];
+  }
+  const sides: Side[] = [
+    {
+      label: 'ours',
+      prefix: '',
+      client: connect(address),
+      meter: new CpuMeter(() => pids),
+      redis: store?.redis,
+      crawls: [],
+    },
+  ];
+  let reference: Awaited<ReturnType<typeof startReference>> | undefined;
+  const jar = process.env.BENCH_FRONTIER_REFERENCE_JAR;
   const out: Numbers = { urls: n, queues, rounds };
-  const crawls: string[] = [];
   try {
-    const redis = store?.redis;
-    const meter = new CpuMeter(() => pids);
+    if (jar) {
+      ctx.progress(`starting the reference service (${jar})`);
+      reference = await startReference(jar);
+      const refPids: Record<string, number[]> = reference.pid ? { server: [reference.pid] } : {};
+      sides.push({
+        label: 'reference',
+        prefix: 'reference_',
+        client: connect(reference.address),
+        meter: new CpuMeter(() => refPids),
+        crawls: [],
+      });
+      ctx.input('reference_jar', jar);
+      ctx.note(
+        'reference: crawler-commons URL Frontier service (RocksDB) from BENCH_FRONTIER_REFERENCE_JAR, its own process, rounds alternated with ours',
+      );
+    }
     /** CPU µs per URL of the phase just measured, per process (`bench` is the client). */
-    const cpuPerUrl = (phase: string): Record<string, number> => {
+    const cpuPerUrl = (meter: CpuMeter, phase: string): Record<string, number> => {
       const cpu = meter.stop();
       const res: Record<string, number> = {};
       for (const [name, s] of Object.entries(cpu))
@@ -257,17 +345,20 @@ export async function run(ctx: ScenarioContext): Promise<Numbers> {
       return res;
     };
     /** Script calls Redis ran since `before` (private or shared bench Redis only). */
-    const scriptCalls = async (before: ScriptStats | undefined) =>
+    const scriptCalls = async (redis: Side['redis'], before: ScriptStats | undefined) =>
       redis && before ? (await scriptStats(redis)).calls - before.calls : undefined;
 
     /** One round on a fresh crawl: PutURLs of every URL, Redis memory (first round), GetURLs until all served. */
-    const runRound = async (r: number): Promise<Numbers> => {
+    const runRound = async (side: Side, r: number): Promise<Numbers> => {
+      const { client, meter, redis } = side;
       const crawl = `${crawlID}-${r}`;
-      crawls.push(crawl);
+      side.crawls.push(crawl);
       const res: Numbers = {};
       await unaryCall(client, 'SetDelay', { key: '', delay_requestable: 0, crawlID: crawl, local: false });
-      const memBefore = redis && r === 0 ? await usedMemory(redis) : 0;
-      ctx.progress(`round ${r + 1}/${rounds}: PutURLs ${n.toLocaleString('en-US')} URLs over ${queues} queues`);
+      const memBefore = redis && side.label === 'ours' && r === 0 ? await usedMemory(redis) : 0;
+      ctx.progress(
+        `${side.label} round ${r + 1}/${rounds}: PutURLs ${n.toLocaleString('en-US')} URLs over ${queues} queues`,
+      );
       let scriptsBefore = redis ? await scriptStats(redis) : undefined;
       meter.start();
       let t = nowNs();
@@ -276,14 +367,14 @@ export async function run(ctx: ScenarioContext): Promise<Numbers> {
       Object.assign(res, {
         put_s: round(putS, 2),
         put_urls_per_s: Math.round(n / putS),
-        ...cpuPerUrl('put'),
+        ...cpuPerUrl(meter, 'put'),
       });
-      out.put_acks = JSON.stringify(tally);
-      const putScripts = await scriptCalls(scriptsBefore);
+      out[`${side.prefix}put_acks`] = JSON.stringify(tally);
+      const putScripts = await scriptCalls(redis, scriptsBefore);
       if (putScripts !== undefined) res.put_redis_script_calls = putScripts;
-      ctx.progress(`  ${res.put_urls_per_s} URLs/s (${putS.toFixed(1)} s), acks ${out.put_acks}`);
+      ctx.progress(`  ${res.put_urls_per_s} URLs/s (${putS.toFixed(1)} s), acks ${out[`${side.prefix}put_acks`]}`);
 
-      if (redis && store && r === 0) {
+      if (redis && store && side.label === 'ours' && r === 0) {
         const memAfter = await usedMemory(redis);
         let keysBytes = 0;
         const byKind: Record<string, number> = {};
@@ -327,9 +418,9 @@ export async function run(ctx: ScenarioContext): Promise<Numbers> {
         get_calls: calls,
         get_served: served,
         get_urls_per_s: Math.round(served / getS),
-        ...cpuPerUrl('get'),
+        ...cpuPerUrl(meter, 'get'),
       });
-      const getScripts = await scriptCalls(scriptsBefore);
+      const getScripts = await scriptCalls(redis, scriptsBefore);
       if (getScripts !== undefined) res.get_redis_script_calls = getScripts;
       ctx.progress(`  ${served} URLs in ${calls} calls, ${res.get_urls_per_s} URLs/s (${getS.toFixed(1)} s)`);
       ctx.progress(
@@ -338,20 +429,28 @@ export async function run(ctx: ScenarioContext): Promise<Numbers> {
           .map(([k, v]) => `${k.replace('_cpu_us_per_url_', ' ')} ${v}`)
           .join(', ')}`,
       );
-      if (served !== n) ctx.note(`round ${r + 1}: GetURLs served ${served} of ${n} URLs`);
+      if (served !== n) ctx.note(`${side.label} round ${r + 1}: GetURLs served ${served} of ${n} URLs`);
       // Next round starts from an empty frontier on either server.
       await unaryCall(client, 'DeleteCrawl', { value: crawl, local: false });
       return res;
     };
 
-    const results: Numbers[] = [];
-    for (let r = 0; r < rounds; r++) results.push(await runRound(r));
+    const results = new Map<Side, Numbers[]>(sides.map((side) => [side, []]));
+    for (let r = 0; r < rounds; r++) for (const side of sides) results.get(side)?.push(await runRound(side, r));
     // Per metric: the median over the rounds, and every round's value in `<metric>_rounds`.
-    for (const key of Object.keys(results[0] ?? {})) {
-      const values = results.map((x) => Number(x[key]));
-      const sorted = [...values].sort((a, b) => a - b);
-      out[key] = sorted[Math.floor((sorted.length - 1) / 2)] as number;
-      if (rounds > 1) out[`${key}_rounds`] = values.join(' / ');
+    for (const [side, list] of results) {
+      for (const key of Object.keys(list[0] ?? {})) {
+        const values = list.map((x) => Number(x[key]));
+        const sorted = [...values].sort((a, b) => a - b);
+        out[`${side.prefix}${key}`] = sorted[Math.floor((sorted.length - 1) / 2)] as number;
+        if (rounds > 1) out[`${side.prefix}${key}_rounds`] = values.join(' / ');
+      }
+    }
+    for (const phase of ['put', 'get']) {
+      const ours = out[`${phase}_urls_per_s`];
+      const ref = out[`reference_${phase}_urls_per_s`];
+      if (typeof ours === 'number' && typeof ref === 'number' && ref > 0)
+        out[`${phase}_vs_reference`] = round(ours / ref, 2);
     }
   } finally {
     if (store) {
@@ -360,11 +459,13 @@ export async function run(ctx: ScenarioContext): Promise<Numbers> {
       let removed = 0;
       for (let i = 0; i < keys.length; i += 1000) removed += await store.redis.unlink(...keys.slice(i, i + 1000));
       ctx.progress(`cleanup: unlinked ${removed} keys in ${msSince(t).toFixed(0)} ms`);
-    } else {
-      for (const crawl of crawls) await unaryCall(client, 'DeleteCrawl', { value: crawl, local: false });
-      ctx.progress(`cleanup: DeleteCrawl of ${crawls.length} crawls`);
     }
-    client.close();
+    for (const side of sides) {
+      if (side.label === 'ours' && store) continue;
+      for (const crawl of side.crawls) await unaryCall(side.client, 'DeleteCrawl', { value: crawl, local: false });
+    }
+    for (const side of sides) side.client.close();
+    await reference?.close();
     await server?.close();
   }
   return out;

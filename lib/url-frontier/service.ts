@@ -3,6 +3,7 @@
  * exact method names of urlfrontier.proto. Pure functions of the store and the options: no process or
  * environment reads. Every handler is wrapped so that a failure becomes a gRPC status, never a crash.
  */
+import { Buffer } from 'node:buffer';
 import { join } from 'node:path';
 import * as grpc from '@grpc/grpc-js';
 import * as protoLoader from '@grpc/proto-loader';
@@ -99,12 +100,28 @@ function fromMetadata(m: Metadata): Record<string, StringList> {
   return out;
 }
 
-/** The item to store, or undefined when it must be SKIPPED (no URL, no derivable key, key too long). */
+/**
+ * The bounds of a stored URL (docs/design.md §10: every edge has a bound; the reference service has none): an item
+ * beyond one is SKIPPED, like a queue key over 255 characters, so one hostile item cannot fill Redis or blow up the
+ * key names of a crawl.
+ */
+export const PUT_BOUNDS = { urlChars: 8192, crawlIdChars: 255, metadataBytes: 65_536 } as const;
+
+/**
+ * The item to store, or undefined when it must be SKIPPED (no URL, no derivable key, key too long, a URL, crawl ID
+ * or metadata beyond {@link PUT_BOUNDS}).
+ */
 function toPutItem(info: URLInfo | null | undefined, kind: 'discovered' | 'known', date: number): PutItem | undefined {
-  if (!info?.url) return undefined;
+  if (!info?.url || info.url.length > PUT_BOUNDS.urlChars) return undefined;
+  if ((info.crawlID?.length ?? 0) > PUT_BOUNDS.crawlIdChars) return undefined;
   const key = info.key || queueKeyOf(info.url);
   if (key === undefined || !validQueueKey(key)) return undefined;
-  return { crawl: normaliseCrawl(info.crawlID), key, url: info.url, kind, date, metadata: toMetadata(info.metadata) };
+  const metadata = toMetadata(info.metadata);
+  for (const _ in metadata) {
+    if (Buffer.byteLength(JSON.stringify(metadata)) > PUT_BOUNDS.metadataBytes) return undefined;
+    break;
+  }
+  return { crawl: normaliseCrawl(info.crawlID), key, url: info.url, kind, date, metadata };
 }
 
 function knownItem(r: UrlRecord): object {

@@ -9,7 +9,7 @@ import { afterAll, afterEach, describe, expect, test, vi } from 'vitest';
 import { ownAddress, startUrlFrontierServer, type UrlFrontierServer } from '../../functions/url-frontier/server.ts';
 import { urlFrontierQueueKeyList } from '../../lib/redis/keys.ts';
 import { allScripts } from '../../lib/redis/scripts.ts';
-import { urlFrontierClientConstructor } from '../../lib/url-frontier/service.ts';
+import { PUT_BOUNDS, urlFrontierClientConstructor } from '../../lib/url-frontier/service.ts';
 import { queueKeyOf, UrlFrontierStore } from '../../lib/url-frontier/store.ts';
 import { clusterRedis, uniqueName } from '../helpers/services.ts';
 
@@ -359,6 +359,35 @@ describe('URL Frontier API over Redis', () => {
     expect(await ask(wide.port)).toEqual({ values: [`${ownAddress()}:${wide.port}`] });
     expect(ownAddress()).not.toBe('0.0.0.0');
     expect(await ask(behind.port)).toEqual({ values: ['frontier.internal:7071'] });
+  });
+
+  test('PutURLs SKIPS an item beyond the bounds (URL, crawl ID, metadata) and stores the ones at them', async () => {
+    const { client } = await env();
+    const long = (n: number) => `http://b.com/${'x'.repeat(n - 'http://b.com/'.length)}`;
+    const acks = await put(client, [
+      discovered(long(PUT_BOUNDS.urlChars)),
+      discovered(long(PUT_BOUNDS.urlChars + 1)),
+      discovered('http://b.com/c1', { crawlID: 'c'.repeat(PUT_BOUNDS.crawlIdChars) }),
+      discovered('http://b.com/c2', { crawlID: 'c'.repeat(PUT_BOUNDS.crawlIdChars + 1) }),
+      discovered('http://b.com/m1', { metadata: { m: { values: ['v'.repeat(PUT_BOUNDS.metadataBytes - 20)] } } }),
+      discovered('http://b.com/m2', { metadata: { m: { values: ['v'.repeat(PUT_BOUNDS.metadataBytes)] } } }),
+    ]);
+    // Acks come as items complete (a SKIPPED one at once), each with its item's ID, here its URL.
+    const status = new Map(acks.map((a) => [a.ID, a.status]));
+    expect(
+      [
+        long(PUT_BOUNDS.urlChars),
+        long(PUT_BOUNDS.urlChars + 1),
+        'http://b.com/c1',
+        'http://b.com/c2',
+        'http://b.com/m1',
+        'http://b.com/m2',
+      ].map((u) => status.get(u)),
+    ).toEqual(['OK', 'SKIPPED', 'OK', 'SKIPPED', 'OK', 'SKIPPED']);
+    expect(await unary(client, 'CountURLs', { key: 'b.com' })).toEqual({ value: 2 });
+    expect(await unary(client, 'CountURLs', { key: 'b.com', crawlID: 'c'.repeat(PUT_BOUNDS.crawlIdChars) })).toEqual({
+      value: 1,
+    });
   });
 
   test('state survives a restart: a new server and store see the same frontier', async () => {

@@ -7,7 +7,7 @@
   ARGV[2]      queue key
 
   Returns the number of URLs removed (active and completed); 0 for an unknown queue.
-  Cost: O(1) commands; DEL frees O(n).
+  Cost: O(1) commands; UNLINK frees the O(n) memory in a background thread.
 ]]
 --- @include "uf"
 
@@ -15,7 +15,8 @@ use_queue(1, ARGV[2])
 
 if not redis.call('ZSCORE', K.queues, QKEY) then return 0 end
 local n = redis.call('HLEN', K.created)
-redis.call('DEL', K.created, K.sched, K.held, K.hdate, K.done, K.info)
+-- UNLINK: a queue of millions of URLs is freed in the background, not while every other client waits
+redis.call('UNLINK', K.created, K.sched, K.held, K.hdate, K.done, K.info)
 redis.call('ZREM', K.queues, QKEY)
 redis.call('ZREM', K.rot, QKEY)
 if redis.call('ZCARD', K.queues) == 0 then redis.call('SREM', K.crawls, CRAWL) end

@@ -49,6 +49,8 @@ export interface PackedQueue {
   crawl: string;
   key: string;
   packed: Buffer;
+  /** How many URLs `packed` holds. */
+  count: number;
 }
 
 export interface UrlRecord {
@@ -86,6 +88,12 @@ const QUEUE_KEY_MAX = 255;
 /** PutURLs: queues and items stored by one script call at most. */
 const QUEUES_PER_CALL = 256;
 const ITEMS_PER_CALL = 1000;
+
+/**
+ * GetURLs: the most URLs one script call takes from one queue (a queue with more due is served again, see
+ * uf-serve.lua), so one call holds Redis for milliseconds, not seconds, whatever a client asks.
+ */
+export const SERVE_CAP = 1000;
 
 /** GetURLs: queues served per script call, and calls in flight at once. */
 const SERVE_WAVE = 16;
@@ -317,16 +325,43 @@ export class UrlFrontierStore implements UrlFrontierView {
     return (await this.servePacked(crawl, keys, maxUrls, holdSeconds)).map(servedUrls);
   }
 
-  /** {@link serveQueues} with each queue's URLs left in uf-serve's packed form (for encoders that take bytes). */
-  async servePacked(crawl: string, keys: string[], maxUrls: number, holdSeconds: number): Promise<PackedQueue[]> {
+  /**
+   * {@link serveQueues} with each queue's URLs left in uf-serve's packed form (for encoders that take bytes), at most
+   * {@link SERVE_CAP} per queue; `continuing` serves queues again in the same GetURLs (see uf-serve.lua).
+   */
+  async servePacked(
+    crawl: string,
+    keys: string[],
+    maxUrls: number,
+    holdSeconds: number,
+    continuing = false,
+  ): Promise<PackedQueue[]> {
     const now = this.#now();
-    const replies = await runScriptBuffer<Buffer[]>(
+    const [replies, counts] = await runScriptBuffer<[Buffer[], number[]]>(
       this.redis,
       script('uf-serve'),
       urlFrontierScriptKeys(this.prefix, crawl, keys),
-      [crawl, now, maxUrls, now + holdSeconds * 1000, ...keys],
+      [crawl, now, maxUrls, now + holdSeconds * 1000, SERVE_CAP, continuing ? 1 : 0, ...keys],
     );
-    return keys.map((key, q) => ({ crawl, key, packed: replies[q] ?? Buffer.alloc(0) }));
+    return keys.map((key, q) => ({ crawl, key, packed: replies[q] ?? Buffer.alloc(0), count: counts[q] ?? 0 }));
+  }
+
+  /**
+   * A served queue, then, while it gave {@link SERVE_CAP} URLs (it has more due and the client set no lower max),
+   * the same queue served again within this GetURLs: each script call stays short, however much a client asks.
+   */
+  async #emitServed(
+    queue: PackedQueue,
+    req: GetUrlsRequest,
+    emit: (queue: PackedQueue) => void | Promise<void>,
+  ): Promise<void> {
+    let q = queue;
+    await emit(q);
+    while (q.count === SERVE_CAP) {
+      [q] = (await this.servePacked(q.crawl, [q.key], req.maxUrlsPerQueue, req.holdSeconds, true)) as [PackedQueue];
+      if (q.count === 0) return;
+      await emit(q);
+    }
   }
 
   /**
@@ -343,7 +378,7 @@ export class UrlFrontierStore implements UrlFrontierView {
     if (req.key !== undefined) {
       if (req.crawl === undefined) return;
       const [queue] = await this.servePacked(req.crawl, [req.key], req.maxUrlsPerQueue, req.holdSeconds);
-      if (queue && queue.packed.length > 0) await emit(queue);
+      if (queue && queue.count > 0) await this.#emitServed(queue, req, emit);
       return;
     }
     const crawls = req.crawl !== undefined ? [req.crawl] : await this.crawls();
@@ -382,9 +417,9 @@ export class UrlFrontierStore implements UrlFrontierView {
         for (let wave = waves.shift(); wave; wave = waves.shift()) {
           launch();
           for (const queue of await wave) {
-            if (queue.packed.length === 0) continue;
+            if (queue.count === 0) continue;
             produced++;
-            await emit(queue);
+            await this.#emitServed(queue, req, emit);
           }
         }
       }

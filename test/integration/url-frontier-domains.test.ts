@@ -4,7 +4,13 @@
  * registrable domain). The store's clock is injected: windows are tested by moving it.
  */
 import { afterAll, afterEach, describe, expect, test } from 'vitest';
-import { type PutItem, queueDomain, type ServedUrl, UrlFrontierStore } from '../../lib/url-frontier/store.ts';
+import {
+  type PutItem,
+  queueDomain,
+  SERVE_CAP,
+  type ServedUrl,
+  UrlFrontierStore,
+} from '../../lib/url-frontier/store.ts';
 import { clusterRedis, uniqueName } from '../helpers/services.ts';
 
 const redis = clusterRedis();
@@ -114,17 +120,48 @@ describe('URL Frontier store: the Kafka side', () => {
     expect((await serveAll(store)).filter((u) => u.startsWith('http://www.slow.com/'))).toHaveLength(10);
   });
 
-  test('a queue of 1,200 URLs is served whole and released whole when the holds end (chunked variadic calls)', async () => {
+  test('a queue of 1,200 URLs: one call serves SERVE_CAP, GetURLs serves it whole (continued), released whole when the holds end', async () => {
     const { store, clock } = open();
     const urls = pages('big.example.com', 1200);
     await store.put(discovered('c', 'big.example.com', urls));
-    const first = await store.serveQueue('c', 'big.example.com', 0, 60);
-    expect(first.map((u) => u.url).sort()).toEqual([...urls].sort());
-    expect(await store.serveQueue('c', 'big.example.com', 0, 60)).toEqual([]);
+    const getAll = async () => {
+      const got: string[] = [];
+      await store.getUrls(
+        { crawl: 'c', key: 'big.example.com', maxUrlsPerQueue: 0, maxQueues: 0, holdSeconds: 60 },
+        (served) => {
+          for (const u of served) got.push(u.url);
+        },
+      );
+      return got;
+    };
+    const first = await getAll();
+    expect(first.map((u) => u).sort()).toEqual([...urls].sort());
+    expect(await getAll()).toEqual([]);
     clock.now += 61_000;
-    const again = await store.serveQueue('c', 'big.example.com', 0, 60);
+    // One script call stops at SERVE_CAP, whatever the client asks (max 0: no limit).
+    const one = await store.serveQueue('c', 'big.example.com', 0, 60);
+    expect(one).toHaveLength(SERVE_CAP);
+    clock.now += 61_000;
+    const again = await getAll();
     expect(again).toHaveLength(1200);
-    expect(new Set(again.map((u) => u.url)).size).toBe(1200);
+    expect(new Set(again).size).toBe(1200);
     expect(await store.backlog('c')).toEqual({ c: { 'big.example.com': 1200 } });
+  });
+
+  test('a continued GetURLs stops at the client’s max per queue, and a domain override gets no continuation', async () => {
+    const { store } = open();
+    await store.put(discovered('c', 'max.example.com', pages('max.example.com', 2500)));
+    await store.put(discovered('c', 'capped.example.net', pages('capped.example.net', 2500)));
+    await store.configureDomain('domain-update', 'example.net', { hits: 5000, window: 1, scale: 1 });
+    const count = async (key: string, max: number) => {
+      let n = 0;
+      await store.getUrls({ crawl: 'c', key, maxUrlsPerQueue: max, maxQueues: 0, holdSeconds: 60 }, (served) => {
+        n += served.length;
+      });
+      return n;
+    };
+    expect(await count('max.example.com', 1500)).toBe(1500);
+    // The override allows 5,000 per window, but one serve of it is one call: SERVE_CAP.
+    expect(await count('capped.example.net', 0)).toBe(SERVE_CAP);
   });
 });

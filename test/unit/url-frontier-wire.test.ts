@@ -20,7 +20,7 @@ function pack(crawl: string, key: string, urls: [string, Metadata?][]): PackedQu
     const json = meta ? JSON.stringify(meta) : '';
     return `${Buffer.byteLength(member)}:${member}${Buffer.byteLength(json)}:${json}`;
   });
-  return { crawl, key, packed: Buffer.from(parts.join('')) };
+  return { crawl, key, packed: Buffer.from(parts.join('')), count: urls.length };
 }
 
 /** The messages of a run of gRPC frames. */
@@ -69,9 +69,11 @@ describe('GetURLs frames from the packed reply', () => {
   });
 
   test('an empty reply is no frame; a malformed one is an error, not a wrong message', () => {
-    expect(encodeServedFrames({ crawl: 'c', key: 'k', packed: Buffer.alloc(0) })).toHaveLength(0);
+    expect(encodeServedFrames({ crawl: 'c', key: 'k', packed: Buffer.alloc(0), count: 0 })).toHaveLength(0);
     for (const bad of ['5:abc0:', 'x:abc0:', '3:abc', '3:abc9:', ':0:'])
-      expect(() => encodeServedFrames({ crawl: 'c', key: 'k', packed: Buffer.from(bad) }), bad).toThrow(/malformed/);
+      expect(() => encodeServedFrames({ crawl: 'c', key: 'k', packed: Buffer.from(bad), count: 1 }), bad).toThrow(
+        /malformed/,
+      );
   });
 });
 

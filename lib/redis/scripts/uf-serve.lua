@@ -12,35 +12,43 @@
   KEYS[1..6]   the crawl's keys, then KEYS[6i+1..6i+6] queue i's keys (includes/uf.lua)
   ARGV[1]      crawl ID
   ARGV[2]      now (epoch ms)
-  ARGV[3]      max URLs per queue (0: no limit)
+  ARGV[3]      max URLs per queue (0: no limit), the client's
   ARGV[4]      held until (epoch ms)
-  ARGV[5..]    the queue keys, in KEYS order
+  ARGV[5]      cap: the most URLs this call takes from one queue (> 0), so that no call runs long whatever the
+               client asks; a queue that gave `cap` URLs is served again with ARGV[6] = 1
+  ARGV[6]      1: a continuation of the same GetURLs for queues that gave `cap` URLs (no politeness delay check,
+               at most max minus in flight; a queue with a domain override gives nothing more), else 0
+  ARGV[7..]    the queue keys, in KEYS order
 
-  Returns one string per queue: per URL served, `<byte length>:<member><byte length>:<metadata JSON, '' for
-  none>` (one bulk reply per queue instead of two per URL; empty when the queue is not eligible).
-  Cost: O(expired holds × log n + served × log n) per queue, in a handful of variadic calls per 500 URLs.
+  Returns two arrays: one string per queue (per URL served, `<byte length>:<member><byte length>:<metadata JSON,
+  '' for none>`: one bulk reply per queue instead of two per URL; empty when the queue is not eligible), and the
+  number of URLs per queue.
+  Cost: O(expired holds × log n + served × log n) per queue, served ≤ cap, in a few variadic calls per 500 URLs.
 ]]
 --- @include "uf"
 
 local now = tonumber(ARGV[2])
 local max = tonumber(ARGV[3])
 local until_ms = tonumber(ARGV[4])
+local cap = tonumber(ARGV[5])
+local continuing = ARGV[6] == '1'
 
 -- The packed URLs of the queue K points at ('' when it may not produce now).
 local function serve()
-  if not redis.call('ZSCORE', K.queues, QKEY) then return '' end
+  if not redis.call('ZSCORE', K.queues, QKEY) then return '', 0 end
   release_expired(now)
   local info = redis.call('HMGET', K.info, 'blocked', 'limit', 'last', 'delay', 'dom', 'meta')
   local blocked, limit, last, delay = tonumber(info[1]), tonumber(info[2]), tonumber(info[3]), tonumber(info[4])
-  if blocked and blocked >= now then return '' end
+  if blocked and blocked >= now then return '', 0 end
   local domain = info[5] or QKEY
   local has_meta = info[6] ~= false
-  if redis.call('SISMEMBER', K.black, domain) == 1 then return '' end
-  if limit and limit > 0 and redis.call('SCARD', K.done) >= limit then return '' end
+  if redis.call('SISMEMBER', K.black, domain) == 1 then return '', 0 end
+  if limit and limit > 0 and redis.call('SCARD', K.done) >= limit then return '', 0 end
   if not delay then delay = tonumber(redis.call('HGET', K.state, 'delay') or '1') end
   -- take: how many URLs this serve may hand out (max, or the domain override's cap when smaller)
   local take = max
   local cfg = redis.call('HGET', K.dcfg, domain)
+  if cfg and continuing then return '', 0 end
   if cfg then
     local hits, window, scale = string.match(cfg, '^([^,]*),([^,]*),([^,]*)$')
     hits, window, scale = tonumber(hits), tonumber(window), tonumber(scale)
@@ -50,14 +58,14 @@ local function serve()
       if window > delay then delay = window end
     end
   end
-  if last and now <= last + delay * 1000 then return '' end
-  if max > 0 and redis.call('ZCOUNT', K.held, '(' .. now, '+inf') >= max then return '' end
-  local due
-  if take > 0 then
-    due = redis.call('ZRANGEBYSCORE', K.sched, '-inf', math.floor(now / 1000), 'WITHSCORES', 'LIMIT', 0, take)
-  else
-    due = redis.call('ZRANGEBYSCORE', K.sched, '-inf', math.floor(now / 1000), 'WITHSCORES')
+  if not continuing and last and now <= last + delay * 1000 then return '', 0 end
+  if max > 0 then
+    local inflight = redis.call('ZCOUNT', K.held, '(' .. now, '+inf')
+    if inflight >= max then return '', 0 end
+    if continuing and take > max - inflight then take = max - inflight end
   end
+  if take == 0 or take > cap then take = cap end
+  local due = redis.call('ZRANGEBYSCORE', K.sched, '-inf', math.floor(now / 1000), 'WITHSCORES', 'LIMIT', 0, take)
   local out = {}
   -- In chunks of at most 500 URLs, one variadic call per structure (unpack's stack is bounded).
   for from = 1, #due, 1000 do
@@ -91,12 +99,12 @@ local function serve()
     end
   end
   if #out > 0 then redis.call('HSET', K.info, 'last', now) end
-  return table.concat(out)
+  return table.concat(out), #out
 end
 
-local replies = {}
-for q = 1, #ARGV - 4 do
-  use_queue(q, ARGV[q + 4])
-  replies[q] = serve()
+local replies, counts = {}, {}
+for q = 1, #ARGV - 6 do
+  use_queue(q, ARGV[q + 6])
+  replies[q], counts[q] = serve()
 end
-return replies
+return { replies, counts }

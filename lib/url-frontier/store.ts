@@ -85,6 +85,9 @@ export interface GetUrlsRequest {
 
 const QUEUE_KEY_MAX = 255;
 
+/** HSCAN page (and ZMSCORE/HMGET batch) size of the admin reads over a whole queue. */
+const SCAN_PAGE = 1000;
+
 /** PutURLs: queues and items stored by one script call at most. */
 const QUEUES_PER_CALL = 256;
 const ITEMS_PER_CALL = 1000;
@@ -540,32 +543,53 @@ export class UrlFrontierStore implements UrlFrontierView {
     return matching.slice(start, start + size);
   }
 
+  /**
+   * Every `created` field of a queue (member → value), read with HSCAN in pages of {@link SCAN_PAGE}: the admin
+   * calls (ListURLs, CountURLs, PurgeURLs) never hold Redis for a whole queue in one command. HSCAN may repeat a
+   * field; the caller gets each once per page it appears in, so it keeps a Map or re-checks.
+   */
+  async *#createdPages(createdKey: string): AsyncGenerator<[string, string][]> {
+    let cursor = '0';
+    do {
+      const [next, flat] = await this.redis.hscan(createdKey, cursor, 'COUNT', SCAN_PAGE);
+      cursor = next;
+      const page: [string, string][] = [];
+      for (let i = 0; i + 1 < flat.length; i += 2) page.push([flat[i] as string, flat[i + 1] as string]);
+      if (page.length) yield page;
+    } while (cursor !== '0');
+  }
+
   /** The records of a queue's URLs (sorted by URL), optionally only those whose URL passes `filter`. */
   async #records(crawl: string, key: string, filter?: (url: string) => boolean): Promise<UrlRecord[]> {
     const q = urlFrontierQueueKeys(this.prefix, crawl, key);
-    const created = await this.redis.hgetall(q.created);
-    const rows = Object.keys(created)
+    const created = new Map<string, string>();
+    for await (const page of this.#createdPages(q.created))
+      for (const [member, value] of page) if (!filter || filter(memberUrl(key, member))) created.set(member, value);
+    const rows = [...created.keys()]
       .map((member) => ({ member, url: memberUrl(key, member) }))
-      .filter((r) => !filter || filter(r.url))
       .sort((a, b) => (a.url < b.url ? -1 : a.url > b.url ? 1 : 0));
-    if (rows.length === 0) return [];
-    const members = rows.map((r) => r.member);
-    const [sched, hdate, done] = await Promise.all([
-      this.redis.zmscore(q.sched, ...members),
-      this.redis.hmget(q.hdate, ...members),
-      this.redis.smismember(q.done, ...members),
-    ]);
-    return rows.map(({ member, url }, i) => {
-      const c = splitCreated(created[member]);
-      return {
-        crawl,
-        key,
-        url,
-        metadata: parseMetadata(c.metadata),
-        date: done[i] ? 0 : Number(sched[i] ?? hdate[i] ?? 0),
-        created: c.created,
-      };
-    });
+    const out: UrlRecord[] = [];
+    for (let from = 0; from < rows.length; from += SCAN_PAGE) {
+      const part = rows.slice(from, from + SCAN_PAGE);
+      const members = part.map((r) => r.member);
+      const [sched, hdate, done] = await Promise.all([
+        this.redis.zmscore(q.sched, ...members),
+        this.redis.hmget(q.hdate, ...members),
+        this.redis.smismember(q.done, ...members),
+      ]);
+      part.forEach(({ member, url }, i) => {
+        const c = splitCreated(created.get(member));
+        out.push({
+          crawl,
+          key,
+          url,
+          metadata: parseMetadata(c.metadata),
+          date: done[i] ? 0 : Number(sched[i] ?? hdate[i] ?? 0),
+          created: c.created,
+        });
+      });
+    }
+    return out;
   }
 
   /** ListURLs: the URLs of a queue or crawl (completed included), paged among the filtered ones. */
@@ -600,8 +624,14 @@ export class UrlFrontierStore implements UrlFrontierView {
     let n = 0;
     for (const k of keys) {
       const q = urlFrontierQueueKeys(this.prefix, crawl, k);
-      if (!filter) n += await this.redis.hlen(q.created);
-      else n += (await this.redis.hkeys(q.created)).filter((m) => filter(memberUrl(k, m))).length;
+      if (!filter) {
+        n += await this.redis.hlen(q.created);
+        continue;
+      }
+      const matching = new Set<string>();
+      for await (const page of this.#createdPages(q.created))
+        for (const [member] of page) if (filter(memberUrl(k, member))) matching.add(member);
+      n += matching.size;
     }
     return n;
   }
@@ -633,8 +663,20 @@ export class UrlFrontierStore implements UrlFrontierView {
     const cutoff = Math.floor(this.#now() / 1000) - days * 86_400 + (days === 0 ? 1 : 0);
     const keys = key ? ((await this.hasQueue(crawl, key)) ? [key] : []) : await this.queues(crawl);
     let n = 0;
-    for (const k of keys)
-      n += await runScript<number>(this.redis, script('uf-purge'), this.#keys(crawl, k), [crawl, k, cutoff]);
+    for (const k of keys) {
+      const q = urlFrontierQueueKeys(this.prefix, crawl, k);
+      // A page at a time: the old members of each page go to one script call, which checks each date again.
+      for await (const page of this.#createdPages(q.created)) {
+        const old = page.filter(([, value]) => splitCreated(value).created < cutoff).map(([member]) => member);
+        if (old.length)
+          n += await runScript<number>(this.redis, script('uf-purge'), this.#keys(crawl, k), [
+            crawl,
+            k,
+            cutoff,
+            ...old,
+          ]);
+      }
+    }
     return n;
   }
 

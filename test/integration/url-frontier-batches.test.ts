@@ -16,8 +16,8 @@ const redis = clusterRedis();
 const stores: UrlFrontierStore[] = [];
 const servers: UrlFrontierServer[] = [];
 
-function store(): UrlFrontierStore {
-  const s = new UrlFrontierStore(redis, uniqueName('ufb'));
+function store(now?: () => number): UrlFrontierStore {
+  const s = new UrlFrontierStore(redis, uniqueName('ufb'), now);
   stores.push(s);
   return s;
 }
@@ -215,5 +215,31 @@ describe('URL Frontier store: many queues per script call', () => {
     expect(h3.filter((u) => !u.url.endsWith('/meta')).every((u) => Object.keys(u.metadata).length === 0)).toBe(true);
     expect(rest[1]).toHaveLength(1);
     expect(rest[2]).toEqual([]);
+  });
+});
+
+describe('URL Frontier store: admin reads of a big queue, a page at a time', () => {
+  test('ListURLs, CountURLs and PurgeURLs over 2,700 URLs (several HSCAN pages) see each URL once', async () => {
+    const clock = { now: Date.UTC(2026, 0, 10) };
+    const s = store(() => clock.now);
+    const urls = (from: number, n: number) =>
+      Array.from({ length: n }, (_, i) => discovered('c', 'big.example.org', `https://big.example.org/p/${from + i}`));
+    await s.put(urls(0, 1500));
+    clock.now += 2 * 86_400_000;
+    await s.put(urls(1500, 1200));
+
+    const listed: string[] = [];
+    await s.listUrls('c', 'big.example.org', 0, 10_000, undefined, (r) => {
+      listed.push(r.url);
+    });
+    expect(listed).toHaveLength(2700);
+    expect(new Set(listed).size).toBe(2700);
+    expect(listed).toEqual([...listed].sort());
+    expect(await s.countUrls('c', 'big.example.org', (u) => u.endsWith('7'))).toBe(270);
+
+    // Older than 1 day: the first 1,500 go, the 1,200 stored two days later stay.
+    expect(await s.purge('c', 'big.example.org', 1)).toBe(1500);
+    expect(await s.countUrls('c', 'big.example.org')).toBe(1200);
+    expect((await s.stats('c')).size).toBe(1200);
   });
 });

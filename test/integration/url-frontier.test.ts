@@ -126,7 +126,7 @@ describe('URL Frontier API over Redis', () => {
     try {
       await put(client, [discovered('http://a.com/1', { crawlID: 'c:x', key: 'a.com/b{c}' })]);
       await getUrls(client, { crawlID: 'c:x' });
-      await unary(client, 'PurgeURLs', { crawlID: 'c:x', days: 3 });
+      await unary(client, 'PurgeURLs', { crawlID: 'c:x', days: 0 });
       await unary(client, 'DeleteCrawl', { value: 'c:x' });
     } finally {
       sent = spy.mock.calls.map((c) => c[0] as Sent);

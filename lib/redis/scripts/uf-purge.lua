@@ -1,25 +1,27 @@
 --[[
-  URL frontier: delete the URLs of one queue created before a cutoff (PurgeURLs). The queue itself stays.
+  URL frontier: delete URLs of one queue created before a cutoff (PurgeURLs), among the members named: the store
+  reads the queue a page at a time (HSCAN) and names the old ones of each page; the date is checked again here, so a
+  URL stored again in between stays. The queue itself stays.
 
   KEYS[1..12]  the crawl's keys and one queue's (includes/uf.lua)
   ARGV[1]      crawl ID
   ARGV[2]      queue key
   ARGV[3]      cutoff (epoch s): URLs created before it go
+  ARGV[4..]    members to consider
 
   Returns the number deleted.
-  Cost: O(n) over the queue's URLs.
+  Cost: O(members named × log n).
 ]]
 --- @include "uf"
 
 use_queue(1, ARGV[2])
 
 local cutoff = tonumber(ARGV[3])
-local all = redis.call('HGETALL', K.created)
 local n = 0
-for j = 1, #all, 2 do
-  local url = all[j]
-  local created = split_created(all[j + 1])
-  if created < cutoff then
+for j = 4, #ARGV do
+  local url = ARGV[j]
+  local value = redis.call('HGET', K.created, url)
+  if value and split_created(value) < cutoff then
     redis.call('HDEL', K.created, url)
     redis.call('ZREM', K.sched, url)
     redis.call('ZREM', K.held, url)

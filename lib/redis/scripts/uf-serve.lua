@@ -1,7 +1,8 @@
 --[[
-  URL frontier: serve queues of one crawl for GetURLs, several per call. For each queue: releases expired holds,
-  then checks that the queue is not blocked, its domain not blacklisted (the Kafka API's blacklist), under its
-  crawl limit, past its politeness delay since it last produced, and below max URLs in flight; takes the due URLs
+  URL frontier: serve queues of one crawl for GetURLs, several per call. For each queue: releases expired holds (at
+  most 2 × cap per call, the earliest first), then checks that the queue is not blocked, its domain not blacklisted
+  (the Kafka API's blacklist), under its crawl limit, past its politeness delay since it last produced, and below
+  max URLs in flight; takes the due URLs
   (date <= now, not held; by date then URL), holds them until `held until`, and stamps lastProduced if any was
   taken. Atomic, so two servers never hand out the same held URL. The metadata is read only from queues whose
   info has `meta` (uf-put.lua).
@@ -36,7 +37,7 @@ local continuing = ARGV[6] == '1'
 -- The packed URLs of the queue K points at ('' when it may not produce now).
 local function serve()
   if not redis.call('ZSCORE', K.queues, QKEY) then return '', 0 end
-  release_expired(now)
+  release_expired(now, 2 * cap)
   local info = redis.call('HMGET', K.info, 'blocked', 'limit', 'last', 'delay', 'dom', 'meta')
   local blocked, limit, last, delay = tonumber(info[1]), tonumber(info[2]), tonumber(info[3]), tonumber(info[4])
   if blocked and blocked >= now then return '', 0 end

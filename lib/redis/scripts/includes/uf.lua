@@ -62,10 +62,11 @@ local function split_created(v)
   return tonumber(string.sub(v, 1, tab - 1)), string.sub(v, tab + 1)
 end
 
--- Puts held URLs whose hold ended (held until <= now ms) back into the schedule at their date.
+-- Puts held URLs whose hold ended (held until <= now ms) back into the schedule at their date, at most `limit`
+-- (the earliest ended; the rest on a later call), so one call stays short however many holds ended at once.
 -- In chunks of 500, one variadic call per structure (unpack's stack is bounded).
-local function release_expired(now)
-  local expired = redis.call('ZRANGEBYSCORE', K.held, '-inf', now)
+local function release_expired(now, limit)
+  local expired = redis.call('ZRANGEBYSCORE', K.held, '-inf', now, 'LIMIT', 0, limit)
   for from = 1, #expired, 500 do
     local urls = {}
     for j = from, math.min(#expired, from + 499) do urls[#urls + 1] = expired[j] end

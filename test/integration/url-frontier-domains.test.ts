@@ -4,6 +4,7 @@
  * registrable domain). The store's clock is injected: windows are tested by moving it.
  */
 import { afterAll, afterEach, describe, expect, test } from 'vitest';
+import { urlFrontierQueueKeys } from '../../lib/redis/keys.ts';
 import {
   type PutItem,
   queueDomain,
@@ -146,6 +147,27 @@ describe('URL Frontier store: the Kafka side', () => {
     expect(again).toHaveLength(1200);
     expect(new Set(again).size).toBe(1200);
     expect(await store.backlog('c')).toEqual({ c: { 'big.example.com': 1200 } });
+  });
+
+  test('a serve releases at most 2 x SERVE_CAP ended holds (the rest on later serves), then serves SERVE_CAP', async () => {
+    const { store, clock } = open();
+    const n = 2 * SERVE_CAP + 500;
+    await store.put(discovered('c', 'hold.example.com', pages('hold.example.com', n)));
+    let served = 0;
+    await store.getUrls(
+      { crawl: 'c', key: 'hold.example.com', maxUrlsPerQueue: 0, maxQueues: 0, holdSeconds: 60 },
+      (urls) => {
+        served += urls.length;
+      },
+    );
+    expect(served).toBe(n);
+    clock.now += 61_000;
+    expect(await store.serveQueue('c', 'hold.example.com', 0, 60)).toHaveLength(SERVE_CAP);
+    const q = urlFrontierQueueKeys(store.prefix, 'c', 'hold.example.com');
+    // released 2 x SERVE_CAP, of which SERVE_CAP held again; 500 ended holds wait for the next serve
+    expect(await redis.zcard(q.sched)).toBe(SERVE_CAP);
+    expect(await redis.zcard(q.held)).toBe(SERVE_CAP + 500);
+    expect(await store.backlog('c')).toEqual({ c: { 'hold.example.com': n } });
   });
 
   test('a continued GetURLs stops at the client’s max per queue, and a domain override gets no continuation', async () => {

@@ -26,6 +26,7 @@ interface RawCall {
     off(event: 'drain' | 'close', listener: () => void): unknown;
     readonly destroyed: boolean;
     readonly writableEnded: boolean;
+    readonly writableNeedDrain: boolean;
   };
   maybeSendMetadata(): void;
   handler: { serialize(value: unknown): Buffer };
@@ -45,7 +46,8 @@ function rawCallOf(call: WritableCall): RawCall | undefined {
     typeof stream.write !== 'function' ||
     typeof stream.once !== 'function' ||
     typeof stream.off !== 'function' ||
-    typeof stream.destroyed !== 'boolean'
+    typeof stream.destroyed !== 'boolean' ||
+    typeof stream.writableNeedDrain !== 'boolean'
   )
     return undefined;
   return inner as RawCall;
@@ -136,6 +138,26 @@ export class FrameWriter {
     if (stream.destroyed || stream.writableEnded) return undefined; // cancelled: nobody reads any more
     raw.maybeSendMetadata();
     return stream.write(chunk) ? undefined : drained(stream);
+  }
+
+  /** True while the peer does not take what was written (HTTP/2 flow control): the caller should stop reading. */
+  get congested(): boolean {
+    return this.#raw ? this.#raw.stream.writableNeedDrain : this.#call.writableNeedDrain;
+  }
+
+  /** Resolves once the stream takes more again (its next 'drain') or is closed. */
+  drained(): Promise<void> {
+    if (this.#raw) return drained(this.#raw.stream);
+    const call = this.#call;
+    return new Promise((resolve) => {
+      const done = () => {
+        call.off('drain', done);
+        call.off('close', done);
+        resolve();
+      };
+      call.once('drain', done);
+      call.once('close', done);
+    });
   }
 
   /** Writes what is pending, then ends the call with status OK. */

@@ -202,6 +202,7 @@ function bidi<Req>(ack: (req: Req) => Promise<object>): grpc.handleBidiStreaming
     let pending = 0;
     let halfClosed = false;
     let ended = false;
+    let paused = false;
     // Acks that complete in the same event-loop turn share one HTTP/2 write (frames.ts).
     const writer = new FrameWriter(call);
     const maybeEnd = () => {
@@ -210,13 +211,41 @@ function bidi<Req>(ack: (req: Req) => Promise<object>): grpc.handleBidiStreaming
         writer.end().catch(() => undefined);
       }
     };
+    // Backpressure both ways: a client that sends faster than Redis stores (BIDI_MAX_UNACKED items in the works)
+    // or that does not read its acks (flow control holds them) is not read from until that passes, so neither
+    // can grow this process's memory without bound.
+    let awaitingDrain = false;
+    const maybeResume = (): void => {
+      if (!paused || ended || pending > BIDI_MAX_UNACKED / 2) return;
+      if (writer.congested) {
+        if (!awaitingDrain) {
+          awaitingDrain = true;
+          writer.drained().then(() => {
+            awaitingDrain = false;
+            maybeResume();
+          });
+        }
+        return;
+      }
+      paused = false;
+      call.resume();
+    };
+    const maybePause = () => {
+      if (paused || ended || (pending < BIDI_MAX_UNACKED && !writer.congested)) return;
+      paused = true;
+      call.pause();
+      maybeResume();
+    };
     call.on('data', (req: Req) => {
       pending++;
       ack(req).then((res) => {
         pending--;
         if (!ended) writer.write(res);
         maybeEnd();
+        maybePause();
+        maybeResume();
       });
+      maybePause();
     });
     call.on('end', () => {
       halfClosed = true;
@@ -230,6 +259,9 @@ function bidi<Req>(ack: (req: Req) => Promise<object>): grpc.handleBidiStreaming
     });
   };
 }
+
+/** Items of one PutURLs / PutDiscovered stream read but not yet acked, at most (then reading pauses). */
+export const BIDI_MAX_UNACKED = 5000;
 
 /** Items stored by one store call at most (one script call per queue among them). */
 export const PUT_BATCH_MAX = 1000;

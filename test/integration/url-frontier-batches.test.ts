@@ -8,7 +8,12 @@ import * as grpc from '@grpc/grpc-js';
 import { afterAll, afterEach, describe, expect, test } from 'vitest';
 import { startUrlFrontierServer, type UrlFrontierServer } from '../../functions/url-frontier/server.ts';
 import { FRAME_CHUNK_BYTES } from '../../lib/url-frontier/frames.ts';
-import { urlFrontierClientConstructor, urlFrontierServiceDefinition } from '../../lib/url-frontier/service.ts';
+import {
+  BIDI_MAX_UNACKED,
+  PUT_BATCH_MAX,
+  urlFrontierClientConstructor,
+  urlFrontierServiceDefinition,
+} from '../../lib/url-frontier/service.ts';
 import { type PutItem, UrlFrontierStore } from '../../lib/url-frontier/store.ts';
 import { clusterRedis, uniqueName } from '../helpers/services.ts';
 
@@ -159,6 +164,113 @@ describe('URL Frontier: several messages per HTTP/2 write', () => {
       const stats = await s.stats('c');
       expect(stats.inProcess).toBeGreaterThanOrEqual(10);
       expect(stats.size).toBe(20_000);
+    } finally {
+      client.close();
+    }
+  });
+});
+
+describe('URL Frontier PutURLs backpressure', () => {
+  test('a client that does not read its acks stalls long before its stream is stored; once it reads, every item is', async () => {
+    const s = store();
+    const server = await startUrlFrontierServer(s, { port: 0 });
+    servers.push(server);
+    const Client = urlFrontierClientConstructor();
+    const client = new Client(`127.0.0.1:${server.port}`, grpc.credentials.createInsecure()) as grpc.Client &
+      Record<string, (...a: unknown[]) => unknown>;
+    const n = 30_000;
+    try {
+      const call = (client.PutURLs as () => grpc.ClientDuplexStream<object, { status: string }>).call(client);
+      let written = 0;
+      const writing = (async () => {
+        for (; written < n; ) {
+          const url = `https://bp${written % 50}.example.org/${written}`;
+          written++;
+          if (!call.write({ ID: '', discovered: { info: { url, key: '', crawlID: 'bp', metadata: {} } } }))
+            await new Promise((resolve) => call.once('drain', resolve));
+        }
+        call.end();
+      })();
+      // Acks unread: the writer stalls well before the end (the server stopped reading).
+      let last = -1;
+      for (let i = 0; i < 40 && written !== last; i++) {
+        last = written;
+        await new Promise((resolve) => setTimeout(resolve, 250));
+      }
+      expect(written).toBeLessThan(n);
+      const stored = await s.countUrls('bp', undefined);
+      expect(stored).toBeGreaterThan(0);
+      expect(stored).toBeLessThan(n);
+      // Reading the acks lets everything through.
+      const acks = await new Promise<number>((resolve, reject) => {
+        let count = 0;
+        call.on('data', () => {
+          count++;
+        });
+        call.on('error', reject);
+        call.on('end', () => resolve(count));
+      });
+      await writing;
+      expect(acks).toBe(n);
+      expect(await s.countUrls('bp', undefined)).toBe(n);
+    } finally {
+      client.close();
+    }
+  });
+});
+
+describe('URL Frontier PutURLs backpressure when Redis is slow', () => {
+  test('the server reads at most BIDI_MAX_UNACKED items ahead of what Redis stored', async () => {
+    const s = store();
+    // The real store, its put held at a gate: Redis "stalls" until the gate opens.
+    let open: () => void = () => {};
+    const gate = new Promise<void>((resolve) => {
+      open = resolve;
+    });
+    let received = 0;
+    const slow = Object.create(s) as UrlFrontierStore;
+    slow.put = async (items: PutItem[]) => {
+      received += items.length;
+      await gate;
+      return s.put(items);
+    };
+    const server = await startUrlFrontierServer(slow, { port: 0 });
+    servers.push(server);
+    const Client = urlFrontierClientConstructor();
+    const client = new Client(`127.0.0.1:${server.port}`, grpc.credentials.createInsecure()) as grpc.Client &
+      Record<string, (...a: unknown[]) => unknown>;
+    const n = 20_000;
+    try {
+      const call = (client.PutURLs as () => grpc.ClientDuplexStream<object, { status: string }>).call(client);
+      let acks = 0;
+      const ended = new Promise<void>((resolve, reject) => {
+        call.on('data', () => {
+          acks++;
+        });
+        call.on('error', reject);
+        call.on('end', () => resolve());
+      });
+      const writing = (async () => {
+        for (let i = 0; i < n; i++) {
+          const url = `https://slow${i % 50}.example.org/${i}`;
+          if (!call.write({ ID: '', discovered: { info: { url, key: '', crawlID: 'slow', metadata: {} } } }))
+            await new Promise((resolve) => call.once('drain', resolve));
+        }
+        call.end();
+      })();
+      // Until the server has stopped taking items (the count holds for 500 ms), 10 s at most.
+      for (let i = 0, last = -1; i < 40; i++) {
+        await new Promise((resolve) => setTimeout(resolve, 250));
+        if (received > 0 && received === last) break;
+        last = received;
+      }
+      expect(received).toBeGreaterThan(0);
+      expect(received).toBeLessThanOrEqual(BIDI_MAX_UNACKED + PUT_BATCH_MAX);
+      open();
+      await writing;
+      await ended;
+      expect(acks).toBe(n);
+      expect(await s.countUrls('slow', undefined)).toBe(n);
     } finally {
       client.close();
     }

@@ -85,6 +85,17 @@ export interface GetUrlsRequest {
 
 const QUEUE_KEY_MAX = 255;
 
+/**
+ * `fn` over every item, {@link SCAN_PAGE} at a time (each page's Redis commands pipelined together), so a crawl
+ * of 100,000 queues does not put 100,000 × 4 commands in flight at once. Results in input order.
+ */
+async function inChunks<T, R>(items: readonly T[], fn: (item: T) => Promise<R>): Promise<R[]> {
+  const out: R[] = [];
+  for (let i = 0; i < items.length; i += SCAN_PAGE)
+    out.push(...(await Promise.all(items.slice(i, i + SCAN_PAGE).map(fn))));
+  return out;
+}
+
 /** HSCAN page (and ZMSCORE/HMGET batch) size of the admin reads over a whole queue. */
 const SCAN_PAGE = 1000;
 
@@ -508,7 +519,7 @@ export class UrlFrontierStore implements UrlFrontierView {
   async stats(crawl: string, key?: string): Promise<QueueStats> {
     const now = this.#now();
     const keys = key ? ((await this.hasQueue(crawl, key)) ? [key] : []) : await this.queues(crawl);
-    const all = await Promise.all(keys.map((k) => this.#queueStats(crawl, k, now)));
+    const all = await inChunks(keys, (k) => this.#queueStats(crawl, k, now));
     return all.reduce(
       (a, b) => ({
         size: a.size + b.size,
@@ -527,17 +538,15 @@ export class UrlFrontierStore implements UrlFrontierView {
     let matching = all;
     if (!includeInactive) {
       const now = this.#now();
-      const flags = await Promise.all(
-        all.map(async (key) => {
-          const q = urlFrontierQueueKeys(this.prefix, crawl, key);
-          const [sched, held, blocked] = await Promise.all([
-            this.redis.zcard(q.sched),
-            this.redis.zcard(q.held),
-            this.redis.hget(q.info, 'blocked'),
-          ]);
-          return sched + held > 0 && !(blocked !== null && Number(blocked) >= now);
-        }),
-      );
+      const flags = await inChunks(all, async (key) => {
+        const q = urlFrontierQueueKeys(this.prefix, crawl, key);
+        const [sched, held, blocked] = await Promise.all([
+          this.redis.zcard(q.sched),
+          this.redis.zcard(q.held),
+          this.redis.hget(q.info, 'blocked'),
+        ]);
+        return sched + held > 0 && !(blocked !== null && Number(blocked) >= now);
+      });
       matching = all.filter((_, i) => flags[i]);
     }
     return matching.slice(start, start + size);

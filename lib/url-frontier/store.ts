@@ -446,9 +446,8 @@ export class UrlFrontierStore implements UrlFrontierView {
   }
 
   async deleteCrawl(crawl: string): Promise<number> {
-    let n = 0;
-    for (const key of await this.queues(crawl)) n += await this.deleteQueue(crawl, key);
-    return n;
+    const removed = await inChunks(await this.queues(crawl), (key) => this.deleteQueue(crawl, key));
+    return removed.reduce((a, b) => a + b, 0);
   }
 
   /** URLs not completed (scheduled or held) per crawl, per queue key; one pipeline, O(queues). */

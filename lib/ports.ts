@@ -81,5 +81,8 @@ export interface UrlFrontierView {
   ): Promise<void>;
 }
 
-/** The frontier operations the crawler uses: lease, then ack, retry or release (lib/redis/frontier.ts says what each means across workers). */
-export type CrawlerFrontier = Pick<Frontier, 'lease' | 'ack' | 'retry' | 'release' | 'enqueue' | 'setCrawlDelay'>;
+/**
+ * The frontier operations the crawler uses: lease, then ack (with the page's children), retry or release
+ * (lib/redis/frontier.ts says what each means across workers).
+ */
+export type CrawlerFrontier = Pick<Frontier, 'lease' | 'ack' | 'retry' | 'release' | 'setCrawlDelay'>;

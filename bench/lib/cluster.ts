@@ -21,6 +21,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import type { Kafka, Producer } from 'kafkajs';
+import { CRAWLER_NODE_FLAGS } from '../../functions/crawler/node-flags.ts';
 import { config, quietLocalMetrics, type Variables } from '../../lib/config/index.ts';
 import { createKafka, createProducer, kafkaSettings } from '../../lib/kafka/client.ts';
 import { clusterTopics } from '../../lib/kafka/topics.ts';
@@ -172,7 +173,7 @@ export async function startBenchCluster(ctx: ScenarioContext, o: BenchClusterOpt
       const entry = join(REPO_ROOT, 'functions', 'crawler', 'main.ts');
       const env = envOf(vars, workerEnv);
       for (let i = 0; i < o.workers; i++) {
-        const args = ['--cpu-prof', `--cpu-prof-dir=${o.profileDir}`, entry];
+        const args = ['--cpu-prof', `--cpu-prof-dir=${o.profileDir}`, ...CRAWLER_NODE_FLAGS, entry];
         own.push(spawn(process.execPath, args, { env, stdio: ['ignore', 'inherit', 'inherit'] }));
       }
     }

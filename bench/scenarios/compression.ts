@@ -82,7 +82,7 @@ async function buildMessages(ctx: ScenarioContext, count: number): Promise<strin
         success: true,
       });
       const m = await pageMessage(page, { maxBytes: vars.KAFKA_MAX_MESSAGE_BYTES, base64: false, bodyKey: () => '' });
-      out.push(m.value as string);
+      out.push(m.value.toString());
     }
   } finally {
     await fetcher.close();

@@ -1,6 +1,6 @@
 /**
  * The crawl loop (docs/design.md §5): N concurrent workers per process lease requests from the frontier, fetch,
- * extract and filter links, enqueue children, publish the page, and only then ack. Retryable failures go
+ * extract and filter links, publish the page, and only then ack it together with its children. Retryable failures go
  * back with a growing delay; after the last retry, and for failures that retrying cannot fix, a
  * `success:false` page is published (nothing an application asked for disappears without a trace).
  *
@@ -16,7 +16,7 @@ import { failureCause } from '../errors.ts';
 import { batchingSink } from '../kafka/batching-sink.ts';
 import { clusterTopics, crawledAppTopic, isTopicSafeAppid, outboundAppTopic } from '../kafka/topics.ts';
 import type { CrawlerFrontier, Log, MessageSink, OutMessage, StatsStore } from '../ports.ts';
-import type { Lease } from '../redis/frontier-types.ts';
+import type { AckResult, Lease } from '../redis/frontier-types.ts';
 import type { StatsIncrement } from '../redis/stats.ts';
 import type { BodyStore } from './body-store.ts';
 import { type ChildBatch, childRequests, type DroppedFollow } from './children.ts';
@@ -253,6 +253,9 @@ export class Crawler {
   /**
    * Leases from the spider types in turn, starting at a rotating one, until one has a request due. Only
    * when none has does the worker sleep, until the earliest `nextDueMs` of them all (null: none has work).
+   * A type whose frontier had no work at all is not asked again by any worker of this process for
+   * `scoutPollMs` (its work is still picked up within that, as the scout picks up new work): a crawler serving
+   * several types, most of them idle, would otherwise make an empty lease call per idle type for every page.
    */
   async #lease(): Promise<{ lease?: Lease; nextDueMs: number | null }> {
     const types = this.#o.spiderTypes;
@@ -260,12 +263,25 @@ export class Crawler {
     let nextDueMs: number | null = null;
     for (let i = 0; i < types.length; i++) {
       const spider = types[(first + i) % types.length] as string;
-      const r = await this.#o.frontier.lease(spider, { ip: this.#o.ip, now: this.#o.now() });
-      if (r.leased) return { lease: r.lease, nextDueMs: null };
-      if (r.nextDueMs !== null) nextDueMs = nextDueMs === null ? r.nextDueMs : Math.min(nextDueMs, r.nextDueMs);
+      const now = this.#o.now();
+      const quiet = this.#quietUntil.get(spider);
+      if (quiet !== undefined && quiet > now) continue;
+      const r = await this.#o.frontier.lease(spider, { ip: this.#o.ip, now });
+      if (r.leased) {
+        this.#quietUntil.delete(spider);
+        return { lease: r.lease, nextDueMs: null };
+      }
+      if (r.nextDueMs === null) this.#quietUntil.set(spider, now + this.#o.scoutPollMs);
+      else {
+        this.#quietUntil.delete(spider);
+        nextDueMs = nextDueMs === null ? r.nextDueMs : Math.min(nextDueMs, r.nextDueMs);
+      }
     }
     return { nextDueMs };
   }
+
+  /** Spider types whose frontier had no work at all, until when they are not asked again (epoch ms). */
+  readonly #quietUntil = new Map<string, number>();
 
   async #handle(lease: Lease): Promise<void> {
     const flight: InFlight = { lease, abort: new AbortController(), fetched: false };
@@ -428,9 +444,10 @@ export class Crawler {
   }
 
   /**
-   * Publishes the page (a page is never acked before Kafka stored it), then enqueues its children, then
-   * acks. Per-app copies are best effort. Children that Redis refuses as poison are logged and dropped:
-   * the page is already out, and failing it now would publish it twice.
+   * Publishes the page (a page is never acked before Kafka stored it), then acks it together with its children
+   * (stored before or atomically with the ack: frontier `ack`). Per-app copies are best effort. Children that
+   * Redis refuses as poison are logged and dropped, and the page acked without them: the page is already out,
+   * and failing it now would publish it twice.
    */
   async #deliver(lease: Lease, page: PageItem, status: string, processed?: Processed): Promise<void> {
     const o = this.#o;
@@ -447,18 +464,7 @@ export class Crawler {
     await this.#sink.send([{ topic: topics.crawledFirehose, messages: [message] }]);
     this.pages++;
     if (o.appidTopics) await this.#sendPerApp(crawledAppTopic(o.topicPrefix, page.appid), page.appid, message);
-    for (const [type, items] of processed?.children ?? []) {
-      try {
-        await o.frontier.enqueue(type, items, o.now());
-      } catch (error) {
-        if (failureCause(error) === 'infrastructure') throw error;
-        o.log.warn('children refused; the page is published without them', {
-          url: lease.url,
-          error: (error as Error).message,
-        });
-      }
-    }
-    const ack = await o.frontier.ack(lease, page.success ? 'done' : 'fail', o.now());
+    const ack = await this.#ack(lease, page.success ? 'done' : 'fail', processed?.children);
     if (ack.complete) {
       const notice: OutMessage = {
         key: page.appid,
@@ -476,6 +482,22 @@ export class Crawler {
       if (o.appidTopics) await this.#sendPerApp(outboundAppTopic(o.topicPrefix, page.appid), page.appid, notice);
     }
     await this.#count(lease, status);
+  }
+
+  /** Acks a lease with its children in one frontier call; children refused as poison are dropped (see #deliver). */
+  async #ack(lease: Lease, outcome: 'done' | 'fail', children: ChildBatch | undefined): Promise<AckResult> {
+    const o = this.#o;
+    if (!children || children.size === 0) return o.frontier.ack(lease, outcome, o.now());
+    try {
+      return await o.frontier.ack(lease, outcome, o.now(), children);
+    } catch (error) {
+      if (failureCause(error) === 'infrastructure') throw error;
+      o.log.warn('children refused; the page is published without them', {
+        url: lease.url,
+        error: (error as Error).message,
+      });
+      return o.frontier.ack(lease, outcome, o.now());
+    }
   }
 
   /** A per-app copy: best effort (the topic may not exist, auto-create is off), as the monitors treat them. */

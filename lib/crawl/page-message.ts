@@ -25,14 +25,18 @@ export interface PageMessageOptions {
 }
 
 /**
- * The page as a message keyed by appid. Over the limit, the whole body goes to the body store first
- * (`body_ref`), then {@link fitPageMessage} cuts. Mutates `page` (`body_ref`).
+ * The page as a message keyed by appid, its value the page's JSON as UTF-8 bytes. Over the limit, the whole body
+ * goes to the body store first (`body_ref`), then {@link fitPageMessage} cuts. Mutates `page` (`body_ref`).
  * @throws PageTooLargeError when not even a page without body and links fits.
  */
 export async function pageMessage(page: PageItem, options: PageMessageOptions): Promise<OutMessage> {
   const base64Body = options.base64 || page.body_encoding === 'base64';
-  const value = JSON.stringify(page);
-  if (Buffer.byteLength(value) <= options.maxBytes) return { key: page.appid, value };
+  // Encoded once, here: the size check, the batching sink and kafkajs all take the bytes as they are (a string
+  // value would be measured twice more and encoded again by kafkajs). A string of n UTF-16 units takes at most
+  // 3n bytes, so only a page that may be over the limit is measured before it is encoded.
+  const json = JSON.stringify(page);
+  if (json.length * 3 <= options.maxBytes || Buffer.byteLength(json) <= options.maxBytes)
+    return { key: page.appid, value: Buffer.from(json, 'utf8') };
   if (options.bodyStore && page.body.length > 0) {
     const full = options.response?.body ?? Buffer.from(page.body, base64Body ? 'base64' : 'utf8');
     // The object keeps the response's content type (S3 serves it back with it); without a response, the store's default.
@@ -43,7 +47,7 @@ export async function pageMessage(page: PageItem, options: PageMessageOptions): 
   if (fitted === undefined) {
     throw new PageTooLargeError(`the page message does not fit ${options.maxBytes} bytes even without body and links`);
   }
-  return { key: page.appid, value: fitted };
+  return { key: page.appid, value: Buffer.from(fitted, 'utf8') };
 }
 
 /** Room left for the truncation flags and JSON punctuation a cut adds. */

@@ -47,11 +47,27 @@ export function titleCaseHeader(name: string): string {
   );
 }
 
+/** Header names already title-cased: the same few dozen names come on every page. */
+const TITLE_CASED = new Map<string, string>();
+
+/** Names remembered at most (a hostile server can send any number of distinct names). */
+const TITLE_CASED_MAX = 1000;
+
+/** {@link titleCaseHeader}, remembered. */
+function titleCased(name: string): string {
+  let key = TITLE_CASED.get(name);
+  if (key === undefined) {
+    key = titleCaseHeader(name);
+    if (TITLE_CASED.size < TITLE_CASED_MAX) TITLE_CASED.set(name, key);
+  }
+  return key;
+}
+
 /** Headers with their names as Scrapy sends them ({@link titleCaseHeader}); values stay lists. */
 function titleCaseHeaders(headers: Record<string, string[]> | undefined): Record<string, string[]> {
   const out: Record<string, string[]> = {};
   for (const [name, values] of Object.entries(headers ?? {})) {
-    const key = titleCaseHeader(name);
+    const key = titleCased(name);
     // Names differing only in case cannot come from the fetcher (it lower-cases them), but keep every value.
     out[key] = Object.hasOwn(out, key) ? [...(out[key] ?? []), ...values] : values;
   }

@@ -3,6 +3,8 @@
  * maintenance mode) can be swapped without touching callers. Connections are created by entry points
  * (docs/style.md §4) through {@link createKafka} and passed down.
  */
+// First, before kafkajs loads: kafkajs then checksums record batches with the fast CRC-32C (see there).
+import './crc32c.ts';
 import { generateAuthToken } from 'aws-msk-iam-sasl-signer-js';
 import { type Admin, Kafka, logLevel, type Producer, type SASLOptions } from 'kafkajs';
 import { ConfigError } from '../errors.ts';

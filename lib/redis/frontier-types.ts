@@ -117,6 +117,8 @@ export interface AckResult {
   leased: number;
   done: number;
   failed: number;
+  /** When children were given: each child's outcome, by spider type, in input order. */
+  children?: Map<string, EnqueueOutcome[]>;
 }
 
 /** Queue info of one crawl, from counters. */

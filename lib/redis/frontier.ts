@@ -54,6 +54,9 @@ const OUTCOMES: Record<string, EnqueueOutcome> = {
   '-4': 'unknown_crawl',
 };
 
+/** Spider types and partitions whose partitions and KEYS a frontier remembers. */
+const MEMO_MAX = 1000;
+
 /** At most this many counters of stopped crawls are settled per sweep-finished.lua call (~5 ms of Redis). */
 const SETTLE_BUDGET = 5000;
 
@@ -62,19 +65,45 @@ export class Frontier {
   readonly #o: Required<FrontierOptions>;
   readonly #knownSpiders = new Set<string>();
 
+  /** ARGV[2..5] of every frontier script (includes/frontier.lua): fixed for a frontier. */
+  readonly #commonTail: readonly (string | number)[];
+
   constructor(redis: RedisClient, options: FrontierOptions) {
     this.#redis = redis;
-    this.#o = { bound: 100, redisClock: false, throttleMarginMs: 0, ...options };
+    const o = { bound: 100, redisClock: false, throttleMarginMs: 0, ...options };
+    this.#o = o;
+    const moderated = `${o.moderated ? 1 : 0}${o.throttleMarginMs > 0 ? `:${Math.round(o.throttleMarginMs)}` : ''}`;
+    this.#commonTail = [o.hits, o.windowSec, moderated, o.ipEnabled ? 1 : 0];
   }
+
+  /** The partitions of each spider type, and each partition's KEYS, built once (they are fixed for a frontier). */
+  readonly #partitions = new Map<string, PartitionRef[]>();
+  readonly #keyLists = new Map<string, string[]>();
 
   /** The partition holding a spider type's requests for a domain (one partition per scope today). */
   partitionFor(spider: string, _domain?: string): PartitionRef {
-    return spiderPartitions(this.#o.prefix, spider, this.#o.typeEnabled)[0] as PartitionRef;
+    return this.partitionsOf(spider)[0] as PartitionRef;
   }
 
   /** Every partition of a spider type (periodic jobs and info visit them all). */
   partitionsOf(spider: string): PartitionRef[] {
-    return spiderPartitions(this.#o.prefix, spider, this.#o.typeEnabled);
+    let ps = this.#partitions.get(spider);
+    if (ps === undefined) {
+      ps = spiderPartitions(this.#o.prefix, spider, this.#o.typeEnabled);
+      if (this.#partitions.size < MEMO_MAX) this.#partitions.set(spider, ps);
+    }
+    return ps;
+  }
+
+  /** A partition's fixed KEYS ({@link partitionKeyList}), remembered. */
+  #keys(p: PartitionRef): string[] {
+    const id = `${p.prefix}\u0000${p.scope}\u0000${p.partition}\u0000${p.spider}`;
+    let keys = this.#keyLists.get(id);
+    if (keys === undefined) {
+      keys = partitionKeyList(p);
+      if (this.#keyLists.size < MEMO_MAX) this.#keyLists.set(id, keys);
+    }
+    return keys;
   }
 
   /** Spider types that ever had work queued (a registry, not a keyspace scan). */
@@ -83,35 +112,34 @@ export class Frontier {
   }
 
   #common(now: number): (string | number)[] {
-    const o = this.#o;
-    const moderated = `${o.moderated ? 1 : 0}${o.throttleMarginMs > 0 ? `:${Math.round(o.throttleMarginMs)}` : ''}`;
-    return [o.redisClock ? 'T' : now, o.hits, o.windowSec, moderated, o.ipEnabled ? 1 : 0];
+    return [this.#o.redisClock ? 'T' : now, ...this.#commonTail];
   }
 
   #run<T>(name: string, p: PartitionRef, extraKeys: string[], args: (string | number | Buffer)[], now: number) {
     const s: LuaScript = script(name);
-    return runScript<T>(this.#redis, s, [...partitionKeyList(p), ...extraKeys], [...this.#common(now), ...args]);
+    const keys = extraKeys.length > 0 ? [...this.#keys(p), ...extraKeys] : this.#keys(p);
+    return runScript<T>(this.#redis, s, keys, [...this.#common(now), ...args]);
   }
 
   /** {@link #run} with bulk replies as Buffers (replies that carry members, which are binary). */
   #runBuffer<T>(name: string, p: PartitionRef, args: (string | number | Buffer)[], now: number) {
-    return runScriptBuffer<T>(this.#redis, script(name), partitionKeyList(p), [...this.#common(now), ...args]);
+    return runScriptBuffer<T>(this.#redis, script(name), this.#keys(p), [...this.#common(now), ...args]);
+  }
+
+  /** Adds a spider type to the registry of types that ever had work (once per process and type). */
+  async #register(spider: string): Promise<void> {
+    if (this.#knownSpiders.has(spider)) return;
+    await this.#redis.sadd(spidersKey(this.#o.prefix), spider);
+    this.#knownSpiders.add(spider);
   }
 
   /**
    * Queues a batch for one spider type in one round trip per partition. Outcomes are in input order.
    * Children carry a crawl without `settings`; they are refused (`unknown_crawl`) when the crawl has ended.
    */
-  async enqueue(
-    spider: string,
-    items: { crawl: CrawlRef; request: QueueRequest }[],
-    now = Date.now(),
-  ): Promise<EnqueueOutcome[]> {
+  async enqueue(spider: string, items: readonly FrontierItem[], now = Date.now()): Promise<EnqueueOutcome[]> {
     if (items.length === 0) return [];
-    if (!this.#knownSpiders.has(spider)) {
-      await this.#redis.sadd(spidersKey(this.#o.prefix), spider);
-      this.#knownSpiders.add(spider);
-    }
+    await this.#register(spider);
     const byPartition = new Map<string, { p: PartitionRef; idx: number[] }>();
     items.forEach((item, i) => {
       const p = this.partitionFor(spider, item.request.domain);
@@ -121,58 +149,18 @@ export class Frontier {
       byPartition.set(id, group);
     });
     const out: EnqueueOutcome[] = new Array(items.length);
-    // One SHA-1 per crawl, not per request (a batch is usually many requests of few crawls).
-    const keys = new Map<string, string>();
-    const keyOf = (crawl: CrawlRef) => {
-      const id = `${crawl.appid}\n${crawl.crawlid}`;
-      let ck = keys.get(id);
-      if (ck === undefined) {
-        ck = crawlKey(crawl.appid, crawl.crawlid, spider);
-        keys.set(id, ck);
-      }
-      return ck;
-    };
+    const keyOf = crawlKeys(spider);
     for (const { p, idx } of byPartition.values()) {
-      const crawlIndex = new Map<string, number>();
-      const crawlArgs: (string | number)[] = [];
-      const dupeKeys: string[] = [];
-      const reqArgs: (string | number | Buffer)[] = [];
-      for (const i of idx) {
-        const { crawl, request } = items[i] as { crawl: CrawlRef; request: QueueRequest };
-        const ck = keyOf(crawl);
-        let ci = crawlIndex.get(ck);
-        if (ci === undefined) {
-          ci = crawlIndex.size + 1;
-          crawlIndex.set(ck, ci);
-          dupeKeys.push(dupefilterKey(p, ck));
-          const s = crawl.settings;
-          crawlArgs.push(ck, crawl.appid, s ? JSON.stringify(s) : '', s?.expires ?? 0, s?.domain_max_pages ?? 0);
-        } else if (crawl.settings && crawlArgs[(ci - 1) * 5 + 2] === '') {
-          // A seed after a child of the same crawl in one batch: the seed's settings register the crawl.
-          crawlArgs[(ci - 1) * 5 + 2] = JSON.stringify(crawl.settings);
-          crawlArgs[(ci - 1) * 5 + 3] = crawl.settings.expires ?? 0;
-          crawlArgs[(ci - 1) * 5 + 4] = crawl.settings.domain_max_pages ?? 0;
-        }
-        if (request.fingerprint.length !== 8) throw new Error('request fingerprints are 8 bytes');
-        reqArgs.push(
-          ci,
-          request.fingerprint,
-          request.domain,
-          request.priority,
-          request.depth,
-          request.retries ?? 0,
-          memberTail(request.url, request.domain),
-        );
-      }
+      const batch = enqueueArgs(p, spider, items, idx, keyOf);
       const codes = await this.#run<number[]>(
         'enqueue',
         p,
-        dupeKeys,
-        [this.#o.dupefilterTtlSec, spider, crawlIndex.size, ...crawlArgs, idx.length, ...reqArgs],
+        batch.dupeKeys,
+        [this.#o.dupefilterTtlSec, ...batch.args],
         now,
       );
       idx.forEach((i, k) => {
-        out[i] = OUTCOMES[String(codes[k])] ?? 'unknown_crawl';
+        out[i] = outcomeOf(codes[k]);
       });
     }
     return out;
@@ -205,17 +193,63 @@ export class Frontier {
     return { leased: false, nextDueMs: due < 0 ? null : due, skipped: Number(r[2] ?? 0) };
   }
 
-  /** Marks a leased request done (`done`: page published) or failed for good (`fail`). */
-  async ack(lease: Pick<Lease, 'handle' | 'partition'>, outcome: 'done' | 'fail' = 'done', now = Date.now()) {
-    const r = await this.#run<number[]>(
-      'ack',
-      lease.partition,
-      [],
-      [memberBytes(lease.handle), outcome, this.#o.dupefilterTtlSec],
-      now,
-    );
+  /**
+   * Marks a leased request done (`done`: page published) or failed for good (`fail`), after queuing `children`
+   * (the requests its page follows, by spider type). The children are stored before the ack, never after: those
+   * of the lease's own partition in the same script call as the ack (ack-enqueue.lua: one round trip, atomic), the
+   * others (hand-offs to other spider types, other partitions: other hash slots) by {@link enqueue} first.
+   * `children` in the result: the outcome of each child, by spider type, in input order.
+   */
+  async ack(
+    lease: Pick<Lease, 'handle' | 'partition'>,
+    outcome: 'done' | 'fail' = 'done',
+    now = Date.now(),
+    children?: ReadonlyMap<string, readonly FrontierItem[]>,
+  ): Promise<AckResult> {
+    const own = lease.partition;
+    const outcomes = new Map<string, EnqueueOutcome[]>();
+    /** The children folded into the ack: the lease's spider type, the lease's partition. */
+    const folded: number[] = [];
+    const ownItems = children?.get(own.spider) ?? [];
+    for (const [spider, items] of children ?? []) {
+      if (spider === own.spider || items.length === 0) continue;
+      outcomes.set(spider, await this.enqueue(spider, items, now));
+    }
+    if (ownItems.length > 0) {
+      const elsewhere: number[] = [];
+      ownItems.forEach((item, i) => {
+        (samePartition(this.partitionFor(own.spider, item.request.domain), own) ? folded : elsewhere).push(i);
+      });
+      const codes: EnqueueOutcome[] = new Array(ownItems.length);
+      if (elsewhere.length > 0) {
+        const out = await this.enqueue(
+          own.spider,
+          elsewhere.map((i) => ownItems[i] as FrontierItem),
+          now,
+        );
+        elsewhere.forEach((i, k) => {
+          codes[i] = out[k] as EnqueueOutcome;
+        });
+      }
+      outcomes.set(own.spider, codes);
+    }
+    let r: AckReply;
+    const ackArgs = [memberBytes(lease.handle), outcome, this.#o.dupefilterTtlSec];
+    if (folded.length === 0) {
+      r = await this.#run<AckReply>('ack', own, [], ackArgs, now);
+    } else {
+      await this.#register(own.spider);
+      const batch = enqueueArgs(own, own.spider, ownItems, folded, crawlKeys(own.spider));
+      r = await this.#run<AckReply>('ack-enqueue', own, batch.dupeKeys, [...ackArgs, ...batch.args], now);
+      const codes = outcomes.get(own.spider) as EnqueueOutcome[];
+      folded.forEach((i, k) => {
+        codes[i] = outcomeOf(r[5]?.[k]);
+      });
+    }
     const [code = -1, queued = 0, leased = 0, done = 0, failed = 0] = r;
-    return { acked: code >= 1, complete: code === 2, queued, leased, done, failed } satisfies AckResult;
+    const result: AckResult = { acked: code >= 1, complete: code === 2, queued, leased, done, failed };
+    if (children) result.children = outcomes;
+    return result;
   }
 
   /** Gives leases back unfetched. @returns how many went back to their queues */
@@ -390,4 +424,78 @@ export class Frontier {
     }
     return out;
   }
+}
+
+/** ack.lua's reply (ack-enqueue.lua adds the children's codes). */
+type AckReply = [number?, number?, number?, number?, number?, number[]?];
+
+/** One request to queue, with its crawl (what {@link Frontier.enqueue} takes). */
+export type FrontierItem = { crawl: CrawlRef; request: QueueRequest };
+
+/** enqueue.lua's code for a request → its outcome. */
+function outcomeOf(code: number | undefined): EnqueueOutcome {
+  return OUTCOMES[String(code)] ?? 'unknown_crawl';
+}
+
+function samePartition(a: PartitionRef, b: PartitionRef): boolean {
+  return a.prefix === b.prefix && a.scope === b.scope && a.partition === b.partition && a.spider === b.spider;
+}
+
+/** A memo of crawl keys for one spider type: one SHA-1 per crawl, not per request (few crawls per batch). */
+function crawlKeys(spider: string): (crawl: CrawlRef) => string {
+  const keys = new Map<string, string>();
+  return (crawl) => {
+    const id = `${crawl.appid}\n${crawl.crawlid}`;
+    let ck = keys.get(id);
+    if (ck === undefined) {
+      ck = crawlKey(crawl.appid, crawl.crawlid, spider);
+      keys.set(id, ck);
+    }
+    return ck;
+  };
+}
+
+/**
+ * The dupefilter KEYS and the ARGV of the requests `idx` of `items` (all in partition `p`), as enqueue.lua takes
+ * them after its TTL (includes/enqueue.lua): spider type, the crawls, the requests.
+ */
+function enqueueArgs(
+  p: PartitionRef,
+  spider: string,
+  items: readonly FrontierItem[],
+  idx: readonly number[],
+  keyOf: (crawl: CrawlRef) => string,
+): { dupeKeys: string[]; args: (string | number | Buffer)[] } {
+  const crawlIndex = new Map<string, number>();
+  const crawlArgs: (string | number)[] = [];
+  const dupeKeys: string[] = [];
+  const reqArgs: (string | number | Buffer)[] = [];
+  for (const i of idx) {
+    const { crawl, request } = items[i] as FrontierItem;
+    const ck = keyOf(crawl);
+    let ci = crawlIndex.get(ck);
+    if (ci === undefined) {
+      ci = crawlIndex.size + 1;
+      crawlIndex.set(ck, ci);
+      dupeKeys.push(dupefilterKey(p, ck));
+      const s = crawl.settings;
+      crawlArgs.push(ck, crawl.appid, s ? JSON.stringify(s) : '', s?.expires ?? 0, s?.domain_max_pages ?? 0);
+    } else if (crawl.settings && crawlArgs[(ci - 1) * 5 + 2] === '') {
+      // A seed after a child of the same crawl in one batch: the seed's settings register the crawl.
+      crawlArgs[(ci - 1) * 5 + 2] = JSON.stringify(crawl.settings);
+      crawlArgs[(ci - 1) * 5 + 3] = crawl.settings.expires ?? 0;
+      crawlArgs[(ci - 1) * 5 + 4] = crawl.settings.domain_max_pages ?? 0;
+    }
+    if (request.fingerprint.length !== 8) throw new Error('request fingerprints are 8 bytes');
+    reqArgs.push(
+      ci,
+      request.fingerprint,
+      request.domain,
+      request.priority,
+      request.depth,
+      request.retries ?? 0,
+      memberTail(request.url, request.domain),
+    );
+  }
+  return { dupeKeys, args: [spider, crawlIndex.size, ...crawlArgs, idx.length, ...reqArgs] };
 }

@@ -6,6 +6,7 @@
  */
 import { type ChildProcess, spawn } from 'node:child_process';
 import { join } from 'node:path';
+import { CRAWLER_NODE_FLAGS } from '../../functions/crawler/node-flags.ts';
 import { VARIABLES, type Variables } from '../../lib/config/index.ts';
 import { REPO_ROOT } from '../repo-root.ts';
 import { bodyStoreEnv } from './local-aws.ts';
@@ -46,7 +47,10 @@ export function startCrawlerWorkers(
   const env = envOf(vars, baseEnv);
 
   const startOne = (slot: number) => {
-    const child = spawn(process.execPath, [entry], { env, stdio: ['ignore', 'inherit', 'inherit'] });
+    const child = spawn(process.execPath, [...CRAWLER_NODE_FLAGS, entry], {
+      env,
+      stdio: ['ignore', 'inherit', 'inherit'],
+    });
     children.set(slot, child);
     log('info', `crawler worker ${slot} started`, { pid: child.pid });
     child.once('exit', (code, signal) => {

@@ -77,7 +77,9 @@ async function exerciseFrontier(frontier: Frontier, spider: string): Promise<voi
   const leases = await leaseAll(frontier, spider, T0, { ip: '10.0.0.1' });
   expect(leases).toHaveLength(4);
   const [l1, l2, l3, l4] = leases as [Lease, Lease, Lease, Lease];
-  await frontier.ack(l1, 'done', T0 + 1);
+  // The page's children: its own spider type's fold into the ack (ack-enqueue); with no children, a plain ack.
+  const children = [{ crawl: childCrawl(a), request: queueRequest(`http://x-${spider}.com/4`, -9, 1) }];
+  await frontier.ack(l1, 'done', T0 + 1, new Map([[spider, children]]));
   await frontier.release([l2], T0 + 1);
   await frontier.retry(l3, 10, T0 + 1);
   await frontier.reclaim(spider, T0 + 10 * 60_000);
@@ -117,6 +119,7 @@ describe('cluster readiness', () => {
       const dupe = (crawlid: string) => dupefilterKey(p, crawlKey('app', `${spider}-${crawlid}`, spider));
       if (script === 'stop') expect(extra).toEqual([dupe('a')]);
       else if (script === 'enqueue') expect(extra).toEqual([dupe('a'), dupe('b')]);
+      else if (script === 'ack-enqueue') expect(extra).toEqual([dupe('a')]);
       else expect(extra, script).toEqual([]);
       const slots = new Set<number>();
       for (const key of keys) slots.add(Number(await redis.cluster('KEYSLOT', key)));

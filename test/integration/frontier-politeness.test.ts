@@ -124,4 +124,23 @@ describe('exact politeness', () => {
     await frontier.setCrawlDelay(p, 'slow.com', undefined);
     expect(await redis.hexists(partitionKeys(p).throttle, 'slow.com\u0000cd')).toBe(0);
   });
+
+  test('a Crawl-delay set while its domain waits on the throttle holds: the domain is not leased before it', async () => {
+    const frontier = testFrontier(redis, { hits: 10, windowSec: 1, moderated: true });
+    await fill(frontier, ['slow.com', 'other.com'], 3);
+    const p = frontier.partitionFor('link');
+    const first = await frontier.lease('link', { now: T0 });
+    expect(first.leased && first.lease.domain).toBe('slow.com');
+    // slow.com now waits until T0 + 100 (the throttle's spacing); its Crawl-delay arrives meanwhile.
+    await frontier.setCrawlDelay(p, 'slow.com', 2000);
+    const leased: string[] = [];
+    for (let at = T0 + 100; at < T0 + 2000; at += 100) {
+      const r = await frontier.lease('link', { now: at });
+      if (r.leased) leased.push(r.lease.domain);
+    }
+    expect(leased).not.toContain('slow.com');
+    expect(leased).toContain('other.com');
+    const due = await frontier.lease('link', { now: T0 + 2000 });
+    expect(due.leased && due.lease.domain).toBe('slow.com');
+  });
 });

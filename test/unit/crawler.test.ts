@@ -63,7 +63,7 @@ class ScriptedFrontier implements CrawlerFrontier {
   readonly enqueued: { spider: string; urls: string[] }[] = [];
   /** Every enqueued item as given, by spider type. */
   readonly items: { spider: string; crawl: CrawlRef; request: QueueRequest }[] = [];
-  /** Makes enqueue throw this. */
+  /** Makes an ack with children throw this (before anything is stored). */
   enqueueError: Error | undefined;
   readonly #leases: Lease[];
   readonly #total: number;
@@ -79,7 +79,20 @@ class ScriptedFrontier implements CrawlerFrontier {
     const next = this.#leases.shift();
     return next ? { leased: true, lease: next, skipped: 0 } : { leased: false, nextDueMs: null, skipped: 0 };
   }
-  async ack(l: Pick<Lease, 'handle'>, outcome: 'done' | 'fail' = 'done'): Promise<AckResult> {
+  async ack(
+    l: Pick<Lease, 'handle'>,
+    outcome: 'done' | 'fail' = 'done',
+    _now?: number,
+    children?: ReadonlyMap<string, readonly { crawl: CrawlRef; request: QueueRequest }[]>,
+  ): Promise<AckResult> {
+    // The real frontier stores the children first (in the ack's own script call when they share its partition).
+    for (const [spider, items] of children ?? []) {
+      if (items.length === 0) continue;
+      this.events.push(`enqueue ${items.length}`);
+      if (this.enqueueError) throw this.enqueueError;
+      this.enqueued.push({ spider, urls: items.map((i) => i.request.url) });
+      this.items.push(...items.map((i) => ({ spider, ...i })));
+    }
     this.events.push(`ack ${l.handle}`);
     this.acked.push({ handle: l.handle, outcome });
     const complete = this.settled && this.#leases.length === 0;
@@ -101,13 +114,6 @@ class ScriptedFrontier implements CrawlerFrontier {
   async release(ls: Pick<Lease, 'handle'>[]): Promise<number> {
     this.released.push(...ls.map((l) => l.handle));
     return ls.length;
-  }
-  async enqueue(spider: string, items: { crawl: CrawlRef; request: QueueRequest }[]): Promise<never[]> {
-    this.events.push(`enqueue ${items.length}`);
-    if (this.enqueueError) throw this.enqueueError;
-    this.enqueued.push({ spider, urls: items.map((i) => i.request.url) });
-    this.items.push(...items.map((i) => ({ spider, ...i })));
-    return [];
   }
 }
 
@@ -576,5 +582,44 @@ describe('Crawler: spider plugins', () => {
     );
     expect(r.pages[0]).toMatchObject({ success: true, data: null, data_truncated: true, attrs: { keep: 'me' } });
     expect(r.pages[0]?.attrs_truncated).toBeUndefined();
+  });
+});
+
+describe('Crawler: leasing across spider types', () => {
+  /** link has the scripted leases; every other type has no work at all. Records which type each lease asked. */
+  class TwoTypeFrontier extends ScriptedFrontier {
+    readonly asked: string[] = [];
+    override async lease(spider?: string): Promise<LeaseResult> {
+      this.asked.push(spider ?? '');
+      return spider === 'link' ? super.lease() : { leased: false, nextDueMs: null, skipped: 0 };
+    }
+  }
+
+  it('asks a spider type that had no work at all again only after scoutPollMs, however many pages the others have', async () => {
+    const frontier = new TwoTypeFrontier(Array.from({ length: 30 }, (_, i) => lease(`http://a.example/${i}`)));
+    const crawler = new Crawler({
+      frontier,
+      fetcher: { fetch: async (r) => html(r.url, 'ok'), close: async () => undefined },
+      sink: new FakeSink(),
+      stats: new MemoryStatsStore(),
+      spiders: new Map(builtInSpiders.map((s) => [s.name, s])),
+      spiderTypes: ['link', 'wandering'],
+      topicPrefix: 'demo',
+      concurrency: 1,
+      userAgent: 'test-agent',
+      nodeId: 'test:1',
+      host: 'test',
+      log: new RecordingLog(),
+      idlePollMs: 5,
+      scoutPollMs: 60_000,
+    });
+    crawler.start();
+    const deadline = Date.now() + 10_000;
+    while (!frontier.settled && Date.now() < deadline) await new Promise((r) => setTimeout(r, 2));
+    await crawler.stop(1000);
+    expect(frontier.acked).toHaveLength(30);
+    // Every other lease starts at wandering (the types take turns): only the first of them asks it.
+    expect(frontier.asked.filter((s) => s === 'wandering')).toHaveLength(1);
+    expect(frontier.asked.filter((s) => s === 'link').length).toBeGreaterThanOrEqual(30);
   });
 });

@@ -29,8 +29,8 @@ for _, m in ipairs(redis.call('ZRANGEBYSCORE', K.delayed, '-inf', NOW, 'LIMIT', 
   touched[parse_member(m).domain] = true
 end
 for d in pairs(touched) do schedule(d) end
--- Domains whose throttle now allows a fetch become ready.
-for _, d in ipairs(redis.call('ZRANGEBYSCORE', K.waiting, '-inf', NOW, 'LIMIT', 0, bound)) do schedule(d) end
+-- Domains whose throttle now allows a fetch become ready (the loop below checks the throttle of the one it takes).
+for _, d in ipairs(redis.call('ZRANGEBYSCORE', K.waiting, '-inf', NOW, 'LIMIT', 0, bound)) do promote(d) end
 
 local skipped = 0
 local ip_next_due = nil

@@ -164,14 +164,22 @@ local function domain_head(domain)
   return redis.call('ZRANGEBYLEX', K.queue, '[' .. domain .. '\0', '(' .. domain .. '\1', 'LIMIT', 0, 1)[1]
 end
 
--- Effective throttle of a domain: override hits x scale per window, else the defaults.
+-- Effective throttle of a domain: override hits x scale per window, else the defaults. Read once per script call
+-- and domain (a lease reads it for the domain it takes and again when it reschedules that domain); only
+-- domain-config.lua changes K.dcfg, and it reads the override it has just written.
+local DCFG = {}
 local function throttle_config(domain)
-  local cfg = redis.call('HGET', K.dcfg, domain)
-  if cfg then
-    local h, w, s = string.match(cfg, '^(%d+),(%d+),([%d%.]+)$')
-    if h then return math.floor(tonumber(h) * tonumber(s) + 1e-9), tonumber(w) end
+  local c = DCFG[domain]
+  if not c then
+    c = {DEF_HITS, DEF_WINDOW}
+    local cfg = redis.call('HGET', K.dcfg, domain)
+    if cfg then
+      local h, w, s = string.match(cfg, '^(%d+),(%d+),([%d%.]+)$')
+      if h then c = {math.floor(tonumber(h) * tonumber(s) + 1e-9), tonumber(w)} end
+    end
+    DCFG[domain] = c
   end
-  return DEF_HITS, DEF_WINDOW
+  return c[1], c[2]
 end
 
 -- Fields of K.throttle beside the throttle states: a domain held until (epoch ms; Retry-After), and a domain's
@@ -249,6 +257,19 @@ local function schedule(domain)
     redis.call('ZREM', K.ready, domain)
     redis.call('ZADD', K.waiting, due, domain)
   end
+end
+
+-- A waiting domain whose due time has passed: ready again with its best request's score. Its throttle is not read
+-- again here: lease checks the throttle of the ready domain it takes (and parks it again when something tightened
+-- since it was parked, e.g. a Crawl-delay), so promoting costs no throttle reads.
+local function promote(domain)
+  if redis.call('SISMEMBER', K.black, domain) == 1 then
+    redis.call('ZREM', K.waiting, domain)
+    return
+  end
+  local head = domain_head(domain)
+  redis.call('ZREM', K.waiting, domain)
+  if head then redis.call('ZADD', K.ready, member_score(head), domain) end
 end
 
 -- Per-crawl counters for info and stop live in K.cidx, one ZSET whose score packs the crawl's ref number

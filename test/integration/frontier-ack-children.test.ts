@@ -1,0 +1,273 @@
+/**
+ * An ack that carries the page's children (ack-enqueue.lua): the children of the lease's own partition are queued
+ * and the lease acked in one script call, atomically; hand-offs to other spider types (other hash slots) are queued
+ * by a separate enqueue first. Every semantic of a separate enqueue + ack holds: dupefilter, page caps, stopped
+ * crawls, late acks of expired leases, and the crawl's completion reported once.
+ */
+import { createHash } from 'node:crypto';
+import { describe, expect, test, vi } from 'vitest';
+import type { Frontier } from '../../lib/redis/frontier.ts';
+import type { CrawlRef, Lease, QueueRequest } from '../../lib/redis/frontier-types.ts';
+import { allScripts } from '../../lib/redis/scripts.ts';
+import {
+  childCrawl,
+  frontierTestRedis,
+  leaseAll,
+  queueRequest,
+  seedCrawl,
+  T0,
+  testFrontier,
+} from '../helpers/frontier.ts';
+
+const redis = frontierTestRedis();
+
+const LEASE_MS = 30_000;
+
+type Item = { crawl: CrawlRef; request: QueueRequest };
+
+/** Children of `crawl` at depth 1, priority -5, for the lease's own spider type `link`. */
+function children(crawl: CrawlRef, urls: string[], spider = 'link'): Map<string, Item[]> {
+  return new Map([[spider, urls.map((u) => ({ crawl: childCrawl(crawl), request: queueRequest(u, -5, 1) }))]]);
+}
+
+async function seed(frontier: Frontier, crawl: CrawlRef, url = 'http://a.com/seed'): Promise<Lease> {
+  expect(await frontier.enqueue('link', [{ crawl, request: queueRequest(url, 5) }], T0)).toEqual(['queued']);
+  const [lease] = await leaseAll(frontier, 'link', T0, { max: 1 });
+  expect(lease).toBeDefined();
+  return lease as Lease;
+}
+
+async function counts(frontier: Frontier, crawlid = 'c1', spider = 'link') {
+  const info = await frontier.crawlInfo(spider, 'app', crawlid);
+  return info && { queued: info.queued, leased: info.leased, done: info.done, failed: info.failed };
+}
+
+/** The names of the scripts run meanwhile (EVALSHA, and EVAL after a NOSCRIPT), in order. */
+async function scriptsRun(run: () => Promise<unknown>): Promise<string[]> {
+  const bySha = new Map(allScripts().map((s) => [s.sha, s.name]));
+  type Sent = { name: string; args: unknown[] };
+  const client = redis as unknown as { sendCommand: (command: Sent) => unknown };
+  const spy = vi.spyOn(client, 'sendCommand');
+  let sent: Sent[] = [];
+  try {
+    await run();
+  } finally {
+    sent = spy.mock.calls.map((c) => c[0] as Sent);
+    spy.mockRestore();
+  }
+  return sent.flatMap((c) => {
+    if (c.name === 'evalsha') return [bySha.get(String(c.args[0])) ?? 'unknown'];
+    if (c.name === 'eval') return [bySha.get(createHash('sha1').update(String(c.args[0])).digest('hex')) ?? 'unknown'];
+    return [];
+  });
+}
+
+describe('ack with children', () => {
+  test('queues the children and acks the lease in one script call; the children are leasable at depth 1', async () => {
+    const frontier = testFrontier(redis);
+    const crawl = seedCrawl('app', 'c1', { maxdepth: 2 });
+    const lease = await seed(frontier, crawl);
+    let ack: Awaited<ReturnType<Frontier['ack']>> | undefined;
+    const run = await scriptsRun(async () => {
+      ack = await frontier.ack(lease, 'done', T0 + 1, children(crawl, ['http://a.com/1', 'http://b.com/2']));
+    });
+    expect(run).toEqual(['ack-enqueue']);
+    expect(ack).toEqual({
+      acked: true,
+      complete: false,
+      queued: 2,
+      leased: 0,
+      done: 1,
+      failed: 0,
+      children: new Map([['link', ['queued', 'queued']]]),
+    });
+    expect(await counts(frontier)).toEqual({ queued: 2, leased: 0, done: 1, failed: 0 });
+    const next = await leaseAll(frontier, 'link', T0 + 2);
+    expect(next.map((l) => [l.url, l.depth, l.priority]).sort()).toEqual([
+      ['http://a.com/1', 1, -5],
+      ['http://b.com/2', 1, -5],
+    ]);
+  });
+
+  test('an ack without children (or with none left for its partition) stays one plain ack call', async () => {
+    const frontier = testFrontier(redis);
+    const crawl = seedCrawl('app', 'c1');
+    const lease = await seed(frontier, crawl);
+    const run = await scriptsRun(async () => {
+      expect((await frontier.ack(lease, 'done', T0 + 1, new Map([['link', []]]))).complete).toBe(true);
+    });
+    expect(run).toEqual(['ack']);
+  });
+
+  test('the dupefilter holds: a child seen before in the crawl, or twice in one ack, is queued once', async () => {
+    const frontier = testFrontier(redis);
+    const crawl = seedCrawl('app', 'c1', { maxdepth: 2 });
+    const lease = await seed(frontier, crawl);
+    const ack = await frontier.ack(
+      lease,
+      'done',
+      T0 + 1,
+      children(crawl, ['http://a.com/seed', 'http://a.com/1', 'http://a.com/1', 'http://a.com/2']),
+    );
+    expect(ack.children?.get('link')).toEqual(['duplicate', 'queued', 'duplicate', 'queued']);
+    expect(ack).toMatchObject({ acked: true, complete: false, queued: 2 });
+    const [one] = await leaseAll(frontier, 'link', T0 + 2, { max: 1 });
+    expect((await frontier.ack(one as Lease, 'done', T0 + 3, children(crawl, ['http://a.com/2']))).children).toEqual(
+      new Map([['link', ['duplicate']]]),
+    );
+    expect(await counts(frontier)).toEqual({ queued: 1, leased: 0, done: 2, failed: 0 });
+  });
+
+  test('the domain page cap holds for children queued with an ack', async () => {
+    const frontier = testFrontier(redis);
+    const crawl = seedCrawl('app', 'c1', { maxdepth: 2, domain_max_pages: 2 });
+    const lease = await seed(frontier, crawl);
+    const ack = await frontier.ack(
+      lease,
+      'done',
+      T0 + 1,
+      children(crawl, ['http://a.com/1', 'http://a.com/2', 'http://b.com/1']),
+    );
+    expect(ack.children?.get('link')).toEqual(['queued', 'capped', 'queued']);
+    expect(await counts(frontier)).toEqual({ queued: 2, leased: 0, done: 1, failed: 0 });
+  });
+
+  test('the ack that leaves nothing queued or leased reports the crawl complete, exactly once', async () => {
+    const frontier = testFrontier(redis);
+    const crawl = seedCrawl('app', 'c1', { maxdepth: 2 });
+    const lease = await seed(frontier, crawl);
+    // Children queued with the ack keep the crawl open.
+    expect((await frontier.ack(lease, 'done', T0 + 1, children(crawl, ['http://a.com/1']))).complete).toBe(false);
+    const [child] = await leaseAll(frontier, 'link', T0 + 2);
+    // Children that are all duplicates queue nothing, so this ack completes the crawl.
+    const last = await frontier.ack(
+      child as Lease,
+      'fail',
+      T0 + 3,
+      children(crawl, ['http://a.com/seed', 'http://a.com/1']),
+    );
+    expect(last).toMatchObject({ acked: true, complete: true, queued: 0, leased: 0, done: 1, failed: 1 });
+    expect(last.children?.get('link')).toEqual(['duplicate', 'duplicate']);
+    // Any later ack of the same lease, with or without children, is a duplicate and reports nothing.
+    const again = await frontier.ack(child as Lease, 'done', T0 + 4, children(crawl, ['http://a.com/1']));
+    expect(again).toMatchObject({ acked: false, complete: false });
+    expect(await counts(frontier)).toEqual({ queued: 0, leased: 0, done: 1, failed: 1 });
+  });
+
+  test('10 acks with children sent at once: exactly one reports the crawl complete, after every child is acked', async () => {
+    const frontier = testFrontier(redis);
+    const crawl = seedCrawl('app', 'c1', { maxdepth: 2 });
+    await frontier.enqueue(
+      'link',
+      Array.from({ length: 10 }, (_, i) => ({
+        crawl: i === 0 ? crawl : childCrawl(crawl),
+        request: queueRequest(`http://d${i % 3}.com/${i}`, 5),
+      })),
+      T0,
+    );
+    const leases = await leaseAll(frontier, 'link', T0);
+    expect(leases).toHaveLength(10);
+    // Each page links to the next one's URL and to one new page of its own.
+    const acks = await Promise.all(
+      leases.map((l, i) =>
+        frontier.ack(
+          l,
+          'done',
+          T0 + 1,
+          children(crawl, [`http://d${((i + 1) % 10) % 3}.com/${(i + 1) % 10}`, `${l.url}/x`]),
+        ),
+      ),
+    );
+    expect(acks.filter((a) => a.acked)).toHaveLength(10);
+    expect(acks.filter((a) => a.complete)).toHaveLength(0);
+    const grandchildren = await leaseAll(frontier, 'link', T0 + 2);
+    expect(grandchildren).toHaveLength(10);
+    const last = await Promise.all(grandchildren.map((l) => frontier.ack(l, 'done', T0 + 3, children(crawl, [l.url]))));
+    expect(last.filter((a) => a.complete)).toHaveLength(1);
+    expect(await counts(frontier)).toEqual({ queued: 0, leased: 0, done: 20, failed: 0 });
+  });
+
+  test('a late ack of an expired, reclaimed lease stores its children and removes the queued copy', async () => {
+    const frontier = testFrontier(redis, { leaseMs: LEASE_MS });
+    const crawl = seedCrawl('app', 'c1', { maxdepth: 2 });
+    const slow = await seed(frontier, crawl);
+    expect(await frontier.reclaim('link', T0 + LEASE_MS + 1)).toBe(1);
+    const late = await frontier.ack(slow, 'done', T0 + LEASE_MS + 2, children(crawl, ['http://a.com/1']));
+    expect(late).toMatchObject({ acked: true, complete: false, queued: 1, leased: 0, done: 1 });
+    const next = await leaseAll(frontier, 'link', T0 + LEASE_MS + 3);
+    expect(next.map((l) => l.url)).toEqual(['http://a.com/1']);
+  });
+
+  test('an expired lease leased again: the first holder to ack counts, the other still adds only new children', async () => {
+    const frontier = testFrontier(redis, { leaseMs: LEASE_MS });
+    const crawl = seedCrawl('app', 'c1', { maxdepth: 2 });
+    const slow = await seed(frontier, crawl);
+    await frontier.reclaim('link', T0 + LEASE_MS + 1);
+    const [second] = await leaseAll(frontier, 'link', T0 + LEASE_MS + 1);
+    const first = await frontier.ack(second as Lease, 'done', T0 + LEASE_MS + 2, children(crawl, ['http://a.com/1']));
+    expect(first).toMatchObject({ acked: true, complete: false, queued: 1 });
+    // The slow holder fetched the page too (it may have changed meanwhile): its ack is refused, its children deduplicated.
+    const late = await frontier.ack(
+      slow,
+      'done',
+      T0 + LEASE_MS + 3,
+      children(crawl, ['http://a.com/1', 'http://a.com/2']),
+    );
+    expect(late).toMatchObject({ acked: false, complete: false });
+    expect(late.children?.get('link')).toEqual(['duplicate', 'queued']);
+    expect(await counts(frontier)).toEqual({ queued: 2, leased: 0, done: 1, failed: 0 });
+  });
+
+  test('the lease of a crawl stopped meanwhile is not counted, and its children are refused', async () => {
+    const frontier = testFrontier(redis);
+    const crawl = seedCrawl('app', 'c1', { maxdepth: 2 });
+    const lease = await seed(frontier, crawl);
+    await frontier.stop('link', 'app', 'c1', T0 + 1);
+    const ack = await frontier.ack(lease, 'done', T0 + 2, children(crawl, ['http://a.com/1']));
+    expect(ack).toMatchObject({ acked: false, complete: false });
+    expect(ack.children?.get('link')).toEqual(['stopped']);
+    expect(await leaseAll(frontier, 'link', T0 + 3)).toEqual([]);
+  });
+
+  test('hand-offs to another spider type (another hash slot) are queued by an enqueue of their own, before the ack', async () => {
+    const frontier = testFrontier(redis);
+    const crawl = seedCrawl('app', 'c1', { maxdepth: 2 });
+    const lease = await seed(frontier, crawl);
+    const handOff: Item = {
+      crawl: {
+        ...crawl,
+        settings: { ...(crawl.settings as NonNullable<CrawlRef['settings']>), spiderid: 'wandering' },
+      },
+      request: queueRequest('http://w.com/1', -5, 1),
+    };
+    const all = new Map([...children(crawl, ['http://a.com/1']), ['wandering', [handOff]]]);
+    let complete: boolean | undefined;
+    const run = await scriptsRun(async () => {
+      const ack = await frontier.ack(lease, 'done', T0 + 1, all);
+      complete = ack.complete;
+      expect(ack.children).toEqual(
+        new Map([
+          ['wandering', ['queued']],
+          ['link', ['queued']],
+        ]),
+      );
+    });
+    expect(run).toEqual(['enqueue', 'ack-enqueue']);
+    expect(complete).toBe(false);
+    expect((await leaseAll(frontier, 'wandering', T0 + 2)).map((l) => l.url)).toEqual(['http://w.com/1']);
+    expect((await leaseAll(frontier, 'link', T0 + 2)).map((l) => l.url)).toEqual(['http://a.com/1']);
+  });
+
+  test('a script error in the children leaves the lease unacked (children are never stored after the ack)', async () => {
+    const frontier = testFrontier(redis);
+    const crawl = seedCrawl('app', 'c1', { maxdepth: 2 });
+    const lease = await seed(frontier, crawl);
+    // A depth past what a member can encode: enqueue's part of the script fails.
+    const bad = new Map([
+      ['link', [{ crawl: childCrawl(crawl), request: queueRequest('http://a.com/1', -5, 2 ** 50) }]],
+    ]);
+    await expect(frontier.ack(lease, 'done', T0 + 1, bad)).rejects.toThrow(/frontier integer too large/);
+    expect(await counts(frontier)).toEqual({ queued: 0, leased: 1, done: 0, failed: 0 });
+    expect((await frontier.ack(lease, 'done', T0 + 2)).complete).toBe(true);
+  });
+});

@@ -357,6 +357,7 @@ export function urlFrontierHandlers(
         maxUrlsPerQueue: req.max_urls_per_queue,
         maxQueues: req.max_queues,
         holdSeconds: req.delay_requestable === 0 ? 30 : req.delay_requestable,
+        cancelled,
       };
       if (writer.batched) {
         // Straight from Redis's bytes to gRPC frames (wire.ts), a queue at a time.

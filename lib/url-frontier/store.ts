@@ -81,6 +81,8 @@ export interface GetUrlsRequest {
   maxQueues: number;
   /** Seconds a served URL stays held. */
   holdSeconds: number;
+  /** True once the client is gone: no more queues are served (URLs already taken stay held until they expire). */
+  cancelled?: () => boolean;
 }
 
 const QUEUE_KEY_MAX = 255;
@@ -371,7 +373,7 @@ export class UrlFrontierStore implements UrlFrontierView {
   ): Promise<void> {
     let q = queue;
     await emit(q);
-    while (q.count === SERVE_CAP) {
+    while (q.count === SERVE_CAP && !req.cancelled?.()) {
       [q] = (await this.servePacked(q.crawl, [q.key], req.maxUrlsPerQueue, req.holdSeconds, true)) as [PackedQueue];
       if (q.count === 0) return;
       await emit(q);
@@ -414,7 +416,7 @@ export class UrlFrontierStore implements UrlFrontierView {
         const waves: Promise<PackedQueue[]>[] = [];
         let next = 0;
         const launch = () => {
-          while (waves.length < SERVE_WAVES_AHEAD && next < keys.length) {
+          while (waves.length < SERVE_WAVES_AHEAD && next < keys.length && !req.cancelled?.()) {
             const wave = this.servePacked(
               crawl,
               keys.slice(next, next + SERVE_WAVE),
@@ -431,6 +433,7 @@ export class UrlFrontierStore implements UrlFrontierView {
         for (let wave = waves.shift(); wave; wave = waves.shift()) {
           launch();
           for (const queue of await wave) {
+            if (req.cancelled?.()) return;
             if (queue.count === 0) continue;
             produced++;
             await this.#emitServed(queue, req, emit);

@@ -6,16 +6,15 @@
  *   else from `BENCH_CODECS_DIR` or `bench/.codecs` (git-ignored: `npm install --prefix bench/.codecs
  *   kafkajs-lz4@1.2.1`, then `npm rebuild lz4` there, as npm no longer runs install scripts unasked);
  *   skipped when neither loads.
- * - zstd: a codec over Node's built-in `zlib.zstdCompress` / `zstdDecompress` (Node ≥ 22.15; a Kafka zstd
- *   record batch is one standard zstd frame). The registry's codec, `@kafkajs/zstd` 0.1.1, needs the native
- *   `cppzst` 2.0.6, whose build fails against Node 24's headers (C++17 needed).
+ * - zstd: lib/kafka/codecs.ts's codec over Node's built-in `zlib.zstdCompress` / `zstdDecompress` (Node ≥ 22.15; a
+ *   Kafka zstd record batch is one standard zstd frame), the one `KAFKA_COMPRESSION=zstd` uses. The registry's
+ *   codec, `@kafkajs/zstd` 0.1.1, needs the native `cppzst` 2.0.6, whose build fails against Node 24's headers.
  */
 import { existsSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import { join } from 'node:path';
-import { promisify } from 'node:util';
-import * as zlib from 'node:zlib';
 import kafkajs from 'kafkajs';
+import { type KafkaCodec, zstdCodec } from '../../lib/kafka/codecs.ts';
 import { BENCH_DIR } from './results.ts';
 
 // CommonJS: Node's named-export detection does not see these two.
@@ -27,11 +26,6 @@ export interface CodecInfo {
   name: CodecName;
   /** Where the codec comes from (for the results file). */
   source: string;
-}
-
-interface KafkaCodec {
-  compress(encoder: { buffer: Buffer }): Promise<Buffer>;
-  decompress(buffer: Buffer): Promise<Buffer>;
 }
 
 export function compressionOf(name: CodecName): kafkajs.CompressionTypes {
@@ -71,15 +65,6 @@ function loadLz4(): { codec: () => KafkaCodec; source: string } | undefined {
   return undefined;
 }
 
-const zstdCompress = promisify(zlib.zstdCompress);
-const zstdDecompress = promisify(zlib.zstdDecompress);
-
-/** zstd on Node's zlib, at zstd's default level (3). */
-const zstdCodec = (): KafkaCodec => ({
-  compress: async (encoder) => zstdCompress(encoder.buffer),
-  decompress: async (buffer) => zstdDecompress(buffer),
-});
-
 /** Registers lz4 (when it loads) and zstd with kafkajs; returns the codecs to measure. */
 export async function registerCodecs(progress: (message: string) => void): Promise<CodecInfo[]> {
   const out: CodecInfo[] = [
@@ -93,6 +78,6 @@ export async function registerCodecs(progress: (message: string) => void): Promi
     out.push({ name: 'lz4', source: lz4.source });
   } else progress('lz4: kafkajs-lz4 not found (see bench/lib/codecs.ts); skipped');
   codecs[CompressionTypes.ZSTD] = zstdCodec;
-  out.push({ name: 'zstd', source: `bench/lib/codecs.ts over node:zlib zstd (Node ${process.version}, level 3)` });
+  out.push({ name: 'zstd', source: `lib/kafka/codecs.ts over node:zlib zstd (Node ${process.version}, level 3)` });
   return out;
 }

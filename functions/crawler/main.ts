@@ -95,7 +95,7 @@ const crawler = new Crawler({
   frontier: new Frontier(redis, frontierOptions(vars)),
   fetcher,
   robots: vars.ROBOTSTXT_OBEY ? new RobotsCache({ redis, prefix: vars.REDIS_KEY_PREFIX, fetcher }) : undefined,
-  sink: producerSink(producer),
+  sink: producerSink(producer, { compression: vars.KAFKA_COMPRESSION }),
   stats: redisStatsStore(redis, vars.REDIS_KEY_PREFIX),
   spiders,
   spiderTypes,

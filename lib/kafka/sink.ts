@@ -4,14 +4,16 @@
  */
 import type { Producer } from 'kafkajs';
 import type { MessageSink } from '../ports.ts';
+import { compressionType, type KafkaCompression } from './codecs.ts';
 
-/** A sink over a connected kafkajs producer. */
-export function producerSink(producer: Producer): MessageSink {
+/** A sink over a connected kafkajs producer; `compression` applies to every batch it sends (codecs.ts). */
+export function producerSink(producer: Producer, options: { compression?: KafkaCompression } = {}): MessageSink {
+  const compression = compressionType(options.compression ?? 'none');
   return {
     async send(batch) {
       const topicMessages = batch.filter((t) => t.messages.length > 0);
       if (topicMessages.length === 0) return;
-      await producer.sendBatch({ acks: -1, topicMessages });
+      await producer.sendBatch({ acks: -1, topicMessages, compression });
     },
   };
 }

@@ -33,6 +33,11 @@ function paths(layout: ServicesLayout) {
   };
 }
 
+/** Where the broker `services up` starts keeps its partitions (`log.dirs`): `<topic>-<partition>/` each. */
+export function kafkaDataDir(layout: ServicesLayout): string {
+  return paths(layout).data;
+}
+
 /** Downloads Kafka and its runtime dependencies from Maven Central once (later runs are offline). */
 function ensureLibs(p: ReturnType<typeof paths>, progress: Progress): string {
   if (!existsSync(p.libsDone)) {

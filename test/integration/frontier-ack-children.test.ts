@@ -1,14 +1,6 @@
-/**
- * An ack that carries the page's children (ack-enqueue.lua): the children of the lease's own partition are queued
- * and the lease acked in one script call, atomically; hand-offs to other spider types (other hash slots) are queued
- * by a separate enqueue first. Every semantic of a separate enqueue + ack holds: dupefilter, page caps, stopped
- * crawls, late acks of expired leases, and the crawl's completion reported once.
- */
-import { createHash } from 'node:crypto';
-import { describe, expect, test, vi } from 'vitest';
+import { describe, expect, test } from 'vitest';
 import type { Frontier } from '../../lib/redis/frontier.ts';
 import type { CrawlRef, Lease, QueueRequest } from '../../lib/redis/frontier-types.ts';
-import { allScripts } from '../../lib/redis/scripts.ts';
 import {
   childCrawl,
   frontierTestRedis,
@@ -18,6 +10,7 @@ import {
   T0,
   testFrontier,
 } from '../helpers/frontier.ts';
+import { recordScriptCalls } from '../helpers/scripts.ts';
 
 const redis = frontierTestRedis();
 
@@ -42,24 +35,9 @@ async function counts(frontier: Frontier, crawlid = 'c1', spider = 'link') {
   return info && { queued: info.queued, leased: info.leased, done: info.done, failed: info.failed };
 }
 
-/** The names of the scripts run meanwhile (EVALSHA, and EVAL after a NOSCRIPT), in order. */
+/** The names of the scripts run meanwhile, in order. */
 async function scriptsRun(run: () => Promise<unknown>): Promise<string[]> {
-  const bySha = new Map(allScripts().map((s) => [s.sha, s.name]));
-  type Sent = { name: string; args: unknown[] };
-  const client = redis as unknown as { sendCommand: (command: Sent) => unknown };
-  const spy = vi.spyOn(client, 'sendCommand');
-  let sent: Sent[] = [];
-  try {
-    await run();
-  } finally {
-    sent = spy.mock.calls.map((c) => c[0] as Sent);
-    spy.mockRestore();
-  }
-  return sent.flatMap((c) => {
-    if (c.name === 'evalsha') return [bySha.get(String(c.args[0])) ?? 'unknown'];
-    if (c.name === 'eval') return [bySha.get(createHash('sha1').update(String(c.args[0])).digest('hex')) ?? 'unknown'];
-    return [];
-  });
+  return (await recordScriptCalls(redis, run)).map((c) => c.script);
 }
 
 describe('ack with children', () => {

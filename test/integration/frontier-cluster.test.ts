@@ -1,8 +1,7 @@
-import { createHash } from 'node:crypto';
 import { readdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import type { Cluster } from 'ioredis';
-import { describe, expect, test, vi } from 'vitest';
+import { describe, expect, test } from 'vitest';
 import type { Frontier } from '../../lib/redis/frontier.ts';
 import type { Lease } from '../../lib/redis/frontier-types.ts';
 import {
@@ -25,39 +24,12 @@ import {
   T0,
   testFrontier,
 } from '../helpers/frontier.ts';
+import { recordScriptCalls } from '../helpers/scripts.ts';
 import { uniqueName } from '../helpers/services.ts';
 
 const redis = frontierTestRedis();
 
 const SCRIPTS_DIR = join(import.meta.dirname, '../../lib/redis/scripts');
-
-type Call = { script: string; keys: string[] };
-
-/** Records the script name and KEYS of every script run meanwhile (EVALSHA, and EVAL after a NOSCRIPT). */
-async function recordScriptCalls(run: () => Promise<void>): Promise<Call[]> {
-  const bySha = new Map(allScripts().map((s) => [s.sha, s.name]));
-  // Scripts run as ioredis commands (defineCommand), which reach the server through sendCommand.
-  type Sent = { name: string; args: unknown[] };
-  const client = redis as unknown as { sendCommand: (command: Sent) => unknown };
-  const spy = vi.spyOn(client, 'sendCommand');
-  let sent: Sent[] = [];
-  try {
-    await run();
-  } finally {
-    // Restoring a spy clears its record, so copy it first.
-    sent = spy.mock.calls.map((c) => c[0] as Sent);
-    spy.mockRestore();
-  }
-  const toCall = (sha: string, args: unknown[]): Call => ({
-    script: bySha.get(sha) ?? `unknown script ${sha}`,
-    keys: args.slice(2, 2 + Number(args[1])).map(String),
-  });
-  return sent.flatMap((c) => {
-    if (c.name === 'evalsha') return [toCall(String(c.args[0]), c.args)];
-    if (c.name === 'eval') return [toCall(createHash('sha1').update(String(c.args[0])).digest('hex'), c.args)];
-    return [];
-  });
-}
 
 /** Exercises every Frontier operation (and so every frontier script) once or more. */
 async function exerciseFrontier(frontier: Frontier, spider: string): Promise<void> {
@@ -99,7 +71,7 @@ describe('cluster readiness', () => {
     { typeEnabled: false, ipEnabled: true },
   ])('every script a Frontier runs gets keys that all hash to one slot ($typeEnabled, $ipEnabled)', async (modes) => {
     const frontier = testFrontier(redis, modes);
-    const calls = await recordScriptCalls(async () => {
+    const calls = await recordScriptCalls(redis, async () => {
       await exerciseFrontier(frontier, 'link');
       await exerciseFrontier(frontier, 'wandering');
     });
@@ -137,7 +109,7 @@ describe('cluster readiness', () => {
     const prefix = uniqueName();
     const names = ['a', 'crawler:m1:200'];
     try {
-      const calls = await recordScriptCalls(async () => {
+      const calls = await recordScriptCalls(redis, async () => {
         await incrementStats(
           redis,
           prefix,

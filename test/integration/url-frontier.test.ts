@@ -1,16 +1,11 @@
-/**
- * The URL Frontier API server (lib/url-frontier) end to end: a real grpc-js client against servers on ephemeral
- * ports, over the cluster-mode Redis, a fresh key prefix per test. The store's clock is injectable: holds and
- * politeness are tested by moving it, not by sleeping.
- */
-import { createHash } from 'node:crypto';
 import * as grpc from '@grpc/grpc-js';
-import { afterAll, afterEach, describe, expect, test, vi } from 'vitest';
+import { afterAll, afterEach, describe, expect, test } from 'vitest';
 import { ownAddress, startUrlFrontierServer, type UrlFrontierServer } from '../../functions/url-frontier/server.ts';
 import { urlFrontierQueueKeyList } from '../../lib/redis/keys.ts';
 import { allScripts } from '../../lib/redis/scripts.ts';
 import { PUT_BOUNDS, urlFrontierClientConstructor } from '../../lib/url-frontier/service.ts';
 import { queueKeyOf, UrlFrontierStore } from '../../lib/url-frontier/store.ts';
+import { recordScriptCalls } from '../helpers/scripts.ts';
 import { clusterRedis, uniqueName } from '../helpers/services.ts';
 
 const redis = clusterRedis();
@@ -119,28 +114,12 @@ describe('URL Frontier API over Redis', () => {
 
   test('every uf-* script runs, each with keys of one slot (cluster mode)', async () => {
     const { prefix, client } = await env();
-    const names = new Map(allScripts().map((s) => [s.sha, s.name]));
-    type Sent = { name: string; args: unknown[] };
-    const spy = vi.spyOn(redis as unknown as { sendCommand: (c: Sent) => unknown }, 'sendCommand');
-    let sent: Sent[] = [];
-    try {
+    const calls = await recordScriptCalls(redis, async () => {
       await put(client, [discovered('http://a.com/1', { crawlID: 'c:x', key: 'a.com/b{c}' })]);
       await getUrls(client, { crawlID: 'c:x' });
       await unary(client, 'PurgeURLs', { crawlID: 'c:x', days: 0 });
       await unary(client, 'DeleteCrawl', { value: 'c:x' });
-    } finally {
-      sent = spy.mock.calls.map((c) => c[0] as Sent);
-      spy.mockRestore();
-    }
-    const calls = sent
-      .filter((c) => c.name === 'evalsha' || c.name === 'eval')
-      .map((c) => ({
-        script:
-          c.name === 'evalsha'
-            ? names.get(String(c.args[0]))
-            : names.get(createHash('sha1').update(String(c.args[0])).digest('hex')),
-        keys: c.args.slice(2, 2 + Number(c.args[1])).map(String),
-      }));
+    });
     expect(new Set(calls.map((c) => c.script))).toEqual(
       new Set(
         allScripts()

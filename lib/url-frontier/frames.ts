@@ -53,8 +53,14 @@ function rawCallOf(call: WritableCall): RawCall | undefined {
   return inner as RawCall;
 }
 
-/** Resolves on the stream's next 'drain' or 'close', whichever comes first. */
-function drained(stream: RawCall['stream']): Promise<void> {
+/** Something that emits 'drain' and 'close': the HTTP/2 stream, or the grpc-js call. */
+interface Drainable {
+  once(event: 'drain' | 'close', listener: () => void): unknown;
+  off(event: 'drain' | 'close', listener: () => void): unknown;
+}
+
+/** Resolves on the next 'drain' or 'close', whichever comes first. */
+function drained(stream: Drainable): Promise<void> {
   return new Promise((resolve) => {
     const done = () => {
       stream.off('drain', done);
@@ -147,17 +153,7 @@ export class FrameWriter {
 
   /** Resolves once the stream takes more again (its next 'drain') or is closed. */
   drained(): Promise<void> {
-    if (this.#raw) return drained(this.#raw.stream);
-    const call = this.#call;
-    return new Promise((resolve) => {
-      const done = () => {
-        call.off('drain', done);
-        call.off('close', done);
-        resolve();
-      };
-      call.once('drain', done);
-      call.once('close', done);
-    });
+    return drained(this.#raw ? this.#raw.stream : this.#call);
   }
 
   /** Writes what is pending, then ends the call with status OK. */

@@ -44,6 +44,16 @@ const discovered = (crawl: string, key: string, url: string): PutItem => ({
   metadata: {},
 });
 
+type AnyClient = grpc.Client & Record<string, (...a: unknown[]) => unknown>;
+
+/** A server over `s` on a free port (closed after the test) and a grpc-js client of it (the caller closes it). */
+async function serveAndConnect(s: UrlFrontierStore): Promise<AnyClient> {
+  const server = await startUrlFrontierServer(s, { port: 0 });
+  servers.push(server);
+  const Client = urlFrontierClientConstructor();
+  return new Client(`127.0.0.1:${server.port}`, grpc.credentials.createInsecure()) as AnyClient;
+}
+
 /** `n` URLs over `queues` hosts, interleaved (host i mod queues), so every batch spans many queues. */
 function spread(crawl: string, n: number, queues: number): PutItem[] {
   return Array.from({ length: n }, (_, i) => {
@@ -131,11 +141,7 @@ describe('URL Frontier: several messages per HTTP/2 write', () => {
   test('a client that cancels mid-stream: the server stops taking URLs for it, and goes on serving others', async () => {
     const s = store();
     await s.put(spread('c', 20_000, 200));
-    const server = await startUrlFrontierServer(s, { port: 0 });
-    servers.push(server);
-    const Client = urlFrontierClientConstructor();
-    const client = new Client(`127.0.0.1:${server.port}`, grpc.credentials.createInsecure()) as grpc.Client &
-      Record<string, (...a: unknown[]) => unknown>;
+    const client = await serveAndConnect(s);
     try {
       const got = await new Promise<number>((resolve) => {
         const call = (client.GetURLs as (r: object) => grpc.ClientReadableStream<object>).call(client, {
@@ -175,11 +181,7 @@ describe('URL Frontier: several messages per HTTP/2 write', () => {
 describe('URL Frontier PutURLs backpressure', () => {
   test('a client that does not read its acks stalls long before its stream is stored; once it reads, every item is', async () => {
     const s = store();
-    const server = await startUrlFrontierServer(s, { port: 0 });
-    servers.push(server);
-    const Client = urlFrontierClientConstructor();
-    const client = new Client(`127.0.0.1:${server.port}`, grpc.credentials.createInsecure()) as grpc.Client &
-      Record<string, (...a: unknown[]) => unknown>;
+    const client = await serveAndConnect(s);
     const n = 30_000;
     try {
       const call = (client.PutURLs as () => grpc.ClientDuplexStream<object, { status: string }>).call(client);
@@ -236,11 +238,7 @@ describe('URL Frontier PutURLs backpressure when Redis is slow', () => {
       await gate;
       return s.put(items);
     };
-    const server = await startUrlFrontierServer(slow, { port: 0 });
-    servers.push(server);
-    const Client = urlFrontierClientConstructor();
-    const client = new Client(`127.0.0.1:${server.port}`, grpc.credentials.createInsecure()) as grpc.Client &
-      Record<string, (...a: unknown[]) => unknown>;
+    const client = await serveAndConnect(slow);
     const n = 20_000;
     try {
       const call = (client.PutURLs as () => grpc.ClientDuplexStream<object, { status: string }>).call(client);

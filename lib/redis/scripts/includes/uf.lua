@@ -26,12 +26,7 @@ local K = {
   rot = KEYS[4],
   dcfg = KEYS[5],
   black = KEYS[6],
-  created = KEYS[7],
-  sched = KEYS[8],
-  held = KEYS[9],
-  hdate = KEYS[10],
-  done = KEYS[11],
-  info = KEYS[12],
+  -- created, sched, held, hdate, done, info: set by use_queue, which every script calls before using them
 }
 local CRAWL = ARGV[1]
 -- The queue key of the queue K points at.

@@ -101,6 +101,8 @@ interface Processed {
 
 interface InFlight {
   lease: Lease;
+  /** When this process got the lease (its `now`): how late the fetch starts is measured from here. */
+  leasedAt: number;
   abort: AbortController;
   /** Past the fetch (publishing, acking): left to finish at the shutdown deadline rather than released. */
   fetched: boolean;
@@ -122,6 +124,16 @@ const MAX_PENDING_COUNTERS = 10_000;
 /** Domains whose Crawl-delay a crawler process remembers having told the frontier. */
 const CRAWL_DELAY_MEMORY = 10_000;
 
+/**
+ * A fetch that starts more than this after its lease (robots.txt read first, a busy event loop) first moves its
+ * throttle hit to then (frontier `restamp`, one script call). Below it, the throttle's margin (THROTTLE_MARGIN_MS,
+ * 100 ms) absorbs the lateness.
+ */
+export const RESTAMP_AFTER_MS = 50;
+
+/** The longest a fetch waits for its domain's next turn after a restamp; past it the request goes back to its queue. */
+export const MAX_RESTAMP_WAIT_MS = 10_000;
+
 export class Crawler {
   readonly #o: Required<Omit<CrawlerOptions, 'robots' | 'bodyStore' | 'ip'>> &
     Pick<CrawlerOptions, 'robots' | 'bodyStore' | 'ip'>;
@@ -135,6 +147,8 @@ export class Crawler {
   #heartbeat: NodeJS.Timeout | undefined;
   /** Pages published since start (for progress and tests). */
   pages = 0;
+  /** Fetches that started late enough to move their throttle hit (frontier `restamp`) since start. */
+  restamps = 0;
 
   constructor(options: CrawlerOptions) {
     this.#o = {
@@ -284,7 +298,7 @@ export class Crawler {
   readonly #quietUntil = new Map<string, number>();
 
   async #handle(lease: Lease): Promise<void> {
-    const flight: InFlight = { lease, abort: new AbortController(), fetched: false };
+    const flight: InFlight = { lease, leasedAt: this.#o.now(), abort: new AbortController(), fetched: false };
     this.#inFlight.add(flight);
     const req = this.#request(lease);
     try {
@@ -345,14 +359,16 @@ export class Crawler {
       await this.#deliver(lease, failedPage(req, RECLAIMED_TOO_OFTEN), 'error');
       return;
     }
-    let outcome: Processed | CrawlFailure;
+    let outcome: Processed | CrawlFailure | 'requeued';
     try {
-      outcome = await this.#process(lease, req, flight.abort.signal);
+      outcome = await this.#process(lease, req, flight);
     } catch (error) {
       if (flight.abort.signal.aborted) throw error;
       outcome = { kind: 'error', error, stage: 'process' };
     }
     flight.fetched = true;
+    // Its domain's next turn was too far off: restamp put the request back in its queue, unfetched and uncounted.
+    if (outcome === 'requeued') return;
     if ('kind' in outcome) {
       await this.#fail(lease, req, outcome);
       return;
@@ -360,8 +376,9 @@ export class Crawler {
     await this.#deliver(lease, outcome.page, String(outcome.response.status), outcome);
   }
 
-  async #process(lease: Lease, req: SpiderRequest, signal: AbortSignal): Promise<Processed | CrawlFailure> {
+  async #process(lease: Lease, req: SpiderRequest, flight: InFlight): Promise<Processed | CrawlFailure | 'requeued'> {
     const o = this.#o;
+    const signal = flight.abort.signal;
     const ua = lease.crawl.useragent ?? o.userAgent;
     if (o.robots) {
       // The robots.txt lookup is shared by every request to the origin, so it is not aborted, only not
@@ -370,6 +387,7 @@ export class Crawler {
       if (!verdict.allowed) return { kind: 'robots', reason: verdict.reason ?? 'robots.txt disallows this URL' };
       await this.#crawlDelay(lease, verdict.crawlDelayMs);
     }
+    if (!(await this.#onTurn(lease, flight.leasedAt, signal))) return 'requeued';
     let response: FetchResult;
     try {
       response = await o.fetcher.fetch(
@@ -402,6 +420,26 @@ export class Crawler {
     if (dropped.length > 0)
       o.log.warn('follow entries dropped', { url: req.url, spider: spiderid, dropped: dropped.slice(0, 5) });
     return { page, response, children };
+  }
+
+  /**
+   * The lease charged its domain's throttle when it was leased. A fetch that starts more than
+   * {@link RESTAMP_AFTER_MS} later moves that charge to now (frontier `restamp`), and waits when a later lease took
+   * the turn meanwhile, so the site never sees two fetches closer than the throttle and Crawl-delay allow, however
+   * long robots.txt or a busy loop kept this one. False: the turn was more than {@link MAX_RESTAMP_WAIT_MS} off
+   * (or the domain is held now), and the request went back to its queue.
+   */
+  async #onTurn(lease: Lease, leasedAt: number, signal: AbortSignal): Promise<boolean> {
+    const o = this.#o;
+    if (lease.hitMs === undefined || o.now() - leasedAt <= RESTAMP_AFTER_MS) return true;
+    const turn = await o.frontier.restamp(lease, { ip: o.ip, maxWaitMs: MAX_RESTAMP_WAIT_MS });
+    this.restamps++;
+    if (turn === null) {
+      o.log.info('fetch started too late for its domain turn; the request went back to its queue', { url: lease.url });
+      return false;
+    }
+    if (turn.waitMs > 0) await sleep(turn.waitMs, undefined, { signal });
+    return true;
   }
 
   /**

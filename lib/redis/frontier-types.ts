@@ -99,6 +99,11 @@ export interface Lease {
   depth: number;
   retries: number;
   crawl: CrawlSettings;
+  /**
+   * When the lease charged its domain's throttle (epoch ms, the frontier's clock: Redis's with `redisClock`): what
+   * {@link Frontier.restamp} moves when the fetch starts later. Absent on leases made by hand (tests).
+   */
+  hitMs?: number;
 }
 
 export type LeaseResult =

@@ -170,7 +170,7 @@ export class Frontier {
   async lease(spider: string, options: { ip?: string; now?: number } = {}): Promise<LeaseResult> {
     const now = options.now ?? Date.now();
     const p = this.partitionFor(spider);
-    const r = await this.#runBuffer<[number, Buffer | number, Buffer?, number?]>(
+    const r = await this.#runBuffer<[number, Buffer | number, Buffer?, number?, number?]>(
       'lease',
       p,
       [this.#o.leaseMs, options.ip ?? '', this.#o.bound],
@@ -186,6 +186,7 @@ export class Frontier {
           partition: p,
           ...parseMember(member),
           crawl: JSON.parse((r[2] as Buffer).toString('utf8')) as CrawlSettings,
+          hitMs: Number(r[4]),
         },
       };
     }
@@ -250,6 +251,27 @@ export class Frontier {
     const result: AckResult = { acked: code >= 1, complete: code === 2, queued, leased, done, failed };
     if (children) result.children = outcomes;
     return result;
+  }
+
+  /**
+   * Moves a lease's throttle hit to now, when its fetch is about to start later than it was leased (restamp.lua):
+   * the site then sees fetches spaced as the throttle and Crawl-delay say, however long the crawler took between
+   * lease and fetch. `waitMs` > 0: a later lease took the turn meanwhile, fetch that much later (the hit is
+   * recorded then). `null`: do not fetch; the wait would pass `maxWaitMs` (or the domain is held or throttled to 0
+   * now), so the request went back to its queue with its hit taken back, or it is no longer leased (reclaimed).
+   */
+  async restamp(
+    lease: Pick<Lease, 'handle' | 'partition' | 'hitMs'>,
+    options: { ip?: string; maxWaitMs: number; now?: number },
+  ): Promise<{ waitMs: number } | null> {
+    const r = await this.#run<[number, number?]>(
+      'restamp',
+      lease.partition,
+      [],
+      [memberBytes(lease.handle), options.ip ?? '', lease.hitMs ?? 0, Math.max(0, Math.round(options.maxWaitMs))],
+      options.now ?? Date.now(),
+    );
+    return r[0] === 1 ? { waitMs: Number(r[1] ?? 0) } : null;
   }
 
   /** Gives leases back unfetched. @returns how many went back to their queues */

@@ -38,6 +38,8 @@ export interface SiteOptions {
   template?: SiteTemplate;
   /** robots.txt asks for this Crawl-delay (seconds) when set. */
   crawlDelaySec?: number;
+  /** Added latency for robots.txt only (ms): a crawler's first fetch of each host then starts that much late. */
+  robotsLatencyMs?: number;
   /** Called for every request as it arrives (before any added latency), with the epoch time in ms. */
   onRequest?: (path: string, host: string, atMs: number) => void;
 }
@@ -298,6 +300,7 @@ export async function startSite(options: SiteOptions = {}): Promise<FixtureSite>
       return html(200, page(n));
     }
     if (path === '/robots.txt') {
+      if (options.robotsLatencyMs) await sleep(options.robotsLatencyMs);
       res.writeHead(200, { 'content-type': 'text/plain' });
       const delay = options.crawlDelaySec !== undefined ? `Crawl-delay: ${options.crawlDelaySec}\n` : '';
       const sitemap = `Sitemap: http://${req.headers.host ?? '127.0.0.1'}/sitemap_index.xml\n`;

@@ -172,7 +172,15 @@ describe('crawl behaviour with crawler worker processes', () => {
   });
 
   test("robots.txt Crawl-delay spaces the domain's fetches across both worker processes (stricter than the throttle)", async () => {
-    const { site: s, hits } = await site({ pages: 10, links: 3, hosts: ['delay.test'], crawlDelaySec: 1 });
+    // robots.txt takes 400 ms: the first page is fetched 400 ms after its lease charged the throttle, and the next
+    // lease is due a Crawl-delay after the fetch (restamp), not after the lease (which would leave a 600 ms gap).
+    const { site: s, hits } = await site({
+      pages: 10,
+      links: 3,
+      hosts: ['delay.test'],
+      crawlDelaySec: 1,
+      robotsLatencyMs: 400,
+    });
     const expected = s.reachable(0, 1).size; // 4 pages: about 3 s at one a second
     workers(2, { CRAWLER_HOST_MAP: s.hostMap, CRAWLER_CONCURRENCY: 4 });
     await t.feed([{ url: s.url(0), appid: APPID, crawlid: 'crawl-delay', maxdepth: 1 }]);

@@ -144,3 +144,94 @@ describe('exact politeness', () => {
     expect(due.leased && due.lease.domain).toBe('slow.com');
   });
 });
+
+describe('restamp: the throttle hit moves to when the fetch really starts', () => {
+  async function leaseAt(frontier: Frontier, now: number) {
+    const r = await frontier.lease('link', { now });
+    if (!r.leased) throw new Error(`expected a lease at ${now}`);
+    return r.lease;
+  }
+
+  async function firstLease(frontier: Frontier, from: number, to: number, stepMs = 50) {
+    for (let at = from; at <= to; at += stepMs) if ((await frontier.lease('link', { now: at })).leased) return at;
+    return undefined;
+  }
+
+  test('a lease reports its hit; a fetch 500 ms late moves it, so the next lease comes 500 ms later too', async () => {
+    const frontier = testFrontier(redis, { hits: 1, windowSec: 2, moderated: true });
+    await fill(frontier, ['a.com'], 5);
+    const a = await leaseAt(frontier, T0);
+    expect(a.hitMs).toBe(T0);
+    expect(await frontier.restamp(a, { maxWaitMs: 10_000, now: T0 + 500 })).toEqual({ waitMs: 0 });
+    // Without the restamp the next lease would be at T0 + 2000.
+    expect(await firstLease(frontier, T0 + 1900, T0 + 3000)).toBe(T0 + 2500);
+  });
+
+  test('a Crawl-delay counts from the late fetch: 1 s after it, never 675 ms', async () => {
+    const frontier = testFrontier(redis, { hits: 1000, windowSec: 1, moderated: false });
+    await fill(frontier, ['delay.com'], 5);
+    await frontier.setCrawlDelay(frontier.partitionFor('link'), 'delay.com', 1000);
+    await leaseAt(frontier, T0);
+    // The second lease comes at T0 + 1000, its fetch 325 ms later (its worker read robots.txt first).
+    const b = await leaseAt(frontier, T0 + 1000);
+    expect(await frontier.restamp(b, { maxWaitMs: 10_000, now: T0 + 1325 })).toEqual({ waitMs: 0 });
+    expect((await frontier.lease('link', { now: T0 + 2000 })).leased).toBe(false);
+    expect(await firstLease(frontier, T0 + 2000, T0 + 3000, 25)).toBe(T0 + 2325);
+  });
+
+  test('when a later lease took the turn meanwhile, the late fetch waits for the next turn, and so does the one after', async () => {
+    const frontier = testFrontier(redis, { hits: 1, windowSec: 1, moderated: true });
+    await fill(frontier, ['a.com'], 5);
+    const a = await leaseAt(frontier, T0);
+    const b = await leaseAt(frontier, T0 + 1000); // a's fetch has not started yet
+    // a starts at T0 + 1200: b holds the turn of T0 + 1000, so a fetches at T0 + 2000.
+    expect(await frontier.restamp(a, { maxWaitMs: 10_000, now: T0 + 1200 })).toEqual({ waitMs: 800 });
+    // b is late too (T0 + 1300): its own hit is no longer the last, so it goes after a, at T0 + 3000.
+    expect(await frontier.restamp(b, { maxWaitMs: 10_000, now: T0 + 1300 })).toEqual({ waitMs: 1700 });
+    expect(await firstLease(frontier, T0 + 1300, T0 + 4500)).toBe(T0 + 4000);
+  });
+
+  test('the sliding-window log takes the lease out and puts the late fetch in order', async () => {
+    const frontier = testFrontier(redis, { hits: 2, windowSec: 1, moderated: false });
+    await fill(frontier, ['a.com'], 6);
+    const a = await leaseAt(frontier, T0);
+    await leaseAt(frontier, T0 + 100);
+    const throttle = partitionKeys(frontier.partitionFor('link')).throttle;
+    expect(await frontier.restamp(a, { maxWaitMs: 10_000, now: T0 + 400 })).toEqual({ waitMs: 0 });
+    expect(await redis.hget(throttle, 'a.com')).toBe(`${T0 + 100},${T0 + 400}`);
+    // Two fetches in [T0 + 100, T0 + 1100): the third waits for T0 + 1100, the fourth for T0 + 1400.
+    expect(await firstLease(frontier, T0 + 500, T0 + 1200)).toBe(T0 + 1100);
+    expect(await firstLease(frontier, T0 + 1150, T0 + 1500)).toBe(T0 + 1400);
+    expect(await redis.hget(throttle, 'a.com')).toBe(`${T0 + 1100},${T0 + 1400}`);
+  });
+
+  test('a turn further off than maxWaitMs: not fetched; the request is leased again at the next turn, first in line', async () => {
+    const frontier = testFrontier(redis, { hits: 1, windowSec: 60, moderated: true });
+    await fill(frontier, ['a.com'], 3);
+    const a = await leaseAt(frontier, T0);
+    const b = await leaseAt(frontier, T0 + 60_000); // a's fetch has not started yet
+    // a starts 500 ms after b took the turn: the next turn is 59.5 s off.
+    expect(await frontier.restamp(a, { maxWaitMs: 10_000, now: T0 + 60_500 })).toBeNull();
+    expect(await frontier.restamp(a, { maxWaitMs: 10_000, now: T0 + 60_600 })).toBeNull(); // not leased any more
+    expect(b.url).not.toBe(a.url);
+    expect((await frontier.lease('link', { now: T0 + 119_000 })).leased).toBe(false);
+    const again = await leaseAt(frontier, T0 + 120_000);
+    expect(again.url).toBe(a.url);
+    const info = await frontier.crawlInfo('link', 'app', 'c1', T0);
+    expect(info).toMatchObject({ queued: 1, leased: 2 });
+  });
+
+  test('a domain held by a Retry-After meanwhile, or a lease reclaimed meanwhile: not fetched, queued once', async () => {
+    const frontier = testFrontier(redis, { hits: 10, windowSec: 1, moderated: true });
+    await fill(frontier, ['a.com'], 3);
+    const a = await leaseAt(frontier, T0);
+    const b = await leaseAt(frontier, T0 + 100);
+    expect((await frontier.retry(b, 1000, T0 + 100, 300_000)).retried).toBe(true);
+    expect(await frontier.restamp(a, { maxWaitMs: 10_000, now: T0 + 200 })).toBeNull();
+    expect((await frontier.lease('link', { now: T0 + 299_000 })).leased).toBe(false);
+    const c = await leaseAt(frontier, T0 + 300_100);
+    expect(await frontier.reclaim('link', T0 + 10_000_000)).toBe(1);
+    expect(await frontier.restamp(c, { maxWaitMs: 10_000, now: T0 + 10_000_000 })).toBeNull();
+    expect(await frontier.crawlInfo('link', 'app', 'c1', T0)).toMatchObject({ queued: 3, leased: 0 });
+  });
+});

@@ -4,7 +4,13 @@
  * (messages always fit, per-app copies best effort, page before children, nothing released for poison).
  */
 import { describe, expect, it } from 'vitest';
-import { Crawler, MAX_CRAWL_DELAY_MS, RECLAIMED_TOO_OFTEN } from '../../lib/crawl/crawler.ts';
+import {
+  Crawler,
+  MAX_CRAWL_DELAY_MS,
+  MAX_RESTAMP_WAIT_MS,
+  RECLAIMED_TOO_OFTEN,
+  RESTAMP_AFTER_MS,
+} from '../../lib/crawl/crawler.ts';
 import type { RobotsDecision } from '../../lib/crawl/robots.ts';
 import builtInSpiders from '../../lib/crawl/spiders/index.ts';
 import {
@@ -115,6 +121,17 @@ class ScriptedFrontier implements CrawlerFrontier {
     this.released.push(...ls.map((l) => l.handle));
     return ls.length;
   }
+  /** What restamp answers (null: the turn was too far off, the request went back to its queue). */
+  turn: { waitMs: number } | null = { waitMs: 0 };
+  readonly restamped: { handle: string; hitMs: number | undefined; maxWaitMs: number }[] = [];
+  async restamp(
+    l: Pick<Lease, 'handle' | 'hitMs'>,
+    options: { maxWaitMs: number },
+  ): Promise<{ waitMs: number } | null> {
+    this.events.push(`restamp ${l.handle}`);
+    this.restamped.push({ handle: l.handle, hitMs: l.hitMs, maxWaitMs: options.maxWaitMs });
+    return this.turn;
+  }
 }
 
 function html(url: string, body: string, fields: Partial<FetchResult> = {}): FetchResult {
@@ -184,10 +201,16 @@ async function crawl(
     /** Spiders registered besides the built-ins. */
     plugins?: Spider[];
     spider?: (url: string) => void;
+    /** The crawler's clock (default Date.now) and a robots check that may move it (how long robots.txt took). */
+    now?: () => number;
+    robotsCheck?: () => Promise<RobotsDecision>;
+    /** What the frontier's restamp answers. */
+    turn?: { waitMs: number } | null;
   } = {},
 ): Promise<Run> {
   const frontier = new ScriptedFrontier(leases);
   frontier.enqueueError = options.enqueueError;
+  if (options.turn !== undefined) frontier.turn = options.turn;
   const sink = new OrderedSink(frontier.events, options.refuse);
   const log = new RecordingLog();
   const stored = new Map<string, Buffer>();
@@ -206,7 +229,12 @@ async function crawl(
   const crawler = new Crawler({
     frontier,
     fetcher: { fetch: async (r) => fetch(r), close: async () => undefined },
-    robots: options.robots ? { check: async () => options.robots as RobotsDecision } : undefined,
+    robots: options.robotsCheck
+      ? { check: options.robotsCheck }
+      : options.robots
+        ? { check: async () => options.robots as RobotsDecision }
+        : undefined,
+    ...(options.now ? { now: options.now } : {}),
     sink,
     stats,
     spiders,
@@ -304,6 +332,128 @@ describe('Crawler: the failure decision in the loop', () => {
     const r = await crawl(leases, (q) => html(q.url, 'ok'), { robots: { allowed: true, crawlDelayMs: 3_600_000 } });
     expect(r.pages).toHaveLength(3);
     expect(r.frontier.crawlDelays).toEqual([{ domain: leases[0]?.domain, delayMs: MAX_CRAWL_DELAY_MS }]);
+  });
+
+  it('restamps a lease whose fetch starts more than RESTAMP_AFTER_MS late (robots.txt was slow), waits its turn, then fetches', async () => {
+    let clock = 1_000_000;
+    const fetched: number[] = [];
+    const late = lease('http://a.example/late', { hitMs: 5 });
+    const r = await crawl(
+      [late],
+      (q) => {
+        fetched.push(Date.now());
+        return html(q.url, 'ok');
+      },
+      {
+        now: () => clock,
+        robotsCheck: async () => {
+          clock += RESTAMP_AFTER_MS + 1;
+          return { allowed: true };
+        },
+        turn: { waitMs: 150 },
+      },
+    );
+    expect(r.frontier.restamped).toEqual([{ handle: late.handle, hitMs: 5, maxWaitMs: MAX_RESTAMP_WAIT_MS }]);
+    expect(r.frontier.events.indexOf(`restamp ${late.handle}`)).toBeLessThan(
+      r.frontier.events.indexOf(`ack ${late.handle}`),
+    );
+    expect(fetched).toHaveLength(1);
+    expect(r.frontier.acked).toEqual([{ handle: late.handle, outcome: 'done' }]);
+  });
+
+  it('waits the turn restamp gives before fetching', async () => {
+    let clock = 0;
+    let restampedAt = 0;
+    let fetchedAt = 0;
+    const l = lease('http://a.example/wait', { hitMs: 1 });
+    await crawl(
+      [l],
+      (q) => {
+        fetchedAt = performance.now();
+        return html(q.url, 'ok');
+      },
+      {
+        now: () => clock,
+        robotsCheck: async () => {
+          clock += 1000;
+          restampedAt = performance.now();
+          return { allowed: true };
+        },
+        turn: { waitMs: 200 },
+      },
+    );
+    expect(fetchedAt - restampedAt).toBeGreaterThanOrEqual(190);
+  });
+
+  it('does not restamp a fetch that starts on time, nor a lease without a throttle hit', async () => {
+    let clock = 0;
+    const onTime = lease('http://a.example/on-time', { hitMs: 7 });
+    const byHand = lease('http://a.example/by-hand');
+    const r = await crawl([onTime, byHand], (q) => html(q.url, 'ok'), {
+      now: () => clock,
+      robotsCheck: async () => {
+        clock += RESTAMP_AFTER_MS; // exactly the limit: on time
+        return { allowed: true };
+      },
+    });
+    const r2 = await crawl([lease('http://a.example/slow-by-hand')], (q) => html(q.url, 'ok'), {
+      now: () => clock,
+      robotsCheck: async () => {
+        clock += 10 * RESTAMP_AFTER_MS;
+        return { allowed: true };
+      },
+    });
+    expect(r.frontier.restamped).toEqual([]);
+    expect(r.frontier.acked).toHaveLength(2);
+    expect(r2.frontier.restamped).toEqual([]);
+    expect(r2.frontier.acked).toHaveLength(1);
+  });
+
+  it('leaves a request restamp sent back to its queue alone: not fetched, published, acked, retried or released', async () => {
+    let clock = 0;
+    let fetches = 0;
+    const l = lease('http://a.example/too-late', { hitMs: 1 });
+    const frontier = new ScriptedFrontier([l]);
+    frontier.turn = null;
+    const sink = new FakeSink();
+    const crawler = new Crawler({
+      frontier,
+      fetcher: {
+        fetch: async (q) => {
+          fetches++;
+          return html(q.url, 'ok');
+        },
+        close: async () => undefined,
+      },
+      robots: {
+        check: async () => {
+          clock += 1000;
+          return { allowed: true };
+        },
+      },
+      now: () => clock,
+      sink,
+      stats: new MemoryStatsStore(),
+      spiders: new Map(builtInSpiders.map((s) => [s.name, s])),
+      spiderTypes: ['link'],
+      topicPrefix: 'demo',
+      concurrency: 1,
+      userAgent: 'test-agent',
+      nodeId: 'test:1',
+      host: 'test',
+      log: new RecordingLog(),
+      idlePollMs: 5,
+      scoutPollMs: 5,
+    });
+    crawler.start();
+    const deadline = Date.now() + 10_000;
+    while (crawler.restamps === 0 && Date.now() < deadline) await new Promise((r) => setTimeout(r, 2));
+    await new Promise((r) => setTimeout(r, 20));
+    await crawler.stop(1000);
+    expect(crawler.restamps).toBe(1);
+    expect(fetches).toBe(0);
+    expect(sink.sent).toEqual([]);
+    expect([frontier.acked, frontier.retried, frontier.released]).toEqual([[], [], []]);
   });
 
   it('turns a spider that throws (poison) into a success:false page and goes on with the next request', async () => {

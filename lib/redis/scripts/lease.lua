@@ -10,7 +10,8 @@
   ARGV[8]      bound on work per call: promotions of due domains/retries, stale requests skipped
 
   Returns
-    {1, member, settings, skipped}  leased: the member (lease handle) and its crawl's settings (JSON)
+    {1, member, settings, skipped, hit}  leased: the member (lease handle), its crawl's settings (JSON) and
+                                         the time its throttle hit was recorded (epoch ms; restamp.lua's ARGV[8])
     {0, next_due, skipped}          nothing due now; next_due = epoch ms when something may be (-1: no work)
   skipped = requests of stopped/expired crawls dropped on the way (lazy purge).
   Cost: O(log n) per promotion and per skipped request, bounded by ARGV[8].
@@ -89,7 +90,7 @@ for _ = 1, bound do
         redis.call('HINCRBY', K.counts, r.ref .. '\0l', 1)
         redis.call('ZADD', K.leases, NOW + lease_ms, m)
         schedule(domain)
-        return {1, m, record_settings(record), skipped}
+        return {1, m, record_settings(record), skipped, NOW}
       end
     end
   end

@@ -220,16 +220,25 @@ local function throttle_due(tkey, domain)
   return due
 end
 
-local function throttle_hit(tkey, domain)
+-- Records a fetch of tkey at `at` (epoch ms; NOW unless given): NOW for a lease, later for a fetch restamp.lua
+-- moved to when it really starts. The sliding-window log stays sorted (a moved fetch may be later than a lease
+-- made after it) and keeps the last `hits` times.
+local function throttle_hit(tkey, domain, at)
+  at = at or NOW
   if MODERATED then
-    redis.call('HSET', K.throttle, tkey, NOW)
+    redis.call('HSET', K.throttle, tkey, at)
     return
   end
   local hits = throttle_config(domain)
   local state = redis.call('HGET', K.throttle, tkey)
   local times = {}
   if state then for t in string.gmatch(state, '%d+') do times[#times + 1] = t end end
-  times[#times + 1] = tostring(NOW)
+  local i = #times + 1
+  while i > 1 and tonumber(times[i - 1]) > at do
+    times[i] = times[i - 1]
+    i = i - 1
+  end
+  times[i] = string.format('%d', at)
   local first = math.max(1, #times - hits + 1)
   redis.call('HSET', K.throttle, tkey, table.concat(times, ',', first, #times))
 end

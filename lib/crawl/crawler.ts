@@ -54,8 +54,14 @@ export interface CrawlerOptions {
   /** Largest page message; bigger bodies go to `bodyStore`. @default 1000000 */
   maxMessageBytes?: number;
   bodyStore?: BodyStore;
-  /** @default 16 */
+  /** Requests fetched and processed at once. @default 16 */
   concurrency?: number;
+  /**
+   * Pages being published and acked in the background at once, beyond `concurrency`: a worker takes its next
+   * request as soon as its page is processed, not when Kafka and Redis have stored it (a produce waits its linger
+   * and the broker), unless this many deliveries are pending. Bounds the pages held in memory. @default concurrency
+   */
+  maxDelivering?: number;
   /** @default 3 */
   retryTimes?: number;
   /** @default 2000 */
@@ -92,6 +98,15 @@ export interface CrawlerOptions {
   statsFlushMs?: number;
 }
 
+/** What a worker gets for its next turn: a request, or when to look again (null: nothing due anywhere). */
+interface NextLease {
+  lease?: Lease;
+  nextDueMs: number | null;
+}
+
+/** Most requests one lease call takes for the workers waiting at once. */
+export const MAX_LEASE_BATCH = 8;
+
 /** A page processed and ready to deliver. */
 interface Processed {
   page: PageItem;
@@ -106,6 +121,8 @@ interface InFlight {
   abort: AbortController;
   /** Past the fetch (publishing, acking): left to finish at the shutdown deadline rather than released. */
   fetched: boolean;
+  /** Called once when the request's page is processed (or it ended before): its worker may take the next one. */
+  freed: () => void;
 }
 
 /** The exception of a request given up because crawlers kept stopping while working on it. */
@@ -156,6 +173,7 @@ export class Crawler {
       base64: false,
       maxMessageBytes: 1_000_000,
       concurrency: 16,
+      maxDelivering: options.concurrency ?? 16,
       retryTimes: 3,
       retryBaseDelayMs: 2000,
       now: Date.now,
@@ -198,7 +216,8 @@ export class Crawler {
     this.#stopping = true;
     this.#wakeAll();
     clearInterval(this.#heartbeat);
-    const all = Promise.all(this.#workers);
+    // Workers end once their request is processed; the deliveries they left run on until stored.
+    const all = Promise.all(this.#workers).then(() => Promise.all(this.#delivering));
     const deadline = new AbortController();
     const timedOut = await Promise.race([
       all.then(() => false),
@@ -244,7 +263,7 @@ export class Crawler {
     while (!this.#stopping) {
       let waitMs = idleMs;
       try {
-        const r = await this.#lease();
+        const r = await this.#next();
         if (r.lease && this.#stopping) {
           // Leased while stop() began: not started, so it goes straight back.
           await this.#o.frontier.release([r.lease]).catch(() => undefined);
@@ -264,41 +283,103 @@ export class Crawler {
     }
   }
 
+  /** Workers waiting for their next request, served in order by one lease call at a time. */
+  readonly #waiting: { resolve: (r: NextLease) => void; reject: (e: unknown) => void }[] = [];
+  #leasing = false;
+
   /**
-   * Leases from the spider types in turn, starting at a rotating one, until one has a request due. Only
-   * when none has does the worker sleep, until the earliest `nextDueMs` of them all (null: none has work).
+   * The next request for a worker. Workers that ask while a lease call is under way wait for the next call, which
+   * leases for all of them at once (frontier `leaseMany`, at most {@link MAX_LEASE_BATCH}): under load one script
+   * call serves several workers instead of one each. Those left without a request are told when more may be due.
+   */
+  #next(): Promise<NextLease> {
+    return new Promise((resolve, reject) => {
+      this.#waiting.push({ resolve, reject });
+      if (!this.#leasing) void this.#leaseRounds();
+    });
+  }
+
+  async #leaseRounds(): Promise<void> {
+    this.#leasing = true;
+    try {
+      while (this.#waiting.length > 0) {
+        const want = Math.min(this.#waiting.length, MAX_LEASE_BATCH);
+        let r: { leases: Lease[]; nextDueMs: number | null };
+        try {
+          r = await this.#lease(want);
+        } catch (error) {
+          for (const w of this.#waiting.splice(0)) w.reject(error);
+          return;
+        }
+        const served = this.#waiting.splice(0, r.leases.length);
+        served.forEach((w, i) => {
+          w.resolve({ lease: r.leases[i], nextDueMs: null });
+        });
+        // Fewer were due than asked for: the others sleep until more may be.
+        if (r.leases.length < want) for (const w of this.#waiting.splice(0)) w.resolve({ nextDueMs: r.nextDueMs });
+      }
+    } finally {
+      this.#leasing = false;
+    }
+  }
+
+  /**
+   * Leases up to `want` requests from the spider types in turn, starting at a rotating one, until `want` are
+   * leased or every type was asked; `nextDueMs`: the earliest time more may be due (null: no type has work).
    * A type whose frontier had no work at all is not asked again by any worker of this process for
    * `scoutPollMs` (its work is still picked up within that, as the scout picks up new work): a crawler serving
    * several types, most of them idle, would otherwise make an empty lease call per idle type for every page.
    */
-  async #lease(): Promise<{ lease?: Lease; nextDueMs: number | null }> {
+  async #lease(want: number): Promise<{ leases: Lease[]; nextDueMs: number | null }> {
     const types = this.#o.spiderTypes;
     const first = this.#turn++;
+    const leases: Lease[] = [];
     let nextDueMs: number | null = null;
-    for (let i = 0; i < types.length; i++) {
+    for (let i = 0; i < types.length && leases.length < want; i++) {
       const spider = types[(first + i) % types.length] as string;
       const now = this.#o.now();
       const quiet = this.#quietUntil.get(spider);
       if (quiet !== undefined && quiet > now) continue;
-      const r = await this.#o.frontier.lease(spider, { ip: this.#o.ip, now });
-      if (r.leased) {
-        this.#quietUntil.delete(spider);
-        return { lease: r.lease, nextDueMs: null };
-      }
-      if (r.nextDueMs === null) this.#quietUntil.set(spider, now + this.#o.scoutPollMs);
-      else {
-        this.#quietUntil.delete(spider);
+      const r = await this.#o.frontier.leaseMany(spider, want - leases.length, { ip: this.#o.ip, now });
+      leases.push(...r.leases);
+      if (r.leases.length > 0) this.#quietUntil.delete(spider);
+      if (r.nextDueMs === null) {
+        if (r.leases.length === 0) this.#quietUntil.set(spider, now + this.#o.scoutPollMs);
+      } else {
+        if (r.leases.length === 0) this.#quietUntil.delete(spider);
         nextDueMs = nextDueMs === null ? r.nextDueMs : Math.min(nextDueMs, r.nextDueMs);
       }
     }
-    return { nextDueMs };
+    return { leases, nextDueMs };
   }
 
   /** Spider types whose frontier had no work at all, until when they are not asked again (epoch ms). */
   readonly #quietUntil = new Map<string, number>();
 
+  /** Requests whose page is being delivered (published, acked) after their worker moved on. */
+  readonly #delivering = new Set<Promise<void>>();
+
+  /**
+   * Crawls one leased request, returning as soon as its page is processed: the delivery (publish, ack) goes on
+   * in the background, so the worker fetches its next page meanwhile. When `maxDelivering` deliveries are
+   * pending it waits for one to finish first.
+   */
   async #handle(lease: Lease): Promise<void> {
-    const flight: InFlight = { lease, leasedAt: this.#o.now(), abort: new AbortController(), fetched: false };
+    let freed!: () => void;
+    const free = new Promise<void>((resolve) => {
+      freed = resolve;
+    });
+    const whole = this.#handleAll(lease, freed);
+    await Promise.race([whole, free]);
+    const done = whole.then(() => {
+      this.#delivering.delete(done);
+    });
+    this.#delivering.add(done);
+    while (this.#delivering.size > this.#o.maxDelivering) await Promise.race(this.#delivering);
+  }
+
+  async #handleAll(lease: Lease, freed: () => void): Promise<void> {
+    const flight: InFlight = { lease, leasedAt: this.#o.now(), abort: new AbortController(), fetched: false, freed };
     this.#inFlight.add(flight);
     const req = this.#request(lease);
     try {
@@ -324,6 +405,7 @@ export class Crawler {
       await this.#o.frontier.release([lease]).catch(() => undefined);
     } finally {
       this.#inFlight.delete(flight);
+      freed();
     }
   }
 
@@ -367,6 +449,7 @@ export class Crawler {
       outcome = { kind: 'error', error, stage: 'process' };
     }
     flight.fetched = true;
+    flight.freed();
     // Its domain's next turn was too far off: restamp put the request back in its queue, unfetched and uncounted.
     if (outcome === 'requeued') return;
     if ('kind' in outcome) {

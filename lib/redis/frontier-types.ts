@@ -114,6 +114,13 @@ export type LeaseResult =
       skipped: number;
     };
 
+/** What {@link Frontier.leaseMany} leased, and when more may be due (`nextDueMs`, epoch ms; null: no work at all). */
+export interface LeaseMany {
+  leases: Lease[];
+  nextDueMs: number | null;
+  skipped: number;
+}
+
 export interface AckResult {
   acked: boolean;
   /** True exactly when this ack left the crawl with nothing queued and nothing leased. */

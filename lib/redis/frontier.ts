@@ -29,6 +29,7 @@ import type {
   EnqueueOutcome,
   FrontierOptions,
   Lease,
+  LeaseMany,
   LeaseResult,
   QueueRequest,
 } from './frontier-types.ts';
@@ -168,30 +169,46 @@ export class Frontier {
 
   /** Leases the next due request of a spider type (see the module doc). */
   async lease(spider: string, options: { ip?: string; now?: number } = {}): Promise<LeaseResult> {
+    const r = await this.leaseMany(spider, 1, options);
+    const [lease] = r.leases;
+    return lease
+      ? { leased: true, lease, skipped: r.skipped }
+      : { leased: false, nextDueMs: r.nextDueMs, skipped: r.skipped };
+  }
+
+  /**
+   * Leases up to `max` due requests of a spider type in one script call, in the order single leases would have
+   * taken them (a crawler leases for all of its workers that wait at once). `nextDueMs`: when more may be due
+   * (epoch ms; null: no work at all; now when all `max` were leased).
+   */
+  async leaseMany(spider: string, max: number, options: { ip?: string; now?: number } = {}): Promise<LeaseMany> {
     const now = options.now ?? Date.now();
     const p = this.partitionFor(spider);
-    const r = await this.#runBuffer<[number, Buffer | number, Buffer?, number?, number?]>(
+    const want = Math.max(1, Math.floor(max));
+    const r = await this.#runBuffer<(number | Buffer)[]>(
       'lease',
       p,
-      [this.#o.leaseMs, options.ip ?? '', this.#o.bound],
+      [this.#o.leaseMs, options.ip ?? '', this.#o.bound, want],
       now,
     );
     if (r[0] === 1) {
-      const member = r[1] as Buffer;
-      return {
-        leased: true,
-        skipped: Number(r[3] ?? 0),
-        lease: {
+      const hitMs = Number(r[2]);
+      const due = Number(r[3]);
+      const leases: Lease[] = [];
+      for (let i = 4; i + 1 < r.length; i += 2) {
+        const member = r[i] as Buffer;
+        leases.push({
           handle: memberHandle(member),
           partition: p,
           ...parseMember(member),
-          crawl: JSON.parse((r[2] as Buffer).toString('utf8')) as CrawlSettings,
-          hitMs: Number(r[4]),
-        },
-      };
+          crawl: JSON.parse((r[i + 1] as Buffer).toString('utf8')) as CrawlSettings,
+          hitMs,
+        });
+      }
+      return { leases, nextDueMs: due < 0 ? null : due, skipped: Number(r[1] ?? 0) };
     }
     const due = Number(r[1]);
-    return { leased: false, nextDueMs: due < 0 ? null : due, skipped: Number(r[2] ?? 0) };
+    return { leases: [], nextDueMs: due < 0 ? null : due, skipped: Number(r[2] ?? 0) };
   }
 
   /**

@@ -260,3 +260,36 @@ describe('frontier leases', () => {
     expect((await frontier.ack(again as Lease, 'done', T0 + 3)).complete).toBe(true);
   });
 });
+
+describe('leaseMany', () => {
+  test('takes in one call what single leases would, in their order; a short batch says when more is due', async () => {
+    const options = { hits: 2, windowSec: 1, moderated: false, throttleMarginMs: 0 };
+    const single = testFrontier(redis, options);
+    const many = testFrontier(redis, options);
+    const all = [...urls(4, 'a.com'), ...urls(4, 'b.com'), ...urls(4, 'c.com')];
+    await queue(single, all);
+    await queue(many, all);
+    const one: string[] = [];
+    for (;;) {
+      const r = await single.lease('link', { now: T0 });
+      if (!r.leased) break;
+      one.push(r.lease.url);
+    }
+    // Two per domain inside the first second.
+    expect(one).toHaveLength(6);
+    const batch = await many.leaseMany('link', 10, { now: T0 });
+    expect(batch.leases.map((l) => l.url)).toEqual(one);
+    expect(batch.leases.every((l) => l.hitMs === T0 && l.crawl.crawlid === 'c1')).toBe(true);
+    expect(batch.nextDueMs).toBe(T0 + 1000);
+    expect(await counts(many)).toEqual({ queued: 6, leased: 6, done: 0, failed: 0 });
+
+    // A full batch: more may be due right now.
+    const full = await many.leaseMany('link', 3, { now: T0 + 1000 });
+    expect(full.leases).toHaveLength(3);
+    expect(full.nextDueMs).toBe(T0 + 1000);
+    // The rest of that second's turns, then nothing left: no work at all.
+    expect((await many.leaseMany('link', 10, { now: T0 + 1000 })).leases).toHaveLength(3);
+    for (const l of [...batch.leases, ...full.leases]) await many.ack(l, 'done', T0 + 1000);
+    expect(await many.leaseMany('link', 10, { now: T0 + 5000 })).toEqual({ leases: [], nextDueMs: null, skipped: 0 });
+  });
+});

@@ -7,6 +7,7 @@ import { describe, expect, it } from 'vitest';
 import {
   Crawler,
   MAX_CRAWL_DELAY_MS,
+  MAX_LEASE_BATCH,
   MAX_RESTAMP_WAIT_MS,
   RECLAIMED_TOO_OFTEN,
   RESTAMP_AFTER_MS,
@@ -27,7 +28,7 @@ import type {
   CrawlRef,
   CrawlSettings,
   Lease,
-  LeaseResult,
+  LeaseMany,
   QueueRequest,
 } from '../../lib/redis/frontier-types.ts';
 import { FakeSink, MemoryStatsStore, RecordingLog, type SentBatch } from '../helpers/fakes.ts';
@@ -81,9 +82,12 @@ class ScriptedFrontier implements CrawlerFrontier {
   get settled(): boolean {
     return this.acked.length + this.retried.length + this.released.length >= this.#total;
   }
-  async lease(): Promise<LeaseResult> {
-    const next = this.#leases.shift();
-    return next ? { leased: true, lease: next, skipped: 0 } : { leased: false, nextDueMs: null, skipped: 0 };
+  /** The `max` of every leaseMany call. */
+  readonly asks: number[] = [];
+  async leaseMany(_spider: string, max: number): Promise<LeaseMany> {
+    this.asks.push(max);
+    const leases = this.#leases.splice(0, max);
+    return { leases, nextDueMs: null, skipped: 0 };
   }
   async ack(
     l: Pick<Lease, 'handle'>,
@@ -739,9 +743,9 @@ describe('Crawler: leasing across spider types', () => {
   /** link has the scripted leases; every other type has no work at all. Records which type each lease asked. */
   class TwoTypeFrontier extends ScriptedFrontier {
     readonly asked: string[] = [];
-    override async lease(spider?: string): Promise<LeaseResult> {
-      this.asked.push(spider ?? '');
-      return spider === 'link' ? super.lease() : { leased: false, nextDueMs: null, skipped: 0 };
+    override async leaseMany(spider: string, max: number): Promise<LeaseMany> {
+      this.asked.push(spider);
+      return spider === 'link' ? super.leaseMany(spider, max) : { leases: [], nextDueMs: null, skipped: 0 };
     }
   }
 
@@ -771,5 +775,107 @@ describe('Crawler: leasing across spider types', () => {
     // Every other lease starts at wandering (the types take turns): only the first of them asks it.
     expect(frontier.asked.filter((s) => s === 'wandering')).toHaveLength(1);
     expect(frontier.asked.filter((s) => s === 'link').length).toBeGreaterThanOrEqual(30);
+  });
+});
+
+describe('Crawler: delivery in the background', () => {
+  /** A sink that holds every send until opened, as a slow broker would. */
+  class GatedSink extends FakeSink {
+    #open!: () => void;
+    readonly #gate = new Promise<void>((resolve) => {
+      this.#open = resolve;
+    });
+    open(): void {
+      this.#open();
+    }
+    override async send(batch: SentBatch): Promise<void> {
+      await this.#gate;
+      await super.send(batch);
+    }
+  }
+
+  it('fetches the next page while earlier pages wait for Kafka, at most maxDelivering of them, and stop waits for them all', async () => {
+    const frontier = new ScriptedFrontier(Array.from({ length: 6 }, (_, i) => lease(`http://a.example/${i}`)));
+    const sink = new GatedSink();
+    let fetches = 0;
+    const crawler = new Crawler({
+      frontier,
+      fetcher: {
+        fetch: async (q) => {
+          fetches++;
+          return html(q.url, 'ok');
+        },
+        close: async () => undefined,
+      },
+      sink,
+      stats: new MemoryStatsStore(),
+      spiders: new Map(builtInSpiders.map((s) => [s.name, s])),
+      spiderTypes: ['link'],
+      topicPrefix: 'demo',
+      concurrency: 1,
+      maxDelivering: 2,
+      produceLingerMs: 0,
+      userAgent: 'test-agent',
+      nodeId: 'test:1',
+      host: 'test',
+      log: new RecordingLog(),
+      idlePollMs: 5,
+      scoutPollMs: 5,
+    });
+    crawler.start();
+    const deadline = Date.now() + 5_000;
+    while (fetches < 3 && Date.now() < deadline) await new Promise((r) => setTimeout(r, 2));
+    await new Promise((r) => setTimeout(r, 50));
+    // One worker: page 0 and page 1 wait for Kafka in the background, page 2 is processed and waits for room.
+    expect(fetches).toBe(3);
+    expect(frontier.acked).toEqual([]);
+    const stopped = crawler.stop(5_000);
+    sink.open();
+    await stopped;
+    // Stop let the three fetched pages be published and acked, and leased nothing more.
+    expect(frontier.acked.map((a) => a.handle)).toHaveLength(3);
+    expect(sink.sent.flatMap((b) => b.flatMap((t) => t.messages))).toHaveLength(3);
+    expect(fetches).toBe(3);
+  });
+});
+
+describe('Crawler: one lease call for the workers that wait at once', () => {
+  class SlowFrontier extends ScriptedFrontier {
+    override async leaseMany(spider: string, max: number): Promise<LeaseMany> {
+      await new Promise((r) => setTimeout(r, 5));
+      return super.leaseMany(spider, max);
+    }
+  }
+
+  it('workers asking while a lease call is under way are served by the next call, up to MAX_LEASE_BATCH at once', async () => {
+    const frontier = new SlowFrontier(Array.from({ length: 60 }, (_, i) => lease(`http://a.example/${i}`)));
+    const crawler = new Crawler({
+      frontier,
+      fetcher: { fetch: async (q) => html(q.url, 'ok'), close: async () => undefined },
+      sink: new FakeSink(),
+      stats: new MemoryStatsStore(),
+      spiders: new Map(builtInSpiders.map((s) => [s.name, s])),
+      spiderTypes: ['link'],
+      topicPrefix: 'demo',
+      concurrency: 12,
+      userAgent: 'test-agent',
+      nodeId: 'test:1',
+      host: 'test',
+      log: new RecordingLog(),
+      idlePollMs: 5,
+      scoutPollMs: 5,
+    });
+    crawler.start();
+    const deadline = Date.now() + 10_000;
+    while (!frontier.settled && Date.now() < deadline) await new Promise((r) => setTimeout(r, 2));
+    await crawler.stop(1000);
+    const handles = frontier.acked.map((a) => a.handle);
+    expect(new Set(handles).size).toBe(60);
+    expect(handles).toHaveLength(60);
+    // The first call is made for the first worker alone; the 11 others wait for it and are served together.
+    expect(frontier.asks[0]).toBe(1);
+    expect(frontier.asks[1]).toBe(MAX_LEASE_BATCH);
+    expect(Math.max(...frontier.asks)).toBe(MAX_LEASE_BATCH);
+    expect(frontier.asks.length).toBeLessThan(30);
   });
 });

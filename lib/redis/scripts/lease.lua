@@ -21,6 +21,7 @@
 local lease_ms = tonumber(ARGV[6])
 local ip = ARGV[7]
 local bound = tonumber(ARGV[8])
+local want = tonumber(ARGV[9]) or 1
 
 -- Retries whose backoff passed go back to their queues.
 local touched = {}
@@ -34,11 +35,12 @@ for d in pairs(touched) do schedule(d) end
 for _, d in ipairs(redis.call('ZRANGEBYSCORE', K.waiting, '-inf', NOW, 'LIMIT', 0, bound)) do promote(d) end
 
 local skipped = 0
+local out = {1, 0, NOW, NOW}
 local ip_next_due = nil
 -- True until the loop stops on its own (nothing ready or nothing due for this IP): a loop that ran out of
 -- its bound (skipping purged requests, re-parking domains) leaves work it has not looked at.
 local exhausted = true
-for _ = 1, bound do
+for _ = 1, bound + want - 1 do
   local domain, tkey = nil, nil
   if not IP_MODE or ip == '' then
     domain = redis.call('ZRANGE', K.ready, 0, 0)[1]
@@ -90,21 +92,32 @@ for _ = 1, bound do
         redis.call('HINCRBY', K.counts, r.ref .. '\0l', 1)
         redis.call('ZADD', K.leases, NOW + lease_ms, m)
         schedule(domain)
-        return {1, m, record_settings(record), skipped, NOW}
+        out[#out + 1] = m
+        out[#out + 1] = record_settings(record)
+        if #out >= 4 + 2 * want then break end
       end
     end
   end
 end
 
--- Out of bound with domains still ready: more may be leasable right now, so say so rather than
--- sending the caller to sleep until the next throttle or retry.
-if exhausted and redis.call('ZCARD', K.ready) > 0 then return {0, NOW, skipped} end
-local next_due = -1
-local w = redis.call('ZRANGE', K.waiting, 0, 0, 'WITHSCORES')
--- A domain whose effective hits are 0 waits at NEVER: it is not work that will become due.
-if w[2] and tonumber(w[2]) < NEVER then next_due = tonumber(w[2]) end
-local dl = redis.call('ZRANGE', K.delayed, 0, 0, 'WITHSCORES')
-if dl[2] and (next_due < 0 or tonumber(dl[2]) < next_due) then next_due = tonumber(dl[2]) end
-if ip_next_due and ip_next_due < NEVER and (next_due < 0 or ip_next_due < next_due) then next_due = ip_next_due end
-if next_due < 0 and redis.call('ZCARD', K.ready) > 0 then next_due = NOW end
-return {0, next_due, skipped}
+-- When the next request may be due (-1: no work). Out of bound with domains still ready: more may be leasable
+-- right now, so say so rather than sending the caller to sleep until the next throttle or retry.
+local function next_due()
+  if exhausted and redis.call('ZCARD', K.ready) > 0 then return NOW end
+  local due = -1
+  local w = redis.call('ZRANGE', K.waiting, 0, 0, 'WITHSCORES')
+  -- A domain whose effective hits are 0 waits at NEVER: it is not work that will become due.
+  if w[2] and tonumber(w[2]) < NEVER then due = tonumber(w[2]) end
+  local dl = redis.call('ZRANGE', K.delayed, 0, 0, 'WITHSCORES')
+  if dl[2] and (due < 0 or tonumber(dl[2]) < due) then due = tonumber(dl[2]) end
+  if ip_next_due and ip_next_due < NEVER and (due < 0 or ip_next_due < due) then due = ip_next_due end
+  if due < 0 and redis.call('ZCARD', K.ready) > 0 then due = NOW end
+  return due
+end
+
+if #out > 4 then
+  out[2] = skipped
+  if #out < 4 + 2 * want then out[4] = next_due() end
+  return out
+end
+return {0, next_due(), skipped}

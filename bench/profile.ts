@@ -3,7 +3,7 @@
  * 1 worker) with the crawler worker under `node --cpu-prof`, then the worker's self time per function, file
  * and package (bench/lib/cpuprofile.ts), printed and written to bench/profile/crawl-worker.md; the
  * `.cpuprofile` itself stays in bench/profile/ (open it in Chrome DevTools or VS Code). Sizes as the crawl
- * scenario (BENCH_PAGES...). The numbers are slower than `crawl`'s: sampling costs CPU.
+ * scenario (BENCH_PAGES..., BENCH_PAGE_SHAPES: its first shape). The numbers are slower than `crawl`'s: sampling costs CPU.
  */
 import { mkdirSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
@@ -13,7 +13,7 @@ import { crawlPass } from './lib/crawl-pass.ts';
 import { type BenchRedis, openBenchRedis } from './lib/redis.ts';
 import { BENCH_DIR } from './lib/results.ts';
 import type { ScenarioContext } from './lib/scenario.ts';
-import { benchConcurrency, benchSiteOptions, seedPlan } from './lib/site-config.ts';
+import { benchConcurrency, benchPageShapes, benchSiteOptions, seedPlan } from './lib/site-config.ts';
 
 const dir = join(BENCH_DIR, 'profile');
 rmSync(dir, { recursive: true, force: true });
@@ -31,7 +31,8 @@ const ctx: ScenarioContext = {
   note() {},
 };
 
-const options = benchSiteOptions();
+// The first of BENCH_PAGE_SHAPES (default article).
+const options = benchSiteOptions(undefined, benchPageShapes(['article'])[0]);
 const site = await startSiteProcess(options);
 let result: Awaited<ReturnType<typeof crawlPass>>;
 try {

@@ -143,7 +143,7 @@ shutdown = async (signal: string): Promise<void> => {
       logger.warn('spider close() failed', { spider, error: (error as Error)?.message ?? String(error) }),
     );
     await producer.disconnect();
-    logger.info('stopped', { pages: crawler.pages, released });
+    logger.info('stopped', { pages: crawler.pages, restamps: crawler.restamps, released });
   } catch (error) {
     logger.error('shutdown failed', { error: (error as Error).message });
     code = 1;

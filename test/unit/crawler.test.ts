@@ -6,6 +6,7 @@
 import { describe, expect, it } from 'vitest';
 import {
   Crawler,
+  type CrawlerOptions,
   MAX_CRAWL_DELAY_MS,
   MAX_LEASE_BATCH,
   MAX_RESTAMP_WAIT_MS,
@@ -182,6 +183,42 @@ class CountingStats extends MemoryStatsStore {
     this.calls++;
     await super.increment(...args);
   }
+}
+
+/** A fetcher whose pages answer 'ok', counting its fetches. */
+function countingFetcher(): { fetcher: CrawlerOptions['fetcher']; count: () => number } {
+  let n = 0;
+  return {
+    fetcher: {
+      fetch: async (q) => {
+        n++;
+        return html(q.url, 'ok');
+      },
+      close: async () => undefined,
+    },
+    count: () => n,
+  };
+}
+
+/** A crawler over `frontier` with the loop tests' defaults (pages answer 'ok', one worker, fast polls). */
+function testCrawler(frontier: CrawlerFrontier, options: Partial<CrawlerOptions> = {}): Crawler {
+  return new Crawler({
+    frontier,
+    fetcher: { fetch: async (q) => html(q.url, 'ok'), close: async () => undefined },
+    sink: new FakeSink(),
+    stats: new MemoryStatsStore(),
+    spiders: new Map(builtInSpiders.map((s) => [s.name, s])),
+    spiderTypes: ['link'],
+    topicPrefix: 'demo',
+    concurrency: 1,
+    userAgent: 'test-agent',
+    nodeId: 'test:1',
+    host: 'test',
+    log: new RecordingLog(),
+    idlePollMs: 5,
+    scoutPollMs: 5,
+    ...options,
+  });
 }
 
 interface Run {
@@ -415,20 +452,13 @@ describe('Crawler: the failure decision in the loop', () => {
 
   it('leaves a request restamp sent back to its queue alone: not fetched, published, acked, retried or released', async () => {
     let clock = 0;
-    let fetches = 0;
+    const counting = countingFetcher();
     const l = lease('http://a.example/too-late', { hitMs: 1 });
     const frontier = new ScriptedFrontier([l]);
     frontier.turn = null;
     const sink = new FakeSink();
-    const crawler = new Crawler({
-      frontier,
-      fetcher: {
-        fetch: async (q) => {
-          fetches++;
-          return html(q.url, 'ok');
-        },
-        close: async () => undefined,
-      },
+    const crawler = testCrawler(frontier, {
+      fetcher: counting.fetcher,
       robots: {
         check: async () => {
           clock += 1000;
@@ -437,17 +467,6 @@ describe('Crawler: the failure decision in the loop', () => {
       },
       now: () => clock,
       sink,
-      stats: new MemoryStatsStore(),
-      spiders: new Map(builtInSpiders.map((s) => [s.name, s])),
-      spiderTypes: ['link'],
-      topicPrefix: 'demo',
-      concurrency: 1,
-      userAgent: 'test-agent',
-      nodeId: 'test:1',
-      host: 'test',
-      log: new RecordingLog(),
-      idlePollMs: 5,
-      scoutPollMs: 5,
     });
     crawler.start();
     const deadline = Date.now() + 10_000;
@@ -455,7 +474,7 @@ describe('Crawler: the failure decision in the loop', () => {
     await new Promise((r) => setTimeout(r, 20));
     await crawler.stop(1000);
     expect(crawler.restamps).toBe(1);
-    expect(fetches).toBe(0);
+    expect(counting.count()).toBe(0);
     expect(sink.sent).toEqual([]);
     expect([frontier.acked, frontier.retried, frontier.released]).toEqual([[], [], []]);
   });
@@ -751,22 +770,7 @@ describe('Crawler: leasing across spider types', () => {
 
   it('asks a spider type that had no work at all again only after scoutPollMs, however many pages the others have', async () => {
     const frontier = new TwoTypeFrontier(Array.from({ length: 30 }, (_, i) => lease(`http://a.example/${i}`)));
-    const crawler = new Crawler({
-      frontier,
-      fetcher: { fetch: async (r) => html(r.url, 'ok'), close: async () => undefined },
-      sink: new FakeSink(),
-      stats: new MemoryStatsStore(),
-      spiders: new Map(builtInSpiders.map((s) => [s.name, s])),
-      spiderTypes: ['link', 'wandering'],
-      topicPrefix: 'demo',
-      concurrency: 1,
-      userAgent: 'test-agent',
-      nodeId: 'test:1',
-      host: 'test',
-      log: new RecordingLog(),
-      idlePollMs: 5,
-      scoutPollMs: 60_000,
-    });
+    const crawler = testCrawler(frontier, { spiderTypes: ['link', 'wandering'], scoutPollMs: 60_000 });
     crawler.start();
     const deadline = Date.now() + 10_000;
     while (!frontier.settled && Date.now() < deadline) await new Promise((r) => setTimeout(r, 2));
@@ -797,37 +801,19 @@ describe('Crawler: delivery in the background', () => {
   it('fetches the next page while earlier pages wait for Kafka, at most maxDelivering of them, and stop waits for them all', async () => {
     const frontier = new ScriptedFrontier(Array.from({ length: 6 }, (_, i) => lease(`http://a.example/${i}`)));
     const sink = new GatedSink();
-    let fetches = 0;
-    const crawler = new Crawler({
-      frontier,
-      fetcher: {
-        fetch: async (q) => {
-          fetches++;
-          return html(q.url, 'ok');
-        },
-        close: async () => undefined,
-      },
+    const counting = countingFetcher();
+    const crawler = testCrawler(frontier, {
+      fetcher: counting.fetcher,
       sink,
-      stats: new MemoryStatsStore(),
-      spiders: new Map(builtInSpiders.map((s) => [s.name, s])),
-      spiderTypes: ['link'],
-      topicPrefix: 'demo',
-      concurrency: 1,
       maxDelivering: 2,
       produceLingerMs: 0,
-      userAgent: 'test-agent',
-      nodeId: 'test:1',
-      host: 'test',
-      log: new RecordingLog(),
-      idlePollMs: 5,
-      scoutPollMs: 5,
     });
     crawler.start();
     const deadline = Date.now() + 5_000;
-    while (fetches < 3 && Date.now() < deadline) await new Promise((r) => setTimeout(r, 2));
+    while (counting.count() < 3 && Date.now() < deadline) await new Promise((r) => setTimeout(r, 2));
     await new Promise((r) => setTimeout(r, 50));
     // One worker: page 0 and page 1 wait for Kafka in the background, page 2 is processed and waits for room.
-    expect(fetches).toBe(3);
+    expect(counting.count()).toBe(3);
     expect(frontier.acked).toEqual([]);
     const stopped = crawler.stop(5_000);
     sink.open();
@@ -835,7 +821,7 @@ describe('Crawler: delivery in the background', () => {
     // Stop let the three fetched pages be published and acked, and leased nothing more.
     expect(frontier.acked.map((a) => a.handle)).toHaveLength(3);
     expect(sink.sent.flatMap((b) => b.flatMap((t) => t.messages))).toHaveLength(3);
-    expect(fetches).toBe(3);
+    expect(counting.count()).toBe(3);
   });
 });
 
@@ -849,22 +835,7 @@ describe('Crawler: one lease call for the workers that wait at once', () => {
 
   it('workers asking while a lease call is under way are served by the next call, up to MAX_LEASE_BATCH at once', async () => {
     const frontier = new SlowFrontier(Array.from({ length: 60 }, (_, i) => lease(`http://a.example/${i}`)));
-    const crawler = new Crawler({
-      frontier,
-      fetcher: { fetch: async (q) => html(q.url, 'ok'), close: async () => undefined },
-      sink: new FakeSink(),
-      stats: new MemoryStatsStore(),
-      spiders: new Map(builtInSpiders.map((s) => [s.name, s])),
-      spiderTypes: ['link'],
-      topicPrefix: 'demo',
-      concurrency: 12,
-      userAgent: 'test-agent',
-      nodeId: 'test:1',
-      host: 'test',
-      log: new RecordingLog(),
-      idlePollMs: 5,
-      scoutPollMs: 5,
-    });
+    const crawler = testCrawler(frontier, { concurrency: 12 });
     crawler.start();
     const deadline = Date.now() + 10_000;
     while (!frontier.settled && Date.now() < deadline) await new Promise((r) => setTimeout(r, 2));

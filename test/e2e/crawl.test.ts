@@ -3,7 +3,7 @@
  * worker PROCESSES (functions/crawler/main.ts, as on Fargate) fetching a fixture site on loopback over
  * several host names, pages read back from `<p>.crawled_firehose`.
  */
-import { afterAll, beforeAll, describe, expect, test } from 'vitest';
+import { afterAll, beforeAll, describe, expect, onTestFinished, test } from 'vitest';
 import { Frontier } from '../../lib/redis/frontier.ts';
 import { frontierOptions } from '../../lib/redis/frontier-types.ts';
 import { type FixtureSite, startSite } from '../../localstack/site/site.ts';
@@ -130,7 +130,11 @@ describe('crawling a fixture site with crawler worker processes', () => {
 
   test('a crawler worker killed with SIGKILL mid-crawl loses nothing: after reclaim every page arrives', async () => {
     const [victim] = t.cluster.workers();
-    await t.feed([{ url: site.url(3), appid: 'e2e', crawlid: 'kill', maxdepth: 3 }]);
+    // The same host names on a site that answers in 150 ms: the crawl (4 generations) is still under way, leases
+    // held by both workers, when the test sees its first pages, however fast the workers are.
+    const slow = await startSite({ pages: 120, links: 4, latencyMs: 150 });
+    onTestFinished(() => slow.close());
+    await t.feed([{ url: slow.url(3), appid: 'e2e', crawlid: 'kill', maxdepth: 3 }]);
     await waitUntil('the crawl to be under way', () => pagesOf('kill').length >= 3, 30_000);
     process.kill(victim as number, 'SIGKILL');
     // Leases of the dead worker expire after LEASE_TIMEOUT; the reclaim timer returns them. The test jumps ahead
@@ -143,7 +147,7 @@ describe('crawling a fixture site with crawler worker processes', () => {
       redis.disconnect();
     }
     await complete('kill');
-    const expected = [...site.reachable(3, 3)].map((n) => site.url(n)).sort();
+    const expected = [...slow.reachable(3, 3)].map((n) => slow.url(n)).sort();
     await waitUntil('every page', () => new Set(pagesOf('kill').map((m) => m.url)).size >= expected.length, 15_000);
     expect([...new Set(pagesOf('kill').map((m) => m.url as string))].sort()).toEqual(expected);
   });

@@ -125,6 +125,23 @@ describe('exact politeness', () => {
     expect(await redis.hexists(partitionKeys(p).throttle, 'slow.com\u0000cd')).toBe(0);
   });
 
+  test('a sliding-window log keeps only what can still matter: the fetches of the last window, and the latest', async () => {
+    const frontier = testFrontier(redis, { hits: 1000, windowSec: 1, moderated: false, throttleMarginMs: 100 });
+    await fill(frontier, ['a.com'], 10);
+    const throttle = partitionKeys(frontier.partitionFor('link')).throttle;
+    for (const at of [T0, T0 + 10, T0 + 20]) expect((await frontier.lease('link', { now: at })).leased).toBe(true);
+    expect(await redis.hget(throttle, 'a.com')).toBe(`${T0},${T0 + 10},${T0 + 20}`);
+    // 1,110 ms after the first fetch: it and the second are out of the window + margin (1,100 ms); the third stays.
+    expect((await frontier.lease('link', { now: T0 + 1110 })).leased).toBe(true);
+    expect(await redis.hget(throttle, 'a.com')).toBe(`${T0 + 20},${T0 + 1110}`);
+    // An hour later only the new fetch is left, and a Crawl-delay still counts from the latest fetch.
+    await frontier.setCrawlDelay(frontier.partitionFor('link'), 'a.com', 5000);
+    expect((await frontier.lease('link', { now: T0 + 3_600_000 })).leased).toBe(true);
+    expect(await redis.hget(throttle, 'a.com')).toBe(`${T0 + 3_600_000}`);
+    expect((await frontier.lease('link', { now: T0 + 3_604_999 })).leased).toBe(false);
+    expect((await frontier.lease('link', { now: T0 + 3_605_000 })).leased).toBe(true);
+  });
+
   test('a Crawl-delay set while its domain waits on the throttle holds: the domain is not leased before it', async () => {
     const frontier = testFrontier(redis, { hits: 10, windowSec: 1, moderated: true });
     await fill(frontier, ['slow.com', 'other.com'], 3);

@@ -222,17 +222,25 @@ end
 
 -- Records a fetch of tkey at `at` (epoch ms; NOW unless given): NOW for a lease, later for a fetch restamp.lua
 -- moved to when it really starts. The sliding-window log stays sorted (a moved fetch may be later than a lease
--- made after it) and keeps the last `hits` times.
+-- made after it) and keeps the last `hits` times, less those that can no longer matter: older than one window
+-- (plus margin) before NOW, except the latest (a Crawl-delay counts from it). So a log holds at most the fetches
+-- of one window, not `hits` times however old (a domain allowed 10,000 per hour would otherwise parse 10,000
+-- times on every lease).
 local function throttle_hit(tkey, domain, at)
   at = at or NOW
   if MODERATED then
     redis.call('HSET', K.throttle, tkey, at)
     return
   end
-  local hits = throttle_config(domain)
+  local hits, window = throttle_config(domain)
+  local cutoff = NOW - (window * 1000 + MARGIN_MS)
   local state = redis.call('HGET', K.throttle, tkey)
   local times = {}
-  if state then for t in string.gmatch(state, '%d+') do times[#times + 1] = t end end
+  if state then
+    for t in string.gmatch(state, '%d+') do
+      if tonumber(t) > cutoff then times[#times + 1] = t end
+    end
+  end
   local i = #times + 1
   while i > 1 and tonumber(times[i - 1]) > at do
     times[i] = times[i - 1]

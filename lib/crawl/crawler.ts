@@ -608,7 +608,7 @@ export class Crawler {
   /** Acks a lease with its children in one frontier call; children refused as poison are dropped (see #deliver). */
   async #ack(lease: Lease, outcome: 'done' | 'fail', children: ChildBatch | undefined): Promise<AckResult> {
     const o = this.#o;
-    if (!children || children.size === 0) return o.frontier.ack(lease, outcome, o.now());
+    if (!children || children.size === 0) return this.#ackSoon(lease, outcome);
     try {
       return await o.frontier.ack(lease, outcome, o.now(), children);
     } catch (error) {
@@ -618,6 +618,39 @@ export class Crawler {
         error: (error as Error).message,
       });
       return o.frontier.ack(lease, outcome, o.now());
+    }
+  }
+
+  /** Acks without children waiting for the next {@link #flushAcks}. */
+  #acks: { lease: Lease; outcome: 'done' | 'fail'; resolve: (r: AckResult) => void; reject: (e: unknown) => void }[] =
+    [];
+
+  /**
+   * Acks a lease without children together with the others acked in the same turn of the event loop (the pages
+   * of one Kafka batch are stored, and acked, at once): one script call per partition instead of one per page.
+   */
+  #ackSoon(lease: Lease, outcome: 'done' | 'fail'): Promise<AckResult> {
+    return new Promise((resolve, reject) => {
+      this.#acks.push({ lease, outcome, resolve, reject });
+      if (this.#acks.length === 1) setImmediate(() => void this.#flushAcks());
+    });
+  }
+
+  async #flushAcks(): Promise<void> {
+    const batch = this.#acks;
+    this.#acks = [];
+    try {
+      const results = await this.#o.frontier.ackMany(batch, this.#o.now());
+      batch.forEach((a, i) => {
+        a.resolve(results[i] as AckResult);
+      });
+    } catch (error) {
+      if (failureCause(error) === 'infrastructure' || batch.length === 1) {
+        for (const a of batch) a.reject(error);
+        return;
+      }
+      // Redis refused the script (poison): ack each alone, so only the lease at fault fails.
+      for (const a of batch) await this.#o.frontier.ack(a.lease, a.outcome, this.#o.now()).then(a.resolve, a.reject);
     }
   }
 

@@ -252,10 +252,19 @@ export class Frontier {
       outcomes.set(own.spider, codes);
     }
     let r: AckReply;
-    const ackArgs = [memberBytes(lease.handle), outcome, this.#o.dupefilterTtlSec];
     if (folded.length === 0) {
-      r = await this.#run<AckReply>('ack', own, [], ackArgs, now);
+      r =
+        (
+          await this.#run<AckReply[]>(
+            'ack',
+            own,
+            [],
+            [this.#o.dupefilterTtlSec, memberBytes(lease.handle), outcome],
+            now,
+          )
+        )[0] ?? [];
     } else {
+      const ackArgs = [memberBytes(lease.handle), outcome, this.#o.dupefilterTtlSec];
       await this.#register(own.spider);
       const batch = enqueueArgs(own, own.spider, ownItems, folded, crawlKeys(own.spider));
       r = await this.#run<AckReply>('ack-enqueue', own, batch.dupeKeys, [...ackArgs, ...batch.args], now);
@@ -264,10 +273,39 @@ export class Frontier {
         codes[i] = outcomeOf(r[5]?.[k]);
       });
     }
-    const [code = -1, queued = 0, leased = 0, done = 0, failed = 0] = r;
-    const result: AckResult = { acked: code >= 1, complete: code === 2, queued, leased, done, failed };
+    const result = ackResult(r);
     if (children) result.children = outcomes;
     return result;
+  }
+
+  /**
+   * Acks several leases without children (see {@link ack}), one script call per partition: a crawler acks the
+   * pages of one Kafka batch together. Results in input order; each as if acked alone, in that order.
+   */
+  async ackMany(
+    items: readonly { lease: Pick<Lease, 'handle' | 'partition'>; outcome: 'done' | 'fail' }[],
+    now = Date.now(),
+  ): Promise<AckResult[]> {
+    const out: AckResult[] = new Array(items.length);
+    const byPartition = new Map<string, { p: PartitionRef; idx: number[] }>();
+    items.forEach(({ lease: l }, i) => {
+      const id = `${l.partition.prefix}\u0000${l.partition.scope}\u0000${l.partition.partition}\u0000${l.partition.spider}`;
+      const g = byPartition.get(id) ?? { p: l.partition, idx: [] };
+      g.idx.push(i);
+      byPartition.set(id, g);
+    });
+    for (const { p, idx } of byPartition.values()) {
+      const args: (string | number | Buffer)[] = [this.#o.dupefilterTtlSec];
+      for (const i of idx) {
+        const it = items[i] as (typeof items)[number];
+        args.push(memberBytes(it.lease.handle), it.outcome);
+      }
+      const replies = await this.#run<AckReply[]>('ack', p, [], args, now);
+      idx.forEach((i, k) => {
+        out[i] = ackResult(replies[k] ?? []);
+      });
+    }
+    return out;
   }
 
   /**
@@ -467,6 +505,11 @@ export class Frontier {
 
 /** ack.lua's reply (ack-enqueue.lua adds the children's codes). */
 type AckReply = [number?, number?, number?, number?, number?, number[]?];
+
+function ackResult(r: AckReply): AckResult {
+  const [code = -1, queued = 0, leased = 0, done = 0, failed = 0] = r;
+  return { acked: code >= 1, complete: code === 2, queued, leased, done, failed };
+}
 
 /** One request to queue, with its crawl (what {@link Frontier.enqueue} takes). */
 export type FrontierItem = { crawl: CrawlRef; request: QueueRequest };

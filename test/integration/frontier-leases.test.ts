@@ -10,6 +10,7 @@ import {
   T0,
   testFrontier,
 } from '../helpers/frontier.ts';
+import { recordScriptCalls } from '../helpers/scripts.ts';
 
 const redis = frontierTestRedis();
 
@@ -291,5 +292,43 @@ describe('leaseMany', () => {
     expect((await many.leaseMany('link', 10, { now: T0 + 1000 })).leases).toHaveLength(3);
     for (const l of [...batch.leases, ...full.leases]) await many.ack(l, 'done', T0 + 1000);
     expect(await many.leaseMany('link', 10, { now: T0 + 5000 })).toEqual({ leases: [], nextDueMs: null, skipped: 0 });
+  });
+});
+
+describe('ackMany', () => {
+  test('acks leases of two spider types in one script call each, as single acks would, the crawl complete once', async () => {
+    const frontier = testFrontier(redis);
+    await queue(frontier, urls(6));
+    const seed = seedCrawl('app', 'w1', { spiderid: 'wandering' });
+    expect(
+      await frontier.enqueue('wandering', [{ crawl: seed, request: queueRequest('http://w.com/1', 5) }], T0),
+    ).toEqual(['queued']);
+    const links = await leaseAll(frontier, 'link', T0);
+    const wander = await leaseAll(frontier, 'wandering', T0);
+    expect([links.length, wander.length]).toEqual([6, 1]);
+    const items = [
+      ...links.slice(0, 5).map((lease) => ({ lease, outcome: 'done' as const })),
+      { lease: wander[0] as Lease, outcome: 'fail' as const },
+      { lease: links[5] as Lease, outcome: 'done' as const },
+      { lease: links[0] as Lease, outcome: 'done' as const }, // acked already, earlier in this very batch
+    ];
+    let results: Awaited<ReturnType<Frontier['ackMany']>> = [];
+    const calls = await recordScriptCalls(redis, async () => {
+      results = await frontier.ackMany(items, T0 + 1);
+    });
+    expect(calls.map((c) => c.script).sort()).toEqual(['ack', 'ack']);
+    expect(results.map((r) => [r.acked, r.complete])).toEqual([
+      [true, false],
+      [true, false],
+      [true, false],
+      [true, false],
+      [true, false],
+      [true, true],
+      [true, true],
+      [false, false],
+    ]);
+    expect(results[6]).toMatchObject({ queued: 0, leased: 0, done: 6, failed: 0 });
+    expect(results[5]).toMatchObject({ done: 0, failed: 1 });
+    expect(await counts(frontier)).toEqual({ queued: 0, leased: 0, done: 6, failed: 0 });
   });
 });

@@ -109,6 +109,14 @@ class ScriptedFrontier implements CrawlerFrontier {
     const complete = this.settled && this.#leases.length === 0;
     return { acked: true, complete, queued: 0, leased: 0, done: this.acked.length, failed: 0 };
   }
+  /** The size of every ackMany call. */
+  readonly ackBatches: number[] = [];
+  async ackMany(items: readonly { lease: Pick<Lease, 'handle'>; outcome: 'done' | 'fail' }[]): Promise<AckResult[]> {
+    this.ackBatches.push(items.length);
+    const out: AckResult[] = [];
+    for (const it of items) out.push(await this.ack(it.lease, it.outcome));
+    return out;
+  }
   async retry(
     l: Pick<Lease, 'handle'>,
     delayMs: number,
@@ -848,5 +856,43 @@ describe('Crawler: one lease call for the workers that wait at once', () => {
     expect(frontier.asks[1]).toBe(MAX_LEASE_BATCH);
     expect(Math.max(...frontier.asks)).toBe(MAX_LEASE_BATCH);
     expect(frontier.asks.length).toBeLessThan(30);
+  });
+});
+
+describe('Crawler: the acks of one Kafka batch go together', () => {
+  it('acks pages without children in batches (one ackMany per turn), each page once and after it was sent', async () => {
+    const leases = Array.from({ length: 24 }, (_, i) => lease(`http://a.example/${i}`, { depth: 1 }));
+    const frontier = new ScriptedFrontier(leases);
+    const sink = new OrderedSink(frontier.events);
+    const crawler = testCrawler(frontier, { concurrency: 8, produceLingerMs: 5, sink });
+    crawler.start();
+    const deadline = Date.now() + 10_000;
+    while (!frontier.settled && Date.now() < deadline) await new Promise((r) => setTimeout(r, 2));
+    await crawler.stop(1000);
+    expect(frontier.acked.map((a) => a.handle).sort()).toEqual(leases.map((l) => l.handle).sort());
+    expect(frontier.ackBatches.reduce((a, b) => a + b, 0)).toBe(24);
+    expect(Math.max(...frontier.ackBatches)).toBeGreaterThan(1);
+    expect(frontier.ackBatches.length).toBeLessThan(24);
+    // Every ack comes after a send (the page is stored before it is acked).
+    const firstSend = frontier.events.findIndex((e) => e.startsWith('send '));
+    expect(firstSend).toBeGreaterThanOrEqual(0);
+    expect(frontier.events.findIndex((e) => e.startsWith('ack '))).toBeGreaterThan(firstSend);
+  });
+
+  it('when Redis refuses a batch of acks as poison, acks each alone so only the one at fault fails', async () => {
+    class RefusingFrontier extends ScriptedFrontier {
+      override async ackMany(): Promise<AckResult[]> {
+        throw Object.assign(new Error('ERR user_script:1: bad member'), { name: 'ReplyError' });
+      }
+    }
+    const leases = Array.from({ length: 12 }, (_, i) => lease(`http://a.example/${i}`, { depth: 1 }));
+    const frontier = new RefusingFrontier(leases);
+    const crawler = testCrawler(frontier, { concurrency: 6, produceLingerMs: 5 });
+    crawler.start();
+    const deadline = Date.now() + 10_000;
+    while (!frontier.settled && Date.now() < deadline) await new Promise((r) => setTimeout(r, 2));
+    await crawler.stop(1000);
+    expect(frontier.acked.map((a) => a.handle).sort()).toEqual(leases.map((l) => l.handle).sort());
+    expect(frontier.acked.every((a) => a.outcome === 'done')).toBe(true);
   });
 });

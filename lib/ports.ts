@@ -85,4 +85,7 @@ export interface UrlFrontierView {
  * The frontier operations the crawler uses: lease, then ack (with the page's children), retry or release
  * (lib/redis/frontier.ts says what each means across workers).
  */
-export type CrawlerFrontier = Pick<Frontier, 'leaseMany' | 'ack' | 'ackMany' | 'retry' | 'release' | 'restamp' | 'setCrawlDelay'>;
+export type CrawlerFrontier = Pick<
+  Frontier,
+  'leaseMany' | 'ack' | 'ackMany' | 'retry' | 'release' | 'restamp' | 'setCrawlDelay'
+>;

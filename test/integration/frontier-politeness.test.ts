@@ -134,12 +134,22 @@ describe('exact politeness', () => {
     // 1,110 ms after the first fetch: it and the second are out of the window + margin (1,100 ms); the third stays.
     expect((await frontier.lease('link', { now: T0 + 1110 })).leased).toBe(true);
     expect(await redis.hget(throttle, 'a.com')).toBe(`${T0 + 20},${T0 + 1110}`);
-    // An hour later only the new fetch is left, and a Crawl-delay still counts from the latest fetch.
+    // An hour later only the new fetch is left, and a Crawl-delay (+ margin) still counts from the latest fetch.
     await frontier.setCrawlDelay(frontier.partitionFor('link'), 'a.com', 5000);
     expect((await frontier.lease('link', { now: T0 + 3_600_000 })).leased).toBe(true);
     expect(await redis.hget(throttle, 'a.com')).toBe(`${T0 + 3_600_000}`);
-    expect((await frontier.lease('link', { now: T0 + 3_604_999 })).leased).toBe(false);
-    expect((await frontier.lease('link', { now: T0 + 3_605_000 })).leased).toBe(true);
+    expect((await frontier.lease('link', { now: T0 + 3_605_099 })).leased).toBe(false);
+    expect((await frontier.lease('link', { now: T0 + 3_605_100 })).leased).toBe(true); // + the 100 ms margin
+  });
+
+  test("the throttle's margin is added to a Crawl-delay: a fetch up to 50 ms late (no restamp) still keeps the delay", async () => {
+    for (const moderated of [true, false]) {
+      const frontier = testFrontier(redis, { hits: 10, windowSec: 1, moderated, throttleMarginMs: 100 });
+      await fill(frontier, ['slow.com'], 10);
+      await frontier.setCrawlDelay(frontier.partitionFor('link'), 'slow.com', 1000);
+      const leases = await simulateLeasers(frontier, 'link', { leasers: 2, start: T0, durationMs: 3400, stepMs: 50 });
+      expect(leases.map((l) => l.at)).toEqual([T0, T0 + 1100, T0 + 2200, T0 + 3300]);
+    }
   });
 
   test('a Crawl-delay set while its domain waits on the throttle holds: the domain is not leased before it', async () => {

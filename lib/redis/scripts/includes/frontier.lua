@@ -191,7 +191,8 @@ local function delay_field(domain) return domain .. '\0cd' end
 -- Moderated: fetches evenly spaced (window + margin) / hits apart, rounded up (rounding down would let
 -- hits + 1 fetches into one window when hits does not divide it, e.g. 3 per 2 s at 0, 666, 1332, 1998 ms).
 -- Not moderated: a sliding-window log of the last `hits` fetch times.
--- Either way at least the domain's Crawl-delay after the last fetch, and not before a Retry-After hold ends.
+-- Either way at least the domain's Crawl-delay (plus the margin: a fetch may start up to restamp's 50 ms late)
+-- after the last fetch, and not before a Retry-After hold ends.
 local function throttle_due(tkey, domain)
   local hits, window = throttle_config(domain)
   if hits <= 0 then return NEVER end
@@ -202,12 +203,12 @@ local function throttle_due(tkey, domain)
     local wms = window * 1000 + MARGIN_MS
     if MODERATED then
       local last = tonumber(string.match(state, '(%d+)$'))
-      due = last + math.max(math.ceil(wms / hits), crawl_delay)
+      due = last + math.max(math.ceil(wms / hits), crawl_delay > 0 and crawl_delay + MARGIN_MS or 0)
     else
       local times = {}
       for t in string.gmatch(state, '%d+') do times[#times + 1] = tonumber(t) end
       if #times >= hits then due = times[#times - hits + 1] + wms end
-      if crawl_delay > 0 and #times > 0 then due = math.max(due, times[#times] + crawl_delay) end
+      if crawl_delay > 0 and #times > 0 then due = math.max(due, times[#times] + crawl_delay + MARGIN_MS) end
     end
   end
   if hold then

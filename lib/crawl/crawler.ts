@@ -371,9 +371,14 @@ export class Crawler {
     });
     const whole = this.#handleAll(lease, freed);
     await Promise.race([whole, free]);
-    const done = whole.then(() => {
-      this.#delivering.delete(done);
-    });
+    const done = whole
+      .catch((error: unknown) => {
+        // #handleAll settles every failure itself; anything escaping it must not end the process.
+        this.#o.log.error('delivery failed', { url: lease.url, error: (error as Error).message });
+      })
+      .finally(() => {
+        this.#delivering.delete(done);
+      });
     this.#delivering.add(done);
     while (this.#delivering.size > this.#o.maxDelivering) await Promise.race(this.#delivering);
   }
@@ -654,11 +659,15 @@ export class Crawler {
     }
   }
 
-  /** A per-app copy: best effort (the topic may not exist, auto-create is off), as the monitors treat them. */
+  /**
+   * A per-app copy: best effort (the topic may not exist, auto-create is off), as the monitors treat them. Sent on
+   * its own, never in the batching sink: Kafka refuses a whole produce request when one of its topics is missing,
+   * so a per-app copy batched with other pages' firehose messages would fail (and release) those pages too.
+   */
   async #sendPerApp(topic: string, appid: string, message: OutMessage): Promise<void> {
     if (!isTopicSafeAppid(appid)) return;
     try {
-      await this.#sink.send([{ topic, messages: [message] }]);
+      await this.#o.sink.send([{ topic, messages: [message] }]);
     } catch (error) {
       this.#o.log.warn('per-app topic not written (create it with `topics create --appid`)', {
         topic,

@@ -141,17 +141,9 @@ export class Frontier {
   async enqueue(spider: string, items: readonly FrontierItem[], now = Date.now()): Promise<EnqueueOutcome[]> {
     if (items.length === 0) return [];
     await this.#register(spider);
-    const byPartition = new Map<string, { p: PartitionRef; idx: number[] }>();
-    items.forEach((item, i) => {
-      const p = this.partitionFor(spider, item.request.domain);
-      const id = `${p.scope}:${p.partition}`;
-      const group = byPartition.get(id) ?? { p, idx: [] };
-      group.idx.push(i);
-      byPartition.set(id, group);
-    });
     const out: EnqueueOutcome[] = new Array(items.length);
     const keyOf = crawlKeys(spider);
-    for (const { p, idx } of byPartition.values()) {
+    for (const { p, idx } of byPartition(items, (item) => this.partitionFor(spider, item.request.domain))) {
       const batch = enqueueArgs(p, spider, items, idx, keyOf);
       const codes = await this.#run<number[]>(
         'enqueue',
@@ -287,14 +279,7 @@ export class Frontier {
     now = Date.now(),
   ): Promise<AckResult[]> {
     const out: AckResult[] = new Array(items.length);
-    const byPartition = new Map<string, { p: PartitionRef; idx: number[] }>();
-    items.forEach(({ lease: l }, i) => {
-      const id = `${l.partition.prefix}\u0000${l.partition.scope}\u0000${l.partition.partition}\u0000${l.partition.spider}`;
-      const g = byPartition.get(id) ?? { p: l.partition, idx: [] };
-      g.idx.push(i);
-      byPartition.set(id, g);
-    });
-    for (const { p, idx } of byPartition.values()) {
+    for (const { p, idx } of byPartition(items, (it) => it.lease.partition)) {
       const args: (string | number | Buffer)[] = [this.#o.dupefilterTtlSec];
       for (const i of idx) {
         const it = items[i] as (typeof items)[number];
@@ -332,15 +317,14 @@ export class Frontier {
   /** Gives leases back unfetched. @returns how many went back to their queues */
   async release(leases: Pick<Lease, 'handle' | 'partition'>[], now = Date.now()): Promise<number> {
     let n = 0;
-    const byPartition = new Map<string, { p: PartitionRef; handles: string[] }>();
-    for (const l of leases) {
-      const id = `${l.partition.scope}:${l.partition.partition}:${l.partition.spider}`;
-      const g = byPartition.get(id) ?? { p: l.partition, handles: [] };
-      g.handles.push(l.handle);
-      byPartition.set(id, g);
-    }
-    for (const { p, handles } of byPartition.values()) {
-      n += await this.#run<number>('release', p, [], handles.map(memberBytes), now);
+    for (const { p, idx } of byPartition(leases, (l) => l.partition)) {
+      n += await this.#run<number>(
+        'release',
+        p,
+        [],
+        idx.map((i) => memberBytes((leases[i] as Lease).handle)),
+        now,
+      );
     }
     return n;
   }
@@ -505,6 +489,22 @@ export class Frontier {
 
 /** ack.lua's reply (ack-enqueue.lua adds the children's codes). */
 type AckReply = [number?, number?, number?, number?, number?, number[]?];
+
+/** `items`' indexes grouped by their partition (one script call each), in first-seen order. */
+function byPartition<T>(
+  items: readonly T[],
+  partitionOf: (item: T) => PartitionRef,
+): { p: PartitionRef; idx: number[] }[] {
+  const groups = new Map<string, { p: PartitionRef; idx: number[] }>();
+  items.forEach((item, i) => {
+    const p = partitionOf(item);
+    const id = `${p.prefix}\u0000${p.scope}\u0000${p.partition}\u0000${p.spider}`;
+    const g = groups.get(id) ?? { p, idx: [] };
+    g.idx.push(i);
+    groups.set(id, g);
+  });
+  return [...groups.values()];
+}
 
 function ackResult(r: AckReply): AckResult {
   const [code = -1, queued = 0, leased = 0, done = 0, failed = 0] = r;

@@ -23,7 +23,8 @@ local m = ARGV[6]
 local ip = ARGV[7]
 local stamp = tonumber(ARGV[8])
 local max_wait = tonumber(ARGV[9])
-local domain = parse_member(m).domain
+local r = parse_member(m)
+local domain = r.domain
 local tkey = domain
 if IP_MODE and ip ~= '' then tkey = domain .. '\0' .. ip end
 
@@ -52,7 +53,7 @@ if redis.call('ZSCORE', K.leases, m) == false then return {0} end
 local due = throttle_due(tkey, domain)
 if due - NOW > max_wait then
   redis.call('ZREM', K.leases, m)
-  requeue(m, parse_member(m))
+  requeue(m, r)
   return {0}
 end
 local at = math.max(NOW, due)

@@ -98,9 +98,97 @@ export function createKafka(settings: KafkaSettings): Kafka {
   });
 }
 
-/** Idempotent, acks=all producer (docs/design.md §4). */
+/**
+ * Idempotent, acks=all producer (docs/design.md §4). It renews itself (see {@link renewingProducer}) when the broker
+ * refuses its sequence numbers, so one refused batch does not fail every later send of the process.
+ */
 export function createProducer(kafka: Kafka): Producer {
-  return kafka.producer({ idempotent: true, maxInFlightRequests: 5, allowAutoTopicCreation: false });
+  const calls = renewingProducer(() =>
+    kafka.producer({ idempotent: true, maxInFlightRequests: 5, allowAutoTopicCreation: false }),
+  );
+  return {
+    ...calls,
+    isIdempotent: () => true,
+    // Listeners and the logger belong to the producer of the moment (nothing here listens to producer events).
+    get events() {
+      return calls.current().events;
+    },
+    on: ((...args: Parameters<Producer['on']>) => calls.current().on(...args)) as Producer['on'],
+    transaction: () => calls.current().transaction(),
+    logger: () => calls.current().logger(),
+  };
+}
+
+/** The producer calls {@link renewingProducer} wraps. */
+export type ProducerCalls = Pick<Producer, 'connect' | 'disconnect' | 'send' | 'sendBatch'>;
+
+/**
+ * Broker errors after which an idempotent producer's per-partition sequence numbers are of no use any more: the
+ * broker refuses every later batch of that producer id on the partition. The Java client resets its producer id
+ * then; kafkajs keeps sending the same sequence (seen in CI: "The broker received an out of order sequence number"
+ * on a test's first send).
+ */
+const SEQUENCE_ERRORS = new Set(['OUT_OF_ORDER_SEQUENCE_NUMBER', 'UNKNOWN_PRODUCER_ID', 'INVALID_PRODUCER_EPOCH']);
+
+/** Whether `e` (or the error it wraps) is one of {@link SEQUENCE_ERRORS}. */
+export function isSequenceError(e: unknown): boolean {
+  for (let err = e, depth = 0; err !== null && typeof err === 'object' && depth < 4; depth++) {
+    const type = (err as { type?: unknown }).type;
+    if (typeof type === 'string' && SEQUENCE_ERRORS.has(type)) return true;
+    err = (err as { originalError?: unknown }).originalError ?? (err as { cause?: unknown }).cause;
+  }
+  return false;
+}
+
+/**
+ * A connected producer that replaces itself once with a fresh one (a new producer id, sequences from 0) when a send
+ * fails with a {@link isSequenceError sequence error}, and sends that batch again through it. The batch was refused,
+ * so nothing is lost; partitions of the same call that the broker did store may be stored twice, which
+ * at-least-once allows (docs/design.md §1). Sends that fail together renew the producer once. Any other error is
+ * thrown as it came, and so is a second sequence error for the same call.
+ */
+export function renewingProducer<P extends ProducerCalls>(make: () => P): ProducerCalls & { current(): P } {
+  let current = make();
+  let connected = false;
+  let renewal: Promise<void> | undefined;
+
+  async function renew(failed: P): Promise<void> {
+    if (current !== failed) return renewal;
+    const next = make();
+    current = next;
+    renewal = next.connect().finally(() => {
+      renewal = undefined;
+    });
+    void failed.disconnect().catch(() => {});
+    return renewal;
+  }
+
+  async function call<T>(op: (p: P) => Promise<T>): Promise<T> {
+    if (renewal) await renewal;
+    const p = current;
+    try {
+      return await op(p);
+    } catch (e) {
+      if (!connected || !isSequenceError(e)) throw e;
+      await renew(p);
+      return op(current);
+    }
+  }
+
+  return {
+    current: () => current,
+    async connect() {
+      await current.connect();
+      connected = true;
+    },
+    async disconnect() {
+      connected = false;
+      await renewal?.catch(() => {});
+      await current.disconnect();
+    },
+    send: (record) => call((p) => p.send(record)),
+    sendBatch: (batch) => call((p) => p.sendBatch(batch)),
+  };
 }
 
 /**

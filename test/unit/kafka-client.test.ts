@@ -1,6 +1,7 @@
+import { KafkaJSNonRetriableError, type ProducerBatch, type ProducerRecord } from 'kafkajs';
 import { afterEach, beforeEach, describe, expect, test } from 'vitest';
 import { ConfigError } from '../../lib/errors.ts';
-import { createKafka, kafkaSettings, mskIamSasl } from '../../lib/kafka/client.ts';
+import { createKafka, isSequenceError, kafkaSettings, mskIamSasl, renewingProducer } from '../../lib/kafka/client.ts';
 
 const base = {
   KAFKA_BROKERS: '127.0.0.1:9092',
@@ -50,5 +51,92 @@ describe('MSK IAM auth', () => {
 
   test('aws-msk-iam makes a client without throwing (TLS and SASL are set up, nothing connects yet)', () => {
     expect(() => createKafka({ brokers: ['b-1:9098'], clientId: 'x', saslMechanism: 'aws-msk-iam' })).not.toThrow();
+  });
+});
+
+describe('renewingProducer', () => {
+  /** A stand-in producer: records what it sent; refuses the first `refusals` calls with `error`. */
+  function fakeProducer(id: number, refusals: number, error: () => Error) {
+    const sent: unknown[] = [];
+    let left = refusals;
+    const state = { id, sent, connected: false, disconnected: false };
+    const send = async (what: unknown) => {
+      if (!state.connected) throw new Error(`producer ${id} not connected`);
+      if (left > 0) {
+        left--;
+        throw error();
+      }
+      sent.push(what);
+      return [];
+    };
+    return {
+      state,
+      connect: async () => {
+        state.connected = true;
+      },
+      disconnect: async () => {
+        state.disconnected = true;
+      },
+      send: (record: ProducerRecord) => send(record),
+      sendBatch: (batch: ProducerBatch) => send(batch),
+    };
+  }
+  /** As kafkajs's retrier throws a protocol error it will not retry: wrapped, the original as its cause. */
+  const outOfOrder = () => {
+    const protocol = Object.assign(new Error('The broker received an out of order sequence number'), {
+      type: 'OUT_OF_ORDER_SEQUENCE_NUMBER',
+    });
+    return new KafkaJSNonRetriableError(protocol, { cause: protocol });
+  };
+  const record = (value: string): ProducerRecord => ({ topic: 't', messages: [{ value }] });
+
+  test('a send refused for its sequence number goes through a new producer, and later sends use that one', async () => {
+    const made: ReturnType<typeof fakeProducer>[] = [];
+    const p = renewingProducer(() => {
+      const f = fakeProducer(made.length, made.length === 0 ? 1 : 0, outOfOrder);
+      made.push(f);
+      return f;
+    });
+    await p.connect();
+    await p.send(record('a'));
+    await p.sendBatch({ topicMessages: [record('b')] });
+
+    expect(made).toHaveLength(2);
+    expect(made[0]?.state.sent).toEqual([]);
+    expect(made[0]?.state.disconnected).toBe(true);
+    expect(made[1]?.state.sent).toEqual([record('a'), { topicMessages: [record('b')] }]);
+  });
+
+  test('sends refused together renew the producer once', async () => {
+    const made: ReturnType<typeof fakeProducer>[] = [];
+    const p = renewingProducer(() => {
+      const f = fakeProducer(made.length, made.length === 0 ? 3 : 0, outOfOrder);
+      made.push(f);
+      return f;
+    });
+    await p.connect();
+    await Promise.all([p.send(record('a')), p.send(record('b')), p.send(record('c'))]);
+
+    expect(made).toHaveLength(2);
+    expect(made[1]?.state.sent).toHaveLength(3);
+  });
+
+  test('other errors, and a second refusal of the same call, are thrown as they came', async () => {
+    const other = renewingProducer(() => fakeProducer(0, 1, () => new Error('broker down')));
+    await other.connect();
+    await expect(other.send(record('a'))).rejects.toThrow('broker down');
+
+    let made = 0;
+    const stubborn = renewingProducer(() => fakeProducer(made++, 1, outOfOrder));
+    await stubborn.connect();
+    await expect(stubborn.send(record('a'))).rejects.toThrow(/out of order sequence/);
+    expect(made).toBe(2);
+  });
+
+  test('isSequenceError looks through kafkajs wrappers and ignores other protocol errors', () => {
+    expect(isSequenceError(outOfOrder())).toBe(true);
+    expect(isSequenceError(Object.assign(new Error('x'), { type: 'UNKNOWN_PRODUCER_ID' }))).toBe(true);
+    expect(isSequenceError(Object.assign(new Error('x'), { type: 'NOT_LEADER_FOR_PARTITION' }))).toBe(false);
+    expect(isSequenceError('OUT_OF_ORDER_SEQUENCE_NUMBER')).toBe(false);
   });
 });

@@ -86,7 +86,8 @@ describe('renewingProducer', () => {
     const protocol = Object.assign(new Error('The broker received an out of order sequence number'), {
       type: 'OUT_OF_ORDER_SEQUENCE_NUMBER',
     });
-    return new KafkaJSNonRetriableError(protocol, { cause: protocol });
+    // (kafkajs's typings leave out the constructor's options, where the retrier passes the cause.)
+    return Object.assign(new KafkaJSNonRetriableError(protocol), { cause: protocol });
   };
   const record = (value: string): ProducerRecord => ({ topic: 't', messages: [{ value }] });
 

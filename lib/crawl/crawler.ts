@@ -101,11 +101,21 @@ export interface CrawlerOptions {
 /** What a worker gets for its next turn: a request, or when to look again (null: nothing due anywhere). */
 interface NextLease {
   lease?: Lease;
+  /** When this process leased it (its `now`): a lease taken ahead waited in the buffer since. */
+  leasedAt?: number;
   nextDueMs: number | null;
 }
 
-/** Most requests one lease call takes for the workers waiting at once. */
+/** Most requests one lease call takes (for the workers waiting at once and those leased ahead). */
 export const MAX_LEASE_BATCH = 8;
+
+/**
+ * How far ahead a busy crawler leases: about as many requests as its workers take in this many ms (at most
+ * {@link MAX_LEASE_BATCH}, at most its concurrency), so one lease call serves several pages. A crawler taking
+ * fewer than one request per this many ms leases nothing ahead. Far below {@link RESTAMP_AFTER_MS}: a request
+ * leased ahead is fetched well within its throttle turn.
+ */
+export const LEASE_AHEAD_MS = 10;
 
 /** A page processed and ready to deliver. */
 interface Processed {
@@ -216,6 +226,9 @@ export class Crawler {
     this.#stopping = true;
     this.#wakeAll();
     clearInterval(this.#heartbeat);
+    // Leased ahead and never started: back to the queue at once (a lease call under way releases its own).
+    const ahead = this.#ready.splice(0).map((r) => r.lease);
+    if (ahead.length > 0) await this.#o.frontier.release(ahead).catch(() => 0);
     // Workers end once their request is processed; the deliveries they left run on until stored.
     const all = Promise.all(this.#workers).then(() => Promise.all(this.#delivering));
     const deadline = new AbortController();
@@ -271,7 +284,7 @@ export class Crawler {
         }
         if (r.lease) {
           this.#wakeAll();
-          await this.#handle(r.lease);
+          await this.#handle(r.lease, r.leasedAt ?? this.#o.now());
           continue;
         }
         if (r.nextDueMs !== null) waitMs = Math.max(5, Math.min(idleMs, r.nextDueMs - this.#o.now()));
@@ -286,24 +299,57 @@ export class Crawler {
   /** Workers waiting for their next request, served in order by one lease call at a time. */
   readonly #waiting: { resolve: (r: NextLease) => void; reject: (e: unknown) => void }[] = [];
   #leasing = false;
+  /** Requests leased ahead of the workers (oldest first), with when they were leased. */
+  readonly #ready: { lease: Lease; at: number }[] = [];
+  /** Moving average of the ms between two requests handed to workers, and when the last one was. */
+  #takeIntervalMs = 1000;
+  #lastTakenAt = 0;
 
   /**
    * The next request for a worker. Workers that ask while a lease call is under way wait for the next call, which
    * leases for all of them at once (frontier `leaseMany`, at most {@link MAX_LEASE_BATCH}): under load one script
-   * call serves several workers instead of one each. Those left without a request are told when more may be due.
+   * call serves several workers instead of one each. A busy crawler also leases ahead ({@link LEASE_AHEAD_MS}):
+   * a worker then takes a request leased earlier without a call, and the buffer is refilled once half empty.
+   * Those left without a request are told when more may be due.
    */
   #next(): Promise<NextLease> {
+    const ready = this.#ready.shift();
+    if (ready) {
+      this.#taken();
+      if (!this.#leasing && this.#ready.length <= this.#aheadTarget() >> 1) void this.#leaseRounds();
+      return Promise.resolve({ lease: ready.lease, leasedAt: ready.at, nextDueMs: null });
+    }
     return new Promise((resolve, reject) => {
       this.#waiting.push({ resolve, reject });
       if (!this.#leasing) void this.#leaseRounds();
     });
   }
 
+  /** Notes that a worker took a request (for {@link #aheadTarget}). */
+  #taken(): void {
+    const now = this.#o.now();
+    const gap = Math.min(Math.max(now - this.#lastTakenAt, 0), 1000);
+    this.#lastTakenAt = now;
+    this.#takeIntervalMs += (gap - this.#takeIntervalMs) / 8;
+  }
+
+  /** How many requests to hold leased ahead: those the workers take in {@link LEASE_AHEAD_MS} at their recent pace. */
+  #aheadTarget(): number {
+    if (this.#stopping) return 0;
+    const n = Math.floor(LEASE_AHEAD_MS / Math.max(this.#takeIntervalMs, 0.1));
+    return Math.min(n, MAX_LEASE_BATCH, this.#o.concurrency);
+  }
+
   async #leaseRounds(): Promise<void> {
     this.#leasing = true;
     try {
-      while (this.#waiting.length > 0) {
-        const want = Math.min(this.#waiting.length, MAX_LEASE_BATCH);
+      for (;;) {
+        const ahead = Math.max(0, this.#aheadTarget() - this.#ready.length);
+        // Refill the buffer only once it is half empty (then up to the target): few calls, several leases each.
+        const refill = this.#ready.length <= this.#aheadTarget() >> 1 ? ahead : 0;
+        if (this.#waiting.length === 0 && refill === 0) return;
+        const want = Math.min(this.#waiting.length + refill, MAX_LEASE_BATCH);
+        const at = this.#o.now();
         let r: { leases: Lease[]; nextDueMs: number | null };
         try {
           r = await this.#lease(want);
@@ -313,10 +359,18 @@ export class Crawler {
         }
         const served = this.#waiting.splice(0, r.leases.length);
         served.forEach((w, i) => {
-          w.resolve({ lease: r.leases[i], nextDueMs: null });
+          this.#taken();
+          w.resolve({ lease: r.leases[i], leasedAt: at, nextDueMs: null });
         });
-        // Fewer were due than asked for: the others sleep until more may be.
-        if (r.leases.length < want) for (const w of this.#waiting.splice(0)) w.resolve({ nextDueMs: r.nextDueMs });
+        const extra = r.leases.slice(served.length);
+        if (this.#stopping) {
+          if (extra.length > 0) await this.#o.frontier.release(extra).catch(() => 0);
+        } else for (const lease of extra) this.#ready.push({ lease, at });
+        // Fewer were due than asked for: the others sleep until more may be, and nothing is leased ahead.
+        if (r.leases.length < want) {
+          for (const w of this.#waiting.splice(0)) w.resolve({ nextDueMs: r.nextDueMs });
+          return;
+        }
       }
     } finally {
       this.#leasing = false;
@@ -364,12 +418,12 @@ export class Crawler {
    * in the background, so the worker fetches its next page meanwhile. When `maxDelivering` deliveries are
    * pending it waits for one to finish first.
    */
-  async #handle(lease: Lease): Promise<void> {
+  async #handle(lease: Lease, leasedAt: number): Promise<void> {
     let freed!: () => void;
     const free = new Promise<void>((resolve) => {
       freed = resolve;
     });
-    const whole = this.#handleAll(lease, freed);
+    const whole = this.#handleAll(lease, leasedAt, freed);
     await Promise.race([whole, free]);
     const done = whole
       .catch((error: unknown) => {
@@ -383,8 +437,8 @@ export class Crawler {
     while (this.#delivering.size > this.#o.maxDelivering) await Promise.race(this.#delivering);
   }
 
-  async #handleAll(lease: Lease, freed: () => void): Promise<void> {
-    const flight: InFlight = { lease, leasedAt: this.#o.now(), abort: new AbortController(), fetched: false, freed };
+  async #handleAll(lease: Lease, leasedAt: number, freed: () => void): Promise<void> {
+    const flight: InFlight = { lease, leasedAt, abort: new AbortController(), fetched: false, freed };
     this.#inFlight.add(flight);
     const req = this.#request(lease);
     try {

@@ -7,6 +7,7 @@ import { describe, expect, it } from 'vitest';
 import {
   Crawler,
   type CrawlerOptions,
+  LEASE_AHEAD_MS,
   MAX_CRAWL_DELAY_MS,
   MAX_LEASE_BATCH,
   MAX_RESTAMP_WAIT_MS,
@@ -856,6 +857,87 @@ describe('Crawler: one lease call for the workers that wait at once', () => {
     expect(frontier.asks[1]).toBe(MAX_LEASE_BATCH);
     expect(Math.max(...frontier.asks)).toBe(MAX_LEASE_BATCH);
     expect(frontier.asks.length).toBeLessThan(30);
+  });
+});
+
+describe('Crawler: leasing ahead when busy', () => {
+  /** Records which leases it handed out. */
+  class CountingFrontier extends ScriptedFrontier {
+    readonly handedOut: string[] = [];
+    override async leaseMany(spider: string, max: number): Promise<LeaseMany> {
+      const r = await super.leaseMany(spider, max);
+      this.handedOut.push(...r.leases.map((l) => l.handle));
+      return r;
+    }
+  }
+
+  it('a busy crawler takes several requests per lease call, beyond the workers waiting, and crawls each once', async () => {
+    const frontier = new CountingFrontier(Array.from({ length: 300 }, (_, i) => lease(`http://a.example/${i}`)));
+    // Pages take 1 to 4 ms, so the workers come back one or two at a time, not all together.
+    let n = 0;
+    const crawler = testCrawler(frontier, {
+      concurrency: 8,
+      fetcher: {
+        fetch: async (q) => {
+          await new Promise((r) => setTimeout(r, 1 + (n++ % 4)));
+          return html(q.url, 'ok');
+        },
+        close: async () => undefined,
+      },
+    });
+    crawler.start();
+    const deadline = Date.now() + 10_000;
+    while (!frontier.settled && Date.now() < deadline) await new Promise((r) => setTimeout(r, 2));
+    await crawler.stop(1000);
+    const handles = frontier.acked.map((a) => a.handle);
+    expect(new Set(handles).size).toBe(300);
+    expect(handles).toHaveLength(300);
+    // Without leasing ahead a call asks for the workers waiting at once, one or two here: 197 calls for the 300
+    // pages before leasing ahead, 93 with it (the buffer is refilled once half empty, so each call brings several).
+    expect(frontier.asks.length).toBeLessThan(140);
+  });
+
+  it('a crawler taking a request less often than every LEASE_AHEAD_MS leases only for the workers that wait', async () => {
+    const frontier = new CountingFrontier(Array.from({ length: 8 }, (_, i) => lease(`http://a.example/${i}`)));
+    const slow: CrawlerOptions['fetcher'] = {
+      fetch: async (q) => {
+        await new Promise((r) => setTimeout(r, 3 * LEASE_AHEAD_MS));
+        return html(q.url, 'ok');
+      },
+      close: async () => undefined,
+    };
+    const crawler = testCrawler(frontier, { concurrency: 1, fetcher: slow });
+    crawler.start();
+    const deadline = Date.now() + 10_000;
+    while (!frontier.settled && Date.now() < deadline) await new Promise((r) => setTimeout(r, 2));
+    await crawler.stop(1000);
+    expect(frontier.acked).toHaveLength(8);
+    expect(frontier.asks.slice(0, 8)).toEqual([1, 1, 1, 1, 1, 1, 1, 1]);
+  });
+
+  it('stop sends requests leased ahead back to their queue unfetched: each handed-out request is acked or released once', async () => {
+    const frontier = new CountingFrontier(Array.from({ length: 400 }, (_, i) => lease(`http://a.example/${i}`)));
+    const fetched: string[] = [];
+    const crawler = testCrawler(frontier, {
+      concurrency: 4,
+      fetcher: {
+        fetch: async (q) => {
+          fetched.push(q.url);
+          return html(q.url, 'ok');
+        },
+        close: async () => undefined,
+      },
+    });
+    crawler.start();
+    const deadline = Date.now() + 10_000;
+    while (frontier.acked.length < 60 && Date.now() < deadline) await new Promise((r) => setTimeout(r, 1));
+    await crawler.stop(1000);
+
+    const acked = frontier.acked.map((a) => a.handle);
+    expect(frontier.released.length).toBeGreaterThan(0);
+    expect([...acked, ...frontier.released].sort()).toEqual([...frontier.handedOut].sort());
+    expect(new Set(fetched).size).toBe(fetched.length);
+    expect(fetched).toHaveLength(acked.length);
   });
 });
 

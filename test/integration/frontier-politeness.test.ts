@@ -36,6 +36,14 @@ async function fill(frontier: Frontier, domains: string[], perDomain: number, no
   }
 }
 
+/** A throttle key's fetch times as stored: 13-digit epoch ms, ascending, nothing between them (null: none). */
+async function throttleLog(key: string, field: string): Promise<number[] | null> {
+  const state = await redis.hget(key, field);
+  if (state === null) return null;
+  expect(state).toMatch(/^(\d{13})+$/);
+  return (state.match(/\d{13}/g) ?? []).map(Number);
+}
+
 async function redisNow(): Promise<number> {
   const [s, us] = await redis.time();
   return Number(s) * 1000 + Math.floor(Number(us) / 1000);
@@ -130,16 +138,56 @@ describe('exact politeness', () => {
     await fill(frontier, ['a.com'], 10);
     const throttle = partitionKeys(frontier.partitionFor('link')).throttle;
     for (const at of [T0, T0 + 10, T0 + 20]) expect((await frontier.lease('link', { now: at })).leased).toBe(true);
-    expect(await redis.hget(throttle, 'a.com')).toBe(`${T0},${T0 + 10},${T0 + 20}`);
+    expect(await throttleLog(throttle, 'a.com')).toEqual([T0, T0 + 10, T0 + 20]);
     // 1,110 ms after the first fetch: it and the second are out of the window + margin (1,100 ms); the third stays.
     expect((await frontier.lease('link', { now: T0 + 1110 })).leased).toBe(true);
-    expect(await redis.hget(throttle, 'a.com')).toBe(`${T0 + 20},${T0 + 1110}`);
+    expect(await throttleLog(throttle, 'a.com')).toEqual([T0 + 20, T0 + 1110]);
     // An hour later only the new fetch is left, and a Crawl-delay (+ margin) still counts from the latest fetch.
     await frontier.setCrawlDelay(frontier.partitionFor('link'), 'a.com', 5000);
     expect((await frontier.lease('link', { now: T0 + 3_600_000 })).leased).toBe(true);
-    expect(await redis.hget(throttle, 'a.com')).toBe(`${T0 + 3_600_000}`);
+    expect(await throttleLog(throttle, 'a.com')).toEqual([T0 + 3_600_000]);
     expect((await frontier.lease('link', { now: T0 + 3_605_099 })).leased).toBe(false);
     expect((await frontier.lease('link', { now: T0 + 3_605_100 })).leased).toBe(true); // + the 100 ms margin
+  });
+
+  test('a big sliding-window log is read by position: 20,000 fetches in the window, the next lease waits for the first to leave it', async () => {
+    const frontier = testFrontier(redis, { hits: 20_000, windowSec: 60, moderated: false, throttleMarginMs: 100 });
+    await fill(frontier, ['a.com'], 3);
+    const throttle = partitionKeys(frontier.partitionFor('link')).throttle;
+    // 20,000 fetches 2 ms apart from T0 (the last at T0 + 39,998), as a busy domain's log holds them.
+    const times = Array.from({ length: 20_000 }, (_, i) => T0 + 2 * i);
+    await redis.hset(throttle, 'a.com', times.map((t) => String(t).padStart(13, '0')).join(''));
+    expect((await frontier.lease('link', { now: T0 + 40_000 })).leased).toBe(false);
+    // The oldest leaves the window (60 s + 100 ms margin) at T0 + 60,100.
+    expect((await frontier.lease('link', { now: T0 + 60_099 })).leased).toBe(false);
+    expect((await frontier.lease('link', { now: T0 + 60_100 })).leased).toBe(true);
+    // That lease cut what fell out of the window (only the first: T0 + 2 is still in it) and appended its own.
+    const log = (await throttleLog(throttle, 'a.com')) ?? [];
+    expect(log).toHaveLength(20_000);
+    expect(log[0]).toBe(T0 + 2);
+    expect(log.at(-1)).toBe(T0 + 60_100);
+  });
+
+  test('a log stored the old way (comma-separated) is read, and rewritten in place on the next fetch', async () => {
+    const frontier = testFrontier(redis, { hits: 3, windowSec: 1, moderated: false, throttleMarginMs: 100 });
+    await fill(frontier, ['a.com'], 5);
+    const throttle = partitionKeys(frontier.partitionFor('link')).throttle;
+    await redis.hset(throttle, 'a.com', `${T0},${T0 + 10},${T0 + 20}`);
+    // Three in the window: the next is due when the first leaves it (T0 + 1,100).
+    expect((await frontier.lease('link', { now: T0 + 1099 })).leased).toBe(false);
+    expect((await frontier.lease('link', { now: T0 + 1100 })).leased).toBe(true);
+    expect(await throttleLog(throttle, 'a.com')).toEqual([T0 + 10, T0 + 20, T0 + 1100]);
+  });
+
+  test('a moderated throttle reads the latest fetch of a log left by a sliding window (the setting was changed)', async () => {
+    const frontier = testFrontier(redis, { hits: 10, windowSec: 1, moderated: true, throttleMarginMs: 100 });
+    await fill(frontier, ['a.com'], 5);
+    const throttle = partitionKeys(frontier.partitionFor('link')).throttle;
+    await redis.hset(throttle, 'a.com', [T0, T0 + 50].map((t) => String(t).padStart(13, '0')).join(''));
+    // Spacing (1,000 + 100) / 10 = 110 ms after the latest (T0 + 50).
+    expect((await frontier.lease('link', { now: T0 + 159 })).leased).toBe(false);
+    expect((await frontier.lease('link', { now: T0 + 160 })).leased).toBe(true);
+    expect(await throttleLog(throttle, 'a.com')).toEqual([T0 + 160]);
   });
 
   test("the throttle's margin is added to a Crawl-delay: a fetch up to 50 ms late (no restamp) still keeps the delay", async () => {
@@ -225,11 +273,11 @@ describe('restamp: the throttle hit moves to when the fetch really starts', () =
     await leaseAt(frontier, T0 + 100);
     const throttle = partitionKeys(frontier.partitionFor('link')).throttle;
     expect(await frontier.restamp(a, { maxWaitMs: 10_000, now: T0 + 400 })).toEqual({ waitMs: 0 });
-    expect(await redis.hget(throttle, 'a.com')).toBe(`${T0 + 100},${T0 + 400}`);
+    expect(await throttleLog(throttle, 'a.com')).toEqual([T0 + 100, T0 + 400]);
     // Two fetches in [T0 + 100, T0 + 1100): the third waits for T0 + 1100, the fourth for T0 + 1400.
     expect(await firstLease(frontier, T0 + 500, T0 + 1200)).toBe(T0 + 1100);
     expect(await firstLease(frontier, T0 + 1150, T0 + 1500)).toBe(T0 + 1400);
-    expect(await redis.hget(throttle, 'a.com')).toBe(`${T0 + 1100},${T0 + 1400}`);
+    expect(await throttleLog(throttle, 'a.com')).toEqual([T0 + 1100, T0 + 1400]);
   });
 
   test('a turn further off than maxWaitMs: not fetched; the request is leased again at the next turn, first in line', async () => {

@@ -15,7 +15,7 @@
   Returns
     {1, wait}  fetch `wait` ms from now (0: now); the hit is recorded at that time
     {0}        do not fetch: the request went back to its queue (or was not leased any more: reclaimed)
-  Cost: O(hits) for the throttle's log, O(log n) to requeue.
+  Cost: O(log hits) to find the hit in the throttle's log and one copy of it, O(log n) to requeue.
 ]]
 --- @include "frontier"
 
@@ -32,18 +32,17 @@ if IP_MODE and ip ~= '' then tkey = domain .. '\0' .. ip end
 -- moderated throttle, or it left a full log).
 local state = redis.call('HGET', K.throttle, tkey)
 if state then
+  local log = log_norm(state)
+  local n = log_len(log)
   if MODERATED then
-    if tonumber(string.match(state, '(%d+)$')) == stamp then redis.call('HDEL', K.throttle, tkey) end
+    if n > 0 and log_at(log, n) == stamp then redis.call('HDEL', K.throttle, tkey) end
   else
-    local times, found = {}, false
-    for t in string.gmatch(state, '%d+') do
-      if not found and tonumber(t) == stamp then found = true else times[#times + 1] = t end
-    end
-    if found then
-      if #times == 0 then
+    local i = log_after(log, stamp - 1, 1, n) -- the first at or after the stamp (times are whole ms)
+    if i <= n and log_at(log, i) == stamp then
+      if n == 1 then
         redis.call('HDEL', K.throttle, tkey)
       else
-        redis.call('HSET', K.throttle, tkey, table.concat(times, ','))
+        redis.call('HSET', K.throttle, tkey, log_sub(log, 1, i - 1) .. log_sub(log, i + 1, n))
       end
     end
   end

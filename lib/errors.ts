@@ -21,6 +21,26 @@ export class CrawlClusterError extends Error {
   }
 }
 
+/**
+ * Some items of a batch operation failed and the others succeeded (e.g. the frontier's ackMany: one script call per
+ * partition). `results[i]` is item i's result when it succeeded, `errors[i]` its error when it failed. Its cause is
+ * the first error, so {@link failureCause} classifies it as that error.
+ */
+export class PartialBatchError<T> extends Error {
+  readonly results: readonly (T | undefined)[];
+  readonly errors: readonly unknown[];
+  constructor(results: readonly (T | undefined)[], errors: readonly unknown[]) {
+    const failed = errors.filter((e) => e !== undefined);
+    const first = failed[0];
+    super(`${failed.length} of ${results.length} failed: ${first instanceof Error ? first.message : String(first)}`, {
+      cause: first,
+    });
+    this.name = 'PartialBatchError';
+    this.results = results;
+    this.errors = errors;
+  }
+}
+
 /** The `error` field of a rejection (docs/contract.md "Rejections"). */
 export type RejectionKind =
   | 'invalid_json'

@@ -12,7 +12,7 @@
  */
 import { createHash } from 'node:crypto';
 import { setTimeout as sleep } from 'node:timers/promises';
-import { failureCause } from '../errors.ts';
+import { failureCause, PartialBatchError } from '../errors.ts';
 import { batchingSink } from '../kafka/batching-sink.ts';
 import { clusterTopics, crawledAppTopic, isTopicSafeAppid, outboundAppTopic } from '../kafka/topics.ts';
 import type { CrawlerFrontier, Log, MessageSink, OutMessage, StatsStore } from '../ports.ts';
@@ -122,6 +122,15 @@ interface Processed {
   page: PageItem;
   response: FetchResult;
   children: ChildBatch;
+}
+
+/** An ack waiting for the next flush (crawler #flushAcks). */
+interface PendingAck {
+  lease: Lease;
+  outcome: 'done' | 'fail';
+  children: ChildBatch | undefined;
+  resolve: (r: AckResult) => void;
+  reject: (e: unknown) => void;
 }
 
 interface InFlight {
@@ -664,36 +673,26 @@ export class Crawler {
     await this.#count(lease, status);
   }
 
-  /** Acks a lease with its children in one frontier call; children refused as poison are dropped (see #deliver). */
-  async #ack(lease: Lease, outcome: 'done' | 'fail', children: ChildBatch | undefined): Promise<AckResult> {
-    const o = this.#o;
-    if (!children || children.size === 0) return this.#ackSoon(lease, outcome);
-    try {
-      return await o.frontier.ack(lease, outcome, o.now(), children);
-    } catch (error) {
-      if (failureCause(error) === 'infrastructure') throw error;
-      o.log.warn('children refused; the page is published without them', {
-        url: lease.url,
-        error: (error as Error).message,
-      });
-      return o.frontier.ack(lease, outcome, o.now());
-    }
-  }
-
-  /** Acks without children waiting for the next {@link #flushAcks}. */
-  #acks: { lease: Lease; outcome: 'done' | 'fail'; resolve: (r: AckResult) => void; reject: (e: unknown) => void }[] =
-    [];
-
   /**
-   * Acks a lease without children together with the others acked in the same turn of the event loop (the pages
-   * of one Kafka batch are stored, and acked, at once): one script call per partition instead of one per page.
+   * Acks a lease with its children, together with the other acks of the same turn of the event loop (the pages of
+   * one Kafka batch are stored, and acked, at once): one frontier `ackMany`, one script call per partition instead
+   * of one per page. Children refused as poison are dropped (see {@link #ackAlone}).
    */
-  #ackSoon(lease: Lease, outcome: 'done' | 'fail'): Promise<AckResult> {
+  #ack(lease: Lease, outcome: 'done' | 'fail', children: ChildBatch | undefined): Promise<AckResult> {
     return new Promise((resolve, reject) => {
-      this.#acks.push({ lease, outcome, resolve, reject });
+      this.#acks.push({
+        lease,
+        outcome,
+        children: children && children.size > 0 ? children : undefined,
+        resolve,
+        reject,
+      });
       if (this.#acks.length === 1) setImmediate(() => void this.#flushAcks());
     });
   }
+
+  /** Acks waiting for the next {@link #flushAcks}. */
+  #acks: PendingAck[] = [];
 
   async #flushAcks(): Promise<void> {
     const batch = this.#acks;
@@ -704,12 +703,35 @@ export class Crawler {
         a.resolve(results[i] as AckResult);
       });
     } catch (error) {
-      if (failureCause(error) === 'infrastructure' || batch.length === 1) {
-        for (const a of batch) a.reject(error);
-        return;
+      // Those stored are done; the others failed on infrastructure (rejected: released) or were refused (poison:
+      // acked each alone, so only the lease at fault fails).
+      const partial = error instanceof PartialBatchError ? (error as PartialBatchError<AckResult>) : undefined;
+      for (const [i, a] of batch.entries()) {
+        const stored = partial?.results[i];
+        if (stored) {
+          a.resolve(stored);
+          continue;
+        }
+        const cause = partial ? partial.errors[i] : error;
+        if (failureCause(cause) === 'infrastructure' || (batch.length === 1 && !a.children)) a.reject(cause);
+        else await this.#ackAlone(a).then(a.resolve, a.reject);
       }
-      // Redis refused the script (poison): ack each alone, so only the lease at fault fails.
-      for (const a of batch) await this.#o.frontier.ack(a.lease, a.outcome, this.#o.now()).then(a.resolve, a.reject);
+    }
+  }
+
+  /** Acks one lease in its own frontier call; children refused as poison are dropped and the page acked without them. */
+  async #ackAlone(a: PendingAck): Promise<AckResult> {
+    const o = this.#o;
+    if (!a.children) return o.frontier.ack(a.lease, a.outcome, o.now());
+    try {
+      return await o.frontier.ack(a.lease, a.outcome, o.now(), a.children);
+    } catch (error) {
+      if (failureCause(error) === 'infrastructure') throw error;
+      o.log.warn('children refused; the page is published without them', {
+        url: a.lease.url,
+        error: (error as Error).message,
+      });
+      return o.frontier.ack(a.lease, a.outcome, o.now());
     }
   }
 

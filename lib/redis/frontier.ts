@@ -18,6 +18,7 @@
  *   a dupefilter TTL later, unless new work arrived meanwhile.
  * - A crawl is identified by spider type, appid and crawlid (keys.ts `crawlKey`).
  */
+import { PartialBatchError } from '../errors.ts';
 import type { RedisClient } from './client.ts';
 import { decodeCounters, mergeInfos } from './crawl-info.ts';
 import type {
@@ -256,13 +257,15 @@ export class Frontier {
           )
         )[0] ?? [];
     } else {
-      const ackArgs = [memberBytes(lease.handle), outcome, this.#o.dupefilterTtlSec];
       await this.#register(own.spider);
       const batch = enqueueArgs(own, own.spider, ownItems, folded, crawlKeys(own.spider));
-      r = await this.#run<AckReply>('ack-enqueue', own, batch.dupeKeys, [...ackArgs, ...batch.args], now);
+      const args = [1, memberBytes(lease.handle), outcome, this.#o.dupefilterTtlSec, ...batch.args];
+      const reply = await this.#run<unknown[]>('ack-enqueue', own, batch.dupeKeys, args, now);
+      r = (reply[0] ?? []) as AckReply;
+      const folds = (reply[1] ?? []) as number[];
       const codes = outcomes.get(own.spider) as EnqueueOutcome[];
       folded.forEach((i, k) => {
-        codes[i] = outcomeOf(r[5]?.[k]);
+        codes[i] = outcomeOf(folds[k]);
       });
     }
     const result = ackResult(r);
@@ -271,26 +274,110 @@ export class Frontier {
   }
 
   /**
-   * Acks several leases without children (see {@link ack}), one script call per partition: a crawler acks the
-   * pages of one Kafka batch together. Results in input order; each as if acked alone, in that order.
+   * Acks several leases (see {@link ack}), one script call per partition: a crawler acks the pages of one Kafka
+   * batch together. Their children that belong in the lease's own partition are queued in that same call (all of
+   * them first, in page order, then the acks: ack-enqueue.lua); a lease with children elsewhere (another spider
+   * type, another partition) is acked alone by {@link ack}, which queues those first. Results in input order; each
+   * as if acked alone, in that order.
    */
   async ackMany(
-    items: readonly { lease: Pick<Lease, 'handle' | 'partition'>; outcome: 'done' | 'fail' }[],
+    items: readonly {
+      lease: Pick<Lease, 'handle' | 'partition'>;
+      outcome: 'done' | 'fail';
+      children?: ReadonlyMap<string, readonly FrontierItem[]>;
+    }[],
     now = Date.now(),
   ): Promise<AckResult[]> {
-    const out: AckResult[] = new Array(items.length);
-    for (const { p, idx } of byPartition(items, (it) => it.lease.partition)) {
-      const args: (string | number | Buffer)[] = [this.#o.dupefilterTtlSec];
-      for (const i of idx) {
-        const it = items[i] as (typeof items)[number];
-        args.push(memberBytes(it.lease.handle), it.outcome);
-      }
-      const replies = await this.#run<AckReply[]>('ack', p, [], args, now);
-      idx.forEach((i, k) => {
-        out[i] = ackResult(replies[k] ?? []);
-      });
+    const out: (AckResult | undefined)[] = new Array(items.length);
+    const errors: unknown[] = new Array(items.length);
+    let failed = false;
+    const together: number[] = [];
+    for (let i = 0; i < items.length; i++) {
+      const it = items[i] as (typeof items)[number];
+      if (this.#allOwn(it.lease.partition, it.children)) together.push(i);
+      else
+        try {
+          out[i] = await this.ack(it.lease, it.outcome, now, it.children);
+        } catch (error) {
+          errors[i] = error;
+          failed = true;
+        }
     }
-    return out;
+    const fold = together.map((i) => items[i] as (typeof items)[number]);
+    for (const { p, idx: whole } of byPartition(fold, (it) => it.lease.partition))
+      for (const idx of byChildren(whole, (k) => fold[k]?.children?.get(p.spider)?.length ?? 0)) {
+        try {
+          await this.#ackGroup(
+            p,
+            idx.map((k) => fold[k] as (typeof fold)[number]),
+            now,
+            (j, result) => {
+              out[together[idx[j] as number] as number] = result;
+            },
+          );
+        } catch (error) {
+          // One script call: none of the group was stored.
+          for (const k of idx) errors[together[k] as number] = error;
+          failed = true;
+        }
+      }
+    if (failed) throw new PartialBatchError(out, errors);
+    return out as AckResult[];
+  }
+
+  /** One partition's share of {@link ackMany}: one script call; `done(j, result)` for the group's j-th item. */
+  async #ackGroup(
+    p: PartitionRef,
+    group: readonly {
+      lease: Pick<Lease, 'handle'>;
+      outcome: 'done' | 'fail';
+      children?: ReadonlyMap<string, readonly FrontierItem[]>;
+    }[],
+    now: number,
+    done: (j: number, result: AckResult) => void,
+  ): Promise<void> {
+    const kids = group.flatMap((g) => g.children?.get(p.spider) ?? []);
+    const pairs: (string | number | Buffer)[] = [];
+    for (const g of group) pairs.push(memberBytes(g.lease.handle), g.outcome);
+    let replies: AckReply[];
+    let codes: number[] = [];
+    if (kids.length === 0) {
+      replies = await this.#run<AckReply[]>('ack', p, [], [this.#o.dupefilterTtlSec, ...pairs], now);
+    } else {
+      await this.#register(p.spider);
+      const batch = enqueueArgs(
+        p,
+        p.spider,
+        kids,
+        kids.map((_, i) => i),
+        crawlKeys(p.spider),
+      );
+      const args = [group.length, ...pairs, this.#o.dupefilterTtlSec, ...batch.args];
+      const reply = await this.#run<unknown[]>('ack-enqueue', p, batch.dupeKeys, args, now);
+      replies = reply.slice(0, group.length) as AckReply[];
+      codes = (reply[group.length] ?? []) as number[];
+    }
+    let c = 0;
+    group.forEach((g, j) => {
+      const result = ackResult(replies[j] ?? []);
+      if (g.children) {
+        // As ack() reports them: by spider type, those that had children.
+        const own = g.children.get(p.spider) ?? [];
+        result.children = new Map(own.length > 0 ? [[p.spider, own.map((_, n) => outcomeOf(codes[c + n]))]] : []);
+        c += own.length;
+      }
+      done(j, result);
+    });
+  }
+
+  /** Whether every child goes to the lease's own spider type and partition (so it can be folded into the ack). */
+  #allOwn(own: PartitionRef, children: ReadonlyMap<string, readonly FrontierItem[]> | undefined): boolean {
+    for (const [spider, kids] of children ?? []) {
+      if (kids.length === 0) continue;
+      if (spider !== own.spider) return false;
+      for (const k of kids) if (!samePartition(this.partitionFor(own.spider, k.request.domain), own)) return false;
+    }
+    return true;
   }
 
   /**
@@ -487,8 +574,33 @@ export class Frontier {
   }
 }
 
-/** ack.lua's reply (ack-enqueue.lua adds the children's codes). */
-type AckReply = [number?, number?, number?, number?, number?, number[]?];
+/** ack.lua's reply for one lease (ack-enqueue.lua's too, one per lease, then the children's codes). */
+type AckReply = [number?, number?, number?, number?, number?];
+
+/**
+ * Most children one ack-enqueue call of {@link Frontier.ackMany} queues (more pages' go in further calls): a Kafka
+ * batch of link-heavy pages would otherwise hold Redis for one long script.
+ */
+export const MAX_FOLDED_CHILDREN = 2000;
+
+/** `idx` cut into runs (in order) whose children add up to at most {@link MAX_FOLDED_CHILDREN}, one item at least. */
+function byChildren(idx: readonly number[], childrenOf: (i: number) => number): number[][] {
+  const runs: number[][] = [];
+  let run: number[] = [];
+  let n = 0;
+  for (const i of idx) {
+    const c = childrenOf(i);
+    if (run.length > 0 && n + c > MAX_FOLDED_CHILDREN) {
+      runs.push(run);
+      run = [];
+      n = 0;
+    }
+    run.push(i);
+    n += c;
+  }
+  if (run.length > 0) runs.push(run);
+  return runs;
+}
 
 /** `items`' indexes grouped by their partition (one script call each), in first-seen order. */
 function byPartition<T>(

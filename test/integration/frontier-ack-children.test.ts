@@ -1,5 +1,6 @@
 import { describe, expect, test } from 'vitest';
-import type { Frontier } from '../../lib/redis/frontier.ts';
+import { PartialBatchError } from '../../lib/errors.ts';
+import { type Frontier, MAX_FOLDED_CHILDREN } from '../../lib/redis/frontier.ts';
 import type { CrawlRef, Lease, QueueRequest } from '../../lib/redis/frontier-types.ts';
 import {
   childCrawl,
@@ -247,5 +248,160 @@ describe('ack with children', () => {
     await expect(frontier.ack(lease, 'done', T0 + 1, bad)).rejects.toThrow(/frontier integer too large/);
     expect(await counts(frontier)).toEqual({ queued: 0, leased: 1, done: 0, failed: 0 });
     expect((await frontier.ack(lease, 'done', T0 + 2)).complete).toBe(true);
+  });
+});
+
+describe('ackMany with children (the pages of one Kafka batch)', () => {
+  /** Seeds `urls` (one crawl) and leases them all. */
+  async function leased(frontier: Frontier, crawl: CrawlRef, urls: string[]): Promise<Lease[]> {
+    await frontier.enqueue(
+      'link',
+      urls.map((u, i) => ({ crawl: i === 0 ? crawl : childCrawl(crawl), request: queueRequest(u, 5) })),
+      T0,
+    );
+    const leases = await leaseAll(frontier, 'link', T0);
+    expect(leases).toHaveLength(urls.length);
+    return leases;
+  }
+
+  test("one script call queues every page's children, then acks each page; a child two pages share is queued once", async () => {
+    const frontier = testFrontier(redis);
+    const crawl = seedCrawl('app', 'c1', { maxdepth: 2 });
+    const [a, b, c] = await leased(frontier, crawl, ['http://a.com/1', 'http://b.com/1', 'http://c.com/1']);
+    let acks: Awaited<ReturnType<Frontier['ackMany']>> = [];
+    const run = await scriptsRun(async () => {
+      acks = await frontier.ackMany(
+        [
+          { lease: a as Lease, outcome: 'done', children: children(crawl, ['http://a.com/2', 'http://x.com/shared']) },
+          { lease: b as Lease, outcome: 'fail' },
+          { lease: c as Lease, outcome: 'done', children: children(crawl, ['http://x.com/shared', 'http://c.com/2']) },
+        ],
+        T0 + 1,
+      );
+    });
+    expect(run).toEqual(['ack-enqueue']);
+    expect(acks.map((r) => [r.acked, r.complete])).toEqual([
+      [true, false],
+      [true, false],
+      [true, false],
+    ]);
+    expect(acks[0]?.children).toEqual(new Map([['link', ['queued', 'queued']]]));
+    expect(acks[1]?.children).toBeUndefined();
+    expect(acks[2]?.children).toEqual(new Map([['link', ['duplicate', 'queued']]]));
+    expect(await counts(frontier)).toEqual({ queued: 3, leased: 0, done: 2, failed: 1 });
+    expect((await leaseAll(frontier, 'link', T0 + 2)).map((l) => l.url).sort()).toEqual([
+      'http://a.com/2',
+      'http://c.com/2',
+      'http://x.com/shared',
+    ]);
+  });
+
+  test('the last acks of a crawl in one call: only the one that leaves nothing queued or leased reports it complete', async () => {
+    const frontier = testFrontier(redis);
+    const crawl = seedCrawl('app', 'c1', { maxdepth: 1 });
+    const [a, b] = await leased(frontier, crawl, ['http://a.com/1', 'http://b.com/1']);
+    const acks = await frontier.ackMany(
+      [
+        { lease: a as Lease, outcome: 'done', children: new Map([['link', []]]) },
+        { lease: b as Lease, outcome: 'done' },
+      ],
+      T0 + 1,
+    );
+    expect(acks.map((r) => r.complete)).toEqual([false, true]);
+    // With a child queued by the batch, no ack of it reports the crawl complete.
+    const crawl2 = seedCrawl('app', 'c2', { maxdepth: 2 });
+    const [d, e] = await leased(frontier, crawl2, ['http://d.com/1', 'http://e.com/1']);
+    const again = await frontier.ackMany(
+      [
+        { lease: d as Lease, outcome: 'done' },
+        { lease: e as Lease, outcome: 'done', children: children(crawl2, ['http://e.com/2']) },
+      ],
+      T0 + 2,
+    );
+    expect(again.map((r) => r.complete)).toEqual([false, false]);
+    expect(await counts(frontier, 'c2')).toEqual({ queued: 1, leased: 0, done: 2, failed: 0 });
+  });
+
+  test('a page with a hand-off is acked alone (its enqueue first); the others still go together', async () => {
+    const frontier = testFrontier(redis);
+    const crawl = seedCrawl('app', 'c1', { maxdepth: 2 });
+    const [a, b, c] = await leased(frontier, crawl, ['http://a.com/1', 'http://b.com/1', 'http://c.com/1']);
+    const handOff: Item = {
+      crawl: {
+        ...crawl,
+        settings: { ...(crawl.settings as NonNullable<CrawlRef['settings']>), spiderid: 'wandering' },
+      },
+      request: queueRequest('http://w.com/1', -5, 1),
+    };
+    const run = await scriptsRun(async () => {
+      const acks = await frontier.ackMany(
+        [
+          { lease: a as Lease, outcome: 'done', children: children(crawl, ['http://a.com/2']) },
+          { lease: b as Lease, outcome: 'done', children: new Map([['wandering', [handOff]]]) },
+          { lease: c as Lease, outcome: 'done', children: children(crawl, ['http://c.com/2']) },
+        ],
+        T0 + 1,
+      );
+      expect(acks.every((r) => r.acked)).toBe(true);
+      expect(acks[1]?.children).toEqual(new Map([['wandering', ['queued']]]));
+    });
+    expect(run).toEqual(['enqueue', 'ack', 'ack-enqueue']);
+    expect((await leaseAll(frontier, 'wandering', T0 + 2)).map((l) => l.url)).toEqual(['http://w.com/1']);
+    expect(await counts(frontier)).toEqual({ queued: 2, leased: 0, done: 3, failed: 0 });
+  });
+
+  test('a child Redis refuses fails its whole call, atomically: nothing of it stored, the other calls stored, and the error says which', async () => {
+    const frontier = testFrontier(redis);
+    const crawl = seedCrawl('app', 'c1', { maxdepth: 2 });
+    const [a, b, c] = await leased(frontier, crawl, ['http://a.com/1', 'http://b.com/1', 'http://c.com/1']);
+    const handOff: Item = {
+      crawl: {
+        ...crawl,
+        settings: { ...(crawl.settings as NonNullable<CrawlRef['settings']>), spiderid: 'wandering' },
+      },
+      request: queueRequest('http://w.com/1', -5, 1),
+    };
+    // A depth past what a member can encode: the enqueue part of the grouped call fails.
+    const bad = new Map([
+      ['link', [{ crawl: childCrawl(crawl), request: queueRequest('http://a.com/2', -5, 2 ** 50) }]],
+    ]);
+    const error = await frontier
+      .ackMany(
+        [
+          { lease: a as Lease, outcome: 'done', children: bad },
+          { lease: b as Lease, outcome: 'done', children: new Map([['wandering', [handOff]]]) },
+          { lease: c as Lease, outcome: 'done', children: children(crawl, ['http://c.com/2']) },
+        ],
+        T0 + 1,
+      )
+      .then(
+        () => undefined,
+        (e: unknown) => e,
+      );
+    expect(error).toBeInstanceOf(PartialBatchError);
+    const partial = error as PartialBatchError<{ acked: boolean }>;
+    expect(partial.results.map((r) => r?.acked)).toEqual([undefined, true, undefined]);
+    expect(String(partial.errors[0])).toMatch(/frontier integer too large/);
+    expect(partial.errors[2]).toBe(partial.errors[0]);
+    expect(partial.errors[1]).toBeUndefined();
+    // b (acked alone) is stored; a and c are still leased, c's child not queued.
+    expect(await counts(frontier)).toEqual({ queued: 0, leased: 2, done: 1, failed: 0 });
+  });
+
+  test('more children than MAX_FOLDED_CHILDREN are split over several calls, in page order', async () => {
+    const frontier = testFrontier(redis);
+    const crawl = seedCrawl('app', 'c1', { maxdepth: 2 });
+    const leases = await leased(frontier, crawl, ['http://a.com/1', 'http://b.com/1', 'http://c.com/1']);
+    const per = Math.ceil(MAX_FOLDED_CHILDREN / 2) + 1;
+    const urls = (host: string) => Array.from({ length: per }, (_, i) => `http://${host}.com/p${i}`);
+    const run = await scriptsRun(async () => {
+      const acks = await frontier.ackMany(
+        leases.map((l, i) => ({ lease: l, outcome: 'done' as const, children: children(crawl, urls(`h${i}`)) })),
+        T0 + 1,
+      );
+      expect(acks.every((r) => r.acked && r.children?.get('link')?.every((o) => o === 'queued'))).toBe(true);
+    });
+    expect(run).toEqual(['ack-enqueue', 'ack-enqueue', 'ack-enqueue']);
+    expect(await counts(frontier)).toEqual({ queued: 3 * per, leased: 0, done: 3, failed: 0 });
   });
 });

@@ -24,6 +24,7 @@ import {
   type PageItem,
   type Spider,
 } from '../../lib/crawl/types.ts';
+import { PartialBatchError } from '../../lib/errors.ts';
 import type { CrawlerFrontier } from '../../lib/ports.ts';
 import type {
   AckResult,
@@ -112,11 +113,26 @@ class ScriptedFrontier implements CrawlerFrontier {
   }
   /** The size of every ackMany call. */
   readonly ackBatches: number[] = [];
-  async ackMany(items: readonly { lease: Pick<Lease, 'handle'>; outcome: 'done' | 'fail' }[]): Promise<AckResult[]> {
+  /** As the frontier's: each item as if acked alone; when some fail, a PartialBatchError says which. */
+  async ackMany(
+    items: readonly {
+      lease: Pick<Lease, 'handle'>;
+      outcome: 'done' | 'fail';
+      children?: ReadonlyMap<string, readonly { crawl: CrawlRef; request: QueueRequest }[]>;
+    }[],
+  ): Promise<AckResult[]> {
     this.ackBatches.push(items.length);
-    const out: AckResult[] = [];
-    for (const it of items) out.push(await this.ack(it.lease, it.outcome));
-    return out;
+    const out: (AckResult | undefined)[] = [];
+    const errors: unknown[] = [];
+    for (const [i, it] of items.entries()) {
+      try {
+        out[i] = await this.ack(it.lease, it.outcome, undefined, it.children);
+      } catch (error) {
+        errors[i] = error;
+      }
+    }
+    if (errors.some((e) => e !== undefined)) throw new PartialBatchError(out, errors);
+    return out as AckResult[];
   }
   async retry(
     l: Pick<Lease, 'handle'>,

@@ -24,6 +24,14 @@ function children(crawl: CrawlRef, urls: string[], spider = 'link'): Map<string,
   return new Map([[spider, urls.map((u) => ({ crawl: childCrawl(crawl), request: queueRequest(u, -5, 1) }))]]);
 }
 
+/** A child of `crawl` handed off to the spider type `wandering` (another hash slot): http://w.com/1 at depth 1. */
+function handOffOf(crawl: CrawlRef): Item {
+  return {
+    crawl: { ...crawl, settings: { ...(crawl.settings as NonNullable<CrawlRef['settings']>), spiderid: 'wandering' } },
+    request: queueRequest('http://w.com/1', -5, 1),
+  };
+}
+
 async function seed(frontier: Frontier, crawl: CrawlRef, url = 'http://a.com/seed'): Promise<Lease> {
   expect(await frontier.enqueue('link', [{ crawl, request: queueRequest(url, 5) }], T0)).toEqual(['queued']);
   const [lease] = await leaseAll(frontier, 'link', T0, { max: 1 });
@@ -212,13 +220,7 @@ describe('ack with children', () => {
     const frontier = testFrontier(redis);
     const crawl = seedCrawl('app', 'c1', { maxdepth: 2 });
     const lease = await seed(frontier, crawl);
-    const handOff: Item = {
-      crawl: {
-        ...crawl,
-        settings: { ...(crawl.settings as NonNullable<CrawlRef['settings']>), spiderid: 'wandering' },
-      },
-      request: queueRequest('http://w.com/1', -5, 1),
-    };
+    const handOff = handOffOf(crawl);
     const all = new Map([...children(crawl, ['http://a.com/1']), ['wandering', [handOff]]]);
     let complete: boolean | undefined;
     const run = await scriptsRun(async () => {
@@ -326,13 +328,7 @@ describe('ackMany with children (the pages of one Kafka batch)', () => {
     const frontier = testFrontier(redis);
     const crawl = seedCrawl('app', 'c1', { maxdepth: 2 });
     const [a, b, c] = await leased(frontier, crawl, ['http://a.com/1', 'http://b.com/1', 'http://c.com/1']);
-    const handOff: Item = {
-      crawl: {
-        ...crawl,
-        settings: { ...(crawl.settings as NonNullable<CrawlRef['settings']>), spiderid: 'wandering' },
-      },
-      request: queueRequest('http://w.com/1', -5, 1),
-    };
+    const handOff = handOffOf(crawl);
     const run = await scriptsRun(async () => {
       const acks = await frontier.ackMany(
         [
@@ -354,13 +350,7 @@ describe('ackMany with children (the pages of one Kafka batch)', () => {
     const frontier = testFrontier(redis);
     const crawl = seedCrawl('app', 'c1', { maxdepth: 2 });
     const [a, b, c] = await leased(frontier, crawl, ['http://a.com/1', 'http://b.com/1', 'http://c.com/1']);
-    const handOff: Item = {
-      crawl: {
-        ...crawl,
-        settings: { ...(crawl.settings as NonNullable<CrawlRef['settings']>), spiderid: 'wandering' },
-      },
-      request: queueRequest('http://w.com/1', -5, 1),
-    };
+    const handOff = handOffOf(crawl);
     // A depth past what a member can encode: the enqueue part of the grouped call fails.
     const bad = new Map([
       ['link', [{ crawl: childCrawl(crawl), request: queueRequest('http://a.com/2', -5, 2 ** 50) }]],

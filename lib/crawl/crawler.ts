@@ -325,7 +325,7 @@ export class Crawler {
     const ready = this.#ready.shift();
     if (ready) {
       this.#taken();
-      if (!this.#leasing && this.#ready.length <= this.#aheadTarget() >> 1) void this.#leaseRounds();
+      if (!this.#leasing && this.#refill() > 0) void this.#leaseRounds();
       return Promise.resolve({ lease: ready.lease, leasedAt: ready.at, nextDueMs: null });
     }
     return new Promise((resolve, reject) => {
@@ -334,7 +334,7 @@ export class Crawler {
     });
   }
 
-  /** Notes that a worker took a request (for {@link #aheadTarget}). */
+  /** Notes that a worker took a request (for {@link #refill}). */
   #taken(): void {
     const now = this.#o.now();
     const gap = Math.min(Math.max(now - this.#lastTakenAt, 0), 1000);
@@ -342,20 +342,22 @@ export class Crawler {
     this.#takeIntervalMs += (gap - this.#takeIntervalMs) / 8;
   }
 
-  /** How many requests to hold leased ahead: those the workers take in {@link LEASE_AHEAD_MS} at their recent pace. */
-  #aheadTarget(): number {
+  /**
+   * How many requests to lease ahead now: none while the buffer is more than half full (few calls, several leases
+   * each), else up to those the workers take in {@link LEASE_AHEAD_MS} at their recent pace.
+   */
+  #refill(): number {
     if (this.#stopping) return 0;
-    const n = Math.floor(LEASE_AHEAD_MS / Math.max(this.#takeIntervalMs, 0.1));
-    return Math.min(n, MAX_LEASE_BATCH, this.#o.concurrency);
+    const pace = Math.floor(LEASE_AHEAD_MS / Math.max(this.#takeIntervalMs, 0.1));
+    const target = Math.min(pace, MAX_LEASE_BATCH, this.#o.concurrency);
+    return this.#ready.length <= target >> 1 ? target - this.#ready.length : 0;
   }
 
   async #leaseRounds(): Promise<void> {
     this.#leasing = true;
     try {
       for (;;) {
-        const ahead = Math.max(0, this.#aheadTarget() - this.#ready.length);
-        // Refill the buffer only once it is half empty (then up to the target): few calls, several leases each.
-        const refill = this.#ready.length <= this.#aheadTarget() >> 1 ? ahead : 0;
+        const refill = this.#refill();
         if (this.#waiting.length === 0 && refill === 0) return;
         const want = Math.min(this.#waiting.length + refill, MAX_LEASE_BATCH);
         const at = this.#o.now();

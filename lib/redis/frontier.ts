@@ -244,31 +244,19 @@ export class Frontier {
       }
       outcomes.set(own.spider, codes);
     }
-    let r: AckReply;
-    if (folded.length === 0) {
-      r =
-        (
-          await this.#run<AckReply[]>(
-            'ack',
-            own,
-            [],
-            [this.#o.dupefilterTtlSec, memberBytes(lease.handle), outcome],
-            now,
-          )
-        )[0] ?? [];
-    } else {
-      await this.#register(own.spider);
-      const batch = enqueueArgs(own, own.spider, ownItems, folded, crawlKeys(own.spider));
-      const args = [1, memberBytes(lease.handle), outcome, this.#o.dupefilterTtlSec, ...batch.args];
-      const reply = await this.#run<unknown[]>('ack-enqueue', own, batch.dupeKeys, args, now);
-      r = (reply[0] ?? []) as AckReply;
-      const folds = (reply[1] ?? []) as number[];
-      const codes = outcomes.get(own.spider) as EnqueueOutcome[];
-      folded.forEach((i, k) => {
-        codes[i] = outcomeOf(folds[k]);
-      });
-    }
-    const result = ackResult(r);
+    // The ack itself, with the folded children: ackMany's call for a group of one.
+    const foldedItems = folded.map((i) => ownItems[i] as FrontierItem);
+    const [result] = await this.#ackGroup(
+      own,
+      [{ lease, outcome, children: foldedItems.length > 0 ? new Map([[own.spider, foldedItems]]) : undefined }],
+      now,
+    );
+    if (!result) throw new Error('ack: no reply for the lease');
+    const folds = result.children?.get(own.spider) ?? [];
+    const codes = outcomes.get(own.spider) ?? [];
+    folded.forEach((i, k) => {
+      codes[i] = folds[k] as EnqueueOutcome;
+    });
     if (children) result.children = outcomes;
     return result;
   }
@@ -307,14 +295,14 @@ export class Frontier {
     for (const { p, idx: whole } of byPartition(fold, (it) => it.lease.partition))
       for (const idx of byChildren(whole, (k) => fold[k]?.children?.get(p.spider)?.length ?? 0)) {
         try {
-          await this.#ackGroup(
+          const results = await this.#ackGroup(
             p,
             idx.map((k) => fold[k] as (typeof fold)[number]),
             now,
-            (j, result) => {
-              out[together[idx[j] as number] as number] = result;
-            },
           );
+          idx.forEach((k, j) => {
+            out[together[k] as number] = results[j];
+          });
         } catch (error) {
           // One script call: none of the group was stored.
           for (const k of idx) errors[together[k] as number] = error;
@@ -325,7 +313,7 @@ export class Frontier {
     return out as AckResult[];
   }
 
-  /** One partition's share of {@link ackMany}: one script call; `done(j, result)` for the group's j-th item. */
+  /** One partition's share of {@link ackMany} (and {@link ack}'s own call): one script call, results in order. */
   async #ackGroup(
     p: PartitionRef,
     group: readonly {
@@ -334,8 +322,7 @@ export class Frontier {
       children?: ReadonlyMap<string, readonly FrontierItem[]>;
     }[],
     now: number,
-    done: (j: number, result: AckResult) => void,
-  ): Promise<void> {
+  ): Promise<AckResult[]> {
     const kids = group.flatMap((g) => g.children?.get(p.spider) ?? []);
     const pairs: (string | number | Buffer)[] = [];
     for (const g of group) pairs.push(memberBytes(g.lease.handle), g.outcome);
@@ -358,7 +345,7 @@ export class Frontier {
       codes = (reply[group.length] ?? []) as number[];
     }
     let c = 0;
-    group.forEach((g, j) => {
+    return group.map((g, j) => {
       const result = ackResult(replies[j] ?? []);
       if (g.children) {
         // As ack() reports them: by spider type, those that had children.
@@ -366,7 +353,7 @@ export class Frontier {
         result.children = new Map(own.length > 0 ? [[p.spider, own.map((_, n) => outcomeOf(codes[c + n]))]] : []);
         c += own.length;
       }
-      done(j, result);
+      return result;
     });
   }
 

@@ -5,6 +5,7 @@
  */
 import { describe, expect, test } from 'vitest';
 import type { Frontier } from '../../lib/redis/frontier.ts';
+import type { Lease } from '../../lib/redis/frontier-types.ts';
 import { partitionKeys } from '../../lib/redis/keys.ts';
 import {
   childCrawl,
@@ -231,6 +232,21 @@ describe('restamp: the throttle hit moves to when the fetch really starts', () =
     for (let at = from; at <= to; at += stepMs) if ((await frontier.lease('link', { now: at })).leased) return at;
     return undefined;
   }
+
+  test('3 fetches allowed per ms: a late fetch moves only its own hit, and its new ms has room for 2 more', async () => {
+    const frontier = testFrontier(redis, { hits: 3003, windowSec: 1, moderated: true });
+    await fill(frontier, ['a.com'], 10);
+    const three = (await frontier.leaseMany('link', 8, { now: T0 })).leases;
+    expect(three.map((l) => l.hitMs)).toEqual([T0, T0, T0]);
+    expect(await frontier.restamp(three[2] as Lease, { maxWaitMs: 10_000, now: T0 + 5 })).toEqual({ waitMs: 0 });
+    expect((await frontier.leaseMany('link', 8, { now: T0 + 5 })).leases).toHaveLength(2);
+    // A fetch that starts in its lease's ms keeps its one hit there: 2 leased, 1 more fits (not 0, not 2).
+    const again = testFrontier(redis, { hits: 3003, windowSec: 1, moderated: true });
+    await fill(again, ['a.com'], 10);
+    const two = (await again.leaseMany('link', 2, { now: T0 })).leases;
+    expect(await again.restamp(two[0] as Lease, { maxWaitMs: 10_000, now: T0 })).toEqual({ waitMs: 0 });
+    expect((await again.leaseMany('link', 8, { now: T0 })).leases).toHaveLength(1);
+  });
 
   test('a lease reports its hit; a fetch 500 ms late moves it, so the next lease comes 500 ms later too', async () => {
     const frontier = testFrontier(redis, { hits: 1, windowSec: 2, moderated: true });

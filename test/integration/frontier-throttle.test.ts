@@ -55,6 +55,40 @@ describe('frontier throttle', () => {
     expect(times.slice(0, 4)).toEqual([T0, T0 + 667, T0 + 1334, T0 + 2001]);
   });
 
+
+  test('moderated, more than one fetch per ms: 3,003 per 1 s takes 3 leases in the same ms, the 4th waits for the next ms', async () => {
+    // floor(3003 / (1000 ms + 1)) = 3 per ms; before, a moderated throttle never gave one domain two leases in one ms
+    // (its spacing rounds up to 1 ms), so 100,000 per s was 1,000 per s and a lease call took one request per domain.
+    const frontier = testFrontier(redis, { hits: 3003, windowSec: 1, moderated: true });
+    await fill(frontier, 'a.com', 5000);
+    const first = await frontier.leaseMany('link', 8, { now: T0 });
+    expect(first.leases).toHaveLength(3);
+    expect(first.nextDueMs).toBe(T0 + 1);
+    expect((await frontier.leaseMany('link', 8, { now: T0 })).leases).toHaveLength(0);
+    expect((await frontier.leaseMany('link', 2, { now: T0 + 1 })).leases).toHaveLength(2);
+    expect((await frontier.leaseMany('link', 8, { now: T0 + 1 })).leases).toHaveLength(1);
+    // Two leasers asking for 2 each every ms for 1.5 s: 3 per ms, never more than 3,003 in a 1 s window.
+    const times: number[] = [];
+    for (let at = T0 + 2; at < T0 + 1502; at++) {
+      const got = await Promise.all([0, 1].map(() => frontier.leaseMany('link', 2, { now: at })));
+      for (const r of got) for (const _ of r.leases) times.push(at);
+    }
+    expect(times).toHaveLength(1500 * 3);
+    expect(maxInWindow(times, 1000)).toBe(3000);
+  });
+
+  test('moderated, more than one fetch per ms: a Crawl-delay still spaces every fetch, and 1,000 per 1 s stays 1 per ms', async () => {
+    const delayed = testFrontier(redis, { hits: 100_000, windowSec: 1, moderated: true });
+    await fill(delayed, 'a.com', 10);
+    await delayed.setCrawlDelay(delayed.partitionFor('link'), 'a.com', 5);
+    const d = await delayed.leaseMany('link', 8, { now: T0 });
+    expect(d.leases).toHaveLength(1);
+    expect(d.nextDueMs).toBe(T0 + 5);
+    const oneMs = testFrontier(redis, { hits: 1000, windowSec: 1, moderated: true });
+    await fill(oneMs, 'b.com', 10);
+    expect((await oneMs.leaseMany('link', 8, { now: T0 })).leases).toHaveLength(1);
+    expect((await oneMs.leaseMany('link', 8, { now: T0 + 1 })).leases).toHaveLength(1);
+  });
   test('not moderated: a burst of 5 goes at once, then nothing until the 2 s window slides past the first', async () => {
     const frontier = testFrontier(redis, { ...FIVE_PER_2S, moderated: false });
     await fill(frontier, 'a.com', 100);

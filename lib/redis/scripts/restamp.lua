@@ -35,7 +35,13 @@ if state then
   local log = log_norm(state)
   local n = log_len(log)
   if MODERATED then
-    if n > 0 and log_at(log, n) == stamp then redis.call('HDEL', K.throttle, tkey) end
+    if n > 0 and log_at(log, n) == stamp then
+      if n == 1 then
+        redis.call('HDEL', K.throttle, tkey)
+      else
+        redis.call('HSET', K.throttle, tkey, log_sub(log, 1, n - 1))
+      end
+    end
   else
     local i = log_after(log, stamp - 1, 1, n) -- the first at or after the stamp (times are whole ms)
     if i <= n and log_at(log, i) == stamp then

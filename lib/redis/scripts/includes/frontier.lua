@@ -214,9 +214,16 @@ local function log_after(log, t, lo, hi)
   return lo
 end
 
+-- Fetches a moderated throttle allows in one ms (times are whole ms): floor(hits / (window + margin + 1 ms)), so
+-- that any window, which holds at most window + 1 distinct ms, holds at most hits fetches; at most PER_MS_MAX.
+-- 1 for every throttle of at most one fetch per ms (all but the widest open: 100,000 per s allows 90).
+local PER_MS_MAX = 64
+local function per_ms(hits, wms) return math.min(math.floor(hits / (wms + 1)), PER_MS_MAX) end
+
 -- When the throttle key next allows a fetch (<= NOW: allowed now).
 -- Moderated: fetches evenly spaced (window + margin) / hits apart, rounded up (rounding down would let
--- hits + 1 fetches into one window when hits does not divide it, e.g. 3 per 2 s at 0, 666, 1332, 1998 ms).
+-- hits + 1 fetches into one window when hits does not divide it, e.g. 3 per 2 s at 0, 666, 1332, 1998 ms);
+-- a throttle that allows more than one per ms (per_ms) takes up to per_ms in the same ms, then waits 1 ms.
 -- Not moderated: a sliding-window log of the last `hits` fetch times.
 -- Either way at least the domain's Crawl-delay (plus the margin: a fetch may start up to restamp's 50 ms late)
 -- after the last fetch, and not before a Retry-After hold ends.
@@ -234,6 +241,8 @@ local function throttle_due(tkey, domain)
       local last = log_at(log, n)
       if MODERATED then
         due = last + math.max(math.ceil(wms / hits), crawl_delay > 0 and crawl_delay + MARGIN_MS or 0)
+        -- More than one fetch per ms allowed: the ms of the last fetch still has room.
+        if crawl_delay == 0 and n - log_after(log, last - 1, 1, n) + 1 < per_ms(hits, wms) then due = last end
       else
         if n >= hits then due = log_at(log, n - hits + 1) + wms end
         if crawl_delay > 0 then due = math.max(due, last + crawl_delay + MARGIN_MS) end
@@ -258,7 +267,15 @@ end
 local function throttle_hit(tkey, domain, at)
   at = at or NOW
   if MODERATED then
-    redis.call('HSET', K.throttle, tkey, log_fmt(at))
+    -- The last fetch's time, repeated once per fetch in that ms (more than one only where per_ms allows).
+    local state = redis.call('HGET', K.throttle, tkey)
+    local log = state and log_norm(state) or ''
+    local n = log_len(log)
+    if n > 0 and log_at(log, n) == at then
+      redis.call('HSET', K.throttle, tkey, log_sub(log, log_after(log, at - 1, 1, n), n) .. log_fmt(at))
+    else
+      redis.call('HSET', K.throttle, tkey, log_fmt(at))
+    end
     return
   end
   local hits, window = throttle_config(domain)

@@ -55,7 +55,6 @@ describe('frontier throttle', () => {
     expect(times.slice(0, 4)).toEqual([T0, T0 + 667, T0 + 1334, T0 + 2001]);
   });
 
-
   test('moderated, more than one fetch per ms: 3,003 per 1 s takes 3 leases in the same ms, the 4th waits for the next ms', async () => {
     // floor(3003 / (1000 ms + 1)) = 3 per ms; before, a moderated throttle never gave one domain two leases in one ms
     // (its spacing rounds up to 1 ms), so 100,000 per s was 1,000 per s and a lease call took one request per domain.

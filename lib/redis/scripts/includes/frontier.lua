@@ -216,7 +216,8 @@ end
 
 -- Fetches a moderated throttle allows in one ms (times are whole ms): floor(hits / (window + margin + 1 ms)), so
 -- that any window, which holds at most window + 1 distinct ms, holds at most hits fetches; at most PER_MS_MAX.
--- 1 for every throttle of at most one fetch per ms (all but the widest open: 100,000 per s allows 90).
+-- 1 for every throttle of at most one fetch per ms (all but the widest open: 100,000 per s with the 100 ms margin
+-- allows 90, so 64).
 local PER_MS_MAX = 64
 local function per_ms(hits, wms) return math.min(math.floor(hits / (wms + 1)), PER_MS_MAX) end
 

@@ -243,7 +243,8 @@ local function throttle_due(tkey, domain)
       if MODERATED then
         due = last + math.max(math.ceil(wms / hits), crawl_delay > 0 and crawl_delay + MARGIN_MS or 0)
         -- More than one fetch per ms allowed: the ms of the last fetch still has room.
-        if crawl_delay == 0 and n - log_after(log, last - 1, 1, n) + 1 < per_ms(hits, wms) then due = last end
+        local room = crawl_delay == 0 and per_ms(hits, wms) or 0
+        if room > 1 and n - log_after(log, last - 1, 1, n) + 1 < room then due = last end
       else
         if n >= hits then due = log_at(log, n - hits + 1) + wms end
         if crawl_delay > 0 then due = math.max(due, last + crawl_delay + MARGIN_MS) end

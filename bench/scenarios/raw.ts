@@ -7,7 +7,8 @@
  * Two passes: bare undici (the headline, the reference of the `crawl` ratios) and the crawler's own
  * UndiciFetcher (what the fetcher adds).
  *
- * Sizes: BENCH_PAGES, BENCH_LINKS, BENCH_PAGE_BYTES, BENCH_SITE_LATENCY_MS, BENCH_CONCURRENCY
+ * Page shapes: BENCH_PAGE_SHAPES (`article` by default; `article,plain` runs both, the plain numbers prefixed
+ * `plain_`). Sizes: BENCH_PAGES, BENCH_LINKS, BENCH_PAGE_BYTES, BENCH_PLAIN_PAGE_BYTES, BENCH_SITE_LATENCY_MS, BENCH_CONCURRENCY
  * (bench/lib/site-config.ts); BENCH_RAW_BUDGET_S caps each pass (default 300).
  */
 
@@ -16,7 +17,14 @@ import { CpuMeter } from '../lib/cpu.ts';
 import { envInt } from '../lib/env.ts';
 import { parseHostMap, type RawClient, type RawResult, rawPass } from '../lib/raw.ts';
 import type { Numbers, ScenarioContext } from '../lib/scenario.ts';
-import { benchConcurrency, benchSiteOptions, recordSiteInputs, seedPlan } from '../lib/site-config.ts';
+import {
+  benchConcurrency,
+  benchPageShapes,
+  benchSiteOptions,
+  type PageShape,
+  recordSiteInputs,
+  seedPlan,
+} from '../lib/site-config.ts';
 import { round } from '../lib/timing.ts';
 
 export const description = 'Physical limit: undici fetch + extractLinks in a tight loop (no Redis, no Kafka)';
@@ -30,7 +38,17 @@ export const headline: [string, string][] = [
 ];
 
 export async function run(ctx: ScenarioContext): Promise<Numbers> {
-  const options = benchSiteOptions();
+  const out: Numbers = {};
+  for (const shape of benchPageShapes(['article'])) {
+    // Article numbers keep their historical names; another shape's are prefixed with it (as the crawl scenario's).
+    const prefix = shape === 'article' ? '' : `${shape}_`;
+    for (const [k, v] of Object.entries(await runShape(ctx, shape))) out[`${prefix}${k}`] = v;
+  }
+  return out;
+}
+
+async function runShape(ctx: ScenarioContext, shape: PageShape): Promise<Numbers> {
+  const options = benchSiteOptions(undefined, shape);
   const concurrency = benchConcurrency();
   const budgetS = envInt('BENCH_RAW_BUDGET_S', 300);
   const site = await startSiteProcess(options);
@@ -38,14 +56,15 @@ export async function run(ctx: ScenarioContext): Promise<Numbers> {
   try {
     const plan = seedPlan(site);
     const { maxdepth, reachable } = plan;
-    recordSiteInputs(ctx, options, plan);
+    if (shape === 'article') recordSiteInputs(ctx, options, plan);
+    else ctx.input(`${shape}_page_bytes`, options.pageBytes);
     ctx.input('concurrency', concurrency);
     ctx.note(
       'site served by a child process; pages/s = (pages - 1) / (last page - first page); each pass after an unmeasured warm-up crawl of ~200 pages',
     );
     const pass = async (client: RawClient): Promise<RawResult & { cpu: Record<string, number> }> => {
       ctx.progress(
-        `raw/${client}: ${reachable} pages from ${plan.seeds.length} seeds at maxdepth ${maxdepth}, concurrency ${concurrency}`,
+        `raw/${client} (${shape} pages): ${reachable} pages from ${plan.seeds.length} seeds at maxdepth ${maxdepth}, concurrency ${concurrency}`,
       );
       const meter = new CpuMeter(() => ({ site: [site.pid] }));
       const r = await rawPass({

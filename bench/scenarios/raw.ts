@@ -57,7 +57,7 @@ async function runShape(ctx: ScenarioContext, shape: PageShape): Promise<Numbers
     const plan = seedPlan(site);
     const { maxdepth, reachable } = plan;
     if (shape === 'article') recordSiteInputs(ctx, options, plan);
-    else ctx.input(`${shape}_page_bytes`, options.pageBytes);
+    else ctx.input(`${shape}_page_bytes`, options.pageBytes ?? 0);
     ctx.input('concurrency', concurrency);
     ctx.note(
       'site served by a child process; pages/s = (pages - 1) / (last page - first page); each pass after an unmeasured warm-up crawl of ~200 pages',

@@ -384,8 +384,11 @@ class Pass implements TokenizerCallbacks {
     this.#tick(href.length >>> 6);
     const url = URL.parse(href, this.#base);
     if (url === null || (url.protocol !== 'http:' && url.protocol !== 'https:')) return NO_OWNER;
-    url.hash = '';
-    const key = url.href;
+    // Without its fragment: the serialization's first '#' starts it (nothing before it holds a raw '#'). Cut from
+    // the string, which is cheaper than the `hash` setter's reparse.
+    const full = url.href;
+    const cut = full.indexOf('#');
+    const key = cut < 0 ? full : full.slice(0, cut);
     if (this.#seen.has(key)) return NO_OWNER;
     const { maxLinks } = this.#bounds;
     if (this.#records.length >= maxLinks) {

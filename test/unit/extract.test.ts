@@ -36,6 +36,23 @@ describe('extractLinks on links.html', () => {
     expect(urls.every((u) => !u.includes('#'))).toBe(true);
   });
 
+  it('cuts the fragment at its first #: an empty one, one holding another #, one after a query, none before it', () => {
+    const page = [
+      '<a href="/a#">empty</a>',
+      '<a href="/b?q=1#x#y">two</a>',
+      '<a href="/c?q=%23#top">encoded</a>',
+      '<a href="http://u#@evil.example/d">userinfo</a>',
+      '<a href="/e#f">plain</a>',
+    ].join('');
+    expect(extractLinks(page, 'http://h.example/p').map((l) => l.url)).toEqual([
+      'http://h.example/a',
+      'http://h.example/b?q=1',
+      'http://h.example/c?q=%23',
+      'http://u/',
+      'http://h.example/e',
+    ]);
+  });
+
   it('drops javascript:, mailto:, tel:, data: and ftp: links and anchors without href', () => {
     expect(urls.every((u) => u.startsWith('http://') || u.startsWith('https://'))).toBe(true);
     expect(links.some((l) => /javascript|mailto|tel:|data:|ftp:/i.test(l.url))).toBe(false);

@@ -39,8 +39,8 @@ import {
 export interface CrawlerOptions {
   frontier: CrawlerFrontier;
   fetcher: Fetcher;
-  /** Undefined when robots.txt is not obeyed. */
-  robots?: Pick<RobotsCache, 'check'>;
+  /** Undefined when robots.txt is not obeyed. `checkNow`, where given, is asked first (no promise per page). */
+  robots?: Pick<RobotsCache, 'check'> & Partial<Pick<RobotsCache, 'checkNow'>>;
   sink: MessageSink;
   stats: StatsStore;
   spiders: ReadonlyMap<string, Spider>;
@@ -536,11 +536,15 @@ export class Crawler {
     if (o.robots) {
       // The robots.txt lookup is shared by every request to the origin, so it is not aborted, only not
       // waited for: a shutdown deadline must not wait on a slow robots.txt.
-      const verdict = await abortable(o.robots.check(req.url, ua), signal);
+      const verdict = o.robots.checkNow?.(req.url, ua) ?? (await abortable(o.robots.check(req.url, ua), signal));
       if (!verdict.allowed) return { kind: 'robots', reason: verdict.reason ?? 'robots.txt disallows this URL' };
-      await this.#crawlDelay(lease, verdict.crawlDelayMs);
+      const told = this.#crawlDelay(lease, verdict.crawlDelayMs);
+      if (told !== undefined) await told;
     }
-    if (!(await this.#onTurn(lease, flight.leasedAt, signal))) return 'requeued';
+    // Most fetches start on time: no call, no await.
+    if (lease.hitMs !== undefined && o.now() - flight.leasedAt > RESTAMP_AFTER_MS) {
+      if (!(await this.#onTurn(lease, signal))) return 'requeued';
+    }
     let response: FetchResult;
     try {
       response = await o.fetcher.fetch(
@@ -577,14 +581,13 @@ export class Crawler {
 
   /**
    * The lease charged its domain's throttle when it was leased. A fetch that starts more than
-   * {@link RESTAMP_AFTER_MS} later moves that charge to now (frontier `restamp`), and waits when a later lease took
+   * {@link RESTAMP_AFTER_MS} later (the caller checks) moves that charge to now (frontier `restamp`), and waits when a later lease took
    * the turn meanwhile, so the site never sees two fetches closer than the throttle and Crawl-delay allow, however
    * long robots.txt or a busy loop kept this one. False: the turn was more than {@link MAX_RESTAMP_WAIT_MS} off
    * (or the domain is held now), and the request went back to its queue.
    */
-  async #onTurn(lease: Lease, leasedAt: number, signal: AbortSignal): Promise<boolean> {
+  async #onTurn(lease: Lease, signal: AbortSignal): Promise<boolean> {
     const o = this.#o;
-    if (lease.hitMs === undefined || o.now() - leasedAt <= RESTAMP_AFTER_MS) return true;
     const turn = await o.frontier.restamp(lease, { ip: o.ip, maxWaitMs: MAX_RESTAMP_WAIT_MS });
     this.restamps++;
     if (turn === null) {
@@ -598,12 +601,16 @@ export class Crawler {
   /**
    * Tells the frontier a domain's robots.txt Crawl-delay (at most {@link MAX_CRAWL_DELAY_MS}) when it differs from
    * what this process last told it: one Redis write per domain and change, not per page. The memory of what was
-   * told is bounded (oldest forgotten first; forgetting only costs one more write).
+   * told is bounded (oldest forgotten first; forgetting only costs one more write). Undefined: nothing to tell.
    */
-  async #crawlDelay(lease: Lease, delayMs: number | undefined): Promise<void> {
+  #crawlDelay(lease: Lease, delayMs: number | undefined): Promise<void> | undefined {
     const ms = delayMs === undefined ? 0 : Math.min(delayMs, MAX_CRAWL_DELAY_MS);
     const key = `${lease.partition.prefix}\u0000${lease.partition.scope}\u0000${lease.partition.partition}\u0000${lease.domain}`;
-    if (this.#toldCrawlDelay.get(key) === ms) return;
+    if (this.#toldCrawlDelay.get(key) === ms) return undefined;
+    return this.#tellCrawlDelay(lease, key, ms);
+  }
+
+  async #tellCrawlDelay(lease: Lease, key: string, ms: number): Promise<void> {
     await this.#o.frontier.setCrawlDelay(lease.partition, lease.domain, ms);
     this.#toldCrawlDelay.delete(key);
     this.#toldCrawlDelay.set(key, ms);

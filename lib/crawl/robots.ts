@@ -179,6 +179,14 @@ function decode(value: string): { status: number; expiresAt: number; body: strin
 /** Groups per origin whose matching result is remembered; a crawler uses very few User-Agents. */
 const MAX_GROUPS_REMEMBERED = 64;
 
+/** `url` parsed, when it is an absolute http(s) URL. @throws {InvalidUrlError} otherwise. */
+function parseTarget(url: string): URL {
+  const parsed = URL.parse(url);
+  if (parsed === null || (parsed.protocol !== 'http:' && parsed.protocol !== 'https:'))
+    throw new InvalidUrlError(url, 'not an absolute http(s) URL');
+  return parsed;
+}
+
 /**
  * Answers "may this URL be fetched, and how slowly?" from the URL's origin's robots.txt. One fetch
  * per origin per TTL for the whole fleet: the first crawler to need it fetches it and stores it in
@@ -222,12 +230,26 @@ export class RobotsCache {
    */
   async check(url: string, userAgent: string): Promise<RobotsDecision> {
     if (!this.#obey) return { allowed: true };
-    const parsed = URL.parse(url);
-    if (parsed === null || (parsed.protocol !== 'http:' && parsed.protocol !== 'https:'))
-      throw new InvalidUrlError(url, 'not an absolute http(s) URL');
+    const parsed = parseTarget(url);
     if (parsed.pathname === '/robots.txt') return { allowed: true };
+    return this.#decide(parsed, await this.#rules(parsed.origin, userAgent), userAgent);
+  }
 
-    const rules = await this.#rules(parsed.origin, userAgent);
+  /**
+   * {@link check}'s answer at once, when this process holds the origin's rules (undefined: ask {@link check}, which
+   * may read Redis or fetch robots.txt). The crawler asks this first: most pages are on an origin it has seen.
+   *
+   * @throws {InvalidUrlError} when `url` is not an absolute http(s) URL.
+   */
+  checkNow(url: string, userAgent: string): RobotsDecision | undefined {
+    if (!this.#obey) return { allowed: true };
+    const parsed = parseTarget(url);
+    if (parsed.pathname === '/robots.txt') return { allowed: true };
+    const rules = this.#localRules(parsed.origin, this.#now());
+    return rules === undefined ? undefined : this.#decide(parsed, rules, userAgent);
+  }
+
+  #decide(parsed: URL, rules: OriginRules, userAgent: string): RobotsDecision {
     const verdict = verdictOf(rules.status);
     if (verdict === 'allow_all') return { allowed: true };
     if (verdict !== 'rules' || rules.robot === undefined)
@@ -248,17 +270,20 @@ export class RobotsCache {
     return decision;
   }
 
+  /** The origin's rules held in process and not expired (moved to the most recent end), else undefined. */
+  #localRules(origin: string, now: number): OriginRules | undefined {
+    const local = this.#local.get(origin);
+    if (local === undefined) return undefined;
+    this.#local.delete(origin);
+    if (local.expiresAt <= now) return undefined;
+    this.#local.set(origin, local);
+    return local;
+  }
+
   /** The origin's rules: in process, else from Redis, else fetched (one lookup per origin at a time). */
   async #rules(origin: string, userAgent: string): Promise<OriginRules> {
-    const now = this.#now();
-    const local = this.#local.get(origin);
-    if (local !== undefined) {
-      this.#local.delete(origin);
-      if (local.expiresAt > now) {
-        this.#local.set(origin, local);
-        return local;
-      }
-    }
+    const local = this.#localRules(origin, this.#now());
+    if (local !== undefined) return local;
     let pending = this.#pending.get(origin);
     if (pending === undefined) {
       pending = this.#load(origin, userAgent).finally(() => this.#pending.delete(origin));

@@ -258,4 +258,28 @@ describe('RobotsCache', () => {
     await expect(cache.check('/relative', UA)).rejects.toThrow(/invalid URL/);
     await expect(cache.check('ftp://s.example/x', UA)).rejects.toThrow(/invalid URL/);
   });
+
+  test('checkNow answers from the rules this process holds, the same as check, and undefined until then', async () => {
+    let now = Date.now();
+    const { fetcher, cache } = setup(
+      { 'http://t.example/robots.txt': { status: 200, body: ROBOTS }, 'http://u.example/robots.txt': { status: 503 } },
+      { ttlMs: 60_000, errorTtlMs: 60_000, now: () => now },
+    );
+    // Nothing held yet: no answer, and nothing read or fetched for it.
+    expect(cache.checkNow('http://t.example/no-bots/page', UA)).toBeUndefined();
+    expect(fetcher.requests).toHaveLength(0);
+    expect(await cache.check('http://t.example/', UA)).toEqual({ allowed: true, crawlDelayMs: 1000 });
+    for (const url of ['http://t.example/no-bots/page', 'http://t.example/no-bots/except-this', 'http://t.example/x'])
+      for (const ua of [UA, OTHER_UA])
+        expect(cache.checkNow(url, ua), `${url} ${ua}`).toEqual(await cache.check(url, ua));
+    expect(cache.checkNow('http://t.example/robots.txt', UA)).toEqual({ allowed: true });
+    // A fail-closed origin is answered at once too.
+    expect((await cache.check('http://u.example/', UA)).allowed).toBe(false);
+    expect(cache.checkNow('http://u.example/a', UA)).toEqual({ allowed: false, reason: unreadable('HTTP 503') });
+    expect(fetcher.requests).toHaveLength(2);
+    // Past the TTL the held rules are no answer: check reads or fetches again.
+    now += 61_000;
+    expect(cache.checkNow('http://t.example/x', UA)).toBeUndefined();
+    expect(() => cache.checkNow('/relative', UA)).toThrow(/invalid URL/);
+  });
 });

@@ -259,6 +259,7 @@ async function crawl(
   leases: Lease[],
   fetch: (request: FetchRequest) => FetchResult | Promise<FetchResult>,
   options: {
+    /** The robots.txt decision for every URL, answered at once (checkNow). */
     robots?: RobotsDecision;
     refuse?: (topic: string) => Error | undefined;
     maxMessageBytes?: number;
@@ -298,7 +299,13 @@ async function crawl(
     robots: options.robotsCheck
       ? { check: options.robotsCheck }
       : options.robots
-        ? { check: async () => options.robots as RobotsDecision }
+        ? {
+            // The decision as the in-process rules give it (checkNow); check is what a miss would ask.
+            checkNow: () => options.robots as RobotsDecision,
+            check: async () => {
+              throw new Error('check called although checkNow answered');
+            },
+          }
         : undefined,
     ...(options.now ? { now: options.now } : {}),
     sink,

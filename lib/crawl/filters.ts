@@ -245,6 +245,9 @@ export function compileLinkFilter(settings: FilterSettings): LinkFilter {
 
 /** Compiled filters by their rules; crawls with the same rules (most have none) share one. */
 const cache = new Map<string, LinkFilter>();
+/** The filters of no rules: the default extensions denied, and nothing denied. */
+const NO_RULES_FILTER = compileLinkFilter({});
+const ACCEPT_ALL_FILTER = compileLinkFilter({ deny_extensions: [] });
 
 /** How many compiled filters {@link linkFilter} keeps: more than the crawls a crawler works on at once. */
 export const LINK_FILTER_CACHE_SIZE = 256;
@@ -256,6 +259,11 @@ export const LINK_FILTER_CACHE_SIZE = 256;
  * ones; it is a small LRU of {@link LINK_FILTER_CACHE_SIZE} entries.
  */
 export function linkFilter(settings: FilterSettings): LinkFilter {
+  // Most crawls set no rules: their two filters are shared without building a key for every page.
+  if (!settings.allowed_domains?.length && !settings.allow_regex?.length && !settings.deny_regex?.length) {
+    if (settings.deny_extensions === undefined) return NO_RULES_FILTER;
+    if (settings.deny_extensions.length === 0) return ACCEPT_ALL_FILTER;
+  }
   const key = JSON.stringify([
     settings.allowed_domains,
     settings.allow_regex,

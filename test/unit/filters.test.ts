@@ -171,6 +171,21 @@ describe('deny_extensions', () => {
 });
 
 describe('linkFilter cache', () => {
+  it('shares one filter among crawls with no rules (empty lists count as none), and one among those denying nothing', () => {
+    const none = linkFilter(settings({ crawlid: 'x' }));
+    expect(linkFilter(settings({ crawlid: 'y', allowed_domains: [], allow_regex: [], deny_regex: [] }))).toBe(none);
+    expect(none('http://example.com/a.pdf')).toBe(false);
+    expect(none('http://example.com/a.html')).toBe(true);
+    const open = linkFilter(settings({ deny_extensions: [] }));
+    expect(linkFilter(settings({ crawlid: 'z', deny_extensions: [], allow_regex: [] }))).toBe(open);
+    expect(open).not.toBe(none);
+    expect(open('http://example.com/a.pdf')).toBe(true);
+    // Any rule leaves the shared ones.
+    const domains = linkFilter(settings({ allowed_domains: ['example.com'], deny_extensions: [] }));
+    expect(domains).not.toBe(open);
+    expect(domains('http://other.example.org/a')).toBe(false);
+  });
+
   it('returns the same compiled filter for the same rules, and another for other rules', () => {
     const a = linkFilter(settings({ crawlid: 'x', allow_regex: ['/same/'] }));
     const b = linkFilter(settings({ crawlid: 'y', allow_regex: ['/same/'] }));

@@ -424,6 +424,9 @@ export class Crawler {
   /** Requests whose page is being delivered (published, acked) after their worker moved on. */
   readonly #delivering = new Set<Promise<void>>();
 
+  /** Workers waiting for a delivery to finish (more than `maxDelivering` pending), first come first woken. */
+  readonly #deliveryWaiters: (() => void)[] = [];
+
   /**
    * Crawls one leased request, returning as soon as its page is processed: the delivery (publish, ack) goes on
    * in the background, so the worker fetches its next page meanwhile. When `maxDelivering` deliveries are
@@ -443,9 +446,12 @@ export class Crawler {
       })
       .finally(() => {
         this.#delivering.delete(done);
+        this.#deliveryWaiters.shift()?.();
       });
     this.#delivering.add(done);
-    while (this.#delivering.size > this.#o.maxDelivering) await Promise.race(this.#delivering);
+    // Woken one at a time as deliveries finish: O(1) per page, where racing every pending delivery was O(n).
+    while (this.#delivering.size > this.#o.maxDelivering)
+      await new Promise<void>((resolve) => this.#deliveryWaiters.push(resolve));
   }
 
   async #handleAll(lease: Lease, leasedAt: number, freed: () => void): Promise<void> {

@@ -855,6 +855,30 @@ describe('Crawler: delivery in the background', () => {
     expect(sink.sent.flatMap((b) => b.flatMap((t) => t.messages))).toHaveLength(3);
     expect(counting.count()).toBe(3);
   });
+
+  it('holds at most maxDelivering pages plus one per worker while Kafka stalls, then delivers every page', async () => {
+    const frontier = new ScriptedFrontier(Array.from({ length: 12 }, (_, i) => lease(`http://a.example/${i}`)));
+    const sink = new GatedSink();
+    const counting = countingFetcher();
+    const crawler = testCrawler(frontier, {
+      fetcher: counting.fetcher,
+      sink,
+      concurrency: 4,
+      maxDelivering: 2,
+      produceLingerMs: 0,
+    });
+    crawler.start();
+    await new Promise((r) => setTimeout(r, 100));
+    // Each of the 4 workers waits with one processed page; 2 more wait for Kafka.
+    expect(counting.count()).toBe(6);
+    expect(frontier.acked).toEqual([]);
+    sink.open();
+    const deadline = Date.now() + 5_000;
+    while (frontier.acked.length < 12 && Date.now() < deadline) await new Promise((r) => setTimeout(r, 2));
+    await crawler.stop(1000);
+    expect(new Set(frontier.acked.map((a) => a.handle)).size).toBe(12);
+    expect(counting.count()).toBe(12);
+  });
 });
 
 describe('Crawler: one lease call for the workers that wait at once', () => {

@@ -150,20 +150,25 @@ export class UndiciFetcher implements Fetcher {
 
   async fetch(request: FetchRequest, signal?: AbortSignal): Promise<FetchResult> {
     const started = performance.now();
-    const deadline = new AbortController();
+    if (signal?.aborted) throw signal.reason;
+    // One controller aborted by the deadline or by the caller's signal (forwarded by hand: AbortSignal.any costs a
+    // weak reference per fetch and more work for the GC).
+    const abort = new AbortController();
     const timer = setTimeout(
-      () => deadline.abort(new FetchError('timeout', `no complete response within ${this.#totalTimeoutMs} ms`)),
+      () => abort.abort(new FetchError('timeout', `no complete response within ${this.#totalTimeoutMs} ms`)),
       this.#totalTimeoutMs,
     );
-    const combined = signal ? AbortSignal.any([signal, deadline.signal]) : deadline.signal;
+    const forward = () => abort.abort(signal?.reason);
+    signal?.addEventListener('abort', forward, { once: true });
     try {
-      return await this.#fetch(request, combined, started);
+      return await this.#fetch(request, abort.signal, started);
     } catch (error) {
       if (signal?.aborted) throw signal.reason;
-      if (deadline.signal.aborted) throw deadline.signal.reason;
+      if (abort.signal.aborted) throw abort.signal.reason;
       throw toFetchError(error);
     } finally {
       clearTimeout(timer);
+      signal?.removeEventListener('abort', forward);
     }
   }
 

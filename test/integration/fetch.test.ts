@@ -3,7 +3,7 @@
  * reach the server through the fetcher's `resolve` map; with `allowPrivateNetworks: false` the SSRF
  * guard refuses them, because they resolve to loopback.
  */
-import { once } from 'node:events';
+import { getEventListeners, once } from 'node:events';
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo, Socket } from 'node:net';
 import { brotliCompressSync, deflateRawSync, deflateSync, gzipSync } from 'node:zlib';
@@ -490,6 +490,19 @@ describe('UndiciFetcher failures', () => {
   test('reports an unknown host as a retryable dns error', async () => {
     const error = await fetchError(fetcher().fetch(req('http://no-such-host.invalid/')));
     expect(error).toMatchObject({ kind: 'dns', retryable: true });
+  });
+
+  test("leaves no listener on the caller's signal after its fetches, and refuses one already aborted", async () => {
+    const controller = new AbortController();
+    const f = fetcher();
+    for (let i = 0; i < 3; i++) expect((await f.fetch(req(at('/reason')), controller.signal)).status).toBe(200);
+    expect((await f.fetch(req(at('/unavailable')), controller.signal)).status).toBe(503);
+    expect(getEventListeners(controller.signal, 'abort')).toHaveLength(0);
+    const requestsBefore = seen.requests.length;
+    const reason = new Error('stopped before');
+    controller.abort(reason);
+    await expect(f.fetch(req(at('/reason')), controller.signal)).rejects.toBe(reason);
+    expect(seen.requests.length).toBe(requestsBefore);
   });
 
   test("rejects with the caller's abort reason when the caller aborts", async () => {

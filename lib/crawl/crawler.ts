@@ -587,10 +587,10 @@ export class Crawler {
 
   /**
    * The lease charged its domain's throttle when it was leased. A fetch that starts more than
-   * {@link RESTAMP_AFTER_MS} later (the caller checks) moves that charge to now (frontier `restamp`), and waits when a later lease took
-   * the turn meanwhile, so the site never sees two fetches closer than the throttle and Crawl-delay allow, however
-   * long robots.txt or a busy loop kept this one. False: the turn was more than {@link MAX_RESTAMP_WAIT_MS} off
-   * (or the domain is held now), and the request went back to its queue.
+   * {@link RESTAMP_AFTER_MS} later (the caller checks) moves that charge to now (frontier `restamp`), and waits when
+   * a later lease took the turn meanwhile, so the site never sees two fetches closer than the throttle and
+   * Crawl-delay allow, however long robots.txt or a busy loop kept this one. False: the turn was more than
+   * {@link MAX_RESTAMP_WAIT_MS} off (or the domain is held now), and the request went back to its queue.
    */
   async #onTurn(lease: Lease, signal: AbortSignal): Promise<boolean> {
     const o = this.#o;

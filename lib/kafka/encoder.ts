@@ -2,7 +2,7 @@
  * Cheaper buffer growth for kafkajs's protocol Encoder, which every produce request is built with. kafkajs grows an
  * Encoder's buffer with `Buffer.alloc` (zero-filled) to the next power of two, and copies each page message about
  * six times on its way into a request (record → batch body → batch → partition → topic → request), growing each
- * buffer from 512 bytes. On the crawl bench that growth was ≈ 20 µs of a worker's ≈ 550 µs per plain page, most of
+ * buffer from 512 bytes. On the crawl bench that growth was ≈ 17 µs of a worker's ≈ 550 µs per plain page, most of
  * it zero-filling memory that is overwritten at once (bench/PROFILE.md, sixth round).
  *
  * Installed here, on the class's prototype (lib/kafka/client.ts imports this module):

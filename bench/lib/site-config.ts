@@ -27,6 +27,11 @@ export function benchSiteOptions(hosts?: string[], shape: PageShape = 'article')
  */
 export type PageShape = 'article' | 'plain';
 
+/** Metric prefix of a shape: none for article (the numbers of issue 8), `<shape>_` otherwise. */
+export function shapePrefix(shape: PageShape): string {
+  return shape === 'article' ? '' : `${shape}_`;
+}
+
 /** The shapes BENCH_PAGE_SHAPES names (`article,plain`), else `fallback`. */
 export function benchPageShapes(fallback: PageShape[]): PageShape[] {
   const raw = process.env.BENCH_PAGE_SHAPES;

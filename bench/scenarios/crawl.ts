@@ -47,6 +47,7 @@ import {
   type PageShape,
   recordSiteInputs,
   seedPlan,
+  shapePrefix,
 } from '../lib/site-config.ts';
 import { round } from '../lib/timing.ts';
 
@@ -54,9 +55,6 @@ export const description =
   'End-to-end crawl (Kafka → kafka-monitor → Redis → crawler workers → Kafka) vs raw, Crawlee, Scrapy, scrapy-redis';
 
 const SHAPES = benchPageShapes(['article', 'plain']);
-
-/** Metric prefix of a shape: none for article (the numbers of issue 8), `<shape>_` otherwise. */
-const px = (shape: PageShape) => (shape === 'article' ? '' : `${shape}_`);
 
 /** Metric stem of a peer (`scrapy-redis` → `scrapy_redis`). */
 const stem = (peer: PeerName) => peer.replace('-', '_');
@@ -76,7 +74,7 @@ export const targets: Target[] = [
   ...SHAPES.flatMap((shape) =>
     PER_CORE.map(([peer, value, label]): Target => {
       return {
-        metric: `${px(shape)}percore_vs_${stem(peer)}`,
+        metric: `${shapePrefix(shape)}percore_vs_${stem(peer)}`,
         op: '>=',
         value,
         label: `per core vs ${label} (${shape})`,
@@ -86,7 +84,7 @@ export const targets: Target[] = [
 ];
 
 export const headline: [string, string][] = SHAPES.flatMap((shape): [string, string][] => {
-  const p = px(shape);
+  const p = shapePrefix(shape);
   const s = shape === 'article' ? '' : ` (${shape})`;
   return [
     [`${p}pages`, `pages${s}`],
@@ -176,7 +174,7 @@ async function runShape(ctx: ScenarioContext, shape: PageShape, peers: PeerName[
     const plan = seedPlan(site);
     const { maxdepth, reachable } = plan;
     if (shape === SHAPES[0]) recordSiteInputs(ctx, options, plan);
-    ctx.input(`${px(shape) || 'article_'}page_bytes`, options.pageBytes ?? 0);
+    ctx.input(`${shapePrefix(shape) || 'article_'}page_bytes`, options.pageBytes ?? 0);
     const label = (s: string) => `${shape}: ${s}`;
     ctx.progress(
       label(
@@ -299,7 +297,7 @@ async function runShape(ctx: ScenarioContext, shape: PageShape, peers: PeerName[
   } finally {
     await site.close();
   }
-  return Object.fromEntries(Object.entries(out).map(([k, v]) => [`${px(shape)}${k}`, v]));
+  return Object.fromEntries(Object.entries(out).map(([k, v]) => [`${shapePrefix(shape)}${k}`, v]));
 }
 
 export async function run(ctx: ScenarioContext): Promise<Numbers> {

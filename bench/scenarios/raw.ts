@@ -24,6 +24,7 @@ import {
   type PageShape,
   recordSiteInputs,
   seedPlan,
+  shapePrefix,
 } from '../lib/site-config.ts';
 import { round } from '../lib/timing.ts';
 
@@ -40,8 +41,7 @@ export const headline: [string, string][] = [
 export async function run(ctx: ScenarioContext): Promise<Numbers> {
   const out: Numbers = {};
   for (const shape of benchPageShapes(['article'])) {
-    // Article numbers keep their historical names; another shape's are prefixed with it (as the crawl scenario's).
-    const prefix = shape === 'article' ? '' : `${shape}_`;
+    const prefix = shapePrefix(shape);
     for (const [k, v] of Object.entries(await runShape(ctx, shape))) out[`${prefix}${k}`] = v;
   }
   return out;

@@ -29,7 +29,7 @@ interface KafkajsEncoderClass {
 const require = createRequire(import.meta.url);
 
 /** kafkajs's Encoder class, or undefined where it cannot be loaded as a module of its own. */
-export const KafkajsEncoder: KafkajsEncoderClass | undefined = (() => {
+const KafkajsEncoder: KafkajsEncoderClass | undefined = (() => {
   try {
     return require('kafkajs/src/protocol/encoder.js') as KafkajsEncoderClass;
   } catch {

@@ -139,6 +139,13 @@ export const VARIABLES = {
     minimum: 1,
     description: 'Seconds a crawl’s dupefilter lives after its last use.',
   },
+  DUPEFILTER_CACHE_ENTRIES: {
+    type: 'integer',
+    default: 250000,
+    minimum: 0,
+    description:
+      'Fingerprints a crawler remembers of what it sent to each crawl’s dupefilter, so it does not send known duplicate links again (at most 32 bytes each; 0 = off).',
+  },
   LEASE_TIMEOUT: {
     type: 'integer',
     default: 120,

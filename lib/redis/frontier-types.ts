@@ -43,6 +43,12 @@ export interface FrontierOptions {
    * (frontierOptions: 0.17% of the rate at 10 per 60 s); tests of the spacing itself leave it 0. @default 0
    */
   throttleMarginMs?: number;
+  /**
+   * Fingerprints a crawler keeps of what it has sent to each crawl's dupefilter, so acks leave out children
+   * surely already there (lib/redis/dupe-cache.ts; at most 32 bytes each). `DUPEFILTER_CACHE_ENTRIES` in
+   * production; 0 turns it off. @default 0
+   */
+  dupeCacheEntries?: number;
 }
 
 /** The production throttle margin ({@link FrontierOptions.throttleMarginMs}). */
@@ -61,6 +67,7 @@ export function frontierOptions(vars: Variables): FrontierOptions {
     stopTtlMs: vars.STOP_BLACKLIST_TTL * 1000,
     redisClock: true,
     throttleMarginMs: THROTTLE_MARGIN_MS,
+    dupeCacheEntries: vars.DUPEFILTER_CACHE_ENTRIES,
   };
 }
 

@@ -21,6 +21,7 @@
 import { PartialBatchError } from '../errors.ts';
 import type { RedisClient } from './client.ts';
 import { decodeCounters, mergeInfos } from './crawl-info.ts';
+import { DupeCache } from './dupe-cache.ts';
 import type {
   AckResult,
   CrawlInfo,
@@ -66,14 +67,17 @@ export class Frontier {
   readonly #redis: RedisClient;
   readonly #o: Required<FrontierOptions>;
   readonly #knownSpiders = new Set<string>();
+  /** Fingerprints known to be in each crawl's dupefilter (lib/redis/dupe-cache.ts); acks leave them out. */
+  readonly #dupes: DupeCache;
 
   /** ARGV[2..5] of every frontier script (includes/frontier.lua): fixed for a frontier. */
   readonly #commonTail: readonly (string | number)[];
 
   constructor(redis: RedisClient, options: FrontierOptions) {
     this.#redis = redis;
-    const o = { bound: 100, redisClock: false, throttleMarginMs: 0, ...options };
+    const o = { bound: 100, redisClock: false, throttleMarginMs: 0, dupeCacheEntries: 0, ...options };
     this.#o = o;
+    this.#dupes = new DupeCache(o.dupeCacheEntries);
     const moderated = `${o.moderated ? 1 : 0}${o.throttleMarginMs > 0 ? `:${Math.round(o.throttleMarginMs)}` : ''}`;
     this.#commonTail = [o.hits, o.windowSec, moderated, o.ipEnabled ? 1 : 0];
   }
@@ -153,6 +157,7 @@ export class Frontier {
         [this.#o.dupefilterTtlSec, ...batch.args],
         now,
       );
+      // Without a cache every request is sent.
       idx.forEach((i, k) => {
         out[i] = outcomeOf(codes[k]);
       });
@@ -327,22 +332,60 @@ export class Frontier {
     const pairs: (string | number | Buffer)[] = [];
     for (const g of group) pairs.push(memberBytes(g.lease.handle), g.outcome);
     let replies: AckReply[];
-    let codes: number[] = [];
+    const codes: number[] = new Array(kids.length);
     if (kids.length === 0) {
       replies = await this.#run<AckReply[]>('ack', p, [], [this.#o.dupefilterTtlSec, ...pairs], now);
     } else {
       await this.#register(p.spider);
-      const batch = enqueueArgs(
+      const all = kids.map((_, i) => i);
+      const keyOf = crawlKeys(p.spider);
+      let batch = enqueueArgs(p, p.spider, kids, all, keyOf, this.#dupes);
+      let reply = await this.#run<unknown[]>(
+        'ack-enqueue',
         p,
-        p.spider,
-        kids,
-        kids.map((_, i) => i),
-        crawlKeys(p.spider),
+        batch.dupeKeys,
+        [group.length, ...pairs, this.#o.dupefilterTtlSec, ...batch.args],
+        now,
       );
-      const args = [group.length, ...pairs, this.#o.dupefilterTtlSec, ...batch.args];
-      const reply = await this.#run<unknown[]>('ack-enqueue', p, batch.dupeKeys, args, now);
+      for (let attempt = 0; reply[0] === 'stale'; attempt++) {
+        // A claim no longer holds (the dupefilter was stopped, expired or replaced) and nothing was written:
+        // forget those crawls and send again, in full once a second claim has gone stale meanwhile.
+        for (const ci of reply.slice(1) as number[]) this.#dupes.forget(batch.dupeKeys[ci - 1] as string);
+        if (attempt > 0) this.#dupes.clear();
+        batch = enqueueArgs(p, p.spider, kids, all, keyOf, attempt > 0 ? undefined : this.#dupes);
+        reply = await this.#run<unknown[]>(
+          'ack-enqueue',
+          p,
+          batch.dupeKeys,
+          [group.length, ...pairs, this.#o.dupefilterTtlSec, ...batch.args],
+          now,
+        );
+      }
       replies = reply.slice(0, group.length) as AckReply[];
-      codes = (reply[group.length] ?? []) as number[];
+      const sentCodes = (reply[group.length] ?? []) as number[];
+      const tokens = (reply[group.length + 1] ?? []) as (string | number)[];
+      // Children left out were in their crawl's dupefilter: duplicates, unless the crawl was refused meanwhile.
+      for (let k = 0; k < kids.length; k++) {
+        const t = tokens[(batch.crawlOf[k] as number) - 1];
+        codes[k] = typeof t === 'number' ? t : 0;
+      }
+      const known = new Map<number, Buffer[]>();
+      batch.sent.forEach((k, j) => {
+        const code = sentCodes[j] as number;
+        codes[k] = code;
+        if (code !== 0 && code !== 1) return;
+        const ci = batch.crawlOf[k] as number;
+        let fps = known.get(ci);
+        if (fps === undefined) {
+          fps = [];
+          known.set(ci, fps);
+        }
+        fps.push((kids[k] as FrontierItem).request.fingerprint);
+      });
+      for (const [ci, fps] of known) {
+        const t = tokens[ci - 1];
+        if (typeof t === 'string') this.#dupes.add(batch.dupeKeys[ci - 1] as string, t, fps);
+      }
     }
     let c = 0;
     return group.map((g, j) => {
@@ -638,7 +681,9 @@ function crawlKeys(spider: string): (crawl: CrawlRef) => string {
 
 /**
  * The dupefilter KEYS and the ARGV of the requests `idx` of `items` (all in partition `p`), as enqueue.lua takes
- * them after its TTL (includes/enqueue.lua): spider type, the crawls, the requests.
+ * them after its TTL (includes/enqueue.lua): spider type, the crawls, the requests. With a `cache`, a crawl sent
+ * without settings claims the token it knows for its dupefilter, and its requests cached under that token are left
+ * out (`sent` lists the positions in `idx` that went; `crawlOf` gives each position's crawl index).
  */
 function enqueueArgs(
   p: PartitionRef,
@@ -646,28 +691,39 @@ function enqueueArgs(
   items: readonly FrontierItem[],
   idx: readonly number[],
   keyOf: (crawl: CrawlRef) => string,
-): { dupeKeys: string[]; args: (string | number | Buffer)[] } {
+  cache?: DupeCache,
+): { dupeKeys: string[]; args: (string | number | Buffer)[]; sent: number[]; crawlOf: number[] } {
   const crawlIndex = new Map<string, number>();
   const crawlArgs: (string | number)[] = [];
   const dupeKeys: string[] = [];
   const reqArgs: (string | number | Buffer)[] = [];
-  for (const i of idx) {
-    const { crawl, request } = items[i] as FrontierItem;
+  const sent: number[] = [];
+  const crawlOf: number[] = new Array(idx.length);
+  for (let k = 0; k < idx.length; k++) {
+    const { crawl, request } = items[idx[k] as number] as FrontierItem;
     const ck = keyOf(crawl);
     let ci = crawlIndex.get(ck);
     if (ci === undefined) {
       ci = crawlIndex.size + 1;
       crawlIndex.set(ck, ci);
-      dupeKeys.push(dupefilterKey(p, ck));
+      const dk = dupefilterKey(p, ck);
+      dupeKeys.push(dk);
       const s = crawl.settings;
-      crawlArgs.push(ck, crawl.appid, s ? JSON.stringify(s) : '', s?.expires ?? 0, s?.domain_max_pages ?? 0);
-    } else if (crawl.settings && crawlArgs[(ci - 1) * 5 + 2] === '') {
-      // A seed after a child of the same crawl in one batch: the seed's settings register the crawl.
-      crawlArgs[(ci - 1) * 5 + 2] = JSON.stringify(crawl.settings);
-      crawlArgs[(ci - 1) * 5 + 3] = crawl.settings.expires ?? 0;
-      crawlArgs[(ci - 1) * 5 + 4] = crawl.settings.domain_max_pages ?? 0;
+      const claim = cache !== undefined && !s ? cache.claim(dk) : '';
+      crawlArgs.push(ck, crawl.appid, s ? JSON.stringify(s) : '', s?.expires ?? 0, s?.domain_max_pages ?? 0, claim);
+    } else if (crawl.settings && crawlArgs[(ci - 1) * 6 + 2] === '') {
+      // A seed after a child of the same crawl in one batch: the seed's settings register the crawl (and a
+      // claim never holds for a crawl sent with settings).
+      crawlArgs[(ci - 1) * 6 + 2] = JSON.stringify(crawl.settings);
+      crawlArgs[(ci - 1) * 6 + 3] = crawl.settings.expires ?? 0;
+      crawlArgs[(ci - 1) * 6 + 4] = crawl.settings.domain_max_pages ?? 0;
+      crawlArgs[(ci - 1) * 6 + 5] = '';
     }
+    crawlOf[k] = ci;
     if (request.fingerprint.length !== 8) throw new Error('request fingerprints are 8 bytes');
+    const claim = crawlArgs[(ci - 1) * 6 + 5] as string;
+    if (claim !== '' && cache?.has(dupeKeys[ci - 1] as string, claim, request.fingerprint)) continue;
+    sent.push(k);
     reqArgs.push(
       ci,
       request.fingerprint,
@@ -678,5 +734,14 @@ function enqueueArgs(
       memberTail(request.url, request.domain),
     );
   }
-  return { dupeKeys, args: [spider, crawlIndex.size, ...crawlArgs, idx.length, ...reqArgs] };
+  // A seed that came after cached children of its crawl took the claim back: those children go after all.
+  if (cache !== undefined && sent.length < idx.length) {
+    const missing: number[] = [];
+    for (let k = 0, j = 0; k < idx.length; k++) {
+      if (sent[j] === k) j++;
+      else if (crawlArgs[((crawlOf[k] as number) - 1) * 6 + 5] === '') missing.push(k);
+    }
+    if (missing.length > 0) return enqueueArgs(p, spider, items, idx, keyOf);
+  }
+  return { dupeKeys, args: [spider, crawlIndex.size, ...crawlArgs, sent.length, ...reqArgs], sent, crawlOf };
 }

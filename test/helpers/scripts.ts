@@ -7,10 +7,11 @@ import { vi } from 'vitest';
 import type { RedisClient } from '../../lib/redis/client.ts';
 import { allScripts } from '../../lib/redis/scripts.ts';
 
-/** One script call: the script's name (lib/redis/scripts/<name>.lua) and its KEYS. */
+/** One script call: the script's name (lib/redis/scripts/<name>.lua), its KEYS and its ARGV. */
 export interface ScriptCall {
   script: string;
   keys: string[];
+  argv: unknown[];
 }
 
 /** Runs `run` and returns the script calls it made on `redis`, in order. */
@@ -30,6 +31,7 @@ export async function recordScriptCalls(redis: RedisClient, run: () => Promise<u
   const toCall = (sha: string, args: unknown[]): ScriptCall => ({
     script: bySha.get(sha) ?? `unknown script ${sha}`,
     keys: args.slice(2, 2 + Number(args[1])).map(String),
+    argv: args.slice(2 + Number(args[1])),
   });
   return sent.flatMap((c) => {
     if (c.name === 'evalsha') return [toCall(String(c.args[0]), c.args)];

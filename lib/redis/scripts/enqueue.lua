@@ -8,7 +8,7 @@
   changes nothing the second time. A blacklisted domain's requests are queued but not scheduled.
 
   The dupefilter of a crawl is an exact set of 8-byte fingerprints stored compactly, a linear hash table in
-  one HASH: field '' = `<fingerprints>:<buckets>`; field = a bucket number (2 bytes, little-endian), value =
+  one HASH: field '' = `<fingerprints>:<buckets>`; field 'g' = its token (includes/enqueue.lua); field = a bucket number (2 bytes, little-endian), value =
   bytes 2..8 of each fingerprint in the bucket, concatenated (byte 1 is implied: see dupe_bucket). Buckets
   split one at a time as the set grows (256 to 65536 buckets, about DUPE_LOAD fingerprints each), so a
   fingerprint costs about 7 bytes plus a share of a hash entry whatever the crawl's size, and each check
@@ -19,9 +19,9 @@
   ARGV[1..5]        common frontier arguments
   ARGV[6]           dupefilter TTL (s), refreshed on every enqueue
   ARGV[7]           spider type
-  ARGV[8]           number of crawls C; then C groups of 5:
+  ARGV[8]           number of crawls C; then C groups of 6:
                       crawl key, appid, settings JSON ('' = must already exist), expires (epoch s, 0 = never),
-                      domain_max_pages (0 = no cap)
+                      domain_max_pages (0 = no cap), claimed dupefilter token (ignored here: always sent '')
   then              number of requests R; then R groups of 7:
                       crawl index (1..C), fingerprint (8 bytes), domain, priority, depth, retries,
                       member tail (lib/redis/member.ts: the URL relative to its scheme and domain)
@@ -34,4 +34,6 @@
 --- @include "frontier"
 --- @include "enqueue"
 
-return enqueue_requests(6)
+-- Only the codes (the dupefilter tokens are for ack-enqueue.lua's caller).
+local codes = enqueue_requests(6)
+return codes

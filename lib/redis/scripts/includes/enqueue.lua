@@ -5,14 +5,44 @@
   enqueue_requests(a0) reads its arguments from ARGV[a0] on:
     ARGV[a0]          dupefilter TTL (s), refreshed on every enqueue
     ARGV[a0 + 1]      spider type
-    ARGV[a0 + 2]      number of crawls C; then C groups of 5:
+    ARGV[a0 + 2]      number of crawls C; then C groups of 6:
                         crawl key, appid, settings JSON ('' = must already exist), expires (epoch s, 0 = never),
-                        domain_max_pages (0 = no cap)
+                        domain_max_pages (0 = no cap), claimed dupefilter token ('' = none; see check_claims)
     then              number of requests R; then R groups of 7:
                         crawl index (1..C), fingerprint (8 bytes), domain, priority, depth, retries,
                         member tail (lib/redis/member.ts: the URL relative to its scheme and domain)
-  and the dupefilter HASH of the i-th crawl from KEYS[18 + i]. Returns the list of R codes.
+  and the dupefilter HASH of the i-th crawl from KEYS[18 + i]. Returns the list of R codes, and a list of C entries:
+  the crawl's dupefilter token (a string; '' when it has no dupefilter) or, for a refused crawl, its code.
+
+  Dupefilter tokens (lib/redis/dupe-cache.ts): field 'g' of a dupefilter HASH names its generation, a sequence
+  number of the partition (never reused) given when the HASH is first used. A crawler that knows fingerprints are
+  in the HASH with that token may leave those children out and claim the token instead; check_claims(a0), called
+  before anything is written, finds the claims that no longer hold (the HASH was deleted by a stop, expired, or
+  replaced). enqueue_requests then trusts only the claims check_claims verified: a crawl with a verified claim has
+  its dupefilter's TTL refreshed as if its left-out children had been sent.
 ]]
+
+-- Claims check_claims verified: crawl index -> token.
+local CLAIMED = {}
+
+-- The crawl groups (1..C) whose claimed token is not their dupefilter's; verified ones go to CLAIMED. A claim on a
+-- crawl sent with settings (a seed may start the crawl afresh, dropping its old dupefilter) never holds.
+local function check_claims(a0)
+  local stale = {}
+  local a = a0 + 3
+  for i = 1, tonumber(ARGV[a0 + 2]) do
+    local claim = ARGV[a + 5]
+    if claim ~= '' then
+      if ARGV[a + 2] == '' and redis.call('HGET', KEYS[18 + i], 'g') == claim then
+        CLAIMED[i] = claim
+      else
+        stale[#stale + 1] = i
+      end
+    end
+    a = a + 6
+  end
+  return stale
+end
 
 -- A free ref: the next number, wrapping at REF_LIMIT and skipping refs still held (a record, or counters
 -- a stopped crawl left for the sweep).
@@ -115,6 +145,19 @@ local function dupe_add(c, field, rest, v)
   if df.n > DUPE_LOAD * df.buckets and df.buckets < DUPE_MAX then dupe_split(c, df) end
 end
 
+-- The token of a crawl's dupefilter (see the header), given now if it has none yet; '' when there is no HASH.
+local function dupe_token(c)
+  if c.token then return c.token end
+  local t = redis.call('HGET', c.dupe, 'g')
+  if not t then
+    if redis.call('EXISTS', c.dupe) == 0 then return '' end
+    -- A sequence number spent on the token: unique in the partition, so no later HASH gets the same one.
+    t = seq_enc(redis.call('INCR', K.seq))
+    redis.call('HSET', c.dupe, 'g', t)
+  end
+  return t
+end
+
 -- Enqueues the batch whose arguments start at ARGV[a0] (see the header); returns its codes.
 local function enqueue_requests(a0)
   local ttl = tonumber(ARGV[a0])
@@ -125,9 +168,9 @@ local function enqueue_requests(a0)
   for i = 1, ncrawls do
     local c = {
       key = ARGV[a], appid = ARGV[a + 1], settings = ARGV[a + 2], expires = tonumber(ARGV[a + 3]),
-      cap = tonumber(ARGV[a + 4]), dupe = KEYS[18 + i],
+      cap = tonumber(ARGV[a + 4]), dupe = KEYS[18 + i], token = CLAIMED[i],
     }
-    a = a + 5
+    a = a + 6
     local stop_until = redis.call('ZSCORE', K.stopped, c.key)
     if stop_until and tonumber(stop_until) > NOW then
       c.status = -1
@@ -265,9 +308,17 @@ local function enqueue_requests(a0)
       end
     end
   end
-  for _, c in ipairs(crawls) do
+  local tokens = {}
+  for i, c in ipairs(crawls) do
     if c.df and c.df.dirty then redis.call('HSET', c.dupe, '', c.df.n .. ':' .. c.df.buckets) end
-    if c.used then redis.call('EXPIRE', c.dupe, ttl) end
+    if c.status then
+      tokens[i] = c.status
+    elseif c.used or c.token then
+      redis.call('EXPIRE', c.dupe, ttl)
+      tokens[i] = dupe_token(c)
+    else
+      tokens[i] = ''
+    end
   end
-  return codes
+  return codes, tokens
 end

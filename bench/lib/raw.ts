@@ -1,6 +1,6 @@
 /**
  * The physical limit of a crawl (issue 8 `raw`): fetch + the crawler's own link extraction
- * (lib/crawl/extract.ts `extractLinks`) in a tight loop at a fixed concurrency, breadth first from the seeds
+ * (lib/crawl/extract.ts `extractLinks`, on the pages whose links are followed: depth < maxdepth) in a tight loop at a fixed concurrency, breadth first from the seeds
  * to `maxdepth` with an in-memory seen-set, no Redis, no Kafka, no politeness.
  *
  * Two clients:
@@ -130,9 +130,11 @@ export async function rawCrawl(o: RawOptions): Promise<RawResult> {
       try {
         const page = await get(url);
         bytes += page.bytes;
-        const found = extractLinks(page.text, url);
-        links += found.length;
+        // Only a page whose links are followed is parsed, as every crawler in the bench does (crawl-cluster's
+        // link spider, the Scrapy and Crawlee peers): a page at maxdepth is fetched and not parsed.
         if (depth < o.maxdepth) {
+          const found = extractLinks(page.text, url);
+          links += found.length;
           for (const link of found) {
             if (seen.has(link.url)) continue;
             seen.add(link.url);

@@ -564,16 +564,19 @@ export class Crawler {
     if (RETRY_STATUSES.has(response.status)) {
       return { kind: 'status', response, retryAfterMs: retryAfterMs(response.headers['retry-after']?.[0], o.now()) };
     }
-    const extracted =
-      response.text && isHtml(response) ? extractPageLinks(response.text, response.url) : { links: [] as Link[] };
     const spiderid = req.spider ?? lease.crawl.spiderid;
+    const spider = o.spiders.get(spiderid);
+    // A page whose links its spider does not use (the link spider's at maxdepth) is not parsed at all.
+    const extracted =
+      response.text && isHtml(response) && wantsLinks(spider, req)
+        ? extractPageLinks(response.text, response.url)
+        : { links: [] as Link[] };
     const page = buildPage({ ...req, spiderid }, response, extracted.links, {
       base64: o.base64,
       success: true,
       retryTimes: lease.retries,
     });
     if (extracted.stopped !== undefined) page.links_stopped = extracted.stopped;
-    const spider = o.spiders.get(spiderid);
     // A spider that throws fails this page only: 'process' stage, poison, a success:false page (failure.ts).
     const result = await runSpider(spider, req, response, extracted.links);
     putData(page, result.data);
@@ -837,4 +840,13 @@ export function retryAfterMs(value: string | undefined, now: number): number {
   if (Number.isFinite(seconds)) return Math.max(0, Math.min(seconds, 3600) * 1000);
   const at = Date.parse(value);
   return Number.isFinite(at) ? Math.max(0, Math.min(at - now, 3_600_000)) : 0;
+}
+
+/** Whether `spider` uses the links of this request's page ({@link Spider.wantsLinks}); a hook that throws: yes. */
+function wantsLinks(spider: Spider | undefined, req: SpiderRequest): boolean {
+  try {
+    return spider?.wantsLinks?.(req) ?? true;
+  } catch {
+    return true;
+  }
 }

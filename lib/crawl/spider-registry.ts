@@ -55,7 +55,7 @@ function checkSpider(value: Record<string, unknown>, module: string): Spider {
   }
   if (RESERVED_NAMES.has(name)) throw new PluginLoadError(module, `spider name "${name}" is reserved`);
   if (typeof value.parse !== 'function') throw new PluginLoadError(module, `spider "${name}": parse is not a function`);
-  for (const hook of ['open', 'close', 'attrs'] as const) {
+  for (const hook of ['open', 'close', 'attrs', 'wantsLinks'] as const) {
     if (value[hook] !== undefined && typeof value[hook] !== 'function') {
       throw new PluginLoadError(module, `spider "${name}": ${hook} is not a function`);
     }

@@ -278,6 +278,13 @@ export interface Spider {
    */
   readonly boundsItself?: boolean;
   /**
+   * Whether the spider uses the page's links for this request. False: the crawler does not extract them (the spider
+   * gets `links: []`) and the page message carries `links: []`, as Scrapy Cluster's link spider sends a page it
+   * does not spider (one at the crawl's `maxdepth`). Extraction is most of a page's parsing, and in a crawl bounded
+   * by depth most pages are at the last depth. @default true
+   */
+  wantsLinks?(request: SpiderRequest): boolean;
+  /**
    * The page's `attrs` for this request, when the spider sends more than the request's (the wandering
    * spider's `step`). @default the request's attrs
    */

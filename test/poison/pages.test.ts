@@ -55,7 +55,17 @@ describe('hostile pages through the local cluster', () => {
     outbound = await t.collect(t.topics.outboundFirehose);
     worker = startCrawlerProcess(t.vars, { CRAWLER_HOST_MAP: site.hostMap, CRAWLER_CONCURRENCY: 4 });
     const crawlids = HOSTILE_PATHS.map((path) => `hostile${path.replaceAll('/', '-')}`);
-    await t.feed(HOSTILE_PATHS.map((path, i) => ({ url: site.url(path), appid: APPID, crawlid: crawlids[i] })));
+    // At maxdepth 1 each page is spidered (a page at maxdepth is not parsed at all: lib/crawl/spiders/link.ts), and
+    // deny_regex keeps its links from being followed, so each crawl is its one hostile page.
+    await t.feed(
+      HOSTILE_PATHS.map((path, i) => ({
+        url: site.url(path),
+        appid: APPID,
+        crawlid: crawlids[i],
+        maxdepth: 1,
+        deny_regex: ['.*'],
+      })),
+    );
     await Promise.all(crawlids.map((c) => completeNotice(outbound, c, 150_000)));
     // The page topic's collector may lag the notices.
     await waitUntil(

@@ -597,6 +597,55 @@ describe('Crawler: messages always fit', () => {
   });
 });
 
+describe('Crawler: pages whose links are not used', () => {
+  const body = '<a href="/a">a</a><a href="/b">b</a>';
+
+  it('does not parse a link-spider page at the crawl’s maxdepth: links [] and no children, as Scrapy Cluster sends it', async () => {
+    const atMax = { ...SETTINGS, maxdepth: 2 };
+    const r = await crawl(
+      [
+        lease('http://a.example/deep', { crawl: atMax, depth: 2 }),
+        lease('http://a.example/mid', { crawl: atMax, depth: 1 }),
+      ],
+      (q) => html(q.url, body),
+    );
+    const byUrl = new Map(r.pages.map((p) => [p.url, p]));
+    expect(byUrl.get('http://a.example/deep')?.links).toEqual([]);
+    expect(byUrl.get('http://a.example/deep')?.success).toBe(true);
+    expect(byUrl.get('http://a.example/mid')?.links.map((l) => l.url)).toEqual([
+      'http://a.example/a',
+      'http://a.example/b',
+    ]);
+    expect(r.frontier.enqueued.flatMap((e) => e.urls).sort()).toEqual(['http://a.example/a', 'http://a.example/b']);
+  });
+
+  it('gives a plugin without wantsLinks the links at any depth, and one whose wantsLinks throws too', async () => {
+    const seen: number[] = [];
+    const parse = ({ links }: { links: unknown[] }) => {
+      seen.push(links.length);
+      return {};
+    };
+    const plain: Spider = { name: 'plain', parse };
+    const broken: Spider = {
+      name: 'broken',
+      wantsLinks: () => {
+        throw new Error('boom');
+      },
+      parse,
+    };
+    const r = await crawl(
+      [
+        lease('http://a.example/p', { crawl: { ...SETTINGS, spiderid: 'plain' }, depth: 0 }),
+        lease('http://a.example/b', { crawl: { ...SETTINGS, spiderid: 'broken' }, depth: 0 }),
+      ],
+      (q) => html(q.url, body),
+      { plugins: [plain, broken] },
+    );
+    expect(seen).toEqual([2, 2]);
+    expect(r.pages.map((p) => p.links.length)).toEqual([2, 2]);
+  });
+});
+
 describe('Crawler: the wandering spider', () => {
   it('follows one link past maxdepth 0 and sends its step in attrs, as Scrapy Cluster does', async () => {
     const settings = { ...SETTINGS, spiderid: 'wandering', maxdepth: 0, attrs: { tag: 'w' } };

@@ -312,7 +312,7 @@ export async function run(ctx: ScenarioContext): Promise<Numbers> {
   );
   ctx.note('pages/s = (pages - 1) / (last - first page), after a warm-up crawl; ours from page message CreateTime');
   ctx.note(
-    'raw = bare undici + extractLinks at the same concurrency (one process): mean of a pass before and after the crawls',
+    'raw = bare undici + extractLinks of the pages below maxdepth (those whose links are followed) at the same concurrency (one process): mean of a pass before and after the crawls',
   );
   ctx.note(
     'CPU ms/page from /proc per process kind: ours worker + redis + kafka (the broker), peers their process (+ redis for scrapy-redis); site and bench not counted',

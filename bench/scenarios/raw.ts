@@ -1,6 +1,6 @@
 /**
  * Raw benchmark (issue 8): the physical limit of crawling the fixture site on this machine — fetch + the
- * crawler's link extraction in a tight loop at the crawl's concurrency, breadth first from page 0 to the
+ * crawler's link extraction (of the pages below maxdepth, whose links are followed) in a tight loop at the crawl's concurrency, breadth first from page 0 to the
  * depth that reaches every page, no Redis, no Kafka, no politeness (bench/lib/raw.ts). The site runs in
  * its own process (localstack/site/process.ts).
  *

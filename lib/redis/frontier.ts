@@ -157,7 +157,6 @@ export class Frontier {
         [this.#o.dupefilterTtlSec, ...batch.args],
         now,
       );
-      // Without a cache every request is sent.
       idx.forEach((i, k) => {
         out[i] = outcomeOf(codes[k]);
       });
@@ -699,6 +698,11 @@ function enqueueArgs(
   const reqArgs: (string | number | Buffer)[] = [];
   const sent: number[] = [];
   const crawlOf: number[] = new Array(idx.length);
+  // A crawl with a seed in the batch claims nothing: the seed may start it afresh (a claim would not hold).
+  const seeded = new Set<string>();
+  if (cache !== undefined)
+    for (const i of idx)
+      if ((items[i] as FrontierItem).crawl.settings) seeded.add(keyOf((items[i] as FrontierItem).crawl));
   for (let k = 0; k < idx.length; k++) {
     const { crawl, request } = items[idx[k] as number] as FrontierItem;
     const ck = keyOf(crawl);
@@ -709,15 +713,13 @@ function enqueueArgs(
       const dk = dupefilterKey(p, ck);
       dupeKeys.push(dk);
       const s = crawl.settings;
-      const claim = cache !== undefined && !s ? cache.claim(dk) : '';
+      const claim = cache !== undefined && !seeded.has(ck) ? cache.claim(dk) : '';
       crawlArgs.push(ck, crawl.appid, s ? JSON.stringify(s) : '', s?.expires ?? 0, s?.domain_max_pages ?? 0, claim);
     } else if (crawl.settings && crawlArgs[(ci - 1) * 6 + 2] === '') {
-      // A seed after a child of the same crawl in one batch: the seed's settings register the crawl (and a
-      // claim never holds for a crawl sent with settings).
+      // A seed after a child of the same crawl in one batch: the seed's settings register the crawl.
       crawlArgs[(ci - 1) * 6 + 2] = JSON.stringify(crawl.settings);
       crawlArgs[(ci - 1) * 6 + 3] = crawl.settings.expires ?? 0;
       crawlArgs[(ci - 1) * 6 + 4] = crawl.settings.domain_max_pages ?? 0;
-      crawlArgs[(ci - 1) * 6 + 5] = '';
     }
     crawlOf[k] = ci;
     if (request.fingerprint.length !== 8) throw new Error('request fingerprints are 8 bytes');
@@ -733,15 +735,6 @@ function enqueueArgs(
       request.retries ?? 0,
       memberTail(request.url, request.domain),
     );
-  }
-  // A seed that came after cached children of its crawl took the claim back: those children go after all.
-  if (cache !== undefined && sent.length < idx.length) {
-    const missing: number[] = [];
-    for (let k = 0, j = 0; k < idx.length; k++) {
-      if (sent[j] === k) j++;
-      else if (crawlArgs[((crawlOf[k] as number) - 1) * 6 + 5] === '') missing.push(k);
-    }
-    if (missing.length > 0) return enqueueArgs(p, spider, items, idx, keyOf);
   }
   return { dupeKeys, args: [spider, crawlIndex.size, ...crawlArgs, sent.length, ...reqArgs], sent, crawlOf };
 }

@@ -188,6 +188,20 @@ describe('dupefilter cache', () => {
     expect(await redis.ttl(key)).toBeGreaterThan(500);
   });
 
+  test('a batch with a seed of the crawl claims nothing for it (the seed may start it afresh): sent in full, once', async () => {
+    const { cached: frontier } = pair();
+    const crawl = seedCrawl('app', 'c', { maxdepth: 3 });
+    const [l0, l1] = await seeds(frontier, crawl, 2);
+    await ack(frontier, l0 as Lease, children(crawl, ['1', '2']));
+    const kids = children(crawl, ['1', '2']);
+    const [first] = kids.get('link') as Item[];
+    (first as Item).crawl = crawl; // with its settings, as a seed
+    const again = await ack(frontier, l1 as Lease, kids);
+    expect(again.calls.map((c) => c.script)).toEqual(['ack-enqueue']);
+    expect(again.calls.map(sentChildren)).toEqual([2]);
+    expect(again.result.children?.get('link')).toEqual(['duplicate', 'duplicate']);
+  });
+
   test('two crawlers share a crawl: each leaves out only what it sent itself', async () => {
     const prefix = uniqueName();
     const a = testFrontier(redis, { dupeCacheEntries: 10_000, prefix });

@@ -8,8 +8,9 @@
   changes nothing the second time. A blacklisted domain's requests are queued but not scheduled.
 
   The dupefilter of a crawl is an exact set of 8-byte fingerprints stored compactly, a linear hash table in
-  one HASH: field '' = `<fingerprints>:<buckets>`; field 'g' = its token (includes/enqueue.lua); field = a bucket number (2 bytes, little-endian), value =
-  bytes 2..8 of each fingerprint in the bucket, concatenated (byte 1 is implied: see dupe_bucket). Buckets
+  one HASH: field '' = `<fingerprints>:<buckets>`; field 'g' = its token (includes/enqueue.lua); field = a
+  bucket number (2 bytes, little-endian), value = bytes 2..8 of each fingerprint in the bucket, concatenated
+  (byte 1 is implied: see dupe_bucket). Buckets
   split one at a time as the set grows (256 to 65536 buckets, about DUPE_LOAD fingerprints each), so a
   fingerprint costs about 7 bytes plus a share of a hash entry whatever the crawl's size, and each check
   or insert reads one bucket of a few hundred bytes.

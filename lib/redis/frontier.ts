@@ -339,26 +339,22 @@ export class Frontier {
       const all = kids.map((_, i) => i);
       const keyOf = crawlKeys(p.spider);
       let batch = enqueueArgs(p, p.spider, kids, all, keyOf, this.#dupes);
-      let reply = await this.#run<unknown[]>(
-        'ack-enqueue',
-        p,
-        batch.dupeKeys,
-        [group.length, ...pairs, this.#o.dupefilterTtlSec, ...batch.args],
-        now,
-      );
-      for (let attempt = 0; reply[0] === 'stale'; attempt++) {
-        // A claim no longer holds (the dupefilter was stopped, expired or replaced) and nothing was written:
-        // forget those crawls and send again, in full once a second claim has gone stale meanwhile.
-        for (const ci of reply.slice(1) as number[]) this.#dupes.forget(batch.dupeKeys[ci - 1] as string);
-        if (attempt > 0) this.#dupes.clear();
-        batch = enqueueArgs(p, p.spider, kids, all, keyOf, attempt > 0 ? undefined : this.#dupes);
-        reply = await this.#run<unknown[]>(
+      const send = () =>
+        this.#run<unknown[]>(
           'ack-enqueue',
           p,
           batch.dupeKeys,
           [group.length, ...pairs, this.#o.dupefilterTtlSec, ...batch.args],
           now,
         );
+      let reply = await send();
+      for (let attempt = 0; reply[0] === 'stale'; attempt++) {
+        // A claim no longer holds (the dupefilter was stopped, expired or replaced) and nothing was written:
+        // forget those crawls and send again, in full once a second claim has gone stale meanwhile.
+        for (const ci of reply.slice(1) as number[]) this.#dupes.forget(batch.dupeKeys[ci - 1] as string);
+        if (attempt > 0) this.#dupes.clear();
+        batch = enqueueArgs(p, p.spider, kids, all, keyOf, attempt > 0 ? undefined : this.#dupes);
+        reply = await send();
       }
       replies = reply.slice(0, group.length) as AckReply[];
       const sentCodes = (reply[group.length] ?? []) as number[];

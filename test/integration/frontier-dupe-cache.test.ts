@@ -50,6 +50,12 @@ function pair(): { cached: Frontier; plain: Frontier } {
   return { cached: testFrontier(redis, { dupeCacheEntries: 10_000 }), plain: testFrontier(redis) };
 }
 
+/** Runs `scenario` on a frontier with the cache, then on one without: [cached, plain]. */
+async function onBoth<T>(scenario: (frontier: Frontier) => Promise<T>): Promise<[T, T]> {
+  const { cached, plain } = pair();
+  return [await scenario(cached), await scenario(plain)];
+}
+
 async function ack(frontier: Frontier, lease: Lease, kids: Map<string, Item[]>, now = T0 + 1) {
   let result: AckResult | undefined;
   const calls = await recordScriptCalls(redis, async () => {
@@ -69,23 +75,20 @@ function dupeKeyOf(frontier: Frontier, crawlid: string): string {
 
 describe('dupefilter cache', () => {
   test('children sent before are left out of the ack and answered duplicate, as without the cache', async () => {
-    const runs = [];
-    for (const [name, frontier] of Object.entries(pair())) {
+    const [cached, plain] = await onBoth(async (frontier) => {
       const crawl = seedCrawl('app', 'c', { maxdepth: 3 });
       const leases = await seeds(frontier, crawl, 3);
       const first = await ack(frontier, leases[0] as Lease, children(crawl, ['1', '2', '3']));
       const second = await ack(frontier, leases[1] as Lease, children(crawl, ['1', '2', '4', '3']));
       // Nothing new: the call still refreshes the dupefilter and acks.
       const third = await ack(frontier, leases[2] as Lease, children(crawl, ['4', '2']));
-      runs.push({
-        name,
+      return {
         outcomes: [first, second, third].map((a) => [a.result.acked, a.result.children?.get('link')]),
         sent: [first, second, third].map((a) => a.calls.map(sentChildren)),
         info: await frontier.crawlInfo('link', 'app', 'c', T0 + 2),
         queue: await queued(frontier, T0 + 3),
-      });
-    }
-    const [cached, plain] = runs;
+      };
+    });
     expect(cached?.outcomes).toEqual([
       [true, ['queued', 'queued', 'queued']],
       [true, ['duplicate', 'duplicate', 'queued', 'duplicate']],
@@ -100,8 +103,7 @@ describe('dupefilter cache', () => {
   });
 
   test('a crawl stopped and fed again: its children are queued again (the stale claim is caught, then sent in full)', async () => {
-    const runs = [];
-    for (const frontier of Object.values(pair())) {
+    const [cached, plain] = await onBoth(async (frontier) => {
       const crawl = seedCrawl('app', 'c', { maxdepth: 3 });
       const [l0] = await seeds(frontier, crawl, 1);
       await ack(frontier, l0 as Lease, children(crawl, ['1', '2']));
@@ -110,14 +112,13 @@ describe('dupefilter cache', () => {
       const later = T0 + 3_600_000 + 10;
       const [l1] = await seeds(frontier, crawl, 1, later, 'again');
       const again = await ack(frontier, l1 as Lease, children(crawl, ['1', '2', '3']), later + 1);
-      runs.push({
+      return {
         outcome: again.result.children?.get('link'),
         calls: again.calls.map((c) => c.script),
         sent: again.calls.map(sentChildren),
         queue: await queued(frontier, later + 2),
-      });
-    }
-    const [cached, plain] = runs;
+      };
+    });
     expect(cached?.outcome).toEqual(['queued', 'queued', 'queued']);
     expect(plain?.outcome).toEqual(cached?.outcome);
     expect(cached?.calls).toEqual(['ack-enqueue', 'ack-enqueue']);
@@ -128,23 +129,20 @@ describe('dupefilter cache', () => {
   });
 
   test('a stopped crawl: a late ack with cached children gets what it gets without the cache', async () => {
-    const runs = [];
-    for (const frontier of Object.values(pair())) {
+    const [cached, plain] = await onBoth(async (frontier) => {
       const crawl = seedCrawl('app', 'c', { maxdepth: 3 });
       const [l0, l1] = await seeds(frontier, crawl, 2);
       await ack(frontier, l0 as Lease, children(crawl, ['1', '2']));
       await frontier.stop('link', 'app', 'c', T0 + 2);
       const late = await ack(frontier, l1 as Lease, children(crawl, ['1', '2', '3']), T0 + 3);
-      runs.push({ result: late.result, queue: await queued(frontier, T0 + 4) });
-    }
-    const [cached, plain] = runs;
+      return { result: late.result, queue: await queued(frontier, T0 + 4) };
+    });
     expect(cached?.result.children?.get('link')).toEqual(['stopped', 'stopped', 'stopped']);
     expect(cached).toEqual(plain);
   });
 
   test('an expired dupefilter forgets its children, and so does the cache', async () => {
-    const runs = [];
-    for (const frontier of Object.values(pair())) {
+    const [cached, plain] = await onBoth(async (frontier) => {
       const crawl = seedCrawl('app', 'c', { maxdepth: 3 });
       const [l0, l1] = await seeds(frontier, crawl, 2);
       await ack(frontier, l0 as Lease, children(crawl, ['1', '2']));
@@ -152,24 +150,21 @@ describe('dupefilter cache', () => {
       expect(await redis.pexpire(key, 1)).toBe(1);
       while ((await redis.exists(key)) === 1) await new Promise((r) => setTimeout(r, 5));
       const after = await ack(frontier, l1 as Lease, children(crawl, ['1', '2']));
-      runs.push({ outcome: after.result.children?.get('link'), calls: after.calls.map((c) => c.script) });
-    }
-    const [cached, plain] = runs;
+      return { outcome: after.result.children?.get('link'), calls: after.calls.map((c) => c.script) };
+    });
     expect(cached?.outcome).toEqual(['queued', 'queued']);
     expect(plain?.outcome).toEqual(cached?.outcome);
     expect(cached?.calls).toEqual(['ack-enqueue', 'ack-enqueue']);
   });
 
   test('a crawl past its expiry time: cached children are answered expired, as without the cache', async () => {
-    const runs = [];
-    for (const frontier of Object.values(pair())) {
+    const [cached, plain] = await onBoth(async (frontier) => {
       const crawl = seedCrawl('app', 'c', { maxdepth: 3, expires: Math.floor(T0 / 1000) + 10 });
       const [l0, l1] = await seeds(frontier, crawl, 2);
       await ack(frontier, l0 as Lease, children(crawl, ['1', '2']));
       const late = await ack(frontier, l1 as Lease, children(crawl, ['1', '2']), T0 + 20_000);
-      runs.push({ result: late.result, sent: late.calls.map(sentChildren) });
-    }
-    const [cached, plain] = runs;
+      return { result: late.result, sent: late.calls.map(sentChildren) };
+    });
     expect(cached?.result.children?.get('link')).toEqual(['expired', 'expired']);
     expect(cached?.result).toEqual(plain?.result);
     expect(cached?.sent).toEqual([0]);

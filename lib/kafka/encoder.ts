@@ -62,7 +62,7 @@ function ensureAvailable(this: KafkajsEncoder, length: number): void {
 }
 
 /** Buffers and nested encoders at least this big are appended by reference; smaller ones are copied. */
-export const REF_MIN_BYTES = 1024;
+const REF_MIN_BYTES = 1024;
 
 function isEncoder(v: unknown): v is KafkajsEncoder {
   return v != null && Buffer.isBuffer((v as KafkajsEncoder).buf);

@@ -24,6 +24,9 @@
  *   own process + `redis` (scrapy-redis). "Per core" = that sum: a peer's CPU ms/page over ours (1 worker),
  *   so ≥ 3 means we crawl 3× the pages per CPU second. The site's CPU and the bench's are not counted.
  * - raw reference: the mean of a raw pass before and one after the crawls (a shared machine's load moves).
+ * - Rounds: BENCH_CRAWL_ROUNDS (3) full rounds per shape; every number is the median over the rounds (ratios taken
+ *   within each round), with each round's value in `<metric>_rounds` (bench/lib/rounds.ts). One crawl's CPU per
+ *   page moves 10–25 % between runs on this machine: a single round decides nothing. The DOM pass runs in the first.
  * - BENCH_CRAWL_WORKERS (1,2), BENCH_CONCURRENCY (16 per worker and per peer), BENCH_CRAWL_TIMEOUT_S (600),
  *   BENCH_PEERS (crawlee,scrapy,scrapy-redis; `false` or `none` skips them).
  * - The cost of a DOM (issue 17): with BENCH_DOM_SPIDER (true), one more 1-worker pass crawls through the example
@@ -36,9 +39,10 @@ import { fileURLToPath } from 'node:url';
 import { startSiteProcess } from '../../localstack/site/process.ts';
 import { CpuMeter } from '../lib/cpu.ts';
 import { type CrawlPassResult, crawlPass, passNumbers } from '../lib/crawl-pass.ts';
-import { envBool, envIntList } from '../lib/env.ts';
+import { envBool, envInt, envIntList } from '../lib/env.ts';
 import { PEERS, type PeerName, type PeerResult, runPeer } from '../lib/peers.ts';
 import { parseHostMap, rawPass } from '../lib/raw.ts';
+import { mergeRounds } from '../lib/rounds.ts';
 import type { Numbers, ScenarioContext, Target } from '../lib/scenario.ts';
 import {
   benchConcurrency,
@@ -69,19 +73,37 @@ const PER_CORE: [PeerName, number, string][] = [
   ['scrapy-redis', 6, 'scrapy-redis'],
 ];
 
-export const targets: Target[] = [
-  { metric: 'ratio_1w', op: '>=', value: 0.6, label: 'crawl/raw (1 worker)' },
-  ...SHAPES.flatMap((shape) =>
-    PER_CORE.map(([peer, value, label]): Target => {
-      return {
-        metric: `${shapePrefix(shape)}percore_vs_${stem(peer)}`,
-        op: '>=',
-        value,
-        label: `per core vs ${label} (${shape})`,
-      };
-    }),
-  ),
-];
+/** Issue 15's targets, on every page shape. */
+export const targets: Target[] = SHAPES.flatMap((shape): Target[] => {
+  const p = shapePrefix(shape);
+  const t = (metric: string, op: Target['op'], value: number, label: string): Target => ({
+    metric: `${p}${metric}`,
+    op,
+    value,
+    label: `${label} (${shape})`,
+  });
+  return [
+    t('worker_vs_raw_cpu_1w', '<=', 1.5, 'worker CPU / raw CPU'),
+    t('kafka_cpu_ms_per_page_1w', '<=', 0.3, 'Kafka CPU ms/page'),
+    t('redis_cpu_ms_per_page_1w', '<=', 0.2, 'Redis CPU ms/page'),
+    t('ratio_1w', '>=', 0.6, 'crawl/raw pages/s (1 worker)'),
+    t('speedup_2w', '>', 1, '2 workers / 1 worker pages/s'),
+    t('worker_peak_rss_mb_1w', '<=', 300, 'worker peak RSS MiB'),
+    ...PER_CORE.map(([peer, value, label]) => t(`percore_vs_${stem(peer)}`, '>=', value, `per core vs ${label}`)),
+  ];
+});
+
+/** Ratios of one round's own numbers (the medians of the rounds are taken of these, not recomputed from medians). */
+function withinRound(n: Numbers): Numbers {
+  const ratio = (a: unknown, b: unknown) =>
+    typeof a === 'number' && typeof b === 'number' && b > 0 ? { value: round(a / b, 3) } : undefined;
+  const out: Numbers = {};
+  const cpu = ratio(n.worker_cpu_ms_per_page_1w, n.raw_cpu_ms_per_page);
+  if (cpu) out.worker_vs_raw_cpu_1w = cpu.value;
+  const speedup = ratio(n.pages_per_s_2w, n.pages_per_s_1w);
+  if (speedup) out.speedup_2w = speedup.value;
+  return out;
+}
 
 export const headline: [string, string][] = SHAPES.flatMap((shape): [string, string][] => {
   const p = shapePrefix(shape);
@@ -92,8 +114,10 @@ export const headline: [string, string][] = SHAPES.flatMap((shape): [string, str
     [`${p}pages_per_s_1w`, `pages/s 1 worker${s}`],
     [`${p}ratio_1w`, `ratio 1w/raw${s}`],
     [`${p}pages_per_s_2w`, `pages/s 2 workers${s}`],
+    [`${p}speedup_2w`, `2w/1w pages/s${s}`],
     [`${p}cpu_ms_per_page_1w`, `CPU ms/page (worker+Redis+Kafka)${s}`],
     [`${p}raw_cpu_ms_per_page`, `raw CPU ms/page${s}`],
+    [`${p}worker_vs_raw_cpu_1w`, `worker/raw CPU${s}`],
     [`${p}worker_peak_rss_mb_1w`, `worker peak RSS MiB${s}`],
     [`${p}pages_per_s_dom_1w`, `pages/s 1 worker, DOM plugin spider${s}`],
     [`${p}dom_worker_cpu_ms_extra_per_page`, `DOM extra worker CPU ms/page${s}`],
@@ -142,7 +166,7 @@ function peerNumbers(r: PeerResult, raw: number, ours: CrawlPassResult | undefin
 }
 
 /** One line per system: pages/s, vs raw, CPU ms/page per process kind, peak RSS, per core. */
-function printTable(ctx: ScenarioContext, shape: PageShape, n: Numbers, peers: PeerResult[]): void {
+function printTable(ctx: ScenarioContext, title: string, n: Numbers, peers: readonly PeerName[]): void {
   const f = (v: number | string | undefined, d = 2) => (typeof v === 'number' ? v.toFixed(d) : '–').padStart(8);
   const rows = [
     `${'system'.padEnd(16)} ${'pages/s'.padStart(8)} ${'vs raw'.padStart(8)} ${'crawler'.padStart(8)} ${'redis'.padStart(8)} ${'kafka'.padStart(8)} ${'total'.padStart(8)} ${'RSS MiB'.padStart(8)} ${'per core'.padStart(8)}`,
@@ -154,17 +178,25 @@ function printTable(ctx: ScenarioContext, shape: PageShape, n: Numbers, peers: P
       `${`crawl-cluster ${w}`.padEnd(16)} ${f(n[`pages_per_s_${w}`], 0)} ${f(n[`ratio_${w}`])} ${f(n[`worker_cpu_ms_per_page_${w}`])} ${f(n[`redis_cpu_ms_per_page_${w}`])} ${f(n[`kafka_cpu_ms_per_page_${w}`])} ${f(n[`cpu_ms_per_page_${w}`])} ${f(n[`worker_peak_rss_mb_${w}`], 0)} ${f(w === '1w' ? 1 : undefined)}`,
     );
   }
-  for (const r of peers) {
-    const s = stem(r.peer);
+  for (const peer of peers) {
+    const s = stem(peer);
+    if (n[`${s}_pages_per_s`] === undefined) continue;
     rows.push(
-      `${r.peer.padEnd(16)} ${f(n[`${s}_pages_per_s`], 0)} ${f(n[`${s}_vs_raw`])} ${f(n[`${s}_crawler_cpu_ms_per_page`])} ${f(r.peer === 'scrapy-redis' ? n[`${s}_redis_cpu_ms_per_page`] : undefined)} ${f(undefined)} ${f(n[`${s}_total_cpu_ms_per_page`])} ${f(n[`${s}_peak_rss_mb`], 0)} ${f(n[`percore_vs_${s}`])}`,
+      `${peer.padEnd(16)} ${f(n[`${s}_pages_per_s`], 0)} ${f(n[`${s}_vs_raw`])} ${f(n[`${s}_crawler_cpu_ms_per_page`])} ${f(peer === 'scrapy-redis' ? n[`${s}_redis_cpu_ms_per_page`] : undefined)} ${f(undefined)} ${f(n[`${s}_total_cpu_ms_per_page`])} ${f(n[`${s}_peak_rss_mb`], 0)} ${f(n[`percore_vs_${s}`])}`,
     );
   }
-  ctx.progress(`${shape} pages, CPU ms/page by process kind (per core = its total / crawl-cluster 1w's):`);
+  ctx.progress(`${title}:`);
   for (const row of rows) ctx.progress(`  ${row}`);
 }
 
-async function runShape(ctx: ScenarioContext, shape: PageShape, peers: PeerName[]): Promise<Numbers> {
+/** One round of a shape: raw, ours (1 and 2 workers, the DOM pass in the first round only), the peers, raw again. */
+async function runShape(
+  ctx: ScenarioContext,
+  shape: PageShape,
+  peers: PeerName[],
+  roundNo: number,
+  rounds: number,
+): Promise<Numbers> {
   const options = benchSiteOptions(undefined, shape);
   const concurrency = benchConcurrency();
   const workerCounts = envIntList('BENCH_CRAWL_WORKERS', [1, 2]);
@@ -173,9 +205,9 @@ async function runShape(ctx: ScenarioContext, shape: PageShape, peers: PeerName[
   try {
     const plan = seedPlan(site);
     const { maxdepth, reachable } = plan;
-    if (shape === SHAPES[0]) recordSiteInputs(ctx, options, plan);
+    if (shape === SHAPES[0] && roundNo === 0) recordSiteInputs(ctx, options, plan);
     ctx.input(`${shapePrefix(shape) || 'article_'}page_bytes`, options.pageBytes ?? 0);
-    const label = (s: string) => `${shape}: ${s}`;
+    const label = (s: string) => (rounds > 1 ? `${shape} round ${roundNo + 1}/${rounds}: ${s}` : `${shape}: ${s}`);
     ctx.progress(
       label(
         `raw reference: ${reachable} pages from ${plan.seeds.length} seeds at maxdepth ${maxdepth}, concurrency ${concurrency}`,
@@ -218,7 +250,7 @@ async function runShape(ctx: ScenarioContext, shape: PageShape, peers: PeerName[
     // The cost of a DOM: the same crawl with 1 worker through a plugin spider that builds a cheerio document on
     // every page (examples/json-ld-products, loaded as a user would, through CRAWLER_PLUGINS).
     let dom: CrawlPassResult | undefined;
-    if (envBool('BENCH_DOM_SPIDER', true)) {
+    if (envBool('BENCH_DOM_SPIDER', true) && roundNo === 0) {
       dom = await crawlPass(ctx, site, {
         workers: 1,
         concurrency,
@@ -293,11 +325,12 @@ async function runShape(ctx: ScenarioContext, shape: PageShape, peers: PeerName[
     const one = passes.find(([w]) => w === 1)?.[1];
     const oursMs = Number(out.cpu_ms_per_page_1w ?? 0);
     for (const r of peerResults) Object.assign(out, peerNumbers(r, raw, one, oursMs));
-    printTable(ctx, shape, out, peerResults);
+    Object.assign(out, withinRound(out));
+    printTable(ctx, label("CPU ms/page by process kind (per core = its total / crawl-cluster 1w's)"), out, peers);
   } finally {
     await site.close();
   }
-  return Object.fromEntries(Object.entries(out).map(([k, v]) => [`${shapePrefix(shape)}${k}`, v]));
+  return out;
 }
 
 export async function run(ctx: ScenarioContext): Promise<Numbers> {
@@ -323,7 +356,18 @@ export async function run(ctx: ScenarioContext): Promise<Numbers> {
   ctx.note('peak RSS = VmHWM of the crawler process(es): our workers (summed), each peer process');
   ctx.note('raw CPU ms/page = this process during the raw passes (the raw loop runs here): the floor for any crawler');
   ctx.note('Kafka is the shared dev broker (services up): other clients of it while the crawl runs add to its CPU');
+  const rounds = envInt('BENCH_CRAWL_ROUNDS', 3);
+  ctx.input('rounds', rounds);
+  ctx.note(
+    `every number is the median of ${rounds} round(s) (each a full raw / ours / peers / raw sequence; ratios are taken within a round); each round's values are in <metric>_rounds`,
+  );
   const out: Numbers = {};
-  for (const shape of SHAPES) Object.assign(out, await runShape(ctx, shape, peers));
+  for (const shape of SHAPES) {
+    const list: Numbers[] = [];
+    for (let r = 0; r < rounds; r++) list.push(await runShape(ctx, shape, peers, r, rounds));
+    const merged = mergeRounds(list);
+    if (rounds > 1) printTable(ctx, `${shape}: medians of ${rounds} rounds`, merged, peers);
+    for (const [k, v] of Object.entries(merged)) out[`${shapePrefix(shape)}${k}`] = v;
+  }
   return out;
 }

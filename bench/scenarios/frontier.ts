@@ -45,6 +45,7 @@ import { UrlFrontierStore } from '../../lib/url-frontier/store.ts';
 import { freePort, portOpen } from '../../localstack/services/processes.ts';
 import { CpuMeter } from '../lib/cpu.ts';
 import { memoryUsage, type ScriptStats, scriptStats, usedMemory } from '../lib/redis.ts';
+import { mergeRounds } from '../lib/rounds.ts';
 import type { Numbers, ScenarioContext, Target } from '../lib/scenario.ts';
 import { msSince, nowNs, round } from '../lib/timing.ts';
 
@@ -438,14 +439,8 @@ export async function run(ctx: ScenarioContext): Promise<Numbers> {
     const results = new Map<Side, Numbers[]>(sides.map((side) => [side, []]));
     for (let r = 0; r < rounds; r++) for (const side of sides) results.get(side)?.push(await runRound(side, r));
     // Per metric: the median over the rounds, and every round's value in `<metric>_rounds`.
-    for (const [side, list] of results) {
-      for (const key of Object.keys(list[0] ?? {})) {
-        const values = list.map((x) => Number(x[key]));
-        const sorted = [...values].sort((a, b) => a - b);
-        out[`${side.prefix}${key}`] = sorted[Math.floor((sorted.length - 1) / 2)] as number;
-        if (rounds > 1) out[`${side.prefix}${key}_rounds`] = values.join(' / ');
-      }
-    }
+    for (const [side, list] of results)
+      for (const [key, value] of Object.entries(mergeRounds(list))) out[`${side.prefix}${key}`] = value;
     for (const phase of ['put', 'get']) {
       const ours = out[`${phase}_urls_per_s`];
       const ref = out[`reference_${phase}_urls_per_s`];

@@ -657,36 +657,51 @@ export class Crawler {
    * and failing it now would publish it twice.
    */
   async #deliver(lease: Lease, page: PageItem, status: string, processed?: Processed): Promise<void> {
-    const o = this.#o;
-    const topics = clusterTopics(o.topicPrefix);
     const message = await pageMessage(page, {
-      maxBytes: o.maxMessageBytes,
-      base64: o.base64,
-      bodyStore: o.bodyStore,
+      maxBytes: this.#o.maxMessageBytes,
+      base64: this.#o.base64,
+      bodyStore: this.#o.bodyStore,
       // Lease handles are opaque (binary); a hash of one names the body uniquely and safely.
       bodyKey: () =>
         `${encodeURIComponent(page.appid)}/${encodeURIComponent(page.crawlid)}/${createHash('sha1').update(lease.handle).digest('hex')}`,
       response: processed?.response,
     });
+    const { appid, crawlid, spiderid, success } = page;
+    // From here on the page and its response (the body, its text: ~2× the page's size) are no longer referenced:
+    // they die now, in the young generation, instead of surviving the scavenges of the store and the ack.
+    return this.#store(lease, { appid, crawlid, spiderid }, success, status, message, processed?.children);
+  }
+
+  /** {@link #deliver}'s second half: the page message stored, then the ack, the completion notice and the stats. */
+  async #store(
+    lease: Lease,
+    ids: Pick<PageItem, 'appid' | 'crawlid' | 'spiderid'>,
+    success: boolean,
+    status: string,
+    message: OutMessage,
+    children: ChildBatch | undefined,
+  ): Promise<void> {
+    const o = this.#o;
+    const topics = clusterTopics(o.topicPrefix);
     await this.#sink.send([{ topic: topics.crawledFirehose, messages: [message] }]);
     this.pages++;
-    if (o.appidTopics) await this.#sendPerApp(crawledAppTopic(o.topicPrefix, page.appid), page.appid, message);
-    const ack = await this.#ack(lease, page.success ? 'done' : 'fail', processed?.children);
+    if (o.appidTopics) await this.#sendPerApp(crawledAppTopic(o.topicPrefix, ids.appid), ids.appid, message);
+    const ack = await this.#ack(lease, success ? 'done' : 'fail', children);
     if (ack.complete) {
       const notice: OutMessage = {
-        key: page.appid,
+        key: ids.appid,
         value: JSON.stringify({
           action: 'complete',
-          appid: page.appid,
-          crawlid: page.crawlid,
-          spiderid: page.spiderid,
+          appid: ids.appid,
+          crawlid: ids.crawlid,
+          spiderid: ids.spiderid,
           total_pages: ack.done,
           total_failed: ack.failed,
           server_time: Math.floor(o.now() / 1000),
         }),
       };
       await this.#sink.send([{ topic: topics.outboundFirehose, messages: [notice] }]);
-      if (o.appidTopics) await this.#sendPerApp(outboundAppTopic(o.topicPrefix, page.appid), page.appid, notice);
+      if (o.appidTopics) await this.#sendPerApp(outboundAppTopic(o.topicPrefix, ids.appid), ids.appid, notice);
     }
     await this.#count(lease, status);
   }

@@ -1,7 +1,7 @@
 /**
  * One measured crawl of the fixture site through the real path (bench/lib/cluster.ts), as the `crawl` and
- * `crawlee` scenarios run it: cluster up with the throttle wide open, an unmeasured warm-up crawl (~200
- * pages, so the workers' JIT is warm as the raw loop's is), then the crawl from the seeds to `maxdepth`,
+ * `crawlee` scenarios run it: cluster up with the throttle wide open, an unmeasured warm-up crawl from page 1
+ * (site-config.ts `benchWarmupMaxdepth`, so the workers' JIT is warm as the raw loop's is), then the crawl from the seeds to `maxdepth`,
  * timed from its first to its last page message (Kafka CreateTime), with the CPU time of every process
  * involved and the Redis server time per page.
  */
@@ -14,6 +14,7 @@ import { envBool, envInt } from './env.ts';
 import { procStatusKb } from './peers.ts';
 import { commandBreakdown, commandStats, scriptStats } from './redis.ts';
 import type { Numbers, ScenarioContext } from './scenario.ts';
+import { benchWarmupMaxdepth } from './site-config.ts';
 import { round } from './timing.ts';
 
 export interface CrawlPassOptions {
@@ -87,11 +88,12 @@ export async function crawlPass(
   const timeoutS = envInt('BENCH_CRAWL_TIMEOUT_S', 600);
   try {
     const id = randomBytes(3).toString('hex');
-    ctx.progress(`${o.label}: warm-up crawl (maxdepth 2 from page 1, unmeasured)`);
+    const warmDepth = benchWarmupMaxdepth(o.maxdepth);
+    ctx.progress(`${o.label}: warm-up crawl (maxdepth ${warmDepth} from page 1, unmeasured)`);
     await crawlToCompletion(
       cluster,
       ctx,
-      { urls: [site.url(1)], maxdepth: Math.min(2, o.maxdepth), crawlid: `warm-${id}`, spiderid: o.spiderid },
+      { urls: [site.url(1)], maxdepth: warmDepth, crawlid: `warm-${id}`, spiderid: o.spiderid },
       120,
       `${o.label} warm-up`,
     );

@@ -5,7 +5,7 @@
  * RSS apart from the bench's.
  *
  * The child protocol (one line each way, bench/peers/*): stdin gets the JSON options; the child runs an
- * unmeasured warm-up crawl (maxdepth 2 from the warm-up seed) and prints `ready`; the parent starts its CPU
+ * unmeasured warm-up crawl (to `warmMaxdepth` from the warm-up seed) and prints `ready`; the parent starts its CPU
  * meter and writes `go`; the child crawls and prints `done <json>` (pages, first/last page time...) and
  * waits; the parent stops the meter, reads the child's peak RSS, and writes `exit`. Other stdout lines are
  * progress.
@@ -31,8 +31,9 @@ const REQUIREMENTS = join(PEERS_DIR, 'requirements.txt');
 
 export interface PeerOptions {
   seeds: string[];
-  /** Seed of the unmeasured warm-up crawl (maxdepth 2). */
+  /** Seed of the unmeasured warm-up crawl, and its maxdepth (site-config.ts `benchWarmupMaxdepth`). */
   warmSeeds: string[];
+  warmMaxdepth: number;
   maxdepth: number;
   concurrency: number;
   /** Host name → address (the site's host map). */

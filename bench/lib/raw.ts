@@ -14,6 +14,7 @@ import { extractLinks } from '../../lib/crawl/extract.ts';
 import { UndiciFetcher } from '../../lib/crawl/fetch.ts';
 import { guardedLookup } from '../../lib/crawl/ssrf.ts';
 import { type PageClock, pageClock } from './pace.ts';
+import { benchWarmupMaxdepth } from './site-config.ts';
 
 export type RawClient = 'undici' | 'fetcher';
 
@@ -161,14 +162,14 @@ export async function rawCrawl(o: RawOptions): Promise<RawResult> {
 }
 
 /**
- * One measured pass as the scenarios run it: an unmeasured warm-up crawl of ~200 pages first (JIT,
- * connection pools, the site's code paths), then the crawl from page 0 to `maxdepth`.
+ * One measured pass as the scenarios run it: an unmeasured warm-up crawl from page 1 first (JIT, connection pools,
+ * the site's code paths; {@link benchWarmupMaxdepth}), then the measured crawl from the seeds to `maxdepth`.
  */
 export async function rawPass(
   o: Omit<RawOptions, 'seeds'> & { url: (n: number) => string; seeds: number[]; beforeMeasure?: () => void },
 ): Promise<RawResult> {
   const { url, seeds, beforeMeasure, ...rest } = o;
-  await rawCrawl({ ...rest, seeds: [url(1)], maxdepth: Math.min(2, o.maxdepth), progress: () => {} });
+  await rawCrawl({ ...rest, seeds: [url(1)], maxdepth: benchWarmupMaxdepth(o.maxdepth), progress: () => {} });
   beforeMeasure?.();
   return rawCrawl({ ...rest, seeds: seeds.map(url) });
 }

@@ -49,6 +49,20 @@ export function benchConcurrency(): number {
 /** A crawl request's largest maxdepth (lib/schemas/crawl.schema.json). */
 export const MAX_DEPTH = 3;
 
+/**
+ * The maxdepth of the unmeasured warm-up crawl from page 1 that every system (raw loop, ours, each peer) runs before
+ * its measured crawl: BENCH_WARMUP_MAXDEPTH (3), at most the measured crawl's. At 5,000 pages, maxdepth 2 (~200
+ * pages) left our workers' JIT cold: the measured crawl then cost 8–12 % more worker CPU per page than after a
+ * maxdepth 3 warm-up (~1,600 pages), while a fleet's bill is its steady state (bench/PROFILE.md, eighth round).
+ */
+export function benchWarmupMaxdepth(maxdepth: number): number {
+  const raw = process.env.BENCH_WARMUP_MAXDEPTH;
+  const v = raw === undefined || raw === '' ? MAX_DEPTH : Number(raw);
+  if (!Number.isInteger(v) || v < 0 || v > MAX_DEPTH)
+    throw new Error(`BENCH_WARMUP_MAXDEPTH: an integer from 0 to ${MAX_DEPTH} (got ${raw})`);
+  return Math.min(v, maxdepth);
+}
+
 export interface SeedPlan {
   /** Seed pages, evenly spaced over the site. */
   seeds: number[];

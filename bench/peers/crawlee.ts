@@ -20,7 +20,7 @@ let result: Record<string, unknown>;
 try {
   await crawleeCrawl({
     seeds: o.warmSeeds,
-    maxdepth: Math.min(2, o.maxdepth),
+    maxdepth: o.warmMaxdepth,
     concurrency: o.concurrency,
     hostMap: o.hostMap,
     progress: () => {},

@@ -9,7 +9,7 @@ Modes: ``scrapy`` (Scrapy's own in-memory scheduler and dupefilter) and ``scrapy
 Redis scheduler queue and dupefilter on the bench's Redis, under a key prefix of this run).
 
 Protocol with the parent, one line each: stdin gets the JSON options; after an unmeasured warm-up crawl
-(maxdepth 2 from the warm-up seed) this prints ``ready``; stdin ``go`` starts the measured crawl; at its end
+(to ``warmMaxdepth`` from the warm-up seed) this prints ``ready``; stdin ``go`` starts the measured crawl; at its end
 this prints ``done <json>`` and waits for ``exit`` on stdin (the parent reads /proc of this process meanwhile).
 """
 
@@ -130,7 +130,7 @@ def main():
     @defer.inlineCallbacks
     def run():
         warm = Tally()
-        yield process.crawl(FixtureSpider, seeds=options["warmSeeds"], maxdepth=min(2, options["maxdepth"]), tally=warm)
+        yield process.crawl(FixtureSpider, seeds=options["warmSeeds"], maxdepth=options["warmMaxdepth"], tally=warm)
         print("ready", flush=True)
         line = yield threads.deferToThread(sys.stdin.readline)
         if line.strip() != "go":

@@ -48,6 +48,8 @@ import {
   benchConcurrency,
   benchPageShapes,
   benchSiteOptions,
+  benchWarmupMaxdepth,
+  MAX_DEPTH,
   type PageShape,
   recordSiteInputs,
   seedPlan,
@@ -267,7 +269,9 @@ async function runShape(
     const bench = peers.length ? await ctx.redis() : undefined;
     const peerResults: PeerResult[] = [];
     for (const peer of peers) {
-      ctx.progress(label(`${peer}: starting (warm-up crawl, maxdepth 2 from page 1, unmeasured)`));
+      ctx.progress(
+        label(`${peer}: starting (warm-up crawl, maxdepth ${benchWarmupMaxdepth(maxdepth)} from page 1, unmeasured)`),
+      );
       let r: PeerResult;
       try {
         r = await runPeer(
@@ -275,6 +279,7 @@ async function runShape(
           {
             seeds: plan.seeds.map(site.url),
             warmSeeds: [site.url(1)],
+            warmMaxdepth: benchWarmupMaxdepth(maxdepth),
             maxdepth,
             concurrency,
             hostMap: parseHostMap(site.hostMap),
@@ -358,6 +363,7 @@ export async function run(ctx: ScenarioContext): Promise<Numbers> {
   ctx.note('Kafka is the shared dev broker (services up): other clients of it while the crawl runs add to its CPU');
   const rounds = envInt('BENCH_CRAWL_ROUNDS', 3);
   ctx.input('rounds', rounds);
+  ctx.input('warmup_maxdepth', benchWarmupMaxdepth(MAX_DEPTH));
   ctx.note(
     `every number is the median of ${rounds} round(s) (each a full raw / ours / peers / raw sequence; ratios are taken within a round); each round's values are in <metric>_rounds`,
   );

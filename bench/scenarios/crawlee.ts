@@ -7,7 +7,7 @@
  * system resolver, which knows nothing of the fixture's `*.test` names, while our crawler and the raw loop
  * resolve through a host map. Serving every page under 127.0.0.1 gives all three the identical URL set with
  * no resolver tricks; it costs our crawler nothing (the throttle is wide open; one domain still allows 1000
- * leases/s). Each crawler gets an unmeasured warm-up crawl (~200 pages) first.
+ * leases/s). Each crawler gets an unmeasured warm-up crawl from page 1 first (BENCH_WARMUP_MAXDEPTH, 3).
  *
  * Sizes: BENCH_CRAWLEE_PAGES (5000; Crawlee runs several times below raw, so its crawl is the long one),
  * BENCH_LINKS, BENCH_PAGE_BYTES, BENCH_SITE_LATENCY_MS, BENCH_CONCURRENCY.
@@ -20,7 +20,13 @@ import { crawleeCrawl } from '../lib/crawlee.ts';
 import { envInt } from '../lib/env.ts';
 import { parseHostMap, rawPass } from '../lib/raw.ts';
 import type { Numbers, ScenarioContext, Target } from '../lib/scenario.ts';
-import { benchConcurrency, benchSiteOptions, recordSiteInputs, seedPlan } from '../lib/site-config.ts';
+import {
+  benchConcurrency,
+  benchSiteOptions,
+  benchWarmupMaxdepth,
+  recordSiteInputs,
+  seedPlan,
+} from '../lib/site-config.ts';
 import { round } from '../lib/timing.ts';
 
 export const description = "Crawlee's CheerioCrawler vs our crawl (1 worker) on the same URL set and concurrency";
@@ -67,8 +73,9 @@ export async function run(ctx: ScenarioContext): Promise<Numbers> {
     const rawBefore = await rawOnce();
     ctx.progress(`raw (before): ${rawBefore.pages} pages, ${rawBefore.pagesPerS.toFixed(0)} pages/s`);
 
-    ctx.progress('Crawlee: warm-up crawl (maxdepth 2 from page 1, unmeasured)');
-    await crawleeCrawl({ seeds: [site.url(1)], maxdepth: 2, concurrency, progress: () => {} });
+    const warmDepth = benchWarmupMaxdepth(plan.maxdepth);
+    ctx.progress(`Crawlee: warm-up crawl (maxdepth ${warmDepth} from page 1, unmeasured)`);
+    await crawleeCrawl({ seeds: [site.url(1)], maxdepth: warmDepth, concurrency, progress: () => {} });
     ctx.progress(`Crawlee: crawling, concurrency ${concurrency}`);
     const meter = new CpuMeter(() => ({ site: [site.pid] }));
     meter.start();

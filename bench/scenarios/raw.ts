@@ -21,6 +21,7 @@ import {
   benchConcurrency,
   benchPageShapes,
   benchSiteOptions,
+  benchWarmupMaxdepth,
   type PageShape,
   recordSiteInputs,
   seedPlan,
@@ -60,7 +61,7 @@ async function runShape(ctx: ScenarioContext, shape: PageShape): Promise<Numbers
     else ctx.input(`${shape}_page_bytes`, options.pageBytes ?? 0);
     ctx.input('concurrency', concurrency);
     ctx.note(
-      'site served by a child process; pages/s = (pages - 1) / (last page - first page); each pass after an unmeasured warm-up crawl of ~200 pages',
+      `site served by a child process; pages/s = (pages - 1) / (last page - first page); each pass after an unmeasured warm-up crawl from page 1 to maxdepth ${benchWarmupMaxdepth(maxdepth)} (BENCH_WARMUP_MAXDEPTH)`,
     );
     const pass = async (client: RawClient): Promise<RawResult & { cpu: Record<string, number> }> => {
       ctx.progress(

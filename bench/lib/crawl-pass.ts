@@ -1,9 +1,9 @@
 /**
  * One measured crawl of the fixture site through the real path (bench/lib/cluster.ts), as the `crawl` and
  * `crawlee` scenarios run it: cluster up with the throttle wide open, an unmeasured warm-up crawl from page 1
- * (site-config.ts `benchWarmupMaxdepth`, so the workers' JIT is warm as the raw loop's is), then the crawl from the seeds to `maxdepth`,
- * timed from its first to its last page message (Kafka CreateTime), with the CPU time of every process
- * involved and the Redis server time per page.
+ * (site-config.ts `benchWarmupMaxdepth`, so the workers' JIT is warm as the raw loop's is), then the crawl from
+ * the seeds to `maxdepth`, timed from its first to its last page message (Kafka CreateTime), with the CPU time of
+ * every process involved and the Redis server time per page.
  */
 import { randomBytes } from 'node:crypto';
 import type { Variables } from '../../lib/config/index.ts';

@@ -97,13 +97,13 @@ export const targets: Target[] = SHAPES.flatMap((shape): Target[] => {
 
 /** Ratios of one round's own numbers (the medians of the rounds are taken of these, not recomputed from medians). */
 function withinRound(n: Numbers): Numbers {
-  const ratio = (a: unknown, b: unknown) =>
-    typeof a === 'number' && typeof b === 'number' && b > 0 ? { value: round(a / b, 3) } : undefined;
+  const ratio = (a: unknown, b: unknown): number | undefined =>
+    typeof a === 'number' && typeof b === 'number' && b > 0 ? round(a / b, 3) : undefined;
   const out: Numbers = {};
   const cpu = ratio(n.worker_cpu_ms_per_page_1w, n.raw_cpu_ms_per_page);
-  if (cpu) out.worker_vs_raw_cpu_1w = cpu.value;
+  if (cpu !== undefined) out.worker_vs_raw_cpu_1w = cpu;
   const speedup = ratio(n.pages_per_s_2w, n.pages_per_s_1w);
-  if (speedup) out.speedup_2w = speedup.value;
+  if (speedup !== undefined) out.speedup_2w = speedup;
   return out;
 }
 

@@ -12,8 +12,11 @@ import { rankedTable, summarizeCpuProfile } from './lib/cpuprofile.ts';
 import { crawlPass } from './lib/crawl-pass.ts';
 import { type BenchRedis, openBenchRedis } from './lib/redis.ts';
 import { BENCH_DIR } from './lib/results.ts';
+import { onCrawlerNode } from './lib/runtime.ts';
 import type { ScenarioContext } from './lib/scenario.ts';
 import { benchConcurrency, benchPageShapes, benchSiteOptions, seedPlan } from './lib/site-config.ts';
+
+onCrawlerNode();
 
 const dir = join(BENCH_DIR, 'profile');
 rmSync(dir, { recursive: true, force: true });

@@ -19,7 +19,10 @@ import {
   regenerateResultsMd,
   writeResult,
 } from './lib/results.ts';
+import { onCrawlerNode } from './lib/runtime.ts';
 import { checkTargets, type ScenarioContext, type ScenarioModule } from './lib/scenario.ts';
+
+onCrawlerNode();
 
 const SCENARIOS_DIR = join(BENCH_DIR, 'scenarios');
 

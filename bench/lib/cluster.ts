@@ -43,6 +43,7 @@ import {
 import { listStatNames } from '../../lib/redis/stats.ts';
 import { REPO_ROOT } from '../../localstack/repo-root.ts';
 import type { LocalCluster } from '../../localstack/runtime/cluster.ts';
+import { crawlerNode } from '../../localstack/runtime/crawler-node.ts';
 import { envOf } from '../../localstack/runtime/crawler-workers.ts';
 import type { MskBatchStats } from '../../localstack/runtime/msk-source.ts';
 import { layoutFrom } from '../../localstack/services/index.ts';
@@ -174,7 +175,7 @@ export async function startBenchCluster(ctx: ScenarioContext, o: BenchClusterOpt
       const env = envOf(vars, workerEnv);
       for (let i = 0; i < o.workers; i++) {
         const args = ['--cpu-prof', `--cpu-prof-dir=${o.profileDir}`, ...CRAWLER_NODE_FLAGS, entry];
-        own.push(spawn(process.execPath, args, { env, stdio: ['ignore', 'inherit', 'inherit'] }));
+        own.push(spawn(crawlerNode(), args, { env, stdio: ['ignore', 'inherit', 'inherit'] }));
       }
     }
     producer = createProducer(kafka);

@@ -125,6 +125,7 @@ registerTypes();
 const registration = setInterval(registerTypes, SPIDER_TYPES_EVERY_MS);
 registration.unref();
 logger.info('crawler started', {
+  node: process.version,
   spiderTypes,
   concurrency: vars.CRAWLER_CONCURRENCY,
   bodyStore: vars.BODY_STORE_BUCKET ? `s3://${vars.BODY_STORE_BUCKET}` : 'directory',

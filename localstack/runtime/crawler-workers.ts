@@ -9,6 +9,7 @@ import { join } from 'node:path';
 import { CRAWLER_NODE_FLAGS } from '../../functions/crawler/node-flags.ts';
 import { VARIABLES, type Variables } from '../../lib/config/index.ts';
 import { REPO_ROOT } from '../repo-root.ts';
+import { crawlerNode } from './crawler-node.ts';
 import { bodyStoreEnv } from './local-aws.ts';
 import type { RuntimeLog } from './log.ts';
 
@@ -45,9 +46,10 @@ export function startCrawlerWorkers(
   let stopping = false;
   const entry = join(REPO_ROOT, 'functions', 'crawler', 'main.ts');
   const env = envOf(vars, baseEnv);
+  const node = crawlerNode(baseEnv);
 
   const startOne = (slot: number) => {
-    const child = spawn(process.execPath, [...CRAWLER_NODE_FLAGS, entry], {
+    const child = spawn(node, [...CRAWLER_NODE_FLAGS, entry], {
       env,
       stdio: ['ignore', 'inherit', 'inherit'],
     });

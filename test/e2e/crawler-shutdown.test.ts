@@ -6,8 +6,10 @@
  * Leases are taken with LEASE_TIMEOUT of an hour, so no reclaim can be what rescues a request here: whatever
  * the stopped worker did not finish, it must have given back itself.
  */
+import { execFileSync } from 'node:child_process';
 import { afterAll, beforeAll, describe, expect, onTestFinished, test } from 'vitest';
 import type { Variables } from '../../lib/config/index.ts';
+import { crawlerNode } from '../../localstack/runtime/crawler-node.ts';
 import { type FixtureSite, type SiteOptions, startSite } from '../../localstack/site/site.ts';
 import { type Collector, crawlPages, startTestCluster, type TestCluster } from '../helpers/cluster.ts';
 import { type CrawlerProcess, startCrawlerProcess } from '../helpers/crawler-process.ts';
@@ -82,6 +84,23 @@ describe('a crawler worker given SIGTERM', () => {
     expect([...got].sort()).toEqual([...expected].sort());
     expect(pagesOf(crawlid).every((m) => m.success === true)).toBe(true);
   }
+
+  test("runs on the crawler image's Node (CRAWLER_NODE, else this Node) and names it in its start line", async () => {
+    const w = worker({});
+    const expected = execFileSync(crawlerNode(), ['--version'], { encoding: 'utf8' }).trim();
+    let started: { node?: string } | undefined;
+    await waitUntil('its start line', () => {
+      const line = w
+        .output()
+        .split('\n')
+        .find((l) => l.includes('"crawler started"'));
+      started = line ? (JSON.parse(line) as { node?: string }) : undefined;
+      return started !== undefined;
+    });
+    expect(started?.node).toBe(expected);
+    const exit = await w.stop('SIGTERM');
+    expect(exit, w.output()).toMatchObject({ code: 0, signal: null });
+  });
 
   test('mid-crawl, it finishes its in-flight pages, exits 0 within the deadline, and a new worker crawls the rest: nothing lost', async () => {
     const { site: s } = await site({ pages: 60, links: 4, hosts: ['term-a.test', 'term-b.test'], latencyMs: 300 });

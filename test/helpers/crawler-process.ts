@@ -5,8 +5,10 @@
  */
 import { type ChildProcess, spawn } from 'node:child_process';
 import { join } from 'node:path';
+import { CRAWLER_NODE_FLAGS } from '../../functions/crawler/node-flags.ts';
 import type { Variables } from '../../lib/config/index.ts';
 import { REPO_ROOT } from '../../localstack/repo-root.ts';
+import { crawlerNode } from '../../localstack/runtime/crawler-node.ts';
 import { envOf } from '../../localstack/runtime/crawler-workers.ts';
 
 export interface CrawlerProcess {
@@ -23,7 +25,7 @@ export interface CrawlerProcess {
 /** Starts a crawler worker with the cluster's `vars` changed by `overrides`. */
 export function startCrawlerProcess(vars: Variables, overrides: Partial<Variables> = {}): CrawlerProcess {
   const env = envOf({ ...vars, ...overrides }, process.env);
-  const child = spawn(process.execPath, [join(REPO_ROOT, 'functions', 'crawler', 'main.ts')], {
+  const child = spawn(crawlerNode(), [...CRAWLER_NODE_FLAGS, join(REPO_ROOT, 'functions', 'crawler', 'main.ts')], {
     env,
     stdio: ['ignore', 'pipe', 'pipe'],
   });

@@ -1,0 +1,25 @@
+/**
+ * The Node binary that runs crawler worker processes on this machine. The crawler image runs a newer Node than the
+ * Lambda functions (functions/crawler/Dockerfile: Node 26, whose V8 serializes a page's JSON about twice as fast;
+ * the Lambda runtime is `nodejs24.x`), so the local runtime, the tests and the bench start workers with the image's
+ * Node when `CRAWLER_NODE` names it (`localstack/toolchain.sh` exports it), and with the Node running them otherwise.
+ */
+import { accessSync, constants, statSync } from 'node:fs';
+import { isAbsolute } from 'node:path';
+
+/**
+ * `CRAWLER_NODE` when set (an absolute path to an executable file), else this process's own Node. A value that is
+ * not an executable file is refused with an error naming it: a typo must not silently fall back to another Node.
+ */
+export function crawlerNode(env: NodeJS.ProcessEnv = process.env): string {
+  const value = env.CRAWLER_NODE?.trim();
+  if (!value) return process.execPath;
+  if (!isAbsolute(value)) throw new Error(`CRAWLER_NODE must be an absolute path to a node binary, got "${value}"`);
+  try {
+    if (!statSync(value).isFile()) throw new Error('not a file');
+    accessSync(value, constants.X_OK);
+  } catch (e) {
+    throw new Error(`CRAWLER_NODE "${value}" is not an executable file (${(e as Error).message})`);
+  }
+  return value;
+}

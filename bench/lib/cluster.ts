@@ -175,7 +175,7 @@ export async function startBenchCluster(ctx: ScenarioContext, o: BenchClusterOpt
       const env = envOf(vars, workerEnv);
       for (let i = 0; i < o.workers; i++) {
         const args = ['--cpu-prof', `--cpu-prof-dir=${o.profileDir}`, ...CRAWLER_NODE_FLAGS, entry];
-        own.push(spawn(crawlerNode(), args, { env, stdio: ['ignore', 'inherit', 'inherit'] }));
+        own.push(spawn(crawlerNode(vars.CRAWLER_NODE), args, { env, stdio: ['ignore', 'inherit', 'inherit'] }));
       }
     }
     producer = createProducer(kafka);

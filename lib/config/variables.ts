@@ -334,6 +334,12 @@ export const VARIABLES = {
   },
 
   // Local runtime (`crawl-cluster local` and `demo`)
+  CRAWLER_NODE: {
+    type: 'string',
+    default: '',
+    description:
+      'On this machine (`local`, `demo`, `crawl`, tests, benchmarks): the node binary crawler worker processes run on, an absolute path (empty: the Node running them). localstack/toolchain.sh sets the image’s Node 26.',
+  },
   LOCAL_BODY_STORE: {
     type: 'string',
     default: 's3',

@@ -6,13 +6,14 @@
  */
 import { accessSync, constants, statSync } from 'node:fs';
 import { isAbsolute } from 'node:path';
+import { config } from '../../lib/config/index.ts';
 
 /**
- * `CRAWLER_NODE` when set (an absolute path to an executable file), else this process's own Node. A value that is
- * not an executable file is refused with an error naming it: a typo must not silently fall back to another Node.
+ * `CRAWLER_NODE` (lib/config) when set (an absolute path to an executable file), else this process's own Node. A value
+ * that is not an executable file is refused with an error naming it: a typo must not silently fall back to another Node.
  */
-export function crawlerNode(env: NodeJS.ProcessEnv = process.env): string {
-  const value = env.CRAWLER_NODE?.trim();
+export function crawlerNode(setting: string = config().CRAWLER_NODE): string {
+  const value = setting.trim();
   if (!value) return process.execPath;
   if (!isAbsolute(value)) throw new Error(`CRAWLER_NODE must be an absolute path to a node binary, got "${value}"`);
   try {

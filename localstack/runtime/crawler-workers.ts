@@ -46,7 +46,7 @@ export function startCrawlerWorkers(
   let stopping = false;
   const entry = join(REPO_ROOT, 'functions', 'crawler', 'main.ts');
   const env = envOf(vars, baseEnv);
-  const node = crawlerNode(baseEnv);
+  const node = crawlerNode(vars.CRAWLER_NODE);
 
   const startOne = (slot: number) => {
     const child = spawn(node, [...CRAWLER_NODE_FLAGS, entry], {

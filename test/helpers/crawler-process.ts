@@ -25,10 +25,14 @@ export interface CrawlerProcess {
 /** Starts a crawler worker with the cluster's `vars` changed by `overrides`. */
 export function startCrawlerProcess(vars: Variables, overrides: Partial<Variables> = {}): CrawlerProcess {
   const env = envOf({ ...vars, ...overrides }, process.env);
-  const child = spawn(crawlerNode(), [...CRAWLER_NODE_FLAGS, join(REPO_ROOT, 'functions', 'crawler', 'main.ts')], {
-    env,
-    stdio: ['ignore', 'pipe', 'pipe'],
-  });
+  const child = spawn(
+    crawlerNode(vars.CRAWLER_NODE),
+    [...CRAWLER_NODE_FLAGS, join(REPO_ROOT, 'functions', 'crawler', 'main.ts')],
+    {
+      env,
+      stdio: ['ignore', 'pipe', 'pipe'],
+    },
+  );
   let out = '';
   const keep = (chunk: Buffer) => {
     out = (out + chunk.toString('utf8')).slice(-64 * 1024);

@@ -16,26 +16,26 @@ afterAll(() => rmSync(dir, { recursive: true, force: true }));
 
 describe('crawlerNode', () => {
   it("is this process's Node when CRAWLER_NODE is unset or blank", () => {
-    expect(crawlerNode({})).toBe(process.execPath);
-    expect(crawlerNode({ CRAWLER_NODE: '  ' })).toBe(process.execPath);
+    expect(crawlerNode('')).toBe(process.execPath);
+    expect(crawlerNode('  ')).toBe(process.execPath);
   });
 
   it('is CRAWLER_NODE when it names an executable file', () => {
     const bin = join(dir, 'node');
     writeFileSync(bin, '#!/bin/sh\n');
     chmodSync(bin, 0o755);
-    expect(crawlerNode({ CRAWLER_NODE: bin })).toBe(bin);
+    expect(crawlerNode(bin)).toBe(bin);
   });
 
   it('refuses a relative path, a missing file, a directory and a file that is not executable, naming the value', () => {
-    expect(() => crawlerNode({ CRAWLER_NODE: 'node' })).toThrow(/CRAWLER_NODE must be an absolute path.*"node"/);
+    expect(() => crawlerNode('node')).toThrow(/CRAWLER_NODE must be an absolute path.*"node"/);
     const missing = join(dir, 'missing');
-    expect(() => crawlerNode({ CRAWLER_NODE: missing })).toThrow(`CRAWLER_NODE "${missing}" is not an executable file`);
-    expect(() => crawlerNode({ CRAWLER_NODE: dir })).toThrow(`CRAWLER_NODE "${dir}" is not an executable file`);
+    expect(() => crawlerNode(missing)).toThrow(`CRAWLER_NODE "${missing}" is not an executable file`);
+    expect(() => crawlerNode(dir)).toThrow(`CRAWLER_NODE "${dir}" is not an executable file`);
     const plain = join(dir, 'plain');
     writeFileSync(plain, '');
     chmodSync(plain, 0o644);
-    expect(() => crawlerNode({ CRAWLER_NODE: plain })).toThrow(`CRAWLER_NODE "${plain}" is not an executable file`);
+    expect(() => crawlerNode(plain)).toThrow(`CRAWLER_NODE "${plain}" is not an executable file`);
   });
 });
 

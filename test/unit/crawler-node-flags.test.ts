@@ -18,7 +18,7 @@ describe('crawler node flags', () => {
   });
 
   it('size the young generation (a V8 flag node accepts)', () => {
-    expect(CRAWLER_NODE_FLAGS).toContain('--max-semi-space-size=8');
+    expect(CRAWLER_NODE_FLAGS).toContain('--max-semi-space-size=16');
     expect(process.allowedNodeEnvironmentFlags.has('--max-semi-space-size')).toBe(true);
   });
 });

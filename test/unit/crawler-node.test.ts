@@ -8,6 +8,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 import { CRAWLER_NODE_FLAGS } from '../../functions/crawler/node-flags.ts';
+import { ConfigError } from '../../lib/errors.ts';
 import { crawlerNode } from '../../localstack/runtime/crawler-node.ts';
 
 const REPO_ROOT = join(import.meta.dirname, '../..');
@@ -28,14 +29,15 @@ describe('crawlerNode', () => {
   });
 
   it('refuses a relative path, a missing file, a directory and a file that is not executable, naming the value', () => {
-    expect(() => crawlerNode('node')).toThrow(/CRAWLER_NODE must be an absolute path.*"node"/);
+    expect(() => crawlerNode('node')).toThrow(ConfigError);
+    expect(() => crawlerNode('node')).toThrow(/^CRAWLER_NODE: must be an absolute path.*"node"/);
     const missing = join(dir, 'missing');
-    expect(() => crawlerNode(missing)).toThrow(`CRAWLER_NODE "${missing}" is not an executable file`);
-    expect(() => crawlerNode(dir)).toThrow(`CRAWLER_NODE "${dir}" is not an executable file`);
+    expect(() => crawlerNode(missing)).toThrow(`CRAWLER_NODE: "${missing}" is not an executable file`);
+    expect(() => crawlerNode(dir)).toThrow(`CRAWLER_NODE: "${dir}" is not an executable file`);
     const plain = join(dir, 'plain');
     writeFileSync(plain, '');
     chmodSync(plain, 0o644);
-    expect(() => crawlerNode(plain)).toThrow(`CRAWLER_NODE "${plain}" is not an executable file`);
+    expect(() => crawlerNode(plain)).toThrow(`CRAWLER_NODE: "${plain}" is not an executable file`);
   });
 });
 

@@ -8,15 +8,31 @@
  *   `concurrency` connections, host names resolved by the same host map the crawler uses;
  * - `fetcher`: the crawler's own {@link UndiciFetcher} (SSRF guard, redirect handling, charset detection,
  *   decompression), which shows what the fetcher adds over bare undici.
+ *
+ * With `publish` (the `fetcher` client only), each page is then also handed to it, as a crawler worker publishes its
+ * pages (bench/lib/floor.ts): in the background, at most `maxPublishing` at once beyond the fetches (a worker's
+ * `maxDelivering`), and a page counts when its publish has settled.
  */
 import { Agent } from 'undici';
 import { extractLinks } from '../../lib/crawl/extract.ts';
 import { UndiciFetcher } from '../../lib/crawl/fetch.ts';
 import { guardedLookup } from '../../lib/crawl/ssrf.ts';
+import type { FetchResult, Link } from '../../lib/crawl/types.ts';
 import { type PageClock, pageClock } from './pace.ts';
 import { benchWarmupMaxdepth } from './site-config.ts';
 
 export type RawClient = 'undici' | 'fetcher';
+
+/** One fetched page as the raw loop hands it on: its fetch result and the links extracted (none at maxdepth). */
+export interface RawPage {
+  url: string;
+  depth: number;
+  response: FetchResult;
+  links: Link[];
+}
+
+/** Publishes a page (bench/lib/floor.ts); a rejection counts as an error of the pass. */
+export type RawPublish = (page: RawPage) => Promise<void>;
 
 export interface RawOptions {
   seeds: string[];
@@ -28,6 +44,10 @@ export interface RawOptions {
   progress: (message: string) => void;
   /** Gives up after this many seconds (the numbers then cover what was crawled). @default 600 */
   budgetS?: number;
+  /** Each page is also published (the `fetcher` client only: a page message is built from its result). */
+  publish?: RawPublish;
+  /** Publishes pending at once before the fetch loop waits for one. @default concurrency */
+  maxPublishing?: number;
 }
 
 export interface RawResult extends PageClock {
@@ -36,6 +56,8 @@ export interface RawResult extends PageClock {
   links: number;
   bytes: number;
   timedOut: boolean;
+  /** Pages published (with `publish`). */
+  published: number;
 }
 
 const HEADERS = {
@@ -51,6 +73,7 @@ export function parseHostMap(spec: string): Record<string, string> {
 }
 
 export async function rawCrawl(o: RawOptions): Promise<RawResult> {
+  if (o.publish && o.client !== 'fetcher') throw new Error('raw loop: publish needs the fetcher client');
   const budgetMs = (o.budgetS ?? 600) * 1000;
   const agent =
     o.client === 'undici'
@@ -65,10 +88,10 @@ export async function rawCrawl(o: RawOptions): Promise<RawResult> {
       ? new UndiciFetcher({ allowPrivateNetworks: true, resolve: o.resolve, connectionsPerOrigin: o.concurrency })
       : undefined;
 
-  const get = async (url: string): Promise<{ text: string; bytes: number }> => {
+  const get = async (url: string): Promise<{ text: string; bytes: number; response?: FetchResult }> => {
     if (fetcher) {
       const r = await fetcher.fetch({ url, userAgent: HEADERS['user-agent'] });
-      return { text: r.text ?? '', bytes: r.body.length };
+      return { text: r.text ?? '', bytes: r.body.length, response: r };
     }
     const u = new URL(url);
     const r = await (agent as Agent).request({
@@ -95,6 +118,9 @@ export async function rawCrawl(o: RawOptions): Promise<RawResult> {
   let links = 0;
   let bytes = 0;
   let timedOut = false;
+  let published = 0;
+  // Pages being published in the background: the fetch loop goes on unless `maxPublishing` of them are pending.
+  const deliveries = new Set<Promise<void>>();
   let waiters: (() => void)[] = [];
   const wake = () => {
     const w = waiters;
@@ -133,8 +159,9 @@ export async function rawCrawl(o: RawOptions): Promise<RawResult> {
         bytes += page.bytes;
         // Only a page whose links are followed is parsed, as every crawler in the bench does (crawl-cluster's
         // link spider, the Scrapy and Crawlee peers): a page at maxdepth is fetched and not parsed.
+        let found: Link[] = [];
         if (depth < o.maxdepth) {
-          const found = extractLinks(page.text, url);
+          found = extractLinks(page.text, url);
           links += found.length;
           for (const link of found) {
             if (seen.has(link.url)) continue;
@@ -142,7 +169,22 @@ export async function rawCrawl(o: RawOptions): Promise<RawResult> {
             queue.push([link.url, depth + 1]);
           }
         }
-        clock.page();
+        if (o.publish && page.response) {
+          const settle = (ok: boolean) => {
+            deliveries.delete(delivery);
+            if (!ok) errors++;
+            else {
+              published++;
+              clock.page();
+            }
+          };
+          const delivery: Promise<void> = o.publish({ url, depth, response: page.response, links: found }).then(
+            () => settle(true),
+            () => settle(false),
+          );
+          deliveries.add(delivery);
+          while (deliveries.size >= (o.maxPublishing ?? o.concurrency)) await Promise.race(deliveries);
+        } else clock.page();
       } catch {
         errors++;
       } finally {
@@ -153,12 +195,13 @@ export async function rawCrawl(o: RawOptions): Promise<RawResult> {
   };
   try {
     await Promise.all(Array.from({ length: o.concurrency }, worker));
+    await Promise.all(deliveries);
   } finally {
     clearInterval(report);
     await agent?.close();
     await fetcher?.close();
   }
-  return { ...clock.result(), client: o.client, errors, links, bytes, timedOut };
+  return { ...clock.result(), client: o.client, errors, links, bytes, timedOut, published };
 }
 
 /**

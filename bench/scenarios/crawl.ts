@@ -36,10 +36,15 @@
 
 import { randomBytes } from 'node:crypto';
 import { fileURLToPath } from 'node:url';
+import { config } from '../../lib/config/index.ts';
+import { DELIVERIES_PER_FETCH } from '../../lib/crawl/crawler.ts';
+import { layoutFrom } from '../../localstack/services/index.ts';
+import { kafkaUp } from '../../localstack/services/kafka-service.ts';
 import { startSiteProcess } from '../../localstack/site/process.ts';
 import { CpuMeter } from '../lib/cpu.ts';
 import { type CrawlPassResult, crawlPass, passNumbers } from '../lib/crawl-pass.ts';
 import { envBool, envInt, envIntList } from '../lib/env.ts';
+import { startFloorPublisher } from '../lib/floor.ts';
 import { PEERS, type PeerName, type PeerResult, runPeer } from '../lib/peers.ts';
 import { parseHostMap, rawPass } from '../lib/raw.ts';
 import { mergeRounds } from '../lib/rounds.ts';
@@ -102,6 +107,10 @@ function withinRound(n: Numbers): Numbers {
   const out: Numbers = {};
   const cpu = ratio(n.worker_cpu_ms_per_page_1w, n.raw_cpu_ms_per_page);
   if (cpu !== undefined) out.worker_vs_raw_cpu_1w = cpu;
+  const vsFloor = ratio(n.worker_cpu_ms_per_page_1w, n.floor_cpu_ms_per_page);
+  if (vsFloor !== undefined) out.worker_vs_floor_cpu_1w = vsFloor;
+  const floor = ratio(n.floor_cpu_ms_per_page, n.raw_cpu_ms_per_page);
+  if (floor !== undefined) out.floor_vs_raw_cpu = floor;
   const speedup = ratio(n.pages_per_s_2w, n.pages_per_s_1w);
   if (speedup !== undefined) out.speedup_2w = speedup;
   return out;
@@ -120,6 +129,9 @@ export const headline: [string, string][] = SHAPES.flatMap((shape): [string, str
     [`${p}cpu_ms_per_page_1w`, `CPU ms/page (worker+Redis+Kafka)${s}`],
     [`${p}raw_cpu_ms_per_page`, `raw CPU ms/page${s}`],
     [`${p}worker_vs_raw_cpu_1w`, `worker/raw CPU${s}`],
+    [`${p}floor_cpu_ms_per_page`, `publish floor CPU ms/page${s}`],
+    [`${p}floor_vs_raw_cpu`, `publish floor/raw CPU${s}`],
+    [`${p}worker_vs_floor_cpu_1w`, `worker/publish floor CPU${s}`],
     [`${p}worker_peak_rss_mb_1w`, `worker peak RSS MiB${s}`],
     [`${p}pages_per_s_dom_1w`, `pages/s 1 worker, DOM plugin spider${s}`],
     [`${p}dom_worker_cpu_ms_extra_per_page`, `DOM extra worker CPU ms/page${s}`],
@@ -174,6 +186,19 @@ function printTable(ctx: ScenarioContext, title: string, n: Numbers, peers: read
     `${'system'.padEnd(16)} ${'pages/s'.padStart(8)} ${'vs raw'.padStart(8)} ${'crawler'.padStart(8)} ${'redis'.padStart(8)} ${'kafka'.padStart(8)} ${'total'.padStart(8)} ${'RSS MiB'.padStart(8)} ${'per core'.padStart(8)}`,
     `${'raw'.padEnd(16)} ${f(n.raw_pages_per_s, 0)} ${f(1)} ${f(n.raw_cpu_ms_per_page)} ${f(undefined)} ${f(undefined)} ${f(n.raw_cpu_ms_per_page)} ${f(undefined)} ${f(undefined)}`,
   ];
+  if (n.floor_pages_per_s !== undefined) {
+    const floorTotal =
+      typeof n.floor_cpu_ms_per_page === 'number' && typeof n.floor_kafka_cpu_ms_per_page === 'number'
+        ? n.floor_cpu_ms_per_page + n.floor_kafka_cpu_ms_per_page
+        : undefined;
+    const vsRaw =
+      typeof n.floor_pages_per_s === 'number' && typeof n.raw_pages_per_s === 'number' && n.raw_pages_per_s > 0
+        ? n.floor_pages_per_s / n.raw_pages_per_s
+        : undefined;
+    rows.push(
+      `${'publish floor'.padEnd(16)} ${f(n.floor_pages_per_s, 0)} ${f(vsRaw)} ${f(n.floor_cpu_ms_per_page)} ${f(undefined)} ${f(n.floor_kafka_cpu_ms_per_page)} ${f(floorTotal)} ${f(undefined)} ${f(undefined)}`,
+    );
+  }
   for (const w of ['1w', '2w']) {
     if (n[`pages_per_s_${w}`] === undefined) continue;
     rows.push(
@@ -232,6 +257,53 @@ async function runShape(
     };
     const rawBefore = await rawOnce();
     ctx.progress(label(`raw (before): ${rawBefore.pages} pages, ${rawBefore.pagesPerS.toFixed(0)} pages/s`));
+    // The publish floor (bench/lib/floor.ts): the raw loop with the crawler's fetcher, each page's message built and
+    // produced to Kafka as a worker does. Its CPU is this process's; the broker's is counted apart.
+    const floorOnce = async () => {
+      const base = config();
+      const kafkaStatus = await kafkaUp(layoutFrom(base), ctx.progress);
+      const publisher = await startFloorPublisher({ ...base, KAFKA_BROKERS: `127.0.0.1:${base.CRAWL_KAFKA_PORT}` });
+      try {
+        const meter = new CpuMeter(() => ({ kafka: kafkaStatus.pid ? [kafkaStatus.pid] : [] }));
+        const r = await rawPass({
+          url: site.url,
+          seeds: plan.seeds,
+          maxdepth,
+          concurrency,
+          resolve: parseHostMap(site.hostMap),
+          client: 'fetcher',
+          publish: publisher.publish,
+          maxPublishing: concurrency * DELIVERIES_PER_FETCH,
+          progress: ctx.progress,
+          beforeMeasure: () => meter.start(),
+        });
+        const cpu = meter.stop();
+        const stored = await publisher.stored();
+        if (r.errors > 0 || stored !== publisher.published())
+          ctx.note(
+            `${shape}: publish floor: ${r.errors} errors, ${stored} messages stored of ${publisher.published()} published`,
+          );
+        const per = (s: number | undefined) => round(((s ?? 0) * 1000) / Math.max(1, r.pages), 3);
+        return { ...r, cpuMsPerPage: per(cpu.bench), kafkaCpuMsPerPage: per(cpu.kafka) };
+      } finally {
+        await publisher.close();
+      }
+    };
+    if (envBool('BENCH_FLOOR', true)) {
+      const floor = await floorOnce();
+      ctx.progress(
+        label(
+          `publish floor: ${floor.pages} pages, ${floor.pagesPerS.toFixed(0)} pages/s, ${floor.cpuMsPerPage} CPU ms/page (+ Kafka ${floor.kafkaCpuMsPerPage})`,
+        ),
+      );
+      if (floor.pages !== rawBefore.pages)
+        ctx.note(`${shape}: publish floor: ${floor.pages} pages vs ${rawBefore.pages} raw pages`);
+      Object.assign(out, {
+        floor_pages_per_s: round(floor.pagesPerS, 1),
+        floor_cpu_ms_per_page: floor.cpuMsPerPage,
+        floor_kafka_cpu_ms_per_page: floor.kafkaCpuMsPerPage,
+      });
+    }
     const passes: [number, CrawlPassResult][] = [];
     for (const workers of workerCounts) {
       const r = await crawlPass(ctx, site, {
@@ -360,6 +432,9 @@ export async function run(ctx: ScenarioContext): Promise<Numbers> {
   );
   ctx.note('peak RSS = VmHWM of the crawler process(es): our workers (summed), each peer process');
   ctx.note('raw CPU ms/page = this process during the raw passes (the raw loop runs here): the floor for any crawler');
+  ctx.note(
+    "publish floor (BENCH_FLOOR, bench/lib/floor.ts) = the raw loop with the crawler's fetcher, each page's message built and produced to Kafka as a worker does (page message, linger batching, producer), no Redis: the floor of a crawler that keeps the contract; its CPU is this process's, its broker's is the kafka column. worker/publish floor = what the frontier, politeness and the worker add",
+  );
   ctx.note('Kafka is the shared dev broker (services up): other clients of it while the crawl runs add to its CPU');
   const rounds = envInt('BENCH_CRAWL_ROUNDS', 3);
   ctx.input('rounds', rounds);

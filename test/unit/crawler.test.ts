@@ -7,6 +7,7 @@ import { describe, expect, it } from 'vitest';
 import {
   Crawler,
   type CrawlerOptions,
+  DELIVERIES_PER_FETCH,
   LEASE_AHEAD_MS,
   MAX_CRAWL_DELAY_MS,
   MAX_LEASE_BATCH,
@@ -927,6 +928,22 @@ describe('Crawler: delivery in the background', () => {
     await crawler.stop(1000);
     expect(new Set(frontier.acked.map((a) => a.handle)).size).toBe(12);
     expect(counting.count()).toBe(12);
+  });
+  it('lets DELIVERIES_PER_FETCH pages per worker wait for Kafka by default', async () => {
+    const frontier = new ScriptedFrontier(Array.from({ length: 20 }, (_, i) => lease(`http://a.example/${i}`)));
+    const sink = new GatedSink();
+    const counting = countingFetcher();
+    const crawler = testCrawler(frontier, { fetcher: counting.fetcher, sink, concurrency: 2, produceLingerMs: 0 });
+    crawler.start();
+    await new Promise((r) => setTimeout(r, 100));
+    // 2 × DELIVERIES_PER_FETCH wait for Kafka, and each of the 2 workers holds one more processed page.
+    expect(counting.count()).toBe(2 * DELIVERIES_PER_FETCH + 2);
+    expect(frontier.acked).toEqual([]);
+    sink.open();
+    const deadline = Date.now() + 5_000;
+    while (frontier.acked.length < 20 && Date.now() < deadline) await new Promise((r) => setTimeout(r, 2));
+    await crawler.stop(1000);
+    expect(new Set(frontier.acked.map((a) => a.handle)).size).toBe(20);
   });
 });
 

@@ -24,6 +24,10 @@
  *   own process + `redis` (scrapy-redis). "Per core" = that sum: a peer's CPU ms/page over ours (1 worker),
  *   so ≥ 3 means we crawl 3× the pages per CPU second. The site's CPU and the bench's are not counted.
  * - raw reference: the mean of a raw pass before and one after the crawls (a shared machine's load moves).
+ * - publish floor, BENCH_FLOOR (true): after the first raw pass, the raw loop with the crawler's fetcher that also
+ *   builds each page's message and produces it to Kafka as a worker does (bench/lib/floor.ts): `floor_*` numbers,
+ *   `floor_vs_raw_cpu` and `worker_vs_floor_cpu_1w`. It shows what publishing costs any crawler that keeps the
+ *   contract, and what our frontier and worker add on top.
  * - Rounds: BENCH_CRAWL_ROUNDS (3) full rounds per shape; every number is the median over the rounds (ratios taken
  *   within each round), with each round's value in `<metric>_rounds` (bench/lib/rounds.ts). One crawl's CPU per
  *   page moves 10–25 % between runs on this machine: a single round decides nothing. The DOM pass runs in the first.

@@ -50,7 +50,7 @@ describe('onCrawlerNode', () => {
   it('stops with an error naming CRAWLER_NODE when it is not an executable file', () => {
     const r = run(join(dir, 'missing'));
     expect(r.status).not.toBe(0);
-    expect(r.stderr).toContain(`CRAWLER_NODE "${join(dir, 'missing')}" is not an executable file`);
+    expect(r.stderr).toContain(`CRAWLER_NODE: "${join(dir, 'missing')}" is not an executable file`);
     expect(r.stdout).toBe('');
   });
 });

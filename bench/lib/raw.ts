@@ -53,12 +53,17 @@ export interface RawOptions {
 export interface RawResult extends PageClock {
   client: RawClient;
   errors: number;
+  /** The first few errors, `<url>: <message>` (a pass with errors says which). */
+  errorSamples: string[];
   links: number;
   bytes: number;
   timedOut: boolean;
   /** Pages published (with `publish`). */
   published: number;
 }
+
+/** Errors a pass keeps the message of. */
+const MAX_ERROR_SAMPLES = 3;
 
 const HEADERS = {
   'user-agent': 'crawl-cluster-bench/1.0',
@@ -115,6 +120,11 @@ export async function rawCrawl(o: RawOptions): Promise<RawResult> {
   const seen = new Set(o.seeds);
   let inFlight = 0;
   let errors = 0;
+  const errorSamples: string[] = [];
+  const failed = (url: string, error: unknown) => {
+    errors++;
+    if (errorSamples.length < MAX_ERROR_SAMPLES) errorSamples.push(`${url}: ${(error as Error)?.message ?? error}`);
+  };
   let links = 0;
   let bytes = 0;
   let timedOut = false;
@@ -170,23 +180,22 @@ export async function rawCrawl(o: RawOptions): Promise<RawResult> {
           }
         }
         if (o.publish && page.response) {
-          const settle = (ok: boolean) => {
-            deliveries.delete(delivery);
-            if (!ok) errors++;
-            else {
+          const delivery: Promise<void> = o.publish({ url, depth, response: page.response, links: found }).then(
+            () => {
+              deliveries.delete(delivery);
               published++;
               clock.page();
-            }
-          };
-          const delivery: Promise<void> = o.publish({ url, depth, response: page.response, links: found }).then(
-            () => settle(true),
-            () => settle(false),
+            },
+            (error: unknown) => {
+              deliveries.delete(delivery);
+              failed(url, error);
+            },
           );
           deliveries.add(delivery);
           while (deliveries.size >= (o.maxPublishing ?? o.concurrency)) await Promise.race(deliveries);
         } else clock.page();
-      } catch {
-        errors++;
+      } catch (error) {
+        failed(url, error);
       } finally {
         inFlight--;
         wake();
@@ -201,7 +210,7 @@ export async function rawCrawl(o: RawOptions): Promise<RawResult> {
     await agent?.close();
     await fetcher?.close();
   }
-  return { ...clock.result(), client: o.client, errors, links, bytes, timedOut, published };
+  return { ...clock.result(), client: o.client, errors, errorSamples, links, bytes, timedOut, published };
 }
 
 /**

@@ -81,7 +81,7 @@ async function runShape(ctx: ScenarioContext, shape: PageShape): Promise<Numbers
       });
       const cpu = meter.stop();
       ctx.progress(
-        `  ${r.pages} pages in ${r.seconds.toFixed(1)} s = ${r.pagesPerS.toFixed(0)} pages/s, ${r.errors} errors, cpu ${JSON.stringify(cpu)}`,
+        `  ${r.pages} pages in ${r.seconds.toFixed(1)} s = ${r.pagesPerS.toFixed(0)} pages/s, ${r.errors} errors${r.errors ? ` (e.g. ${r.errorSamples.join('; ')})` : ''}, cpu ${JSON.stringify(cpu)}`,
       );
       if (r.timedOut) ctx.note(`raw/${client} stopped by the ${budgetS} s budget`);
       return { ...r, cpu };

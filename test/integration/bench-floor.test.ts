@@ -97,6 +97,10 @@ describe('bench publish floor', () => {
     expect(r.published).toBe(0);
     // Every page fetched and none counted; the links of the seed were still followed.
     expect(r.errors).toBe(bare.pages);
+    // The first three errors name their URL and cause; the rest are only counted.
+    expect(r.errorSamples).toHaveLength(3);
+    for (const e of r.errorSamples) expect(e).toMatch(/^http:\/\/.+: broker down$/);
+    expect(bare.errorSamples).toEqual([]);
   });
 
   it('refuses to publish from the bare undici client, which has no fetch result to build a page from', async () => {

@@ -244,19 +244,19 @@ async function runShape(
         `raw reference: ${reachable} pages from ${plan.seeds.length} seeds at maxdepth ${maxdepth}, concurrency ${concurrency}`,
       ),
     );
+    // What the raw loop and the publish floor crawl: the same seeds, depth and concurrency as every system.
+    const crawlInputs = {
+      url: site.url,
+      seeds: plan.seeds,
+      maxdepth,
+      concurrency,
+      resolve: parseHostMap(site.hostMap),
+      progress: ctx.progress,
+    };
     // The raw loop runs in this process: its CPU is this process's (the floor of any crawler's CPU per page).
     const rawOnce = async () => {
       const meter = new CpuMeter(() => ({}));
-      const r = await rawPass({
-        url: site.url,
-        seeds: plan.seeds,
-        maxdepth,
-        concurrency,
-        resolve: parseHostMap(site.hostMap),
-        client: 'undici',
-        progress: ctx.progress,
-        beforeMeasure: () => meter.start(),
-      });
+      const r = await rawPass({ ...crawlInputs, client: 'undici', beforeMeasure: () => meter.start() });
       const cpuMsPerPage = ((meter.stop().bench ?? 0) * 1000) / Math.max(1, r.pages);
       if (r.errors > 0) ctx.note(`${shape}: raw pass: ${r.errors} errors, e.g. ${r.errorSamples.join('; ')}`);
       return { ...r, cpuMsPerPage };
@@ -272,15 +272,10 @@ async function runShape(
       try {
         const meter = new CpuMeter(() => ({ kafka: kafkaStatus.pid ? [kafkaStatus.pid] : [] }));
         const r = await rawPass({
-          url: site.url,
-          seeds: plan.seeds,
-          maxdepth,
-          concurrency,
-          resolve: parseHostMap(site.hostMap),
+          ...crawlInputs,
           client: 'fetcher',
           publish: publisher.publish,
           maxPublishing: concurrency * DELIVERIES_PER_FETCH,
-          progress: ctx.progress,
           beforeMeasure: () => meter.start(),
         });
         const cpu = meter.stop();

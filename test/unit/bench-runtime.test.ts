@@ -47,10 +47,11 @@ describe('onCrawlerNode', () => {
     expect(r.stderr).toContain(`running on the crawler's Node, ${other}`);
   });
 
-  it('stops with an error naming CRAWLER_NODE when it is not an executable file', () => {
+  it('stops with exit code 2 and a message naming CRAWLER_NODE, not a stack, when it is not an executable file', () => {
     const r = run(join(dir, 'missing'));
-    expect(r.status).not.toBe(0);
-    expect(r.stderr).toContain(`CRAWLER_NODE: "${join(dir, 'missing')}" is not an executable file`);
+    expect(r.status).toBe(2);
+    expect(r.stderr).toContain(`bench: CRAWLER_NODE: "${join(dir, 'missing')}" is not an executable file`);
+    expect(r.stderr).not.toContain('at crawlerNode');
     expect(r.stdout).toBe('');
   });
 });

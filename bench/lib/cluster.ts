@@ -22,7 +22,7 @@ import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import type { Kafka, Producer } from 'kafkajs';
 import { CRAWLER_NODE_FLAGS } from '../../functions/crawler/node-flags.ts';
-import { config, quietLocalMetrics, type Variables } from '../../lib/config/index.ts';
+import { quietLocalMetrics, type Variables } from '../../lib/config/index.ts';
 import { createKafka, createProducer, kafkaSettings } from '../../lib/kafka/client.ts';
 import { clusterTopics } from '../../lib/kafka/topics.ts';
 import { redisStatsStore } from '../../lib/monitor/stores.ts';
@@ -46,8 +46,7 @@ import type { LocalCluster } from '../../localstack/runtime/cluster.ts';
 import { crawlerNode } from '../../localstack/runtime/crawler-node.ts';
 import { envOf } from '../../localstack/runtime/crawler-workers.ts';
 import type { MskBatchStats } from '../../localstack/runtime/msk-source.ts';
-import { layoutFrom } from '../../localstack/services/index.ts';
-import { kafkaUp } from '../../localstack/services/kafka-service.ts';
+import { benchKafka } from './kafka.ts';
 import type { ScenarioContext } from './scenario.ts';
 
 export interface BenchClusterOptions {
@@ -91,15 +90,13 @@ export async function startBenchCluster(ctx: ScenarioContext, o: BenchClusterOpt
   quietLocalMetrics();
   const { startLocalCluster } = await import('../../localstack/runtime/cluster.ts');
   const { createMonitorDeps } = await import('../../functions/shared/deps.ts');
-  const base = config();
-  const kafkaStatus = await kafkaUp(layoutFrom(base), ctx.progress);
+  const { vars: base, pid: kafkaPid } = await benchKafka(ctx);
   const bench = await ctx.redis();
   const [redisHost, redisPort] = bench.address.split(':') as [string, string];
   const id = randomBytes(4).toString('hex');
   const bodyDir = mkdtempSync(join(tmpdir(), 'crawl-bench-bodies-'));
   const vars: Variables = {
     ...base,
-    KAFKA_BROKERS: `127.0.0.1:${base.CRAWL_KAFKA_PORT}`,
     KAFKA_TOPIC_PREFIX: `bench${id}`,
     REDIS_HOST: redisHost,
     REDIS_PORT: Number(redisPort),
@@ -193,7 +190,7 @@ export async function startBenchCluster(ctx: ScenarioContext, o: BenchClusterOpt
       kafka,
       producer: p,
       topics,
-      kafkaPid: kafkaStatus.pid,
+      kafkaPid,
       workerPids,
       crawls,
       async feed(values) {

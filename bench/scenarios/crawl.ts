@@ -40,15 +40,13 @@
 
 import { randomBytes } from 'node:crypto';
 import { fileURLToPath } from 'node:url';
-import { config } from '../../lib/config/index.ts';
 import { DELIVERIES_PER_FETCH } from '../../lib/crawl/crawler.ts';
-import { layoutFrom } from '../../localstack/services/index.ts';
-import { kafkaUp } from '../../localstack/services/kafka-service.ts';
 import { startSiteProcess } from '../../localstack/site/process.ts';
 import { CpuMeter } from '../lib/cpu.ts';
 import { type CrawlPassResult, crawlPass, passNumbers } from '../lib/crawl-pass.ts';
 import { envBool, envInt, envIntList } from '../lib/env.ts';
 import { startFloorPublisher } from '../lib/floor.ts';
+import { benchKafka } from '../lib/kafka.ts';
 import { PEERS, type PeerName, type PeerResult, runPeer } from '../lib/peers.ts';
 import { parseHostMap, rawPass } from '../lib/raw.ts';
 import { mergeRounds } from '../lib/rounds.ts';
@@ -115,6 +113,8 @@ function withinRound(n: Numbers): Numbers {
   if (vsFloor !== undefined) out.worker_vs_floor_cpu_1w = vsFloor;
   const floor = ratio(n.floor_cpu_ms_per_page, n.raw_cpu_ms_per_page);
   if (floor !== undefined) out.floor_vs_raw_cpu = floor;
+  const floorPace = ratio(n.floor_pages_per_s, n.raw_pages_per_s);
+  if (floorPace !== undefined) out.floor_ratio = floorPace;
   const speedup = ratio(n.pages_per_s_2w, n.pages_per_s_1w);
   if (speedup !== undefined) out.speedup_2w = speedup;
   return out;
@@ -191,16 +191,8 @@ function printTable(ctx: ScenarioContext, title: string, n: Numbers, peers: read
     `${'raw'.padEnd(16)} ${f(n.raw_pages_per_s, 0)} ${f(1)} ${f(n.raw_cpu_ms_per_page)} ${f(undefined)} ${f(undefined)} ${f(n.raw_cpu_ms_per_page)} ${f(undefined)} ${f(undefined)}`,
   ];
   if (n.floor_pages_per_s !== undefined) {
-    const floorTotal =
-      typeof n.floor_cpu_ms_per_page === 'number' && typeof n.floor_kafka_cpu_ms_per_page === 'number'
-        ? n.floor_cpu_ms_per_page + n.floor_kafka_cpu_ms_per_page
-        : undefined;
-    const vsRaw =
-      typeof n.floor_pages_per_s === 'number' && typeof n.raw_pages_per_s === 'number' && n.raw_pages_per_s > 0
-        ? n.floor_pages_per_s / n.raw_pages_per_s
-        : undefined;
     rows.push(
-      `${'publish floor'.padEnd(16)} ${f(n.floor_pages_per_s, 0)} ${f(vsRaw)} ${f(n.floor_cpu_ms_per_page)} ${f(undefined)} ${f(n.floor_kafka_cpu_ms_per_page)} ${f(floorTotal)} ${f(undefined)} ${f(undefined)}`,
+      `${'publish floor'.padEnd(16)} ${f(n.floor_pages_per_s, 0)} ${f(n.floor_ratio)} ${f(n.floor_cpu_ms_per_page)} ${f(undefined)} ${f(n.floor_kafka_cpu_ms_per_page)} ${f(n.floor_total_cpu_ms_per_page)} ${f(undefined)} ${f(undefined)}`,
     );
   }
   for (const w of ['1w', '2w']) {
@@ -266,11 +258,10 @@ async function runShape(
     // The publish floor (bench/lib/floor.ts): the raw loop with the crawler's fetcher, each page's message built and
     // produced to Kafka as a worker does. Its CPU is this process's; the broker's is counted apart.
     const floorOnce = async () => {
-      const base = config();
-      const kafkaStatus = await kafkaUp(layoutFrom(base), ctx.progress);
-      const publisher = await startFloorPublisher({ ...base, KAFKA_BROKERS: `127.0.0.1:${base.CRAWL_KAFKA_PORT}` });
+      const kafka = await benchKafka(ctx);
+      const publisher = await startFloorPublisher(kafka.vars);
       try {
-        const meter = new CpuMeter(() => ({ kafka: kafkaStatus.pid ? [kafkaStatus.pid] : [] }));
+        const meter = new CpuMeter(() => ({ kafka: kafka.pid ? [kafka.pid] : [] }));
         const r = await rawPass({
           ...crawlInputs,
           client: 'fetcher',
@@ -303,6 +294,7 @@ async function runShape(
         floor_pages_per_s: round(floor.pagesPerS, 1),
         floor_cpu_ms_per_page: floor.cpuMsPerPage,
         floor_kafka_cpu_ms_per_page: floor.kafkaCpuMsPerPage,
+        floor_total_cpu_ms_per_page: round(floor.cpuMsPerPage + floor.kafkaCpuMsPerPage, 3),
       });
     }
     const passes: [number, CrawlPassResult][] = [];

@@ -19,13 +19,12 @@
 import { randomBytes } from 'node:crypto';
 import type { MSKEvent as MskEvent } from 'aws-lambda';
 import { encodeMskEvent } from '../../functions/shared/msk.ts';
-import { config, quietLocalMetrics, type Variables } from '../../lib/config/index.ts';
+import { quietLocalMetrics, type Variables } from '../../lib/config/index.ts';
 import { crawlKey, dupefilterKey, partitionKeyList, spiderPartitions, spidersKey } from '../../lib/redis/keys.ts';
 import { lambdaContext } from '../../localstack/runtime/lambda-context.ts';
-import { layoutFrom } from '../../localstack/services/index.ts';
-import { kafkaUp } from '../../localstack/services/kafka-service.ts';
 import { CpuMeter } from '../lib/cpu.ts';
 import { envInt } from '../lib/env.ts';
+import { benchKafka } from '../lib/kafka.ts';
 import { commandBreakdown, commandStats, scriptStats, usecPerCall } from '../lib/redis.ts';
 import type { Numbers, ScenarioContext, Target } from '../lib/scenario.ts';
 import { msSince, nowNs, round, summarize } from '../lib/timing.ts';
@@ -97,14 +96,12 @@ export async function run(ctx: ScenarioContext): Promise<Numbers> {
   quietLocalMetrics();
   const { kafkaMonitorHandler } = await import('../../functions/kafka-monitor/handler.ts');
   const { createMonitorDeps } = await import('../../functions/shared/deps.ts');
-  const base = config();
-  await kafkaUp(layoutFrom(base), ctx.progress);
+  const { vars: base } = await benchKafka(ctx);
   const bench = await ctx.redis();
   const [host, port] = bench.address.split(':') as [string, string];
   const prefix = `bench-in-${randomBytes(4).toString('hex')}`;
   const vars: Variables = {
     ...base,
-    KAFKA_BROKERS: `127.0.0.1:${base.CRAWL_KAFKA_PORT}`,
     KAFKA_TOPIC_PREFIX: prefix,
     REDIS_HOST: host,
     REDIS_PORT: Number(port),

@@ -214,14 +214,20 @@ export async function rawCrawl(o: RawOptions): Promise<RawResult> {
 }
 
 /**
- * One measured pass as the scenarios run it: an unmeasured warm-up crawl from page 1 first (JIT, connection pools,
- * the site's code paths; {@link benchWarmupMaxdepth}), then the measured crawl from the seeds to `maxdepth`.
+ * One measured pass as the scenarios run it: an unmeasured warm-up crawl from `warmSeeds` first (JIT, connection pools,
+ * the site's code paths; site-config.ts `benchWarmupSeeds`, {@link benchWarmupMaxdepth}), then the measured crawl from
+ * the seeds to `maxdepth`.
  */
 export async function rawPass(
-  o: Omit<RawOptions, 'seeds'> & { url: (n: number) => string; seeds: number[]; beforeMeasure?: () => void },
+  o: Omit<RawOptions, 'seeds'> & {
+    url: (n: number) => string;
+    seeds: number[];
+    warmSeeds: number[];
+    beforeMeasure?: () => void;
+  },
 ): Promise<RawResult> {
-  const { url, seeds, beforeMeasure, ...rest } = o;
-  await rawCrawl({ ...rest, seeds: [url(1)], maxdepth: benchWarmupMaxdepth(o.maxdepth), progress: () => {} });
+  const { url, seeds, warmSeeds, beforeMeasure, ...rest } = o;
+  await rawCrawl({ ...rest, seeds: warmSeeds.map(url), maxdepth: benchWarmupMaxdepth(o.maxdepth), progress: () => {} });
   beforeMeasure?.();
   return rawCrawl({ ...rest, seeds: seeds.map(url) });
 }

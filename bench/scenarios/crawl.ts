@@ -56,11 +56,13 @@ import {
   benchPageShapes,
   benchSiteOptions,
   benchWarmupMaxdepth,
+  benchWarmupSeeds,
   MAX_DEPTH,
   type PageShape,
   recordSiteInputs,
   seedPlan,
   shapePrefix,
+  warmupFrom,
 } from '../lib/site-config.ts';
 import { round } from '../lib/timing.ts';
 
@@ -227,6 +229,8 @@ async function runShape(
   const out: Numbers = {};
   try {
     const plan = seedPlan(site);
+    const warmSeeds = benchWarmupSeeds(site.pages, plan.seeds);
+    const warmFrom = warmupFrom(site.pages, plan.seeds);
     const { maxdepth, reachable } = plan;
     if (shape === SHAPES[0] && roundNo === 0) recordSiteInputs(ctx, options, plan);
     ctx.input(`${shapePrefix(shape) || 'article_'}page_bytes`, options.pageBytes ?? 0);
@@ -240,6 +244,7 @@ async function runShape(
     const crawlInputs = {
       url: site.url,
       seeds: plan.seeds,
+      warmSeeds,
       maxdepth,
       concurrency,
       resolve: parseHostMap(site.hostMap),
@@ -337,7 +342,9 @@ async function runShape(
     const peerResults: PeerResult[] = [];
     for (const peer of peers) {
       ctx.progress(
-        label(`${peer}: starting (warm-up crawl, maxdepth ${benchWarmupMaxdepth(maxdepth)} from page 1, unmeasured)`),
+        label(
+          `${peer}: starting (warm-up crawl, maxdepth ${benchWarmupMaxdepth(maxdepth)} from ${warmFrom}, unmeasured)`,
+        ),
       );
       let r: PeerResult;
       try {
@@ -345,7 +352,7 @@ async function runShape(
           peer,
           {
             seeds: plan.seeds.map(site.url),
-            warmSeeds: [site.url(1)],
+            warmSeeds: warmSeeds.map(site.url),
             warmMaxdepth: benchWarmupMaxdepth(maxdepth),
             maxdepth,
             concurrency,
@@ -434,6 +441,7 @@ export async function run(ctx: ScenarioContext): Promise<Numbers> {
   const rounds = envInt('BENCH_CRAWL_ROUNDS', 3);
   ctx.input('rounds', rounds);
   ctx.input('warmup_maxdepth', benchWarmupMaxdepth(MAX_DEPTH));
+  ctx.input('warmup_seeds', process.env.BENCH_WARMUP_SEEDS || "the measured crawl's");
   ctx.note(
     `every number is the median of ${rounds} round(s) (each a full raw / ours / peers / raw sequence; ratios are taken within a round); each round's values are in <metric>_rounds`,
   );

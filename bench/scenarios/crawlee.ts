@@ -7,7 +7,7 @@
  * system resolver, which knows nothing of the fixture's `*.test` names, while our crawler and the raw loop
  * resolve through a host map. Serving every page under 127.0.0.1 gives all three the identical URL set with
  * no resolver tricks; it costs our crawler nothing (the throttle is wide open; one domain still allows 1000
- * leases/s). Each crawler gets an unmeasured warm-up crawl from page 1 first (BENCH_WARMUP_MAXDEPTH, 3).
+ * leases/s). Each crawler gets an unmeasured warm-up crawl of the whole site first (BENCH_WARMUP_SEEDS, BENCH_WARMUP_MAXDEPTH).
  *
  * Sizes: BENCH_CRAWLEE_PAGES (5000; Crawlee runs several times below raw, so its crawl is the long one),
  * BENCH_LINKS, BENCH_PAGE_BYTES, BENCH_SITE_LATENCY_MS, BENCH_CONCURRENCY.
@@ -24,8 +24,10 @@ import {
   benchConcurrency,
   benchSiteOptions,
   benchWarmupMaxdepth,
+  benchWarmupSeeds,
   recordSiteInputs,
   seedPlan,
+  warmupFrom,
 } from '../lib/site-config.ts';
 import { round } from '../lib/timing.ts';
 
@@ -63,6 +65,7 @@ export async function run(ctx: ScenarioContext): Promise<Numbers> {
       rawPass({
         url: site.url,
         seeds: plan.seeds,
+        warmSeeds: benchWarmupSeeds(site.pages, plan.seeds),
         maxdepth: plan.maxdepth,
         concurrency,
         resolve: parseHostMap(site.hostMap),
@@ -74,8 +77,15 @@ export async function run(ctx: ScenarioContext): Promise<Numbers> {
     ctx.progress(`raw (before): ${rawBefore.pages} pages, ${rawBefore.pagesPerS.toFixed(0)} pages/s`);
 
     const warmDepth = benchWarmupMaxdepth(plan.maxdepth);
-    ctx.progress(`Crawlee: warm-up crawl (maxdepth ${warmDepth} from page 1, unmeasured)`);
-    await crawleeCrawl({ seeds: [site.url(1)], maxdepth: warmDepth, concurrency, progress: () => {} });
+    ctx.progress(
+      `Crawlee: warm-up crawl (maxdepth ${warmDepth} from ${warmupFrom(site.pages, plan.seeds)}, unmeasured)`,
+    );
+    await crawleeCrawl({
+      seeds: benchWarmupSeeds(site.pages, plan.seeds).map(site.url),
+      maxdepth: warmDepth,
+      concurrency,
+      progress: () => {},
+    });
     ctx.progress(`Crawlee: crawling, concurrency ${concurrency}`);
     const meter = new CpuMeter(() => ({ site: [site.pid] }));
     meter.start();

@@ -88,6 +88,25 @@ describe('frontier throttle', () => {
     expect((await oneMs.leaseMany('link', 8, { now: T0 })).leases).toHaveLength(1);
     expect((await oneMs.leaseMany('link', 8, { now: T0 + 1 })).leases).toHaveLength(1);
   });
+  test('moderated after a sliding-window log (QUEUE_MODERATED switched on a live frontier): the ms of its last fetch keeps only its room', async () => {
+    // The sliding-window log holds fetches of several ms; a moderated lease counts only those of the last ms
+    // (3 per ms at 3,003 per 1 s), and its hit keeps only that ms's fetches.
+    const sliding = testFrontier(redis, { hits: 3003, windowSec: 1, moderated: false });
+    await fill(sliding, 'a.com', 20);
+    expect((await sliding.leaseMany('link', 2, { now: T0 })).leases).toHaveLength(2);
+    expect((await sliding.leaseMany('link', 1, { now: T0 + 1 })).leases).toHaveLength(1);
+    const key = partitionKeys(sliding.partitionFor('link')).throttle;
+    // Fetch times are 13 digits each (T0 is), oldest first.
+    expect(await redis.hget(key, 'a.com')).toBe(`${T0}${T0}${T0 + 1}`);
+    const prefix = sliding.partitionFor('link').prefix;
+    const moderated = testFrontier(redis, { prefix, hits: 3003, windowSec: 1, moderated: true });
+    const r = await moderated.leaseMany('link', 8, { now: T0 + 1 });
+    expect(r.leases).toHaveLength(2);
+    expect(r.nextDueMs).toBe(T0 + 2);
+    expect(await redis.hget(key, 'a.com')).toBe(String(T0 + 1).repeat(3));
+    expect((await moderated.leaseMany('link', 8, { now: T0 + 2 })).leases).toHaveLength(3);
+  });
+
   test('not moderated: a burst of 5 goes at once, then nothing until the 2 s window slides past the first', async () => {
     const frontier = testFrontier(redis, { ...FIVE_PER_2S, moderated: false });
     await fill(frontier, 'a.com', 100);

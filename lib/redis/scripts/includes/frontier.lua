@@ -213,6 +213,12 @@ local function log_after(log, t, lo, hi)
   end
   return lo
 end
+-- How many of a log's n entries are at its last time `last`: all of them when the first one is (a moderated log keeps
+-- only the fetches of one ms, so that is the common case and costs one read), else found by binary search.
+local function count_at_last(log, n, last)
+  if log_at(log, 1) == last then return n end
+  return n - log_after(log, last - 1, 1, n) + 1
+end
 
 -- Fetches a moderated throttle allows in one ms (times are whole ms): floor(hits / (window + margin + 1 ms)), so
 -- that any window, which holds at most window + 1 distinct ms, holds at most hits fetches; at most PER_MS_MAX.
@@ -244,7 +250,7 @@ local function throttle_due(tkey, domain)
         due = last + math.max(math.ceil(wms / hits), crawl_delay > 0 and crawl_delay + MARGIN_MS or 0)
         -- More than one fetch per ms allowed: the ms of the last fetch still has room.
         local room = crawl_delay == 0 and per_ms(hits, wms) or 0
-        if room > 1 and n - log_after(log, last - 1, 1, n) + 1 < room then due = last end
+        if room > 1 and count_at_last(log, n, last) < room then due = last end
       else
         if n >= hits then due = log_at(log, n - hits + 1) + wms end
         if crawl_delay > 0 then due = math.max(due, last + crawl_delay + MARGIN_MS) end
@@ -274,7 +280,7 @@ local function throttle_hit(tkey, domain, at)
     local log = state and log_norm(state) or ''
     local n = log_len(log)
     if n > 0 and log_at(log, n) == at then
-      redis.call('HSET', K.throttle, tkey, log_sub(log, log_after(log, at - 1, 1, n), n) .. log_fmt(at))
+      redis.call('HSET', K.throttle, tkey, log_sub(log, n - count_at_last(log, n, at) + 1, n) .. log_fmt(at))
     else
       redis.call('HSET', K.throttle, tkey, log_fmt(at))
     end

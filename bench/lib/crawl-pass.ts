@@ -1,7 +1,7 @@
 /**
  * One measured crawl of the fixture site through the real path (bench/lib/cluster.ts), as the `crawl` and
  * `crawlee` scenarios run it: cluster up with the throttle wide open, an unmeasured warm-up crawl (site-config.ts
- * `benchWarmupSeeds`, `benchWarmupMaxdepth`: the whole site, so the workers' JIT is warm as the raw loop's is), then the crawl from
+ * `benchWarmup`, `benchWarmupMaxdepth`: the whole site, so the workers' JIT is warm as the raw loop's is), then the crawl from
  * the seeds to `maxdepth`, timed from its first to its last page message (Kafka CreateTime), with the CPU time of
  * every process involved and the Redis server time per page.
  */
@@ -14,7 +14,7 @@ import { envBool, envInt } from './env.ts';
 import { procStatusKb } from './peers.ts';
 import { commandBreakdown, commandStats, scriptStats } from './redis.ts';
 import type { Numbers, ScenarioContext } from './scenario.ts';
-import { benchWarmupMaxdepth, benchWarmupSeeds, warmupFrom } from './site-config.ts';
+import { benchWarmup, benchWarmupMaxdepth } from './site-config.ts';
 import { round } from './timing.ts';
 
 export interface CrawlPassOptions {
@@ -89,14 +89,13 @@ export async function crawlPass(
   try {
     const id = randomBytes(3).toString('hex');
     const warmDepth = benchWarmupMaxdepth(o.maxdepth);
-    ctx.progress(
-      `${o.label}: warm-up crawl (maxdepth ${warmDepth} from ${warmupFrom(site.pages, o.seeds)}, unmeasured)`,
-    );
+    const warm = benchWarmup(site.pages, o.seeds);
+    ctx.progress(`${o.label}: warm-up crawl (maxdepth ${warmDepth} from ${warm.from}, unmeasured)`);
     await crawlToCompletion(
       cluster,
       ctx,
       {
-        urls: benchWarmupSeeds(site.pages, o.seeds).map(site.url),
+        urls: warm.seeds.map(site.url),
         maxdepth: warmDepth,
         crawlid: `warm-${id}`,
         spiderid: o.spiderid,

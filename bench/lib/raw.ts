@@ -215,7 +215,7 @@ export async function rawCrawl(o: RawOptions): Promise<RawResult> {
 
 /**
  * One measured pass as the scenarios run it: an unmeasured warm-up crawl from `warmSeeds` first (JIT, connection pools,
- * the site's code paths; site-config.ts `benchWarmupSeeds`, {@link benchWarmupMaxdepth}), then the measured crawl from
+ * the site's code paths; site-config.ts `benchWarmup`, {@link benchWarmupMaxdepth}), then the measured crawl from
  * the seeds to `maxdepth`.
  */
 export async function rawPass(

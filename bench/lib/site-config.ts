@@ -50,7 +50,7 @@ export function benchConcurrency(): number {
 export const MAX_DEPTH = 3;
 
 /**
- * The maxdepth of the unmeasured warm-up crawl ({@link benchWarmupSeeds}) that every system (raw loop, ours, each peer) runs before
+ * The maxdepth of the unmeasured warm-up crawl ({@link benchWarmup}) that every system (raw loop, ours, each peer) runs before
  * its measured crawl: BENCH_WARMUP_MAXDEPTH (3), at most the measured crawl's. At 5,000 pages, maxdepth 2 (~200
  * pages) left our workers' JIT cold: the measured crawl then cost 8–12 % more worker CPU per page than after a
  * maxdepth 3 warm-up from page 1 (1,258 pages), while a fleet's bill is its steady state (bench/PROFILE.md, eighth round).
@@ -63,6 +63,14 @@ export function benchWarmupMaxdepth(maxdepth: number): number {
   return Math.min(v, maxdepth);
 }
 
+/** Where the unmeasured warm-up crawl starts ({@link benchWarmup}). */
+export interface Warmup {
+  /** Its seed pages. */
+  seeds: number[];
+  /** How progress lines and notes name them: `the measured crawl's 5 seed(s)`, `page 1`, `4 pages`. */
+  from: string;
+}
+
 /**
  * The pages the unmeasured warm-up crawl starts from, the same for every system (each to {@link benchWarmupMaxdepth}):
  * by default the measured crawl's own seeds (`measured`), so every system crawls the whole site once before it is
@@ -71,21 +79,15 @@ export function benchWarmupMaxdepth(maxdepth: number): number {
  * more worker CPU and 14 % more raw-loop CPU per article page (bench/PROFILE.md, eleventh round). BENCH_WARMUP_SEEDS=n:
  * n evenly spaced pages from page 1 instead (1: page 1 alone, the warm-up of earlier runs).
  */
-export function benchWarmupSeeds(pages: number, measured: readonly number[]): number[] {
+export function benchWarmup(pages: number, measured: readonly number[]): Warmup {
   const raw = process.env.BENCH_WARMUP_SEEDS;
-  if (raw === undefined || raw === '') return [...measured];
+  if (raw === undefined || raw === '')
+    return { seeds: [...measured], from: `the measured crawl's ${measured.length} seed(s)` };
   const count = Number(raw);
   if (!Number.isInteger(count) || count < 1 || count > Math.max(1, pages))
     throw new Error(`BENCH_WARMUP_SEEDS: an integer from 1 to the site's pages (${pages}) (got ${raw})`);
-  return Array.from({ length: count }, (_, i) => (1 + Math.floor((i * pages) / count)) % Math.max(1, pages));
-}
-
-/** How progress lines and notes name the warm-up's start ({@link benchWarmupSeeds}). */
-export function warmupFrom(pages: number, measured: readonly number[]): string {
-  if (process.env.BENCH_WARMUP_SEEDS === undefined || process.env.BENCH_WARMUP_SEEDS === '')
-    return `the measured crawl's ${measured.length} seed(s)`;
-  const n = benchWarmupSeeds(pages, measured).length;
-  return n === 1 ? 'page 1' : `${n} pages`;
+  const seeds = Array.from({ length: count }, (_, i) => (1 + Math.floor((i * pages) / count)) % Math.max(1, pages));
+  return { seeds, from: count === 1 ? 'page 1' : `${count} pages` };
 }
 
 export interface SeedPlan {

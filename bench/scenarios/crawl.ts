@@ -55,14 +55,13 @@ import {
   benchConcurrency,
   benchPageShapes,
   benchSiteOptions,
+  benchWarmup,
   benchWarmupMaxdepth,
-  benchWarmupSeeds,
   MAX_DEPTH,
   type PageShape,
   recordSiteInputs,
   seedPlan,
   shapePrefix,
-  warmupFrom,
 } from '../lib/site-config.ts';
 import { round } from '../lib/timing.ts';
 
@@ -229,10 +228,12 @@ async function runShape(
   const out: Numbers = {};
   try {
     const plan = seedPlan(site);
-    const warmSeeds = benchWarmupSeeds(site.pages, plan.seeds);
-    const warmFrom = warmupFrom(site.pages, plan.seeds);
+    const warm = benchWarmup(site.pages, plan.seeds);
     const { maxdepth, reachable } = plan;
-    if (shape === SHAPES[0] && roundNo === 0) recordSiteInputs(ctx, options, plan);
+    if (shape === SHAPES[0] && roundNo === 0) {
+      recordSiteInputs(ctx, options, plan);
+      ctx.input('warmup_seeds', warm.from);
+    }
     ctx.input(`${shapePrefix(shape) || 'article_'}page_bytes`, options.pageBytes ?? 0);
     const label = (s: string) => (rounds > 1 ? `${shape} round ${roundNo + 1}/${rounds}: ${s}` : `${shape}: ${s}`);
     ctx.progress(
@@ -244,7 +245,7 @@ async function runShape(
     const crawlInputs = {
       url: site.url,
       seeds: plan.seeds,
-      warmSeeds,
+      warmSeeds: warm.seeds,
       maxdepth,
       concurrency,
       resolve: parseHostMap(site.hostMap),
@@ -343,7 +344,7 @@ async function runShape(
     for (const peer of peers) {
       ctx.progress(
         label(
-          `${peer}: starting (warm-up crawl, maxdepth ${benchWarmupMaxdepth(maxdepth)} from ${warmFrom}, unmeasured)`,
+          `${peer}: starting (warm-up crawl, maxdepth ${benchWarmupMaxdepth(maxdepth)} from ${warm.from}, unmeasured)`,
         ),
       );
       let r: PeerResult;
@@ -352,7 +353,7 @@ async function runShape(
           peer,
           {
             seeds: plan.seeds.map(site.url),
-            warmSeeds: warmSeeds.map(site.url),
+            warmSeeds: warm.seeds.map(site.url),
             warmMaxdepth: benchWarmupMaxdepth(maxdepth),
             maxdepth,
             concurrency,
@@ -441,7 +442,6 @@ export async function run(ctx: ScenarioContext): Promise<Numbers> {
   const rounds = envInt('BENCH_CRAWL_ROUNDS', 3);
   ctx.input('rounds', rounds);
   ctx.input('warmup_maxdepth', benchWarmupMaxdepth(MAX_DEPTH));
-  ctx.input('warmup_seeds', process.env.BENCH_WARMUP_SEEDS || "the measured crawl's");
   ctx.note(
     `every number is the median of ${rounds} round(s) (each a full raw / ours / peers / raw sequence; ratios are taken within a round); each round's values are in <metric>_rounds`,
   );

@@ -23,11 +23,10 @@ import type { Numbers, ScenarioContext, Target } from '../lib/scenario.ts';
 import {
   benchConcurrency,
   benchSiteOptions,
+  benchWarmup,
   benchWarmupMaxdepth,
-  benchWarmupSeeds,
   recordSiteInputs,
   seedPlan,
-  warmupFrom,
 } from '../lib/site-config.ts';
 import { round } from '../lib/timing.ts';
 
@@ -59,13 +58,14 @@ export async function run(ctx: ScenarioContext): Promise<Numbers> {
     ctx.note('pages/s = (pages - 1) / (last - first page); Crawlee pages counted as its requestHandler ends');
 
     const seeds = plan.seeds.map(site.url);
+    const warm = benchWarmup(site.pages, plan.seeds);
     ctx.progress(`${plan.reachable} pages from ${seeds.length} seeds at maxdepth ${plan.maxdepth}`);
 
     const rawOnce = () =>
       rawPass({
         url: site.url,
         seeds: plan.seeds,
-        warmSeeds: benchWarmupSeeds(site.pages, plan.seeds),
+        warmSeeds: warm.seeds,
         maxdepth: plan.maxdepth,
         concurrency,
         resolve: parseHostMap(site.hostMap),
@@ -77,11 +77,9 @@ export async function run(ctx: ScenarioContext): Promise<Numbers> {
     ctx.progress(`raw (before): ${rawBefore.pages} pages, ${rawBefore.pagesPerS.toFixed(0)} pages/s`);
 
     const warmDepth = benchWarmupMaxdepth(plan.maxdepth);
-    ctx.progress(
-      `Crawlee: warm-up crawl (maxdepth ${warmDepth} from ${warmupFrom(site.pages, plan.seeds)}, unmeasured)`,
-    );
+    ctx.progress(`Crawlee: warm-up crawl (maxdepth ${warmDepth} from ${warm.from}, unmeasured)`);
     await crawleeCrawl({
-      seeds: benchWarmupSeeds(site.pages, plan.seeds).map(site.url),
+      seeds: warm.seeds.map(site.url),
       maxdepth: warmDepth,
       concurrency,
       progress: () => {},

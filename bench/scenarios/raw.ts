@@ -21,13 +21,12 @@ import {
   benchConcurrency,
   benchPageShapes,
   benchSiteOptions,
+  benchWarmup,
   benchWarmupMaxdepth,
-  benchWarmupSeeds,
   type PageShape,
   recordSiteInputs,
   seedPlan,
   shapePrefix,
-  warmupFrom,
 } from '../lib/site-config.ts';
 import { round } from '../lib/timing.ts';
 
@@ -59,11 +58,12 @@ async function runShape(ctx: ScenarioContext, shape: PageShape): Promise<Numbers
   try {
     const plan = seedPlan(site);
     const { maxdepth, reachable } = plan;
+    const warm = benchWarmup(site.pages, plan.seeds);
     if (shape === 'article') recordSiteInputs(ctx, options, plan);
     else ctx.input(`${shape}_page_bytes`, options.pageBytes ?? 0);
     ctx.input('concurrency', concurrency);
     ctx.note(
-      `site served by a child process; pages/s = (pages - 1) / (last page - first page); each pass after an unmeasured warm-up crawl from ${warmupFrom(site.pages, plan.seeds)} to maxdepth ${benchWarmupMaxdepth(maxdepth)} (BENCH_WARMUP_MAXDEPTH)`,
+      `site served by a child process; pages/s = (pages - 1) / (last page - first page); each pass after an unmeasured warm-up crawl from ${warm.from} to maxdepth ${benchWarmupMaxdepth(maxdepth)} (BENCH_WARMUP_MAXDEPTH)`,
     );
     const pass = async (client: RawClient): Promise<RawResult & { cpu: Record<string, number> }> => {
       ctx.progress(
@@ -74,7 +74,7 @@ async function runShape(ctx: ScenarioContext, shape: PageShape): Promise<Numbers
         beforeMeasure: () => meter.start(),
         url: site.url,
         seeds: plan.seeds,
-        warmSeeds: benchWarmupSeeds(site.pages, plan.seeds),
+        warmSeeds: warm.seeds,
         maxdepth,
         concurrency,
         resolve: parseHostMap(site.hostMap),

@@ -1,5 +1,5 @@
 import { afterEach, describe, expect, it } from 'vitest';
-import { benchWarmupMaxdepth, benchWarmupSeeds, warmupFrom } from '../../bench/lib/site-config.ts';
+import { benchWarmup, benchWarmupMaxdepth } from '../../bench/lib/site-config.ts';
 
 describe('bench warm-up depth', () => {
   const saved = process.env.BENCH_WARMUP_MAXDEPTH;
@@ -34,22 +34,22 @@ describe('bench warm-up depth', () => {
   it("starts from the measured crawl's seeds unless BENCH_WARMUP_SEEDS says otherwise", () => {
     delete process.env.BENCH_WARMUP_SEEDS;
     const measured = [0, 1000, 2000, 3000, 4000];
-    const seeds = benchWarmupSeeds(5000, measured);
+    const seeds = benchWarmup(5000, measured).seeds;
     expect(seeds).toEqual(measured);
     seeds.push(1);
     expect(measured).toHaveLength(5);
-    expect(warmupFrom(5000, measured)).toBe("the measured crawl's 5 seed(s)");
+    expect(benchWarmup(5000, measured).from).toBe("the measured crawl's 5 seed(s)");
   });
 
   it('spreads BENCH_WARMUP_SEEDS pages evenly over the site from page 1, all distinct and on it', () => {
     process.env.BENCH_WARMUP_SEEDS = '1';
-    expect(benchWarmupSeeds(5000, [0])).toEqual([1]);
-    expect(warmupFrom(5000, [0])).toBe('page 1');
+    expect(benchWarmup(5000, [0]).seeds).toEqual([1]);
+    expect(benchWarmup(5000, [0]).from).toBe('page 1');
     process.env.BENCH_WARMUP_SEEDS = '4';
-    expect(benchWarmupSeeds(5000, [0])).toEqual([1, 1251, 2501, 3751]);
-    expect(warmupFrom(5000, [0])).toBe('4 pages');
+    expect(benchWarmup(5000, [0]).seeds).toEqual([1, 1251, 2501, 3751]);
+    expect(benchWarmup(5000, [0]).from).toBe('4 pages');
     process.env.BENCH_WARMUP_SEEDS = '10';
-    const seeds = benchWarmupSeeds(10, [0]);
+    const seeds = benchWarmup(10, [0]).seeds;
     expect(new Set(seeds).size).toBe(10);
     expect(seeds.every((n) => n >= 0 && n < 10)).toBe(true);
   });
@@ -57,7 +57,7 @@ describe('bench warm-up depth', () => {
   it('refuses a seed count that is not a whole number of pages the site has', () => {
     for (const bad of ['0', '-2', '2.5', 'many', '5001']) {
       process.env.BENCH_WARMUP_SEEDS = bad;
-      expect(() => benchWarmupSeeds(5000, [0])).toThrow(
+      expect(() => benchWarmup(5000, [0]).seeds).toThrow(
         /BENCH_WARMUP_SEEDS: an integer from 1 to the site's pages \(5000\)/,
       );
     }

@@ -880,6 +880,26 @@ describe('Crawler: delivery in the background', () => {
     }
   }
 
+  /**
+   * A crawler over `n` leases whose Kafka stalls: started, and given 100 ms to fill what may wait for Kafka. `drain`
+   * opens Kafka, waits (up to 5 s) until every lease is acked, and stops the crawler.
+   */
+  async function stalledCrawl(n: number, options: Partial<CrawlerOptions>) {
+    const frontier = new ScriptedFrontier(Array.from({ length: n }, (_, i) => lease(`http://a.example/${i}`)));
+    const sink = new GatedSink();
+    const counting = countingFetcher();
+    const crawler = testCrawler(frontier, { fetcher: counting.fetcher, sink, produceLingerMs: 0, ...options });
+    crawler.start();
+    await new Promise((r) => setTimeout(r, 100));
+    const drain = async () => {
+      sink.open();
+      const deadline = Date.now() + 5_000;
+      while (frontier.acked.length < n && Date.now() < deadline) await new Promise((r) => setTimeout(r, 2));
+      await crawler.stop(1000);
+    };
+    return { frontier, counting, drain };
+  }
+
   it('fetches the next page while earlier pages wait for Kafka, at most maxDelivering of them, and stop waits for them all', async () => {
     const frontier = new ScriptedFrontier(Array.from({ length: 6 }, (_, i) => lease(`http://a.example/${i}`)));
     const sink = new GatedSink();
@@ -907,42 +927,21 @@ describe('Crawler: delivery in the background', () => {
   });
 
   it('holds at most maxDelivering pages plus one per worker while Kafka stalls, then delivers every page', async () => {
-    const frontier = new ScriptedFrontier(Array.from({ length: 12 }, (_, i) => lease(`http://a.example/${i}`)));
-    const sink = new GatedSink();
-    const counting = countingFetcher();
-    const crawler = testCrawler(frontier, {
-      fetcher: counting.fetcher,
-      sink,
-      concurrency: 4,
-      maxDelivering: 2,
-      produceLingerMs: 0,
-    });
-    crawler.start();
-    await new Promise((r) => setTimeout(r, 100));
+    const { frontier, counting, drain } = await stalledCrawl(12, { concurrency: 4, maxDelivering: 2 });
     // Each of the 4 workers waits with one processed page; 2 more wait for Kafka.
     expect(counting.count()).toBe(6);
     expect(frontier.acked).toEqual([]);
-    sink.open();
-    const deadline = Date.now() + 5_000;
-    while (frontier.acked.length < 12 && Date.now() < deadline) await new Promise((r) => setTimeout(r, 2));
-    await crawler.stop(1000);
+    await drain();
     expect(new Set(frontier.acked.map((a) => a.handle)).size).toBe(12);
     expect(counting.count()).toBe(12);
   });
+
   it('lets DELIVERIES_PER_FETCH pages per worker wait for Kafka by default', async () => {
-    const frontier = new ScriptedFrontier(Array.from({ length: 20 }, (_, i) => lease(`http://a.example/${i}`)));
-    const sink = new GatedSink();
-    const counting = countingFetcher();
-    const crawler = testCrawler(frontier, { fetcher: counting.fetcher, sink, concurrency: 2, produceLingerMs: 0 });
-    crawler.start();
-    await new Promise((r) => setTimeout(r, 100));
+    const { frontier, counting, drain } = await stalledCrawl(20, { concurrency: 2 });
     // 2 × DELIVERIES_PER_FETCH wait for Kafka, and each of the 2 workers holds one more processed page.
     expect(counting.count()).toBe(2 * DELIVERIES_PER_FETCH + 2);
     expect(frontier.acked).toEqual([]);
-    sink.open();
-    const deadline = Date.now() + 5_000;
-    while (frontier.acked.length < 20 && Date.now() < deadline) await new Promise((r) => setTimeout(r, 2));
-    await crawler.stop(1000);
+    await drain();
     expect(new Set(frontier.acked.map((a) => a.handle)).size).toBe(20);
   });
 });

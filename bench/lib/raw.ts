@@ -19,7 +19,7 @@ import { UndiciFetcher } from '../../lib/crawl/fetch.ts';
 import { guardedLookup } from '../../lib/crawl/ssrf.ts';
 import type { FetchResult, Link } from '../../lib/crawl/types.ts';
 import { type PageClock, pageClock } from './pace.ts';
-import { benchWarmupMaxdepth } from './site-config.ts';
+import { benchWarmupMaxdepth, type SeedPlan, type Warmup } from './site-config.ts';
 
 export type RawClient = 'undici' | 'fetcher';
 
@@ -230,4 +230,23 @@ export async function rawPass(
   await rawCrawl({ ...rest, seeds: warmSeeds.map(url), maxdepth: benchWarmupMaxdepth(o.maxdepth), progress: () => {} });
   beforeMeasure?.();
   return rawCrawl({ ...rest, seeds: seeds.map(url) });
+}
+
+/** What every scenario's raw passes crawl: the site from the seed plan's seeds, after the warm-up, at `concurrency`. */
+export function siteRawInputs(
+  site: { url: (n: number) => string; hostMap: string },
+  plan: SeedPlan,
+  warm: Warmup,
+  concurrency: number,
+  progress: (message: string) => void,
+): Omit<Parameters<typeof rawPass>[0], 'client'> {
+  return {
+    url: site.url,
+    seeds: plan.seeds,
+    warmSeeds: warm.seeds,
+    maxdepth: plan.maxdepth,
+    concurrency,
+    resolve: parseHostMap(site.hostMap),
+    progress,
+  };
 }

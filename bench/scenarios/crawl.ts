@@ -48,7 +48,7 @@ import { envBool, envInt, envIntList } from '../lib/env.ts';
 import { startFloorPublisher } from '../lib/floor.ts';
 import { benchKafka } from '../lib/kafka.ts';
 import { PEERS, type PeerName, type PeerResult, runPeer } from '../lib/peers.ts';
-import { parseHostMap, rawPass } from '../lib/raw.ts';
+import { parseHostMap, rawPass, siteRawInputs } from '../lib/raw.ts';
 import { mergeRounds } from '../lib/rounds.ts';
 import type { Numbers, ScenarioContext, Target } from '../lib/scenario.ts';
 import {
@@ -242,15 +242,7 @@ async function runShape(
       ),
     );
     // What the raw loop and the publish floor crawl: the same seeds, depth and concurrency as every system.
-    const crawlInputs = {
-      url: site.url,
-      seeds: plan.seeds,
-      warmSeeds: warm.seeds,
-      maxdepth,
-      concurrency,
-      resolve: parseHostMap(site.hostMap),
-      progress: ctx.progress,
-    };
+    const crawlInputs = siteRawInputs(site, plan, warm, concurrency, ctx.progress);
     // The raw loop runs in this process: its CPU is this process's (the floor of any crawler's CPU per page).
     const rawOnce = async () => {
       const meter = new CpuMeter(() => ({}));

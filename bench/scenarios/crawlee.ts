@@ -18,7 +18,7 @@ import { CpuMeter } from '../lib/cpu.ts';
 import { crawlPass, passNumbers } from '../lib/crawl-pass.ts';
 import { crawleeCrawl } from '../lib/crawlee.ts';
 import { envInt } from '../lib/env.ts';
-import { parseHostMap, rawPass } from '../lib/raw.ts';
+import { rawPass, siteRawInputs } from '../lib/raw.ts';
 import type { Numbers, ScenarioContext, Target } from '../lib/scenario.ts';
 import {
   benchConcurrency,
@@ -61,17 +61,7 @@ export async function run(ctx: ScenarioContext): Promise<Numbers> {
     const warm = benchWarmup(site.pages, plan.seeds);
     ctx.progress(`${plan.reachable} pages from ${seeds.length} seeds at maxdepth ${plan.maxdepth}`);
 
-    const rawOnce = () =>
-      rawPass({
-        url: site.url,
-        seeds: plan.seeds,
-        warmSeeds: warm.seeds,
-        maxdepth: plan.maxdepth,
-        concurrency,
-        resolve: parseHostMap(site.hostMap),
-        client: 'undici',
-        progress: ctx.progress,
-      });
+    const rawOnce = () => rawPass({ ...siteRawInputs(site, plan, warm, concurrency, ctx.progress), client: 'undici' });
     ctx.progress('raw (bare undici + extractLinks)');
     const rawBefore = await rawOnce();
     ctx.progress(`raw (before): ${rawBefore.pages} pages, ${rawBefore.pagesPerS.toFixed(0)} pages/s`);

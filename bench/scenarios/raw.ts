@@ -15,7 +15,7 @@
 import { startSiteProcess } from '../../localstack/site/process.ts';
 import { CpuMeter } from '../lib/cpu.ts';
 import { envInt } from '../lib/env.ts';
-import { parseHostMap, type RawClient, type RawResult, rawPass } from '../lib/raw.ts';
+import { type RawClient, type RawResult, rawPass, siteRawInputs } from '../lib/raw.ts';
 import type { Numbers, ScenarioContext } from '../lib/scenario.ts';
 import {
   benchConcurrency,
@@ -71,15 +71,9 @@ async function runShape(ctx: ScenarioContext, shape: PageShape): Promise<Numbers
       );
       const meter = new CpuMeter(() => ({ site: [site.pid] }));
       const r = await rawPass({
+        ...siteRawInputs(site, plan, warm, concurrency, ctx.progress),
         beforeMeasure: () => meter.start(),
-        url: site.url,
-        seeds: plan.seeds,
-        warmSeeds: warm.seeds,
-        maxdepth,
-        concurrency,
-        resolve: parseHostMap(site.hostMap),
         client,
-        progress: ctx.progress,
         budgetS,
       });
       const cpu = meter.stop();

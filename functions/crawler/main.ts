@@ -15,6 +15,7 @@ import { RobotsCache } from '../../lib/crawl/robots.ts';
 import { closeSpiders, loadSpiders, openSpiders, pluginList } from '../../lib/crawl/spider-registry.ts';
 import type { Spider } from '../../lib/crawl/types.ts';
 import { createKafka, createProducer, kafkaSettings } from '../../lib/kafka/client.ts';
+import { kafkaTopicLookup } from '../../lib/kafka/per-app.ts';
 import { producerSink } from '../../lib/kafka/sink.ts';
 import { redisSpiderTypeStore } from '../../lib/monitor/spider-types.ts';
 import { redisStatsStore } from '../../lib/monitor/stores.ts';
@@ -70,7 +71,10 @@ for (const s of spiderTypes) {
 }
 
 const redis = createRedis({ ...redisSettings(vars), connectionName: 'crawler' });
-const producer = createProducer(createKafka(kafkaSettings(vars)));
+const kafka = createKafka(kafkaSettings(vars));
+const producer = createProducer(kafka);
+// Per-app copies ask whether their topic exists (one metadata request, no retries) before the first send.
+const topicLookup = kafkaTopicLookup(kafka);
 await producer.connect();
 const fetcher = new UndiciFetcher({
   userAgent: vars.USER_AGENT,
@@ -95,7 +99,7 @@ const crawler = new Crawler({
   frontier: new Frontier(redis, frontierOptions(vars)),
   fetcher,
   robots: vars.ROBOTSTXT_OBEY ? new RobotsCache({ redis, prefix: vars.REDIS_KEY_PREFIX, fetcher }) : undefined,
-  sink: producerSink(producer, { compression: vars.KAFKA_COMPRESSION }),
+  sink: producerSink(producer, { compression: vars.KAFKA_COMPRESSION, topics: topicLookup }),
   stats: redisStatsStore(redis, vars.REDIS_KEY_PREFIX),
   spiders,
   spiderTypes,
@@ -144,6 +148,7 @@ shutdown = async (signal: string): Promise<void> => {
       logger.warn('spider close() failed', { spider, error: (error as Error)?.message ?? String(error) }),
     );
     await producer.disconnect();
+    await topicLookup.close();
     logger.info('stopped', { pages: crawler.pages, restamps: crawler.restamps, released });
   } catch (error) {
     logger.error('shutdown failed', { error: (error as Error).message });

@@ -9,6 +9,7 @@ import type { Variables } from '../../lib/config/index.ts';
 import { config } from '../../lib/config/index.ts';
 import { BUILT_IN_SPIDERS } from '../../lib/crawl/spiders/index.ts';
 import { createKafka, createProducer, kafkaSettings } from '../../lib/kafka/client.ts';
+import { kafkaTopicLookup } from '../../lib/kafka/per-app.ts';
 import { producerSink } from '../../lib/kafka/sink.ts';
 import type { MonitorContext } from '../../lib/monitor/context.ts';
 import { fleetSpiderTypes } from '../../lib/monitor/spider-types.ts';
@@ -60,9 +61,12 @@ export async function createMonitorDeps(
 ): Promise<MonitorDeps> {
   const vars = await withRedisPassword(configured, options.secrets);
   const redis = createRedis({ ...redisSettings(vars), connectionName: name });
-  const producer = options.kafka === false ? undefined : createProducer(createKafka(kafkaSettings(vars)));
+  const kafka = options.kafka === false ? undefined : createKafka(kafkaSettings(vars));
+  const producer = kafka && createProducer(kafka);
   await producer?.connect();
-  const sink: MessageSink = producer ? producerSink(producer) : noKafkaSink(name);
+  // Per-app copies ask whether their topic exists (one metadata request, no retries) before the first send.
+  const topics = kafka && kafkaTopicLookup(kafka);
+  const sink: MessageSink = producer ? producerSink(producer, { topics }) : noKafkaSink(name);
   const ctx: MonitorContext = {
     frontier: new Frontier(redis, frontierOptions(vars)),
     urlFrontier: new UrlFrontierStore(redis, vars.REDIS_KEY_PREFIX),
@@ -81,6 +85,7 @@ export async function createMonitorDeps(
   return {
     ctx,
     async close() {
+      await topics?.close();
       await producer?.disconnect();
       redis.disconnect();
     },

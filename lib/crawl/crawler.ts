@@ -14,6 +14,7 @@ import { createHash } from 'node:crypto';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { failureCause, PartialBatchError } from '../errors.ts';
 import { batchingSink } from '../kafka/batching-sink.ts';
+import { type PerAppSender, perAppSenderFor } from '../kafka/per-app.ts';
 import { clusterTopics, crawledAppTopic, isTopicSafeAppid, outboundAppTopic } from '../kafka/topics.ts';
 import type { CrawlerFrontier, Log, MessageSink, OutMessage, StatsStore } from '../ports.ts';
 import type { AckResult, Lease } from '../redis/frontier-types.ts';
@@ -229,7 +230,11 @@ export class Crawler {
       ...options,
     };
     this.#sink = crawlerSink(this.#o.sink, this.#o.produceLingerMs, this.#o.maxMessageBytes);
+    this.#perApp = perAppSenderFor(this.#o.sink, { log: this.#o.log });
   }
+
+  /** Per-app copies, best effort: a missing topic is remembered and skipped (lib/kafka/per-app.ts). */
+  readonly #perApp: PerAppSender;
 
   /** Where every message of this crawler goes: the configured sink, batched unless `produceLingerMs` is 0. */
   readonly #sink: MessageSink;
@@ -794,14 +799,8 @@ export class Crawler {
    */
   async #sendPerApp(topic: string, appid: string, message: OutMessage): Promise<void> {
     if (!isTopicSafeAppid(appid)) return;
-    try {
-      await this.#o.sink.send([{ topic, messages: [message] }]);
-    } catch (error) {
-      this.#o.log.warn('per-app topic not written (create it with `topics create --appid`)', {
-        topic,
-        error: (error as Error).message,
-      });
-    }
+    // Never throws; a topic found missing costs microseconds until it is looked up again (lib/kafka/per-app.ts).
+    await this.#perApp.send([{ topic, messages: [message] }]);
   }
 
   async #count(lease: Lease, status: string): Promise<void> {

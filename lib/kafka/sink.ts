@@ -5,9 +5,16 @@
 import type { Producer } from 'kafkajs';
 import type { MessageSink } from '../ports.ts';
 import { compressionType, type KafkaCompression } from './codecs.ts';
+import type { TopicAwareSink, TopicLookup } from './per-app.ts';
 
-/** A sink over a connected kafkajs producer; `compression` applies to every batch it sends (codecs.ts). */
-export function producerSink(producer: Producer, options: { compression?: KafkaCompression } = {}): MessageSink {
+/**
+ * A sink over a connected kafkajs producer; `compression` applies to every batch it sends (codecs.ts). With `topics`
+ * it can also say whether a topic exists (lib/kafka/per-app.ts asks before its first copy to a per-app topic).
+ */
+export function producerSink(
+  producer: Producer,
+  options: { compression?: KafkaCompression; topics?: TopicLookup } = {},
+): MessageSink & TopicAwareSink {
   const compression = compressionType(options.compression ?? 'none');
   return {
     async send(batch) {
@@ -15,5 +22,6 @@ export function producerSink(producer: Producer, options: { compression?: KafkaC
       if (topicMessages.length === 0) return;
       await producer.sendBatch({ acks: -1, topicMessages, compression });
     },
+    topicExists: options.topics,
   };
 }

@@ -3,6 +3,7 @@
  * are on, and (when it answers a request with a uuid) is stored under that uuid for REST polling.
  */
 
+import { perAppSenderFor } from '../kafka/per-app.ts';
 import { clusterTopics, isTopicSafeAppid, outboundAppTopic } from '../kafka/topics.ts';
 import type { OutMessage } from '../ports.ts';
 import type { MonitorContext } from './context.ts';
@@ -14,20 +15,14 @@ type Batch = { topic: string; messages: OutMessage[] }[];
 /**
  * Sends replies: the firehose must succeed (its failure is thrown, so the records are delivered again);
  * per-app copies are best effort, since a per-app topic may not exist (auto-create is off) or the appid may
- * not be a legal topic name; their failure is logged, never a reason to redeliver a batch.
+ * not be a legal topic name. They go through the process's one {@link PerAppSender} (lib/kafka/per-app.ts), so a
+ * missing topic costs microseconds once known, never kafkajs's seconds of metadata retries per reply.
  */
 export async function sendReplies(ctx: MonitorContext, replies: Reply[], alsoFirehose: Batch = []): Promise<void> {
   const { firehose, perApp } = splitReplies(ctx, replies);
   await ctx.sink.send([...alsoFirehose, ...firehose]);
   if (perApp.length === 0) return;
-  try {
-    await ctx.sink.send(perApp);
-  } catch (error) {
-    ctx.log.warn('per-app reply topics not written (create them with `topics create --appid`)', {
-      topics: perApp.map((b) => b.topic),
-      error: (error as Error).message,
-    });
-  }
+  await perAppSenderFor(ctx.sink, { log: ctx.log }).send(perApp);
 }
 
 function splitReplies(ctx: MonitorContext, replies: Reply[]): { firehose: Batch; perApp: Batch } {

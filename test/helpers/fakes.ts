@@ -309,10 +309,20 @@ export class FakeSink implements MessageSink {
   sendCalls = 0;
   /** When set, `send` throws, as when Kafka is unreachable. */
   down = false;
+  /**
+   * Topics that do not exist: a send naming one fails as kafkajs's does, after {@link missingDelayMs} (kafkajs spends
+   * 5-7 s in metadata retries), and stores nothing.
+   */
+  readonly missingTopics = new Set<string>();
+  missingDelayMs = 0;
 
   async send(batch: SentBatch): Promise<void> {
     this.sendCalls += 1;
     if (this.down) throw new Error('KafkaJSNumberOfRetriesExceeded: connect ECONNREFUSED (fake sink down)');
+    if (batch.some((b) => b.messages.length > 0 && this.missingTopics.has(b.topic))) {
+      if (this.missingDelayMs > 0) await new Promise((resolve) => setTimeout(resolve, this.missingDelayMs));
+      throw new Error('KafkaJSNumberOfRetriesExceeded: This server does not host this topic-partition');
+    }
     for (const { topic, messages } of batch) {
       if (messages.length > 0 && !LEGAL_TOPIC.test(topic)) {
         throw new Error(

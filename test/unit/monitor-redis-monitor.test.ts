@@ -511,6 +511,32 @@ describe('handleActions: delivery', () => {
     expect(ctx.sink.values(FIREHOSE)).toMatchObject([{ uuid: 'i', appid: 'my app' }]);
   });
 
+  it('with per-app topics on, replies to an app whose topic is missing wait on Kafka once, not once per batch', async () => {
+    const ctx = testContext({ appidTopics: true });
+    ctx.sink.missingTopics.add('demo.outbound_ghost');
+    ctx.sink.missingDelayMs = 100;
+    const started = performance.now();
+    for (let i = 0; i < 20; i++) {
+      const r = await handleActions(
+        ctx,
+        recordsOf(ACTIONS, [{ action: 'info', appid: 'ghost', uuid: `g${i}`, spiderid: 'link' }]),
+      );
+      expect(r.failures).toEqual([]);
+    }
+    const other = await handleActions(
+      ctx,
+      recordsOf(ACTIONS, [{ action: 'info', appid: 'testapp', uuid: 'ok', spiderid: 'link' }]),
+    );
+    const elapsed = performance.now() - started;
+
+    expect(other.failures).toEqual([]);
+    expect(ctx.sink.values(FIREHOSE)).toHaveLength(21);
+    expect(ctx.sink.values('demo.outbound_testapp')).toMatchObject([{ uuid: 'ok' }]);
+    // One slow failed send to the missing topic at most; every later copy is skipped (20 × 100 ms before).
+    expect(ctx.sink.sendCalls).toBeLessThanOrEqual(21 + 2 + 1);
+    expect(elapsed).toBeLessThan(600);
+  });
+
   it('stores every sample reply under its uuid for 300 s, as sent', async () => {
     const ctx = testContext();
     await handleActions(ctx, sampleRecords());

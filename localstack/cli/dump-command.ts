@@ -19,6 +19,7 @@ import {
   missingTopicMessage,
   quietly,
   topicPrefix,
+  watchConsumer,
 } from './kafka-session.ts';
 import { integerOption, positiveSeconds } from './options.ts';
 import type { Output } from './output.ts';
@@ -223,7 +224,7 @@ class DumpSession {
       () => this.fail(new CrawlClusterError(`the consumer did not join its group within ${JOIN_DEADLINE_MS / 1000} s`)),
       JOIN_DEADLINE_MS,
     );
-    const { GROUP_JOIN, CRASH } = this.consumer.events;
+    const { GROUP_JOIN } = this.consumer.events;
     let joined = false;
     // Also on every later join (a rebalance, a restart after a crash), where the follower resumes.
     const offJoin = this.consumer.on(GROUP_JOIN, () => {
@@ -233,9 +234,11 @@ class DumpSession {
       this.out.progress(`reading ${topic}${fromBeginning ? ' from the beginning' : ''} (Ctrl-C to stop)`);
       this.armIdleTimer();
     });
-    const offCrash = this.consumer.on(CRASH, (event) => {
-      if (!event.payload.restart)
-        this.fail(new CrawlClusterError(`reading ${topic} failed: ${event.payload.error.message}`));
+    // Never silent on a consumer that stopped: a person sees it go and come back, or the dump fails (exit 1).
+    const offWatch = watchConsumer(this.consumer, topic, {
+      lost: (error) => this.out.progress(`lost the connection to Kafka (${error}); reconnecting`),
+      back: (ms) => this.out.progress(`reading ${topic} again after ${(ms / 1000).toFixed(1)} s`),
+      failed: (error) => this.fail(error),
     });
     let follower: Follower | undefined;
     try {
@@ -255,7 +258,7 @@ class DumpSession {
       clearTimeout(joinDeadline);
       clearTimeout(this.idleTimer);
       offJoin();
-      offCrash();
+      offWatch();
       follower?.stop();
       process.off('SIGINT', onSignal);
       process.off('SIGTERM', onSignal);

@@ -6,7 +6,7 @@
  */
 import type { Admin, Consumer, EachMessageHandler, Kafka } from 'kafkajs';
 import { VARIABLES, type Variables } from '../../lib/config/index.ts';
-import { ConfigError, InfrastructureError } from '../../lib/errors.ts';
+import { ConfigError, CrawlClusterError, InfrastructureError } from '../../lib/errors.ts';
 import { createKafka, kafkaSettings } from '../../lib/kafka/client.ts';
 import { clusterTopicList } from '../../lib/kafka/topics.ts';
 
@@ -156,6 +156,71 @@ export class Follower {
     // starts a partition without a committed offset at its oldest message anyway.
     else if (!this.fromBeginning) this.consumer.seek({ topic, partition, offset: '0' });
   }
+}
+
+/**
+ * How long a follower's consumer may be away from its group after a crash that kafkajs restarts (a broker
+ * restart takes 10 to 20 s locally) before the command gives up on it.
+ */
+export const REJOIN_DEADLINE_MS = 60_000;
+
+/** What {@link watchConsumer} reports. */
+export interface ConsumerWatch {
+  /** The consumer crashed and kafkajs is restarting it; `error` is the crash's message. */
+  lost?(error: string): void;
+  /** It joined its group again after {@link lost}. */
+  back?(downForMs: number): void;
+  /** It will not read again: kafkajs gave up on it, or it did not rejoin within the deadline. */
+  failed(error: CrawlClusterError): void;
+}
+
+/**
+ * Watches a follower's consumer so that a command never sits silently on a consumer that stopped: a crash
+ * kafkajs does not restart (`restart: false`, e.g. "Failed to find group coordinator" after a broker restart)
+ * fails at once; one it restarts is reported and must be back in its group within `rejoinWithinMs`.
+ * @param what the topics read, for the messages
+ * @returns a function that stops watching
+ */
+export function watchConsumer(
+  consumer: Consumer,
+  what: string,
+  watch: ConsumerWatch,
+  rejoinWithinMs = REJOIN_DEADLINE_MS,
+): () => void {
+  let lostAt: number | undefined;
+  let deadline: NodeJS.Timeout | undefined;
+  let lastError = '';
+  const offJoin = consumer.on(consumer.events.GROUP_JOIN, () => {
+    if (lostAt === undefined) return;
+    clearTimeout(deadline);
+    watch.back?.(Date.now() - lostAt);
+    lostAt = undefined;
+  });
+  const offCrash = consumer.on(consumer.events.CRASH, (event) => {
+    lastError = event.payload.error.message;
+    if (!event.payload.restart) {
+      clearTimeout(deadline);
+      watch.failed(new CrawlClusterError(`reading ${what} failed: ${lastError}; kafkajs does not restart it`));
+      return;
+    }
+    if (lostAt !== undefined) return;
+    lostAt = Date.now();
+    watch.lost?.(lastError);
+    deadline = setTimeout(
+      () =>
+        watch.failed(
+          new CrawlClusterError(
+            `reading ${what} stopped: the consumer lost Kafka (${lastError}) and was not back within ${rejoinWithinMs / 1000} s`,
+          ),
+        ),
+      rejoinWithinMs,
+    );
+  });
+  return () => {
+    clearTimeout(deadline);
+    offJoin();
+    offCrash();
+  };
 }
 
 /** Connects an admin client, failing with the broker address when Kafka cannot be reached. */

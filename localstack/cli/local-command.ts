@@ -1,7 +1,8 @@
 import type { Command } from 'commander';
 import { config, quietLocalMetrics, type Variables } from '../../lib/config/index.ts';
 import type { Log } from '../../lib/ports.ts';
-import type { RuntimeLog } from '../runtime/log.ts';
+import type { ConsumerHealth } from '../runtime/consumer-supervisor.ts';
+import { errorFields, type RuntimeLog } from '../runtime/log.ts';
 import { addLocalAwsOptions, applyLocalAwsOptions, type LocalAwsOptions } from './local-aws-options.ts';
 import { integerOption } from './options.ts';
 import type { Output } from './output.ts';
@@ -14,6 +15,16 @@ interface LocalOptions extends LocalAwsOptions {
   frontierPort: number;
   jsonLogs?: boolean;
 }
+
+/** The exit code of `local` when a consumer stayed down past its restart bound, or shutdown overran its bound. */
+const EXIT_FAILED = 1;
+/** Bound of each connection close at shutdown: a broker that went away must not hold the process. */
+const CLOSE_TIMEOUT_MS = 10_000;
+/**
+ * Shutdown's bound beyond SHUTDOWN_DEADLINE_MS (the workers' drain): the workers' kill grace, a running handler
+ * call and the disconnects. Past it, `local` exits anyway.
+ */
+const SHUTDOWN_MARGIN_MS = 60_000;
 
 /** `local`: the whole cluster in the foreground, with the real handlers, until Ctrl-C. */
 export function registerLocal(program: Command, out: Output): void {
@@ -67,15 +78,20 @@ export function registerLocal(program: Command, out: Output): void {
         warn: (m, f) => log('warn', m, f),
         error: (m, f) => log('error', m, f),
       };
+      let cluster: Awaited<ReturnType<typeof startLocalCluster>> | undefined;
+      const consumers = (): ConsumerHealth[] => cluster?.consumers() ?? [];
       // First, so a port in use fails the command before anything else has started.
-      const rest = opts.restPort === 0 ? undefined : await startRest(vars, opts.restPort, monitorLog, log);
+      const rest = opts.restPort === 0 ? undefined : await startRest(vars, opts.restPort, monitorLog, log, consumers);
       const frontier = opts.frontierPort === 0 ? undefined : await startFrontier(vars, opts.frontierPort, log, rest);
       const closeServers = async () => {
-        await rest?.close();
-        await frontier?.close();
+        await bounded(rest?.close(), 'REST API', log);
+        await bounded(frontier?.close(), 'URL Frontier API', log);
       };
       let deps: Awaited<ReturnType<typeof createMonitorDeps>> | undefined;
-      let cluster: Awaited<ReturnType<typeof startLocalCluster>>;
+      let fatal: ((error: Error) => void) | undefined;
+      const failed = new Promise<Error>((resolve) => {
+        fatal = resolve;
+      });
       try {
         deps = await createMonitorDeps('local', monitorLog, vars);
         cluster = await startLocalCluster({
@@ -90,6 +106,8 @@ export function registerLocal(program: Command, out: Output): void {
               ...(s.failures > 0 ? { failures: s.failures } : {}),
               ...(s.threw ? { threw: true } : {}),
             }),
+          // A monitor that no longer reads its topic: stop, and exit non-zero so whatever runs `local` restarts it.
+          onFatal: (error) => fatal?.(error),
         });
       } catch (error) {
         // A cluster that cannot start (LocalStack or Kafka not answering) leaves nothing open behind the error.
@@ -98,30 +116,71 @@ export function registerLocal(program: Command, out: Output): void {
         throw error;
       }
       log('info', 'press Ctrl-C to stop');
-      await new Promise<void>((resolve) => {
-        process.once('SIGINT', resolve);
-        process.once('SIGTERM', resolve);
+      const signalled = new Promise<undefined>((resolve) => {
+        process.once('SIGINT', () => resolve(undefined));
+        process.once('SIGTERM', () => resolve(undefined));
       });
-      log('info', 'stopping: finishing in-flight batches');
+      const error = await Promise.race([signalled, failed]);
+      if (error) log('error', `stopping: ${error.message}`);
+      else log('info', 'stopping: finishing in-flight batches');
+      // A second signal means the clean stop is not wanted (or stuck): leave at once.
+      const force = () => {
+        log('warn', 'stopping: second signal; exiting now');
+        process.exit(EXIT_FAILED);
+      };
+      process.once('SIGINT', force);
+      process.once('SIGTERM', force);
+      const shutdownMs = vars.SHUTDOWN_DEADLINE_MS + SHUTDOWN_MARGIN_MS;
+      const overrun = setTimeout(() => {
+        log('error', `stopping: shutdown did not finish within ${shutdownMs / 1000} s; exiting`);
+        process.exit(EXIT_FAILED);
+      }, shutdownMs);
       await closeServers();
       await cluster.stop();
-      await deps.close();
+      await bounded(deps.close(), 'monitor connections', log);
+      clearTimeout(overrun);
       log('info', 'stopped');
+      // Exit now, not when the event loop empties: a kafkajs client that lost its broker can keep a reconnect timer
+      // or socket alive after its disconnect, and `local` then hung after "stopped" until SIGKILL.
+      process.exit(error ? EXIT_FAILED : 0);
     });
 }
 
-/** The REST API on 127.0.0.1:`port` (localstack/runtime/rest-server.ts), over connections of its own, closed with it. */
+/** Waits for a close at most {@link CLOSE_TIMEOUT_MS}; a close that fails or overruns is logged, never thrown. */
+async function bounded(work: Promise<void> | undefined, what: string, log: RuntimeLog): Promise<void> {
+  if (work === undefined) return;
+  let timer: NodeJS.Timeout | undefined;
+  const timeout = new Promise<'timeout'>((resolve) => {
+    timer = setTimeout(() => resolve('timeout'), CLOSE_TIMEOUT_MS);
+  });
+  try {
+    const outcome = await Promise.race([work.then(() => 'closed' as const), timeout]);
+    if (outcome === 'timeout') log('warn', `stopping: ${what} did not close within ${CLOSE_TIMEOUT_MS / 1000} s`);
+  } catch (error) {
+    log('warn', `stopping: closing ${what} failed`, errorFields(error));
+  } finally {
+    clearTimeout(timer);
+  }
+}
+
+/**
+ * The REST API on 127.0.0.1:`port` (localstack/runtime/rest-server.ts), over connections of its own, closed with it.
+ * Its health report counts Kafka as disconnected while one of `consumers` is down (runtime/consumer-health.ts).
+ */
 async function startRest(
   vars: Variables,
   port: number,
   monitorLog: Log,
   log: RuntimeLog,
+  consumers: () => readonly ConsumerHealth[],
 ): Promise<{ close(): Promise<void> }> {
   const { createRestDeps } = await import('../../functions/rest/deps.ts');
   const { startRestServer } = await import('../runtime/rest-server.ts');
+  const { withConsumerHealth } = await import('../runtime/consumer-health.ts');
   const deps = createRestDeps('rest', monitorLog, vars, { waitForResponseMs: vars.WAIT_FOR_RESPONSE_TIME * 1000 });
   try {
-    const server = await startRestServer({ context: deps.ctx, port, log });
+    const context = { ...deps.ctx, health: withConsumerHealth(deps.ctx.health, consumers) };
+    const server = await startRestServer({ context, port, log });
     return {
       async close() {
         await server.close();

@@ -21,6 +21,7 @@ import {
   missingTopicMessage,
   quietly,
   topicPrefix,
+  watchConsumer,
 } from './kafka-session.ts';
 
 /** A JSON object read from a topic. */
@@ -145,8 +146,15 @@ export class ClusterSession {
       fromBeginning: false,
       brokers: this.client.brokers,
     });
+    let joined = false;
+    let joinFailed: (error: Error) => void = () => {};
+    // A consumer that stopped for good (or did not come back in time) ends the command, never a silent wait.
+    const unwatch = watchConsumer(consumer, topics.join(', '), {
+      failed: (error) => (joined ? onError(error) : joinFailed(error)),
+    });
     const listener: Listener = {
       close: async () => {
+        unwatch();
         follower.stop();
         await quietly(consumer.disconnect());
         // autoCommit is off, so the group holds no offsets; deleting it keeps group listings clean.
@@ -154,17 +162,11 @@ export class ClusterSession {
       },
     };
     this.listeners.push(listener);
-    let joined = false;
     const join = new Promise<void>((resolve, reject) => {
+      joinFailed = reject;
       consumer.on(consumer.events.GROUP_JOIN, () => {
         joined = true;
         resolve();
-      });
-      consumer.on(consumer.events.CRASH, (event) => {
-        if (event.payload.restart) return;
-        const error = new CrawlClusterError(`reading ${topics.join(', ')} failed: ${event.payload.error.message}`);
-        if (joined) onError(error);
-        else reject(error);
       });
     });
     await bounded(consumer.connect(), `cannot reach Kafka at ${this.client.brokers} (KAFKA_BROKERS)`);

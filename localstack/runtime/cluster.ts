@@ -21,6 +21,7 @@ import { createKafka, ensureTopics, kafkaSettings } from '../../lib/kafka/client
 import { clusterTopicList, clusterTopics } from '../../lib/kafka/topics.ts';
 import type { MonitorContext } from '../../lib/monitor/context.ts';
 import type { FleetMetrics } from '../../lib/monitor/periodic.ts';
+import type { ConsumerDownError, ConsumerHealth, RestartPolicy } from './consumer-supervisor.ts';
 import { type CrawlerWorkers, startCrawlerWorkers } from './crawler-workers.ts';
 import { lambdaContext } from './lambda-context.ts';
 import { describeBodyStore, type LocalAwsRuntime, localAwsOf, startLocalAws } from './local-aws.ts';
@@ -49,18 +50,33 @@ export interface LocalClusterOptions {
   workerEnv?: NodeJS.ProcessEnv;
   /** CloudWatch namespace of the stats metrics in LocalStack (tests use one of their own). @default METRICS_NAMESPACE */
   metricsNamespace?: string;
+  /**
+   * How the monitors' consumers are restarted when kafkajs gives up on them, and how long one may stay down.
+   * @default DEFAULT_RESTART_POLICY of consumer-supervisor.ts
+   */
+  restartPolicy?: Partial<RestartPolicy>;
+  /**
+   * Called once when a monitor's consumer has been down longer than `restartPolicy.giveUpAfterMs`: the cluster no
+   * longer reads that topic, so its owner should stop it and exit non-zero (its own supervisor restarts it).
+   * @default none (the consumer stays down, and {@link LocalCluster.consumers} says `failed`)
+   */
+  onFatal?: (error: ConsumerDownError) => void;
 }
 
 export interface LocalCluster {
   /** Pids of the running crawler workers. */
   workers(): number[];
+  /** The state of each monitor's consumer (health: `consuming` unless Kafka took it away). */
+  consumers(): ConsumerHealth[];
   stop(): Promise<void>;
 }
 
 type Invoke<E, R> = (event: E, context: ReturnType<typeof lambdaContext>) => Promise<R>;
 
 /**
- * Starts the monitors and schedules; resolves once every consumer has joined its group.
+ * Starts the crawler workers, the monitors and the schedules; resolves once every consumer has joined its group.
+ * The workers start first: they need only Redis, and a join can take a session timeout (after a hard kill, until
+ * the broker drops the dead members).
  * @throws InfrastructureError when LocalStack is to be used (CRAWL_LOCALSTACK) and does not answer
  */
 export async function startLocalCluster(options: LocalClusterOptions): Promise<LocalCluster> {
@@ -118,12 +134,17 @@ async function startWithAws(options: LocalClusterOptions, aws: LocalAwsRuntime |
       }
     : (stats as Invoke<ScheduledEvent, unknown>);
   try {
-    for (const [name, topic, handler] of [
-      ['kafka-monitor', topics.incoming, kafkaMonitorHandler(provide)],
-      ['redis-monitor', topics.actions, redisMonitorHandler(provide)],
-    ] as const) {
-      sources.push(
-        await startMskSource({
+    const count = options.crawlerWorkers ?? vars.CRAWLER_WORKERS;
+    if (count > 0) workers = startCrawlerWorkers(vars, count, log, options.workerEnv ?? processEnvironment());
+    // Both groups join at once: a join can wait for the broker to drop a dead member of the group.
+    const started = await Promise.allSettled(
+      (
+        [
+          ['kafka-monitor', topics.incoming, kafkaMonitorHandler(provide)],
+          ['redis-monitor', topics.actions, redisMonitorHandler(provide)],
+        ] as const
+      ).map(([name, topic, handler]) =>
+        startMskSource({
           kafka,
           topic,
           groupId: `${vars.KAFKA_TOPIC_PREFIX}.${name}`,
@@ -132,9 +153,14 @@ async function startWithAws(options: LocalClusterOptions, aws: LocalAwsRuntime |
           batchSize: options.batchSize ?? 100,
           maxBatchingWindowMs: options.maxBatchingWindowMs ?? 500,
           onBatch: (stats) => options.onBatch?.(name, stats),
+          restartPolicy: options.restartPolicy,
+          onGiveUp: (error) => options.onFatal?.(error),
         }),
-      );
-    }
+      ),
+    );
+    for (const s of started) if (s.status === 'fulfilled') sources.push(s.value);
+    const failed = started.find((s) => s.status === 'rejected');
+    if (failed) throw failed.reason;
     const everyMs = options.scheduleEveryMs ?? 10_000;
     for (const [name, handler] of [
       ['expire', expireHandler(provide)],
@@ -150,8 +176,6 @@ async function startWithAws(options: LocalClusterOptions, aws: LocalAwsRuntime |
         }),
       );
     }
-    const count = options.crawlerWorkers ?? vars.CRAWLER_WORKERS;
-    if (count > 0) workers = startCrawlerWorkers(vars, count, log, options.workerEnv ?? processEnvironment());
   } catch (error) {
     await stopAll();
     throw error;
@@ -164,5 +188,9 @@ async function startWithAws(options: LocalClusterOptions, aws: LocalAwsRuntime |
     bodies: describeBodyStore(vars),
     metrics: aws ? `CloudWatch ${aws.stats.namespace} in LocalStack ${aws.aws.endpoint}` : 'off (no LocalStack)',
   });
-  return { stop: stopAll, workers: () => workers?.pids() ?? [] };
+  return {
+    stop: stopAll,
+    workers: () => workers?.pids() ?? [],
+    consumers: () => sources.map((s) => s.health()),
+  };
 }

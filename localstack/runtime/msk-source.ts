@@ -29,6 +29,12 @@
 import type { MSKEvent } from 'aws-lambda';
 import type { Consumer, EachBatchPayload, IHeaders, Kafka, KafkaMessage } from 'kafkajs';
 import { encodeMskEvent, type MskBatchResponse, recordGroupKey } from '../../functions/shared/msk.ts';
+import {
+  type ConsumerDownError,
+  type ConsumerHealth,
+  ConsumerSupervisor,
+  type RestartPolicy,
+} from './consumer-supervisor.ts';
 import { errorFields, type RuntimeLog } from './log.ts';
 
 /** What one handler call did, for the local runtime's stats line. */
@@ -84,6 +90,18 @@ export interface MskSourceOptions {
   pollWaitMs?: number;
   /** The event's `bootstrapServers` field (no handler reads it). @default empty */
   bootstrapServers?: string;
+  /**
+   * How a consumer that kafkajs will not restart (a CRASH with `restart: false`, e.g. after a broker restart) is
+   * replaced by a new one, and how long it may stay down (consumer-supervisor.ts).
+   * @default DEFAULT_RESTART_POLICY (1 s doubling to 30 s; given up after 5 min down)
+   */
+  restartPolicy?: Partial<RestartPolicy>;
+  /**
+   * Called once when the consumer has been down longer than `restartPolicy.giveUpAfterMs`: the source no longer
+   * consumes, and its owner should stop and exit non-zero so its own supervisor restarts it.
+   * @default none (the source stays down, and {@link MskSource.health} says `failed`)
+   */
+  onGiveUp?: (error: ConsumerDownError) => void;
 }
 
 /** A running source. */
@@ -94,6 +112,8 @@ export interface MskSource {
    * committed: the next consumer of the group gets them. Calling it again returns the same promise.
    */
   stop(): Promise<void>;
+  /** Whether the consumer is consuming, down (being restarted), failed (given up) or stopped. */
+  health(): ConsumerHealth;
 }
 
 interface Buffered {
@@ -112,7 +132,8 @@ const HEARTBEAT_EVERY_MS = 1000;
 
 /**
  * Starts consuming `topic` as group `groupId` and feeding MSK events to `handler` (semantics in the module
- * comment). Resolves once the consumer has joined the group.
+ * comment). Resolves once the consumer has joined the group (or crashed trying: it is then restarted as after
+ * any crash). Rejects, leaving nothing open, when Kafka cannot be reached at all.
  */
 export async function startMskSource(options: MskSourceOptions): Promise<MskSource> {
   const { kafka, topic, groupId, handler, log, onBatch, bootstrapServers } = options;
@@ -124,7 +145,6 @@ export async function startMskSource(options: MskSourceOptions): Promise<MskSour
   const pollWaitMs = positiveInteger('pollWaitMs', options.pollWaitMs ?? 500);
   const startingPosition = options.startingPosition ?? 'TRIM_HORIZON';
 
-  const consumer: Consumer = kafka.consumer({ groupId, maxWaitTimeInMs: pollWaitMs, allowAutoTopicCreation: false });
   const buffer: Buffered[] = [];
   const failureStreak = new Map<number, number>();
   const resumeTimers = new Set<NodeJS.Timeout>();
@@ -132,6 +152,16 @@ export async function startMskSource(options: MskSourceOptions): Promise<MskSour
   let heartbeat: (() => Promise<void>) | undefined;
   let stopping = false;
   let stopped: Promise<void> | undefined;
+  const supervisor = new ConsumerSupervisor({
+    name: groupId,
+    log,
+    policy: options.restartPolicy,
+    replace: () => replaceConsumer(),
+    onGiveUp: (error) => options.onGiveUp?.(error),
+  });
+  // Replaced by the supervisor after a crash; every call below goes to the consumer of the moment.
+  let consumer: Consumer = newConsumer();
+  let replacing: Promise<void> | undefined;
 
   // One handler call at a time, and no record enters the buffer while one runs: a promise-chain mutex.
   let tail: Promise<void> = Promise.resolve();
@@ -293,6 +323,7 @@ export async function startMskSource(options: MskSourceOptions): Promise<MskSour
 
   async function stopNow(): Promise<void> {
     stopping = true;
+    supervisor.stop();
     dropBuffer();
     for (const t of resumeTimers) clearTimeout(t);
     resumeTimers.clear();
@@ -303,29 +334,76 @@ export async function startMskSource(options: MskSourceOptions): Promise<MskSour
         stopTimeoutMs,
       });
     }
+    // A restart under way may be building a consumer: let it finish (its steps are bounded) so that the
+    // consumer disconnected here is the last one.
+    await within(replacing ?? Promise.resolve(), stopTimeoutMs);
     if (!(await within(consumer.disconnect(), stopTimeoutMs))) {
       log('warn', 'msk source: consumer did not disconnect in time', { topic, groupId, stopTimeoutMs });
     }
   }
 
-  // A (re)join restarts every partition from its committed offset: buffered records would come twice.
-  consumer.on(consumer.events.GROUP_JOIN, () => dropBuffer());
-  consumer.on(consumer.events.CRASH, ({ payload }) => {
-    log('error', 'msk source: consumer crashed', {
-      topic,
+  /** A new kafkajs consumer of the group, its events wired to the buffer and the supervisor. */
+  function newConsumer(): Consumer {
+    const created = kafka.consumer({
       groupId,
-      restart: payload.restart,
-      ...errorFields(payload.error),
+      maxWaitTimeInMs: pollWaitMs,
+      allowAutoTopicCreation: false,
+      // Every restart goes through the supervisor. kafkajs's own restart joins the group again inside a
+      // consumer that a concurrent disconnect() does not stop (kafkajs 2.2.4 runner.stop() returns at once while
+      // the join runs): a consumer nobody holds kept fetching and `local` never exited after a broker restart.
+      retry: { retries: 5, restartOnFailure: async () => false },
     });
-  });
+    created.on(created.events.GROUP_JOIN, () => {
+      if (created !== consumer) return;
+      // A (re)join restarts every partition from its committed offset: buffered records would come twice.
+      dropBuffer();
+      supervisor.joined();
+    });
+    created.on(created.events.CRASH, ({ payload }) => {
+      if (created !== consumer || stopping) return;
+      // The crashed consumer's heartbeat belongs to a session that is over.
+      heartbeat = undefined;
+      supervisor.crashed(payload.error, payload.restart);
+    });
+    return created;
+  }
+
+  /** Connects, subscribes and runs `c`; on failure disconnects it (bounded) and rethrows. */
+  async function startConsumer(c: Consumer): Promise<void> {
+    try {
+      await c.connect();
+      await c.subscribe({ topic, fromBeginning: startingPosition === 'TRIM_HORIZON' });
+      await c.run({ autoCommit: false, eachBatchAutoResolve: false, eachBatch });
+    } catch (error) {
+      await within(c.disconnect(), stopTimeoutMs);
+      throw error;
+    }
+  }
+
+  /** The supervisor's restart: a crashed kafkajs consumer is left behind and a new one takes its place. */
+  function replaceConsumer(): Promise<void> {
+    const run = (async () => {
+      if (stopping) return;
+      const old = consumer;
+      // kafkajs disconnected it when it crashed; this only makes sure, and never waits long.
+      await within(old.disconnect(), stopTimeoutMs);
+      if (stopping) return;
+      dropBuffer();
+      for (const t of resumeTimers) clearTimeout(t);
+      resumeTimers.clear();
+      const next = newConsumer();
+      consumer = next;
+      await startConsumer(next);
+    })();
+    replacing = run.catch(() => undefined);
+    return run;
+  }
 
   try {
-    await consumer.connect();
-    await consumer.subscribe({ topic, fromBeginning: startingPosition === 'TRIM_HORIZON' });
-    await consumer.run({ autoCommit: false, eachBatchAutoResolve: false, eachBatch });
+    await startConsumer(consumer);
   } catch (error) {
     stopping = true;
-    await consumer.disconnect().catch(() => undefined);
+    supervisor.stop();
     throw error;
   }
 
@@ -334,6 +412,7 @@ export async function startMskSource(options: MskSourceOptions): Promise<MskSour
       stopped ??= stopNow();
       return stopped;
     },
+    health: () => supervisor.health(),
   };
 }
 

@@ -158,6 +158,96 @@ describe('expireCrawls', () => {
   });
 });
 
+describe('expireCrawls: many crawls, overlapping and aborted runs', () => {
+  /** `n` link crawls of testapp, each with one queued request, all expired a minute before the test clock. */
+  async function manyExpired(ctx: TestContext, n: number): Promise<void> {
+    const items = Array.from({ length: n }, (_, i) =>
+      seed({ appid: 'testapp', crawlid: `c${i}`, url: `http://example.com/${i}`, expires: TEST_NOW_SEC - 60 }),
+    );
+    await ctx.frontier.enqueue('link', items, TEST_NOW - 3_600_000);
+  }
+
+  it('expires more crawls than one page of the expiry index in one run, one notice each, one send per page', async () => {
+    const ctx = testContext();
+    await manyExpired(ctx, 2500);
+    const result = await expireCrawls(ctx, { pageSize: 1000 });
+
+    expect(result.expired).toBe(2500);
+    expect(new Set(ctx.sink.values(FIREHOSE).map((n) => n.crawlid)).size).toBe(2500);
+    expect(ctx.sink.sendCalls).toBe(3);
+  });
+
+  it('two runs over the same crawls at once (two processes) send exactly one notice per crawl', async () => {
+    const a = testContext();
+    await manyExpired(a, 300);
+    const b = testContext({ frontier: a.frontier, sink: a.sink });
+    const [ra, rb] = await Promise.all([expireCrawls(a, { pageSize: 50 }), expireCrawls(b, { pageSize: 50 })]);
+
+    expect(ra.expired + rb.expired).toBe(300);
+    const crawlids = a.sink.values(FIREHOSE).map((n) => n.crawlid);
+    expect(crawlids).toHaveLength(300);
+    expect(new Set(crawlids).size).toBe(300);
+  });
+
+  it('a run started while one of the same process is still going skips, sending nothing', async () => {
+    const ctx = testContext();
+    await manyExpired(ctx, 10);
+    const first = expireCrawls(ctx);
+    const second = await expireCrawls(ctx);
+    expect(second).toMatchObject({ expired: 0, skipped: true });
+    expect((await first).expired).toBe(10);
+  });
+
+  it('an aborted run stops before its next crawl, and the next run expires the rest, each crawl once', async () => {
+    const ctx = testContext();
+    await manyExpired(ctx, 100);
+    const abort = new AbortController();
+    const stop = ctx.frontier.stop.bind(ctx.frontier);
+    let stops = 0;
+    ctx.frontier.stop = async (...args: Parameters<typeof stop>) => {
+      if (++stops === 10) abort.abort();
+      return stop(...args);
+    };
+    const aborted = await expireCrawls(ctx, { signal: abort.signal });
+
+    expect(aborted).toMatchObject({ expired: 10, aborted: true });
+    expect(stops).toBe(10);
+    const rest = await expireCrawls(ctx);
+    expect(rest.expired).toBe(90);
+    expect(new Set(ctx.sink.values(FIREHOSE).map((n) => n.crawlid)).size).toBe(100);
+    expect(ctx.sink.values(FIREHOSE)).toHaveLength(100);
+  });
+
+  it('with Kafka down, the notices of the crawls it stopped are sent by the next run, once', async () => {
+    const ctx = testContext();
+    await manyExpired(ctx, 5);
+    ctx.sink.down = true;
+    await expect(expireCrawls(ctx)).rejects.toThrow(/ECONNREFUSED/);
+    ctx.sink.down = false;
+
+    expect((await expireCrawls(ctx)).expired).toBe(5);
+    expect(
+      ctx.sink
+        .values(FIREHOSE)
+        .map((n) => n.crawlid)
+        .sort(),
+    ).toEqual(['c0', 'c1', 'c2', 'c3', 'c4']);
+    expect((await expireCrawls(ctx)).expired).toBe(0);
+  });
+
+  it('with a missing per-app topic, 2,000 expired crawls take far less than a Kafka metadata wait each', async () => {
+    const ctx = testContext({ appidTopics: true });
+    ctx.sink.missingTopics.add('demo.outbound_testapp');
+    ctx.sink.missingDelayMs = 50;
+    await manyExpired(ctx, 2000);
+    const started = performance.now();
+    const result = await expireCrawls(ctx);
+
+    expect(result.expired).toBe(2000);
+    expect(performance.now() - started).toBeLessThan(2000);
+  });
+});
+
 describe('reclaimLeases', () => {
   it('returns the expired leases summed over every spider type', async () => {
     const ctx = testContext();

@@ -4,10 +4,10 @@
  * node:zlib streams and capped on decoded bytes, text decoded with the detected charset.
  *
  * Failures with no response become {@link FetchError}s whose `kind` decides retries (docs/contract.md
- * behaviour 6); any HTTP response, 4xx/5xx included (a 503 with Retry-After too), is a result: the
- * crawler decides what a status means.
+ * behaviour 6), and a response malformed the same way every time is one (`bad_response`, not retried); any HTTP
+ * response, 4xx/5xx included (a 503 with Retry-After too), is a result: the crawler decides what a status means.
  */
-import { STATUS_CODES } from 'node:http';
+import { maxHeaderSize, STATUS_CODES } from 'node:http';
 import { pipeline, type Readable, type Transform } from 'node:stream';
 import { setImmediate } from 'node:timers/promises';
 import {
@@ -181,6 +181,7 @@ export class UndiciFetcher implements Fetcher {
     const baseHeaders = this.#requestHeaders(request);
     const redirects: string[] = [];
     const visited = new Set([firstUrl.href]);
+    const maxRedirects = request.maxRedirects ?? this.#maxRedirects;
     let url = firstUrl;
     for (;;) {
       assertAllowedHost(url, this.#allowPrivate);
@@ -202,8 +203,8 @@ export class UndiciFetcher implements Fetcher {
       await response.body.dump({ limit: REDIRECT_BODY_DUMP_BYTES }).catch(() => undefined);
       await connectionReleased();
       redirects.push(url.href);
-      if (redirects.length > this.#maxRedirects)
-        throw new FetchError('too_many_redirects', `more than ${this.#maxRedirects} redirects from ${request.url}`);
+      if (redirects.length > maxRedirects)
+        throw new FetchError('too_many_redirects', `more than ${maxRedirects} redirects from ${request.url}`);
       if (visited.has(target.href))
         throw new FetchError('too_many_redirects', `redirect loop: ${url.href} → ${target.href}`);
       visited.add(target.href);
@@ -389,9 +390,10 @@ async function readBody(
       if (first === undefined) return { body: Buffer.alloc(0), truncated: false, decoded: true };
       const inflater = decompressor(coding, first);
       inflater.once('error', (error: Error) => {
-        decodeError ??= new FetchError('protocol', `body does not decode as ${coding}: ${error.message}`, {
-          cause: error,
-        });
+        // Only the decompressor's own verdict on the bytes; a socket error the pipeline passes on stays what it is.
+        if (!isCorruptEncoding(error)) return;
+        const message = `body does not decode as ${coding}: ${error.message}${NOT_RETRIED}`;
+        decodeError ??= new FetchError('bad_response', message, { cause: error });
       });
       stream = pipeline(stream, inflater, () => undefined);
     }
@@ -458,6 +460,35 @@ const CONNECT_CODES = new Set([
   'UND_ERR_CLOSED',
 ]);
 
+/** Ends a `bad_response` message, so a page's `exception` says why it was fetched once. */
+const NOT_RETRIED = '; not retried, the server answers the same way every time';
+
+/**
+ * zlib and brotli errors that blame the compressed bytes (not memory or an internal state): the server sends the
+ * same bytes again, so they fail again.
+ */
+function isCorruptEncoding(error: Error): boolean {
+  const code = (error as NodeJS.ErrnoException).code ?? '';
+  return code === 'Z_DATA_ERROR' || code === 'Z_NEED_DICT' || /^ERR__ERROR_(FORMAT|DICTIONARY)_/.test(code);
+}
+
+/**
+ * Why the HTTP parser refused a response that is malformed the same way every time, or undefined when it did not
+ * (or when the response only broke off: a connection cut mid-body may go through next time). undici 8 leaves the
+ * `HPE_*` code of its HTTPParserError unset, so the class name and llhttp's reason in the message tell.
+ */
+function malformedResponse(error: unknown): string | undefined {
+  for (let e = error, depth = 0; e instanceof Error && depth < 5; e = e.cause, depth++) {
+    const code = (e as NodeJS.ErrnoException).code;
+    if (code === 'UND_ERR_HEADERS_OVERFLOW' || code === 'HPE_HEADER_OVERFLOW')
+      return `response headers larger than ${maxHeaderSize} bytes (${code})`;
+    if (e.name !== 'HTTPParserError' && !code?.startsWith('HPE_')) continue;
+    if (code === 'HPE_INVALID_EOF_STATE' || /\bEOF\b/.test(e.message)) return undefined;
+    return `${code ? `${code}: ` : ''}${e.message}`;
+  }
+  return undefined;
+}
+
 function errorCode(error: unknown): string | undefined {
   for (let e = error, depth = 0; e instanceof Error && depth < 5; e = e.cause, depth++) {
     const code = (e as NodeJS.ErrnoException).code;
@@ -473,6 +504,8 @@ function errorCode(error: unknown): string | undefined {
 /** Maps what undici, net, dns and tls throw onto the fetch error kinds that decide retries. */
 function toFetchError(error: unknown): FetchError {
   if (error instanceof FetchError) return error;
+  const malformed = malformedResponse(error);
+  if (malformed !== undefined) return new FetchError('bad_response', `${malformed}${NOT_RETRIED}`, { cause: error });
   const code = errorCode(error) ?? '';
   const message = error instanceof Error ? error.message : String(error);
   const options = { cause: error };

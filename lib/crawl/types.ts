@@ -15,6 +15,12 @@ export interface FetchRequest {
   headers?: Record<string, string>;
   /** `k=v; k2=v2` (CONTRACT `cookie`). */
   cookie?: string;
+  /**
+   * Redirects followed for this request, in place of the fetcher's own limit (robots.txt asks for the five
+   * RFC 9309 §2.3.1.2 requires, whatever `MAX_REDIRECTS` says).
+   * @default the fetcher's `maxRedirects`
+   */
+  maxRedirects?: number;
 }
 
 /** A response, body decompressed and capped; `text` is the body decoded with the detected charset. */
@@ -43,7 +49,11 @@ export interface FetchResult {
   fetchedMs: number;
 }
 
-/** Why a fetch failed. */
+/**
+ * Why a fetch failed. `protocol` is a response that broke off or failed in a way that may not happen again;
+ * `bad_response` is one that is malformed the same way every time (headers over the size limit, bytes the HTTP
+ * parser refuses, a body that does not decode), so fetching it again cannot help.
+ */
 export type FetchErrorKind =
   | 'timeout'
   | 'connect'
@@ -51,7 +61,8 @@ export type FetchErrorKind =
   | 'blocked_address'
   | 'too_many_redirects'
   | 'bad_url'
-  | 'protocol';
+  | 'protocol'
+  | 'bad_response';
 
 /** A fetch that produced no response. `retryable` follows docs/contract.md behaviour 6. */
 export class FetchError extends CrawlClusterError {

@@ -128,6 +128,32 @@ const routes: Record<string, Handler> = {
     res.writeHead(200, { 'content-type': 'text/html', 'content-encoding': 'gzip' });
     res.end('this is not gzip at all');
   },
+  '/br-corrupt': (_req, res) => {
+    res.writeHead(200, { 'content-type': 'text/html', 'content-encoding': 'br' });
+    res.end('this is not brotli either');
+  },
+  '/set-cookie-10k': (_req, res) => {
+    // About 130 KB of headers, far over the 16 KiB limit: the same overflow on every fetch.
+    res.setHeader(
+      'set-cookie',
+      Array.from({ length: 10_000 }, (_, i) => `c${i}=v; Path=/`),
+    );
+    res.writeHead(200, { 'content-type': 'text/html' }).end('<p>never read</p>');
+  },
+  // Written on the socket as is: node:http would refuse to send these.
+  '/raw/bad-header-token': (req) => {
+    req.socket.end('HTTP/1.1 200 OK\r\nBad Header: x\r\nContent-Length: 2\r\n\r\nok');
+  },
+  '/raw/bad-chunk-size': (req) => {
+    req.socket.end('HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\nzz\r\nok\r\n0\r\n\r\n');
+  },
+  '/raw/not-http': (req) => {
+    req.socket.end('SSH-2.0-OpenSSH_9.6\r\n\r\n');
+  },
+  // Cut mid-body by a closing connection: the next fetch may get all of it.
+  '/raw/cut-chunked': (req) => {
+    req.socket.end('HTTP/1.1 200 OK\r\nConnection: close\r\nTransfer-Encoding: chunked\r\n\r\n2\r\nok\r\n');
+  },
   '/gzip-empty': (_req, res) => {
     res.writeHead(200, { 'content-type': 'text/html', 'content-encoding': 'gzip' });
     res.end();
@@ -342,6 +368,16 @@ describe('UndiciFetcher redirects', () => {
     expect(seen.requests).toHaveLength(6);
   });
 
+  test("follows a request's own redirect limit instead of the fetcher's", async () => {
+    const result = await fetcher({ maxRedirects: 0 }).fetch(req(at('/chain/5'), { maxRedirects: 5 }));
+    expect(result).toMatchObject({ status: 200, url: at('/chain/0') });
+    const error = await fetchError(fetcher({ maxRedirects: 20 }).fetch(req(at('/chain/3'), { maxRedirects: 2 })));
+    expect(error).toMatchObject({
+      kind: 'too_many_redirects',
+      message: `more than 2 redirects from ${at('/chain/3')}`,
+    });
+  });
+
   test('fails with too_many_redirects on a loop as soon as a URL repeats', async () => {
     const error = await fetchError(fetcher({ maxRedirects: 20 }).fetch(req(at('/loop/a'))));
     expect(error).toMatchObject({ kind: 'too_many_redirects', retryable: false });
@@ -407,10 +443,14 @@ describe('UndiciFetcher bodies', () => {
     expect(result.encoding).toBe('utf-8');
   });
 
-  test('fails a body that does not decompress with a retryable protocol error', async () => {
-    const error = await fetchError(fetcher().fetch(req(at('/gzip-corrupt'))));
-    expect(error).toMatchObject({ kind: 'protocol', retryable: true });
-  });
+  test.each(['/gzip-corrupt', '/br-corrupt'])(
+    'fails a body that does not decompress (%s) with a bad_response error, not retryable',
+    async (path) => {
+      const error = await fetchError(fetcher().fetch(req(at(path))));
+      expect(error).toMatchObject({ kind: 'bad_response', retryable: false });
+      expect(error.message).toMatch(/^body does not decode as (gzip|br): .+; not retried/);
+    },
+  );
 
   test('accepts an empty body that claims gzip', async () => {
     const result = await fetcher().fetch(req(at('/gzip-empty')));
@@ -455,6 +495,30 @@ describe('UndiciFetcher bodies', () => {
     const result = await fetcher({ maxBodyBytes: 1000 }).fetch(req(at('/exact')));
     expect(result).toMatchObject({ truncated: false });
     expect(result.body.length).toBe(1000);
+  });
+});
+
+describe('UndiciFetcher malformed responses', () => {
+  test('fails 10,000 Set-Cookie headers with a bad_response error that names the overflow, not retryable', async () => {
+    const error = await fetchError(fetcher().fetch(req(at('/set-cookie-10k'))));
+    expect(error).toMatchObject({ kind: 'bad_response', retryable: false });
+    expect(error.message).toMatch(/^response headers larger than \d+ bytes \(UND_ERR_HEADERS_OVERFLOW\); not retried/);
+    expect(seen.requests).toHaveLength(1);
+  });
+
+  test.each([
+    ['/raw/bad-header-token', 'Invalid header token'],
+    ['/raw/bad-chunk-size', 'Invalid character in chunk size'],
+    ['/raw/not-http', 'Expected HTTP/'],
+  ])('fails a response the HTTP parser refuses (%s) with a bad_response error, not retryable', async (path, why) => {
+    const error = await fetchError(fetcher().fetch(req(at(path))));
+    expect(error).toMatchObject({ kind: 'bad_response', retryable: false });
+    expect(error.message).toContain(why);
+  });
+
+  test('keeps a response cut off mid-body retryable: the next fetch may get all of it', async () => {
+    const error = await fetchError(fetcher().fetch(req(at('/raw/cut-chunked'))));
+    expect(error).toMatchObject({ kind: 'protocol', retryable: true });
   });
 });
 

@@ -6,13 +6,18 @@
  * - 2xx: the rules of the first {@link RobotsCacheOptions.maxBytes} bytes (UTF-8) apply.
  * - 4xx ("unavailable", RFC 9309 §2.3.1.3): everything is allowed. Except 429, which asks us to slow
  *   down, so it is treated as unreachable, as Google does.
- * - 5xx, 429 or no response at all (a {@link FetchError}: timeout, connection, DNS, blocked address,
- *   redirect loop; "unreachable", §2.3.1.4): everything is disallowed (fail closed), cached for a
- *   shorter time so the site is asked again soon.
+ * - 5xx, 429 or no response at all (a {@link FetchError}: timeout, connection, DNS, a malformed response;
+ *   "unreachable", §2.3.1.4): everything is disallowed (fail closed), cached for a shorter time so the
+ *   site is asked again soon.
+ * - An address our SSRF guard refuses (`ALLOW_PRIVATE_NETWORKS` off): disallowed too, with the guard's own
+ *   reason, and never stored in Redis. That is our policy, not the site's answer: a crawler started with the
+ *   policy changed must not read it back.
  * - Any other status (1xx, a 3xx the fetcher did not follow): treated as unavailable, allow all.
  *
- * Redirects are followed by the {@link Fetcher} (every hop SSRF-checked); the rules then apply to the
- * origin whose robots.txt was asked for. `/robots.txt` itself is always allowed (§2.2.2).
+ * Redirects are followed by the {@link Fetcher} (every hop SSRF-checked), five of them whatever the
+ * fetcher's own limit (§2.3.1.2); the rules then apply to the origin whose robots.txt was asked for.
+ * Redirects that reach no robots.txt within five (a loop, a longer chain) leave it unavailable: allow all
+ * (§2.3.1.2). `/robots.txt` itself is always allowed (§2.2.2).
  */
 import robotsParserCjs from 'robots-parser';
 import type { RedisClient } from '../redis/client.ts';
@@ -27,6 +32,16 @@ type Robot = ReturnType<typeof robotsParser>;
 
 const DISALLOWED = 'robots.txt disallows this URL';
 
+/** Redirects followed to find robots.txt: "at least five consecutive redirects" (RFC 9309 §2.3.1.2). */
+const MAX_REDIRECTS = 5;
+
+/**
+ * The status recorded (and stored) for a robots.txt whose redirects reached none within {@link MAX_REDIRECTS}:
+ * a 3xx with no robots.txt behind it is "unavailable" (§2.3.1.2), allow all. 310 is not an HTTP status, so it
+ * cannot be mistaken for one the site sent.
+ */
+const REDIRECTS_EXHAUSTED = 310;
+
 /** The reason for a fail-closed refusal: what robots.txt answered (status 0: no response at all). */
 function unreachableReason(status: number): string {
   const what = status === 0 ? 'no response' : `HTTP ${status}`;
@@ -38,7 +53,8 @@ export interface RobotsDecision {
   allowed: boolean;
   /**
    * Why a URL is refused: robots.txt disallows it, or robots.txt could not be read and the origin is
-   * disallowed by failing closed (RFC 9309 §2.3.1.4). Undefined when allowed.
+   * disallowed by failing closed (RFC 9309 §2.3.1.4), or our SSRF guard refused its address (the guard's
+   * reason). Undefined when allowed.
    */
   reason?: string;
   /** The `Crawl-delay` of the group that applies, in ms, when it sets a positive one. */
@@ -64,7 +80,7 @@ export interface RobotsCacheOptions {
   ttlMs?: number;
   /**
    * How long an unreachable robots.txt (5xx, 429, no response) keeps its origin disallowed before it
-   * is asked again, ms.
+   * is asked again, ms. An address the SSRF guard refused is held this long in process only.
    * @default 300_000 (5 min)
    */
   errorTtlMs?: number;
@@ -89,6 +105,8 @@ interface OriginRules {
   status: number;
   /** Epoch ms after which it must be fetched again. */
   expiresAt: number;
+  /** Why the origin is disallowed when {@link unreachableReason} would not say it (our SSRF guard refused it). */
+  reason?: string;
   /** Parsed rules, for a 2xx. */
   robot?: Robot;
   /** The product tokens of its groups (lower case, `*` excluded), for a 2xx. */
@@ -253,7 +271,7 @@ export class RobotsCache {
     const verdict = verdictOf(rules.status);
     if (verdict === 'allow_all') return { allowed: true };
     if (verdict !== 'rules' || rules.robot === undefined)
-      return { allowed: false, reason: unreachableReason(rules.status) };
+      return { allowed: false, reason: rules.reason ?? unreachableReason(rules.status) };
 
     let group = rules.groups?.get(userAgent);
     if (group === undefined) {
@@ -301,26 +319,32 @@ export class RobotsCache {
       this.#remember(origin, rules);
       return rules;
     }
-    const { status, body } = await this.#fetch(origin, userAgent);
+    const { status, body, blocked } = await this.#fetch(origin, userAgent);
     const ttl = verdictOf(status) === 'disallow_all' ? this.#errorTtlMs : this.#ttlMs;
     const expiresAt = this.#now() + ttl;
     const rules = this.#parse(origin, status, expiresAt, body);
+    if (blocked !== undefined) rules.reason = `robots.txt not fetched: ${blocked}`;
     // Remembered before storing, so a failed SET does not cost the origin a second fetch.
     this.#remember(origin, rules);
-    await this.#redis.set(key, encode(status, expiresAt, body), 'PX', ttl);
+    // Held in process only: this crawler's policy cannot change while it runs, another crawler's may differ.
+    if (blocked === undefined) await this.#redis.set(key, encode(status, expiresAt, body), 'PX', ttl);
     return rules;
   }
 
-  async #fetch(origin: string, userAgent: string): Promise<{ status: number; body: string }> {
+  /** The robots.txt answer; `blocked` is the SSRF guard's reason when it refused an address on the way. */
+  async #fetch(origin: string, userAgent: string): Promise<{ status: number; body: string; blocked?: string }> {
     try {
-      const response = await this.#fetcher.fetch({ url: `${origin}/robots.txt`, userAgent });
+      const url = `${origin}/robots.txt`;
+      const response = await this.#fetcher.fetch({ url, userAgent, maxRedirects: MAX_REDIRECTS });
       if (verdictOf(response.status) !== 'rules') return { status: response.status, body: '' };
       // RFC 9309 §2.3: UTF-8; the decoder drops a BOM, which would otherwise hide the first line.
       const bytes = response.body.length > this.#maxBytes ? response.body.subarray(0, this.#maxBytes) : response.body;
       return { status: response.status, body: UTF8.decode(bytes) };
     } catch (error) {
-      if (error instanceof FetchError) return { status: 0, body: '' };
-      throw error;
+      if (!(error instanceof FetchError)) throw error;
+      if (error.kind === 'too_many_redirects') return { status: REDIRECTS_EXHAUSTED, body: '' };
+      if (error.kind === 'blocked_address') return { status: 0, body: '', blocked: error.message };
+      return { status: 0, body: '' };
     }
   }
 

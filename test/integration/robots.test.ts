@@ -1,4 +1,8 @@
-import { afterAll, afterEach, describe, expect, test } from 'vitest';
+import { once } from 'node:events';
+import { createServer, type Server } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { afterAll, afterEach, beforeAll, describe, expect, test } from 'vitest';
+import { UndiciFetcher } from '../../lib/crawl/fetch.ts';
 import { RobotsCache, type RobotsCacheOptions } from '../../lib/crawl/robots.ts';
 import { FetchError, type Fetcher, type FetchRequest, type FetchResult } from '../../lib/crawl/types.ts';
 import { robotsKey } from '../../lib/redis/keys.ts';
@@ -281,5 +285,107 @@ describe('RobotsCache', () => {
     now += 61_000;
     expect(cache.checkNow('http://t.example/x', UA)).toBeUndefined();
     expect(() => cache.checkNow('/relative', UA)).toThrow(/invalid URL/);
+  });
+});
+
+/**
+ * The real fetcher against robots.txt files served on loopback: `loop.test` redirects robots.txt to itself,
+ * `chain<N>.test` reaches a robots.txt (`Disallow: /private/`) after N redirects, any other host serves that
+ * robots.txt at once. Every host name resolves to the one server.
+ */
+describe('RobotsCache over HTTP', () => {
+  const HOSTS = ['loop.test', 'chain5.test', 'chain6.test', 'site.test'];
+  const RULES = 'User-agent: *\nDisallow: /private/\n';
+  /** Requests per `host path`. */
+  const hits = new Map<string, number>();
+  let server: Server;
+  let port: number;
+  const fetchers: UndiciFetcher[] = [];
+
+  beforeAll(async () => {
+    server = createServer((req, res) => {
+      const host = (req.headers.host ?? '').split(':')[0] ?? '';
+      const path = req.url ?? '/';
+      hits.set(`${host} ${path}`, (hits.get(`${host} ${path}`) ?? 0) + 1);
+      const chain = /^chain(\d+)\.test$/.exec(host);
+      const hop = /^\/hop\/(\d+)$/.exec(path);
+      if (host === 'loop.test' && path === '/robots.txt') res.writeHead(301, { location: '/robots.txt' }).end();
+      else if (chain && path === '/robots.txt') res.writeHead(302, { location: `/hop/${Number(chain[1]) - 1}` }).end();
+      else if (hop && hop[1] !== '0') res.writeHead(302, { location: `/hop/${Number(hop[1]) - 1}` }).end();
+      else if (hop || path === '/robots.txt') res.writeHead(200, { 'content-type': 'text/plain' }).end(RULES);
+      else res.writeHead(404).end();
+    });
+    server.listen(0, '127.0.0.1');
+    await once(server, 'listening');
+    port = (server.address() as AddressInfo).port;
+  });
+  afterEach(async () => {
+    await Promise.all(fetchers.splice(0).map((f) => f.close()));
+    hits.clear();
+  });
+  afterAll(async () => {
+    server.closeAllConnections();
+    server.close();
+    await once(server, 'close');
+  });
+
+  const origin = (host: string) => `http://${host}:${port}`;
+
+  /** A cache over a real fetcher; `allowPrivateNetworks` is the SSRF policy, `maxRedirects` the fetcher's own limit. */
+  function httpCache(prefix: string, allowPrivateNetworks: boolean, maxRedirects = 5) {
+    const fetcher = new UndiciFetcher({
+      allowPrivateNetworks,
+      maxRedirects,
+      resolve: Object.fromEntries(HOSTS.map((h) => [h, '127.0.0.1'])),
+    });
+    fetchers.push(fetcher);
+    for (const host of HOSTS) usedKeys.push(robotsKey(prefix, origin(host)));
+    return new RobotsCache({ redis, prefix, fetcher });
+  }
+
+  test('treats a robots.txt that redirects to itself as unavailable: the URL is allowed, and the verdict is shared', async () => {
+    const prefix = uniqueName();
+    expect(await httpCache(prefix, true).check(`${origin('loop.test')}/page`, UA)).toEqual({ allowed: true });
+    // The loop is seen at its first repeat; five more requests would only have met the same redirect.
+    expect(hits.get('loop.test /robots.txt')).toBe(1);
+    // Another crawler reads the verdict from Redis, fetching nothing.
+    expect(await httpCache(prefix, true).check(`${origin('loop.test')}/private/x`, UA)).toEqual({ allowed: true });
+    expect(hits.get('loop.test /robots.txt')).toBe(1);
+  });
+
+  test("follows five redirects to a robots.txt, whatever the fetcher's own limit, and applies its rules to the origin asked about", async () => {
+    const cache = httpCache(uniqueName(), true, 0);
+    expect(await cache.check(`${origin('chain5.test')}/private/x`, UA)).toEqual({ allowed: false, reason: DISALLOWS });
+    expect(await cache.check(`${origin('chain5.test')}/public`, UA)).toEqual({ allowed: true });
+    expect(hits.get('chain5.test /hop/0')).toBe(1);
+  });
+
+  test('treats a robots.txt more than five redirects away as unavailable: allow all', async () => {
+    const cache = httpCache(uniqueName(), true);
+    expect(await cache.check(`${origin('chain6.test')}/private/x`, UA)).toEqual({ allowed: true });
+    expect(hits.get('chain6.test /hop/0')).toBeUndefined();
+  });
+
+  test('names the SSRF refusal when robots.txt is on a blocked address, and stores nothing in Redis', async () => {
+    const prefix = uniqueName();
+    const cache = httpCache(prefix, false);
+    const refused = {
+      allowed: false,
+      reason: 'robots.txt not fetched: refusing to connect to non-public address 127.0.0.1 (resolved from site.test)',
+    };
+    expect(await cache.check(`${origin('site.test')}/page`, UA)).toEqual(refused);
+    // Held in process: the next URL is answered at once, and the guard is not asked again.
+    expect(cache.checkNow(`${origin('site.test')}/other`, UA)).toEqual(refused);
+    expect(await redis.get(robotsKey(prefix, origin('site.test')))).toBeNull();
+    expect(hits.size).toBe(0);
+  });
+
+  test('a crawler allowed private networks reads the robots.txt at once after one that was refused it', async () => {
+    const prefix = uniqueName();
+    expect((await httpCache(prefix, false).check(`${origin('site.test')}/page`, UA)).allowed).toBe(false);
+    const allowed = httpCache(prefix, true);
+    expect(await allowed.check(`${origin('site.test')}/page`, UA)).toEqual({ allowed: true });
+    expect(await allowed.check(`${origin('site.test')}/private/x`, UA)).toEqual({ allowed: false, reason: DISALLOWS });
+    expect(hits.get('site.test /robots.txt')).toBe(1);
   });
 });

@@ -40,12 +40,21 @@ export interface StatsStore {
   live(kind: string, nowMs: number, ttlMs: number): Promise<string[]>;
 }
 
-/** Replies stored under their request uuid, for REST polling. */
+/**
+ * Replies stored under their request uuid, for REST (`POST /feed` waits for one, `POST /poll` reads one). Each is
+ * stored with its appid and a stamp of the store's own clock, so `/feed` takes only the reply of its own app that
+ * came after its request: never an older reply to the same uuid, never another app's (docs/contract.md).
+ */
 export interface ReplyStore {
-  /** Stores a reply under its request uuid for `ttlSec`, for REST polling. */
-  put(uuid: string, reply: string, ttlSec: number): Promise<void>;
-  /** Reads and deletes a stored reply (a reply is returned once). */
-  take(uuid: string): Promise<string | undefined>;
+  /** Stores a reply under its request uuid and appid for `ttlSec`, stamped with the store's clock. */
+  put(uuid: string, reply: string, ttlSec: number, appid: string): Promise<void>;
+  /** The store's clock now (opaque, increasing): a reply stored after this call is stamped at or after it. */
+  mark(uuid: string): Promise<number>;
+  /**
+   * Reads and deletes a stored reply (a reply is returned once): with `only`, the reply of that appid stamped at or
+   * after `after` ({@link mark}), else the newest of any appid (`POST /poll`, which knows only the uuid).
+   */
+  take(uuid: string, only?: { appid: string; after: number }): Promise<string | undefined>;
 }
 
 /** The frontier operations the monitors use. */

@@ -50,8 +50,12 @@ export function replyBatches(ctx: MonitorContext, replies: Reply[]): Batch {
   return [...byTopic].map(([topic, messages]) => ({ topic, messages }));
 }
 
-/** Stores replies that carry a uuid, for `POST /poll`, with a TTL . */
+/** Stores replies that carry a uuid, with their appid, for `POST /feed` and `POST /poll`, with a TTL. */
 export async function storeReplies(ctx: MonitorContext, replies: Reply[]): Promise<void> {
   const withUuid = replies.filter((r) => typeof r.uuid === 'string' && r.uuid.length > 0);
-  await Promise.all(withUuid.map((r) => ctx.replies.put(r.uuid as string, JSON.stringify(r), ctx.replyTtlSec)));
+  await Promise.all(
+    withUuid.map((r) =>
+      ctx.replies.put(r.uuid as string, JSON.stringify(r), ctx.replyTtlSec, typeof r.appid === 'string' ? r.appid : ''),
+    ),
+  );
 }

@@ -6,6 +6,7 @@
 import type { ReplyStore, StatsStore } from '../ports.ts';
 import type { RedisClient } from '../redis/client.ts';
 import { replyKey } from '../redis/keys.ts';
+import { runScript, script } from '../redis/scripts.ts';
 import { heartbeat, incrementStats, listStatNames, liveMembers, readStats } from '../redis/stats.ts';
 
 export function redisStatsStore(redis: RedisClient, prefix: string): StatsStore {
@@ -20,13 +21,21 @@ export function redisStatsStore(redis: RedisClient, prefix: string): StatsStore 
   };
 }
 
+/** Stored replies in Redis: reply-put.lua and reply-take.lua are their only writers and readers. */
 export function redisReplyStore(redis: RedisClient, prefix: string): ReplyStore {
+  const take = (uuid: string, appid: string, least: string) =>
+    runScript<[string, string | null]>(redis, script('reply-take'), [replyKey(prefix, uuid)], [appid, least]);
   return {
-    async put(uuid, reply, ttlSec) {
-      await redis.set(replyKey(prefix, uuid), reply, 'EX', ttlSec);
+    async put(uuid, reply, ttlSec, appid) {
+      await runScript(redis, script('reply-put'), [replyKey(prefix, uuid)], [appid, reply, ttlSec]);
     },
-    async take(uuid) {
-      return (await redis.getdel(replyKey(prefix, uuid))) ?? undefined;
+    async mark(uuid) {
+      // The clock of the node that holds this uuid's replies (the key routes the script), the one their stamps use.
+      return Number((await take(uuid, '', 'clock'))[0]);
+    },
+    async take(uuid, only) {
+      const [, reply] = only ? await take(uuid, only.appid, String(only.after)) : await take(uuid, '', '');
+      return reply ?? undefined;
     },
   };
 }

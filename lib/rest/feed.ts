@@ -1,7 +1,9 @@
 /**
  * `POST /feed`: validate first (Scrapy Cluster passed invalid input through to the kafka-monitor; here the
  * caller gets a 400 with the rejection details), produce to `<p>.incoming` keyed by appid, then, for a
- * request with a uuid (action, stats, domain config), wait for the redis-monitor's stored reply.
+ * request with a uuid (action, stats, domain config), wait for the redis-monitor's stored reply. As in Scrapy
+ * Cluster, only a reply that arrives after the request counts, and only one for the request's appid: an older reply
+ * stored under the same uuid (any app's) is never the answer.
  */
 import { SchemaValidationError } from '../errors.ts';
 import { clusterTopics } from '../kafka/topics.ts';
@@ -36,6 +38,16 @@ export async function feed(
     return { response: invalidInput(error, options.maxBodyBytes) };
   }
   const { type, request } = classified;
+  // Before producing: the reply store's clock, so that only a reply stored after this request is taken.
+  let mark: number | undefined;
+  let markError: unknown;
+  if (classified.type !== 'crawl') {
+    try {
+      mark = await withTimeout(ctx.replies.mark(classified.request.uuid), options.probeTimeoutMs, 'Redis');
+    } catch (error) {
+      markError = error;
+    }
+  }
   try {
     // The validated request (defaults filled, bare host given its scheme): the kafka-monitor validates it
     // again and reaches the same result.
@@ -50,28 +62,35 @@ export async function feed(
     return { type, response: failure(500, { message: 'Unable to connect to Kafka', cause: causeOf(error) }) };
   }
   if (classified.type === 'crawl') return { type, response: success(null) };
-  return { type, response: await waitForReply(ctx, options, classified.request.uuid) };
+  const { uuid, appid } = classified.request;
+  if (mark === undefined) return { type, response: redisFailure(ctx, uuid, markError) };
+  return { type, response: await waitForReply(ctx, options, { uuid, appid, after: mark }) };
+}
+
+/** The answer when the reply store cannot be read: the request is on its way, so the caller may poll once it is back. */
+function redisFailure(ctx: RestContext, uuid: string, error: unknown): RestResponse {
+  ctx.log.error('feed: reading the reply failed', { uuid, error: causeOf(error) });
+  return failure(500, { message: 'Unable to connect to Redis', cause: causeOf(error) }, { data: { poll_id: uuid } });
 }
 
 /**
- * Reads the stored reply every `pollIntervalMs` until `waitForResponseMs` has passed (at least once, and
- * once more at the deadline). A reply that arrives later stays stored for `POST /poll`.
+ * Reads the stored reply of `appid` stamped `after` or later every `pollIntervalMs` until `waitForResponseMs` has
+ * passed (at least once, and once more at the deadline). A reply that arrives later stays stored for `POST /poll`.
  */
-async function waitForReply(ctx: RestContext, options: ResolvedRestOptions, uuid: string): Promise<RestResponse> {
+async function waitForReply(
+  ctx: RestContext,
+  options: ResolvedRestOptions,
+  wanted: { uuid: string; appid: string; after: number },
+): Promise<RestResponse> {
+  const { uuid, appid, after } = wanted;
   const sleep = ctx.sleep ?? realSleep;
   const deadline = ctx.now() + options.waitForResponseMs;
   for (;;) {
     let stored: string | undefined;
     try {
-      stored = await withTimeout(ctx.replies.take(uuid), options.probeTimeoutMs, 'Redis');
+      stored = await withTimeout(ctx.replies.take(uuid, { appid, after }), options.probeTimeoutMs, 'Redis');
     } catch (error) {
-      ctx.log.error('feed: reading the reply failed', { uuid, error: causeOf(error) });
-      // The request is on its way: the caller may poll for it once Redis is back.
-      return failure(
-        500,
-        { message: 'Unable to connect to Redis', cause: causeOf(error) },
-        { data: { poll_id: uuid } },
-      );
+      return redisFailure(ctx, uuid, error);
     }
     if (stored !== undefined) return success(parseReply(stored));
     const left = deadline - ctx.now();

@@ -420,27 +420,47 @@ export class MemoryStatsStore implements StatsStore {
   }
 }
 
-/** Stored replies in memory, with the TTL each was stored with. */
+/**
+ * Stored replies in memory, with the TTL each was stored with: one per uuid and appid, stamped with a counter that
+ * plays the store's clock ({@link mark} reads it).
+ */
 export class MemoryReplyStore implements ReplyStore {
-  readonly #replies = new Map<string, { reply: string; ttlSec: number }>();
+  readonly #replies = new Map<string, Map<string, { reply: string; ttlSec: number; stamp: number }>>();
+  #clock = 0;
   /** When set, every call throws, as when Redis is unreachable. */
   down = false;
 
-  async put(uuid: string, reply: string, ttlSec: number): Promise<void> {
+  #enter(): void {
     if (this.down) throw new InfrastructureError('connect ECONNREFUSED 127.0.0.1:6379 (fake reply store down)');
-    this.#replies.set(uuid, { reply, ttlSec });
   }
 
-  async take(uuid: string): Promise<string | undefined> {
-    if (this.down) throw new InfrastructureError('connect ECONNREFUSED 127.0.0.1:6379 (fake reply store down)');
-    const stored = this.#replies.get(uuid);
-    this.#replies.delete(uuid);
-    return stored?.reply;
+  async put(uuid: string, reply: string, ttlSec: number, appid: string): Promise<void> {
+    this.#enter();
+    const byApp = this.#replies.get(uuid) ?? new Map();
+    byApp.set(appid, { reply, ttlSec, stamp: ++this.#clock });
+    this.#replies.set(uuid, byApp);
   }
 
-  /** The reply stored under `uuid`, parsed, with its TTL; left in place. */
+  async mark(_uuid: string): Promise<number> {
+    this.#enter();
+    return ++this.#clock;
+  }
+
+  async take(uuid: string, only?: { appid: string; after: number }): Promise<string | undefined> {
+    this.#enter();
+    const byApp = this.#replies.get(uuid);
+    if (byApp === undefined) return undefined;
+    const newest = [...byApp].sort((a, b) => b[1].stamp - a[1].stamp)[0];
+    const [appid, stored] = only ? [only.appid, byApp.get(only.appid)] : (newest ?? []);
+    if (appid === undefined || stored === undefined || (only && stored.stamp < only.after)) return undefined;
+    byApp.delete(appid);
+    if (byApp.size === 0) this.#replies.delete(uuid);
+    return stored.reply;
+  }
+
+  /** The newest reply stored under `uuid`, parsed, with its TTL; left in place. */
   peek(uuid: string): { reply: Record<string, unknown>; ttlSec: number } | undefined {
-    const stored = this.#replies.get(uuid);
+    const stored = [...(this.#replies.get(uuid)?.values() ?? [])].sort((a, b) => b.stamp - a.stamp)[0];
     return stored && { reply: JSON.parse(stored.reply) as Record<string, unknown>, ttlSec: stored.ttlSec };
   }
 

@@ -283,7 +283,7 @@ describe('POST /feed', () => {
   it('waits for the stored reply, reading it every 100 ms, and answers it as data', async () => {
     const t = restTest();
     t.onSleep = async (n) => {
-      if (n === 3) await t.ctx.replies.put('u-1', JSON.stringify(storedReply), 300);
+      if (n === 3) await t.ctx.replies.put('u-1', JSON.stringify(storedReply), 300, 'app1');
     };
     const r = await t.call('POST', '/feed', info);
     expect(r.status).toBe(200);
@@ -293,6 +293,30 @@ describe('POST /feed', () => {
     expect(t.ctx.replies.uuids()).toEqual([]);
   });
 
+  it("never answers with a reply stored under the same uuid before the request, even another app's", async () => {
+    const t = restTest();
+    const old = { stats: 'queue', uuid: 'u-1', appid: 'testapp', queues: { total_backlog: 7 } };
+    await t.ctx.replies.put('u-1', JSON.stringify(old), 300, 'testapp');
+    await t.ctx.replies.put('u-1', JSON.stringify({ ...storedReply, total_pending: 99 }), 300, 'app1');
+    t.onSleep = async (n) => {
+      if (n === 1)
+        await t.ctx.replies.put('u-1', JSON.stringify({ ...old, queues: { total_backlog: 8 } }), 300, 'testapp');
+      if (n === 2) await t.ctx.replies.put('u-1', JSON.stringify(storedReply), 300, 'app1');
+    };
+    const r = await t.call('POST', '/feed', info);
+    expect(r.json).toEqual({ status: 'SUCCESS', data: storedReply, error: null });
+    expect(t.sleeps).toEqual([100, 100]);
+    // testapp's replies stay for testapp's /poll.
+    expect((await t.call('POST', '/poll', { poll_id: 'u-1' })).json.data).toMatchObject({ appid: 'testapp' });
+  });
+
+  it('answers poll_id, not an older reply of its own app, when no new reply comes', async () => {
+    const t = restTest({ waitForResponseMs: 300 });
+    await t.ctx.replies.put('u-1', JSON.stringify({ ...storedReply, total_pending: 99 }), 300, 'app1');
+    const r = await t.call('POST', '/feed', info);
+    expect(r.json).toEqual({ status: 'SUCCESS', data: { poll_id: 'u-1' }, error: null });
+  });
+
   it('answers {"poll_id"} after WAIT_FOR_RESPONSE_TIME without a reply, and a later reply stays for /poll', async () => {
     const t = restTest({ waitForResponseMs: 5000 });
     const r = await t.call('POST', '/feed', info);
@@ -300,7 +324,7 @@ describe('POST /feed', () => {
     expect(r.json).toEqual({ status: 'SUCCESS', data: { poll_id: 'u-1' }, error: null });
     expect(t.sleeps).toHaveLength(50);
     expect(t.clock.now - TEST_NOW).toBe(5000);
-    await t.ctx.replies.put('u-1', JSON.stringify(storedReply), 300);
+    await t.ctx.replies.put('u-1', JSON.stringify(storedReply), 300, 'app1');
     const polled = await t.call('POST', '/poll', { poll_id: 'u-1' });
     expect(polled.json.data).toEqual(storedReply);
   });
@@ -363,7 +387,7 @@ describe('POST /feed', () => {
 describe('POST /poll', () => {
   it('answers a stored reply once, then 404', async () => {
     const t = restTest();
-    await t.ctx.replies.put('u-1', JSON.stringify(storedReply), 300);
+    await t.ctx.replies.put('u-1', JSON.stringify(storedReply), 300, 'app1');
     const first = await t.call('POST', '/poll', { poll_id: 'u-1' });
     expect(first.status).toBe(200);
     expect(first.json).toEqual({ status: 'SUCCESS', data: storedReply, error: null });
@@ -475,7 +499,7 @@ describe('JSON content type of POST /feed and /poll', () => {
 
   it('answers POST /poll as text/plain 400 and leaves the stored reply in place', async () => {
     const t = restTest();
-    await t.ctx.replies.put('u-1', JSON.stringify(storedReply), 300);
+    await t.ctx.replies.put('u-1', JSON.stringify(storedReply), 300, 'app1');
     const r = await t.call('POST', '/poll', { poll_id: 'u-1' }, { 'content-type': 'text/plain' });
     expect(r.status).toBe(400);
     expect(r.json.error).toMatchObject({ message: 'The payload must be valid JSON.', kind: 'invalid_json' });

@@ -52,6 +52,8 @@ export type RejectionKind =
   | 'stopped'
   /** A seed on a domain whose `domain_max_pages` the crawl has reached. */
   | 'capped'
+  /** A seed already in its crawl's dupefilter, of a crawl with nothing pending: nothing will be fetched. */
+  | 'duplicate'
   /** Valid, but handling it failed in a way that retrying cannot fix (docs/design.md §10). */
   | 'unprocessable';
 

@@ -44,6 +44,8 @@ export interface IncomingResult {
 /** A rejection message (docs/contract.md "Rejections"). */
 export interface Rejection extends Reply {
   error: RejectionKind;
+  /** The crawl a valid crawl request was refused for (stopped, capped, duplicate): its client follows it by crawlid. */
+  crawlid?: string;
   details: RejectionDetail[];
   raw: string;
   source: { topic: string; partition: number; offset: number };
@@ -160,6 +162,46 @@ async function enqueueIsolated(ctx: MonitorContext, spider: string, items: Crawl
   return single;
 }
 
+/** What a duplicate seed's rejection says: the URL is in the dupefilter of a crawl with nothing left to do. */
+export const DUPLICATE_SEED_MESSAGE =
+  "the URL is already in this crawl's dupefilter and the crawl has nothing pending; nothing will be fetched (use a new crawlid or wait DUPEFILTER_TIMEOUT)";
+
+/**
+ * The duplicate seeds that get no other outcome: those of crawls with nothing queued or leased (finished, or only
+ * their dupefilter left). A duplicate of a running crawl (a redelivered record, a URL fed twice) needs no word: the
+ * crawl's pages and its `complete` notice follow. One info read per distinct crawl. Infrastructure failing here
+ * fails the records (enqueue is idempotent, so they come again); poison leaves them without a rejection (logged).
+ */
+async function finishedDuplicates(
+  ctx: MonitorContext,
+  spider: string,
+  duplicates: CrawlItem[],
+): Promise<{ finished: CrawlItem[]; failed: CrawlItem[] }> {
+  const byCrawl = new Map<string, CrawlItem[]>();
+  for (const d of duplicates) {
+    const id = JSON.stringify([d.entry.crawl.appid, d.entry.crawl.crawlid]);
+    byCrawl.set(id, [...(byCrawl.get(id) ?? []), d]);
+  }
+  const finished: CrawlItem[] = [];
+  const failed: CrawlItem[] = [];
+  for (const items of byCrawl.values()) {
+    const { appid, crawlid } = (items[0] as CrawlItem).entry.crawl;
+    try {
+      const info = await ctx.frontier.crawlInfo(spider, appid, crawlid, ctx.now());
+      if (info === undefined || info.queued + info.leased === 0) finished.push(...items);
+    } catch (error) {
+      if (failureCause(error) === 'infrastructure') failed.push(...items);
+      else
+        ctx.log.error('duplicate seed: the crawl could not be read', {
+          appid,
+          crawlid,
+          error: (error as Error).message,
+        });
+    }
+  }
+  return { finished, failed };
+}
+
 /** The rejection of a record that validated but could not be handled (poison that the schemas did not catch). */
 function unprocessable(ctx: MonitorContext, record: DecodedRecord, error: unknown): Rejection {
   const message = error instanceof Error ? `${error.name}: ${error.message}` : String(error);
@@ -229,7 +271,14 @@ export async function handleIncoming(ctx: MonitorContext, records: DecodedRecord
   // Crawl requests: one enqueue per spider type for the whole batch.
   for (const [spider, items] of crawls) {
     const done = await enqueueIsolated(ctx, spider, items);
+    const duplicates = done.filter((d) => d.outcome === 'duplicate').map((d) => d.item);
+    const { finished, failed } =
+      duplicates.length > 0 ? await finishedDuplicates(ctx, spider, duplicates) : { finished: [], failed: [] };
     for (const d of done) {
+      if (failed.includes(d.item)) {
+        failures.push(d.item.record);
+        continue;
+      }
       if (d.outcome === 'failed') {
         failures.push(d.item.record);
         continue;
@@ -242,6 +291,9 @@ export async function handleIncoming(ctx: MonitorContext, records: DecodedRecord
       // Every message gets a visible outcome (docs/design.md §10): a crawl whose `expires` has passed gets the
       // `expired` notice expiry would have sent; a re-fed crawlid that was stopped is rejected with the reason.
       const { appid, crawlid, settings } = d.item.entry.crawl;
+      // A valid crawl request refused: the rejection names its crawl, whose client follows it by crawlid.
+      const refuse = (kind: RejectionKind, path: string, message: string) =>
+        rejections.push({ ...rejection(ctx, d.item.record, kind, [{ path, message }]), crawlid });
       if (d.outcome === 'expired') {
         expiredRecords.push(d.item.record);
         expiredNotices.push({
@@ -253,30 +305,30 @@ export async function handleIncoming(ctx: MonitorContext, records: DecodedRecord
           total_expired: 0,
         });
       } else if (d.outcome === 'capped') {
-        rejections.push(
-          rejection(ctx, d.item.record, 'capped', [
-            {
-              path: '/url',
-              message: `crawl ${JSON.stringify(crawlid)} has reached its domain_max_pages (${settings?.domain_max_pages}) for ${d.item.entry.request.domain}; this seed is not queued`,
-            },
-          ]),
+        refuse(
+          'capped',
+          '/url',
+          `crawl ${JSON.stringify(crawlid)} has reached its domain_max_pages (${settings?.domain_max_pages}) for ${d.item.entry.request.domain}; this seed is not queued`,
         );
       } else if (d.outcome === 'stopped') {
-        rejections.push(
-          rejection(ctx, d.item.record, 'stopped', [
-            {
-              path: '/crawlid',
-              message: `crawl ${JSON.stringify(crawlid)} of app ${JSON.stringify(appid)} was stopped or expired a short while ago and takes no new requests for now; use a new crawlid`,
-            },
-          ]),
+        refuse(
+          'stopped',
+          '/crawlid',
+          `crawl ${JSON.stringify(crawlid)} of app ${JSON.stringify(appid)} was stopped or expired a short while ago and takes no new requests for now; use a new crawlid`,
         );
+      } else if (d.outcome === 'duplicate' && finished.includes(d.item)) {
+        // Accepted, yet nothing will come of it: without this word its client would wait for pages forever.
+        refuse('duplicate', '/url', DUPLICATE_SEED_MESSAGE);
       }
     }
   }
   if (rejections.length > 0) stats.push({ name: 'kafka-monitor:fail', by: rejections.length });
 
-  // Forwards and rejections: one produce call.
-  const rejectionReplies: Reply[] = rejections.filter((r) => r.appid !== undefined && r.uuid !== undefined);
+  // Forwards and rejections: one produce call. A rejection reaches outbound too when its client waits there: one
+  // with appid and uuid, and a refused crawl request's (it has no uuid; its client follows the crawlid).
+  const rejectionReplies: Reply[] = rejections.filter(
+    (r) => r.appid !== undefined && (r.uuid !== undefined || r.crawlid !== undefined),
+  );
   rejectionReplies.push(...expiredNotices);
   try {
     await sendReplies(ctx, rejectionReplies, [

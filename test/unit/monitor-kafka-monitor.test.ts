@@ -122,6 +122,50 @@ describe('handleIncoming: crawl requests', () => {
     expect(ctx.frontier.totalQueued()).toBe(queuedBefore);
   });
 
+  it('answers the re-fed seed of a finished crawl with a duplicate rejection on rejected and outbound, naming the crawl', async () => {
+    const ctx = testContext({ appidTopics: true });
+    await handleIncoming(ctx, recordsOf(INCOMING, [crawl()]));
+    ctx.frontier.finishCrawl('link', 'testapp', 'c1');
+
+    const again = await handleIncoming(ctx, recordsOf(INCOMING, [crawl()]));
+
+    expect(again.crawl.duplicate).toBe(1);
+    expect(where(again.failures)).toEqual([]);
+    const expected = {
+      error: 'duplicate',
+      appid: 'testapp',
+      crawlid: 'c1',
+      details: [{ path: '/url', message: expect.stringContaining("already in this crawl's dupefilter") }],
+    };
+    expect(ctx.sink.values(REJECTED)).toMatchObject([expected]);
+    expect(ctx.sink.values(FIREHOSE)).toMatchObject([expected]);
+    expect(ctx.sink.values('demo.outbound_testapp')).toMatchObject([expected]);
+  });
+
+  it('says nothing of a duplicate seed of a crawl still running: its pages and complete notice follow', async () => {
+    const ctx = testContext();
+    await handleIncoming(ctx, recordsOf(INCOMING, [crawl()]));
+    const again = await handleIncoming(ctx, recordsOf(INCOMING, [crawl(), crawl()]));
+
+    expect(again.crawl.duplicate).toBe(2);
+    expect(ctx.sink.values(REJECTED)).toEqual([]);
+    expect(ctx.sink.values(FIREHOSE)).toEqual([]);
+  });
+
+  it('reads a finished crawl once for all of its duplicate seeds in a batch, and fails them if Redis fails then', async () => {
+    const ctx = testContext();
+    await handleIncoming(ctx, recordsOf(INCOMING, [crawl()]));
+    ctx.frontier.finishCrawl('link', 'testapp', 'c1');
+    const before = ctx.frontier.calls.filter((c) => c === 'crawlInfo').length;
+    await handleIncoming(ctx, recordsOf(INCOMING, [crawl(), crawl(), crawl()]));
+    expect(ctx.frontier.calls.filter((c) => c === 'crawlInfo').length - before).toBe(1);
+    expect(ctx.sink.values(REJECTED).map((r) => r.error)).toEqual(['duplicate', 'duplicate', 'duplicate']);
+
+    ctx.frontier.goDownAfter(1);
+    const failed = await handleIncoming(ctx, recordsOf(INCOMING, [crawl()]));
+    expect(failed.failures).toHaveLength(1);
+  });
+
   it('rejects the seed of a stopped crawl as stopped, saying to use a new crawlid, without failing the record', async () => {
     const ctx = testContext();
     await ctx.frontier.stop('link', 'testapp', 'c1', TEST_NOW - 1000);

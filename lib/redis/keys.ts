@@ -209,7 +209,7 @@ export function spiderTypesKey(prefix: string): string {
 /**
  * The URL Frontier API server (lib/url-frontier): one hash tag `{<prefix>:uf}` for the whole URL frontier of a
  * prefix, so every script sees its crawls, queues and URLs in one slot. Past one shard's throughput it splits per
- * crawl (`{<prefix>:uf:<crawl>}`): only ListCrawls, the global settings and the any-crawl rotation would then span
+ * crawl (`{<prefix>:uf:<crawl>}`): only ListCrawls, the global settings and an any-crawl GetURLs would then span
  * slots, and those are read by the caller, never inside a script. Crawl IDs and queue keys are URI-encoded into the
  * names, so `:` inside them cannot collide.
  */
@@ -221,7 +221,7 @@ export function urlFrontierTag(prefix: string): string {
 export interface UrlFrontierGlobalKeys {
   /** SET of crawl IDs that have at least one queue. */
   crawls: string;
-  /** HASH `active` (1/0), `delay` (default politeness, s), `seq` (rotation counter). */
+  /** HASH `active` (1/0), `delay` (default politeness, s); `seq` (the old rotation's counter) in older frontiers. */
   state: string;
   /** HASH domain → `hits,window,scale`: the Kafka API's domain throttle overrides, for the queues of that domain. */
   domainConfig: string;
@@ -238,14 +238,20 @@ export function urlFrontierGlobalKeys(prefix: string): UrlFrontierGlobalKeys {
 export interface UrlFrontierCrawlKeys {
   /** ZSET, all scores 0: the crawl's queue keys in lexicographic order (ListQueues pages over it). */
   queues: string;
-  /** ZSET queue key → rotation sequence: GetURLs serves the lowest first and moves each visited one to the back. */
-  rotation: string;
+  /**
+   * ZSET queue key → epoch ms from which the queue may produce: GetURLs without a key looks only at the queues whose
+   * time has come (scripts/uf-claim.lua), so its cost does not grow with the queues that have nothing due. A queue
+   * with nothing scheduled or held is not in it (scripts/uf-serve.lua).
+   */
+  due: string;
+  /** ZSET of frontiers stored before `due` existed (the old round-robin rotation), migrated and deleted by uf-claim. */
+  legacyRotation: string;
 }
 
 export function urlFrontierCrawlKeys(prefix: string, crawl: string): UrlFrontierCrawlKeys {
   const t = urlFrontierTag(prefix);
   const c = encodeURIComponent(crawl);
-  return { queues: `${t}:c:${c}:queues`, rotation: `${t}:c:${c}:rot` };
+  return { queues: `${t}:c:${c}:queues`, due: `${t}:c:${c}:due`, legacyRotation: `${t}:c:${c}:rot` };
 }
 
 /** The keys of one queue (crawl, key) of a URL frontier. */
@@ -287,13 +293,13 @@ export function urlFrontierQueueKeys(prefix: string, crawl: string, key: string)
 
 /**
  * The KEYS of a URL frontier script over queues of one crawl (scripts/includes/uf.lua), in order: crawls, state,
- * queues, rotation, the domain config and blacklist, then each queue's six keys (created, sched, held, hdate, done,
+ * queues, due, the domain config and blacklist, then each queue's six keys (created, sched, held, hdate, done,
  * info). All in one hash tag, so one call may take any number of the crawl's queues.
  */
 export function urlFrontierScriptKeys(prefix: string, crawl: string, queues: readonly string[]): string[] {
   const g = urlFrontierGlobalKeys(prefix);
   const c = urlFrontierCrawlKeys(prefix, crawl);
-  const out = [g.crawls, g.state, c.queues, c.rotation, g.domainConfig, g.blacklist];
+  const out = [g.crawls, g.state, c.queues, c.due, g.domainConfig, g.blacklist];
   for (const key of queues) {
     const q = urlFrontierQueueKeys(prefix, crawl, key);
     out.push(q.created, q.sched, q.held, q.hdate, q.done, q.info);

@@ -115,6 +115,21 @@ export const SERVE_CAP = 1000;
 const SERVE_WAVE = 16;
 const SERVE_WAVES_AHEAD = 4;
 
+/** GetURLs: due queues claimed per uf-claim call (the waves in flight at once). */
+const CLAIM_MAX = SERVE_WAVE * SERVE_WAVES_AHEAD;
+
+/**
+ * GetURLs: how long a claimed queue is kept from other GetURLs calls until uf-serve places it (it does so within
+ * milliseconds; the claim only matters when a server dies or a client cancels in between, and costs them this delay).
+ */
+const CLAIM_MS = 2000;
+
+/**
+ * GetURLs: how often a queue of a blacklisted domain is looked at again (nothing indexes queues by domain, so a
+ * blacklist entry's removal is seen this late at most; each such queue costs one look per interval, not per call).
+ */
+export const BLACKLIST_RECHECK_MS = 1000;
+
 /** The crawl ID as the API normalises it: blank means `DEFAULT`, anything else unchanged. */
 export function normaliseCrawl(crawl: string | undefined): string {
   return !crawl || crawl.trim() === '' ? 'DEFAULT' : crawl;
@@ -357,7 +372,7 @@ export class UrlFrontierStore implements UrlFrontierView {
       this.redis,
       script('uf-serve'),
       urlFrontierScriptKeys(this.prefix, crawl, keys),
-      [crawl, now, maxUrls, now + holdSeconds * 1000, SERVE_CAP, continuing ? 1 : 0, ...keys],
+      [crawl, now, maxUrls, now + holdSeconds * 1000, SERVE_CAP, continuing ? 1 : 0, BLACKLIST_RECHECK_MS, ...keys],
     );
     return keys.map((key, q) => ({ crawl, key, packed: replies[q] ?? Buffer.alloc(0), count: counts[q] ?? 0 }));
   }
@@ -381,8 +396,10 @@ export class UrlFrontierStore implements UrlFrontierView {
   }
 
   /**
-   * GetURLs: one queue with `key`, else round robin over the crawl's (or every crawl's) queues from the shared
-   * rotation, one full turn at most, stopping once `maxQueues` queues produced. Calls `emit` per served queue.
+   * GetURLs: one queue with `key`, else the queues of the crawl (or of every crawl) whose time in the `due` index has
+   * come, the longest-due first, each at most once, stopping once `maxQueues` queues produced. Queues with nothing
+   * due are never looked at, so the cost is O(log q + queues looked at), not O(queues of the crawl). Calls `emit` per
+   * served queue.
    */
   async getUrls(req: GetUrlsRequest, emit: (urls: ServedUrl[]) => void | Promise<void>): Promise<void> {
     await this.getUrlsPacked(req, (queue) => emit(servedUrls(queue)));
@@ -398,18 +415,22 @@ export class UrlFrontierStore implements UrlFrontierView {
       return;
     }
     const crawls = req.crawl !== undefined ? [req.crawl] : await this.crawls();
+    // Claims are of the queues due by this request's start: a queue looked at is placed after the time it was served
+    // (uf-serve.lua), so it is not claimed again by this request, and the loop ends.
+    const start = this.#now();
     let produced = 0;
     const budget = () => (req.maxQueues > 0 ? req.maxQueues - produced : Number.POSITIVE_INFINITY);
     for (const crawl of crawls) {
-      const { rotation } = urlFrontierCrawlKeys(this.prefix, crawl);
-      const state = urlFrontierGlobalKeys(this.prefix).state;
-      const total = await this.redis.zcard(rotation);
-      let visited = 0;
-      while (visited < total && budget() > 0) {
-        const count = Math.min(total - visited, budget());
-        const keys = await runScript<string[]>(this.redis, script('uf-rotate'), [state, rotation], [count]);
+      const { due, legacyRotation } = urlFrontierCrawlKeys(this.prefix, crawl);
+      while (budget() > 0) {
+        if (req.cancelled?.()) return;
+        const keys = await runScript<string[]>(
+          this.redis,
+          script('uf-claim'),
+          [due, legacyRotation],
+          [start, Math.min(budget(), CLAIM_MAX), CLAIM_MS],
+        );
         if (keys.length === 0) break;
-        visited += keys.length;
         // The queues go out in waves of SERVE_WAVE (one script call each), SERVE_WAVES_AHEAD waves in flight, so
         // the stream is written while Redis still serves the later queues (one call for every queue would hold
         // back the first URL until Redis served the last queue).
@@ -697,20 +718,31 @@ export class UrlFrontierStore implements UrlFrontierView {
       await this.redis.hset(urlFrontierGlobalKeys(this.prefix).state, 'delay', seconds);
       return;
     }
-    if (await this.hasQueue(crawl, key))
-      await this.redis.hset(urlFrontierQueueKeys(this.prefix, crawl, key).info, 'delay', seconds);
+    if (await this.hasQueue(crawl, key)) await this.#setAndWake(crawl, key, 'delay', seconds);
+  }
+
+  /**
+   * Sets a queue's info field, then makes the queue due now: a shorter delay, an ended block or a higher limit may let
+   * it produce before the time uf-serve gave it (or at all, if it had left `due`). uf-serve places it again on the
+   * next GetURLs (out of `due` when it has nothing).
+   */
+  async #setAndWake(crawl: string, key: string, field: string, value: number): Promise<void> {
+    await this.redis
+      .multi()
+      .hset(urlFrontierQueueKeys(this.prefix, crawl, key).info, field, value)
+      .zadd(urlFrontierCrawlKeys(this.prefix, crawl).due, this.#now(), key)
+      .exec();
   }
 
   /** BlockQueueUntil: epoch s (0 unblocks); unknown queue: no-op. */
   async blockQueueUntil(crawl: string, key: string, epochSeconds: number): Promise<void> {
-    if (await this.hasQueue(crawl, key))
-      await this.redis.hset(urlFrontierQueueKeys(this.prefix, crawl, key).info, 'blocked', epochSeconds * 1000);
+    if (await this.hasQueue(crawl, key)) await this.#setAndWake(crawl, key, 'blocked', epochSeconds * 1000);
   }
 
   /** SetCrawlLimit: false when the queue is unknown. */
   async setCrawlLimit(crawl: string, key: string, limit: number): Promise<boolean> {
     if (!(await this.hasQueue(crawl, key))) return false;
-    await this.redis.hset(urlFrontierQueueKeys(this.prefix, crawl, key).info, 'limit', limit);
+    await this.#setAndWake(crawl, key, 'limit', limit);
     return true;
   }
 

@@ -18,6 +18,6 @@ local n = redis.call('HLEN', K.created)
 -- UNLINK: a queue of millions of URLs is freed in the background, not while every other client waits
 redis.call('UNLINK', K.created, K.sched, K.held, K.hdate, K.done, K.info)
 redis.call('ZREM', K.queues, QKEY)
-redis.call('ZREM', K.rot, QKEY)
+redis.call('ZREM', K.due, QKEY)
 if redis.call('ZCARD', K.queues) == 0 then redis.call('SREM', K.crawls, CRAWL) end
 return n

@@ -9,7 +9,7 @@
   ARGV[3]      cutoff (epoch s): URLs created before it go
   ARGV[4..]    members to consider
 
-  Returns the number deleted.
+  Returns the number deleted. A queue that lost URLs is due again by its earliest scheduled URL (see uf-put.lua).
   Cost: O(members named × log n).
 ]]
 --- @include "uf"
@@ -30,4 +30,6 @@ for j = 4, #ARGV do
     n = n + 1
   end
 end
+-- fewer completed URLs: a queue at its crawl limit may produce again
+if n > 0 then wake_queue() end
 return n

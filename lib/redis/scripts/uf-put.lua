@@ -15,7 +15,9 @@
 
   Returns one status per item, in ARGV order: 0 stored (OK), 1 already known (SKIPPED). Items of one queue are
   applied in order, so a duplicate inside a call is SKIPPED.
-  Cost: O(log n) per item, one call for every queue of a batch.
+  A queue that got a URL is due (in `due`) no later than its earliest scheduled URL; one left with nothing scheduled
+  or held leaves `due`.
+  Cost: O(log n) per item and O(log q) per queue, one call for every queue of a batch.
 ]]
 --- @include "uf"
 
@@ -72,5 +74,7 @@ while i + 2 <= #ARGV do
     end
     i = i + 4
   end
+  -- a URL scheduled or a hold released: the queue is due by its earliest URL; all completed: out of `due` (O(log q))
+  if ensured then wake_queue() end
 end
 return out

@@ -9,6 +9,13 @@
   A domain throttle override (`hits` per `window` s, times `scale`) caps the queue at floor(hits * scale) URLs
   (at least 1) per serve and at least `window` s between serves, so no window holds more than that many URLs
   handed out. (Max URLs in flight stays the client's `max`.)
+  Every queue served or looked at gets its place in `due` (includes/uf.lua): the earliest time it may produce again
+  (its next scheduled URL, its politeness delay, its block, its first hold to end when it is at `max` in flight or
+  has nothing scheduled, a recheck in ARGV[7] ms when its domain is blacklisted), always later than now, or none
+  when it has nothing scheduled or held or is at its crawl limit: GetURLs (uf-claim.lua) never looks at it again
+  until a put, a hold, SetDelay, BlockQueueUntil, SetCrawlLimit or PurgeURLs brings it back. A queue's due time
+  is not brought forward when the default delay or a domain override is lowered: it comes at the latest when the
+  old one would have ended.
 
   KEYS[1..6]   the crawl's keys, then KEYS[6i+1..6i+6] queue i's keys (includes/uf.lua)
   ARGV[1]      crawl ID
@@ -19,12 +26,14 @@
                client asks; a queue that gave `cap` URLs is served again with ARGV[6] = 1
   ARGV[6]      1: a continuation of the same GetURLs for queues that gave `cap` URLs (no politeness delay check,
                at most max minus in flight; a queue with a domain override gives nothing more), else 0
-  ARGV[7..]    the queue keys, in KEYS order
+  ARGV[7]      ms before a queue of a blacklisted domain is looked at again (the blacklist has no index by queue)
+  ARGV[8..]    the queue keys, in KEYS order
 
   Returns two arrays: one string per queue (per URL served, `<byte length>:<member><byte length>:<metadata JSON,
   '' for none>`: one bulk reply per queue instead of two per URL; empty when the queue is not eligible), and the
   number of URLs per queue.
-  Cost: O(expired holds × log n + served × log n) per queue, served ≤ cap, in a few variadic calls per 500 URLs.
+  Cost: O(expired holds × log n + served × log n) per queue, served ≤ cap, in a few variadic calls per 500 URLs,
+  and O(log q) for its place in `due`.
 ]]
 --- @include "uf"
 
@@ -33,23 +42,45 @@ local max = tonumber(ARGV[3])
 local until_ms = tonumber(ARGV[4])
 local cap = tonumber(ARGV[5])
 local continuing = ARGV[6] == '1'
+local recheck = tonumber(ARGV[7])
 
--- The packed URLs of the queue K points at ('' when it may not produce now).
+-- The earliest time (ms) the queue K points at may produce again, later than now; nil when it never will by itself
+-- (nothing scheduled or held). `wait`: a time it must wait for anyway (politeness, block), or nil.
+local function next_due(wait)
+  local first = redis.call('ZRANGE', K.sched, 0, 0, 'WITHSCORES')
+  local hold = redis.call('ZRANGE', K.held, 0, 0, 'WITHSCORES')
+  local t
+  if first[2] then t = tonumber(first[2]) * 1000 end
+  if hold[2] then
+    local ends = tonumber(hold[2])
+    if not t then
+      t = ends -- its URL goes back to the schedule then
+    elseif max > 0 and redis.call('ZCOUNT', K.held, '(' .. now, '+inf') >= max then
+      t = math.max(t, ends) -- at max in flight (for this client's max) until a hold ends or a put releases one
+    end
+  end
+  if not t then return nil end
+  if wait and wait > t then t = wait end
+  -- later than now, so a GetURLs that claims due queues visits each at most once
+  return math.max(t, now + 1)
+end
+
+-- The packed URLs of the queue K points at ('' when it may not produce now), their number and the queue's next due
+-- time (nil: none).
 local function serve()
-  if not redis.call('ZSCORE', K.queues, QKEY) then return '', 0 end
+  if not redis.call('ZSCORE', K.queues, QKEY) then return '', 0, nil end
   release_expired(now, 2 * cap)
   local info = redis.call('HMGET', K.info, 'blocked', 'limit', 'last', 'delay', 'dom', 'meta')
   local blocked, limit, last, delay = tonumber(info[1]), tonumber(info[2]), tonumber(info[3]), tonumber(info[4])
-  if blocked and blocked >= now then return '', 0 end
+  if blocked and blocked >= now then return '', 0, next_due(blocked + 1) end
   local domain = info[5] or QKEY
   local has_meta = info[6] ~= false
-  if redis.call('SISMEMBER', K.black, domain) == 1 then return '', 0 end
-  if limit and limit > 0 and redis.call('SCARD', K.done) >= limit then return '', 0 end
+  if redis.call('SISMEMBER', K.black, domain) == 1 then return '', 0, next_due(now + recheck) end
+  if limit and limit > 0 and redis.call('SCARD', K.done) >= limit then return '', 0, nil end
   if not delay then delay = tonumber(redis.call('HGET', K.state, 'delay') or '1') end
   -- take: how many URLs this serve may hand out (max, or the domain override's cap when smaller)
   local take = max
   local cfg = redis.call('HGET', K.dcfg, domain)
-  if cfg and continuing then return '', 0 end
   if cfg then
     local hits, window, scale = string.match(cfg, '^([^,]*),([^,]*),([^,]*)$')
     hits, window, scale = tonumber(hits), tonumber(window), tonumber(scale)
@@ -59,10 +90,13 @@ local function serve()
       if window > delay then delay = window end
     end
   end
-  if not continuing and last and now <= last + delay * 1000 then return '', 0 end
+  -- the politeness delay ends after this (for the next serve: `last` is now if this one produces)
+  local polite = last and last + delay * 1000 + 1
+  if cfg and continuing then return '', 0, next_due(polite) end
+  if not continuing and polite and now < polite then return '', 0, next_due(polite) end
   if max > 0 then
     local inflight = redis.call('ZCOUNT', K.held, '(' .. now, '+inf')
-    if inflight >= max then return '', 0 end
+    if inflight >= max then return '', 0, next_due(polite) end
     if continuing and take > max - inflight then take = max - inflight end
   end
   if take == 0 or take > cap then take = cap end
@@ -99,13 +133,22 @@ local function serve()
       end
     end
   end
-  if #out > 0 then redis.call('HSET', K.info, 'last', now) end
-  return table.concat(out), #out
+  if #out > 0 then
+    redis.call('HSET', K.info, 'last', now)
+    polite = now + delay * 1000 + 1
+  end
+  return table.concat(out), #out, next_due(polite)
 end
 
 local replies, counts = {}, {}
-for q = 1, #ARGV - 6 do
-  use_queue(q, ARGV[q + 6])
-  replies[q], counts[q] = serve()
+for q = 1, #ARGV - 7 do
+  use_queue(q, ARGV[q + 7])
+  local due
+  replies[q], counts[q], due = serve()
+  if due then
+    redis.call('ZADD', K.due, due, QKEY)
+  else
+    redis.call('ZREM', K.due, QKEY)
+  end
 end
 return { replies, counts }

@@ -4,9 +4,10 @@
   works on several queues points K at each in turn with use_queue(i, key).
 
   KEYS[1]  crawls   SET of crawl IDs
-  KEYS[2]  state    HASH active, delay, seq
+  KEYS[2]  state    HASH active, delay
   KEYS[3]  queues   ZSET the crawl's queue keys (score 0)
-  KEYS[4]  rot      ZSET queue key -> rotation sequence
+  KEYS[4]  due      ZSET queue key -> epoch ms from which the queue may produce (GetURLs claims the due ones;
+                    a queue with nothing scheduled or held is not in it, so an exhausted queue costs GetURLs nothing)
   KEYS[5]  dcfg     HASH domain -> 'hits,window,scale' (the Kafka API's domain overrides)
   KEYS[6]  black    SET blacklisted domains
   then per queue i (i = 1, 2, ...), at KEYS[6 * i + 1 .. 6 * i + 6]:
@@ -16,14 +17,14 @@
            held     ZSET url -> held until (ms)
            hdate    HASH url -> next-fetch date of a held URL
            done     SET completed URLs
-           info     HASH delay, blocked, limit, last, dom
+           info     HASH delay, blocked, limit, last, dom, meta
   ARGV[1]  crawl ID (every script that includes this)
 ]]
 local K = {
   crawls = KEYS[1],
   state = KEYS[2],
   queues = KEYS[3],
-  rot = KEYS[4],
+  due = KEYS[4],
   dcfg = KEYS[5],
   black = KEYS[6],
   -- created, sched, held, hdate, done, info: set by use_queue, which every script calls before using them
@@ -79,11 +80,23 @@ local function release_expired(now, limit)
   end
 end
 
--- Registers the queue (and its crawl) if new, with its domain; new queues join the back of the rotation.
+-- Registers the queue (and its crawl) if new, with its domain. (It joins `due` once it has a URL scheduled.)
 local function ensure_queue(domain)
   if redis.call('ZADD', K.queues, 'NX', 0, QKEY) == 1 then
-    redis.call('ZADD', K.rot, redis.call('HINCRBY', K.state, 'seq', 1), QKEY)
     redis.call('SADD', K.crawls, CRAWL)
     if domain and domain ~= '' and domain ~= QKEY then redis.call('HSET', K.info, 'dom', domain) end
+  end
+end
+
+-- Makes the queue K points at due no later than its earliest scheduled URL (ZADD LT: a later time already there is
+-- brought forward, an earlier one kept), or takes it out of `due` when it has nothing scheduled or held. Called
+-- wherever a URL may have become due or gone, or a bound on the queue may have gone (a hold released, fewer completed
+-- URLs); a queue that still may not produce is put back by uf-serve, one look later.
+local function wake_queue()
+  local first = redis.call('ZRANGE', K.sched, 0, 0, 'WITHSCORES')
+  if first[2] then
+    redis.call('ZADD', K.due, 'LT', tonumber(first[2]) * 1000, QKEY)
+  elseif redis.call('EXISTS', K.held) == 0 then
+    redis.call('ZREM', K.due, QKEY)
   end
 end

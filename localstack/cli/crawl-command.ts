@@ -73,7 +73,8 @@ export function registerCrawl(program: Command, out: Output): void {
         'Needs the cluster running (crawl-cluster local, or a deployment) on the same topic prefix.',
         'Progress (pages done, failed, pending, pages/s) goes to stderr; the summary to stdout.',
         'Ctrl-C asks whether to stop the crawl in the cluster (when stdin is not a terminal it is stopped).',
-        'Exit codes: 0 the crawl completed; 1 --timeout, stopped by another client, or Kafka unreachable',
+        'Exit codes: 0 the crawl completed; 1 --timeout, stopped by another client, refused by the cluster (e.g. the',
+        'URL is already in the dupefilter of this finished crawl: use a new crawlid), or Kafka unreachable',
         '(within about 15 s); 2 invalid input; 130 interrupted by Ctrl-C.',
         'With --json: one JSON document {"status","appid","crawlid","pages","failed","seconds",...} on stdout.',
       ].join('\n'),
@@ -278,6 +279,9 @@ class CrawlWatch {
       setTimeout(() => this.end({ kind: 'complete', notice: message }), LATE_PAGES_MS).unref();
     } else if (message.action === 'stop') {
       this.end({ kind: 'stopped-elsewhere', reply: message });
+    } else if (typeof message.error === 'string') {
+      // The kafka-monitor refused the crawl request (duplicate, stopped, capped): no page or notice will follow.
+      this.end({ kind: 'refused', rejection: message });
     }
   }
 
@@ -299,8 +303,17 @@ class CrawlWatch {
         throw new CrawlClusterError(
           `the crawl was stopped by another client (${ending.reply.total_purged} pending requests purged)`,
         );
+      case 'refused':
+        throw new CrawlClusterError(`the cluster refused the crawl request: ${refusalReason(ending.rejection)}`);
     }
   }
+}
+
+/** What a rejection says, for a person: its kind and its first detail's message. */
+export function refusalReason(rejection: Message): string {
+  const details = Array.isArray(rejection.details) ? (rejection.details as { message?: unknown }[]) : [];
+  const first = typeof details[0]?.message === 'string' ? details[0].message : undefined;
+  return first === undefined ? String(rejection.error) : `${String(rejection.error)}: ${first}`;
 }
 
 /** The summary for a person (or, with --json, the document). */
@@ -314,6 +327,7 @@ function report(s: CrawlSummary, out: Output): void {
     timeout: 'not complete (timed out)',
     interrupted: 'interrupted',
     stopped: 'stopped',
+    refused: 'not crawled (refused)',
   }[s.status];
   out.info(
     `crawl ${s.crawlid} ${what}: ${s.pages} page${s.pages === 1 ? '' : 's'}, ${s.failed} failed in ${s.seconds.toFixed(1)} s (${s.pages_per_second.toFixed(1)} pages/s)`,

@@ -10,11 +10,13 @@ export type Ending =
   | { kind: 'complete'; notice: Message }
   | { kind: 'timeout' }
   | { kind: 'interrupted' }
-  | { kind: 'stopped-elsewhere'; reply: Message };
+  | { kind: 'stopped-elsewhere'; reply: Message }
+  /** The cluster refused the crawl request (a rejection naming the crawl, e.g. `duplicate`): nothing will come. */
+  | { kind: 'refused'; rejection: Message };
 
 /** The result document (`--json`) and the basis of the human summary. */
 export interface CrawlSummary {
-  status: 'complete' | 'timeout' | 'interrupted' | 'stopped';
+  status: 'complete' | 'timeout' | 'interrupted' | 'stopped' | 'refused';
   appid: string;
   crawlid: string;
   url: string;
@@ -30,6 +32,8 @@ export interface CrawlSummary {
   notice?: Message;
   /** The reply to the stop sent on Ctrl-C, as it came. */
   stop?: Message;
+  /** The rejection that refused the crawl request, as it came. */
+  rejection?: Message;
 }
 
 export class CrawlTally {
@@ -111,6 +115,7 @@ export class CrawlTally {
     if (this.pending !== undefined) summary.pending = this.pending;
     if (extra.out !== undefined) summary.out = extra.out;
     if (ending.kind === 'complete') summary.notice = ending.notice;
+    if (ending.kind === 'refused') summary.rejection = ending.rejection;
     if (extra.stop !== undefined) summary.stop = extra.stop;
     return summary;
   }

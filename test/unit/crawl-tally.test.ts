@@ -1,4 +1,5 @@
 import { describe, expect, it } from 'vitest';
+import { refusalReason } from '../../localstack/cli/crawl-command.ts';
 import { CrawlTally } from '../../localstack/cli/crawl-tally.ts';
 
 describe('CrawlTally (what `crawl` knows of the crawl it follows)', () => {
@@ -46,5 +47,17 @@ describe('CrawlTally (what `crawl` knows of the crawl it follows)', () => {
       },
     );
     expect(tally.statusLine()).toBe('pages 2, failed 0, pending 7, 1.0 pages/s, 2 s');
+  });
+  it('sums up a crawl the cluster refused with status refused and the rejection, whose reason reads as kind: detail', () => {
+    const tally = new CrawlTally(() => 0);
+    const rejection = {
+      error: 'duplicate',
+      crawlid: 'c1',
+      details: [{ path: '/url', message: "the URL is already in this crawl's dupefilter" }],
+    };
+    const s = tally.summary({ appid: 'a', crawlid: 'c1', url: 'http://a/' }, 'demo', { kind: 'refused', rejection });
+    expect(s).toMatchObject({ status: 'refused', pages: 0, rejection });
+    expect(refusalReason(rejection)).toBe("duplicate: the URL is already in this crawl's dupefilter");
+    expect(refusalReason({ error: 'stopped' })).toBe('stopped');
   });
 });

@@ -4,7 +4,13 @@
  */
 import { networkInterfaces } from 'node:os';
 import * as grpc from '@grpc/grpc-js';
-import { urlFrontierHandlers, urlFrontierServiceDefinition } from '../../lib/url-frontier/service.ts';
+import { ReadBudget } from '../../lib/url-frontier/read-budget.ts';
+import {
+  PUT_BUFFER_BYTES,
+  SERVER_OPTIONS,
+  urlFrontierHandlers,
+  urlFrontierServiceDefinition,
+} from '../../lib/url-frontier/service.ts';
 import type { UrlFrontierStore } from '../../lib/url-frontier/store.ts';
 
 export interface UrlFrontierServer {
@@ -12,6 +18,8 @@ export interface UrlFrontierServer {
   port: number;
   /** `host:port` as ListNodes reports it (the advertised address when one is given). */
   address: string;
+  /** What this server's PutURLs / PutDiscovered streams hold unacked, together (lib/url-frontier/read-budget.ts). */
+  putBudget: ReadBudget;
   /** Stops accepting calls; gives running calls `graceMs` and then cancels them. */
   close(graceMs?: number): Promise<void>;
 }
@@ -36,14 +44,20 @@ export async function startUrlFrontierServer(
     /** `host:port` for ListNodes instead of the bound address (behind a load balancer: its endpoint). */
     advertise?: string;
     log?: (level: 'info' | 'error', message: string) => void;
+    /**
+     * Wire bytes every PutURLs / PutDiscovered stream together may hold unacked before they stop reading.
+     * @default PUT_BUFFER_BYTES
+     */
+    putBufferBytes?: number;
   } = {},
 ): Promise<UrlFrontierServer> {
   const host = options.host ?? '127.0.0.1';
-  const server = new grpc.Server();
+  const server = new grpc.Server(SERVER_OPTIONS);
+  const putBudget = new ReadBudget(options.putBufferBytes ?? PUT_BUFFER_BYTES);
   let address = options.advertise || `${reportedHost(host)}:${options.port ?? 7071}`;
   server.addService(
     urlFrontierServiceDefinition(),
-    urlFrontierHandlers(store, { nodeAddress: () => address, log: options.log }),
+    urlFrontierHandlers(store, { nodeAddress: () => address, log: options.log, putBudget }),
   );
   const port = await new Promise<number>((resolve, reject) => {
     server.bindAsync(
@@ -56,6 +70,7 @@ export async function startUrlFrontierServer(
   return {
     port,
     address,
+    putBudget,
     close: (graceMs = 2000) =>
       new Promise<void>((resolve) => {
         const timer = setTimeout(() => {

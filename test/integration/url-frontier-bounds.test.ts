@@ -3,15 +3,24 @@
  * empty GetURLs costs in Redis commands whatever the crawl holds, how long an error message may get, invalid UTF-8
  * in any string field, and how much of a PutURLs stream the server holds while Redis stores it.
  */
+import * as grpc from '@grpc/grpc-js';
 import { afterAll, afterEach, describe, expect, test, vi } from 'vitest';
-import type { UrlFrontierServer } from '../../functions/url-frontier/server.ts';
+import { startUrlFrontierServer, type UrlFrontierServer } from '../../functions/url-frontier/server.ts';
 import type { RedisClient } from '../../lib/redis/client.ts';
+import {
+  ECHO_MAX_CHARS,
+  FIELD_MAX_CHARS,
+  urlFrontierClientConstructor,
+  urlFrontierServiceDefinition,
+} from '../../lib/url-frontier/service.ts';
 import { type PutItem, UrlFrontierStore } from '../../lib/url-frontier/store.ts';
 import { clusterRedis, uniqueName } from '../helpers/services.ts';
 
 const redis = clusterRedis();
+const Client = urlFrontierClientConstructor();
+type AnyClient = grpc.Client & Record<string, (...args: unknown[]) => unknown>;
 
-const open: { servers: UrlFrontierServer[]; clients: { close(): void }[]; stores: UrlFrontierStore[] } = {
+const open: { servers: UrlFrontierServer[]; clients: grpc.Client[]; stores: UrlFrontierStore[] } = {
   servers: [],
   clients: [],
   stores: [],
@@ -32,6 +41,34 @@ function newStore(now?: () => number): UrlFrontierStore {
   const store = new UrlFrontierStore(redis, uniqueName('ufx'), now);
   open.stores.push(store);
   return store;
+}
+
+async function serve(
+  store: UrlFrontierStore,
+  options: Parameters<typeof startUrlFrontierServer>[1] = {},
+): Promise<{ server: UrlFrontierServer; client: AnyClient }> {
+  const server = await startUrlFrontierServer(store, { port: 0, ...options });
+  open.servers.push(server);
+  return { server, client: connect(server) };
+}
+
+/** A client of `server` on its own HTTP/2 connection (grpc-js shares one between clients of a target otherwise). */
+function connect(server: UrlFrontierServer): AnyClient {
+  const client = new Client(`127.0.0.1:${server.port}`, grpc.credentials.createInsecure(), {
+    'grpc.use_local_subchannel_pool': 1,
+  }) as unknown as AnyClient;
+  open.clients.push(client);
+  return client;
+}
+
+function unary<T = Record<string, unknown>>(client: AnyClient, method: string, req: object): Promise<T> {
+  return new Promise((resolve, reject) => {
+    (client[method] as (r: object, cb: (e: grpc.ServiceError | null, res: T) => void) => void).call(
+      client,
+      req,
+      (e, res) => (e ? reject(e) : resolve(res)),
+    );
+  });
 }
 
 /** Every command `run` sends on `client` (a script call counts once, with its KEYS), in order. */
@@ -158,5 +195,178 @@ describe('GetURLs costs O(log n + queues served), not O(queues of the crawl)', (
     expect(await all()).toEqual([]);
     await store.blockQueueUntil('c', 'b.com', 0);
     expect(await all()).toEqual(['http://b.com/3']);
+  });
+});
+
+describe('error messages quote a bounded excerpt of the input; field sizes are checked', () => {
+  test('a 100 KB crawl ID gets INVALID_ARGUMENT naming the field, in a short message; the same client goes on working', async () => {
+    const { client } = await serve(newStore());
+    const huge = 'c'.repeat(100_000);
+    const calls: [string, object, string][] = [
+      ['SetCrawlLimit', { key: 'a.com', limit: 1, crawlID: huge }, 'crawlID'],
+      ['GetURLStatus', { url: 'http://a.com/', crawlID: huge }, 'crawlID'],
+      ['GetStats', { crawlID: huge }, 'crawlID'],
+      ['DeleteCrawl', { value: huge }, 'value'],
+      ['SetCrawlLimit', { key: 'k'.repeat(FIELD_MAX_CHARS.key + 1), limit: 1 }, 'key'],
+      ['GetURLStatus', { url: `http://a.com/${'u'.repeat(FIELD_MAX_CHARS.url)}` }, 'url'],
+    ];
+    for (const [method, req, field] of calls) {
+      const error = (await unary(client, method, req).catch((e: unknown) => e)) as grpc.ServiceError;
+      expect(error.code, method).toBe(grpc.status.INVALID_ARGUMENT);
+      expect(error.details).toContain(`${method}: ${field}`);
+      expect(error.details.length).toBeLessThan(200);
+      // The same client (its one HTTP/2 session) still works.
+      expect(await unary(client, 'GetActive', {})).toEqual({ state: true });
+    }
+  });
+
+  test('a NOT_FOUND for a long URL or key quotes 200 characters of it with an ellipsis', async () => {
+    const { client } = await serve(newStore());
+    const url = `http://a.com/${'u'.repeat(8000)}`;
+    const error = (await unary(client, 'GetURLStatus', { url }).catch((e: unknown) => e)) as grpc.ServiceError;
+    expect(error.code).toBe(grpc.status.NOT_FOUND);
+    expect(error.details).toContain(`${url.slice(0, ECHO_MAX_CHARS)}"… (${url.length} characters)`);
+    expect(error.details.length).toBeLessThan(3 * ECHO_MAX_CHARS);
+    const key = 'k'.repeat(FIELD_MAX_CHARS.key);
+    const missing = (await unary(client, 'SetCrawlLimit', { key, limit: 1 }).catch(
+      (e: unknown) => e,
+    )) as grpc.ServiceError;
+    expect(missing.code).toBe(grpc.status.NOT_FOUND);
+    expect(missing.details.length).toBeLessThan(3 * ECHO_MAX_CHARS);
+  });
+});
+
+describe('invalid UTF-8 in any string field is rejected, naming the field', () => {
+  const service = urlFrontierServiceDefinition();
+  /** Stands for the invalid bytes in a request built by the schema's own encoder (same length, so sizes hold). */
+  const MARK = 'BADBYTES';
+  // 0xff never occurs in UTF-8; c0 af is an overlong '/'; ed a0 80 a UTF-16 surrogate.
+  const INVALID = Buffer.from([0x61, 0xff, 0x62, 0xc0, 0xaf, 0xed, 0xa0, 0x80]);
+
+  function plain(method: string, req: object): Buffer {
+    return Buffer.from((service[method] as grpc.MethodDefinition<object, object>).requestSerialize(req));
+  }
+
+  /** `req` encoded, with every MARK replaced by the invalid bytes. */
+  function raw(method: string, req: object): Buffer {
+    const bytes = plain(method, req);
+    const mark = Buffer.from(MARK);
+    let at = bytes.indexOf(mark);
+    expect(at).toBeGreaterThanOrEqual(0);
+    for (; at >= 0; at = bytes.indexOf(mark, at)) INVALID.copy(bytes, at);
+    return bytes;
+  }
+
+  function rawUnary(client: AnyClient, method: string, bytes: Buffer): Promise<unknown> {
+    const def = service[method] as grpc.MethodDefinition<object, object>;
+    return new Promise((resolve, reject) => {
+      client.makeUnaryRequest(
+        def.path,
+        (b: Buffer) => b,
+        def.responseDeserialize,
+        bytes,
+        (e, res) => (e ? reject(e) : resolve(res)),
+      );
+    });
+  }
+
+  /** A raw PutURLs / PutDiscovered stream: the acks before it ended, and its error (undefined when it ended OK). */
+  function rawBidi(
+    client: AnyClient,
+    method: string,
+    messages: Buffer[],
+  ): Promise<{ acks: object[]; error?: grpc.ServiceError }> {
+    const def = service[method] as grpc.MethodDefinition<object, object>;
+    return new Promise((resolve) => {
+      const call = client.makeBidiStreamRequest(def.path, (b: Buffer) => b, def.responseDeserialize);
+      const acks: object[] = [];
+      call.on('data', (a: object) => acks.push(a));
+      call.on('error', (error: grpc.ServiceError) => resolve({ acks, error }));
+      call.on('end', () => resolve({ acks }));
+      for (const m of messages) call.write(m);
+      call.end();
+    });
+  }
+
+  const info = (over: object) => ({ url: 'http://u.com/1', key: '', crawlID: '', metadata: {}, ...over });
+
+  test('unary and server-streaming calls: url, key, crawlID', async () => {
+    const { client } = await serve(newStore());
+    const cases: [string, object, string][] = [
+      ['GetURLStatus', { url: `http://a.com/${MARK}` }, 'url'],
+      ['GetURLStatus', { url: 'http://a.com/', key: MARK }, 'key'],
+      ['GetURLStatus', { url: 'http://a.com/', crawlID: MARK }, 'crawlID'],
+      ['SetCrawlLimit', { key: 'a.com', limit: 1, crawlID: MARK }, 'crawlID'],
+      ['DeleteCrawl', { value: MARK }, 'value'],
+      ['CountURLs', { filter: MARK }, 'filter'],
+    ];
+    for (const [method, req, field] of cases) {
+      const error = (await rawUnary(client, method, raw(method, req)).catch((e: unknown) => e)) as grpc.ServiceError;
+      expect(error.code, `${method} ${field}`).toBe(grpc.status.INVALID_ARGUMENT);
+      expect(error.details).toBe(`${method}: ${field} is not valid UTF-8`);
+    }
+    const def = service.GetURLs as grpc.MethodDefinition<object, object>;
+    const error = await new Promise<grpc.ServiceError>((resolve) => {
+      const call = client.makeServerStreamRequest(
+        def.path,
+        (b: Buffer) => b,
+        def.responseDeserialize,
+        raw('GetURLs', { crawlID: MARK }),
+      );
+      call.on('data', () => undefined);
+      call.on('error', resolve);
+    });
+    expect(error.code).toBe(grpc.status.INVALID_ARGUMENT);
+    expect(error.details).toBe('GetURLs: crawlID is not valid UTF-8');
+  });
+
+  test('PutURLs and PutDiscovered: every string of an item; the items before it are acked, none after is stored', async () => {
+    const store = newStore();
+    const { client } = await serve(store);
+    const cases: [object, string][] = [
+      [{ discovered: { info: info({ url: `http://u.com/${MARK}` }) } }, 'discovered.info.url'],
+      [{ discovered: { info: info({ key: MARK }) } }, 'discovered.info.key'],
+      [{ known: { info: info({ crawlID: MARK }), refetchable_from_date: 0 } }, 'known.info.crawlID'],
+      [{ discovered: { info: info({ metadata: { [MARK]: { values: ['v'] } } }) } }, 'discovered.info.metadata name'],
+      [
+        { discovered: { info: info({ metadata: { m: { values: ['ok', MARK] } } }) } },
+        'discovered.info.metadata values',
+      ],
+      [{ ID: MARK, discovered: { info: info({}) } }, 'ID'],
+    ];
+    for (const [i, [item, field]] of cases.entries()) {
+      const before = plain('PutURLs', { ID: 'first', discovered: { info: info({ url: `http://ok.com/${i}` }) } });
+      const after = plain('PutURLs', { discovered: { info: info({ url: 'http://ok.com/after' }) } });
+      const { acks, error } = await rawBidi(client, 'PutURLs', [before, raw('PutURLs', item), after]);
+      expect(error?.code, field).toBe(grpc.status.INVALID_ARGUMENT);
+      expect(error?.details).toBe(`PutURLs: ${field} is not valid UTF-8`);
+      expect(acks).toEqual([{ ID: 'first', status: 'OK' }]);
+    }
+    const batch = await rawBidi(client, 'PutDiscovered', [
+      raw('PutDiscovered', { ID: 'b', items: [info({ url: 'http://ok.com/batch' }), info({ crawlID: MARK })] }),
+    ]);
+    expect(batch.error?.code).toBe(grpc.status.INVALID_ARGUMENT);
+    expect(batch.error?.details).toBe('PutDiscovered: items.crawlID is not valid UTF-8');
+    // Nothing of the rejected messages, nor after them, was stored: only the first item of every stream.
+    expect(await store.countUrls('DEFAULT', 'ok.com')).toBe(cases.length);
+    expect(await store.countUrls('DEFAULT', 'u.com')).toBe(0);
+    expect(await store.crawls()).toEqual(['DEFAULT']);
+  });
+
+  test('a real U+FFFD (EF BF BD, valid UTF-8) is stored as sent, distinct from other URLs', async () => {
+    const store = newStore();
+    const { client } = await serve(store);
+    const { acks, error } = await rawBidi(client, 'PutURLs', [
+      Buffer.from(
+        (service.PutURLs as grpc.MethodDefinition<object, object>).requestSerialize({
+          discovered: { info: info({ url: 'http://u.com/\uFFFD', metadata: { m: { values: ['\uFFFD'] } } }) },
+        }),
+      ),
+    ]);
+    expect(error).toBeUndefined();
+    expect(acks).toEqual([{ ID: 'http://u.com/\uFFFD', status: 'OK' }]);
+    expect(await store.urlStatus('DEFAULT', 'u.com', 'http://u.com/\uFFFD')).toMatchObject({
+      metadata: { m: ['\uFFFD'] },
+    });
   });
 });

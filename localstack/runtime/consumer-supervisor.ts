@@ -20,7 +20,10 @@ import { errorFields, type RuntimeLog } from './log.ts';
 export interface RestartPolicy {
   /** Wait before the first restart, in ms; it doubles per failed attempt. @default 1000 */
   initialBackoffMs: number;
-  /** Cap of the wait between two attempts, in ms. @default 30_000 */
+  /**
+   * Cap of the wait between two attempts, in ms: also the longest a consumer stays down after its broker is back.
+   * @default 10_000
+   */
   maxBackoffMs: number;
   /**
    * A consumer down this long (from its crash to a join) is given up on: long enough for a broker to be
@@ -33,7 +36,7 @@ export interface RestartPolicy {
 /** The defaults of {@link RestartPolicy}. */
 export const DEFAULT_RESTART_POLICY: Readonly<RestartPolicy> = {
   initialBackoffMs: 1000,
-  maxBackoffMs: 30_000,
+  maxBackoffMs: 10_000,
   giveUpAfterMs: 300_000,
 };
 

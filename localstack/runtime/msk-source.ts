@@ -93,7 +93,7 @@ export interface MskSourceOptions {
   /**
    * How a consumer that kafkajs will not restart (a CRASH with `restart: false`, e.g. after a broker restart) is
    * replaced by a new one, and how long it may stay down (consumer-supervisor.ts).
-   * @default DEFAULT_RESTART_POLICY (1 s doubling to 30 s; given up after 5 min down)
+   * @default DEFAULT_RESTART_POLICY (1 s doubling to 10 s; given up after 5 min down)
    */
   restartPolicy?: Partial<RestartPolicy>;
   /**

@@ -148,19 +148,22 @@ export class Frontier {
     await this.#register(spider);
     const out: EnqueueOutcome[] = new Array(items.length);
     const keyOf = crawlKeys(spider);
-    for (const { p, idx } of byPartition(items, (item) => this.partitionFor(spider, item.request.domain))) {
-      const batch = enqueueArgs(p, spider, items, idx, keyOf);
-      const codes = await this.#run<number[]>(
-        'enqueue',
-        p,
-        batch.dupeKeys,
-        [this.#o.dupefilterTtlSec, ...batch.args],
-        now,
-      );
-      idx.forEach((i, k) => {
-        out[i] = outcomeOf(codes[k]);
-      });
-    }
+    for (const { p, idx: whole } of byPartition(items, (item) => this.partitionFor(spider, item.request.domain)))
+      for (let from = 0; from < whole.length; from += MAX_FOLDED_CHILDREN) {
+        // Bounded script calls: a sitemap's 50,000 URLs are 350,000 arguments, more than a call's stack can spread.
+        const idx = whole.slice(from, from + MAX_FOLDED_CHILDREN);
+        const batch = enqueueArgs(p, spider, items, idx, keyOf);
+        const codes = await this.#run<number[]>(
+          'enqueue',
+          p,
+          batch.dupeKeys,
+          [this.#o.dupefilterTtlSec, ...batch.args],
+          now,
+        );
+        idx.forEach((i, k) => {
+          out[i] = outcomeOf(codes[k]);
+        });
+      }
     return out;
   }
 
@@ -235,6 +238,12 @@ export class Frontier {
       ownItems.forEach((item, i) => {
         (samePartition(this.partitionFor(own.spider, item.request.domain), own) ? folded : elsewhere).push(i);
       });
+      // At most MAX_FOLDED_CHILDREN ride with the ack (one bounded script call); the earlier ones of a page with more
+      // (a directory page, an HTML sitemap) are queued first, in bounded calls, so their order is kept.
+      if (folded.length > MAX_FOLDED_CHILDREN) {
+        for (const i of folded.splice(0, folded.length - MAX_FOLDED_CHILDREN)) elsewhere.push(i);
+        elsewhere.sort((a, b) => a - b);
+      }
       const codes: EnqueueOutcome[] = new Array(ownItems.length);
       if (elsewhere.length > 0) {
         const out = await this.enqueue(
@@ -286,7 +295,7 @@ export class Frontier {
     const together: number[] = [];
     for (let i = 0; i < items.length; i++) {
       const it = items[i] as (typeof items)[number];
-      if (this.#allOwn(it.lease.partition, it.children)) together.push(i);
+      if (this.#allOwn(it.lease.partition, it.children) && ownChildren(it) <= MAX_FOLDED_CHILDREN) together.push(i);
       else
         try {
           out[i] = await this.ack(it.lease, it.outcome, now, it.children);
@@ -607,6 +616,14 @@ type AckReply = [number?, number?, number?, number?, number?];
  * batch of link-heavy pages would otherwise hold Redis for one long script.
  */
 export const MAX_FOLDED_CHILDREN = 2000;
+
+/** How many children of an ack go to its lease's own spider type. */
+function ownChildren(it: {
+  lease: Pick<Lease, 'partition'>;
+  children?: ReadonlyMap<string, readonly FrontierItem[]>;
+}): number {
+  return it.children?.get(it.lease.partition.spider)?.length ?? 0;
+}
 
 /** `idx` cut into runs (in order) whose children add up to at most {@link MAX_FOLDED_CHILDREN}, one item at least. */
 function byChildren(idx: readonly number[], childrenOf: (i: number) => number): number[][] {

@@ -395,3 +395,58 @@ describe('ackMany with children (the pages of one Kafka batch)', () => {
     expect(await counts(frontier)).toEqual({ queued: 3 * per, leased: 0, done: 3, failed: 0 });
   });
 });
+
+describe('a page with very many children (issue 30 defect 1: 10,000 links crashed the worker)', () => {
+  const many = (n: number, host = 'a.com') => Array.from({ length: n }, (_, i) => `http://${host}/p${i}`);
+
+  test.each([10_000, 50_000])(
+    'ack queues all %i children in bounded script calls and acks the page',
+    async (n) => {
+      const frontier = testFrontier(redis);
+      const crawl = seedCrawl('app', 'c1', { maxdepth: 2 });
+      const lease = await seed(frontier, crawl);
+      const calls = await recordScriptCalls(redis, async () => {
+        const ack = await frontier.ack(lease, 'done', T0 + 1, children(crawl, many(n)));
+        expect(ack.acked).toBe(true);
+        expect(ack.children?.get('link')?.length).toBe(n);
+        expect(ack.children?.get('link')?.every((o) => o === 'queued')).toBe(true);
+      });
+      // No call carries more than a bounded share of the children (one script call per page was 7 ARGV per child).
+      expect(Math.max(...calls.map((c) => c.argv.length))).toBeLessThan(MAX_FOLDED_CHILDREN * 8 + 100);
+      expect(await counts(frontier)).toEqual({ queued: n, leased: 0, done: 1, failed: 0 });
+    },
+    120_000,
+  );
+
+  test('ackMany acks a page with 10,000 children together with ordinary pages', async () => {
+    const frontier = testFrontier(redis);
+    const crawl = seedCrawl('app', 'c1', { maxdepth: 2 });
+    for (const u of ['http://a.com/s1', 'http://a.com/s2', 'http://a.com/s3'])
+      await frontier.enqueue('link', [{ crawl, request: queueRequest(u, 5) }], T0);
+    const leases = await leaseAll(frontier, 'link', T0, { max: 3 });
+    expect(leases).toHaveLength(3);
+    const results = await frontier.ackMany(
+      [
+        { lease: leases[0] as Lease, outcome: 'done', children: children(crawl, ['http://a.com/x']) },
+        { lease: leases[1] as Lease, outcome: 'done', children: children(crawl, many(10_000, 'b.com')) },
+        { lease: leases[2] as Lease, outcome: 'done' },
+      ],
+      T0 + 1,
+    );
+    expect(results.map((r) => r.acked)).toEqual([true, true, true]);
+    expect(results[1]?.children?.get('link')?.filter((o) => o === 'queued')).toHaveLength(10_000);
+    expect(await counts(frontier)).toEqual({ queued: 10_001, leased: 0, done: 3, failed: 0 });
+  }, 120_000);
+
+  test('enqueue of 50,000 requests in one call is cut into bounded script calls', async () => {
+    const frontier = testFrontier(redis);
+    const crawl = seedCrawl('app', 'c1', { maxdepth: 2 });
+    const items = many(50_000).map((u) => ({ crawl, request: queueRequest(u, 1) }));
+    const calls = await recordScriptCalls(redis, async () => {
+      const out = await frontier.enqueue('link', items, T0);
+      expect(out.filter((o) => o === 'queued')).toHaveLength(50_000);
+    });
+    expect(calls.length).toBeGreaterThan(1);
+    expect(Math.max(...calls.map((c) => c.argv.length))).toBeLessThan(MAX_FOLDED_CHILDREN * 8 + 100);
+  }, 120_000);
+});

@@ -78,7 +78,7 @@ export interface ConsumerHealth {
   state: ConsumerState;
   /** When it went down (epoch ms), while `down` or `failed`. */
   downSince?: number;
-  /** Consumers built anew by the supervisor so far. */
+  /** Restarts the supervisor attempted so far (a new consumer each, whether it got in or not). */
   restarts: number;
   /** The last crash's message, while `down` or `failed`. */
   lastError?: string;
@@ -211,9 +211,10 @@ export class ConsumerSupervisor {
     if (this.state !== 'down') return;
     this.replacing = true;
     this.again = false;
+    // Counted before: the new consumer's join (and its log line) comes before replace() resolves.
+    this.restarts += 1;
     try {
       await this.options.replace();
-      this.restarts += 1;
     } catch (error) {
       this.again = true;
       this.lastError = errorFields(error).error;

@@ -1,6 +1,7 @@
 /**
  * The crawler fleet on one machine: CRAWLER_WORKERS child processes running functions/crawler/main.ts,
- * the same entry point as the Fargate task. A worker that dies is started again (as ECS would), unless it exited
+ * the same entry point as the Fargate task. A worker that dies is started again (as ECS would, after a backoff that
+ * grows while it keeps dying at once), unless it exited
  * because its configuration is invalid (exit code 2: a broken spider plugin); stop sends
  * SIGTERM and waits for the graceful drain (SIGKILL if it has not ended well past SHUTDOWN_DEADLINE_MS).
  */
@@ -9,12 +10,16 @@ import { join } from 'node:path';
 import { CRAWLER_NODE_FLAGS } from '../../functions/crawler/node-flags.ts';
 import { VARIABLES, type Variables } from '../../lib/config/index.ts';
 import { REPO_ROOT } from '../repo-root.ts';
+import { restartBackoffMs } from './consumer-supervisor.ts';
 import { crawlerNode } from './crawler-node.ts';
 import { bodyStoreEnv } from './local-aws.ts';
 import type { RuntimeLog } from './log.ts';
 
 /** The exit code of a worker whose configuration is invalid (functions/crawler/main.ts): it is not restarted. */
 export const CONFIG_EXIT_CODE = 2;
+
+/** A worker that ran this long before it exited is restarted after the first backoff again, not a longer one. */
+const HEALTHY_RUN_MS = 60_000;
 
 /** How long past SHUTDOWN_DEADLINE_MS a worker may take to flush and exit before {@link CrawlerWorkers.stop} kills it. */
 const KILL_GRACE_MS = 15_000;
@@ -48,7 +53,11 @@ export function startCrawlerWorkers(
   const env = envOf(vars, baseEnv);
   const node = crawlerNode(vars.CRAWLER_NODE);
 
+  // Per slot: quick exits in a row. A worker that cannot start (Kafka away: it exits 1 at once) is restarted after
+  // 1 s, then 2, 4, 8, 10 s (consumer-supervisor.ts restartBackoffMs), not every second for as long as it lasts.
+  const quickExits = new Map<number, number>();
   const startOne = (slot: number) => {
+    const startedAt = Date.now();
     const child = spawn(node, [...CRAWLER_NODE_FLAGS, entry], {
       env,
       stdio: ['ignore', 'inherit', 'inherit'],
@@ -69,10 +78,13 @@ export function startCrawlerWorkers(
         children.delete(slot);
         return;
       }
-      log('warn', `crawler worker ${slot} exited; starting it again`, { code, signal });
+      const streak = Date.now() - startedAt >= HEALTHY_RUN_MS ? 0 : (quickExits.get(slot) ?? 0);
+      quickExits.set(slot, streak + 1);
+      const inMs = restartBackoffMs(streak);
+      log('warn', `crawler worker ${slot} exited; starting it again`, { code, signal, inMs });
       setTimeout(() => {
         if (!stopping) startOne(slot);
-      }, 1000).unref();
+      }, inMs).unref();
     });
   };
   for (let i = 0; i < count; i++) startOne(i);

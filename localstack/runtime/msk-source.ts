@@ -88,6 +88,13 @@ export interface MskSourceOptions {
    * @default 500
    */
   pollWaitMs?: number;
+  /**
+   * The group session timeout, in ms. After a broker restart (or a hard kill of the process) the group still holds
+   * the old member until its session expires, and a new consumer's join waits for that: this bounds how long the
+   * source stays down after its broker is back, and how long a join at start can take.
+   * @default 10_000 (kafkajs: 30_000; brokers accept 6_000 and up)
+   */
+  sessionTimeoutMs?: number;
   /** The event's `bootstrapServers` field (no handler reads it). @default empty */
   bootstrapServers?: string;
   /**
@@ -143,6 +150,7 @@ export async function startMskSource(options: MskSourceOptions): Promise<MskSour
   const maxRetryBackoffMs = nonNegative('maxRetryBackoffMs', options.maxRetryBackoffMs ?? 10_000);
   const stopTimeoutMs = nonNegative('stopTimeoutMs', options.stopTimeoutMs ?? 30_000);
   const pollWaitMs = positiveInteger('pollWaitMs', options.pollWaitMs ?? 500);
+  const sessionTimeoutMs = positiveInteger('sessionTimeoutMs', options.sessionTimeoutMs ?? 10_000);
   const startingPosition = options.startingPosition ?? 'TRIM_HORIZON';
 
   const buffer: Buffered[] = [];
@@ -348,6 +356,9 @@ export async function startMskSource(options: MskSourceOptions): Promise<MskSour
       groupId,
       maxWaitTimeInMs: pollWaitMs,
       allowAutoTopicCreation: false,
+      sessionTimeout: sessionTimeoutMs,
+      // kafkajs's advice: a third of the session.
+      heartbeatInterval: Math.max(100, Math.floor(sessionTimeoutMs / 3)),
       // Every restart goes through the supervisor. kafkajs's own restart joins the group again inside a
       // consumer that a concurrent disconnect() does not stop (kafkajs 2.2.4 runner.stop() returns at once while
       // the join runs): a consumer nobody holds kept fetching and `local` never exited after a broker restart.

@@ -114,7 +114,7 @@ describe('ConsumerSupervisor', () => {
     const start = Date.now();
     await vi.advanceTimersByTimeAsync(1000 + 2000 + 4000 + 8000);
     expect(at.map((t) => t - start)).toEqual([1000, 3000, 7000, 15_000]);
-    expect(h.supervisor.health()).toMatchObject({ state: 'down', restarts: 0, lastError: 'Connection refused' });
+    expect(h.supervisor.health()).toMatchObject({ state: 'down', restarts: 4, lastError: 'Connection refused' });
 
     replace.mockImplementation(async () => {
       at.push(Date.now());

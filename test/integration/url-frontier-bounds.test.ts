@@ -370,3 +370,79 @@ describe('invalid UTF-8 in any string field is rejected, naming the field', () =
     });
   });
 });
+
+describe('PutURLs holds a bounded number of bytes, whatever the clients send and however slow Redis is', () => {
+  test('two clients streaming 10 KB of metadata per item: what the store holds never exceeds the budget', async () => {
+    const real = newStore();
+    // The real store behind a gate: its puts wait (Redis "stalls") until the gate opens. What the puts hold is
+    // measured here, outside the server, in the bytes the items carry.
+    let openGate: () => void = () => undefined;
+    const gate = new Promise<void>((resolve) => {
+      openGate = resolve;
+    });
+    let held = 0;
+    let peak = 0;
+    const slow = Object.create(real) as UrlFrontierStore;
+    slow.put = async (items: PutItem[]) => {
+      const bytes = items.reduce((n, i) => n + i.url.length + JSON.stringify(i.metadata).length, 0);
+      held += bytes;
+      peak = Math.max(peak, held);
+      try {
+        await gate;
+        return await real.put(items);
+      } finally {
+        held -= bytes;
+      }
+    };
+    const budget = 256 * 1024;
+    const { server } = await serve(slow, { putBufferBytes: budget });
+    const value = 'v'.repeat(10_000);
+    const perStream = 1000; // 10 MB a stream, 40 x the budget
+    // The budget plus one message per stream (each reads the message in hand before it stops).
+    const bound = budget + 2 * (value.length + 100);
+
+    const stream = (client: AnyClient, name: string) => {
+      const call = (client.PutURLs as () => grpc.ClientDuplexStream<object, { status: string }>).call(client);
+      const state = { written: 0, acks: [] as string[] };
+      const ended = new Promise<void>((resolve, reject) => {
+        call.on('data', (a: { status: string }) => state.acks.push(a.status));
+        call.on('error', reject);
+        call.on('end', () => resolve());
+      });
+      const writing = (async () => {
+        for (let i = 0; i < perStream; i++) {
+          const url = `https://${name}${i % 20}.example.org/${i}`;
+          const info = { url, key: '', crawlID: 'mem', metadata: { m: { values: [value] } } };
+          state.written++;
+          if (!call.write({ ID: '', discovered: { info } }))
+            await new Promise((resolve) => call.once('drain', resolve));
+        }
+        call.end();
+      })();
+      const done = Promise.all([writing, ended]);
+      done.catch(() => undefined); // awaited below, unless an assertion fails first
+      return { state, done };
+    };
+    const a = stream(connect(server), 'a');
+    const b = stream(connect(server), 'b');
+    // Until both streams wait for the budget (or the store holds more than the bound, or the clients wrote it all:
+    // either means the server read ahead without one), polled, 20 s at most.
+    for (let i = 0; i < 2000; i++) {
+      if (held > bound || server.putBudget?.waiting === 2) break;
+      if (a.state.written === perStream && b.state.written === perStream) break;
+      await new Promise((resolve) => setTimeout(resolve, 10));
+    }
+    expect(held).toBeGreaterThan(0);
+    expect(held).toBeLessThanOrEqual(bound);
+    expect(server.putBudget.waiting).toBe(2);
+    expect(a.state.written + b.state.written).toBeLessThan(perStream);
+
+    openGate();
+    await Promise.all([a.done, b.done]);
+    expect([...a.state.acks, ...b.state.acks]).toEqual(Array(2 * perStream).fill('OK'));
+    expect(await real.countUrls('mem', undefined)).toBe(2 * perStream);
+    expect(peak).toBeLessThanOrEqual(bound);
+    expect(server.putBudget.peak).toBeLessThanOrEqual(bound);
+    expect(server.putBudget.used).toBe(0);
+  });
+});

@@ -7,6 +7,7 @@ import * as grpc from '@grpc/grpc-js';
 import { afterAll, afterEach, describe, expect, test, vi } from 'vitest';
 import { startUrlFrontierServer, type UrlFrontierServer } from '../../functions/url-frontier/server.ts';
 import type { RedisClient } from '../../lib/redis/client.ts';
+import { urlFrontierCrawlKeys } from '../../lib/redis/keys.ts';
 import {
   ECHO_MAX_CHARS,
   FIELD_MAX_CHARS,
@@ -153,6 +154,22 @@ describe('GetURLs costs O(log n + queues served), not O(queues of the crawl)', (
     // HGET active, claim (1 queue), serve (that queue: crawl keys + its 6), claim (none left).
     expect(sent.length).toBeLessThanOrEqual(4);
     expect(sent.reduce((n, c) => n + c.keys, 0)).toBeLessThanOrEqual(2 + 12 + 2);
+  });
+
+  test('a crawl stored before the due index (its queues in the old rotation) is served whole on the first GetURLs', async () => {
+    const store = newStore();
+    const hosts = ['a.com', 'b.com', 'c.com'];
+    await store.put(hosts.map((h) => item('c', h, `http://${h}/`, 'discovered')));
+    // What an older server left: the queues in `rot` (any scores), no `due`.
+    const keys = urlFrontierCrawlKeys(store.prefix, 'c');
+    await redis.del(keys.due);
+    await redis.zadd(keys.legacyRotation, 1, 'a.com', 2, 'b.com', 3, 'c.com');
+    const got: string[] = [];
+    await store.getUrls({ crawl: 'c', maxQueues: 0, maxUrlsPerQueue: 0, holdSeconds: 30 }, (u) => {
+      got.push(...u.map((x) => x.url));
+    });
+    expect(got.sort()).toEqual(hosts.map((h) => `http://${h}/`));
+    expect(await redis.exists(keys.legacyRotation)).toBe(0);
   });
 
   test('a queue comes back when a put, a hold ending, SetCrawlLimit or BlockQueueUntil lets it produce', async () => {

@@ -27,6 +27,8 @@ const APPID = 'brokerrestart';
 const SHUTDOWN_DEADLINE_MS = 5000;
 /** Bound of `local`'s exit after SIGTERM: the drain, the consumers leaving their groups, a loaded machine. */
 const EXIT_WITHIN_MS = 30_000;
+/** Longest wait for a request fed once health is GREEN to be answered: both monitors read by then. */
+const READ_WITHIN_MS = 10_000;
 /** Longest wait for `local` to read again once the broker is back: a crash, then at most a 10 s restart backoff. */
 const RECOVER_WITHIN_MS = 90_000;
 
@@ -184,7 +186,6 @@ describe('a Kafka broker restart under `crawl-cluster local`', () => {
     const recoveredMs = Date.now() - backAt;
     process.stderr.write(`[broker-restart] GREEN again ${recoveredMs} ms after the broker was back\n`);
     expect(healthSeen.some((h) => h.node_health !== 'GREEN' && !h.kafka_connected)).toBe(true);
-    expect(local.stderr()).toContain('consumer is consuming again');
 
     // Feed and read on the restarted broker: the request goes through the kafka-monitor's (new) consumer.
     const kafka = broker.kafka();
@@ -205,8 +206,21 @@ describe('a Kafka broker restart under `crawl-cluster local`', () => {
       await producer.send({
         topic: topics.incoming,
         acks: -1,
-        messages: [{ value: JSON.stringify({ url: site.url(0), appid: APPID, crawlid: 'after', maxdepth: 1 }) }],
+        messages: [
+          { value: JSON.stringify({ action: 'info', appid: APPID, spiderid: 'link', uuid: 'after-restart' }) },
+          { value: JSON.stringify({ url: site.url(0), appid: APPID, crawlid: 'after', maxdepth: 1 }) },
+        ],
       });
+      // GREEN means both monitors read now (it used to come back with the broker, while they were still away): the
+      // info request goes through both of them (incoming, then actions) and is answered within seconds.
+      await waitUntil(
+        'the reply to an info request fed once health was GREEN',
+        () => seen.some((m) => m.uuid === 'after-restart'),
+        READ_WITHIN_MS,
+      ).catch((error: Error) => {
+        throw new Error(`${error.message}\n${local.stderr().slice(-6000)}`);
+      });
+      process.stderr.write(`[broker-restart] info reply ${Date.now() - fedAt} ms after feeding\n`);
       const expected = [...site.reachable(0, 1)].map((n) => site.url(n)).sort();
       await waitUntil(
         'the crawl fed after the restart to complete',
@@ -223,6 +237,7 @@ describe('a Kafka broker restart under `crawl-cluster local`', () => {
       const pages = seen.filter((m) => m.crawlid === 'after' && !('action' in m));
       expect(pages.map((m) => m.url as string).sort()).toEqual(expected);
       expect(pages.every((m) => m.success === true)).toBe(true);
+      expect(local.stderr()).toContain('consumer is consuming again');
     } finally {
       await consumer.disconnect();
       await producer.disconnect();

@@ -13,6 +13,9 @@ import { Crawler } from '../../lib/crawl/crawler.ts';
 import { UndiciFetcher } from '../../lib/crawl/fetch.ts';
 import { RobotsCache } from '../../lib/crawl/robots.ts';
 import { closeSpiders, loadSpiders, openSpiders, pluginList } from '../../lib/crawl/spider-registry.ts';
+import { SpiderSandbox } from '../../lib/crawl/spider-sandbox.ts';
+import { BUILT_IN_SPIDERS } from '../../lib/crawl/spiders/index.ts';
+import { startStallWatchdog } from '../../lib/crawl/stall-watchdog.ts';
 import type { Spider } from '../../lib/crawl/types.ts';
 import { createKafka, createProducer, kafkaSettings } from '../../lib/kafka/client.ts';
 import { kafkaTopicLookup } from '../../lib/kafka/per-app.ts';
@@ -52,9 +55,23 @@ for (const signal of ['SIGTERM', 'SIGINT'] as const) {
 // The spiders first: a broken plugin stops the task at once, naming the module and why, before any connection
 // (exit code 2, as an invalid variable: the task is misconfigured, and starting it again cannot help).
 let spiders: Map<string, Spider>;
+/** The spiders of CRAWLER_PLUGINS: their code runs in the sandbox's thread, under a time and memory budget. */
+let sandbox: SpiderSandbox | undefined;
+let pluginSpiders: ReadonlySet<string> = new Set();
+const builtIns = () => [...spiders.values()].filter((s) => BUILT_IN_SPIDERS.has(s.name));
 try {
   spiders = await loadSpiders(pluginList(vars.CRAWLER_PLUGINS));
-  await openSpiders(spiders.values(), { log });
+  await openSpiders(builtIns(), { log });
+  pluginSpiders = new Set([...spiders.keys()].filter((name) => !BUILT_IN_SPIDERS.has(name)));
+  if (pluginSpiders.size > 0) {
+    sandbox = new SpiderSandbox({
+      plugins: pluginList(vars.CRAWLER_PLUGINS),
+      budgetMs: vars.CRAWLER_PARSE_TIMEOUT_MS,
+      memoryMb: vars.CRAWLER_PLUGIN_MEMORY_MB,
+      log,
+    });
+    await sandbox.start();
+  }
 } catch (error) {
   logger.error('crawler not started: a spider plugin cannot be used', { error: (error as Error).message });
   process.stderr.write(`${(error as Error).message}\n`);
@@ -103,6 +120,11 @@ const crawler = new Crawler({
   stats: redisStatsStore(redis, vars.REDIS_KEY_PREFIX),
   spiders,
   spiderTypes,
+  sandbox: sandbox && {
+    spiders: pluginSpiders,
+    run: (spider, request, response, links) => (sandbox as SpiderSandbox).run(spider, request, response, links),
+  },
+  parseTimeoutMs: vars.CRAWLER_PARSE_TIMEOUT_MS,
   topicPrefix: vars.KAFKA_TOPIC_PREFIX,
   appidTopics: vars.KAFKA_APPID_TOPICS,
   base64: vars.KAFKA_BASE_64_ENCODE,
@@ -118,6 +140,7 @@ const crawler = new Crawler({
   log,
 });
 crawler.start();
+const watchdog = startStallWatchdog(vars.CRAWLER_STALL_EXIT_MS);
 // The types this task serves, registered with the heartbeat's rhythm: the kafka-monitor accepts requests for them
 // (lib/monitor/spider-types.ts). Best effort: a Redis blip is logged and the next beat registers again.
 const spiderTypeStore = redisSpiderTypeStore(redis, vars.REDIS_KEY_PREFIX);
@@ -144,9 +167,11 @@ shutdown = async (signal: string): Promise<void> => {
   try {
     clearInterval(registration);
     const { released } = await crawler.stop(vars.SHUTDOWN_DEADLINE_MS);
-    await closeSpiders(spiders.values(), (spider, error) =>
+    await closeSpiders(builtIns(), (spider, error) =>
       logger.warn('spider close() failed', { spider, error: (error as Error)?.message ?? String(error) }),
     );
+    await sandbox?.close();
+    await watchdog.stop();
     await producer.disconnect();
     await topicLookup.close();
     logger.info('stopped', { pages: crawler.pages, restamps: crawler.restamps, released });

@@ -167,6 +167,29 @@ export const VARIABLES = {
     maximum: 1000,
     description: 'Concurrent fetches per crawler process.',
   },
+  CRAWLER_PARSE_TIMEOUT_MS: {
+    type: 'integer',
+    default: 30_000,
+    minimum: 100,
+    maximum: 600_000,
+    description:
+      "Time budget of a spider's code on one page, enforced from outside it: a plugin's parse that runs or waits longer (an endless loop included) is stopped and the page counts as a failed try (retried, then given up with the reason).",
+  },
+  CRAWLER_PLUGIN_MEMORY_MB: {
+    type: 'integer',
+    default: 256,
+    minimum: 16,
+    maximum: 16_384,
+    description:
+      "Heap limit (MiB) of the worker thread that runs plugin spiders' code: a plugin that allocates without end kills that thread, not the crawler; the page fails with the reason.",
+  },
+  CRAWLER_STALL_EXIT_MS: {
+    type: 'integer',
+    default: 120_000,
+    minimum: 0,
+    description:
+      'A crawler process whose event loop stops for this long (ms) is killed by its watchdog thread so its supervisor (ECS, `local`) starts a new one; its leases are reclaimed. 0: no watchdog.',
+  },
   CRAWLER_WORKERS: {
     type: 'integer',
     default: 1,

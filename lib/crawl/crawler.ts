@@ -27,10 +27,12 @@ import { buildPage, failedPage } from './page.ts';
 import { pageMessage } from './page-message.ts';
 import type { RobotsCache } from './robots.ts';
 import { followOf, mergeAttrs, putData, runSpider, splitRequestUrl } from './spider-run.ts';
+import { type SandboxResult, SpiderBudgetError, withBudget } from './spider-sandbox.ts';
 import {
   FetchError,
   type Fetcher,
   type FetchResult,
+  type FollowRequest,
   type Link,
   type PageItem,
   type Spider,
@@ -65,6 +67,19 @@ export interface CrawlerOptions {
    * {@link DELIVERIES_PER_FETCH}
    */
   maxDelivering?: number;
+  /**
+   * Where plugin spiders' code runs (lib/crawl/spider-sandbox.ts): the spider types it serves and how to run a page
+   * there. Spider types not in `spiders` run on this event loop. @default none: every spider runs here
+   */
+  sandbox?: {
+    spiders: ReadonlySet<string>;
+    run(spider: string, request: SpiderRequest, response: FetchResult, links: Link[]): Promise<SandboxResult>;
+  };
+  /**
+   * Time budget of a spider's async parse on this event loop (ms): past it the page is a failed try and its slot
+   * is free (the sandbox enforces the same budget for plugins, synchronous code included). @default 30000
+   */
+  parseTimeoutMs?: number;
   /** @default 3 */
   retryTimes?: number;
   /** @default 2000 */
@@ -198,8 +213,8 @@ export const RESTAMP_AFTER_MS = 50;
 export const MAX_RESTAMP_WAIT_MS = 10_000;
 
 export class Crawler {
-  readonly #o: Required<Omit<CrawlerOptions, 'robots' | 'bodyStore' | 'ip'>> &
-    Pick<CrawlerOptions, 'robots' | 'bodyStore' | 'ip'>;
+  readonly #o: Required<Omit<CrawlerOptions, 'robots' | 'bodyStore' | 'ip' | 'sandbox'>> &
+    Pick<CrawlerOptions, 'robots' | 'bodyStore' | 'ip' | 'sandbox'>;
   readonly #inFlight = new Set<InFlight>();
   /** Crawl-delay last told to the frontier, per partition and domain (insertion order: oldest first). */
   readonly #toldCrawlDelay = new Map<string, number>();
@@ -222,6 +237,7 @@ export class Crawler {
       maxDelivering: (options.concurrency ?? 16) * DELIVERIES_PER_FETCH,
       retryTimes: 3,
       retryBaseDelayMs: 2000,
+      parseTimeoutMs: 30_000,
       now: Date.now,
       idlePollMs: 1000,
       scoutPollMs: 50,
@@ -546,7 +562,10 @@ export class Crawler {
       outcome = await this.#process(lease, req, flight);
     } catch (error) {
       if (flight.abort.signal.aborted) throw error;
-      outcome = { kind: 'error', error, stage: 'process' };
+      outcome =
+        error instanceof SpiderBudgetError
+          ? { kind: 'budget', reason: error.message }
+          : { kind: 'error', error, stage: 'process' };
     }
     flight.fetched = true;
     flight.freed();
@@ -590,6 +609,7 @@ export class Crawler {
     }
     const spiderid = req.spider ?? lease.crawl.spiderid;
     const spider = o.spiders.get(spiderid);
+    if (o.sandbox?.spiders.has(spiderid)) return this.#processSandboxed(lease, req, response, spiderid, spider);
     // A page whose links its spider does not use (the link spider's at maxdepth) is not parsed at all.
     const extracted =
       response.text && isHtml(response) && wantsLinks(spider, req)
@@ -601,15 +621,68 @@ export class Crawler {
       retryTimes: lease.retries,
     });
     if (extracted.stopped !== undefined) page.links_stopped = extracted.stopped;
-    // A spider that throws fails this page only: 'process' stage, poison, a success:false page (failure.ts).
-    const result = await runSpider(spider, req, response, extracted.links);
+    // A spider that throws fails this page only: 'process' stage, poison, a success:false page (failure.ts). An
+    // async parse has a time budget: one that never settles costs its slot that long, then a failed try.
+    const result = await withBudget(
+      runSpider(spider, req, response, extracted.links),
+      o.parseTimeoutMs,
+      () => `spider "${spiderid}": parse did not finish within ${o.parseTimeoutMs} ms (CRAWLER_PARSE_TIMEOUT_MS)`,
+    );
     putData(page, result.data);
     if (spider?.attrs) page.attrs = spider.attrs(req);
+    return { page, response, children: this.#children(lease, req, spider, spiderid, followOf(result)) };
+  }
+
+  /**
+   * {@link #process} for a plugin spider: its code runs in the spider sandbox's thread under a time and memory budget
+   * (lib/crawl/spider-sandbox.ts). Links are extracted here, on this thread, as for every page (bounded by
+   * extract.ts); the spider's `wantsLinks` is asked in the thread, so a page it does not spider carries none.
+   */
+  async #processSandboxed(
+    lease: Lease,
+    req: SpiderRequest,
+    response: FetchResult,
+    spiderid: string,
+    spider: Spider | undefined,
+  ): Promise<Processed> {
+    const o = this.#o;
+    const sandbox = o.sandbox as NonNullable<CrawlerOptions['sandbox']>;
+    const extracted =
+      response.text && isHtml(response) ? extractPageLinks(response.text, response.url) : { links: [] as Link[] };
+    const result = await sandbox.run(spiderid, req, response, extracted.links);
+    const page = buildPage({ ...req, spiderid }, response, result.wantsLinks ? extracted.links : [], {
+      base64: o.base64,
+      success: true,
+      retryTimes: lease.retries,
+    });
+    if (result.wantsLinks && extracted.stopped !== undefined) page.links_stopped = extracted.stopped;
+    if (result.dataTruncated) {
+      page.data = null;
+      page.data_truncated = true;
+    } else if (result.dataJson !== undefined) page.data = JSON.parse(result.dataJson) as unknown;
+    if (result.attrs !== undefined) page.attrs = result.attrs;
+    if (result.followDropped > 0)
+      o.log.warn('follow entries over the per-page bound dropped', {
+        url: req.url,
+        spider: spiderid,
+        dropped: result.followDropped,
+      });
+    return { page, response, children: this.#children(lease, req, spider, spiderid, result.follow) };
+  }
+
+  /** A page's children from its spider's follow entries; entries that cannot be queued are logged and dropped. */
+  #children(
+    lease: Lease,
+    req: SpiderRequest,
+    spider: Spider | undefined,
+    spiderid: string,
+    follow: FollowRequest[],
+  ): ChildBatch {
     const dropped: DroppedFollow[] = [];
-    const children = childRequests(lease, req, spider, followOf(result), dropped);
+    const children = childRequests(lease, req, spider, follow, dropped);
     if (dropped.length > 0)
-      o.log.warn('follow entries dropped', { url: req.url, spider: spiderid, dropped: dropped.slice(0, 5) });
-    return { page, response, children };
+      this.#o.log.warn('follow entries dropped', { url: req.url, spider: spiderid, dropped: dropped.slice(0, 5) });
+    return children;
   }
 
   /**

@@ -30,6 +30,12 @@ export type CrawlFailure =
   | { kind: 'status'; response: FetchResult; retryAfterMs: number }
   /** robots.txt refused the URL; `reason` says whether it disallows it or could not be read. */
   | { kind: 'robots'; reason: string }
+  /**
+   * The page's processing overran a budget enforced from outside it (lib/crawl/spider-sandbox.ts): a spider's parse
+   * that ran or waited past its time budget, or the spider thread that ran out of memory. Counted as a failed try
+   * and retried (the page may be slow only under load); given up with `reason` after the last retry.
+   */
+  | { kind: 'budget'; reason: string }
   /** Anything else that was thrown, at `stage`. */
   | { kind: 'error'; error: unknown; stage: CrawlStage };
 
@@ -101,6 +107,11 @@ export function decideFailure(failure: CrawlFailure, policy: FailurePolicy): Fai
     }
     case 'robots':
       return { action: 'give_up', exception: failure.reason };
+    case 'budget': {
+      const reason = cut(failure.reason);
+      if (canRetry) return { action: 'retry', delayMs: backoff, reason };
+      return { action: 'give_up', exception: reason };
+    }
     case 'error': {
       const message = cut(messageOf(failure.error));
       if (failureCause(failure.error) === 'infrastructure') {

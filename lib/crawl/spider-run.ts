@@ -76,12 +76,12 @@ const EMPTY_RESULT: SpiderResult = {};
  * Runs `spider` on a page. The spider gets the links the crawl's filters allow; its document is parsed only if it
  * asks for it. Whatever the spider throws is thrown on (the caller's failure path makes a `success:false` page).
  */
-export async function runSpider(
+export function runSpider(
   spider: Spider | undefined,
   request: SpiderRequest,
   response: FetchResult,
   links: Link[],
-): Promise<SpiderResult> {
+): SpiderResult | Promise<SpiderResult> {
   if (spider === undefined) return EMPTY_RESULT;
   const allowed = linkFilter(request.crawl);
   let document: CheerioAPI | undefined;
@@ -94,7 +94,14 @@ export async function runSpider(
       return document;
     },
   };
-  const result = await spider.parse(context);
+  // A synchronous parse (the built-ins') stays synchronous: no promise, and no time budget to race (crawler.ts).
+  const result = spider.parse(context);
+  return typeof (result as Partial<PromiseLike<SpiderResult>> | undefined)?.then === 'function'
+    ? Promise.resolve(result).then((r) => checkResult(spider, r))
+    : checkResult(spider, result as SpiderResult);
+}
+
+function checkResult(spider: Spider, result: SpiderResult): SpiderResult {
   if (result === undefined || result === null || typeof result !== 'object') return EMPTY_RESULT;
   if (result.follow !== undefined && !Array.isArray(result.follow)) {
     throw new TypeError(`spider ${spider.name}: parse() returned a follow that is not an array`);

@@ -16,6 +16,7 @@ import {
   RESTAMP_AFTER_MS,
 } from '../../lib/crawl/crawler.ts';
 import type { RobotsDecision } from '../../lib/crawl/robots.ts';
+import { type SandboxResult, SpiderBudgetError } from '../../lib/crawl/spider-sandbox.ts';
 import builtInSpiders from '../../lib/crawl/spiders/index.ts';
 import {
   FetchError,
@@ -274,6 +275,8 @@ async function crawl(
     robotsCheck?: () => Promise<RobotsDecision>;
     /** What the frontier's restamp answers. */
     turn?: { waitMs: number } | null;
+    sandbox?: CrawlerOptions['sandbox'];
+    parseTimeoutMs?: number;
   } = {},
 ): Promise<Run> {
   const frontier = new ScriptedFrontier(leases);
@@ -309,6 +312,8 @@ async function crawl(
           }
         : undefined,
     ...(options.now ? { now: options.now } : {}),
+    ...(options.sandbox ? { sandbox: options.sandbox } : {}),
+    ...(options.parseTimeoutMs ? { parseTimeoutMs: options.parseTimeoutMs } : {}),
     sink,
     stats,
     spiders,
@@ -1088,5 +1093,106 @@ describe('Crawler: the acks of one Kafka batch go together', () => {
     await crawler.stop(1000);
     expect(frontier.acked.map((a) => a.handle).sort()).toEqual(leases.map((l) => l.handle).sort());
     expect(frontier.acked.every((a) => a.outcome === 'done')).toBe(true);
+  });
+});
+
+describe('Crawler: page budgets (issue 30 defects 2 and 3)', () => {
+  const PLUG = { ...SETTINGS, spiderid: 'plug' };
+  const plugLease = (url: string, retries = 0) =>
+    lease(url, { crawl: PLUG, retries, partition: { prefix: 't', scope: 'plug', partition: 0, spider: 'plug' } });
+  /** A sandbox of one plugin type whose pages answer as `answer` says. */
+  const sandboxOf = (answer: (url: string) => Promise<SandboxResult>): CrawlerOptions['sandbox'] => ({
+    spiders: new Set(['plug']),
+    run: (_spider, request) => answer(request.url),
+  });
+  const plugSpider: Spider = {
+    name: 'plug',
+    parse: () => {
+      throw new Error('plugin code must run in the sandbox, never here');
+    },
+  };
+
+  it('an async parse that never settles is a failed try at the budget, and its one slot serves the next request', async () => {
+    const stuck = lease('http://a.example/stuck');
+    const next = lease('http://a.example/next');
+    const frontier = new ScriptedFrontier([stuck, next]);
+    const sink = new FakeSink();
+    const spider: Spider = {
+      name: 'link',
+      parse: ({ request }) => (request.url.endsWith('stuck') ? new Promise(() => undefined) : Promise.resolve({})),
+    };
+    const crawler = testCrawler(frontier, { sink, parseTimeoutMs: 50, spiders: new Map([['link', spider]]) });
+    crawler.start();
+    const deadline = Date.now() + 5000;
+    while (!frontier.settled && Date.now() < deadline) await new Promise((r) => setTimeout(r, 2));
+    await crawler.stop(1000);
+    expect(frontier.retried.map((x) => x.handle)).toEqual([stuck.handle]);
+    expect(sink.values<PageItem>(FIREHOSE).map((p) => p.url)).toEqual([next.url]);
+  });
+
+  it('gives up a page whose parse never settles after its retries, with the budget as the reason', async () => {
+    const l = lease('http://a.example/forever', { retries: 3 });
+    const frontier = new ScriptedFrontier([l]);
+    const sink = new FakeSink();
+    const crawler = testCrawler(frontier, {
+      sink,
+      retryTimes: 3,
+      parseTimeoutMs: 50,
+      spiders: new Map([['link', { name: 'link', parse: () => new Promise(() => undefined) } as Spider]]),
+    });
+    crawler.start();
+    const deadline = Date.now() + 5000;
+    while (!frontier.settled && Date.now() < deadline) await new Promise((r) => setTimeout(r, 2));
+    await crawler.stop(1000);
+    const pages = sink.values<PageItem>(FIREHOSE);
+    expect(pages.map((p) => [p.url, p.success, p.exception])).toEqual([
+      [l.url, false, 'spider "link": parse did not finish within 50 ms (CRAWLER_PARSE_TIMEOUT_MS)'],
+    ]);
+    expect(frontier.acked).toEqual([{ handle: l.handle, outcome: 'fail' }]);
+  });
+
+  it('runs a plugin spider in the sandbox: its data, attrs and follow entries become the page and its children', async () => {
+    const l = plugLease('http://a.example/p');
+    const r = await crawl([l], (q) => html(q.url, '<a href="/a">a</a>'), {
+      plugins: [plugSpider],
+      sandbox: sandboxOf(async () => ({
+        wantsLinks: false,
+        dataJson: '{"k":1}',
+        follow: [{ url: 'http://a.example/child' }],
+        followDropped: 0,
+        attrs: { mine: true },
+      })),
+    });
+    expect(r.pages).toHaveLength(1);
+    expect(r.pages[0]).toMatchObject({ url: l.url, success: true, data: { k: 1 }, attrs: { mine: true }, links: [] });
+    expect(r.frontier.enqueued).toEqual([{ spider: 'plug', urls: ['http://a.example/child'] }]);
+  });
+
+  it("retries a page whose plugin overran its budget in the sandbox, and gives it up after the last retry with the sandbox's reason", async () => {
+    const first = plugLease('http://a.example/loop');
+    const last = plugLease('http://a.example/loop-again', 3);
+    const reason = 'spider "plug": parse ran for more than 100 ms (its time budget, CRAWLER_PARSE_TIMEOUT_MS)';
+    const r = await crawl([first, last], (q) => html(q.url, 'ok'), {
+      plugins: [plugSpider],
+      sandbox: sandboxOf(async () => {
+        throw new SpiderBudgetError(reason);
+      }),
+    });
+    expect(r.frontier.retried.map((x) => x.handle)).toEqual([first.handle]);
+    expect(r.pages.map((p) => [p.url, p.success, p.exception])).toEqual([[last.url, false, reason]]);
+  });
+
+  it('a plugin error from the sandbox stays poison: a success:false page at once, not retried', async () => {
+    const l = plugLease('http://a.example/bug');
+    const r = await crawl([l], (q) => html(q.url, 'ok'), {
+      plugins: [plugSpider],
+      sandbox: sandboxOf(async () => {
+        throw new Error('Error: plugin bug');
+      }),
+    });
+    expect(r.frontier.retried).toEqual([]);
+    expect(r.pages.map((p) => [p.success, p.exception])).toEqual([
+      [false, 'the page could not be processed: Error: Error: plugin bug'],
+    ]);
   });
 });

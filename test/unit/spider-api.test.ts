@@ -210,9 +210,11 @@ describe('runSpider', () => {
     };
     expect(await runSpider(later, request(l), response, [])).toEqual({ data: 1 });
     await expect(runSpider(broken, request(l), response, [])).rejects.toThrow('broken');
-    await expect(
+    // A synchronous parse is checked synchronously: no promise.
+    expect(() =>
       runSpider({ name: 's', parse: () => ({ follow: 'x' as unknown as [] }) }, request(l), response, []),
-    ).rejects.toThrow('follow that is not an array');
+    ).toThrow('follow that is not an array');
+    expect(runSpider({ name: 's', parse: () => ({ data: 2 }) }, request(l), response, [])).toEqual({ data: 2 });
   });
 });
 

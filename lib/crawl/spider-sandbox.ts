@@ -1,0 +1,347 @@
+/**
+ * Plugin spiders run where a runaway can be stopped (docs/design.md §10: bounds are enforced from outside the code
+ * that could overrun them). A crawler process runs the code of its `CRAWLER_PLUGINS` spiders (`wantsLinks`, `parse`,
+ * `attrs`, `open`, `close`) in one worker thread (lib/crawl/spider-thread.ts), never on its own event loop, and gives
+ * each page a time budget:
+ * - a parse that runs synchronously past its budget (an endless loop) has its thread terminated and replaced; the page
+ *   fails with {@link SpiderBudgetError} and the pages that were waiting on that thread run again on the new one,
+ *   uncharged;
+ * - a thread blocked outside a page's synchronous call (an async parse that loops after an `await`) is found by its
+ *   stale heartbeat and replaced the same way, charging the oldest page waiting on it;
+ * - a parse whose promise never settles fails its page at the budget and frees its slot at once; the thread is
+ *   replaced after {@link SpiderSandboxOptions.maxAbandoned} such pages, so what they hold cannot grow without end;
+ * - the thread's heap is capped (`memoryMb`): a parse that allocates without end kills the thread, not the process;
+ *   the page it was running fails, and a page that was on {@link MAX_THREAD_DEATHS} dead threads fails too.
+ * A {@link SpiderBudgetError} is a failed try (lib/crawl/failure.ts `budget`): retried, then given up with its
+ * reason. What a plugin throws stays what it was: a `success:false` page, not retried.
+ *
+ * Built-in spiders run on the crawler's event loop (their cost per page is a few microseconds; a thread hop is tens);
+ * their promises get the same time budget ({@link withBudget}), and the process watchdog (lib/crawl/stall-watchdog.ts)
+ * replaces a process whose event loop stops.
+ */
+import { Worker } from 'node:worker_threads';
+import { CrawlClusterError } from '../errors.ts';
+import {
+  BEAT_MS,
+  type RunMessage,
+  SHARED_SLOTS,
+  SLOT_BEAT,
+  SLOT_CALL,
+  SLOT_CALL_START,
+  type SpiderThreadData,
+  type ThreadMessage,
+} from './spider-thread-protocol.ts';
+import type { FetchResult, FollowRequest, Link, SpiderRequest } from './types.ts';
+
+/** A page's processing overran a budget enforced from outside it: a failed try (lib/crawl/failure.ts `budget`). */
+export class SpiderBudgetError extends CrawlClusterError {}
+
+/** A page that was running on this many threads that died (out of memory) fails, whichever page killed them. */
+export const MAX_THREAD_DEATHS = 2;
+
+/** What the thread made of a page: the spider's result reduced to plain data. */
+export interface SandboxResult {
+  /** What the spider's `wantsLinks` said (false: the page carries no links). */
+  wantsLinks: boolean;
+  /** The page's `data` as JSON (undefined: none). */
+  dataJson?: string;
+  /** The data was over MAX_DATA_BYTES or not JSON: the page carries `data: null, data_truncated: true`. */
+  dataTruncated?: boolean;
+  follow: FollowRequest[];
+  /** Follow entries over the per-page bound, dropped. */
+  followDropped: number;
+  /** The spider's `attrs` for the page, when it has the hook. */
+  attrs?: Record<string, unknown>;
+}
+
+export interface SpiderSandboxOptions {
+  /** `CRAWLER_PLUGINS` module specifiers. */
+  plugins: string[];
+  /** Relative plugin paths resolve against this. @default process.cwd() */
+  baseDir?: string;
+  /** Time budget of one page's spider code, from when it is handed to the thread (ms). @default 30000 */
+  budgetMs?: number;
+  /** The thread's old-generation heap limit (MiB). @default 256 */
+  memoryMb?: number;
+  /** Pages abandoned with a pending promise before the thread is replaced. @default 64 */
+  maxAbandoned?: number;
+  /** A thread whose heartbeat is older than this is blocked (ms). @default 1000 */
+  staleBeatMs?: number;
+  log: {
+    info(message: string, fields?: Record<string, unknown>): void;
+    warn(message: string, fields?: Record<string, unknown>): void;
+    error(message: string, fields?: Record<string, unknown>): void;
+  };
+}
+
+interface Call {
+  id: number;
+  message: RunMessage;
+  resolve: (r: SandboxResult) => void;
+  reject: (e: Error) => void;
+  timer?: NodeJS.Timeout;
+  /** Threads that died while this page was on them. */
+  deaths: number;
+  /** When it was handed to the current thread (epoch ms). */
+  sentAt: number;
+}
+
+interface Thread {
+  worker: Worker;
+  shared: Int32Array;
+  base: number;
+  ready: Promise<void>;
+  /** Pages handed to this thread and not settled. */
+  calls: Map<number, Call>;
+  abandoned: number;
+  dead: boolean;
+}
+
+/** The spiders of `CRAWLER_PLUGINS`, run in a worker thread with a time and memory budget (see the module doc). */
+export class SpiderSandbox {
+  readonly #o: Required<Omit<SpiderSandboxOptions, 'baseDir'>> & { baseDir: string };
+  #thread: Thread | undefined;
+  #nextId = 1;
+  #closed = false;
+  /** Threads replaced since start (for tests and logs). */
+  replaced = 0;
+
+  constructor(options: SpiderSandboxOptions) {
+    this.#o = {
+      baseDir: process.cwd(),
+      budgetMs: 30_000,
+      memoryMb: 256,
+      maxAbandoned: 64,
+      staleBeatMs: 1000,
+      ...options,
+    };
+  }
+
+  /** Starts the thread: loads the plugins there and runs their `open()` hooks. Rejects when a hook throws. */
+  async start(): Promise<void> {
+    await this.#current().ready;
+  }
+
+  /**
+   * Runs spider `spider`'s code on one page in the thread.
+   * @throws SpiderBudgetError when the page overran its time or memory budget (a failed try)
+   * @throws Error with the spider's own message when its code threw (the page fails, not retried)
+   */
+  run(spider: string, request: SpiderRequest, response: FetchResult, links: Link[]): Promise<SandboxResult> {
+    if (this.#closed) return Promise.reject(new Error('the spider sandbox is closed'));
+    return new Promise((resolve, reject) => {
+      const id = this.#nextId++;
+      const call: Call = {
+        id,
+        message: { type: 'run', id, spider, request, response, links },
+        resolve,
+        reject,
+        deaths: 0,
+        sentAt: 0,
+      };
+      void this.#send(call);
+    });
+  }
+
+  /** Runs the plugins' `close()` hooks and ends the thread (bounded: at most 5 s). */
+  async close(): Promise<void> {
+    this.#closed = true;
+    const t = this.#thread;
+    this.#thread = undefined;
+    if (!t || t.dead) return;
+    for (const call of t.calls.values()) this.#settle(t, call, new Error('the spider sandbox closed'));
+    const exited = new Promise<void>((resolve) => t.worker.once('exit', () => resolve()));
+    t.worker.postMessage({ type: 'close' });
+    const timer = setTimeout(() => void t.worker.terminate(), 5000);
+    await exited;
+    clearTimeout(timer);
+    t.dead = true;
+  }
+
+  async #send(call: Call): Promise<void> {
+    const t = this.#current();
+    try {
+      await t.ready;
+    } catch (error) {
+      call.reject(new SpiderBudgetError(`the spider thread could not start: ${(error as Error).message}`));
+      return;
+    }
+    if (t.dead) {
+      // Replaced while starting: go to the new one.
+      if (this.#closed) call.reject(new Error('the spider sandbox is closed'));
+      else void this.#send(call);
+      return;
+    }
+    t.calls.set(call.id, call);
+    call.sentAt = Date.now();
+    call.timer = setTimeout(() => this.#overdue(t, call), this.#o.budgetMs);
+    try {
+      t.worker.postMessage(call.message);
+    } catch (error) {
+      this.#settle(t, call, new Error(`the page cannot be handed to the spider thread: ${(error as Error).message}`));
+    }
+  }
+
+  /** The live thread, started when there is none. */
+  #current(): Thread {
+    if (this.#thread && !this.#thread.dead) return this.#thread;
+    const sab = new SharedArrayBuffer(SHARED_SLOTS * Int32Array.BYTES_PER_ELEMENT);
+    const shared = new Int32Array(sab);
+    const base = Date.now();
+    const data: SpiderThreadData = { plugins: this.#o.plugins, baseDir: this.#o.baseDir, shared, base };
+    const worker = new Worker(new URL('./spider-thread.ts', import.meta.url), {
+      workerData: data,
+      resourceLimits: { maxOldGenerationSizeMb: this.#o.memoryMb },
+      // The thread's stdout and stderr are the process's: a plugin's console output reads as before.
+      stdout: false,
+      stderr: false,
+    });
+    worker.unref();
+    let ready!: () => void;
+    let failed!: (e: Error) => void;
+    const t: Thread = {
+      worker,
+      shared,
+      base,
+      ready: new Promise<void>((resolve, reject) => {
+        ready = resolve;
+        failed = reject;
+      }),
+      calls: new Map(),
+      abandoned: 0,
+      dead: false,
+    };
+    t.ready.catch(() => undefined);
+    worker.on('message', (m: ThreadMessage) => this.#onMessage(t, m, ready, failed));
+    worker.on('error', (error: Error) => this.#onDeath(t, error, failed));
+    worker.on('exit', (code) => {
+      if (!t.dead) this.#onDeath(t, new Error(`the spider thread exited with code ${code}`), failed);
+    });
+    this.#thread = t;
+    return t;
+  }
+
+  #onMessage(t: Thread, m: ThreadMessage, ready: () => void, failed: (e: Error) => void): void {
+    switch (m.type) {
+      case 'ready':
+        ready();
+        return;
+      case 'open-failed':
+        failed(new Error(m.message));
+        t.dead = true;
+        void t.worker.terminate();
+        return;
+      case 'log':
+        this.#o.log[m.level](m.message, m.fields);
+        return;
+      case 'result': {
+        const call = t.calls.get(m.id);
+        if (!call) return;
+        const { type: _type, id: _id, ...result } = m;
+        this.#settle(t, call, undefined, result);
+        return;
+      }
+      case 'error': {
+        const call = t.calls.get(m.id);
+        if (call) this.#settle(t, call, new Error(m.message));
+        return;
+      }
+    }
+  }
+
+  #settle(t: Thread, call: Call, error: Error | undefined, result?: SandboxResult): void {
+    clearTimeout(call.timer);
+    t.calls.delete(call.id);
+    if (error) call.reject(error);
+    else call.resolve(result as SandboxResult);
+  }
+
+  /** A page's budget ran out: decides whether its thread is stuck, busy with another page, or the page hangs. */
+  #overdue(t: Thread, call: Call): void {
+    if (t.dead || !t.calls.has(call.id)) return;
+    const now = Date.now() - t.base;
+    const running = Atomics.load(t.shared, SLOT_CALL);
+    if (running !== 0) {
+      const ranMs = now - Atomics.load(t.shared, SLOT_CALL_START);
+      if (ranMs >= this.#o.budgetMs) {
+        this.#replace(t, t.calls.get(running) ?? call, `ran for more than ${this.#o.budgetMs} ms`);
+        return;
+      }
+      // Another page is running (within its budget): this one waits on it, uncharged, until that one's budget ends.
+      call.timer = setTimeout(() => this.#overdue(t, call), this.#o.budgetMs - ranMs + BEAT_MS);
+      return;
+    }
+    if (now - Atomics.load(t.shared, SLOT_BEAT) > this.#o.staleBeatMs) {
+      // Blocked outside a page's synchronous call: an async parse that runs on after an await. The oldest page is
+      // the likeliest; if it was not, the one that was fails on the next thread.
+      this.#replace(t, call, `blocked its thread for more than ${this.#o.budgetMs} ms`);
+      return;
+    }
+    // The thread is fine: the page's promise has not settled. Abandoned (what it holds stays in the thread).
+    t.abandoned++;
+    this.#settle(t, call, new SpiderBudgetError(this.#reason(call, `did not finish within ${this.#o.budgetMs} ms`)));
+    if (t.abandoned >= this.#o.maxAbandoned) this.#replace(t, undefined, 'too many pages abandoned');
+  }
+
+  #reason(call: Call, what: string): string {
+    return `spider "${call.message.spider}": parse ${what} (its time budget, CRAWLER_PARSE_TIMEOUT_MS); the spider thread was stopped`;
+  }
+
+  /** Terminates `t`, fails `culprit` (if any) and hands every other page on it to a new thread, uncharged. */
+  #replace(t: Thread, culprit: Call | undefined, why: string): void {
+    if (t.dead) return;
+    t.dead = true;
+    this.replaced++;
+    this.#o.log.warn('spider thread replaced', {
+      reason: why,
+      spider: culprit?.message.spider,
+      url: culprit?.message.request.url,
+      pages: t.calls.size,
+    });
+    void t.worker.terminate();
+    if (culprit) this.#settle(t, culprit, new SpiderBudgetError(this.#reason(culprit, why)));
+    this.#requeue(t);
+  }
+
+  /** The thread died on its own (out of memory, a crash). */
+  #onDeath(t: Thread, error: Error, failed: (e: Error) => void): void {
+    failed(error);
+    if (t.dead) return;
+    t.dead = true;
+    this.replaced++;
+    const running = t.calls.get(Atomics.load(t.shared, SLOT_CALL));
+    const oom = (error as { code?: string }).code === 'ERR_WORKER_OUT_OF_MEMORY';
+    const why = oom ? `ran out of memory (CRAWLER_PLUGIN_MEMORY_MB=${this.#o.memoryMb})` : error.message;
+    this.#o.log.error('spider thread died', { reason: why, spider: running?.message.spider, pages: t.calls.size });
+    if (running) this.#settle(t, running, new SpiderBudgetError(this.#reason(running, why)));
+    for (const call of t.calls.values()) {
+      call.deaths++;
+      if (call.deaths >= MAX_THREAD_DEATHS) this.#settle(t, call, new SpiderBudgetError(this.#reason(call, why)));
+    }
+    this.#requeue(t);
+  }
+
+  #requeue(t: Thread): void {
+    const left = [...t.calls.values()];
+    t.calls.clear();
+    for (const call of left) {
+      clearTimeout(call.timer);
+      if (this.#closed) call.reject(new Error('the spider sandbox is closed'));
+      else void this.#send(call);
+    }
+  }
+}
+
+/**
+ * `promise`, or a {@link SpiderBudgetError} after `ms` (the promise itself is abandoned): the time budget of a
+ * built-in spider's async work, which runs on the crawler's own event loop. A value that is not a promise is
+ * returned as it is, with no timer.
+ */
+export function withBudget<T>(value: T | PromiseLike<T>, ms: number, what: () => string): T | Promise<T> {
+  if (typeof (value as Partial<PromiseLike<T>> | undefined)?.then !== 'function') return value as T;
+  let timer: NodeJS.Timeout | undefined;
+  const late = new Promise<never>((_, reject) => {
+    timer = setTimeout(() => reject(new SpiderBudgetError(what())), ms);
+  });
+  return Promise.race([value, late]).finally(() => clearTimeout(timer));
+}

@@ -1,0 +1,57 @@
+/**
+ * What the crawler and its spider thread say to each other (lib/crawl/spider-sandbox.ts, lib/crawl/spider-thread.ts):
+ * the messages, and the slots of the memory they share. A module of its own so the sandbox can name them without
+ * loading the thread's entry point.
+ */
+import type { FetchResult, FollowRequest, Link, SpiderRequest } from './types.ts';
+
+/** Slots of the shared Int32Array (see the module doc). */
+export const SLOT_CALL = 0;
+export const SLOT_CALL_START = 1;
+export const SLOT_BEAT = 2;
+export const SHARED_SLOTS = 3;
+
+/** How often the thread writes its heartbeat (ms). */
+export const BEAT_MS = 50;
+
+/** Most follow entries one page may return; the rest are dropped and counted (the page says how many). */
+export const MAX_FOLLOW_PER_PAGE = 100_000;
+
+/** What the thread gets at start. */
+export interface SpiderThreadData {
+  plugins: string[];
+  baseDir: string;
+  /** Int32Array over a SharedArrayBuffer of {@link SHARED_SLOTS} slots. */
+  shared: Int32Array;
+  /** Epoch ms the slots' times count from. */
+  base: number;
+}
+
+/** A page to run. */
+export interface RunMessage {
+  type: 'run';
+  id: number;
+  spider: string;
+  request: SpiderRequest;
+  response: FetchResult;
+  links: Link[];
+}
+
+/** What the thread posts back. */
+export type ThreadMessage =
+  | { type: 'ready'; spiders: string[] }
+  | { type: 'open-failed'; message: string }
+  | { type: 'log'; level: 'info' | 'warn'; message: string; fields?: Record<string, unknown> }
+  | {
+      type: 'result';
+      id: number;
+      wantsLinks: boolean;
+      /** `data` as JSON (undefined: none); `dataTruncated` when it was over the bound or not JSON. */
+      dataJson?: string;
+      dataTruncated?: boolean;
+      follow: FollowRequest[];
+      /** Follow entries past {@link MAX_FOLLOW_PER_PAGE}, dropped. */
+      followDropped: number;
+      attrs?: Record<string, unknown>;
+    }
+  | { type: 'error'; id: number; message: string };

@@ -1,0 +1,170 @@
+/**
+ * Poison tier, page budgets (issue 30 defects 1-3): crawler worker PROCESSES (functions/crawler/main.ts) on the real
+ * local cluster, with plugin spiders that run away (test/fixtures/plugins/runaway.ts).
+ * - A page with 10,000 links: every child is queued and crawled, the crawl completes, the worker lives (it crashed).
+ * - A plugin whose parse loops forever: its page is given up after its retries with the budget as the reason, no
+ *   worker dies or hangs, and a normal crawl fed afterwards completes (every worker hung in turn, for good).
+ * - Parses whose promise never settles, more of them than the workers have slots: each given up, and a normal crawl
+ *   afterwards completes (each attempt leaked its slot for the life of the process).
+ */
+import { createServer, type Server } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { afterAll, beforeAll, describe, expect, test } from 'vitest';
+import { redisSpiderTypeStore } from '../../lib/monitor/spider-types.ts';
+import type { RedisClient } from '../../lib/redis/client.ts';
+import { type Collector, completeNotice, crawlPages, startTestCluster, type TestCluster } from '../helpers/cluster.ts';
+import { type CrawlerProcess, startCrawlerProcess } from '../helpers/crawler-process.ts';
+import { clusterRedis, waitUntil } from '../helpers/services.ts';
+
+const APPID = 'budgets';
+const HOST = 'budgets.test';
+const LINKS = 10_000;
+
+/** `/many`: 10,000 links to `/p/<i>`; `/p/<i>`, `/ok/<i>`: tiny pages; anything else: a page with no links. */
+async function startSite(): Promise<{ server: Server; url: (path: string) => string; hostMap: string }> {
+  const many = `<html><body>${Array.from({ length: LINKS }, (_, i) => `<a href="/p/${i}">p${i}</a>`).join('')}</body></html>`;
+  const server = createServer((req, res) => {
+    const path = req.url ?? '/';
+    res.setHeader('content-type', 'text/html');
+    if (path === '/robots.txt') {
+      res.writeHead(404).end();
+      return;
+    }
+    if (path === '/many') {
+      res.end(many);
+      return;
+    }
+    const ok = /^\/ok\/(\d+)$/.exec(path);
+    if (ok) {
+      const i = Number(ok[1]);
+      // 30 pages (the first links to the 29 others): the normal crawl after each poison.
+      res.end(i === 0 ? Array.from({ length: 29 }, (_, k) => `<a href="/ok/${k + 1}">${k}</a>`).join('') : 'end');
+      return;
+    }
+    res.end('<html><body>plain</body></html>');
+  });
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  const port = (server.address() as AddressInfo).port;
+  return { server, url: (path) => `http://${HOST}:${port}${path}`, hostMap: `${HOST}=127.0.0.1` };
+}
+
+describe('page budgets through the local cluster', () => {
+  let t: TestCluster;
+  let site: Awaited<ReturnType<typeof startSite>>;
+  let pages: Collector;
+  let outbound: Collector;
+  let redis: RedisClient;
+  let workers: CrawlerProcess[] = [];
+
+  beforeAll(async () => {
+    site = await startSite();
+    t = await startTestCluster(
+      {
+        ALLOW_PRIVATE_NETWORKS: true,
+        QUEUE_HITS: 100_000,
+        QUEUE_WINDOW: 1,
+        QUEUE_MODERATED: false,
+        RETRY_TIMES: 1,
+        RETRY_BASE_DELAY_MS: 100,
+        LOG_LEVEL: 'WARN',
+      },
+      { crawlerWorkers: 0 },
+    );
+    pages = await t.collect(t.topics.crawledFirehose);
+    outbound = await t.collect(t.topics.outboundFirehose);
+    redis = clusterRedis();
+    workers = [0, 1].map(() =>
+      startCrawlerProcess(t.vars, {
+        CRAWLER_HOST_MAP: site.hostMap,
+        CRAWLER_PLUGINS: 'test/fixtures/plugins/runaway.ts',
+        CRAWLER_CONCURRENCY: 4,
+        CRAWLER_PARSE_TIMEOUT_MS: 1500,
+      }),
+    );
+    const store = redisSpiderTypeStore(redis, t.vars.REDIS_KEY_PREFIX);
+    await waitUntil(
+      'the workers to register the runaway spiders',
+      async () => (await store.registered()).has('loops'),
+      30_000,
+    );
+  }, 120_000);
+  afterAll(async () => {
+    await Promise.all(workers.map((w) => w.stop()));
+    redis?.disconnect();
+    await t?.stop();
+    await new Promise((resolve) => site?.server.close(resolve));
+  });
+
+  /** Every worker still runs (none crashed or was killed by its watchdog). */
+  function allAlive(): void {
+    for (const w of workers) expect(w.child.exitCode, w.output().slice(-2000)).toBeNull();
+  }
+
+  /** A normal crawl of 30 pages, fed after a poison: it completes with every page. */
+  async function normalCrawl(crawlid: string): Promise<void> {
+    await t.feed([{ url: site.url('/ok/0'), appid: APPID, crawlid, maxdepth: 1 }]);
+    const done = await completeNotice(outbound, crawlid, 60_000);
+    expect(done).toMatchObject({ total_pages: 30, total_failed: 0 });
+  }
+
+  test('a page with 10,000 links: every child is queued and crawled, the crawl completes, no worker dies', async () => {
+    await t.feed([{ url: site.url('/many'), appid: APPID, crawlid: 'many', maxdepth: 1 }]);
+    const done = await completeNotice(outbound, 'many', 150_000);
+    expect(done).toMatchObject({ total_pages: LINKS + 1, total_failed: 0 });
+    await waitUntil('every page of the crawl on the firehose', () => crawlPages(pages, 'many').length > LINKS, 30_000);
+    const urls = new Set(crawlPages(pages, 'many').map((p) => p.url));
+    expect(urls.size).toBe(LINKS + 1);
+    allAlive();
+  }, 200_000);
+
+  test('a plugin whose parse loops forever: given up after its retries with the budget as the reason; the fleet goes on', async () => {
+    await t.feed([{ url: site.url('/loop'), appid: APPID, crawlid: 'loops', spiderid: 'loops', maxdepth: 0 }]);
+    const done = await completeNotice(outbound, 'loops', 60_000);
+    expect(done).toMatchObject({ total_pages: 0, total_failed: 1 });
+    const [page] = crawlPages(pages, 'loops');
+    expect(page).toMatchObject({ success: false, retry_times: 1 });
+    expect(String(page?.exception)).toMatch(/spider "loops": parse ran for more than 1500 ms/);
+    allAlive();
+    await normalCrawl('after-loops');
+    allAlive();
+  }, 120_000);
+
+  test('more never-settling parses than the workers have slots: each given up, no slot leaked', async () => {
+    // 2 workers × 4 slots; 12 such pages, each tried twice, took every slot for good.
+    const crawlids = Array.from({ length: 12 }, (_, i) => `hangs-${i}`);
+    await t.feed(
+      crawlids.map((crawlid) => ({
+        url: site.url(`/hang/${crawlid}`),
+        appid: APPID,
+        crawlid,
+        spiderid: 'hangs',
+        maxdepth: 0,
+      })),
+    );
+    for (const crawlid of crawlids) {
+      const done = await completeNotice(outbound, crawlid, 90_000);
+      expect(done).toMatchObject({ total_pages: 0, total_failed: 1 });
+      expect(String(crawlPages(pages, crawlid)[0]?.exception)).toMatch(/did not finish within 1500 ms/);
+    }
+    allAlive();
+    await normalCrawl('after-hangs');
+    allAlive();
+  }, 150_000);
+
+  test('a plugin that loops after an await and one that allocates without end: given up, the workers live', async () => {
+    await t.feed([
+      { url: site.url('/later'), appid: APPID, crawlid: 'later', spiderid: 'loops-later', maxdepth: 0 },
+      { url: site.url('/hog'), appid: APPID, crawlid: 'hog', spiderid: 'hog', maxdepth: 0 },
+    ]);
+    for (const [crawlid, reason] of [
+      ['later', /blocked its thread|ran for more than/],
+      ['hog', /ran out of memory/],
+    ] as const) {
+      const done = await completeNotice(outbound, crawlid, 90_000);
+      expect(done).toMatchObject({ total_pages: 0, total_failed: 1 });
+      expect(String(crawlPages(pages, crawlid)[0]?.exception)).toMatch(reason);
+    }
+    allAlive();
+    await normalCrawl('after-later-hog');
+  }, 150_000);
+});

@@ -166,6 +166,11 @@ interface InFlight {
 export const RECLAIMED_TOO_OFTEN =
   'given up without fetching: crawlers stopped or stalled while working on this request until its retries ran out (its leases expired and were reclaimed)';
 
+/** How long leasing stops after a first delivery failure on infrastructure, before one probe request (ms). */
+export const MIN_DELIVERY_BACKOFF_MS = 500;
+/** The longest leasing stops between two probes while delivery stays down (ms). */
+export const MAX_DELIVERY_BACKOFF_MS = 5000;
+
 /** The longest robots.txt Crawl-delay obeyed (a site asking for more gets this): one page a minute. */
 export const MAX_CRAWL_DELAY_MS = 60_000;
 
@@ -324,6 +329,13 @@ export class Crawler {
     const idleMs = scout ? Math.min(this.#o.scoutPollMs, this.#o.idlePollMs) : this.#o.idlePollMs;
     while (!this.#stopping) {
       let waitMs = idleMs;
+      const gate = this.#gate();
+      if (gate > 0) {
+        // Delivery is down: nothing is leased (a page fetched now could not be published) until a probe gets through.
+        await this.#nap(gate);
+        continue;
+      }
+      const probe = this.#down !== undefined;
       try {
         const r = await this.#next();
         if (r.lease && this.#stopping) {
@@ -333,16 +345,67 @@ export class Crawler {
         }
         if (r.lease) {
           this.#wakeAll();
-          await this.#handle(r.lease, r.leasedAt ?? this.#o.now());
+          await this.#handle(r.lease, r.leasedAt ?? this.#o.now(), probe);
           continue;
         }
+        if (probe) this.#probing = false;
         if (r.nextDueMs !== null) waitMs = Math.max(5, Math.min(idleMs, r.nextDueMs - this.#o.now()));
       } catch (error) {
+        if (probe) this.#probing = false;
         this.#o.log.error('crawl loop error; backing off', { error: (error as Error).message });
         waitMs = this.#o.idlePollMs;
       }
       if (!this.#stopping) await this.#nap(waitMs);
     }
+  }
+
+  /**
+   * Set while delivery (Kafka, or the ack's Redis) fails on infrastructure: leasing stops, so a crawler whose sink is
+   * down does not fetch pages it cannot publish (each would be fetched again elsewhere). One probe request at a time
+   * goes through once `retryAt` has passed; its delivery reopens the gate, or closes it for twice as long (at most
+   * {@link MAX_DELIVERY_BACKOFF_MS}).
+   */
+  #down: { since: number; retryAt: number; backoffMs: number } | undefined;
+  /** A probe request is under way while delivery is down. */
+  #probing = false;
+  /** Times delivery went down and leasing stopped, since start (for tests and logs). */
+  gateClosings = 0;
+
+  /** How long a worker waits before leasing (0: lease now; it may be the probe). */
+  #gate(): number {
+    const down = this.#down;
+    if (down === undefined) return 0;
+    const now = this.#o.now();
+    if (this.#probing || now < down.retryAt) return Math.max(5, Math.min(this.#o.idlePollMs, down.retryAt - now));
+    this.#probing = true;
+    return 0;
+  }
+
+  /** A delivery failed on infrastructure: close the gate (or keep it closed, longer). */
+  #deliveryFailed(error: unknown): void {
+    const now = this.#o.now();
+    const was = this.#down;
+    const backoffMs = was ? Math.min(was.backoffMs * 2, MAX_DELIVERY_BACKOFF_MS) : MIN_DELIVERY_BACKOFF_MS;
+    this.#down = { since: was?.since ?? now, retryAt: now + backoffMs, backoffMs };
+    this.#probing = false;
+    if (was) return;
+    this.gateClosings++;
+    this.#o.log.warn('delivery failing; leasing stops until a probe gets through', {
+      error: (error as Error)?.message ?? String(error),
+    });
+    // Requests leased ahead and not started go back at once for crawlers that can deliver.
+    const ahead = this.#ready.splice(0).map((r) => r.lease);
+    if (ahead.length > 0) void this.#o.frontier.release(ahead).catch(() => 0);
+  }
+
+  /** A page was stored: the gate opens if it was closed. */
+  #deliveryWorked(): void {
+    const was = this.#down;
+    if (was === undefined) return;
+    this.#down = undefined;
+    this.#probing = false;
+    this.#o.log.info('delivery works again; leasing resumes', { downMs: this.#o.now() - was.since });
+    this.#wakeAll();
   }
 
   /** Workers waiting for their next request, served in order by one lease call at a time. */
@@ -387,7 +450,7 @@ export class Crawler {
    * each), else up to those the workers take in {@link LEASE_AHEAD_MS} at their recent pace.
    */
   #refill(): number {
-    if (this.#stopping) return 0;
+    if (this.#stopping || this.#down !== undefined) return 0;
     const pace = Math.floor(LEASE_AHEAD_MS / Math.max(this.#takeIntervalMs, 0.1));
     const target = Math.min(pace, MAX_LEASE_BATCH, this.#o.concurrency);
     return this.#ready.length <= target >> 1 ? target - this.#ready.length : 0;
@@ -472,7 +535,7 @@ export class Crawler {
    * in the background, so the worker fetches its next page meanwhile. When `maxDelivering` deliveries are
    * pending it waits for one to finish first.
    */
-  async #handle(lease: Lease, leasedAt: number): Promise<void> {
+  async #handle(lease: Lease, leasedAt: number, probe = false): Promise<void> {
     let freed!: () => void;
     const free = new Promise<void>((resolve) => {
       freed = resolve;
@@ -487,6 +550,8 @@ export class Crawler {
       .finally(() => {
         this.#delivering.delete(done);
         this.#deliveryWaiters.shift()?.();
+        // A probe that never reached the sink (its fetch failed and was retried): the next worker probes instead.
+        if (probe) this.#probing = false;
       });
     this.#delivering.add(done);
     // Woken one at a time as deliveries finish: O(1) per page, where racing every pending delivery was O(n).
@@ -518,6 +583,7 @@ export class Crawler {
         url: lease.url,
         error: (last as Error).message,
       });
+      if (failureCause(last) === 'infrastructure') this.#deliveryFailed(last);
       await this.#o.frontier.release([lease]).catch(() => undefined);
     } finally {
       this.#inFlight.delete(flight);
@@ -781,6 +847,7 @@ export class Crawler {
     const o = this.#o;
     const topics = clusterTopics(o.topicPrefix);
     await this.#sink.send([{ topic: topics.crawledFirehose, messages: [message] }]);
+    this.#deliveryWorked();
     this.pages++;
     if (o.appidTopics) await this.#sendPerApp(crawledAppTopic(o.topicPrefix, ids.appid), ids.appid, message);
     const ack = await this.#ack(lease, success ? 'done' : 'fail', children);

@@ -1196,3 +1196,53 @@ describe('Crawler: page budgets (issue 30 defects 2 and 3)', () => {
     ]);
   });
 });
+
+describe('Crawler: leasing stops while delivery is down (issue 30 defect 4)', () => {
+  /** A sink refusing every send as Kafka does when the broker is gone, until `up()`. */
+  class DownSink extends FakeSink {
+    #down = true;
+    attempts = 0;
+    up(): void {
+      this.#down = false;
+    }
+    override async send(batch: SentBatch): Promise<void> {
+      this.attempts++;
+      if (this.#down)
+        throw Object.assign(new Error('Connection error: connect ECONNREFUSED'), { name: 'KafkaJSConnectionError' });
+      await super.send(batch);
+    }
+  }
+
+  it('fetches only a probe now and then while Kafka is down, and every remaining page once it is back', async () => {
+    const n = 200;
+    const frontier = new ScriptedFrontier(Array.from({ length: n }, (_, i) => lease(`http://a.example/${i}`)));
+    const sink = new DownSink();
+    const counting = countingFetcher();
+    const log = new RecordingLog();
+    const crawler = testCrawler(frontier, {
+      fetcher: counting.fetcher,
+      sink,
+      log,
+      concurrency: 4,
+      produceLingerMs: 0,
+    });
+    crawler.start();
+    await new Promise((r) => setTimeout(r, 2000));
+    const fetchedWhileDown = counting.count();
+    // The first pages in flight, then one probe per backoff (0.5 s, 1 s, ...): nowhere near the 200 an ungated
+    // crawler fetched and released within the same 2 s.
+    expect(fetchedWhileDown).toBeLessThan(16);
+    expect(frontier.released).toHaveLength(fetchedWhileDown);
+    expect(frontier.acked).toEqual([]);
+    expect(crawler.gateClosings).toBe(1);
+    expect(log.lines.some((l) => l.message.startsWith('delivery failing; leasing stops'))).toBe(true);
+    sink.up();
+    const deadline = Date.now() + 10_000;
+    while (frontier.acked.length < n - fetchedWhileDown && Date.now() < deadline)
+      await new Promise((r) => setTimeout(r, 5));
+    await crawler.stop(1000);
+    expect(frontier.acked).toHaveLength(n - fetchedWhileDown);
+    expect(counting.count()).toBe(n);
+    expect(log.lines.some((l) => l.message === 'delivery works again; leasing resumes')).toBe(true);
+  }, 20_000);
+});

@@ -5,6 +5,7 @@
  * - `local` reads `incoming` again: a crawl fed after the restart gets its pages and its `complete` notice;
  * - `GET /` said so meanwhile: not GREEN, `kafka_connected: false` during the outage, GREEN once it is over;
  * - SIGTERM soon after a restart ends `local` within a bound (it hung after "stopped" until SIGKILL);
+ * - after a hard kill, the restarted runtime's crawler workers (Redis only) do not wait for the consumers' joins;
  * - a consumer that stays down past its restart bound is given up, and the runtime's owner is told.
  */
 import { type ChildProcess, spawn } from 'node:child_process';
@@ -48,10 +49,14 @@ interface LocalProcess {
   health(): Promise<Health | undefined>;
 }
 
-async function runLocal(broker: PrivateKafka, site: FixtureSite): Promise<LocalProcess> {
+async function runLocal(
+  broker: PrivateKafka,
+  site: FixtureSite,
+  prefixes = { topics: uniqueName('br'), keys: uniqueName('k') },
+): Promise<LocalProcess> {
   const base = config();
   const restPort = await freePort();
-  const prefix = uniqueName('br');
+  const prefix = prefixes.topics;
   const child = spawn(
     process.execPath,
     [
@@ -78,7 +83,7 @@ async function runLocal(broker: PrivateKafka, site: FixtureSite): Promise<LocalP
         REDIS_HOST: '127.0.0.1',
         REDIS_PORT: String(base.CRAWL_REDIS_CLUSTER_PORT),
         REDIS_CLUSTER: 'true',
-        REDIS_KEY_PREFIX: uniqueName('k'),
+        REDIS_KEY_PREFIX: prefixes.keys,
         CRAWLER_WORKERS: '1',
         CRAWLER_HOST_MAP: site.hostMap,
         ALLOW_PRIVATE_NETWORKS: 'true',
@@ -270,6 +275,42 @@ describe('a Kafka broker restart under `crawl-cluster local`', () => {
     expect((exit?.atMs ?? Number.POSITIVE_INFINITY) - signalledAt).toBeLessThan(EXIT_WITHIN_MS);
     expect(local.stderr()).toContain('"message":"stopped"');
   }, 420_000);
+
+  test('after a hard kill, the restarted runtime starts its crawler workers before its consumers have rejoined', async () => {
+    const prefixes = { topics: uniqueName('br'), keys: uniqueName('k') };
+    const first = await runLocal(broker, site, prefixes);
+    locals.push(first);
+    const workerPids = [...first.stderr().matchAll(/"message":"crawler worker \d+ started","pid":(\d+)/g)].map((m) =>
+      Number(m[1]),
+    );
+    first.child.kill('SIGKILL');
+    await first.exited;
+    // SIGKILL ends `local` alone; its workers are orphans to be killed as a crash of the host would have.
+    for (const pid of workerPids) {
+      try {
+        process.kill(pid, 'SIGKILL');
+      } catch {
+        // Already gone.
+      }
+    }
+
+    // The dead members stay in their groups until their sessions expire: the new consumers' joins wait for that.
+    const again = await runLocal(broker, site, prefixes);
+    locals.push(again);
+    const at = (message: string) => {
+      const line = again
+        .stderr()
+        .split('\n')
+        .find((l) => l.includes(`"message":"${message}`));
+      return line ? Date.parse((JSON.parse(line) as { time: string }).time) : Number.NaN;
+    };
+    const workerAt = at('crawler worker 0 started');
+    const runningAt = at('local cluster running');
+    process.stderr.write(`[broker-restart] worker started ${runningAt - workerAt} ms before the consumers joined\n`);
+    expect(workerAt).toBeLessThan(runningAt);
+    again.child.kill('SIGTERM');
+    expect(await again.exited).toMatchObject({ code: 0 });
+  }, 300_000);
 
   test('a consumer down past its restart bound is given up: the owner hears of it, health says failed, stop() ends in time', async () => {
     const vars = {

@@ -5,6 +5,7 @@
  * - `local` reads `incoming` again: a crawl fed after the restart gets its pages and its `complete` notice;
  * - `GET /` said so meanwhile: not GREEN, `kafka_connected: false` during the outage, GREEN once it is over;
  * - SIGTERM soon after a restart ends `local` within a bound (it hung after "stopped" until SIGKILL);
+ * - a running `dump` (a CLI follower on the same kind of consumer) reads again or exits 1 saying why;
  * - after a hard kill, the restarted runtime's crawler workers (Redis only) do not wait for the consumers' joins;
  * - a consumer that stays down past its restart bound is given up, and the runtime's owner is told.
  */
@@ -311,6 +312,57 @@ describe('a Kafka broker restart under `crawl-cluster local`', () => {
     again.child.kill('SIGTERM');
     expect(await again.exited).toMatchObject({ code: 0 });
   }, 300_000);
+
+  test('a running `dump` is never silent about a broker restart: it reads again, or exits 1 saying why', async () => {
+    const topics = clusterTopics(uniqueName('br'));
+    const admin = broker.kafka().admin();
+    await admin.connect();
+    await admin.createTopics({ waitForLeaders: true, topics: [{ topic: topics.incoming, numPartitions: 1 }] });
+    await admin.disconnect();
+    const child = spawn(process.execPath, ['bin/crawl-cluster.ts', 'dump', topics.incoming], {
+      cwd: REPO_ROOT,
+      env: { ...process.env, KAFKA_BROKERS: broker.brokers },
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
+    let stdout = '';
+    let stderr = '';
+    child.stdout.setEncoding('utf8').on('data', (d: string) => {
+      stdout += d;
+    });
+    child.stderr.setEncoding('utf8').on('data', (d: string) => {
+      stderr += d;
+    });
+    const exited = new Promise<number | null>((resolve) => child.once('exit', (code) => resolve(code)));
+    try {
+      await waitUntil('dump to read', () => stderr.includes('(Ctrl-C to stop)'), 60_000);
+      await broker.stop();
+      await waitUntil(
+        'dump to say Kafka went away',
+        () => stderr.includes('lost the connection to Kafka') || child.exitCode !== null,
+        90_000,
+      );
+      await broker.start();
+      const producer = createProducer(broker.kafka());
+      await producer.connect();
+      await producer.send({ topic: topics.incoming, acks: -1, messages: [{ value: '{"after":"restart"}' }] });
+      await producer.disconnect();
+      const outcome = await waitUntil(
+        'dump to print the message produced after the restart, or to exit',
+        () => (stdout.includes('"after":"restart"') ? 'read' : child.exitCode !== null ? 'exited' : undefined),
+        120_000,
+      );
+      process.stderr.write(`[broker-restart] dump after the restart: ${outcome}\n`);
+      if (outcome === 'exited') {
+        expect(await exited).toBe(1);
+        expect(stderr).toMatch(/reading .+ (failed|stopped): /);
+      } else {
+        expect(stderr).toContain(`reading ${topics.incoming} again after`);
+      }
+    } finally {
+      if (child.exitCode === null) child.kill('SIGTERM');
+      await exited;
+    }
+  }, 360_000);
 
   test('a consumer down past its restart bound is given up: the owner hears of it, health says failed, stop() ends in time', async () => {
     const vars = {

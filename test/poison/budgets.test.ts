@@ -10,8 +10,11 @@
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';
+import { MAX_SITEMAP_ENTRIES } from '../../lib/crawl/sitemap.ts';
 import { redisSpiderTypeStore } from '../../lib/monitor/spider-types.ts';
 import type { RedisClient } from '../../lib/redis/client.ts';
+import { Frontier } from '../../lib/redis/frontier.ts';
+import { frontierOptions } from '../../lib/redis/frontier-types.ts';
 import { type Collector, completeNotice, crawlPages, startTestCluster, type TestCluster } from '../helpers/cluster.ts';
 import { type CrawlerProcess, startCrawlerProcess } from '../helpers/crawler-process.ts';
 import { clusterRedis, waitUntil } from '../helpers/services.ts';
@@ -19,6 +22,7 @@ import { clusterRedis, waitUntil } from '../helpers/services.ts';
 const APPID = 'budgets';
 const HOST = 'budgets.test';
 const LINKS = 10_000;
+const SITEMAP_URLS = 1_000_000;
 
 /** `/many`: 10,000 links to `/p/<i>`; `/p/<i>`, `/ok/<i>`: tiny pages; anything else: a page with no links. */
 async function startSite(): Promise<{ server: Server; url: (path: string) => string; hostMap: string }> {
@@ -34,6 +38,13 @@ async function startSite(): Promise<{ server: Server; url: (path: string) => str
       res.end(many);
       return;
     }
+    if (path === '/sitemap.xml') {
+      // 1,000,000 URLs (55 MB, cut at the 10 MiB body limit): the sitemap spider reads the first 50,000, the
+      // protocol's limit per file.
+      res.setHeader('content-type', 'application/xml');
+      res.end(sitemap());
+      return;
+    }
     const ok = /^\/ok\/(\d+)$/.exec(path);
     if (ok) {
       const i = Number(ok[1]);
@@ -45,6 +56,14 @@ async function startSite(): Promise<{ server: Server; url: (path: string) => str
   });
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
   const port = (server.address() as AddressInfo).port;
+  let xml: string | undefined;
+  const sitemap = () => {
+    xml ??= `<?xml version="1.0"?><urlset xmlns="http://www.sitemaps.org/schemas/sitemap/0.9">${Array.from(
+      { length: SITEMAP_URLS },
+      (_, i) => `<url><loc>http://${HOST}:${port}/s/${i}</loc></url>`,
+    ).join('')}</urlset>`;
+    return xml;
+  };
   return { server, url: (path) => `http://${HOST}:${port}${path}`, hostMap: `${HOST}=127.0.0.1` };
 }
 
@@ -167,4 +186,30 @@ describe('page budgets through the local cluster', () => {
     allAlive();
     await normalCrawl('after-later-hog');
   }, 150_000);
+
+  // Last: its 50,000 pages keep the workers busy until the cluster stops.
+  test('a sitemap of 1,000,000 URLs: its first 50,000 are handed to the link spider and queued, no worker dies', async () => {
+    await t.feed([
+      { url: site.url('/'), appid: APPID, crawlid: 'sitemap', spiderid: 'sitemap', maxdepth: 0, attrs: {} },
+    ]);
+    const frontier = new Frontier(redis, frontierOptions(t.vars));
+    await waitUntil(
+      "the sitemap's URLs in the link frontier",
+      async () => {
+        const info = await frontier.crawlInfo('link', APPID, 'sitemap');
+        return info && info.queued + info.leased + info.done + info.failed >= MAX_SITEMAP_ENTRIES;
+      },
+      120_000,
+    ).catch((e: Error) => {
+      throw new Error(
+        `${e.message}: ${JSON.stringify(crawlPages(pages, 'sitemap').map((p) => [p.url, p.success, p.exception, String(JSON.stringify(p.data)).slice(0, 200)]))} ${workers.map((w) => w.output().slice(-1500)).join('\n')}`,
+      );
+    });
+    const sitemapPage = crawlPages(pages, 'sitemap').find((p) => String(p.url).endsWith('/sitemap.xml'));
+    expect(sitemapPage).toMatchObject({
+      success: true,
+      data: { sitemap: { urls: MAX_SITEMAP_ENTRIES, truncated: true } },
+    });
+    allAlive();
+  }, 180_000);
 });

@@ -24,6 +24,7 @@ import { CrawlClusterError } from '../errors.ts';
 import {
   BEAT_MS,
   type RunMessage,
+  type SandboxResult,
   SHARED_SLOTS,
   SLOT_BEAT,
   SLOT_CALL,
@@ -31,7 +32,7 @@ import {
   type SpiderThreadData,
   type ThreadMessage,
 } from './spider-thread-protocol.ts';
-import type { FetchResult, FollowRequest, Link, SpiderRequest } from './types.ts';
+import type { FetchResult, Link, SpiderRequest } from './types.ts';
 
 /** A page's processing overran a budget enforced from outside it: a failed try (lib/crawl/failure.ts `budget`). */
 export class SpiderBudgetError extends CrawlClusterError {}
@@ -39,20 +40,7 @@ export class SpiderBudgetError extends CrawlClusterError {}
 /** A page that was running on this many threads that died (out of memory) fails, whichever page killed them. */
 export const MAX_THREAD_DEATHS = 2;
 
-/** What the thread made of a page: the spider's result reduced to plain data. */
-export interface SandboxResult {
-  /** What the spider's `wantsLinks` said (false: the page carries no links). */
-  wantsLinks: boolean;
-  /** The page's `data` as JSON (undefined: none). */
-  dataJson?: string;
-  /** The data was over MAX_DATA_BYTES or not JSON: the page carries `data: null, data_truncated: true`. */
-  dataTruncated?: boolean;
-  follow: FollowRequest[];
-  /** Follow entries over the per-page bound, dropped. */
-  followDropped: number;
-  /** The spider's `attrs` for the page, when it has the hook. */
-  attrs?: Record<string, unknown>;
-}
+export type { SandboxResult };
 
 export interface SpiderSandboxOptions {
   /** `CRAWLER_PLUGINS` module specifiers. */

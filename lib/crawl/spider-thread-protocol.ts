@@ -37,21 +37,25 @@ export interface RunMessage {
   links: Link[];
 }
 
+/** What the thread made of a page: the spider's result reduced to plain data. */
+export interface SandboxResult {
+  /** What the spider's `wantsLinks` said (false: the page carries no links). */
+  wantsLinks: boolean;
+  /** The page's `data` as JSON (undefined: none). */
+  dataJson?: string;
+  /** The data was over MAX_DATA_BYTES or not JSON: the page carries `data: null, data_truncated: true`. */
+  dataTruncated?: boolean;
+  follow: FollowRequest[];
+  /** Follow entries past {@link MAX_FOLLOW_PER_PAGE}, dropped. */
+  followDropped: number;
+  /** The spider's `attrs` for the page, when it has the hook. */
+  attrs?: Record<string, unknown>;
+}
+
 /** What the thread posts back. */
 export type ThreadMessage =
   | { type: 'ready'; spiders: string[] }
   | { type: 'open-failed'; message: string }
   | { type: 'log'; level: 'info' | 'warn'; message: string; fields?: Record<string, unknown> }
-  | {
-      type: 'result';
-      id: number;
-      wantsLinks: boolean;
-      /** `data` as JSON (undefined: none); `dataTruncated` when it was over the bound or not JSON. */
-      dataJson?: string;
-      dataTruncated?: boolean;
-      follow: FollowRequest[];
-      /** Follow entries past {@link MAX_FOLLOW_PER_PAGE}, dropped. */
-      followDropped: number;
-      attrs?: Record<string, unknown>;
-    }
+  | ({ type: 'result'; id: number } & SandboxResult)
   | { type: 'error'; id: number; message: string };

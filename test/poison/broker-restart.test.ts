@@ -132,6 +132,19 @@ async function runLocal(
 }
 
 /** Stops the broker, waits until `local` says a consumer crashed and health says Kafka is gone, starts it again. */
+/** Sends SIGTERM to `local` and expects a clean exit (code 0) within {@link EXIT_WITHIN_MS}. */
+async function expectSigtermExit(local: LocalProcess): Promise<void> {
+  const signalledAt = Date.now();
+  local.child.kill('SIGTERM');
+  const exit = await Promise.race([
+    local.exited,
+    new Promise<undefined>((resolve) => setTimeout(() => resolve(undefined), EXIT_WITHIN_MS * 2)),
+  ]);
+  expect(exit, local.stderr().slice(-4000)).toMatchObject({ code: 0, signal: null });
+  process.stderr.write(`[broker-restart] local exited ${(exit?.atMs ?? 0) - signalledAt} ms after SIGTERM\n`);
+  expect((exit?.atMs ?? Number.POSITIVE_INFINITY) - signalledAt).toBeLessThan(EXIT_WITHIN_MS);
+}
+
 async function restartBroker(broker: PrivateKafka, local: LocalProcess, healthSeen: Health[]): Promise<void> {
   const crashesBefore = local.stderr().split('consumer crashed').length;
   await broker.stop();
@@ -249,15 +262,7 @@ describe('a Kafka broker restart under `crawl-cluster local`', () => {
       await producer.disconnect();
     }
 
-    const signalledAt = Date.now();
-    local.child.kill('SIGTERM');
-    const exit = await Promise.race([
-      local.exited,
-      new Promise<undefined>((resolve) => setTimeout(() => resolve(undefined), EXIT_WITHIN_MS * 2)),
-    ]);
-    expect(exit, local.stderr().slice(-4000)).toMatchObject({ code: 0, signal: null });
-    process.stderr.write(`[broker-restart] local exited ${(exit?.atMs ?? 0) - signalledAt} ms after SIGTERM\n`);
-    expect((exit?.atMs ?? Number.POSITIVE_INFINITY) - signalledAt).toBeLessThan(EXIT_WITHIN_MS);
+    await expectSigtermExit(local);
   }, 420_000);
 
   test('SIGTERM 10 s after the broker is back (consumers rejoining) ends `local` within the bound, exit code 0', async () => {
@@ -265,15 +270,7 @@ describe('a Kafka broker restart under `crawl-cluster local`', () => {
     locals.push(local);
     await restartBroker(broker, local, []);
     await new Promise((resolve) => setTimeout(resolve, 10_000));
-    const signalledAt = Date.now();
-    local.child.kill('SIGTERM');
-    const exit = await Promise.race([
-      local.exited,
-      new Promise<undefined>((resolve) => setTimeout(() => resolve(undefined), EXIT_WITHIN_MS * 2)),
-    ]);
-    expect(exit, local.stderr().slice(-4000)).toMatchObject({ code: 0, signal: null });
-    process.stderr.write(`[broker-restart] local exited ${(exit?.atMs ?? 0) - signalledAt} ms after SIGTERM\n`);
-    expect((exit?.atMs ?? Number.POSITIVE_INFINITY) - signalledAt).toBeLessThan(EXIT_WITHIN_MS);
+    await expectSigtermExit(local);
     expect(local.stderr()).toContain('"message":"stopped"');
   }, 420_000);
 

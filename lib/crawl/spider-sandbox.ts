@@ -231,7 +231,8 @@ export class SpiderSandbox {
       }
       case 'error': {
         const call = t.calls.get(m.id);
-        if (call) this.#settle(t, call, new Error(m.message));
+        // As thrown in the thread: the page's exception reads as it did when plugins ran on this thread.
+        if (call) this.#settle(t, call, Object.assign(new Error(m.message), { name: m.name }));
         return;
       }
     }

@@ -58,4 +58,5 @@ export type ThreadMessage =
   | { type: 'open-failed'; message: string }
   | { type: 'log'; level: 'info' | 'warn'; message: string; fields?: Record<string, unknown> }
   | ({ type: 'result'; id: number } & SandboxResult)
-  | { type: 'error'; id: number; message: string };
+  /** What the spider's code threw: its name (`TypeError`...) and message, as thrown. */
+  | { type: 'error'; id: number; name: string; message: string };

@@ -24,6 +24,13 @@ import {
 import { BUILT_IN_SPIDERS } from './spiders/index.ts';
 import { type FetchResult, type FollowRequest, MAX_DATA_BYTES } from './types.ts';
 
+/** What was thrown, as its name and message (a thrown non-Error is its string, named `Error`). */
+function thrown(error: unknown): { name: string; message: string } {
+  return error instanceof Error
+    ? { name: error.name, message: error.message }
+    : { name: 'Error', message: String(error) };
+}
+
 function messageOf(error: unknown): string {
   return error instanceof Error ? `${error.name}: ${error.message}` : String(error);
 }
@@ -91,8 +98,9 @@ async function main(): Promise<void> {
         port?.postMessage({
           type: 'error',
           id: m.id,
+          name: 'DataCloneError',
           message: `the spider's result is not plain data: ${messageOf(error)}`,
-        });
+        } satisfies ThreadMessage);
       }
     };
     // Structured clone gives a Uint8Array; spiders get a Buffer, as in the crawler.
@@ -149,7 +157,7 @@ async function main(): Promise<void> {
       });
     } catch (error) {
       Atomics.store(shared, SLOT_CALL, 0);
-      post({ type: 'error', id: m.id, message: messageOf(error) });
+      post({ type: 'error', id: m.id, ...thrown(error) });
     }
   }
 }

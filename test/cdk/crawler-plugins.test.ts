@@ -45,6 +45,7 @@ describe('crawler plugins in the image', () => {
       'plugins/link-again.ts',
       'plugins/no-spider.ts',
       'plugins/plain.js',
+      'plugins/runaway.ts',
       'plugins/throwing.ts',
       'plugins/top-level-throw.ts',
     ]);

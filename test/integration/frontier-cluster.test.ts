@@ -79,8 +79,9 @@ describe('cluster readiness', () => {
 
     const frontierScripts = allScripts()
       .map((s) => s.name)
-      // stats-incr and the URL frontier's uf-* scripts have tests of their own (url-frontier.test.ts for uf-*).
-      .filter((n) => n !== 'stats-incr' && !n.startsWith('uf-'));
+      // stats-incr, the URL frontier's uf-* scripts and the REST replies' reply-* scripts have tests of their own
+      // (url-frontier.test.ts for uf-*, the reply store's for reply-*).
+      .filter((n) => n !== 'stats-incr' && !n.startsWith('uf-') && !n.startsWith('reply-'));
     expect(new Set(calls.map((c) => c.script))).toEqual(new Set(frontierScripts));
     for (const { script, keys } of calls) {
       const spider = keys[0]?.endsWith(':q:wandering') ? 'wandering' : 'link';
@@ -161,13 +162,15 @@ describe('Lua sources', () => {
   /** Commands whose keys are exactly their first argument. */
   const FIRST_ARG_KEY = new Set(
     (
-      'EXPIRE HDEL HEXISTS HGET HGETALL HINCRBY HKEYS HLEN HMGET HSET INCR INCRBY SADD SCARD SISMEMBER SMEMBERS SREM ' +
+      'EXPIRE TYPE HDEL HEXISTS HGET HGETALL HINCRBY HKEYS HLEN HMGET HSET INCR INCRBY SADD SCARD SISMEMBER SMEMBERS SREM ' +
       'ZADD ZCARD ZCOUNT ZINCRBY ZMSCORE ZRANGE ZRANGEBYLEX ZRANGEBYSCORE ZREM ZREMRANGEBYLEX ZREMRANGEBYRANK ' +
       'ZREMRANGEBYSCORE ZSCORE'
     ).split(' '),
   );
   /** Commands all of whose arguments are keys. */
   const ALL_ARGS_KEYS = new Set(['DEL', 'UNLINK', 'EXISTS']);
+  /** Commands of the form `destination numkeys key...`. */
+  const STORE_KEYS = new Set(['ZUNIONSTORE', 'ZINTERSTORE']);
   /** Commands that touch no key (TIME: the frontier's clock in production). */
   const NO_KEYS = new Set(['TIME']);
 
@@ -192,8 +195,15 @@ describe('Lua sources', () => {
           expect(args, where).toHaveLength(1);
           continue;
         }
-        expect(FIRST_ARG_KEY.has(command as string) || ALL_ARGS_KEYS.has(command as string), where).toBe(true);
-        const keyArgs = ALL_ARGS_KEYS.has(command as string) ? args.slice(1) : args.slice(1, 2);
+        const store = STORE_KEYS.has(command as string);
+        expect(FIRST_ARG_KEY.has(command as string) || ALL_ARGS_KEYS.has(command as string) || store, where).toBe(true);
+        // ZUNIONSTORE destination numkeys key...: the destination and its numkeys source keys.
+        const keyArgs = store
+          ? [args[1] as string, ...args.slice(3, 3 + Number(args[2]))]
+          : ALL_ARGS_KEYS.has(command as string)
+            ? args.slice(1)
+            : args.slice(1, 2);
+        if (store) expect(Number.isInteger(Number(args[2])), `${where}: a literal numkeys`).toBe(true);
         for (const key of keyArgs) expect(isDeclaredKey(key, source), where).toBe(true);
       }
     }

@@ -1187,12 +1187,12 @@ describe('Crawler: page budgets (issue 30 defects 2 and 3)', () => {
     const r = await crawl([l], (q) => html(q.url, 'ok'), {
       plugins: [plugSpider],
       sandbox: sandboxOf(async () => {
-        throw new Error('Error: plugin bug');
+        throw new Error('plugin bug');
       }),
     });
     expect(r.frontier.retried).toEqual([]);
     expect(r.pages.map((p) => [p.success, p.exception])).toEqual([
-      [false, 'the page could not be processed: Error: Error: plugin bug'],
+      [false, 'the page could not be processed: Error: plugin bug'],
     ]);
   });
 });

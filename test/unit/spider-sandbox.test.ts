@@ -89,7 +89,8 @@ describe('spider sandbox', () => {
       .catch((e: Error) => e);
     expect(thrown).toBeInstanceOf(Error);
     expect(thrown).not.toBeInstanceOf(SpiderBudgetError);
-    expect((thrown as Error).message).toContain('plugin bug');
+    // As thrown: its own name and message, so the page's exception reads 'Error: plugin bug'.
+    expect([(thrown as Error).name, (thrown as Error).message]).toEqual(['Error', 'plugin bug']);
     expect(sandbox.replaced).toBe(0);
   });
 

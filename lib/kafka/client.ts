@@ -201,10 +201,34 @@ export async function ensureTopics(admin: Admin, topics: string[], partitions: n
   const existing = new Set(await admin.listTopics());
   const missing = topics.filter((t) => !existing.has(t));
   if (missing.length === 0) return [];
-  await admin.createTopics({
-    waitForLeaders: true,
-    // No replicationFactor: the broker default applies (1 locally, 3 on MSK).
-    topics: missing.map((topic) => ({ topic, numPartitions: partitions })),
-  });
+  try {
+    await admin.createTopics({
+      waitForLeaders: true,
+      // No replicationFactor: the broker default applies (1 locally, 3 on MSK).
+      topics: missing.map((topic) => ({ topic, numPartitions: partitions })),
+    });
+  } catch (error) {
+    // Created, but the broker kafkajs asked for their leaders had not learned of them yet, and kafkajs does not retry
+    // UNKNOWN_TOPIC_OR_PARTITION there (seen on a loaded 2-core CI machine): wait for the leaders here, bounded.
+    if ((error as { type?: string }).type !== 'UNKNOWN_TOPIC_OR_PARTITION') throw error;
+    await waitForLeaders(admin, missing, TOPIC_LEADERS_WAIT_MS);
+  }
   return missing;
+}
+
+/** How long {@link ensureTopics} waits for new topics' leaders when kafkajs's own wait gave up early. */
+const TOPIC_LEADERS_WAIT_MS = 30_000;
+
+async function waitForLeaders(admin: Admin, topics: string[], withinMs: number): Promise<void> {
+  const deadline = Date.now() + withinMs;
+  for (;;) {
+    try {
+      const { topics: meta } = await admin.fetchTopicMetadata({ topics });
+      if (meta.every((t) => t.partitions.length > 0 && t.partitions.every((p) => p.leader >= 0))) return;
+    } catch (error) {
+      if ((error as { type?: string }).type !== 'UNKNOWN_TOPIC_OR_PARTITION') throw error;
+    }
+    if (Date.now() > deadline) throw new Error(`topics ${topics.join(', ')} have no leader after ${withinMs} ms`);
+    await new Promise((resolve) => setTimeout(resolve, 200));
+  }
 }

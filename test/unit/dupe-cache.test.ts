@@ -30,7 +30,8 @@ describe('FingerprintSet', () => {
     expect(set.has(g)).toBe(false);
     // Load stays at most one half: 16 bytes a slot.
     expect(set.bytes).toBeLessThanOrEqual(reference.size * 2 * 16);
-  });
+    // 400,000 SHA-1s: a few hundred ms alone, seconds on a loaded 2-core CI machine (not a timing check).
+  }, 30_000);
 
   test('adding again changes nothing; the all-zero fingerprint is never held', () => {
     const set = new FingerprintSet();

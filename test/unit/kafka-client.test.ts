@@ -1,7 +1,14 @@
-import { KafkaJSNonRetriableError, type ProducerBatch, type ProducerRecord } from 'kafkajs';
+import { type Admin, KafkaJSNonRetriableError, type ProducerBatch, type ProducerRecord } from 'kafkajs';
 import { afterEach, beforeEach, describe, expect, test } from 'vitest';
 import { ConfigError } from '../../lib/errors.ts';
-import { createKafka, isSequenceError, kafkaSettings, mskIamSasl, renewingProducer } from '../../lib/kafka/client.ts';
+import {
+  createKafka,
+  ensureTopics,
+  isSequenceError,
+  kafkaSettings,
+  mskIamSasl,
+  renewingProducer,
+} from '../../lib/kafka/client.ts';
 
 const base = {
   KAFKA_BROKERS: '127.0.0.1:9092',
@@ -139,5 +146,44 @@ describe('renewingProducer', () => {
     expect(isSequenceError(Object.assign(new Error('x'), { type: 'UNKNOWN_PRODUCER_ID' }))).toBe(true);
     expect(isSequenceError(Object.assign(new Error('x'), { type: 'NOT_LEADER_FOR_PARTITION' }))).toBe(false);
     expect(isSequenceError('OUT_OF_ORDER_SEQUENCE_NUMBER')).toBe(false);
+  });
+});
+
+describe('ensureTopics', () => {
+  const unknown = () =>
+    Object.assign(new Error('This server does not host this topic-partition'), {
+      type: 'UNKNOWN_TOPIC_OR_PARTITION',
+    });
+  /** An admin whose createTopics gives up on the leaders (as kafkajs does under load) and whose metadata lags. */
+  function laggingAdmin(lagCalls: number) {
+    let metadataCalls = 0;
+    const admin = {
+      listTopics: async () => [],
+      createTopics: async () => {
+        throw unknown();
+      },
+      fetchTopicMetadata: async ({ topics }: { topics: string[] }) => {
+        metadataCalls++;
+        if (metadataCalls <= lagCalls) throw unknown();
+        return { topics: topics.map((name) => ({ name, partitions: [{ partitionId: 0, leader: 1 }] })) };
+      },
+    };
+    return { admin: admin as unknown as Admin, calls: () => metadataCalls };
+  }
+
+  test('waits for the leaders itself when kafkajs gave up on UNKNOWN_TOPIC_OR_PARTITION after creating them', async () => {
+    const { admin, calls } = laggingAdmin(2);
+    expect(await ensureTopics(admin, ['p.incoming'], 1)).toEqual(['p.incoming']);
+    expect(calls()).toBe(3);
+  });
+
+  test('any other failure of createTopics is thrown as it is', async () => {
+    const admin = {
+      listTopics: async () => [],
+      createTopics: async () => {
+        throw new Error('not authorized');
+      },
+    } as unknown as Admin;
+    await expect(ensureTopics(admin, ['p.incoming'], 1)).rejects.toThrow('not authorized');
   });
 });

@@ -17,8 +17,9 @@
  * The result is the one the DOM gave: the open-element stack replays exactly what the `Parser` did to
  * the tree (the implied closes of `openImpliesClose`, void elements, `</tag>` closing everything up to
  * the nearest open `tag` and being ignored when there is none, self-closing tags only in `<svg>` and
- * `<math>`), so a text belongs to the link it was inside in the old tree. The tables below state the same
- * rules as htmlparser2 10.1.0's Parser, which is why that version is pinned.
+ * `<math>`), so a text belongs to the link it was inside in the old tree. The tables below are copies of the
+ * private tables of htmlparser2 10.1.0's Parser (that version is pinned); test/unit/extract-tables.test.ts compares
+ * them with the installed htmlparser2's, so a version that changes them fails until they are copied again.
  */
 import { performance } from 'node:perf_hooks';
 import { Tokenizer, type TokenizerCallbacks } from 'htmlparser2';
@@ -148,6 +149,18 @@ const HTML_INTEGRATION_ELEMENTS = new Set([
   'desc',
   'title',
 ]);
+
+/**
+ * The Parser tables above, exported only so test/unit/extract-tables.test.ts can hold them to the installed
+ * htmlparser2's own; nothing else reads them from here.
+ * @internal
+ */
+export const PARSER_TABLES = {
+  openImpliesClose: OPEN_IMPLIES_CLOSE,
+  voidElements: VOID_ELEMENTS,
+  foreignContextElements: FOREIGN_CONTEXT_ELEMENTS,
+  htmlIntegrationElements: HTML_INTEGRATION_ELEMENTS,
+} as const;
 
 /** The code units `/\s/` matches (and `String.prototype.trim` removes), which the old collapse used. */
 function isSpace(c: number): boolean {

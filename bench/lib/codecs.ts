@@ -13,12 +13,14 @@
 import { existsSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import { join } from 'node:path';
-import kafkajs from 'kafkajs';
-import { type KafkaCodec, zstdCodec } from '../../lib/kafka/codecs.ts';
+import {
+  CompressionCodecs,
+  type CompressionType,
+  CompressionTypes,
+  type KafkaCodec,
+  zstdCodec,
+} from '../../lib/kafka/codecs.ts';
 import { BENCH_DIR } from './results.ts';
-
-// CommonJS: Node's named-export detection does not see these two.
-const { CompressionCodecs, CompressionTypes } = kafkajs;
 
 export type CodecName = 'none' | 'gzip' | 'lz4' | 'zstd';
 
@@ -28,7 +30,7 @@ export interface CodecInfo {
   source: string;
 }
 
-export function compressionOf(name: CodecName): kafkajs.CompressionTypes {
+export function compressionOf(name: CodecName): CompressionType {
   if (name === 'gzip') return CompressionTypes.GZIP;
   if (name === 'lz4') return CompressionTypes.LZ4;
   if (name === 'zstd') return CompressionTypes.ZSTD;

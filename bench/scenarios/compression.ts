@@ -22,13 +22,13 @@
 import { randomBytes } from 'node:crypto';
 import { readdirSync, statSync } from 'node:fs';
 import { join } from 'node:path';
-import type { Kafka, Producer } from 'kafkajs';
 import { config } from '../../lib/config/index.ts';
 import { extractLinks } from '../../lib/crawl/extract.ts';
 import { UndiciFetcher } from '../../lib/crawl/fetch.ts';
 import { buildPage } from '../../lib/crawl/page.ts';
 import { pageMessage } from '../../lib/crawl/page-message.ts';
 import { createKafka, createProducer, kafkaSettings } from '../../lib/kafka/client.ts';
+import type { Kafka, Producer } from '../../lib/kafka/types.ts';
 import type { CrawlSettings } from '../../lib/redis/frontier-types.ts';
 import { layoutFrom } from '../../localstack/services/index.ts';
 import { kafkaUp } from '../../localstack/services/kafka-service.ts';

@@ -6,12 +6,12 @@
  */
 
 import { hostname } from 'node:os';
-import type { Kafka, Producer } from 'kafkajs';
 import type { Variables } from '../../lib/config/index.ts';
 import { config } from '../../lib/config/index.ts';
 import { BUILT_IN_SPIDERS } from '../../lib/crawl/spiders/index.ts';
 import { createKafka, createProducer, kafkaSettings } from '../../lib/kafka/client.ts';
 import { producerSink } from '../../lib/kafka/sink.ts';
+import type { Kafka, Producer } from '../../lib/kafka/types.ts';
 import { fleetSpiderTypes } from '../../lib/monitor/spider-types.ts';
 import { redisReplyStore, redisStatsStore } from '../../lib/monitor/stores.ts';
 import type { Log, MessageSink } from '../../lib/ports.ts';

@@ -15,6 +15,11 @@ import kafkajs from 'kafkajs';
 // CommonJS: Node's named-export detection does not see these two.
 const { CompressionCodecs, CompressionTypes } = kafkajs;
 
+/** kafkajs's codec registry and compression types, for the bench's codecs (bench/lib/codecs.ts): its one way in. */
+export { CompressionCodecs, CompressionTypes };
+/** One of kafkajs's compression types. */
+export type CompressionType = kafkajs.CompressionTypes;
+
 /** The values of `KAFKA_COMPRESSION`. */
 export const KAFKA_COMPRESSIONS = ['none', 'gzip', 'zstd'] as const;
 export type KafkaCompression = (typeof KAFKA_COMPRESSIONS)[number];

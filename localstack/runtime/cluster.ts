@@ -7,7 +7,6 @@
  * stats run's metrics to its CloudWatch, unless CRAWL_LOCALSTACK=false.
  */
 import type { MSKEvent, ScheduledEvent } from 'aws-lambda';
-import type { Kafka } from 'kafkajs';
 import { expireHandler } from '../../functions/expire/handler.ts';
 import { kafkaMonitorHandler } from '../../functions/kafka-monitor/handler.ts';
 import { reclaimHandler } from '../../functions/reclaim/handler.ts';
@@ -19,6 +18,7 @@ import { processEnvironment, type Variables } from '../../lib/config/index.ts';
 import { loadSpiders, pluginList } from '../../lib/crawl/spider-registry.ts';
 import { createKafka, ensureTopics, kafkaSettings } from '../../lib/kafka/client.ts';
 import { clusterTopicList, clusterTopics } from '../../lib/kafka/topics.ts';
+import type { Kafka } from '../../lib/kafka/types.ts';
 import type { MonitorContext } from '../../lib/monitor/context.ts';
 import type { FleetMetrics } from '../../lib/monitor/periodic.ts';
 import type { ConsumerDownError, ConsumerHealth, RestartPolicy } from './consumer-supervisor.ts';

@@ -27,8 +27,8 @@
  * again; a group (re)join restarts every partition from its committed offset.
  */
 import type { MSKEvent } from 'aws-lambda';
-import type { Consumer, EachBatchPayload, IHeaders, Kafka, KafkaMessage } from 'kafkajs';
 import { encodeMskEvent, type MskBatchResponse, recordGroupKey } from '../../functions/shared/msk.ts';
+import type { Consumer, EachBatchPayload, IHeaders, Kafka, KafkaMessage } from '../../lib/kafka/types.ts';
 import {
   type ConsumerDownError,
   type ConsumerHealth,

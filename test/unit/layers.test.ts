@@ -65,6 +65,19 @@ describe('layers', () => {
     ).toEqual([]);
   });
 
+  it('only lib/kafka imports kafkajs: every other module takes its types from lib/kafka (the client swaps in one place)', () => {
+    expect(packageImports('lib/kafka/client.ts')).toContain('kafkajs');
+    const found = ['lib', 'functions', 'localstack', 'cdk', 'bench', 'bin']
+      .flatMap(sources)
+      .filter((file) => !file.startsWith('lib/kafka/'))
+      .flatMap((file) =>
+        packageImports(file)
+          .filter((specifier) => specifier === 'kafkajs' || specifier.startsWith('kafkajs/'))
+          .map((specifier) => `${file} -> ${specifier}`),
+      );
+    expect(found).toEqual([]);
+  });
+
   it('lib/ imports no Lambda types (aws-lambda), middy or Powertools: the adapters in functions/ do', () => {
     // The check sees these imports where they are.
     expect(packageImports('functions/shared/msk.ts')).toContain('aws-lambda');

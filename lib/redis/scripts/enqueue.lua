@@ -18,6 +18,7 @@
   KEYS[1..18]       partition keys (includes/frontier.lua)
   KEYS[18+i]        dupefilter HASH of the i-th crawl of ARGV
   ARGV[1..5]        common frontier arguments
+  ARGV[6..]         the batch, read at computed offsets by includes/enqueue.lua (enqueue_requests(a0), a0 = 6):
   ARGV[6]           dupefilter TTL (s), refreshed on every enqueue
   ARGV[7]           spider type
   ARGV[8]           number of crawls C; then C groups of 6:

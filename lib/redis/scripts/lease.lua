@@ -1,20 +1,30 @@
 --[[
-  Lease the next request of a frontier partition: the highest-priority request among domains whose
-  throttle allows a fetch now, FIFO among equal priority. The throttle hit is recorded only when a
-  request is leased. The request stays invisible to others until it is acked, released or reclaimed.
+  Lease the next requests of a frontier partition, up to ARGV[9] of them, each as a single lease would take it: the
+  highest-priority request among domains whose throttle allows a fetch now, FIFO among equal priority. The throttle
+  hit is recorded only when a request is leased. A leased request stays invisible to others until it is acked,
+  released or reclaimed.
 
   KEYS[1..18]  partition keys (includes/frontier.lua)
   ARGV[1..5]   common frontier arguments (includes/frontier.lua)
   ARGV[6]      lease duration (ms)
   ARGV[7]      egress IP of the caller ('' when throttles are not IP-scoped)
-  ARGV[8]      bound on work per call: promotions of due domains/retries, stale requests skipped
+  ARGV[8]      bound on work per call: promotions of due domains/retries, stale requests skipped, ready domains
+               checked against the caller's IP
+  ARGV[9]      the most requests to lease (>= 1; 1 when absent)
 
-  Returns
-    {1, member, settings, skipped, hit}  leased: the member (lease handle), its crawl's settings (JSON) and
-                                         the time its throttle hit was recorded (epoch ms; restamp.lua's ARGV[8])
-    {0, next_due, skipped}          nothing due now; next_due = epoch ms when something may be (-1: no work)
+  Returns, when n requests were leased (1 <= n <= ARGV[9]):
+    {1, skipped, hit, next_due, member_1, settings_1, ..., member_n, settings_n}
+      member_i    the i-th lease's member (the lease handle; binary), in the order the leases were taken
+      settings_i  its crawl's settings (JSON)
+      hit         when the throttle hits of all n were recorded (epoch ms: the call's NOW; restamp.lua's ARGV[8])
+      next_due    NOW when all ARGV[9] were leased (more may be due), else as below
+  and when none was:
+    {0, next_due, skipped}
+  next_due = epoch ms when something may be due (-1: no work; NOW when ready domains are left that the bound did
+  not reach).
   skipped = requests of stopped/expired crawls dropped on the way (lazy purge).
-  Cost: O(log n) per promotion and per skipped request, bounded by ARGV[8].
+  Cost: O(log n) per promotion, per skipped request and per lease: at most ARGV[8] promotions of each kind and
+  ARGV[8] + ARGV[9] - 1 domains taken (with IP scoping, each look checks up to ARGV[8] ready domains).
 ]]
 --- @include "frontier"
 

@@ -2,7 +2,8 @@
   URL frontier: delete one queue and all its URLs (DeleteQueue, DeleteCrawl); the crawl disappears with its
   last queue.
 
-  KEYS[1..12]  the crawl's keys and one queue's (includes/uf.lua)
+  KEYS[1..6]   the crawl's keys (includes/uf.lua)
+  KEYS[7..]    the queue's six keys, KEYS[7..12], read by use_queue(1, ...) (includes/uf.lua)
   ARGV[1]      crawl ID
   ARGV[2]      queue key
 

@@ -3,7 +3,8 @@
   reads the queue a page at a time (HSCAN) and names the old ones of each page; the date is checked again here, so a
   URL stored again in between stays. The queue itself stays.
 
-  KEYS[1..12]  the crawl's keys and one queue's (includes/uf.lua)
+  KEYS[1..6]   the crawl's keys (includes/uf.lua)
+  KEYS[7..]    the queue's six keys, KEYS[7..12], read by use_queue(1, ...) (includes/uf.lua)
   ARGV[1]      crawl ID
   ARGV[2]      queue key
   ARGV[3]      cutoff (epoch s): URLs created before it go

@@ -179,10 +179,8 @@ export class SpiderSandbox {
     const data: SpiderThreadData = { plugins: this.#o.plugins, baseDir: this.#o.baseDir, shared, base };
     const worker = new Worker(new URL('./spider-thread.ts', import.meta.url), {
       workerData: data,
+      // Its stdout and stderr are the process's (worker_threads' default): a plugin's console output reads as before.
       resourceLimits: { maxOldGenerationSizeMb: this.#o.memoryMb },
-      // The thread's stdout and stderr are the process's: a plugin's console output reads as before.
-      stdout: false,
-      stderr: false,
     });
     worker.unref();
     let ready!: () => void;

@@ -7,6 +7,7 @@
 import { registrableDomain } from '../../lib/crawl/domain.ts';
 import { requestFingerprint } from '../../lib/crawl/fingerprint.ts';
 import { BUILT_IN_SPIDERS } from '../../lib/crawl/spiders/index.ts';
+import type { FetchResult } from '../../lib/crawl/types.ts';
 import { InfrastructureError } from '../../lib/errors.ts';
 import type { MonitorContext } from '../../lib/monitor/context.ts';
 import type {
@@ -557,5 +558,24 @@ export function testContext(overrides: Partial<TestContext> = {}): TestContext {
     log: new RecordingLog(),
     now: () => TEST_NOW,
     ...overrides,
+  };
+}
+
+/** A 200 text/html response of `body` from `url` (UTF-8), as the fetcher gives it; `fields` change any of it. */
+export function htmlResponse(url: string, body: string, fields: Partial<FetchResult> = {}): FetchResult {
+  return {
+    requestUrl: url,
+    url,
+    status: 200,
+    statusText: 'OK',
+    headers: { 'content-type': ['text/html'] },
+    requestHeaders: {},
+    body: Buffer.from(body),
+    text: body,
+    encoding: 'utf-8',
+    truncated: false,
+    redirects: [],
+    fetchedMs: 3,
+    ...fields,
   };
 }

@@ -14,20 +14,29 @@ export interface ScriptCall {
   argv: unknown[];
 }
 
+/** One command as ioredis sends it. */
+export interface SentCommand {
+  name: string;
+  args: unknown[];
+}
+
+/** Runs `run` and returns every command it sent on `redis` (a spy on the client's `sendCommand`), in order. */
+export async function recordCommands(redis: RedisClient, run: () => Promise<unknown>): Promise<SentCommand[]> {
+  const client = redis as unknown as { sendCommand: (command: SentCommand) => unknown };
+  const spy = vi.spyOn(client, 'sendCommand');
+  try {
+    await run();
+    return spy.mock.calls.map((c) => c[0] as SentCommand);
+  } finally {
+    // Restoring a spy clears its record, so it is copied first (the return above runs before this).
+    spy.mockRestore();
+  }
+}
+
 /** Runs `run` and returns the script calls it made on `redis`, in order. */
 export async function recordScriptCalls(redis: RedisClient, run: () => Promise<unknown>): Promise<ScriptCall[]> {
   const bySha = new Map(allScripts().map((s) => [s.sha, s.name]));
-  type Sent = { name: string; args: unknown[] };
-  const client = redis as unknown as { sendCommand: (command: Sent) => unknown };
-  const spy = vi.spyOn(client, 'sendCommand');
-  let sent: Sent[] = [];
-  try {
-    await run();
-  } finally {
-    // Restoring a spy clears its record, so copy it first.
-    sent = spy.mock.calls.map((c) => c[0] as Sent);
-    spy.mockRestore();
-  }
+  const sent = await recordCommands(redis, run);
   const toCall = (sha: string, args: unknown[]): ScriptCall => ({
     script: bySha.get(sha) ?? `unknown script ${sha}`,
     keys: args.slice(2, 2 + Number(args[1])).map(String),

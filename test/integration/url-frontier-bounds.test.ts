@@ -4,7 +4,7 @@
  * in any string field, and how much of a PutURLs stream the server holds while Redis stores it.
  */
 import * as grpc from '@grpc/grpc-js';
-import { afterAll, afterEach, describe, expect, test, vi } from 'vitest';
+import { afterAll, afterEach, describe, expect, test } from 'vitest';
 import { startUrlFrontierServer, type UrlFrontierServer } from '../../functions/url-frontier/server.ts';
 import type { RedisClient } from '../../lib/redis/client.ts';
 import { urlFrontierCrawlKeys } from '../../lib/redis/keys.ts';
@@ -15,11 +15,12 @@ import {
   urlFrontierServiceDefinition,
 } from '../../lib/url-frontier/service.ts';
 import { type PutItem, UrlFrontierStore } from '../../lib/url-frontier/store.ts';
+import { type AnyClient, unary } from '../helpers/grpc.ts';
+import { recordCommands } from '../helpers/scripts.ts';
 import { clusterRedis, uniqueName } from '../helpers/services.ts';
 
 const redis = clusterRedis();
 const Client = urlFrontierClientConstructor();
-type AnyClient = grpc.Client & Record<string, (...args: unknown[]) => unknown>;
 
 const open: { servers: UrlFrontierServer[]; clients: grpc.Client[]; stores: UrlFrontierStore[] } = {
   servers: [],
@@ -62,31 +63,9 @@ function connect(server: UrlFrontierServer): AnyClient {
   return client;
 }
 
-function unary<T = Record<string, unknown>>(client: AnyClient, method: string, req: object): Promise<T> {
-  return new Promise((resolve, reject) => {
-    (client[method] as (r: object, cb: (e: grpc.ServiceError | null, res: T) => void) => void).call(
-      client,
-      req,
-      (e, res) => (e ? reject(e) : resolve(res)),
-    );
-  });
-}
-
 /** Every command `run` sends on `client` (a script call counts once, with its KEYS), in order. */
-async function recordCommands(
-  client: RedisClient,
-  run: () => Promise<unknown>,
-): Promise<{ name: string; keys: number }[]> {
-  type Sent = { name: string; args: unknown[] };
-  const spy = vi.spyOn(client as unknown as { sendCommand: (c: Sent) => unknown }, 'sendCommand');
-  let sent: Sent[] = [];
-  try {
-    await run();
-  } finally {
-    sent = spy.mock.calls.map((c) => c[0] as Sent);
-    spy.mockRestore();
-  }
-  return sent.map((c) => ({
+async function commandsOf(client: RedisClient, run: () => Promise<unknown>): Promise<{ name: string; keys: number }[]> {
+  return (await recordCommands(client, run)).map((c) => ({
     name: c.name,
     keys: c.name === 'evalsha' || c.name === 'eval' ? Number(c.args[1]) : 0,
   }));
@@ -119,7 +98,7 @@ describe('GetURLs costs O(log n + queues served), not O(queues of the crawl)', (
   /** The commands (and the KEYS of script calls: the queues a script touched) of one empty GetURLs. */
   async function emptyGetUrls(store: UrlFrontierStore): Promise<{ commands: number; keys: number; scripts: string[] }> {
     let urls = 0;
-    const sent = await recordCommands(redis, () =>
+    const sent = await commandsOf(redis, () =>
       store.getUrls({ crawl: 'c', maxQueues: 1, maxUrlsPerQueue: 1, holdSeconds: 30 }, (u) => {
         urls += u.length;
       }),
@@ -145,7 +124,7 @@ describe('GetURLs costs O(log n + queues served), not O(queues of the crawl)', (
     const store = await exhausted(2000);
     await store.put([item('c', 'due.example.com', 'https://due.example.com/x', 'discovered')]);
     const got: string[] = [];
-    const sent = await recordCommands(redis, () =>
+    const sent = await commandsOf(redis, () =>
       store.getUrls({ crawl: 'c', maxQueues: 0, maxUrlsPerQueue: 0, holdSeconds: 30 }, (u) => {
         got.push(...u.map((x) => x.url));
       }),

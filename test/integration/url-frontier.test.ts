@@ -5,13 +5,12 @@ import { urlFrontierQueueKeyList } from '../../lib/redis/keys.ts';
 import { allScripts } from '../../lib/redis/scripts.ts';
 import { PUT_BOUNDS, urlFrontierClientConstructor } from '../../lib/url-frontier/service.ts';
 import { queueKeyOf, UrlFrontierStore } from '../../lib/url-frontier/store.ts';
+import { type AnyClient, unary } from '../helpers/grpc.ts';
 import { recordScriptCalls } from '../helpers/scripts.ts';
 import { clusterRedis, uniqueName } from '../helpers/services.ts';
 
 const redis = clusterRedis();
 const Client = urlFrontierClientConstructor();
-
-type AnyClient = grpc.Client & Record<string, (...args: unknown[]) => unknown>;
 
 interface Env {
   prefix: string;
@@ -51,16 +50,6 @@ afterEach(async () => {
   if (keys.size) await redis.del(...keys);
 });
 afterAll(() => redis.disconnect());
-
-function unary<T = Record<string, unknown>>(client: AnyClient, method: string, req: object): Promise<T> {
-  return new Promise((resolve, reject) => {
-    (client[method] as (r: object, cb: (e: grpc.ServiceError | null, res: T) => void) => void).call(
-      client,
-      req,
-      (e, res) => (e ? reject(e) : resolve(res)),
-    );
-  });
-}
 
 function stream<T = Record<string, unknown>>(client: AnyClient, method: string, req: object): Promise<T[]> {
   return new Promise((resolve, reject) => {

@@ -36,7 +36,7 @@ import type {
   LeaseMany,
   QueueRequest,
 } from '../../lib/redis/frontier-types.ts';
-import { FakeSink, MemoryStatsStore, RecordingLog, type SentBatch } from '../helpers/fakes.ts';
+import { FakeSink, htmlResponse, MemoryStatsStore, RecordingLog, type SentBatch } from '../helpers/fakes.ts';
 
 const SETTINGS: CrawlSettings = {
   appid: 'app1',
@@ -166,24 +166,6 @@ class ScriptedFrontier implements CrawlerFrontier {
   }
 }
 
-function html(url: string, body: string, fields: Partial<FetchResult> = {}): FetchResult {
-  return {
-    requestUrl: url,
-    url,
-    status: 200,
-    statusText: 'OK',
-    headers: { 'content-type': ['text/html'] },
-    requestHeaders: {},
-    body: Buffer.from(body),
-    text: body,
-    encoding: 'utf-8',
-    truncated: false,
-    redirects: [],
-    fetchedMs: 3,
-    ...fields,
-  };
-}
-
 /** A sink that also records the order of sends among the frontier's events, and can refuse some topics. */
 class OrderedSink extends FakeSink {
   readonly events: string[];
@@ -219,7 +201,7 @@ function countingFetcher(): { fetcher: CrawlerOptions['fetcher']; count: () => n
     fetcher: {
       fetch: async (q) => {
         n++;
-        return html(q.url, 'ok');
+        return htmlResponse(q.url, 'ok');
       },
       close: async () => undefined,
     },
@@ -231,7 +213,7 @@ function countingFetcher(): { fetcher: CrawlerOptions['fetcher']; count: () => n
 function testCrawler(frontier: CrawlerFrontier, options: Partial<CrawlerOptions> = {}): Crawler {
   return new Crawler({
     frontier,
-    fetcher: { fetch: async (q) => html(q.url, 'ok'), close: async () => undefined },
+    fetcher: { fetch: async (q) => htmlResponse(q.url, 'ok'), close: async () => undefined },
     sink: new FakeSink(),
     stats: new MemoryStatsStore(),
     spiders: new Map(builtInSpiders.map((s) => [s.name, s])),
@@ -348,7 +330,7 @@ describe('Crawler: the failure decision in the loop', () => {
   it('retries a 503 with its Retry-After as the delay, publishing nothing yet', async () => {
     const l = lease('http://a.example/busy');
     const r = await crawl([l], (q) =>
-      html(q.url, '', { status: 503, statusText: 'Service Unavailable', headers: { 'retry-after': ['7'] } }),
+      htmlResponse(q.url, '', { status: 503, statusText: 'Service Unavailable', headers: { 'retry-after': ['7'] } }),
     );
     expect(r.frontier.retried).toEqual([{ handle: l.handle, delayMs: 7000, holdDomainMs: 7000 }]);
     expect(r.pages).toEqual([]);
@@ -356,7 +338,7 @@ describe('Crawler: the failure decision in the loop', () => {
 
   it('gives up on a 503 after the last retry with a success:false page, acked as failed', async () => {
     const l = lease('http://a.example/busy', { retries: 3 });
-    const r = await crawl([l], (q) => html(q.url, 'down', { status: 503, statusText: 'Service Unavailable' }));
+    const r = await crawl([l], (q) => htmlResponse(q.url, 'down', { status: 503, statusText: 'Service Unavailable' }));
     expect(r.pages).toHaveLength(1);
     expect(r.pages[0]).toMatchObject({ success: false, exception: 'HTTP 503 Service Unavailable', status_code: 503 });
     expect(r.frontier.acked).toEqual([{ handle: l.handle, outcome: 'fail' }]);
@@ -389,7 +371,7 @@ describe('Crawler: the failure decision in the loop', () => {
 
   it('sums page counters in process and writes them once (at stop at the latest), not once per page', async () => {
     const leases = ['/1', '/2', '/3'].map((p) => lease(`http://a.example${p}`));
-    const r = await crawl(leases, (q) => html(q.url, 'ok'));
+    const r = await crawl(leases, (q) => htmlResponse(q.url, 'ok'));
     expect(r.pages).toHaveLength(3);
     expect(r.stats.calls).toBe(1);
     const counts = await r.stats.read(['crawler:link:200', 'machine:test:200'], Date.now());
@@ -408,7 +390,9 @@ describe('Crawler: the failure decision in the loop', () => {
 
   it("tells the frontier a domain's robots.txt Crawl-delay once, capped at a minute, not once per page", async () => {
     const leases = ['/1', '/2', '/3'].map((p) => lease(`http://a.example${p}`));
-    const r = await crawl(leases, (q) => html(q.url, 'ok'), { robots: { allowed: true, crawlDelayMs: 3_600_000 } });
+    const r = await crawl(leases, (q) => htmlResponse(q.url, 'ok'), {
+      robots: { allowed: true, crawlDelayMs: 3_600_000 },
+    });
     expect(r.pages).toHaveLength(3);
     expect(r.frontier.crawlDelays).toEqual([{ domain: leases[0]?.domain, delayMs: MAX_CRAWL_DELAY_MS }]);
   });
@@ -421,7 +405,7 @@ describe('Crawler: the failure decision in the loop', () => {
       [late],
       (q) => {
         fetched.push(Date.now());
-        return html(q.url, 'ok');
+        return htmlResponse(q.url, 'ok');
       },
       {
         now: () => clock,
@@ -449,7 +433,7 @@ describe('Crawler: the failure decision in the loop', () => {
       [l],
       (q) => {
         fetchedAt = performance.now();
-        return html(q.url, 'ok');
+        return htmlResponse(q.url, 'ok');
       },
       {
         now: () => clock,
@@ -468,14 +452,14 @@ describe('Crawler: the failure decision in the loop', () => {
     let clock = 0;
     const onTime = lease('http://a.example/on-time', { hitMs: 7 });
     const byHand = lease('http://a.example/by-hand');
-    const r = await crawl([onTime, byHand], (q) => html(q.url, 'ok'), {
+    const r = await crawl([onTime, byHand], (q) => htmlResponse(q.url, 'ok'), {
       now: () => clock,
       robotsCheck: async () => {
         clock += RESTAMP_AFTER_MS; // exactly the limit: on time
         return { allowed: true };
       },
     });
-    const r2 = await crawl([lease('http://a.example/slow-by-hand')], (q) => html(q.url, 'ok'), {
+    const r2 = await crawl([lease('http://a.example/slow-by-hand')], (q) => htmlResponse(q.url, 'ok'), {
       now: () => clock,
       robotsCheck: async () => {
         clock += 10 * RESTAMP_AFTER_MS;
@@ -520,7 +504,7 @@ describe('Crawler: the failure decision in the loop', () => {
   it('turns a spider that throws (poison) into a success:false page and goes on with the next request', async () => {
     const bad = lease('http://a.example/bad');
     const good = lease('http://a.example/good');
-    const r = await crawl([bad, good], (q) => html(q.url, '<a href="/next">n</a>'), {
+    const r = await crawl([bad, good], (q) => htmlResponse(q.url, '<a href="/next">n</a>'), {
       spider: (url) => {
         if (url.endsWith('bad')) throw new RangeError('Maximum call stack size exceeded');
       },
@@ -535,7 +519,7 @@ describe('Crawler: the failure decision in the loop', () => {
   it('releases, uncounted and unpublished, when Kafka is unreachable', async () => {
     const l = lease('http://a.example/x');
     const down = Object.assign(new Error('Connection error: connect ECONNREFUSED'), { name: 'KafkaJSConnectionError' });
-    const r = await crawl([l], (q) => html(q.url, 'ok'), { refuse: () => down });
+    const r = await crawl([l], (q) => htmlResponse(q.url, 'ok'), { refuse: () => down });
     expect(r.frontier.released).toEqual([l.handle]);
     expect(r.frontier.retried).toEqual([]);
     expect(r.frontier.acked).toEqual([]);
@@ -548,7 +532,7 @@ describe('Crawler: the failure decision in the loop', () => {
       name: 'KafkaJSProtocolError',
       type: 'MESSAGE_TOO_LARGE',
     });
-    const r = await crawl([l], (q) => html(q.url, 'ok'), {
+    const r = await crawl([l], (q) => htmlResponse(q.url, 'ok'), {
       refuse: (topic) => (topic === FIREHOSE && refused++ === 0 ? tooLarge : undefined),
     });
     expect(r.pages).toMatchObject([{ success: false, exception: expect.stringContaining('could not be published') }]);
@@ -560,7 +544,9 @@ describe('Crawler: the failure decision in the loop', () => {
 describe('Crawler: messages always fit', () => {
   it('fits a page with 20,000 links under a 100 KB limit, keeps the first links, and still enqueues them all', async () => {
     const links = Array.from({ length: 20_000 }, (_, i) => `<a href="/p${i}">page ${i}</a>`).join('');
-    const r = await crawl([lease('http://a.example/')], (q) => html(q.url, links), { maxMessageBytes: 100_000 });
+    const r = await crawl([lease('http://a.example/')], (q) => htmlResponse(q.url, links), {
+      maxMessageBytes: 100_000,
+    });
     const [m] = r.sink.messages(FIREHOSE);
     expect(Buffer.byteLength(String(m?.value))).toBeLessThanOrEqual(100_000);
     const page = r.pages[0] as PageItem;
@@ -575,7 +561,7 @@ describe('Crawler: messages always fit', () => {
   it('does not follow a link longer than 2048 characters (a page cannot fill Redis with megabyte URLs)', async () => {
     const long = `/x${'y'.repeat(5_000)}`;
     const r = await crawl([lease('http://a.example/')], (q) =>
-      html(q.url, `<a href="${long}">long</a><a href="/ok">ok</a>`),
+      htmlResponse(q.url, `<a href="${long}">long</a><a href="/ok">ok</a>`),
     );
     expect(r.frontier.enqueued.flatMap((e) => e.urls)).toEqual(['http://a.example/ok']);
     expect(r.pages[0]?.links).toHaveLength(2);
@@ -585,7 +571,7 @@ describe('Crawler: messages always fit', () => {
     const bytes = Buffer.from(Array.from({ length: 300_000 }, (_, i) => (i * 7919) % 256));
     const r = await crawl(
       [lease('http://a.example/bin')],
-      (q) => html(q.url, '', { body: bytes, text: new TextDecoder().decode(bytes) }),
+      (q) => htmlResponse(q.url, '', { body: bytes, text: new TextDecoder().decode(bytes) }),
       { maxMessageBytes: 50_000 },
     );
     const [stored] = [...r.stored.values()];
@@ -595,7 +581,7 @@ describe('Crawler: messages always fit', () => {
   it('publishes a give-up page when not even an empty page fits (huge response headers)', async () => {
     const l = lease('http://a.example/x');
     const headers = { 'content-type': ['text/html'], 'x-junk': ['j'.repeat(20_000)] };
-    const r = await crawl([l], (q) => html(q.url, 'ok', { headers }), { maxMessageBytes: 5_000 });
+    const r = await crawl([l], (q) => htmlResponse(q.url, 'ok', { headers }), { maxMessageBytes: 5_000 });
     expect(r.pages).toMatchObject([
       { success: false, exception: expect.stringContaining('PageTooLargeError'), response_headers: {} },
     ]);
@@ -613,7 +599,7 @@ describe('Crawler: pages whose links are not used', () => {
         lease('http://a.example/deep', { crawl: atMax, depth: 2 }),
         lease('http://a.example/mid', { crawl: atMax, depth: 1 }),
       ],
-      (q) => html(q.url, body),
+      (q) => htmlResponse(q.url, body),
     );
     const byUrl = new Map(r.pages.map((p) => [p.url, p]));
     expect(byUrl.get('http://a.example/deep')?.links).toEqual([]);
@@ -644,7 +630,7 @@ describe('Crawler: pages whose links are not used', () => {
         lease('http://a.example/p', { crawl: { ...SETTINGS, spiderid: 'plain' }, depth: 0 }),
         lease('http://a.example/b', { crawl: { ...SETTINGS, spiderid: 'broken' }, depth: 0 }),
       ],
-      (q) => html(q.url, body),
+      (q) => htmlResponse(q.url, body),
       { plugins: [plain, broken] },
     );
     expect(seen).toEqual([2, 2]);
@@ -656,7 +642,7 @@ describe('Crawler: the wandering spider', () => {
   it('follows one link past maxdepth 0 and sends its step in attrs, as Scrapy Cluster does', async () => {
     const settings = { ...SETTINGS, spiderid: 'wandering', maxdepth: 0, attrs: { tag: 'w' } };
     const r = await crawl([lease('http://a.example/', { crawl: settings, depth: 3 })], (q) =>
-      html(q.url, '<a href="/a">a</a><a href="/b">b</a>'),
+      htmlResponse(q.url, '<a href="/a">a</a><a href="/b">b</a>'),
     );
     expect(r.frontier.enqueued.flatMap((e) => e.urls)).toHaveLength(1);
     expect(r.pages[0]?.attrs).toEqual({ tag: 'w', step: 3 });
@@ -666,7 +652,7 @@ describe('Crawler: the wandering spider', () => {
 describe('Crawler: delivery order and best-effort copies', () => {
   it('publishes the page before it enqueues the children, and acks last', async () => {
     const l = lease('http://a.example/');
-    const r = await crawl([l], (q) => html(q.url, '<a href="/a">a</a><a href="/b">b</a>'));
+    const r = await crawl([l], (q) => htmlResponse(q.url, '<a href="/a">a</a><a href="/b">b</a>'));
     expect(r.frontier.events.filter((e) => !e.startsWith('send demo.outbound'))).toEqual([
       `send ${FIREHOSE}`,
       'enqueue 2',
@@ -680,7 +666,7 @@ describe('Crawler: delivery order and best-effort copies', () => {
       name: 'KafkaJSProtocolError',
       type: 'UNKNOWN_TOPIC_OR_PARTITION',
     });
-    const r = await crawl([l], (q) => html(q.url, 'ok'), {
+    const r = await crawl([l], (q) => htmlResponse(q.url, 'ok'), {
       appidTopics: true,
       refuse: (topic) =>
         topic.startsWith('demo.crawled_app1') || topic.startsWith('demo.outbound_app1') ? missing : undefined,
@@ -694,7 +680,7 @@ describe('Crawler: delivery order and best-effort copies', () => {
   });
 
   it('sends the complete notice to outbound_<appid> too when per-app topics are on', async () => {
-    const r = await crawl([lease('http://a.example/')], (q) => html(q.url, 'ok'), { appidTopics: true });
+    const r = await crawl([lease('http://a.example/')], (q) => htmlResponse(q.url, 'ok'), { appidTopics: true });
     expect(r.sink.values('demo.outbound_firehose')).toMatchObject([{ action: 'complete', crawlid: 'c1' }]);
     expect(r.sink.values('demo.outbound_app1')).toMatchObject([{ action: 'complete', crawlid: 'c1' }]);
     expect(r.sink.values('demo.crawled_app1')).toHaveLength(1);
@@ -703,7 +689,7 @@ describe('Crawler: delivery order and best-effort copies', () => {
   it('acks the page when Redis refuses its children with a script error (poison), logging it', async () => {
     const l = lease('http://a.example/');
     const scriptError = Object.assign(new Error('ERR user_script:3: bad member'), { name: 'ReplyError' });
-    const r = await crawl([l], (q) => html(q.url, '<a href="/a">a</a>'), { enqueueError: scriptError });
+    const r = await crawl([l], (q) => htmlResponse(q.url, '<a href="/a">a</a>'), { enqueueError: scriptError });
     expect(r.pages).toMatchObject([{ success: true }]);
     expect(r.frontier.acked).toEqual([{ handle: l.handle, outcome: 'done' }]);
     expect(r.log.at('warn').map((w) => w.message)).toContain('children refused; the page is published without them');
@@ -712,7 +698,7 @@ describe('Crawler: delivery order and best-effort copies', () => {
   it('releases the page when Redis is unreachable for its children (it will be crawled again)', async () => {
     const l = lease('http://a.example/');
     const down = Object.assign(new Error('connect ECONNREFUSED 127.0.0.1:6379'), { code: 'ECONNREFUSED' });
-    const r = await crawl([l], (q) => html(q.url, '<a href="/a">a</a>'), { enqueueError: down });
+    const r = await crawl([l], (q) => htmlResponse(q.url, '<a href="/a">a</a>'), { enqueueError: down });
     expect(r.frontier.released).toEqual([l.handle]);
     expect(r.frontier.acked).toEqual([]);
   });
@@ -731,7 +717,7 @@ describe('Crawler: spider plugins', () => {
   it('puts what the spider returns in the page message’s data, and gives it the request’s attrs', async () => {
     const r = await crawl(
       [lease('http://a.example/', { crawl: shopCrawl })],
-      (q) => html(q.url, '<a href="/x">x</a>'),
+      (q) => htmlResponse(q.url, '<a href="/x">x</a>'),
       {
         plugins: [shop],
       },
@@ -743,7 +729,7 @@ describe('Crawler: spider plugins', () => {
   it('hands follow entries to the spider type they name, at their priority, with the crawl registered under it', async () => {
     const r = await crawl(
       [lease('http://a.example/', { crawl: shopCrawl })],
-      (q) => html(q.url, '<a href="/x">x</a>'),
+      (q) => htmlResponse(q.url, '<a href="/x">x</a>'),
       {
         plugins: [shop],
       },
@@ -767,7 +753,7 @@ describe('Crawler: spider plugins', () => {
     };
     const first = await crawl(
       [lease('http://a.example/', { crawl: shopCrawl })],
-      (q) => html(q.url, '<a href="/x">x</a>'),
+      (q) => htmlResponse(q.url, '<a href="/x">x</a>'),
       {
         plugins: [shop, detail],
       },
@@ -779,7 +765,7 @@ describe('Crawler: spider plugins', () => {
       [handed],
       (q) => {
         fetched.push(q.url);
-        return html(q.url, 'detail');
+        return htmlResponse(q.url, 'detail');
       },
       { plugins: [shop, detail] },
     );
@@ -806,7 +792,7 @@ describe('Crawler: spider plugins', () => {
     const settings = { ...SETTINGS, spiderid: 'moody' };
     const r = await crawl(
       [lease('http://a.example/bad', { crawl: settings }), lease('http://a.example/good', { crawl: settings })],
-      (q) => html(q.url, 'x'),
+      (q) => htmlResponse(q.url, 'x'),
       { plugins: [moody] },
     );
     expect(r.pages).toHaveLength(2);
@@ -826,7 +812,7 @@ describe('Crawler: spider plugins', () => {
     for (const spider of [big, bigint]) {
       const r = await crawl(
         [lease('http://a.example/', { crawl: { ...SETTINGS, spiderid: spider.name } })],
-        (q) => html(q.url, 'x'),
+        (q) => htmlResponse(q.url, 'x'),
         { plugins: [spider] },
       );
       expect(r.pages[0]).toMatchObject({ success: true, data: null, data_truncated: true });
@@ -837,7 +823,7 @@ describe('Crawler: spider plugins', () => {
     const fat: Spider = { name: 'fat', parse: () => ({ data: 'd'.repeat(20_000) }) };
     const r = await crawl(
       [lease('http://a.example/', { crawl: { ...SETTINGS, spiderid: 'fat', attrs: { keep: 'me' } } })],
-      (q) => html(q.url, 'x'),
+      (q) => htmlResponse(q.url, 'x'),
       { plugins: [fat], maxMessageBytes: 10_000 },
     );
     expect(r.pages[0]).toMatchObject({ success: true, data: null, data_truncated: true, attrs: { keep: 'me' } });
@@ -997,7 +983,7 @@ describe('Crawler: leasing ahead when busy', () => {
       fetcher: {
         fetch: async (q) => {
           await new Promise((r) => setTimeout(r, 1 + (n++ % 4)));
-          return html(q.url, 'ok');
+          return htmlResponse(q.url, 'ok');
         },
         close: async () => undefined,
       },
@@ -1019,7 +1005,7 @@ describe('Crawler: leasing ahead when busy', () => {
     const slow: CrawlerOptions['fetcher'] = {
       fetch: async (q) => {
         await new Promise((r) => setTimeout(r, 3 * LEASE_AHEAD_MS));
-        return html(q.url, 'ok');
+        return htmlResponse(q.url, 'ok');
       },
       close: async () => undefined,
     };
@@ -1040,7 +1026,7 @@ describe('Crawler: leasing ahead when busy', () => {
       fetcher: {
         fetch: async (q) => {
           fetched.push(q.url);
-          return html(q.url, 'ok');
+          return htmlResponse(q.url, 'ok');
         },
         close: async () => undefined,
       },
@@ -1153,7 +1139,7 @@ describe('Crawler: page budgets (issue 30 defects 2 and 3)', () => {
 
   it('runs a plugin spider in the sandbox: its data, attrs and follow entries become the page and its children', async () => {
     const l = plugLease('http://a.example/p');
-    const r = await crawl([l], (q) => html(q.url, '<a href="/a">a</a>'), {
+    const r = await crawl([l], (q) => htmlResponse(q.url, '<a href="/a">a</a>'), {
       plugins: [plugSpider],
       sandbox: sandboxOf(async () => ({
         wantsLinks: false,
@@ -1172,7 +1158,7 @@ describe('Crawler: page budgets (issue 30 defects 2 and 3)', () => {
     const first = plugLease('http://a.example/loop');
     const last = plugLease('http://a.example/loop-again', 3);
     const reason = 'spider "plug": parse ran for more than 100 ms (its time budget, CRAWLER_PARSE_TIMEOUT_MS)';
-    const r = await crawl([first, last], (q) => html(q.url, 'ok'), {
+    const r = await crawl([first, last], (q) => htmlResponse(q.url, 'ok'), {
       plugins: [plugSpider],
       sandbox: sandboxOf(async () => {
         throw new SpiderBudgetError(reason);
@@ -1184,7 +1170,7 @@ describe('Crawler: page budgets (issue 30 defects 2 and 3)', () => {
 
   it('a plugin error from the sandbox stays poison: a success:false page at once, not retried', async () => {
     const l = plugLease('http://a.example/bug');
-    const r = await crawl([l], (q) => html(q.url, 'ok'), {
+    const r = await crawl([l], (q) => htmlResponse(q.url, 'ok'), {
       plugins: [plugSpider],
       sandbox: sandboxOf(async () => {
         throw new Error('plugin bug');

@@ -6,7 +6,7 @@
 import { afterEach, describe, expect, test } from 'vitest';
 import { SpiderBudgetError, SpiderSandbox, withBudget } from '../../lib/crawl/spider-sandbox.ts';
 import type { FetchResult, SpiderRequest } from '../../lib/crawl/types.ts';
-import { RecordingLog } from '../helpers/fakes.ts';
+import { htmlResponse, RecordingLog } from '../helpers/fakes.ts';
 
 const PLUGIN = 'test/fixtures/plugins/runaway.ts';
 
@@ -21,20 +21,7 @@ function request(url: string, depth = 0): SpiderRequest {
 }
 
 function response(url: string): FetchResult {
-  const text = '<html><head><title>T</title></head><body><a href="/x">x</a></body></html>';
-  return {
-    requestUrl: url,
-    url,
-    status: 200,
-    statusText: 'OK',
-    headers: { 'content-type': ['text/html'] },
-    requestHeaders: {},
-    body: Buffer.from(text),
-    text,
-    truncated: false,
-    redirects: [],
-    fetchedMs: 1,
-  };
+  return htmlResponse(url, '<html><head><title>T</title></head><body><a href="/x">x</a></body></html>');
 }
 
 const links = [{ url: 'http://a.example/x', text: 'x' }];

@@ -4,8 +4,17 @@
  * (functions/, localstack/) back them with Powertools, Redis and kafkajs; unit tests with in-memory fakes
  * (test/helpers/fakes.ts). Nothing here opens a connection.
  */
-import type { Frontier } from './redis/frontier.ts';
-import type { DomainAction } from './redis/frontier-types.ts';
+import type {
+  AckResult,
+  CrawlInfo,
+  CrawlSettings,
+  DomainAction,
+  EnqueueOutcome,
+  FrontierItem,
+  Lease,
+  LeaseMany,
+} from './redis/frontier-types.ts';
+import type { PartitionRef } from './redis/keys.ts';
 import type { StatsCounts, StatsIncrement } from './redis/stats.ts';
 
 /** Structured log lines; the adapters back it with Powertools Logger, tests with an array. */
@@ -57,20 +66,45 @@ export interface ReplyStore {
   take(uuid: string, only?: { appid: string; after: number }): Promise<string | undefined>;
 }
 
-/** The frontier operations the monitors use. */
-export type FrontierApi = Pick<
-  Frontier,
-  | 'enqueue'
-  | 'stop'
-  | 'crawlInfo'
-  | 'appInfo'
-  | 'configureDomain'
-  | 'spiders'
-  | 'backlog'
-  | 'dueCrawls'
-  | 'reclaim'
-  | 'sweepFinished'
->;
+/**
+ * The frontier operations the monitors use (lib/redis/frontier.ts implements them over its Lua scripts and says what
+ * each means across workers; test/helpers/fakes.ts has the in-memory fake, held to the same answers by
+ * test/integration/frontier-contract.test.ts). `now` is epoch ms; the Redis frontier uses Redis's clock unless told
+ * otherwise.
+ */
+export interface FrontierApi {
+  /** Queues requests (a request is accepted at most once per crawl); one outcome per item, in order. */
+  enqueue(spider: string, items: readonly FrontierItem[], now?: number): Promise<EnqueueOutcome[]>;
+  /** Purges a crawl's queued requests and refuses its requests for a while: how many were purged, its settings. */
+  stop(
+    spider: string,
+    appid: string,
+    crawlid: string,
+    now?: number,
+  ): Promise<{ purged: number; settings: CrawlSettings | undefined }>;
+  /** One crawl's counters, settings and queued requests per domain and priority; undefined when unknown. */
+  crawlInfo(spider: string, appid: string, crawlid: string, now?: number): Promise<CrawlInfo | undefined>;
+  /** Every known crawl of an app, by crawlid. */
+  appInfo(spider: string, appid: string, now?: number): Promise<Record<string, CrawlInfo>>;
+  /** A domain throttle override or blacklist change, for every spider type (and `alsoSpiders`). */
+  configureDomain(
+    action: DomainAction,
+    domain: string,
+    limits?: { hits?: number; window?: number; scale?: number },
+    now?: number,
+    alsoSpiders?: Iterable<string>,
+  ): Promise<void>;
+  /** The spider types that ever had work. */
+  spiders(): Promise<string[]>;
+  /** Queued requests per domain of a spider type. */
+  backlog(spider: string, now?: number): Promise<Record<string, number>>;
+  /** Crawls whose expiry has passed (at most `limit`). */
+  dueCrawls(spider: string, now?: number, limit?: number): Promise<CrawlSettings[]>;
+  /** Returns expired leases to their queues (one retry counted each): how many. */
+  reclaim(spider: string, now?: number, limit?: number): Promise<number>;
+  /** Drops the records of crawls completed a dupefilter TTL ago: how many. */
+  sweepFinished(spider: string, now?: number, limit?: number): Promise<number>;
+}
 
 /**
  * The URL Frontier API's crawls (lib/url-frontier/store.ts) as the Kafka side sees them: their backlog for info,
@@ -90,11 +124,46 @@ export interface UrlFrontierView {
   ): Promise<void>;
 }
 
+/** What the crawler holds of a lease when it gives it back (ack, release, retry). */
+export type LeaseHandle = Pick<Lease, 'handle' | 'partition'>;
+
 /**
  * The frontier operations the crawler uses: lease, then ack (with the page's children), retry or release
- * (lib/redis/frontier.ts says what each means across workers).
+ * (lib/redis/frontier.ts says what each means across workers). Children are a page's follow requests by spider type.
  */
-export type CrawlerFrontier = Pick<
-  Frontier,
-  'leaseMany' | 'ack' | 'ackMany' | 'retry' | 'release' | 'restamp' | 'setCrawlDelay'
->;
+export interface CrawlerFrontier {
+  /** Leases up to `max` due requests of a spider type, charging each domain's throttle. */
+  leaseMany(spider: string, max: number, options?: { ip?: string; now?: number }): Promise<LeaseMany>;
+  /** The page was published (or failed for good): the request is done, its children queued first. */
+  ack(
+    lease: LeaseHandle,
+    outcome?: 'done' | 'fail',
+    now?: number,
+    children?: ReadonlyMap<string, readonly FrontierItem[]>,
+  ): Promise<AckResult>;
+  /** Several acks at once, each as if alone, in order (a PartialBatchError says which were stored). */
+  ackMany(
+    items: readonly {
+      lease: LeaseHandle;
+      outcome: 'done' | 'fail';
+      children?: ReadonlyMap<string, readonly FrontierItem[]>;
+    }[],
+    now?: number,
+  ): Promise<AckResult[]>;
+  /** Back in the queue one retry later, not before `delayMs`; `holdDomainMs` holds the whole domain. */
+  retry(
+    lease: LeaseHandle,
+    delayMs: number,
+    now?: number,
+    holdDomainMs?: number,
+  ): Promise<{ retried: boolean; handle: string | undefined }>;
+  /** Gives back unfetched leases in their place: how many. */
+  release(leases: LeaseHandle[], now?: number): Promise<number>;
+  /** Moves a late fetch's throttle hit to now: how long to wait for its turn, or null when it went back. */
+  restamp(
+    lease: Pick<Lease, 'handle' | 'partition' | 'hitMs'>,
+    options: { ip?: string; maxWaitMs: number; now?: number },
+  ): Promise<{ waitMs: number } | null>;
+  /** A domain's robots.txt Crawl-delay (ms; 0 or undefined clears it). */
+  setCrawlDelay(partition: PartitionRef, domain: string, delayMs: number | undefined): Promise<void>;
+}

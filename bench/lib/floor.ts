@@ -11,7 +11,7 @@
  */
 import { randomBytes } from 'node:crypto';
 import type { Variables } from '../../lib/config/index.ts';
-import { crawlerSink, DEFAULT_PRODUCE_LINGER_MS } from '../../lib/crawl/crawler.ts';
+import { crawlerSink, DEFAULT_PRODUCE_LINGER_MS } from '../../lib/crawl/crawler-delivery.ts';
 import { buildPage } from '../../lib/crawl/page.ts';
 import { pageMessage } from '../../lib/crawl/page-message.ts';
 import { createKafka, createProducer, ensureTopics, kafkaSettings } from '../../lib/kafka/client.ts';

@@ -152,3 +152,6 @@ export interface CrawlInfo {
 }
 
 export type DomainAction = 'domain-update' | 'domain-remove' | 'blacklist-update' | 'blacklist-remove';
+
+/** One request to queue, with its crawl (what the frontier's `enqueue` takes). */
+export type FrontierItem = { crawl: CrawlRef; request: QueueRequest };

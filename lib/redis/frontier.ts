@@ -19,6 +19,7 @@
  * - A crawl is identified by spider type, appid and crawlid (keys.ts `crawlKey`).
  */
 import { PartialBatchError } from '../errors.ts';
+import type { CrawlerFrontier, FrontierApi } from '../ports.ts';
 import type { RedisClient } from './client.ts';
 import { decodeCounters, mergeInfos } from './crawl-info.ts';
 import { DupeCache } from './dupe-cache.ts';
@@ -29,6 +30,7 @@ import type {
   CrawlSettings,
   DomainAction,
   EnqueueOutcome,
+  FrontierItem,
   FrontierOptions,
   Lease,
   LeaseMany,
@@ -63,7 +65,7 @@ const MEMO_MAX = 1000;
 /** At most this many counters of stopped crawls are settled per sweep-finished.lua call (~5 ms of Redis). */
 const SETTLE_BUDGET = 5000;
 
-export class Frontier {
+export class Frontier implements FrontierApi, CrawlerFrontier {
   readonly #redis: RedisClient;
   readonly #o: Required<FrontierOptions>;
   readonly #knownSpiders = new Set<string>();
@@ -665,8 +667,7 @@ function ackResult(r: AckReply): AckResult {
   return { acked: code >= 1, complete: code === 2, queued, leased, done, failed };
 }
 
-/** One request to queue, with its crawl (what {@link Frontier.enqueue} takes). */
-export type FrontierItem = { crawl: CrawlRef; request: QueueRequest };
+export type { FrontierItem } from './frontier-types.ts';
 
 /** enqueue.lua's code for a request → its outcome. */
 function outcomeOf(code: number | undefined): EnqueueOutcome {

@@ -4,17 +4,10 @@
  * (messages always fit, per-app copies best effort, page before children, nothing released for poison).
  */
 import { describe, expect, it } from 'vitest';
-import {
-  Crawler,
-  type CrawlerOptions,
-  DELIVERIES_PER_FETCH,
-  LEASE_AHEAD_MS,
-  MAX_CRAWL_DELAY_MS,
-  MAX_LEASE_BATCH,
-  MAX_RESTAMP_WAIT_MS,
-  RECLAIMED_TOO_OFTEN,
-  RESTAMP_AFTER_MS,
-} from '../../lib/crawl/crawler.ts';
+import { Crawler, DELIVERIES_PER_FETCH, RECLAIMED_TOO_OFTEN } from '../../lib/crawl/crawler.ts';
+import { MAX_CRAWL_DELAY_MS, MAX_RESTAMP_WAIT_MS, RESTAMP_AFTER_MS } from '../../lib/crawl/crawler-fetch.ts';
+import { LEASE_AHEAD_MS, MAX_LEASE_BATCH } from '../../lib/crawl/crawler-leasing.ts';
+import type { CrawlerOptions } from '../../lib/crawl/crawler-options.ts';
 import type { RobotsDecision } from '../../lib/crawl/robots.ts';
 import { type SandboxResult, SpiderBudgetError } from '../../lib/crawl/spider-sandbox.ts';
 import builtInSpiders from '../../lib/crawl/spiders/index.ts';

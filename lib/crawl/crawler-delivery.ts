@@ -1,0 +1,205 @@
+/**
+ * The crawler's delivery (docs/design.md §5): a processed page is published (a page is never acked before Kafka
+ * stored it), then acked together with its children (stored before or atomically with the ack: frontier `ack`),
+ * then its crawl's completion notice when the ack completed it, then its counters. Page messages go out in batches
+ * (lib/kafka/batching-sink.ts), acks in folded calls: the acks of one turn of the event loop in one `ackMany`.
+ * Per-app copies are best effort.
+ */
+import { createHash } from 'node:crypto';
+import { failureCause, PartialBatchError } from '../errors.ts';
+import { batchingSink } from '../kafka/batching-sink.ts';
+import type { PerAppSender } from '../kafka/per-app.ts';
+import { clusterTopics, crawledAppTopic, isTopicSafeAppid, outboundAppTopic } from '../kafka/topics.ts';
+import type { CrawlerFrontier, Log, MessageSink, OutMessage } from '../ports.ts';
+import type { AckResult, Lease } from '../redis/frontier-types.ts';
+import type { BodyStore } from './body-store.ts';
+import type { ChildBatch } from './children.ts';
+import type { PageCounters } from './crawler-counters.ts';
+import { pageMessage } from './page-message.ts';
+import type { FetchResult, PageItem } from './types.ts';
+
+/** The default linger of page messages (ms): how long one waits for others to be produced with it. */
+export const DEFAULT_PRODUCE_LINGER_MS = 5;
+
+/** Room left in a produced batch for the record batch's own header. */
+const BATCH_OVERHEAD_BYTES = 1024;
+
+/**
+ * Where a crawler's messages go: `inner` itself when `lingerMs` is 0, else a batching sink over it whose batches
+ * wait at most `lingerMs` and, like each page message, fit the broker's `maxMessageBytes` (with room for the record
+ * batch's own header). Exported for the bench's publish floor (bench/lib/floor.ts), which publishes as a worker does.
+ */
+export function crawlerSink(inner: MessageSink, lingerMs: number, maxMessageBytes: number): MessageSink {
+  if (lingerMs <= 0) return inner;
+  return batchingSink(inner, { lingerMs, maxBytes: Math.max(1, maxMessageBytes - BATCH_OVERHEAD_BYTES) });
+}
+
+/** A page processed and ready to deliver. */
+export interface Processed {
+  page: PageItem;
+  response: FetchResult;
+  children: ChildBatch;
+}
+
+/** An ack waiting for the next flush ({@link Delivery}'s folded acks). */
+interface PendingAck {
+  lease: Lease;
+  outcome: 'done' | 'fail';
+  children: ChildBatch | undefined;
+  resolve: (r: AckResult) => void;
+  reject: (e: unknown) => void;
+}
+
+export interface DeliveryOptions {
+  frontier: Pick<CrawlerFrontier, 'ack' | 'ackMany'>;
+  /** Where page messages and notices go (already batched: {@link crawlerSink}). */
+  sink: MessageSink;
+  perApp: PerAppSender;
+  counters: PageCounters;
+  topicPrefix: string;
+  appidTopics: boolean;
+  base64: boolean;
+  maxMessageBytes: number;
+  bodyStore?: BodyStore;
+  now: () => number;
+  log: Log;
+  /** Called each time a page message was stored (the delivery gate opens). */
+  onStored: () => void;
+}
+
+export class Delivery {
+  readonly #o: DeliveryOptions;
+  /** Acks waiting for the next {@link #flushAcks}. */
+  #acks: PendingAck[] = [];
+  /** Pages published since start. */
+  pages = 0;
+
+  constructor(options: DeliveryOptions) {
+    this.#o = options;
+  }
+
+  /**
+   * Publishes the page, then acks it with its children. Children that Redis refuses as poison are logged and dropped,
+   * and the page acked without them: the page is already out, and failing it now would publish it twice.
+   */
+  async deliver(lease: Lease, page: PageItem, status: string, processed?: Processed): Promise<void> {
+    const message = await pageMessage(page, {
+      maxBytes: this.#o.maxMessageBytes,
+      base64: this.#o.base64,
+      bodyStore: this.#o.bodyStore,
+      // Lease handles are opaque (binary); a hash of one names the body uniquely and safely.
+      bodyKey: () =>
+        `${encodeURIComponent(page.appid)}/${encodeURIComponent(page.crawlid)}/${createHash('sha1').update(lease.handle).digest('hex')}`,
+      response: processed?.response,
+    });
+    const { appid, crawlid, spiderid, success } = page;
+    // From here on the page and its response (the body, its text: ~2× the page's size) are no longer referenced:
+    // they die now, in the young generation, instead of surviving the scavenges of the store and the ack.
+    return this.#store(lease, { appid, crawlid, spiderid }, success, status, message, processed?.children);
+  }
+
+  /** {@link deliver}'s second half: the page message stored, then the ack, the completion notice and the stats. */
+  async #store(
+    lease: Lease,
+    ids: Pick<PageItem, 'appid' | 'crawlid' | 'spiderid'>,
+    success: boolean,
+    status: string,
+    message: OutMessage,
+    children: ChildBatch | undefined,
+  ): Promise<void> {
+    const o = this.#o;
+    const topics = clusterTopics(o.topicPrefix);
+    await o.sink.send([{ topic: topics.crawledFirehose, messages: [message] }]);
+    o.onStored();
+    this.pages++;
+    if (o.appidTopics) await this.#sendPerApp(crawledAppTopic(o.topicPrefix, ids.appid), ids.appid, message);
+    const ack = await this.#ack(lease, success ? 'done' : 'fail', children);
+    if (ack.complete) {
+      const notice: OutMessage = {
+        key: ids.appid,
+        value: JSON.stringify({
+          action: 'complete',
+          appid: ids.appid,
+          crawlid: ids.crawlid,
+          spiderid: ids.spiderid,
+          total_pages: ack.done,
+          total_failed: ack.failed,
+          server_time: Math.floor(o.now() / 1000),
+        }),
+      };
+      await o.sink.send([{ topic: topics.outboundFirehose, messages: [notice] }]);
+      if (o.appidTopics) await this.#sendPerApp(outboundAppTopic(o.topicPrefix, ids.appid), ids.appid, notice);
+    }
+    await o.counters.count(lease.crawl.spiderid, status);
+  }
+
+  /**
+   * Acks a lease with its children, together with the other acks of the same turn of the event loop (the pages of
+   * one Kafka batch are stored, and acked, at once): one frontier `ackMany`, one script call per partition instead
+   * of one per page. Children refused as poison are dropped (see {@link #ackAlone}).
+   */
+  #ack(lease: Lease, outcome: 'done' | 'fail', children: ChildBatch | undefined): Promise<AckResult> {
+    return new Promise((resolve, reject) => {
+      this.#acks.push({
+        lease,
+        outcome,
+        children: children && children.size > 0 ? children : undefined,
+        resolve,
+        reject,
+      });
+      if (this.#acks.length === 1) setImmediate(() => void this.#flushAcks());
+    });
+  }
+
+  async #flushAcks(): Promise<void> {
+    const batch = this.#acks;
+    this.#acks = [];
+    try {
+      const results = await this.#o.frontier.ackMany(batch, this.#o.now());
+      batch.forEach((a, i) => {
+        a.resolve(results[i] as AckResult);
+      });
+    } catch (error) {
+      // Those stored are done; the others failed on infrastructure (rejected: released) or were refused (poison:
+      // acked each alone, so only the lease at fault fails).
+      const partial = error instanceof PartialBatchError ? (error as PartialBatchError<AckResult>) : undefined;
+      for (const [i, a] of batch.entries()) {
+        const stored = partial?.results[i];
+        if (stored) {
+          a.resolve(stored);
+          continue;
+        }
+        const cause = partial ? partial.errors[i] : error;
+        if (failureCause(cause) === 'infrastructure' || (batch.length === 1 && !a.children)) a.reject(cause);
+        else await this.#ackAlone(a).then(a.resolve, a.reject);
+      }
+    }
+  }
+
+  /** Acks one lease in its own frontier call; children refused as poison are dropped and the page acked without them. */
+  async #ackAlone(a: PendingAck): Promise<AckResult> {
+    const o = this.#o;
+    if (!a.children) return o.frontier.ack(a.lease, a.outcome, o.now());
+    try {
+      return await o.frontier.ack(a.lease, a.outcome, o.now(), a.children);
+    } catch (error) {
+      if (failureCause(error) === 'infrastructure') throw error;
+      o.log.warn('children refused; the page is published without them', {
+        url: a.lease.url,
+        error: (error as Error).message,
+      });
+      return o.frontier.ack(a.lease, a.outcome, o.now());
+    }
+  }
+
+  /**
+   * A per-app copy: best effort (the topic may not exist, auto-create is off), as the monitors treat them. Sent on
+   * its own, never in the batching sink: Kafka refuses a whole produce request when one of its topics is missing,
+   * so a per-app copy batched with other pages' firehose messages would fail (and release) those pages too.
+   */
+  async #sendPerApp(topic: string, appid: string, message: OutMessage): Promise<void> {
+    if (!isTopicSafeAppid(appid)) return;
+    // Never throws; a topic found missing costs microseconds until it is looked up again (lib/kafka/per-app.ts).
+    await this.#o.perApp.send([{ topic, messages: [message] }]);
+  }
+}

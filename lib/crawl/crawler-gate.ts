@@ -1,0 +1,71 @@
+/**
+ * The crawler's delivery gate (docs/design.md §5): while delivery (Kafka, or the ack's Redis) fails on
+ * infrastructure, leasing stops, so a crawler whose sink is down does not fetch pages it cannot publish (each would
+ * be fetched again elsewhere). One probe request at a time goes through once the backoff has passed; its delivery
+ * reopens the gate, or closes it for twice as long (at most {@link MAX_DELIVERY_BACKOFF_MS}).
+ */
+
+/** How long leasing stops after a first delivery failure on infrastructure, before one probe request (ms). */
+export const MIN_DELIVERY_BACKOFF_MS = 500;
+/** The longest leasing stops between two probes while delivery stays down (ms). */
+export const MAX_DELIVERY_BACKOFF_MS = 5000;
+
+export class DeliveryGate {
+  readonly #now: () => number;
+  readonly #idlePollMs: number;
+  /** Set while delivery is down: since when, when the next probe may go, the current backoff. */
+  #down: { since: number; retryAt: number; backoffMs: number } | undefined;
+  /** A probe request is under way while delivery is down. */
+  #probing = false;
+  /** Times delivery went down and leasing stopped, since start. */
+  closings = 0;
+
+  constructor(now: () => number, idlePollMs: number) {
+    this.#now = now;
+    this.#idlePollMs = idlePollMs;
+  }
+
+  /** Delivery is failing: nothing is leased but the probe. */
+  get closed(): boolean {
+    return this.#down !== undefined;
+  }
+
+  /**
+   * How long a worker waits before leasing: 0 means lease now. While the gate is closed, the first worker to ask
+   * after the backoff gets 0 and becomes the probe ({@link probeEnded} when it ends without reaching the sink).
+   */
+  wait(): number {
+    const down = this.#down;
+    if (down === undefined) return 0;
+    const now = this.#now();
+    if (this.#probing || now < down.retryAt) return Math.max(5, Math.min(this.#idlePollMs, down.retryAt - now));
+    this.#probing = true;
+    return 0;
+  }
+
+  /** The probe ended without a delivery (nothing leased, or its fetch failed): the next worker probes instead. */
+  probeEnded(): void {
+    this.#probing = false;
+  }
+
+  /** A delivery failed on infrastructure: closes the gate (or keeps it closed, longer). True when it just closed. */
+  failed(): boolean {
+    const now = this.#now();
+    const was = this.#down;
+    const backoffMs = was ? Math.min(was.backoffMs * 2, MAX_DELIVERY_BACKOFF_MS) : MIN_DELIVERY_BACKOFF_MS;
+    this.#down = { since: was?.since ?? now, retryAt: now + backoffMs, backoffMs };
+    this.#probing = false;
+    if (was) return false;
+    this.closings++;
+    return true;
+  }
+
+  /** A page was stored: the gate opens. Returns how long it was closed (ms), or undefined when it was open. */
+  worked(): number | undefined {
+    const was = this.#down;
+    if (was === undefined) return undefined;
+    this.#down = undefined;
+    this.#probing = false;
+    return this.#now() - was.since;
+  }
+}

@@ -1,0 +1,167 @@
+/**
+ * The crawler's lease pump (docs/design.md §5): hands each worker its next request. Workers that ask while a lease
+ * call is under way wait for the next call, which leases for all of them at once (frontier `leaseMany`, at most
+ * {@link MAX_LEASE_BATCH}): under load one script call serves several workers instead of one each. A busy crawler
+ * also leases ahead ({@link LEASE_AHEAD_MS}): a worker then takes a request leased earlier without a call, and the
+ * buffer is refilled once half empty. Those left without a request are told when more may be due.
+ */
+import type { CrawlerFrontier } from '../ports.ts';
+import type { Lease } from '../redis/frontier-types.ts';
+
+/** Most requests one lease call takes (for the workers waiting at once and those leased ahead). */
+export const MAX_LEASE_BATCH = 8;
+
+/**
+ * How far ahead a busy crawler leases: about as many requests as its workers take in this many ms (at most
+ * {@link MAX_LEASE_BATCH}, at most its concurrency), so one lease call serves several pages. A crawler taking
+ * fewer than one request per this many ms leases nothing ahead. Far below the restamp threshold
+ * (crawler-fetch.ts RESTAMP_AFTER_MS): a request leased ahead is fetched well within its throttle turn.
+ */
+export const LEASE_AHEAD_MS = 10;
+
+/** What a worker gets for its next turn: a request, or when to look again (null: nothing due anywhere). */
+export interface NextLease {
+  lease?: Lease;
+  /** When this process leased it (its `now`): a lease taken ahead waited in the buffer since. */
+  leasedAt?: number;
+  nextDueMs: number | null;
+}
+
+export interface LeasePumpOptions {
+  frontier: Pick<CrawlerFrontier, 'leaseMany' | 'release'>;
+  /** Spider types to lease for, in turn. */
+  spiderTypes: string[];
+  /** Workers of the process: the most requests leased ahead. */
+  concurrency: number;
+  /** How long a spider type that had no work at all is not asked again (ms). */
+  scoutPollMs: number;
+  /** Egress IP for IP-scoped throttles. */
+  ip?: string;
+  now: () => number;
+  /** False while nothing may be leased ahead (the crawler stops, or its delivery is down). */
+  leaseAhead: () => boolean;
+  /** True once the crawler stops: requests a lease call brought beyond the waiting workers go straight back. */
+  stopping: () => boolean;
+}
+
+export class LeasePump {
+  readonly #o: LeasePumpOptions;
+  /** Workers waiting for their next request, served in order by one lease call at a time. */
+  readonly #waiting: { resolve: (r: NextLease) => void; reject: (e: unknown) => void }[] = [];
+  #leasing = false;
+  /** Requests leased ahead of the workers (oldest first), with when they were leased. */
+  readonly #ready: { lease: Lease; at: number }[] = [];
+  /** Moving average of the ms between two requests handed to workers, and when the last one was. */
+  #takeIntervalMs = 1000;
+  #lastTakenAt = 0;
+  #turn = 0;
+  /** Spider types whose frontier had no work at all, until when they are not asked again (epoch ms). */
+  readonly #quietUntil = new Map<string, number>();
+
+  constructor(options: LeasePumpOptions) {
+    this.#o = options;
+  }
+
+  /** The requests leased ahead and not started, taken out of the buffer (for the caller to release). */
+  drain(): Lease[] {
+    return this.#ready.splice(0).map((r) => r.lease);
+  }
+
+  /** The next request for a worker, or when to look again. Rejects when the lease call fails. */
+  next(): Promise<NextLease> {
+    const ready = this.#ready.shift();
+    if (ready) {
+      this.#taken();
+      if (!this.#leasing && this.#refill() > 0) void this.#rounds();
+      return Promise.resolve({ lease: ready.lease, leasedAt: ready.at, nextDueMs: null });
+    }
+    return new Promise((resolve, reject) => {
+      this.#waiting.push({ resolve, reject });
+      if (!this.#leasing) void this.#rounds();
+    });
+  }
+
+  /** Notes that a worker took a request (for {@link #refill}). */
+  #taken(): void {
+    const now = this.#o.now();
+    const gap = Math.min(Math.max(now - this.#lastTakenAt, 0), 1000);
+    this.#lastTakenAt = now;
+    this.#takeIntervalMs += (gap - this.#takeIntervalMs) / 8;
+  }
+
+  /**
+   * How many requests to lease ahead now: none while the buffer is more than half full (few calls, several leases
+   * each), else up to those the workers take in {@link LEASE_AHEAD_MS} at their recent pace.
+   */
+  #refill(): number {
+    if (!this.#o.leaseAhead()) return 0;
+    const pace = Math.floor(LEASE_AHEAD_MS / Math.max(this.#takeIntervalMs, 0.1));
+    const target = Math.min(pace, MAX_LEASE_BATCH, this.#o.concurrency);
+    return this.#ready.length <= target >> 1 ? target - this.#ready.length : 0;
+  }
+
+  async #rounds(): Promise<void> {
+    this.#leasing = true;
+    try {
+      for (;;) {
+        const refill = this.#refill();
+        if (this.#waiting.length === 0 && refill === 0) return;
+        const want = Math.min(this.#waiting.length + refill, MAX_LEASE_BATCH);
+        const at = this.#o.now();
+        let r: { leases: Lease[]; nextDueMs: number | null };
+        try {
+          r = await this.#lease(want);
+        } catch (error) {
+          for (const w of this.#waiting.splice(0)) w.reject(error);
+          return;
+        }
+        const served = this.#waiting.splice(0, r.leases.length);
+        served.forEach((w, i) => {
+          this.#taken();
+          w.resolve({ lease: r.leases[i], leasedAt: at, nextDueMs: null });
+        });
+        const extra = r.leases.slice(served.length);
+        if (this.#o.stopping()) {
+          if (extra.length > 0) await this.#o.frontier.release(extra).catch(() => 0);
+        } else for (const lease of extra) this.#ready.push({ lease, at });
+        // Fewer were due than asked for: the others sleep until more may be, and nothing is leased ahead.
+        if (r.leases.length < want) {
+          for (const w of this.#waiting.splice(0)) w.resolve({ nextDueMs: r.nextDueMs });
+          return;
+        }
+      }
+    } finally {
+      this.#leasing = false;
+    }
+  }
+
+  /**
+   * Leases up to `want` requests from the spider types in turn, starting at a rotating one, until `want` are
+   * leased or every type was asked; `nextDueMs`: the earliest time more may be due (null: no type has work).
+   * A type whose frontier had no work at all is not asked again by any worker of this process for
+   * `scoutPollMs` (its work is still picked up within that, as the scout picks up new work): a crawler serving
+   * several types, most of them idle, would otherwise make an empty lease call per idle type for every page.
+   */
+  async #lease(want: number): Promise<{ leases: Lease[]; nextDueMs: number | null }> {
+    const types = this.#o.spiderTypes;
+    const first = this.#turn++;
+    const leases: Lease[] = [];
+    let nextDueMs: number | null = null;
+    for (let i = 0; i < types.length && leases.length < want; i++) {
+      const spider = types[(first + i) % types.length] as string;
+      const now = this.#o.now();
+      const quiet = this.#quietUntil.get(spider);
+      if (quiet !== undefined && quiet > now) continue;
+      const r = await this.#o.frontier.leaseMany(spider, want - leases.length, { ip: this.#o.ip, now });
+      leases.push(...r.leases);
+      if (r.leases.length > 0) this.#quietUntil.delete(spider);
+      if (r.nextDueMs === null) {
+        if (r.leases.length === 0) this.#quietUntil.set(spider, now + this.#o.scoutPollMs);
+      } else {
+        if (r.leases.length === 0) this.#quietUntil.delete(spider);
+        nextDueMs = nextDueMs === null ? r.nextDueMs : Math.min(nextDueMs, r.nextDueMs);
+      }
+    }
+    return { leases, nextDueMs };
+  }
+}

@@ -1,0 +1,131 @@
+/**
+ * Adaptive concurrency of one crawler process (docs/design.md §5): how many fetch slots it runs, chosen from what it
+ * measures in itself, tick by tick. It grows while every slot is busy and the process has headroom, and shrinks as
+ * soon as one resource is over its budget:
+ * - event-loop delay (a loop that lags delays every fetch and timer of the process),
+ * - CPU share of what the task may use (cgroup quota on Fargate, not the host's cores),
+ * - V8 heap against its limit, RSS against the task's memory,
+ * - bytes of response bodies being read against the body budget.
+ * Growth is multiplicative while far from any budget (x1.25 a tick: 16 to 200 slots in about 6 s at 500 ms ticks)
+ * and additive near one; back-off multiplies by 0.7 on the first tick over budget. Slots are only ever added when
+ * they were all in use: a crawler waiting for its politeness turns keeps what it has. The floor and ceiling are
+ * configuration (CRAWLER_CONCURRENCY_MIN, CRAWLER_CONCURRENCY_MAX); a fixed CRAWLER_CONCURRENCY bypasses all this.
+ * Pure: the signals and the clock come from the caller (process-signals.ts reads the real ones).
+ */
+
+/** What the process measures of itself at one tick; each ratio is of its budget (1 = at the budget). */
+export interface LoadSignals {
+  /** Event-loop delay (p99 over the last tick, ms). */
+  loopDelayMs: number;
+  /** CPU used over the last tick as a share of what the task may use (0..1+). */
+  cpuShare: number;
+  /** V8 heap used / heap limit (0..1). */
+  heapShare: number;
+  /** Resident set size / the task's memory (0..1). */
+  rssShare: number;
+  /** Bytes of bodies being read / the body budget (0..1+). */
+  bodyShare: number;
+}
+
+/** The budgets: a signal at or over its budget is overload. */
+export interface LoadBudgets {
+  /** @default 100 */
+  loopDelayMs: number;
+  /** @default 0.9 */
+  cpuShare: number;
+  /** @default 0.75 */
+  heapShare: number;
+  /** @default 0.8 */
+  rssShare: number;
+  /** @default 1 */
+  bodyShare: number;
+}
+
+export const DEFAULT_BUDGETS: LoadBudgets = {
+  loopDelayMs: 100,
+  cpuShare: 0.9,
+  heapShare: 0.75,
+  rssShare: 0.8,
+  bodyShare: 1,
+};
+
+/** Growth per tick while every signal is below this share of its budget; above it, one slot per tick. */
+const FAR_FROM_BUDGET = 0.7;
+const GROWTH = 1.25;
+const BACK_OFF = 0.7;
+
+export interface ConcurrencyOptions {
+  /** The fewest slots. @default 4 */
+  min: number;
+  /** The most slots. @default 500 */
+  max: number;
+  /** Slots at start. @default min(max, 16) */
+  initial?: number;
+  budgets?: Partial<LoadBudgets>;
+}
+
+/** One tick's decision, for logs and the stats. */
+export interface ConcurrencyStep {
+  limit: number;
+  previous: number;
+  /** Why: `grow`, `hold` (not all slots busy, or near budget at the ceiling), or `over:<signal>`. */
+  reason: string;
+}
+
+export class ConcurrencyController {
+  readonly min: number;
+  readonly max: number;
+  readonly #budgets: LoadBudgets;
+  #limit: number;
+
+  constructor(options: ConcurrencyOptions) {
+    if (!(options.min >= 1) || !(options.max >= options.min))
+      throw new RangeError(`concurrency: need 1 <= min <= max (got min ${options.min}, max ${options.max})`);
+    this.min = Math.floor(options.min);
+    this.max = Math.floor(options.max);
+    this.#budgets = { ...DEFAULT_BUDGETS, ...options.budgets };
+    this.#limit = clamp(Math.floor(options.initial ?? Math.min(this.max, 16)), this.min, this.max);
+  }
+
+  /** Slots the process may use now. */
+  get limit(): number {
+    return this.#limit;
+  }
+
+  /**
+   * One tick: `busy` is the most slots in use at once during the tick (a process that never filled its slots has no
+   * use for more). Returns the new limit and why.
+   */
+  tick(signals: LoadSignals, busy: number): ConcurrencyStep {
+    const previous = this.#limit;
+    const over = this.#overBudget(signals);
+    if (over !== undefined) {
+      this.#limit = clamp(Math.floor(previous * BACK_OFF), this.min, this.max);
+      return { limit: this.#limit, previous, reason: `over:${over}` };
+    }
+    if (busy < previous || previous >= this.max) return { limit: previous, previous, reason: 'hold' };
+    const nearest = this.#nearest(signals);
+    const next = nearest < FAR_FROM_BUDGET ? Math.ceil(previous * GROWTH) : previous + 1;
+    this.#limit = clamp(next, this.min, this.max);
+    return { limit: this.#limit, previous, reason: 'grow' };
+  }
+
+  /** The first signal at or over its budget, or undefined. */
+  #overBudget(s: LoadSignals): keyof LoadSignals | undefined {
+    const b = this.#budgets;
+    for (const k of Object.keys(b) as (keyof LoadBudgets)[]) if (s[k] >= b[k]) return k;
+    return undefined;
+  }
+
+  /** The highest share of its budget any signal is at (0..1). */
+  #nearest(s: LoadSignals): number {
+    const b = this.#budgets;
+    let most = 0;
+    for (const k of Object.keys(b) as (keyof LoadBudgets)[]) most = Math.max(most, s[k] / b[k]);
+    return most;
+  }
+}
+
+function clamp(n: number, lo: number, hi: number): number {
+  return Math.max(lo, Math.min(hi, n));
+}

@@ -1,0 +1,120 @@
+/**
+ * The adaptive concurrency controller (lib/crawl/concurrency.ts) on fake signals, tick by tick (a tick is 500 ms in
+ * the crawler), and the task limits read from cgroup files (lib/crawl/process-signals.ts).
+ */
+import { mkdirSync, mkdtempSync, writeFileSync } from 'node:fs';
+import { availableParallelism, tmpdir, totalmem } from 'node:os';
+import { join } from 'node:path';
+import { describe, expect, it } from 'vitest';
+import { ConcurrencyController, type LoadSignals } from '../../lib/crawl/concurrency.ts';
+import { ProcessSignals, taskLimits } from '../../lib/crawl/process-signals.ts';
+
+const IDLE: LoadSignals = { loopDelayMs: 2, cpuShare: 0.1, heapShare: 0.1, rssShare: 0.1, bodyShare: 0 };
+const TICKS_PER_10_S = 20;
+
+describe('ConcurrencyController', () => {
+  it('grows while every slot is busy and the process has headroom: 16 to the 200 a slow site needs within 10 s', () => {
+    const c = new ConcurrencyController({ min: 4, max: 500 });
+    expect(c.limit).toBe(16);
+    let ticks = 0;
+    // A site that answers in 300 ms keeps every slot busy up to ~200 slots; past that, some wait for work.
+    while (c.limit < 200 && ticks < 100) {
+      c.tick(IDLE, c.limit);
+      ticks++;
+    }
+    expect(c.limit).toBeGreaterThanOrEqual(200);
+    expect(ticks).toBeLessThanOrEqual(TICKS_PER_10_S);
+  });
+
+  it('holds when not every slot was busy: a crawler waiting on politeness gains nothing from more', () => {
+    const c = new ConcurrencyController({ min: 4, max: 500, initial: 50 });
+    expect(c.tick(IDLE, 49)).toEqual({ limit: 50, previous: 50, reason: 'hold' });
+    expect(c.limit).toBe(50);
+  });
+
+  it('never passes its ceiling nor goes under its floor', () => {
+    const c = new ConcurrencyController({ min: 10, max: 40 });
+    for (let i = 0; i < 50; i++) c.tick(IDLE, c.limit);
+    expect(c.limit).toBe(40);
+    const hot = { ...IDLE, cpuShare: 1.2 };
+    for (let i = 0; i < 50; i++) c.tick(hot, c.limit);
+    expect(c.limit).toBe(10);
+  });
+
+  it.each([
+    ['loopDelayMs', { loopDelayMs: 250 }],
+    ['cpuShare', { cpuShare: 0.97 }],
+    ['heapShare', { heapShare: 0.8 }],
+    ['rssShare', { rssShare: 0.85 }],
+    ['bodyShare', { bodyShare: 1.1 }],
+  ] as const)('backs off on the first tick %s is over its budget', (signal, over) => {
+    const c = new ConcurrencyController({ min: 4, max: 500, initial: 200 });
+    const step = c.tick({ ...IDLE, ...over }, 200);
+    expect(step).toEqual({ limit: 140, previous: 200, reason: `over:${signal}` });
+  });
+
+  it('memory budget: RSS near the task memory stops growth at once and a burst of 2 MB bodies shrinks the slots', () => {
+    const c = new ConcurrencyController({ min: 4, max: 500, initial: 100 });
+    // Near the budget (0.75 of 0.8): one slot a tick, not x1.25.
+    expect(c.tick({ ...IDLE, rssShare: 0.6 }, 100).limit).toBe(101);
+    // Bodies being read over their budget: back off, and again while it stays over.
+    expect(c.tick({ ...IDLE, bodyShare: 1.5 }, 101).limit).toBe(70);
+    expect(c.tick({ ...IDLE, bodyShare: 1.2 }, 70).limit).toBe(49);
+    // Back under budget with every slot busy: growth resumes.
+    expect(c.tick(IDLE, 49).limit).toBe(62);
+  });
+
+  it('backs off to the floor within 2 s (4 ticks) from its ceiling when the event loop stays overloaded', () => {
+    const c = new ConcurrencyController({ min: 16, max: 64, initial: 64 });
+    const lagging = { ...IDLE, loopDelayMs: 400 };
+    const limits = Array.from({ length: 4 }, () => c.tick(lagging, c.limit).limit);
+    expect(limits).toEqual([44, 30, 21, 16]);
+  });
+
+  it('refuses a floor above its ceiling', () => {
+    expect(() => new ConcurrencyController({ min: 10, max: 5 })).toThrow(/min <= max/);
+  });
+});
+
+describe('task limits', () => {
+  it('reads the CPU quota and memory limit of a cgroup v2 task (Fargate: 1 vCPU, 2 GiB)', () => {
+    const dir = mkdtempSync(join(tmpdir(), 'cgroup-'));
+    writeFileSync(join(dir, 'cpu.max'), '100000 100000\n');
+    writeFileSync(join(dir, 'memory.max'), `${2 * 1024 ** 3}\n`);
+    const limits = taskLimits(dir);
+    expect(limits.cpus).toBe(Math.min(1, availableParallelism()));
+    expect(limits.memoryBytes).toBe(Math.min(2 * 1024 ** 3, totalmem()));
+  });
+
+  it('reads cgroup v1 files, and takes the machine where no limit is set', () => {
+    const v1 = mkdtempSync(join(tmpdir(), 'cgroup-'));
+    mkdirSync(join(v1, 'cpu'));
+    mkdirSync(join(v1, 'memory'));
+    writeFileSync(join(v1, 'cpu', 'cpu.cfs_quota_us'), '50000');
+    writeFileSync(join(v1, 'cpu', 'cpu.cfs_period_us'), '100000');
+    writeFileSync(join(v1, 'memory', 'memory.limit_in_bytes'), '9223372036854771712');
+    expect(taskLimits(v1)).toEqual({ cpus: 0.5, memoryBytes: totalmem() });
+    const none = mkdtempSync(join(tmpdir(), 'cgroup-'));
+    writeFileSync(join(none, 'cpu.max'), 'max 100000');
+    writeFileSync(join(none, 'memory.max'), 'max');
+    expect(taskLimits(none)).toEqual({ cpus: availableParallelism(), memoryBytes: totalmem() });
+  });
+
+  it('measures this process: a busy loop shows as CPU share and event-loop delay', () => {
+    const signals = new ProcessSignals({ cpus: 1, memoryBytes: totalmem() });
+    try {
+      const end = Date.now() + 120;
+      while (Date.now() < end) {
+        // Busy: the loop cannot run its timers meanwhile.
+      }
+      const s = signals.read(0.25);
+      expect(s.cpuShare).toBeGreaterThan(0.3);
+      expect(s.heapShare).toBeGreaterThan(0);
+      expect(s.heapShare).toBeLessThan(1);
+      expect(s.rssShare).toBeGreaterThan(0);
+      expect(s.bodyShare).toBe(0.25);
+    } finally {
+      signals.close();
+    }
+  });
+});

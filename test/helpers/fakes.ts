@@ -92,9 +92,11 @@ export interface DomainConfigCall {
 
 /**
  * The frontier in memory. Per crawl: a dupefilter on the fingerprint's hex, the queued requests, and the
- * settings of its seed. Enqueue checks, in enqueue.lua's order: stopped, unknown crawl, expired, duplicate,
- * domain page cap. `stop` purges, counts and blacklists the crawl for `stopTtlMs`. Leases are not modelled;
- * `reclaim` hands back what {@link expireLeases} planted.
+ * settings of its seed (the first seed of the batch that registers it). Enqueue checks, in enqueue.lua's order:
+ * stopped, unknown crawl, expired, duplicate, domain page cap; priorities are clamped as the Lua clamps them.
+ * `stop` purges, counts and blacklists the crawl for `stopTtlMs`. Leases are not modelled; `reclaim` hands back
+ * what {@link expireLeases} planted. test/integration/frontier-contract.test.ts runs the same scenarios against
+ * this and the real frontier.
  */
 export class FakeFrontier implements FrontierApi {
   /** Method names in call order, including calls that threw. */
@@ -165,14 +167,27 @@ export class FakeFrontier implements FrontierApi {
     this.#enter('enqueue');
     this.enqueueCalls.push({ spider, items, now });
     if (items.length > 0) this.#spiders.add(spider);
-    return items.map(({ crawl, request }) => this.#enqueueOne(spider, crawl, request, now));
+    // A crawl's settings for the whole batch come from its first seed in it (Frontier.enqueue sends each crawl
+    // once per script call), so a child ahead of its seed in one batch is not an unknown crawl.
+    const seeds = new Map<string, CrawlSettings>();
+    for (const { crawl } of items) {
+      const key = crawlKey(spider, crawl.appid, crawl.crawlid);
+      if (crawl.settings && !seeds.has(key)) seeds.set(key, crawl.settings);
+    }
+    return items.map(({ crawl, request }) => this.#enqueueOne(spider, crawl, request, now, seeds));
   }
 
-  #enqueueOne(spider: string, ref: CrawlRef, request: QueueRequest, now: number): EnqueueOutcome {
+  #enqueueOne(
+    spider: string,
+    ref: CrawlRef,
+    request: QueueRequest,
+    now: number,
+    seeds: ReadonlyMap<string, CrawlSettings>,
+  ): EnqueueOutcome {
     const key = crawlKey(spider, ref.appid, ref.crawlid);
     if ((this.#stopped.get(key) ?? 0) > now) return 'stopped';
     let crawl = this.#crawls.get(key);
-    const settings = crawl?.settings ?? ref.settings;
+    const settings = crawl?.settings ?? seeds.get(key);
     if (settings === undefined) return 'unknown_crawl';
     if (settings.expires > 0 && settings.expires * 1000 <= now) return 'expired';
     crawl ??= { settings, seen: new Set(), queued: [], perDomain: new Map() };
@@ -183,7 +198,7 @@ export class FakeFrontier implements FrontierApi {
     if (cap > 0 && pages >= cap) return 'capped';
     crawl.seen.add(fp);
     crawl.perDomain.set(request.domain, pages + 1);
-    crawl.queued.push({ ...request });
+    crawl.queued.push({ ...request, priority: clampPriority(request.priority) });
     this.#crawls.set(key, crawl);
     return 'queued';
   }
@@ -269,6 +284,11 @@ export class FakeFrontier implements FrontierApi {
     this.#expiredLeases.delete(spider);
     return n;
   }
+}
+
+/** A queued request's priority as the frontier stores it: clamped to -1023..1024 (includes/frontier.lua). */
+function clampPriority(priority: number): number {
+  return Math.min(1024, Math.max(-1023, priority));
 }
 
 function crawlKey(spider: string, appid: string, crawlid: string): string {

@@ -31,8 +31,8 @@ export interface LeasePumpOptions {
   frontier: Pick<CrawlerFrontier, 'leaseMany' | 'release'>;
   /** Spider types to lease for, in turn. */
   spiderTypes: string[];
-  /** Workers of the process: the most requests leased ahead. */
-  concurrency: number;
+  /** Fetch slots of the process now: the most requests leased ahead. */
+  slots: () => number;
   /** How long a spider type that had no work at all is not asked again (ms). */
   scoutPollMs: number;
   /** Egress IP for IP-scoped throttles. */
@@ -96,7 +96,7 @@ export class LeasePump {
   #refill(): number {
     if (!this.#o.leaseAhead()) return 0;
     const pace = Math.floor(LEASE_AHEAD_MS / Math.max(this.#takeIntervalMs, 0.1));
-    const target = Math.min(pace, MAX_LEASE_BATCH, this.#o.concurrency);
+    const target = Math.min(pace, MAX_LEASE_BATCH, this.#o.slots());
     return this.#ready.length <= target >> 1 ? target - this.#ready.length : 0;
   }
 

@@ -4,6 +4,7 @@
  */
 import type { CrawlerFrontier, Log, MessageSink, StatsStore } from '../ports.ts';
 import type { BodyStore } from './body-store.ts';
+import type { ConcurrencyController, LoadSignals } from './concurrency.ts';
 import type { SpiderSandboxPort } from './crawler-fetch.ts';
 import type { RobotsCache } from './robots.ts';
 import type { Fetcher, Spider } from './types.ts';
@@ -28,6 +29,12 @@ export interface CrawlerOptions {
   bodyStore?: BodyStore;
   /** Requests fetched and processed at once. @default 16 */
   concurrency?: number;
+  /**
+   * Adaptive concurrency (lib/crawl/concurrency.ts): the fetch slots follow `controller.limit`, which `signals` feed
+   * once per `tickMs` (default 500) with the most slots in use during the tick; `concurrency` is then ignored.
+   * @default none: `concurrency` fixed slots
+   */
+  adaptive?: { controller: ConcurrencyController; signals: () => LoadSignals; tickMs?: number };
   /**
    * Pages being published and acked in the background at once, beyond `concurrency`: a worker takes its next
    * request as soon as its page is processed, not when Kafka and Redis have stored it (a produce waits its linger

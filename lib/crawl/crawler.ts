@@ -58,8 +58,8 @@ export const DELIVERIES_PER_FETCH = 4;
  * (crawler-counters.ts). This class owns the workers, their turns, the failure decision's actions and shutdown.
  */
 export class Crawler {
-  readonly #o: Required<Omit<CrawlerOptions, 'robots' | 'bodyStore' | 'ip' | 'sandbox'>> &
-    Pick<CrawlerOptions, 'robots' | 'bodyStore' | 'ip' | 'sandbox'>;
+  readonly #o: Required<Omit<CrawlerOptions, 'robots' | 'bodyStore' | 'ip' | 'sandbox' | 'adaptive'>> &
+    Pick<CrawlerOptions, 'robots' | 'bodyStore' | 'ip' | 'sandbox' | 'adaptive'>;
   readonly #inFlight = new Set<InFlight>();
   #stopping = false;
   #workers: Promise<void>[] = [];
@@ -76,7 +76,7 @@ export class Crawler {
       base64: false,
       maxMessageBytes: 1_000_000,
       concurrency: 16,
-      maxDelivering: (options.concurrency ?? 16) * DELIVERIES_PER_FETCH,
+      maxDelivering: 0, // unused: #maxDelivering follows the slots
       retryTimes: 3,
       retryBaseDelayMs: 2000,
       parseTimeoutMs: 30_000,
@@ -88,11 +88,12 @@ export class Crawler {
       ...options,
     };
     this.#o = o;
+    this.#maxDelivering = () => options.maxDelivering ?? Math.max(1, this.#slots() * DELIVERIES_PER_FETCH);
     this.#gate = new DeliveryGate(o.now, o.idlePollMs);
     this.#pump = new LeasePump({
       frontier: o.frontier,
       spiderTypes: o.spiderTypes,
-      concurrency: o.concurrency,
+      slots: () => this.#slots(),
       scoutPollMs: o.scoutPollMs,
       ip: o.ip,
       now: o.now,
@@ -160,7 +161,66 @@ export class Crawler {
     beat();
     this.#heartbeat = setInterval(beat, 10_000);
     this.#heartbeat.unref();
-    for (let i = 0; i < this.#o.concurrency; i++) this.#workers.push(this.#work(i === 0));
+    const adaptive = this.#o.adaptive;
+    const workers = adaptive ? adaptive.controller.max : this.#o.concurrency;
+    for (let i = 0; i < workers; i++) this.#workers.push(this.#work(i));
+    if (adaptive) {
+      this.#ticker = setInterval(() => this.#tick(), adaptive.tickMs ?? 500);
+      this.#ticker.unref();
+    }
+  }
+
+  /** Fetch slots now: the adaptive controller's limit, or the fixed `concurrency`. */
+  #slots(): number {
+    return this.#o.adaptive?.controller.limit ?? this.#o.concurrency;
+  }
+
+  /** Deliveries that may be pending before a worker waits (crawler-options.ts `maxDelivering`). */
+  readonly #maxDelivering: () => number;
+  #ticker: NodeJS.Timeout | undefined;
+  /** Workers holding a request now, and the most at once since the last tick. */
+  #busy = 0;
+  #peakBusy = 0;
+  /** Workers parked above the slot limit: woken when it grows or the crawler stops. */
+  readonly #parked = new Set<() => void>();
+  #lastBackOffLog = 0;
+
+  /** Fetch slots in use now (for progress and tests). */
+  get slotsInUse(): number {
+    return this.#busy;
+  }
+
+  /** The slot limit now. */
+  get slots(): number {
+    return this.#slots();
+  }
+
+  /** One tick of the adaptive controller: its signals, the most slots used since the last tick. */
+  #tick(): void {
+    const adaptive = this.#o.adaptive;
+    if (!adaptive || this.#stopping) return;
+    const signals = adaptive.signals();
+    const step = adaptive.controller.tick(signals, this.#peakBusy);
+    this.#peakBusy = this.#busy;
+    if (step.limit > step.previous) for (const wake of [...this.#parked]) wake();
+    const now = this.#o.now();
+    if (step.reason.startsWith('over:') && now - this.#lastBackOffLog >= 10_000) {
+      this.#lastBackOffLog = now;
+      this.#o.log.info('fewer fetch slots: a budget is exceeded', { ...step, signals });
+    }
+  }
+
+  /** Waits while worker `index` is above the slot limit. */
+  async #parkAbove(index: number): Promise<void> {
+    while (!this.#stopping && index >= this.#slots()) {
+      await new Promise<void>((resolve) => {
+        const wake = () => {
+          this.#parked.delete(wake);
+          resolve();
+        };
+        this.#parked.add(wake);
+      });
+    }
   }
 
   /**
@@ -170,7 +230,9 @@ export class Crawler {
   async stop(deadlineMs = 25_000): Promise<{ released: number }> {
     this.#stopping = true;
     this.#wakeAll();
+    for (const wake of [...this.#parked]) wake();
     clearInterval(this.#heartbeat);
+    clearInterval(this.#ticker);
     // Leased ahead and never started: back to the queue at once (a lease call under way releases its own).
     const ahead = this.#pump.drain();
     if (ahead.length > 0) await this.#o.frontier.release(ahead).catch(() => 0);
@@ -221,9 +283,13 @@ export class Crawler {
     });
   }
 
-  async #work(scout: boolean): Promise<void> {
-    const idleMs = scout ? Math.min(this.#o.scoutPollMs, this.#o.idlePollMs) : this.#o.idlePollMs;
+  async #work(index: number): Promise<void> {
+    const idleMs = index === 0 ? Math.min(this.#o.scoutPollMs, this.#o.idlePollMs) : this.#o.idlePollMs;
     while (!this.#stopping) {
+      if (index >= this.#slots()) {
+        await this.#parkAbove(index);
+        continue;
+      }
       let waitMs = idleMs;
       const gate = this.#gate.wait();
       if (gate > 0) {
@@ -241,7 +307,13 @@ export class Crawler {
         }
         if (r.lease) {
           this.#wakeAll();
-          await this.#handle(r.lease, r.leasedAt ?? this.#o.now(), probe);
+          this.#busy++;
+          if (this.#busy > this.#peakBusy) this.#peakBusy = this.#busy;
+          try {
+            await this.#handle(r.lease, r.leasedAt ?? this.#o.now(), probe);
+          } finally {
+            this.#busy--;
+          }
           continue;
         }
         if (probe) this.#gate.probeEnded();
@@ -305,7 +377,7 @@ export class Crawler {
       });
     this.#delivering.add(done);
     // Woken one at a time as deliveries finish: O(1) per page, where racing every pending delivery was O(n).
-    while (this.#delivering.size > this.#o.maxDelivering)
+    while (this.#delivering.size > this.#maxDelivering())
       await new Promise<void>((resolve) => this.#deliveryWaiters.push(resolve));
   }
 

@@ -4,6 +4,7 @@
  * (messages always fit, per-app copies best effort, page before children, nothing released for poison).
  */
 import { describe, expect, it } from 'vitest';
+import { ConcurrencyController, type LoadSignals } from '../../lib/crawl/concurrency.ts';
 import { Crawler, DELIVERIES_PER_FETCH, RECLAIMED_TOO_OFTEN } from '../../lib/crawl/crawler.ts';
 import { MAX_CRAWL_DELAY_MS, MAX_RESTAMP_WAIT_MS, RESTAMP_AFTER_MS } from '../../lib/crawl/crawler-fetch.ts';
 import { LEASE_AHEAD_MS, MAX_LEASE_BATCH } from '../../lib/crawl/crawler-leasing.ts';
@@ -1225,3 +1226,73 @@ describe('Crawler: leasing stops while delivery is down (issue 30 defect 4)', ()
     expect(log.lines.some((l) => l.message === 'delivery works again; leasing resumes')).toBe(true);
   }, 20_000);
 });
+
+describe('Crawler: adaptive concurrency (issue 32)', () => {
+  const IDLE: LoadSignals = { loopDelayMs: 1, cpuShare: 0.1, heapShare: 0.1, rssShare: 0.1, bodyShare: 0 };
+
+  /** A fetcher whose pages take `ms` (a slow site), recording how many fetches run at once. */
+  function slowFetcher(ms: number) {
+    const seen = { now: 0, peak: 0, peaks: [] as number[] };
+    const fetcher: CrawlerOptions['fetcher'] = {
+      fetch: async (q) => {
+        seen.now++;
+        seen.peak = Math.max(seen.peak, seen.now);
+        await new Promise((r) => setTimeout(r, ms));
+        seen.now--;
+        return htmlResponse(q.url, 'ok');
+      },
+      close: async () => undefined,
+    };
+    return { fetcher, seen };
+  }
+
+  it('grows its fetch slots past the start while every slot is busy, and shrinks them when a budget is exceeded', async () => {
+    const frontier = new ScriptedFrontier(Array.from({ length: 3000 }, (_, i) => lease(`http://a.example/${i}`)));
+    const { fetcher, seen } = slowFetcher(20);
+    const controller = new ConcurrencyController({ min: 2, max: 64, initial: 4 });
+    let signals = IDLE;
+    const crawler = testCrawler(frontier, { fetcher, adaptive: { controller, signals: () => signals, tickMs: 15 } });
+    crawler.start();
+    try {
+      await waitFor(() => controller.limit === 64);
+      seen.peak = 0;
+      await new Promise((r) => setTimeout(r, 100));
+      // Every slot of the ceiling in use at once, never more.
+      expect(seen.peak).toBeGreaterThan(32);
+      expect(seen.peak).toBeLessThanOrEqual(64);
+      signals = { ...IDLE, rssShare: 0.95 };
+      await waitFor(() => controller.limit === 2);
+      await new Promise((r) => setTimeout(r, 60));
+      seen.peak = 0;
+      await new Promise((r) => setTimeout(r, 100));
+      expect(seen.peak).toBeLessThanOrEqual(2);
+      expect(crawler.slots).toBe(2);
+    } finally {
+      await crawler.stop(1000);
+    }
+    expect(frontier.released.length + frontier.acked.length).toBeGreaterThan(0);
+  });
+
+  it('holds its slots while they are not all in use (work arrives slower than the slots take it)', async () => {
+    // 6 requests, 4 slots: after the first turn the crawler never has every slot busy again.
+    const frontier = new ScriptedFrontier(Array.from({ length: 6 }, (_, i) => lease(`http://a.example/${i}`)));
+    const controller = new ConcurrencyController({ min: 2, max: 64, initial: 4 });
+    const crawler = testCrawler(frontier, { adaptive: { controller, signals: () => IDLE, tickMs: 10 } });
+    crawler.start();
+    try {
+      await waitFor(() => frontier.settled);
+      await new Promise((r) => setTimeout(r, 100));
+      expect(controller.limit).toBeLessThanOrEqual(5);
+    } finally {
+      await crawler.stop(1000);
+    }
+  });
+});
+
+async function waitFor(check: () => boolean, timeoutMs = 10_000): Promise<void> {
+  const deadline = Date.now() + timeoutMs;
+  while (!check()) {
+    if (Date.now() > deadline) throw new Error('timed out');
+    await new Promise((r) => setTimeout(r, 5));
+  }
+}

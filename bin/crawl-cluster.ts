@@ -1,4 +1,4 @@
 #!/usr/bin/env node
-import { main } from '../localstack/cli/main.ts';
+import { main } from '../cli/main.ts';
 
 process.exitCode = await main(process.argv);

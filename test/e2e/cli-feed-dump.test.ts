@@ -12,7 +12,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { config } from '../../lib/config/index.ts';
 import { ensureTopics } from '../../lib/kafka/client.ts';
 import { clusterTopicList, clusterTopics } from '../../lib/kafka/topics.ts';
-import { Follower } from '../../localstack/cli/kafka-session.ts';
+import { Follower } from '../../cli/kafka-session.ts';
 import { testKafka, uniqueName, waitUntil } from '../helpers/services.ts';
 
 const repoRoot = fileURLToPath(new URL('../..', import.meta.url));

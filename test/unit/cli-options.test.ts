@@ -1,6 +1,6 @@
 import { Command, CommanderError, InvalidArgumentError } from 'commander';
 import { describe, expect, it } from 'vitest';
-import { integerOption, positiveSeconds } from '../../localstack/cli/options.ts';
+import { integerOption, positiveSeconds } from '../../cli/options.ts';
 
 describe('integerOption', () => {
   it.each([

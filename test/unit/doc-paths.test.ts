@@ -179,7 +179,7 @@ describe('repository paths named in README.md and docs/*.md', () => {
       expect.arrayContaining(['lib/redis/keys.ts', 'functions/shared/msk.ts', 'localstack/kafka/pom.xml']),
     );
     expect(named.get('README.md')?.checked).toEqual(
-      expect.arrayContaining(['lib/', 'lib/kafka/', 'lib/kafka/topics.ts', 'localstack/cli/', 'bench/RESULTS.md']),
+      expect.arrayContaining(['lib/', 'lib/kafka/', 'lib/kafka/topics.ts', 'cli/', 'bench/RESULTS.md']),
     );
   });
 
@@ -190,11 +190,11 @@ describe('repository paths named in README.md and docs/*.md', () => {
       '`.services/redis/redis.log`, @scope/lib/x.',
       '```',
       'package.json  tsconfig.json',
-      'lib/          the core · cli/',
+      'lib/          the core · shell/',
       '  crawl/        extract.ts · gone.ts · spiders/ · nowhere/<name>.ts · *.ts',
       '  local/        the local runtime',
       '                kafka/',
-      'bin/          one line into localstack/cli and localstack/nope',
+      'bin/          one line into cli/main.ts and localstack/nope',
       '```',
       'bench/RESULTS.md',
     ].join('\n');
@@ -203,7 +203,7 @@ describe('repository paths named in README.md and docs/*.md', () => {
       '1: docs/gone.md',
       '1: lib/nowhere.ts',
       '2: lib/missing/',
-      '6: lib/cli/ (or a file of that name under lib/)',
+      '6: lib/shell/ (or a file of that name under lib/)',
       '7: lib/crawl/gone.ts (or a file of that name under lib/crawl/)',
       '7: lib/crawl/nowhere/ (or a file of that name under lib/crawl/)',
       '8: lib/local/',

@@ -1,16 +1,18 @@
 /**
- * The layers, checked on the source itself (README "Layout"): `lib/` is the core and imports nothing above it;
- * `functions/` are the deployables' adapters over the core; `localstack/` (CLI, local runtime, native services,
- * fixture site), `cdk/`, `bench/` and `bin/` sit above. No import cycle anywhere. Static, type-only, re-export
- * and dynamic imports all count. `lib/` imports no Lambda package either (event types, middy, Powertools): Lambda's
- * shapes live with the adapters in functions/.
+ * The layers, checked on the source itself (README "Project layout"): `lib/` is the core and imports nothing above
+ * it; `functions/` are the deployables' adapters over the core; `localstack/` (local runtime, native services,
+ * fixture site), `cdk/` and `bench/` sit above; the product CLI (`cli/`) on top, imported only by `bin/` and tests,
+ * and no CLI command lives anywhere else. No import cycle anywhere. Static, type-only, re-export and dynamic imports
+ * all count. `lib/` imports no Lambda package either (event types, middy, Powertools): Lambda's shapes live with the
+ * adapters in functions/. And the rules of the code itself: no write into a third-party module (issue 31), no source
+ * file over 500 lines.
  */
 import { readdirSync, readFileSync } from 'node:fs';
 import { dirname, join, normalize, relative } from 'node:path';
 import { describe, expect, it } from 'vitest';
 
 const ROOT = normalize(join(import.meta.dirname, '../..'));
-const TOP = ['lib', 'functions', 'localstack', 'cdk', 'bench', 'bin', 'test'];
+const TOP = ['lib', 'functions', 'localstack', 'cli', 'cdk', 'bench', 'bin', 'test'];
 
 function sources(dir: string): string[] {
   return readdirSync(join(ROOT, dir), { withFileTypes: true, recursive: true })
@@ -30,6 +32,9 @@ const graph = new Map<string, string[]>(
 );
 
 const top = (path: string) => path.split('/')[0] as string;
+
+/** Where shipped and runnable source lives (everything but test/). */
+const SHIPPED = TOP.filter((dir) => dir !== 'test');
 
 /** Package (non-relative) import specifiers, `require` and `/// <reference types>` included. */
 const PACKAGE_IMPORT =
@@ -67,7 +72,7 @@ describe('layers', () => {
 
   it('only lib/kafka imports kafkajs: every other module takes its types from lib/kafka (the client swaps in one place)', () => {
     expect(packageImports('lib/kafka/client.ts')).toContain('kafkajs');
-    const found = ['lib', 'functions', 'localstack', 'cdk', 'bench', 'bin']
+    const found = ['lib', 'functions', 'localstack', 'cli', 'cdk', 'bench', 'bin']
       .flatMap(sources)
       .filter((file) => !file.startsWith('lib/kafka/'))
       .flatMap((file) =>
@@ -102,8 +107,35 @@ describe('layers', () => {
   });
 
   it('nothing that ships imports test/ or bench/', () => {
-    const ships = (f: string) => ['lib', 'functions', 'localstack', 'cdk', 'bin'].includes(top(f));
+    const ships = (f: string) => ['lib', 'functions', 'localstack', 'cli', 'cdk', 'bin'].includes(top(f));
     expect(offenders(ships, (t) => !['test', 'bench'].includes(top(t)))).toEqual([]);
+  });
+
+  it('the CLI sits on top: only bin/ and tests import cli/, and nothing in localstack/ or below leans on it', () => {
+    expect(graph.get('bin/crawl-cluster.ts')).toContain('cli/main.ts');
+    expect(
+      offenders(
+        (f) => !['cli', 'bin', 'test'].includes(top(f)),
+        (t) => top(t) !== 'cli',
+      ),
+    ).toEqual([]);
+    expect(
+      offenders(
+        (f) => top(f) === 'cli',
+        (t) => ['lib', 'functions', 'localstack', 'cli'].includes(top(t)),
+      ),
+    ).toEqual([]);
+  });
+
+  it('every CLI command lives in cli/: no *-command.ts and no command-line parser (commander) anywhere else', () => {
+    expect(sources('cli').filter((f) => f.endsWith('-command.ts')).length).toBeGreaterThan(5);
+    expect(packageImports('cli/main.ts')).toContain('commander');
+    const outside = SHIPPED.filter((dir) => dir !== 'cli').flatMap(sources);
+    const commands = outside.filter((f) => f.endsWith('-command.ts'));
+    const parsers = outside.filter((f) => packageImports(f).some((p) => p === 'commander' || p === 'yargs'));
+    // bin/ holds executables only: each is one import of cli/.
+    const bins = sources('bin').filter((f) => !(graph.get(f) ?? []).every((t) => top(t) === 'cli'));
+    expect({ commands, parsers, bins }).toEqual({ commands: [], parsers: [], bins: [] });
   });
 
   it('the crawler does not lean on the monitors or the REST API, nor the monitors on the REST API', () => {

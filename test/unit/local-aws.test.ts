@@ -5,9 +5,9 @@
  */
 import { Command } from 'commander';
 import { describe, expect, it } from 'vitest';
+import { addLocalAwsOptions, applyLocalAwsOptions } from '../../cli/local-aws-options.ts';
 import { awsClientSettings, s3ClientSettings } from '../../functions/shared/aws.ts';
 import { loadConfig } from '../../lib/config/index.ts';
-import { addLocalAwsOptions, applyLocalAwsOptions } from '../../localstack/cli/local-aws-options.ts';
 import { envOf } from '../../localstack/runtime/crawler-workers.ts';
 import { bodyStoreEnv, describeBodyStore, LOCAL_BODY_BUCKET, localAwsOf } from '../../localstack/runtime/local-aws.ts';
 

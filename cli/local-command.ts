@@ -1,8 +1,8 @@
 import type { Command } from 'commander';
-import { config, quietLocalMetrics, type Variables } from '../../lib/config/index.ts';
-import type { Log } from '../../lib/ports.ts';
-import type { ConsumerHealth } from '../runtime/consumer-supervisor.ts';
-import { errorFields, type RuntimeLog } from '../runtime/log.ts';
+import { config, quietLocalMetrics, type Variables } from '../lib/config/index.ts';
+import type { Log } from '../lib/ports.ts';
+import type { ConsumerHealth } from '../localstack/runtime/consumer-supervisor.ts';
+import { errorFields, type RuntimeLog } from '../localstack/runtime/log.ts';
 import { addLocalAwsOptions, applyLocalAwsOptions, type LocalAwsOptions } from './local-aws-options.ts';
 import { integerOption } from './options.ts';
 import type { Output } from './output.ts';
@@ -68,9 +68,9 @@ export function registerLocal(program: Command, out: Output): void {
         process.stderr.write(`${new Date().toISOString().slice(11, 23)} ${level.padEnd(5)} ${message}${extra}\n`);
       };
       // Imported here, after quietLocalMetrics: the handler modules build their Powertools objects on import.
-      const { startLocalCluster } = await import('../runtime/cluster.ts');
-      const { createMonitorDeps } = await import('../../functions/shared/deps.ts');
-      const { withLocalSecrets } = await import('../runtime/local-aws.ts');
+      const { startLocalCluster } = await import('../localstack/runtime/cluster.ts');
+      const { createMonitorDeps } = await import('../functions/shared/deps.ts');
+      const { withLocalSecrets } = await import('../localstack/runtime/local-aws.ts');
       // Once, before any connection: REDIS_PASSWORD may come from LocalStack's Secrets Manager.
       const vars = await withLocalSecrets(applyLocalAwsOptions(config(), opts));
       const monitorLog: Log = {
@@ -174,9 +174,9 @@ async function startRest(
   log: RuntimeLog,
   consumers: () => readonly ConsumerHealth[],
 ): Promise<{ close(): Promise<void> }> {
-  const { createRestDeps } = await import('../../functions/rest/deps.ts');
-  const { startRestServer } = await import('../runtime/rest-server.ts');
-  const { withConsumerHealth } = await import('../runtime/consumer-health.ts');
+  const { createRestDeps } = await import('../functions/rest/deps.ts');
+  const { startRestServer } = await import('../localstack/runtime/rest-server.ts');
+  const { withConsumerHealth } = await import('../localstack/runtime/consumer-health.ts');
   const deps = createRestDeps('rest', monitorLog, vars, { waitForResponseMs: vars.WAIT_FOR_RESPONSE_TIME * 1000 });
   try {
     const context = { ...deps.ctx, health: withConsumerHealth(deps.ctx.health, consumers) };
@@ -200,7 +200,7 @@ async function startFrontier(
   log: RuntimeLog,
   rest: { close(): Promise<void> } | undefined,
 ): Promise<{ close(): Promise<void> }> {
-  const { startLocalUrlFrontier } = await import('../runtime/url-frontier.ts');
+  const { startLocalUrlFrontier } = await import('../localstack/runtime/url-frontier.ts');
   try {
     return await startLocalUrlFrontier({ vars, port, log });
   } catch (error) {

@@ -3,7 +3,7 @@
  * Kafka message limit go, and whether LocalStack is used at all. Each overrides its variable for the one run.
  */
 import { type Command, Option } from 'commander';
-import type { Variables } from '../../lib/config/index.ts';
+import type { Variables } from '../lib/config/index.ts';
 
 export interface LocalAwsOptions {
   /** LOCAL_BODY_STORE for this run. */

@@ -7,9 +7,9 @@ import { Buffer } from 'node:buffer';
 import { randomBytes } from 'node:crypto';
 import { once } from 'node:events';
 import type { Command } from 'commander';
-import { config } from '../../lib/config/index.ts';
-import { CrawlClusterError } from '../../lib/errors.ts';
-import type { Admin, Consumer } from '../../lib/kafka/types.ts';
+import { config } from '../lib/config/index.ts';
+import { CrawlClusterError } from '../lib/errors.ts';
+import type { Admin, Consumer } from '../lib/kafka/types.ts';
 import {
   bounded,
   cliKafka,

@@ -4,10 +4,10 @@
  * it for a person (tables) or, with `--json`, as it came.
  */
 import { Argument, type Command } from 'commander';
-import { config } from '../../lib/config/index.ts';
-import { CrawlClusterError } from '../../lib/errors.ts';
-import { validateRequest } from '../../lib/schemas/index.ts';
-import statsSchema from '../../lib/schemas/stats.schema.json' with { type: 'json' };
+import { config } from '../lib/config/index.ts';
+import { CrawlClusterError } from '../lib/errors.ts';
+import { validateRequest } from '../lib/schemas/index.ts';
+import statsSchema from '../lib/schemas/stats.schema.json' with { type: 'json' };
 import { positiveSeconds } from './options.ts';
 import { type Output, printTable } from './output.ts';
 import { ClusterSession, type Message, noClusterHint, requestReply, requestUuid } from './reply-wait.ts';

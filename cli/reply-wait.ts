@@ -6,11 +6,11 @@
  * connections (docs/style.md §4).
  */
 import { randomBytes, randomUUID } from 'node:crypto';
-import type { Variables } from '../../lib/config/index.ts';
-import { CrawlClusterError } from '../../lib/errors.ts';
-import { createProducer } from '../../lib/kafka/client.ts';
-import { type ClusterTopics, clusterTopics } from '../../lib/kafka/topics.ts';
-import type { Admin, Consumer, Producer } from '../../lib/kafka/types.ts';
+import type { Variables } from '../lib/config/index.ts';
+import { CrawlClusterError } from '../lib/errors.ts';
+import { createProducer } from '../lib/kafka/client.ts';
+import { type ClusterTopics, clusterTopics } from '../lib/kafka/topics.ts';
+import type { Admin, Consumer, Producer } from '../lib/kafka/types.ts';
 import {
   bounded,
   type CliKafka,

@@ -5,11 +5,11 @@
  * their own connections (docs/style.md §4).
  */
 
-import { VARIABLES, type Variables } from '../../lib/config/index.ts';
-import { ConfigError, CrawlClusterError, InfrastructureError } from '../../lib/errors.ts';
-import { createKafka, kafkaSettings } from '../../lib/kafka/client.ts';
-import { clusterTopicList } from '../../lib/kafka/topics.ts';
-import type { Admin, Consumer, EachMessageHandler, Kafka } from '../../lib/kafka/types.ts';
+import { VARIABLES, type Variables } from '../lib/config/index.ts';
+import { ConfigError, CrawlClusterError, InfrastructureError } from '../lib/errors.ts';
+import { createKafka, kafkaSettings } from '../lib/kafka/client.ts';
+import { clusterTopicList } from '../lib/kafka/topics.ts';
+import type { Admin, Consumer, EachMessageHandler, Kafka } from '../lib/kafka/types.ts';
 
 /** One connection attempt; shorter than a service's because nobody should wait on a dead address. */
 const CLI_CONNECT_TIMEOUT_MS = 3000;

@@ -1,7 +1,7 @@
 /** `crawl --out <file>`: every page of the crawl as one JSON line. */
 import { once } from 'node:events';
 import { createWriteStream, type WriteStream } from 'node:fs';
-import { CrawlClusterError } from '../../lib/errors.ts';
+import { CrawlClusterError } from '../lib/errors.ts';
 
 /** Opens (truncates) the file; a path that cannot be written is a clear error before anything is fed. */
 export async function openPagesFile(path: string): Promise<WriteStream> {

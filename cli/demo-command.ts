@@ -1,8 +1,8 @@
 import type { Command } from 'commander';
-import { config, quietLocalMetrics, type Variables } from '../../lib/config/index.ts';
-import { createKafka, createProducer, kafkaSettings } from '../../lib/kafka/client.ts';
-import { clusterTopics } from '../../lib/kafka/topics.ts';
-import type { RuntimeLog } from '../runtime/log.ts';
+import { config, quietLocalMetrics, type Variables } from '../lib/config/index.ts';
+import { createKafka, createProducer, kafkaSettings } from '../lib/kafka/client.ts';
+import { clusterTopics } from '../lib/kafka/topics.ts';
+import type { RuntimeLog } from '../localstack/runtime/log.ts';
 import { addLocalAwsOptions, applyLocalAwsOptions, type LocalAwsOptions } from './local-aws-options.ts';
 import { integerOption } from './options.ts';
 import type { Output } from './output.ts';
@@ -26,10 +26,10 @@ export function registerDemo(program: Command, out: Output): void {
     .option('--timeout <s>', 'give up after this many seconds', integerOption({ min: 1 }), 120)
     .action(async (opts: LocalAwsOptions & { depth: number; pages: number; workers: number; timeout: number }) => {
       quietLocalMetrics();
-      const { startSite } = await import('../site/site.ts');
-      const { startLocalCluster } = await import('../runtime/cluster.ts');
-      const { createMonitorDeps } = await import('../../functions/shared/deps.ts');
-      const { withLocalSecrets } = await import('../runtime/local-aws.ts');
+      const { startSite } = await import('../localstack/site/site.ts');
+      const { startLocalCluster } = await import('../localstack/runtime/cluster.ts');
+      const { createMonitorDeps } = await import('../functions/shared/deps.ts');
+      const { withLocalSecrets } = await import('../localstack/runtime/local-aws.ts');
       const base = await withLocalSecrets(applyLocalAwsOptions(config(), opts));
       const site = await startSite({ pages: opts.pages, links: 5 });
       const vars: Variables = {

@@ -7,9 +7,9 @@
 import { randomBytes } from 'node:crypto';
 import type { WriteStream } from 'node:fs';
 import { type Command, CommanderError } from 'commander';
-import { config } from '../../lib/config/index.ts';
-import { CrawlClusterError, SchemaValidationError } from '../../lib/errors.ts';
-import { type CrawlRequest, validateRequest } from '../../lib/schemas/index.ts';
+import { config } from '../lib/config/index.ts';
+import { CrawlClusterError, SchemaValidationError } from '../lib/errors.ts';
+import { type CrawlRequest, validateRequest } from '../lib/schemas/index.ts';
 import { closePagesFile, openPagesFile } from './crawl-pages-file.ts';
 import { offerStop } from './crawl-stop.ts';
 import { type CrawlSummary, CrawlTally, type Ending } from './crawl-tally.ts';

@@ -1,6 +1,12 @@
 import type { Command } from 'commander';
-import { config } from '../../lib/config/index.ts';
-import { layoutFrom, type ServiceStatus, servicesDown, servicesStatus, servicesUp } from '../services/index.ts';
+import { config } from '../lib/config/index.ts';
+import {
+  layoutFrom,
+  type ServiceStatus,
+  servicesDown,
+  servicesStatus,
+  servicesUp,
+} from '../localstack/services/index.ts';
 import { type Output, printTable } from './output.ts';
 
 function statusRows(statuses: ServiceStatus[]): string[][] {

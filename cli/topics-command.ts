@@ -1,7 +1,7 @@
 import type { Command } from 'commander';
-import { config } from '../../lib/config/index.ts';
-import { createKafka, ensureTopics, kafkaSettings } from '../../lib/kafka/client.ts';
-import { clusterTopicList, crawledAppTopic, isTopicSafeAppid, outboundAppTopic } from '../../lib/kafka/topics.ts';
+import { config } from '../lib/config/index.ts';
+import { createKafka, ensureTopics, kafkaSettings } from '../lib/kafka/client.ts';
+import { clusterTopicList, crawledAppTopic, isTopicSafeAppid, outboundAppTopic } from '../lib/kafka/topics.ts';
 import { integerOption } from './options.ts';
 import type { Output } from './output.ts';
 

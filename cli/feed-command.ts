@@ -6,17 +6,12 @@
 import { readFile } from 'node:fs/promises';
 import { text as readStream } from 'node:stream/consumers';
 import { type Command, CommanderError } from 'commander';
-import { config } from '../../lib/config/index.ts';
-import {
-  CrawlClusterError,
-  type RejectionDetail,
-  type RejectionKind,
-  SchemaValidationError,
-} from '../../lib/errors.ts';
-import { createProducer } from '../../lib/kafka/client.ts';
-import { producerSink } from '../../lib/kafka/sink.ts';
-import { clusterTopics } from '../../lib/kafka/topics.ts';
-import { parseRequest, type RequestType } from '../../lib/schemas/index.ts';
+import { config } from '../lib/config/index.ts';
+import { CrawlClusterError, type RejectionDetail, type RejectionKind, SchemaValidationError } from '../lib/errors.ts';
+import { createProducer } from '../lib/kafka/client.ts';
+import { producerSink } from '../lib/kafka/sink.ts';
+import { clusterTopics } from '../lib/kafka/topics.ts';
+import { parseRequest, type RequestType } from '../lib/schemas/index.ts';
 import { bounded, type CliKafka, cliKafka, connectAdmin, listTopics, quietly, topicPrefix } from './kafka-session.ts';
 import type { Output } from './output.ts';
 

@@ -3,8 +3,8 @@
  * machine-readable JSON document on stdout. Exit codes: 0 success, 1 failure, 2 invalid usage or input.
  */
 import { Command, CommanderError } from 'commander';
-import { PluginLoadError } from '../../lib/crawl/spider-registry.ts';
-import { ConfigError, SchemaValidationError } from '../../lib/errors.ts';
+import { PluginLoadError } from '../lib/crawl/spider-registry.ts';
+import { ConfigError, SchemaValidationError } from '../lib/errors.ts';
 import { registerActions } from './action-commands.ts';
 import { registerCrawl } from './crawl-command.ts';
 import { registerDemo } from './demo-command.ts';
@@ -16,7 +16,19 @@ import { createOutput } from './output.ts';
 import { registerServices } from './services-command.ts';
 import { registerTopics } from './topics-command.ts';
 
+/**
+ * A reader that closed its end (`crawl-cluster dump ... | head`) ends the command quietly with exit 0, as Unix tools
+ * do, instead of an unhandled EPIPE stack trace.
+ */
+function quietOnClosedPipe(stream: NodeJS.WriteStream): void {
+  stream.on('error', (error: NodeJS.ErrnoException) => {
+    if (error.code === 'EPIPE') process.exit(0);
+    throw error;
+  });
+}
+
 export async function main(argv: string[]): Promise<number> {
+  quietOnClosedPipe(process.stdout);
   const json = argv.includes('--json');
   const out = createOutput(json);
   const program = new Command('crawl-cluster')

@@ -130,7 +130,7 @@ export class CrawlFunction extends Construct {
 
 /**
  * The commands that run after esbuild: copy lib/redis/scripts to `./scripts/` beside the bundle, and the dashboard
- * page's served files (not its directory, which also holds the script's tsconfig.json) to `./dashboard/`. They run
+ * page's served files (not its directory, which also holds the scripts' tsconfig.json) to `./dashboard/`. They run
  * ../copy-files.ts with Node (fs.cpSync), never cp or mkdir, so that local bundling works under cmd on Windows as
  * under bash; the script is addressed through `inputDir`, so Docker bundling finds it too.
  */

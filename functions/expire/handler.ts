@@ -8,7 +8,7 @@ import middy, { type MiddyHandlerObject } from '@middy/core';
 import type { Context, ScheduledEvent } from 'aws-lambda';
 import { config } from '../../lib/config/index.ts';
 import type { MonitorContext } from '../../lib/monitor/context.ts';
-import { expireCrawls } from '../../lib/monitor/periodic.ts';
+import { expireCrawls } from '../../lib/monitor/expire-crawls.ts';
 import { createMonitorDeps, once } from '../shared/deps.ts';
 import { createLogger, createMetrics, monitorLog } from '../shared/observability.ts';
 

@@ -8,7 +8,7 @@ import middy from '@middy/core';
 import type { ScheduledEvent } from 'aws-lambda';
 import { config } from '../../lib/config/index.ts';
 import type { MonitorContext } from '../../lib/monitor/context.ts';
-import { reclaimLeases } from '../../lib/monitor/periodic.ts';
+import { reclaimLeases } from '../../lib/monitor/reclaim-leases.ts';
 import { createMonitorDeps, once } from '../shared/deps.ts';
 import { createLogger, createMetrics, monitorLog } from '../shared/observability.ts';
 

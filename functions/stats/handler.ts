@@ -9,7 +9,7 @@ import middy from '@middy/core';
 import type { ScheduledEvent } from 'aws-lambda';
 import { config } from '../../lib/config/index.ts';
 import type { MonitorContext } from '../../lib/monitor/context.ts';
-import { fleetMetrics } from '../../lib/monitor/periodic.ts';
+import { fleetMetrics } from '../../lib/monitor/fleet-metrics.ts';
 import { createMonitorDeps, once } from '../shared/deps.ts';
 import { createLogger, createMetrics, monitorLog } from '../shared/observability.ts';
 

@@ -75,7 +75,7 @@ function failedReply(ctx: MonitorContext, c: ClassifiedRequest, error: unknown):
 
 /**
  * The `plugins` names of the redis-monitor's stats: Scrapy Cluster's monitor class names (counted as
- * `redis-monitor:plugin:<name>`; `ExpireMonitor` is counted by expiry, lib/monitor/periodic.ts).
+ * `redis-monitor:plugin:<name>`; `ExpireMonitor` is counted by expiry, lib/monitor/expire-crawls.ts).
  */
 export const REDIS_MONITOR_PLUGINS = {
   info: 'InfoMonitor',

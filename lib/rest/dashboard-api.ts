@@ -1,7 +1,7 @@
 /**
  * The JSON the dashboard's endpoints answer (the `data` of their SUCCESS envelope), in a module of its own so that
  * both sides check against it: the server that builds it (./dashboard.ts) and the page that reads it
- * (./dashboard/app.js, type-checked by ./dashboard/tsconfig.json). It must stay a file of types that imports
+ * (the scripts of ./dashboard/, type-checked by ./dashboard/tsconfig.json). It must stay a file of types that imports
  * nothing: the page's program has the DOM and no Node, so anything this pulled in would be checked there too.
  */
 

@@ -1,14 +1,15 @@
 /**
- * The dashboard page served at `GET /ui` (lib/rest/dashboard.ts): the three files of ./dashboard/ made into one
- * HTML document, so that it works offline, loads nothing from elsewhere and needs no build step.
+ * The dashboard page served at `GET /ui` (lib/rest/dashboard.ts): the files of ./dashboard/ made into one HTML
+ * document, so that it works offline, loads nothing from elsewhere and needs no build step.
  *
- * - `index.html` is the page. It names its style and script with `<link rel="stylesheet" href="style.css">` and
- *   `<script type="module" src="app.js"></script>`; each of those two tags is replaced by the file it names,
- *   inline, byte for byte. Nothing else is rewritten.
- * - `style.css` is checked by Biome; `app.js` is plain browser JavaScript, checked by Biome and, with JSDoc types,
- *   by tsc against the DOM (./dashboard/tsconfig.json; it shares the endpoints' answer types, ./dashboard-api.ts).
+ * - `index.html` is the page. It names its style with `<link rel="stylesheet" href="style.css">` and its scripts
+ *   with one `<script src="name.js"></script>` each, in {@link DASHBOARD_SCRIPTS}' order; each of those tags is
+ *   replaced by the file it names, inline, byte for byte. Nothing else is rewritten.
+ * - `style.css` is checked by Biome; the scripts are plain browser JavaScript, classic scripts sharing one global
+ *   scope (./dashboard/app.js says why), checked by Biome and, with JSDoc types, by tsc against the DOM
+ *   (./dashboard/tsconfig.json; they share the endpoints' answer types, ./dashboard-api.ts).
  *
- * The response's Content-Security-Policy allows exactly this script and style, by the SHA-256 of what is
+ * The response's Content-Security-Policy allows exactly these scripts and this style, by the SHA-256 of what is
  * served: the files' bytes. The browser hashes an inline element's text after the HTML parser has read it, so
  * the files are refused at load (instead of being blocked by the CSP in the browser) if that text could differ
  * from the bytes or end early: a carriage return (the parser turns CRLF into LF), `</script` or `<!--` in the
@@ -29,13 +30,16 @@ import { join } from 'node:path';
 
 /** The directory of the page's files, relative to this module, and to the Lambda bundle's entry. */
 export const DASHBOARD_DIR = 'dashboard';
+/** The page's scripts, in the order index.html names them and the browser runs them (app.js, the main one, last). */
+export const DASHBOARD_SCRIPTS = ['dom.js', 'api.js', 'crawls.js', 'panels.js', 'app.js'] as const;
 /** The files of {@link DASHBOARD_DIR} the page is made of: what a bundle must carry. */
-export const DASHBOARD_FILES = ['index.html', 'style.css', 'app.js'] as const;
+export const DASHBOARD_FILES = ['index.html', 'style.css', ...DASHBOARD_SCRIPTS] as const;
 
 type DashboardFile = (typeof DASHBOARD_FILES)[number];
 
 const STYLE_TAG = '<link rel="stylesheet" href="style.css">';
-const SCRIPT_TAG = '<script type="module" src="app.js"></script>';
+/** The tag of index.html that names a script. */
+const scriptTag = (name: string) => `<script src="${name}"></script>`;
 
 const utf8 = new TextDecoder('utf-8', { fatal: true, ignoreBOM: true });
 
@@ -68,19 +72,27 @@ function refuse(text: string, name: DashboardFile, patterns: string[]): string {
   return text;
 }
 
-const STYLE = refuse(read('style.css'), 'style.css', ['</style']);
-const SCRIPT = refuse(read('app.js'), 'app.js', ['</script', '<!--']);
+/** index.html, refused unless it names the scripts in {@link DASHBOARD_SCRIPTS}' order (the order they run in). */
+function page(): string {
+  const html = read('index.html');
+  const at = DASHBOARD_SCRIPTS.map((name) => html.indexOf(scriptTag(name)));
+  if (at.some((a, i) => i > 0 && a < (at[i - 1] as number)))
+    throw new Error(`index.html must name the scripts in this order: ${DASHBOARD_SCRIPTS.join(', ')}`);
+  return html;
+}
 
-/** The whole page: index.html with style.css and app.js inline, each exactly as in its file. */
-export const DASHBOARD_HTML = inline(
-  inline(read('index.html'), STYLE_TAG, `<style>${STYLE}</style>`),
-  SCRIPT_TAG,
-  `<script type="module">${SCRIPT}</script>`,
+const STYLE = refuse(read('style.css'), 'style.css', ['</style']);
+const SCRIPTS = DASHBOARD_SCRIPTS.map((name) => ({ name, text: refuse(read(name), name, ['</script', '<!--']) }));
+
+/** The whole page: index.html with style.css and every script inline, each exactly as in its file. */
+export const DASHBOARD_HTML = SCRIPTS.reduce(
+  (html, { name, text }) => inline(html, scriptTag(name), `<script>${text}</script>`),
+  inline(page(), STYLE_TAG, `<style>${STYLE}</style>`),
 );
 
 const hash = (text: string) => `sha256-${createHash('sha256').update(text, 'utf8').digest('base64')}`;
 
-/** CSP source of the inline script: the hash of app.js. */
-export const DASHBOARD_SCRIPT_HASH = hash(SCRIPT);
+/** CSP sources of the inline scripts: the hash of each script, in {@link DASHBOARD_SCRIPTS}' order. */
+export const DASHBOARD_SCRIPT_HASHES: readonly string[] = SCRIPTS.map(({ text }) => hash(text));
 /** CSP source of the inline style: the hash of style.css. */
 export const DASHBOARD_STYLE_HASH = hash(STYLE);

@@ -1,13 +1,13 @@
 /**
- * The web dashboard (issue 7 part 4): `GET /ui` is one static page (lib/rest/dashboard/: HTML, CSS and a
- * type-checked vanilla JS script, inlined as they are by lib/rest/dashboard-page.ts; no build step, nothing
+ * The web dashboard (issue 7 part 4): `GET /ui` is one static page (lib/rest/dashboard/: HTML, CSS and
+ * type-checked vanilla JS scripts, inlined as they are by lib/rest/dashboard-page.ts; no build step, nothing
  * fetched from elsewhere) that refreshes every 2 s from the JSON endpoints below and submits / stops crawls
  * through `POST /feed` and `POST /poll`, like any client. The shapes of the answers live in
- * lib/rest/dashboard-api.ts, which the page's script is checked against too.
+ * lib/rest/dashboard-api.ts, which the page's scripts are checked against too.
  *
  * | Route | Answers (`data` of a SUCCESS envelope) |
  * |---|---|
- * | `GET /ui` | the page (text/html, strict CSP: only its own inline script and style, same-origin requests) |
+ * | `GET /ui` | the page (text/html, strict CSP: only its own inline scripts and style, same-origin requests) |
  * | `GET /ui/api/overview?appid=A&top=N` | everything below in one answer (what the page polls) |
  * | `GET /ui/api/crawls?appid=A` | the app's crawls per spider: pending (queued + leased), done, failed, state |
  * | `GET /ui/api/queues?top=N` | total backlog and the N domains with the most queued requests (default 10, at most 100) |
@@ -44,7 +44,7 @@ import type {
   DashboardQueues,
   DashboardThroughput,
 } from './dashboard-api.ts';
-import { DASHBOARD_HTML, DASHBOARD_SCRIPT_HASH, DASHBOARD_STYLE_HASH } from './dashboard-page.ts';
+import { DASHBOARD_HTML, DASHBOARD_SCRIPT_HASHES, DASHBOARD_STYLE_HASH } from './dashboard-page.ts';
 import { causeOf, failure, type RestRequest, type RestResponse, success } from './envelope.ts';
 import { withTimeout } from './timeout.ts';
 
@@ -129,7 +129,7 @@ function parseQuery(raw: string | undefined): DashboardQuery {
 const SECURITY_HEADERS = {
   'content-security-policy': [
     "default-src 'none'",
-    `script-src '${DASHBOARD_SCRIPT_HASH}'`,
+    `script-src ${DASHBOARD_SCRIPT_HASHES.map((h) => `'${h}'`).join(' ')}`,
     `style-src '${DASHBOARD_STYLE_HASH}'`,
     "connect-src 'self'",
     'img-src data:',

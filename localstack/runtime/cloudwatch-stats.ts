@@ -7,7 +7,7 @@
  */
 import { type MetricDatum, PutMetricDataCommand, StandardUnit } from '@aws-sdk/client-cloudwatch';
 import { METRICS_NAMESPACE } from '../../functions/shared/observability.ts';
-import type { FleetMetrics } from '../../lib/monitor/periodic.ts';
+import type { FleetMetrics } from '../../lib/monitor/fleet-metrics.ts';
 
 /** Powertools puts `service` (the function's serviceName) on every metric; the stats function's is `stats`. */
 const SERVICE = { Name: 'service', Value: 'stats' } as const;

@@ -20,7 +20,7 @@ import { createKafka, ensureTopics, kafkaSettings } from '../../lib/kafka/client
 import { clusterTopicList, clusterTopics } from '../../lib/kafka/topics.ts';
 import type { Kafka } from '../../lib/kafka/types.ts';
 import type { MonitorContext } from '../../lib/monitor/context.ts';
-import type { FleetMetrics } from '../../lib/monitor/periodic.ts';
+import type { FleetMetrics } from '../../lib/monitor/fleet-metrics.ts';
 import type { ConsumerDownError, ConsumerHealth, RestartPolicy } from './consumer-supervisor.ts';
 import { type CrawlerWorkers, startCrawlerWorkers } from './crawler-workers.ts';
 import { lambdaContext } from './lambda-context.ts';

@@ -20,7 +20,7 @@ import { s3ClientSettings } from '../../functions/shared/aws.ts';
 import { config } from '../../lib/config/index.ts';
 import { s3BodyStore } from '../../lib/crawl/body-store.ts';
 import { ConfigError, InfrastructureError } from '../../lib/errors.ts';
-import type { FleetMetrics } from '../../lib/monitor/periodic.ts';
+import type { FleetMetrics } from '../../lib/monitor/fleet-metrics.ts';
 import { cloudWatchStatsPublisher } from '../../localstack/runtime/cloudwatch-stats.ts';
 import { localAwsOf, startLocalAws, withLocalSecrets } from '../../localstack/runtime/local-aws.ts';
 import { localstackHealth } from '../../localstack/services/localstack-service.ts';

@@ -5,7 +5,8 @@
 import { describe, expect, it } from 'vitest';
 import { createMonitorDeps } from '../../functions/shared/deps.ts';
 import { config } from '../../lib/config/index.ts';
-import { fleetMetrics, reclaimLeases } from '../../lib/monitor/periodic.ts';
+import { fleetMetrics } from '../../lib/monitor/fleet-metrics.ts';
+import { reclaimLeases } from '../../lib/monitor/reclaim-leases.ts';
 import { silentLog } from '../../lib/ports.ts';
 import { uniqueName } from '../helpers/services.ts';
 

@@ -9,7 +9,7 @@ import { afterAll, beforeAll, describe, expect, test } from 'vitest';
 import { createRestDeps, type RestDeps } from '../../functions/rest/deps.ts';
 import { createMonitorDeps } from '../../functions/shared/deps.ts';
 import { crawledAppTopic, outboundAppTopic } from '../../lib/kafka/topics.ts';
-import { expireCrawls } from '../../lib/monitor/periodic.ts';
+import { expireCrawls } from '../../lib/monitor/expire-crawls.ts';
 import { silentLog } from '../../lib/ports.ts';
 import { type RestServer, startRestServer } from '../../localstack/runtime/rest-server.ts';
 import { type Collector, completeNotice, startTestCluster, type TestCluster } from '../helpers/cluster.ts';

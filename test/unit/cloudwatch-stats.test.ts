@@ -23,7 +23,7 @@ import type { MetricDatum, PutMetricDataCommand } from '@aws-sdk/client-cloudwat
 import type { ScheduledEvent } from 'aws-lambda';
 import { METRICS_NAMESPACE } from '../../functions/shared/observability.ts';
 import { statsHandler } from '../../functions/stats/handler.ts';
-import type { FleetMetrics } from '../../lib/monitor/periodic.ts';
+import type { FleetMetrics } from '../../lib/monitor/fleet-metrics.ts';
 import { cloudWatchStatsPublisher, statsMetricData } from '../../localstack/runtime/cloudwatch-stats.ts';
 import { lambdaContext, loadEvent } from '../helpers/events.ts';
 import { child, seed, TEST_NOW, testContext } from '../helpers/fakes.ts';

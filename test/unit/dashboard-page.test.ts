@@ -1,7 +1,7 @@
 /**
- * The dashboard page as files (lib/rest/dashboard-page.ts): served with the style and script inline exactly as
- * they are in lib/rest/dashboard/, allowed by the hashes of those bytes; the script is type-checked in its own
- * DOM program; and the REST function's Lambda bundle, built the way the construct builds it, carries the files
+ * The dashboard page as files (lib/rest/dashboard-page.ts): served with the style and scripts inline exactly as
+ * they are in lib/rest/dashboard/, in the order they run, allowed by the hashes of those bytes; the scripts are
+ * type-checked in their own DOM program; and the REST function's Lambda bundle, built the way the construct builds it, carries the files
  * and serves the same page.
  */
 import { execFile } from 'node:child_process';
@@ -20,7 +20,8 @@ import {
   DASHBOARD_DIR,
   DASHBOARD_FILES,
   DASHBOARD_HTML,
-  DASHBOARD_SCRIPT_HASH,
+  DASHBOARD_SCRIPT_HASHES,
+  DASHBOARD_SCRIPTS,
   DASHBOARD_STYLE_HASH,
 } from '../../lib/rest/dashboard-page.ts';
 import { createRestRouter } from '../../lib/rest/router.ts';
@@ -41,38 +42,47 @@ function elements(html: string, tag: string): { open: string; text: string }[] {
 }
 
 describe('the dashboard page', () => {
-  it('is index.html with style.css and app.js inline, byte for byte, and nothing loaded from elsewhere', () => {
+  it('is index.html with style.css and its scripts inline, byte for byte, app.js last, nothing loaded from elsewhere', () => {
     const styles = elements(DASHBOARD_HTML, 'style');
     const scripts = elements(DASHBOARD_HTML, 'script');
     expect(styles).toEqual([{ open: '<style>', text: source('style.css') }]);
-    expect(scripts).toEqual([{ open: '<script type="module">', text: source('app.js') }]);
+    expect(DASHBOARD_SCRIPTS.at(-1)).toBe('app.js');
+    expect(scripts).toEqual(DASHBOARD_SCRIPTS.map((name) => ({ open: '<script>', text: source(name) })));
+    // Every script of the directory is one of them: none is left out of the page.
+    expect(
+      readdirSync(SOURCE_DIR)
+        .filter((f) => f.endsWith('.js'))
+        .sort(),
+    ).toEqual([...DASHBOARD_SCRIPTS].sort());
     // Everything else is index.html as it is.
-    const rest = DASHBOARD_HTML.replace(
-      `<style>${source('style.css')}</style>`,
-      '<link rel="stylesheet" href="style.css">',
-    ).replace(`<script type="module">${source('app.js')}</script>`, '<script type="module" src="app.js"></script>');
+    const rest = DASHBOARD_SCRIPTS.reduce(
+      (html, name) => html.replace(`<script>${source(name)}</script>`, `<script src="${name}"></script>`),
+      DASHBOARD_HTML.replace(`<style>${source('style.css')}</style>`, '<link rel="stylesheet" href="style.css">'),
+    );
     expect(rest).toBe(source('index.html'));
     expect(DASHBOARD_HTML).not.toMatch(/<link rel="stylesheet"|<script[^>]* src=/);
   });
 
   it('is allowed by its CSP through the hashes of the served script and style', async () => {
-    expect(DASHBOARD_SCRIPT_HASH).toBe(sha256(source('app.js')));
+    expect(DASHBOARD_SCRIPT_HASHES).toEqual(DASHBOARD_SCRIPTS.map((name) => sha256(source(name))));
     expect(DASHBOARD_STYLE_HASH).toBe(sha256(source('style.css')));
     const router = createRestRouter({ ...testContext(), health: { kafka: async () => {}, redis: async () => {} } });
     const page = await router({ method: 'GET', path: '/ui', headers: {} });
     expect(page.body).toBe(DASHBOARD_HTML);
     const csp = page.headers?.['content-security-policy'];
-    expect(csp).toContain(`script-src '${DASHBOARD_SCRIPT_HASH}'`);
+    expect(csp).toContain(`script-src ${DASHBOARD_SCRIPT_HASHES.map((h) => `'${h}'`).join(' ')};`);
     expect(csp).toContain(`style-src '${DASHBOARD_STYLE_HASH}'`);
   });
 
-  it('has a script that tsc checks in a program of its own: the DOM, no Node', async () => {
+  it('has scripts that tsc checks in a program of its own: the DOM, no Node, one global scope', async () => {
     const tsc = [join(REPO_ROOT, 'node_modules', 'typescript', 'bin', 'tsc'), '-p', SOURCE_DIR, '--pretty', 'false'];
     // Throws with tsc's diagnostics on any type error.
     await run(process.execPath, tsc, { cwd: REPO_ROOT });
     const { stdout } = await run(process.execPath, [...tsc, '--listFilesOnly'], { cwd: REPO_ROOT });
     const files = stdout.split('\n').map((f) => relative(REPO_ROOT, f));
-    expect(files).toEqual(expect.arrayContaining(['lib/rest/dashboard/app.js', 'lib/rest/dashboard-api.ts']));
+    expect(files).toEqual(
+      expect.arrayContaining([...DASHBOARD_SCRIPTS.map((s) => `lib/rest/dashboard/${s}`), 'lib/rest/dashboard-api.ts']),
+    );
     expect(files.filter((f) => f.includes('@types/node'))).toEqual([]);
     expect(files.filter((f) => f.startsWith('lib/') && !f.startsWith('lib/rest/dashboard'))).toEqual([]);
   }, 60_000);
@@ -138,6 +148,8 @@ describe('the REST function’s Lambda bundle', () => {
     const result = JSON.parse(stdout) as { statusCode: number; headers: Record<string, string>; body: string };
     expect(result.statusCode).toBe(200);
     expect(result.body).toBe(DASHBOARD_HTML);
-    expect(result.headers['content-security-policy']).toContain(`script-src '${DASHBOARD_SCRIPT_HASH}'`);
+    expect(result.headers['content-security-policy']).toContain(
+      `script-src ${DASHBOARD_SCRIPT_HASHES.map((h) => `'${h}'`).join(' ')};`,
+    );
   }, 120_000);
 });

@@ -1,12 +1,11 @@
 /**
- * The scheduled jobs: expiry (crawls whose `expires` passed are stopped, with an `expired` notice), lease
- * reclaim (requests of dead crawlers go back to their queues), and the fleet metrics that drive autoscaling.
+ * The expiry job (functions/expire, one run a minute): crawls whose `expires` passed are stopped, each with one
+ * `expired` notice, and completed crawls whose dupefilter time has passed are swept.
  */
 import { failureCause } from '../errors.ts';
 import { type MonitorContext, serverTime } from './context.ts';
 import { REDIS_MONITOR_PLUGINS } from './redis-monitor.ts';
 import { type Reply, sendReplies } from './replies.ts';
-import { HEARTBEAT_TTL_MS, urlFrontierBacklog } from './stats-report.ts';
 
 /** Options of {@link expireCrawls}. */
 export interface ExpireOptions {
@@ -143,43 +142,4 @@ async function expireRun(ctx: MonitorContext, options: ExpireOptions): Promise<E
       .catch((error: unknown) => ctx.log.warn('stats update failed', { error: (error as Error).message }));
   }
   return aborted ? { expired: notices.length, swept, notices, aborted } : { expired: notices.length, swept, notices };
-}
-
-/** Returns expired leases of every spider type to their queues. @returns how many */
-export async function reclaimLeases(ctx: MonitorContext): Promise<number> {
-  let total = 0;
-  for (const spider of await ctx.frontier.spiders()) total += await ctx.frontier.reclaim(spider, ctx.now());
-  return total;
-}
-
-/** The numbers the stats function publishes as metrics (per spider type and in total). */
-export interface FleetMetrics {
-  backlog: Record<string, number>;
-  totalBacklog: number;
-  liveCrawlers: number;
-  /** Backlog per running crawler task: the signal the fleet scales on (backlog itself when none run). */
-  backlogPerTask: number;
-  /**
-   * URLs not yet completed in the URL Frontier API's crawls. Reported, but not part of the backlog the fleet
-   * scales on: other crawlers (StormCrawler, scrapy-url-frontier) fetch them, not ours.
-   */
-  urlFrontierBacklog: number;
-}
-
-export async function fleetMetrics(ctx: MonitorContext): Promise<FleetMetrics> {
-  const backlog: Record<string, number> = {};
-  for (const spider of await ctx.frontier.spiders()) {
-    backlog[spider] = Object.values(await ctx.frontier.backlog(spider)).reduce((s, n) => s + n, 0);
-  }
-  const totalBacklog = Object.values(backlog).reduce((s, n) => s + n, 0);
-  const liveCrawlers = (await ctx.stats.live('crawler', ctx.now(), HEARTBEAT_TTL_MS)).length;
-  let urlFrontierTotal = 0;
-  for (const n of (await urlFrontierBacklog(ctx.urlFrontier)).values()) urlFrontierTotal += n;
-  return {
-    backlog,
-    totalBacklog,
-    liveCrawlers,
-    backlogPerTask: totalBacklog / Math.max(1, liveCrawlers),
-    urlFrontierBacklog: urlFrontierTotal,
-  };
 }

@@ -55,6 +55,62 @@ function offenders(from: (file: string) => boolean, allowed: (target: string) =>
   );
 }
 
+/** The longest a source file may be (issue 31: one concern per file, each readable in one sitting). */
+const MAX_SOURCE_LINES = 500;
+
+/** The names a file binds to package imports: default, namespace and named (with their local alias). */
+function packageBindings(text: string): Set<string> {
+  const names = new Set<string>();
+  const IMPORT_CLAUSE = /\bimport\s+(?!type\b)([^'";]+?)\s+from\s*['"](?!node:)([^./'"][^'"]*)['"]/g;
+  for (const m of text.matchAll(IMPORT_CLAUSE)) {
+    const clause = m[1] as string;
+    const ns = /\*\s+as\s+(\w+)/.exec(clause);
+    if (ns) names.add(ns[1] as string);
+    const def = /^(\w+)\s*(?:,|$)/.exec(clause.trim());
+    if (def) names.add(def[1] as string);
+    const named = /\{([^}]*)\}/.exec(clause);
+    for (const part of named?.[1]?.split(',') ?? []) {
+      const p = part.trim().replace(/^type\s+/, '');
+      if (p === '' || part.trim().startsWith('type ')) continue;
+      names.add((p.split(/\s+as\s+/).at(-1) as string).trim());
+    }
+  }
+  const REQUIRE =
+    /\b(?:const|let|var)\s+(\w+)\s*=\s*(?:createRequire\([^)]*\)|require)\(\s*['"]([^./'"][^'"]*)['"]\s*\)/g;
+  for (const m of text.matchAll(REQUIRE)) names.add(m[1] as string);
+  return names;
+}
+
+/**
+ * Writes into third-party modules: the module cache or loader hooks, and any assignment to (or defineProperty,
+ * setPrototypeOf, Object.assign on) a binding imported from a package or its members, prototypes included.
+ */
+function thirdPartyWrites(file: string, text: string): string[] {
+  const found: string[] = [];
+  const code = text.replace(/\/\*[\s\S]*?\*\//g, '').replace(/(^|[^:'"`])\/\/.*$/gm, '$1');
+  if (/\brequire\.cache\b|\bModule\._(?:cache|load|resolveFilename|extensions)\b|\bregisterHooks\s*\(/.test(code))
+    found.push(`${file}: the module cache or a loader hook`);
+  for (const name of packageBindings(code)) {
+    const member = `(?<!:\\s*)\\b${name}(?:\\.\\w+|\\[[^\\]]+\\])+\\s*(?:=(?!=)|\\+=|-=|\\|\\|=|\\?\\?=)`;
+    const call = `\\b(?:Object\\.(?:defineProperty|defineProperties|setPrototypeOf|assign)|Reflect\\.(?:set|defineProperty))\\(\\s*${name}\\b`;
+    if (new RegExp(member).test(code)) found.push(`${file}: assigns to a member of "${name}" (a package import)`);
+    if (new RegExp(call).test(code)) found.push(`${file}: redefines "${name}" (a package import)`);
+  }
+  return found;
+}
+
+/** Five writes the check must see. */
+const PATCHING_FIXTURE = [
+  "import { Encoder } from 'kafkajs/src/protocol/encoder';",
+  "import * as undici from 'undici';",
+  "import grpc from '@grpc/grpc-js';",
+  'Encoder.prototype.writeInt32 = function () {};',
+  "require.cache['/x'] = { exports: {} };",
+  'undici.request = () => undefined;',
+  'Object.defineProperty(grpc, "x", { value: 1 });',
+  "const lib = require('ioredis'); lib.Command.prototype.x = 1;",
+].join('\n');
+
 describe('layers', () => {
   it('reads the whole tree', () => {
     expect(graph.size).toBeGreaterThan(150);
@@ -149,6 +205,30 @@ describe('layers', () => {
     const outside = /(?<![\w/])(CONTRACT|DESIGN|STYLE)\.md|shared\/notes\/|shared\/data\//;
     const citing = [...graph.keys()].filter((file) => outside.test(readFileSync(join(ROOT, file), 'utf8')));
     expect(citing).toEqual([]);
+  });
+
+  it('no source file is over 500 lines (one concern per file)', () => {
+    const big = SHIPPED.flatMap((dir) =>
+      readdirSync(join(ROOT, dir), { withFileTypes: true, recursive: true })
+        .filter((e) => e.isFile() && /\.(ts|js|mjs|lua)$/.test(e.name) && !e.parentPath.includes('node_modules'))
+        .map((e) => relative(ROOT, join(e.parentPath, e.name))),
+    )
+      .map((file) => ({ file, lines: readFileSync(join(ROOT, file), 'utf8').split('\n').length - 1 }))
+      .filter((f) => f.lines > MAX_SOURCE_LINES)
+      .map((f) => `${f.file}: ${f.lines} lines`);
+    expect(big).toEqual([]);
+  });
+
+  it('writes into no third-party module: no require.cache or loader hooks, no assignment to an imported package', () => {
+    // The check sees a write where it is (a fixture of the forms it catches), and a type annotation is no write.
+    expect(thirdPartyWrites('x.ts', PATCHING_FIXTURE)).toHaveLength(5);
+    expect(
+      thirdPartyWrites('x.ts', "import * as grpc from '@grpc/grpc-js';\nconst o: grpc.ServerOptions = {};"),
+    ).toEqual([]);
+    const found = SHIPPED.flatMap(sources).flatMap((file) =>
+      thirdPartyWrites(file, readFileSync(join(ROOT, file), 'utf8')),
+    );
+    expect(found).toEqual([]);
   });
 
   it('has no import cycle', () => {

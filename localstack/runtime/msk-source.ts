@@ -27,8 +27,8 @@
  * again; a group (re)join restarts every partition from its committed offset.
  */
 import type { MSKEvent } from 'aws-lambda';
-import { encodeMskEvent, type MskBatchResponse, recordGroupKey } from '../../functions/shared/msk.ts';
-import type { Consumer, EachBatchPayload, IHeaders, Kafka, KafkaMessage } from '../../lib/kafka/types.ts';
+import type { MskBatchResponse } from '../../functions/shared/msk.ts';
+import type { Consumer, EachBatchPayload, Kafka } from '../../lib/kafka/types.ts';
 import {
   type ConsumerDownError,
   type ConsumerHealth,
@@ -36,6 +36,7 @@ import {
   type RestartPolicy,
 } from './consumer-supervisor.ts';
 import { errorFields, type RuntimeLog } from './log.ts';
+import { applyItemFailures, type Buffered, type PartitionOutcome, partitionsOf, toMskEvent } from './msk-event.ts';
 
 /** What one handler call did, for the local runtime's stats line. */
 export interface MskBatchStats {
@@ -121,18 +122,6 @@ export interface MskSource {
   stop(): Promise<void>;
   /** Whether the consumer is consuming, down (being restarted), failed (given up) or stopped. */
   health(): ConsumerHealth;
-}
-
-interface Buffered {
-  partition: number;
-  message: KafkaMessage;
-}
-
-/** Per partition of one event: its offset range and, when it failed, where redelivery starts. */
-interface PartitionOutcome {
-  first: number;
-  last: number;
-  failedFrom?: number;
 }
 
 const HEARTBEAT_EVERY_MS = 1000;
@@ -425,81 +414,6 @@ export async function startMskSource(options: MskSourceOptions): Promise<MskSour
     },
     health: () => supervisor.health(),
   };
-}
-
-/** Builds the event; header names that occur more than once become one `{name: bytes}` entry each, as on Lambda. */
-function toMskEvent(topic: string, records: Buffered[], bootstrapServers: string | undefined): MSKEvent {
-  const event = encodeMskEvent(
-    records.map(({ partition, message }) => ({
-      topic,
-      partition,
-      offset: Number(message.offset),
-      timestamp: Number(message.timestamp),
-      key: message.key,
-      value: message.value,
-      headers: singleHeaders(message.headers),
-    })),
-    bootstrapServers,
-  );
-  for (const { partition, message } of records) {
-    const headers = message.headers ?? {};
-    if (!Object.values(headers).some(Array.isArray)) continue;
-    const offset = Number(message.offset);
-    const record = event.records[recordGroupKey(topic, partition)]?.find((r) => r.offset === offset);
-    if (!record) continue;
-    record.headers = Object.entries(headers).flatMap(([name, v]) =>
-      (Array.isArray(v) ? v : v === undefined ? [] : [v]).map((one) => ({ [name]: [...Buffer.from(one)] })),
-    );
-  }
-  return event;
-}
-
-function singleHeaders(headers: IHeaders | undefined): Record<string, Buffer | string | undefined> {
-  const out: Record<string, Buffer | string | undefined> = {};
-  for (const [name, v] of Object.entries(headers ?? {})) out[name] = Array.isArray(v) ? v[0] : v;
-  return out;
-}
-
-function partitionsOf(records: Buffered[]): Map<number, PartitionOutcome> {
-  const outcomes = new Map<number, PartitionOutcome>();
-  for (const { partition, message } of records) {
-    const offset = Number(message.offset);
-    const o = outcomes.get(partition);
-    if (!o) outcomes.set(partition, { first: offset, last: offset });
-    else {
-      o.first = Math.min(o.first, offset);
-      o.last = Math.max(o.last, offset);
-    }
-  }
-  return outcomes;
-}
-
-/**
- * Marks the failed partitions of `outcomes` from the handler's answer (lowest failed offset per partition).
- * @returns a description of what is wrong with the answer, or undefined when it is usable
- */
-function applyItemFailures(
-  topic: string,
-  outcomes: Map<number, PartitionOutcome>,
-  response: unknown,
-): string | undefined {
-  if (response === undefined || response === null) return undefined;
-  const failures = (response as Partial<MskBatchResponse>).batchItemFailures;
-  if (failures === undefined || failures === null) return undefined;
-  if (!Array.isArray(failures)) return 'batchItemFailures is not an array';
-  const byKey = new Map<string, number>();
-  for (const partition of outcomes.keys()) byKey.set(recordGroupKey(topic, partition), partition);
-  for (const failure of failures) {
-    const id = failure?.itemIdentifier;
-    const partition = typeof id?.partition === 'string' ? byKey.get(id.partition) : undefined;
-    const offset = Number(id?.offset);
-    const o = partition === undefined ? undefined : outcomes.get(partition);
-    if (!o || !Number.isInteger(offset) || offset < o.first || offset > o.last) {
-      return `batch item failure ${JSON.stringify(id ?? null)} names no record of the event`;
-    }
-    o.failedFrom = Math.min(o.failedFrom ?? offset, offset);
-  }
-  return undefined;
 }
 
 /** Resolves true when `promise` settles within `ms`, false otherwise (never rejects). */

@@ -11,6 +11,7 @@ import { config } from '../../lib/config/index.ts';
 import { type BodyStore, directoryBodyStore, s3BodyStore } from '../../lib/crawl/body-store.ts';
 import { Crawler } from '../../lib/crawl/crawler.ts';
 import { UndiciFetcher } from '../../lib/crawl/fetch.ts';
+import { adaptiveConcurrency } from '../../lib/crawl/process-signals.ts';
 import { RobotsCache } from '../../lib/crawl/robots.ts';
 import { closeSpiders, loadSpiders, openSpiders, pluginList } from '../../lib/crawl/spider-registry.ts';
 import { SpiderSandbox } from '../../lib/crawl/spider-sandbox.ts';
@@ -130,7 +131,8 @@ const crawler = new Crawler({
   base64: vars.KAFKA_BASE_64_ENCODE,
   maxMessageBytes: vars.KAFKA_MAX_MESSAGE_BYTES,
   bodyStore,
-  concurrency: vars.CRAWLER_CONCURRENCY,
+  concurrency: vars.CRAWLER_CONCURRENCY || 16,
+  adaptive: adaptiveConcurrency(vars),
   retryTimes: vars.RETRY_TIMES,
   retryBaseDelayMs: vars.RETRY_BASE_DELAY_MS,
   userAgent: vars.USER_AGENT,
@@ -154,7 +156,10 @@ registration.unref();
 logger.info('crawler started', {
   node: process.version,
   spiderTypes,
-  concurrency: vars.CRAWLER_CONCURRENCY,
+  concurrency:
+    vars.CRAWLER_CONCURRENCY > 0
+      ? vars.CRAWLER_CONCURRENCY
+      : `adaptive ${Math.min(vars.CRAWLER_CONCURRENCY_MIN, vars.CRAWLER_CONCURRENCY_MAX)}-${vars.CRAWLER_CONCURRENCY_MAX}`,
   bodyStore: vars.BODY_STORE_BUCKET ? `s3://${vars.BODY_STORE_BUCKET}` : 'directory',
 });
 

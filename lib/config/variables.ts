@@ -162,10 +162,26 @@ export const VARIABLES = {
   // Crawler fleet
   CRAWLER_CONCURRENCY: {
     type: 'integer',
-    default: 16,
+    default: 0,
+    minimum: 0,
+    maximum: 1000,
+    description:
+      'Fetch slots per crawler process. 0 (the default): adaptive, between CRAWLER_CONCURRENCY_MIN and CRAWLER_CONCURRENCY_MAX, growing while every slot is busy and the process has headroom (event-loop delay, CPU of the task, heap, memory) and shrinking when it has none; a number fixes the slots.',
+  },
+  CRAWLER_CONCURRENCY_MIN: {
+    type: 'integer',
+    default: 8,
     minimum: 1,
     maximum: 1000,
-    description: 'Concurrent fetches per crawler process.',
+    description: 'Fewest fetch slots of an adaptive crawler process (CRAWLER_CONCURRENCY=0); it starts at 16 or this.',
+  },
+  CRAWLER_CONCURRENCY_MAX: {
+    type: 'integer',
+    default: 256,
+    minimum: 1,
+    maximum: 1000,
+    description:
+      'Most fetch slots of an adaptive crawler process (CRAWLER_CONCURRENCY=0): the ceiling however much headroom it measures.',
   },
   CRAWLER_PARSE_TIMEOUT_MS: {
     type: 'integer',

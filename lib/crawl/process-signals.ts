@@ -9,7 +9,7 @@ import { readFileSync } from 'node:fs';
 import { availableParallelism, totalmem } from 'node:os';
 import { type ELDHistogram, monitorEventLoopDelay } from 'node:perf_hooks';
 import { getHeapStatistics } from 'node:v8';
-import type { LoadSignals } from './concurrency.ts';
+import { ConcurrencyController, type LoadSignals } from './concurrency.ts';
 
 /** The CPU cores and memory bytes this process may use. */
 export interface TaskLimits {
@@ -91,4 +91,21 @@ export class ProcessSignals {
   close(): void {
     this.#loop.disable();
   }
+}
+
+/**
+ * The crawler's adaptive concurrency from configuration: none when CRAWLER_CONCURRENCY fixes the slots (> 0), else a
+ * controller between CRAWLER_CONCURRENCY_MIN and CRAWLER_CONCURRENCY_MAX (a floor above the ceiling is lowered to
+ * it) fed by this process's signals.
+ */
+export function adaptiveConcurrency(vars: {
+  CRAWLER_CONCURRENCY: number;
+  CRAWLER_CONCURRENCY_MIN: number;
+  CRAWLER_CONCURRENCY_MAX: number;
+}): { controller: ConcurrencyController; signals: () => LoadSignals } | undefined {
+  if (vars.CRAWLER_CONCURRENCY > 0) return undefined;
+  const max = vars.CRAWLER_CONCURRENCY_MAX;
+  const controller = new ConcurrencyController({ min: Math.min(vars.CRAWLER_CONCURRENCY_MIN, max), max });
+  const signals = new ProcessSignals();
+  return { controller, signals: () => signals.read(0) };
 }

@@ -91,6 +91,9 @@ export interface CrawlRef {
   settings?: CrawlSettings;
 }
 
+/** One request to queue, with its crawl (what `Frontier.enqueue` takes). */
+export type FrontierItem = { crawl: CrawlRef; request: QueueRequest };
+
 export type EnqueueOutcome = 'queued' | 'duplicate' | 'stopped' | 'expired' | 'capped' | 'unknown_crawl';
 
 /**

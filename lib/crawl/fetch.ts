@@ -6,45 +6,30 @@
  * Failures with no response become {@link FetchError}s whose `kind` decides retries (docs/contract.md
  * behaviour 6), and a response malformed the same way every time is one (`bad_response`, not retried); any HTTP
  * response, 4xx/5xx included (a 503 with Retry-After too), is a result: the crawler decides what a status means.
+ *
+ * This holds the agent and the redirect loop; fetch-http.ts the headers and redirect targets, fetch-body.ts the
+ * body reading and its limits, fetch-errors.ts what a failure was.
  */
-import { maxHeaderSize, STATUS_CODES } from 'node:http';
-import { pipeline, type Readable, type Transform } from 'node:stream';
-import { setImmediate } from 'node:timers/promises';
-import {
-  createBrotliDecompress,
-  createGunzip,
-  createInflate,
-  createInflateRaw,
-  constants as zlibConstants,
-} from 'node:zlib';
+import { STATUS_CODES } from 'node:http';
 import { Agent, type Dispatcher } from 'undici';
 import { decodeBody, detectCharset } from './charset.ts';
+import { connectionReleased, contentCodings, isTextual, readBody } from './fetch-body.ts';
+import { toFetchError } from './fetch-errors.ts';
+import {
+  CREDENTIAL_HEADERS,
+  firstHeader,
+  parseHttpUrl,
+  REDIRECT_BODY_DUMP_BYTES,
+  REDIRECT_STATUSES,
+  redirectTarget,
+  requestHeaders,
+  responseHeaders,
+} from './fetch-http.ts';
 import { assertAllowedHost, guardedLookup, type HostMap } from './ssrf.ts';
 import { FetchError, type Fetcher, type FetchRequest, type FetchResult } from './types.ts';
 
 /** Sent when a request carries no user agent of its own. */
 export const DEFAULT_USER_AGENT = 'crawl-cluster/0.1 (+https://github.com/istresearch/scrapy-cluster)';
-/** Scrapy's default `Accept`, so pages answer the crawler as they answered Scrapy Cluster. */
-const ACCEPT = 'text/html,application/xhtml+xml,application/xml;q=0.9,*/*;q=0.8';
-const ACCEPT_ENCODING = 'gzip, deflate, br';
-const REDIRECT_STATUSES = new Set([301, 302, 303, 307, 308]);
-/** A redirect's own body is read (so the connection can be reused) up to this much, else the socket is dropped. */
-const REDIRECT_BODY_DUMP_BYTES = 64 * 1024;
-/** Connection management belongs to the client; a request header cannot override it. */
-const MANAGED_HEADERS = new Set([
-  'host',
-  'connection',
-  'keep-alive',
-  'proxy-connection',
-  'transfer-encoding',
-  'te',
-  'trailer',
-  'upgrade',
-  'content-length',
-  'expect',
-]);
-/** Credentials that must not follow a redirect to another origin (browsers and Scrapy drop them too). */
-const CREDENTIAL_HEADERS = ['cookie', 'authorization', 'proxy-authorization'] as const;
 
 /** Options of {@link UndiciFetcher}. */
 export interface UndiciFetcherOptions {
@@ -178,7 +163,7 @@ export class UndiciFetcher implements Fetcher {
 
   async #fetch(request: FetchRequest, signal: AbortSignal, started: number): Promise<FetchResult> {
     const firstUrl = parseHttpUrl(request.url);
-    const baseHeaders = this.#requestHeaders(request);
+    const baseHeaders = requestHeaders(request, this.#userAgent);
     const redirects: string[] = [];
     const visited = new Set([firstUrl.href]);
     const maxRedirects = request.maxRedirects ?? this.#maxRedirects;
@@ -210,21 +195,6 @@ export class UndiciFetcher implements Fetcher {
       visited.add(target.href);
       url = target;
     }
-  }
-
-  #requestHeaders(request: FetchRequest): Record<string, string> {
-    const headers: Record<string, string> = {
-      'user-agent': request.userAgent || this.#userAgent,
-      accept: ACCEPT,
-      'accept-language': 'en',
-      'accept-encoding': ACCEPT_ENCODING,
-    };
-    for (const [name, value] of Object.entries(request.headers ?? {})) {
-      const key = name.toLowerCase();
-      if (!MANAGED_HEADERS.has(key)) headers[key] = value;
-    }
-    if (request.cookie) headers.cookie = headers.cookie ? `${headers.cookie}; ${request.cookie}` : request.cookie;
-    return headers;
   }
 
   async #result(
@@ -262,259 +232,4 @@ export class UndiciFetcher implements Fetcher {
     }
     return result;
   }
-}
-
-/**
- * Waits until undici has put a connection whose response just ended back in its pool. It does that one
- * event-loop turn later (setImmediate, to see a server's late close first); a request to the same
- * origin sent before then would open a second connection instead of reusing the first.
- */
-function connectionReleased(): Promise<void> {
-  return setImmediate();
-}
-
-function parseHttpUrl(raw: string): URL {
-  let url: URL;
-  try {
-    url = new URL(raw);
-  } catch {
-    throw new FetchError('bad_url', `not an absolute URL: ${JSON.stringify(raw.slice(0, 200))}`);
-  }
-  if (url.protocol !== 'http:' && url.protocol !== 'https:')
-    throw new FetchError('bad_url', `not an http(s) URL: ${JSON.stringify(raw.slice(0, 200))}`);
-  return url;
-}
-
-/** Where a redirect points, or undefined when it cannot be followed (no or bad Location, not http/https):
- * then the 3xx response itself is the result, as a browser would show it. */
-function redirectTarget(location: string | undefined, base: URL): URL | undefined {
-  if (!location) return undefined;
-  try {
-    const target = new URL(location, base);
-    return target.protocol === 'http:' || target.protocol === 'https:' ? target : undefined;
-  } catch {
-    return undefined;
-  }
-}
-
-function firstHeader(value: string | string[] | undefined): string | undefined {
-  return Array.isArray(value) ? value[0] : value;
-}
-
-function responseHeaders(headers: Dispatcher.ResponseData['headers']): Record<string, string[]> {
-  const out: Record<string, string[]> = {};
-  for (const [name, value] of Object.entries(headers)) {
-    if (value === undefined) continue;
-    out[name.toLowerCase()] = Array.isArray(value) ? value : [value];
-  }
-  return out;
-}
-
-type Coding = 'gzip' | 'deflate' | 'br';
-
-/** The codings to undo, in the order the server applied them; undefined when one is not understood. */
-function contentCodings(header: string | undefined): Coding[] | undefined {
-  const codings: Coding[] = [];
-  for (const raw of (header ?? '').split(',')) {
-    const coding = raw.trim().toLowerCase();
-    if (coding === '' || coding === 'identity') continue;
-    if (coding === 'gzip' || coding === 'x-gzip') codings.push('gzip');
-    else if (coding === 'deflate' || coding === 'br') codings.push(coding);
-    else return undefined;
-  }
-  return codings;
-}
-
-function decompressor(coding: Coding, first: Buffer): Transform {
-  // Flushing like this tolerates a body whose compressed stream lacks its final block, as browsers do.
-  if (coding === 'gzip')
-    return createGunzip({ flush: zlibConstants.Z_SYNC_FLUSH, finishFlush: zlibConstants.Z_SYNC_FLUSH });
-  if (coding === 'br') return createBrotliDecompress();
-  // "deflate" should be zlib-wrapped (RFC 9110), but some servers send raw deflate: sniff the zlib header.
-  const b0 = first[0] ?? 0;
-  const b1 = first[1];
-  const zlibWrapped = (b0 & 0x0f) === 8 && (b1 === undefined || ((b0 << 8) | b1) % 31 === 0);
-  const options = { flush: zlibConstants.Z_SYNC_FLUSH, finishFlush: zlibConstants.Z_SYNC_FLUSH };
-  return zlibWrapped ? createInflate(options) : createInflateRaw(options);
-}
-
-/** Resolves with the stream's first chunk, put back so the stream still yields it (undefined: empty). */
-function peek(stream: Readable): Promise<Buffer | undefined> {
-  return new Promise((resolve, reject) => {
-    const cleanup = () => {
-      stream.off('data', onData);
-      stream.off('end', onEnd);
-      stream.off('error', onError);
-    };
-    const onData = (chunk: Buffer) => {
-      cleanup();
-      stream.pause();
-      stream.unshift(chunk);
-      resolve(chunk);
-    };
-    const onEnd = () => {
-      cleanup();
-      resolve(undefined);
-    };
-    const onError = (error: Error) => {
-      cleanup();
-      reject(error);
-    };
-    stream.on('data', onData).once('end', onEnd).once('error', onError);
-  });
-}
-
-interface BodyRead {
-  body: Buffer;
-  truncated: boolean;
-  /** False when the body is still encoded with a coding we do not undo. */
-  decoded: boolean;
-}
-
-/**
- * Reads a body through its decompressors, keeping at most `maxBytes` decoded bytes: reading stops and
- * the streams are destroyed as soon as more arrives, so an endless or huge body never buffers beyond
- * the limit (plus one chunk in flight per stream).
- */
-async function readBody(
-  raw: Readable,
-  codings: Coding[] | undefined,
-  maxBytes: number,
-  signal: AbortSignal,
-): Promise<BodyRead> {
-  let stream = raw;
-  let decodeError: FetchError | undefined;
-  try {
-    for (const coding of [...(codings ?? [])].reverse()) {
-      const first = await peek(stream);
-      if (first === undefined) return { body: Buffer.alloc(0), truncated: false, decoded: true };
-      const inflater = decompressor(coding, first);
-      inflater.once('error', (error: Error) => {
-        // Only the decompressor's own verdict on the bytes; a socket error the pipeline passes on stays what it is.
-        if (!isCorruptEncoding(error)) return;
-        const message = `body does not decode as ${coding}: ${error.message}${NOT_RETRIED}`;
-        decodeError ??= new FetchError('bad_response', message, { cause: error });
-      });
-      stream = pipeline(stream, inflater, () => undefined);
-    }
-    const chunks: Buffer[] = [];
-    let size = 0;
-    let truncated = false;
-    for await (const data of stream) {
-      signal.throwIfAborted();
-      const chunk = data as Buffer;
-      const room = maxBytes - size;
-      if (chunk.length > room) {
-        if (room > 0) chunks.push(chunk.subarray(0, room));
-        size = maxBytes;
-        truncated = true;
-        break;
-      }
-      chunks.push(chunk);
-      size += chunk.length;
-    }
-    if (!truncated) await connectionReleased();
-    return { body: Buffer.concat(chunks, size), truncated, decoded: codings !== undefined };
-  } catch (error) {
-    throw decodeError ?? error;
-  } finally {
-    // Stops the download; undici closes the connection when its body is destroyed unread.
-    if (!raw.readableEnded) raw.destroy();
-    if (stream !== raw) stream.destroy();
-  }
-}
-
-const TEXTUAL_TYPES = new Set([
-  'application/xml',
-  'application/json',
-  'application/javascript',
-  'application/ecmascript',
-  'application/x-javascript',
-]);
-
-/** HTML, XML, JSON, JavaScript and text/*; with no Content-Type, anything without NUL bytes up front. */
-function isTextual(contentType: string | undefined, body: Buffer): boolean {
-  const type = contentType?.split(';')[0]?.trim().toLowerCase();
-  if (!type) return !body.subarray(0, 1024).includes(0) || body[0] === 0xff || body[0] === 0xfe;
-  return type.startsWith('text/') || type.endsWith('+xml') || type.endsWith('+json') || TEXTUAL_TYPES.has(type);
-}
-
-const TIMEOUT_CODES = new Set([
-  'UND_ERR_CONNECT_TIMEOUT',
-  'UND_ERR_HEADERS_TIMEOUT',
-  'UND_ERR_BODY_TIMEOUT',
-  'ETIMEDOUT',
-]);
-const DNS_CODES = new Set(['ENOTFOUND', 'EAI_AGAIN', 'EAI_FAIL', 'EAI_NONAME', 'EAI_NODATA', 'ENODATA', 'ESERVFAIL']);
-const CONNECT_CODES = new Set([
-  'ECONNREFUSED',
-  'ECONNRESET',
-  'ECONNABORTED',
-  'EHOSTUNREACH',
-  'EHOSTDOWN',
-  'ENETUNREACH',
-  'ENETDOWN',
-  'EADDRNOTAVAIL',
-  'EPIPE',
-  'UND_ERR_SOCKET',
-  'UND_ERR_CLOSED',
-]);
-
-/** Ends a `bad_response` message, so a page's `exception` says why it was fetched once. */
-const NOT_RETRIED = '; not retried, the server answers the same way every time';
-
-/**
- * zlib and brotli errors that blame the compressed bytes (not memory or an internal state): the server sends the
- * same bytes again, so they fail again.
- */
-function isCorruptEncoding(error: Error): boolean {
-  const code = (error as NodeJS.ErrnoException).code ?? '';
-  return code === 'Z_DATA_ERROR' || code === 'Z_NEED_DICT' || /^ERR__ERROR_(FORMAT|DICTIONARY)_/.test(code);
-}
-
-/**
- * Why the HTTP parser refused a response that is malformed the same way every time, or undefined when it did not
- * (or when the response only broke off: a connection cut mid-body may go through next time). undici 8 leaves the
- * `HPE_*` code of its HTTPParserError unset, so the class name and llhttp's reason in the message tell.
- */
-function malformedResponse(error: unknown): string | undefined {
-  for (let e = error, depth = 0; e instanceof Error && depth < 5; e = e.cause, depth++) {
-    const code = (e as NodeJS.ErrnoException).code;
-    if (code === 'UND_ERR_HEADERS_OVERFLOW' || code === 'HPE_HEADER_OVERFLOW')
-      return `response headers larger than ${maxHeaderSize} bytes (${code})`;
-    if (e.name !== 'HTTPParserError' && !code?.startsWith('HPE_')) continue;
-    if (code === 'HPE_INVALID_EOF_STATE' || /\bEOF\b/.test(e.message)) return undefined;
-    return `${code ? `${code}: ` : ''}${e.message}`;
-  }
-  return undefined;
-}
-
-function errorCode(error: unknown): string | undefined {
-  for (let e = error, depth = 0; e instanceof Error && depth < 5; e = e.cause, depth++) {
-    const code = (e as NodeJS.ErrnoException).code;
-    if (typeof code === 'string') return code;
-    if (e instanceof AggregateError) {
-      const inner = errorCode(e.errors[0]);
-      if (inner) return inner;
-    }
-  }
-  return undefined;
-}
-
-/** Maps what undici, net, dns and tls throw onto the fetch error kinds that decide retries. */
-function toFetchError(error: unknown): FetchError {
-  if (error instanceof FetchError) return error;
-  const malformed = malformedResponse(error);
-  if (malformed !== undefined) return new FetchError('bad_response', `${malformed}${NOT_RETRIED}`, { cause: error });
-  const code = errorCode(error) ?? '';
-  const message = error instanceof Error ? error.message : String(error);
-  const options = { cause: error };
-  if (TIMEOUT_CODES.has(code)) return new FetchError('timeout', `${code}: ${message}`, options);
-  if (DNS_CODES.has(code)) return new FetchError('dns', `${code}: ${message}`, options);
-  // TLS failures count as connection failures: a retry may reach a healthier server behind the name.
-  if (CONNECT_CODES.has(code) || /^(ERR_TLS_|ERR_SSL_|CERT_|DEPTH_ZERO_|SELF_SIGNED_|UNABLE_TO_)/.test(code))
-    return new FetchError('connect', `${code}: ${message}`, options);
-  // Our own request could not be sent as given (e.g. a header value with a newline): retrying cannot help.
-  if (code === 'UND_ERR_INVALID_ARG') return new FetchError('bad_url', `invalid request: ${message}`, options);
-  return new FetchError('protocol', code ? `${code}: ${message}` : message, options);
 }

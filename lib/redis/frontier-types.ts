@@ -91,6 +91,9 @@ export interface CrawlRef {
   settings?: CrawlSettings;
 }
 
+/** One request to queue, with its crawl (what `Frontier.enqueue` takes). */
+export type FrontierItem = { crawl: CrawlRef; request: QueueRequest };
+
 export type EnqueueOutcome = 'queued' | 'duplicate' | 'stopped' | 'expired' | 'capped' | 'unknown_crawl';
 
 /**
@@ -152,6 +155,3 @@ export interface CrawlInfo {
 }
 
 export type DomainAction = 'domain-update' | 'domain-remove' | 'blacklist-update' | 'blacklist-remove';
-
-/** One request to queue, with its crawl (what the frontier's `enqueue` takes). */
-export type FrontierItem = { crawl: CrawlRef; request: QueueRequest };

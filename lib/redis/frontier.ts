@@ -20,13 +20,15 @@
  */
 import { PartialBatchError } from '../errors.ts';
 import type { CrawlerFrontier, FrontierApi } from '../ports.ts';
+import { ackGroup, allOwn, byChildren, MAX_FOLDED_CHILDREN, ownChildren } from './ack-fold.ts';
 import type { RedisClient } from './client.ts';
-import { decodeCounters, mergeInfos } from './crawl-info.ts';
 import { DupeCache } from './dupe-cache.ts';
+import { crawlKeys, enqueueArgs, outcomeOf } from './enqueue-args.ts';
+import { backlog, configureDomain, crawlInfos, dueCrawls, stopCrawl, sweepFinished } from './frontier-admin.ts';
+import { byPartition, FrontierCalls, samePartition } from './frontier-calls.ts';
 import type {
   AckResult,
   CrawlInfo,
-  CrawlRef,
   CrawlSettings,
   DomainAction,
   EnqueueOutcome,
@@ -35,110 +37,37 @@ import type {
   Lease,
   LeaseMany,
   LeaseResult,
-  QueueRequest,
 } from './frontier-types.ts';
-import {
-  crawlKey,
-  dupefilterKey,
-  type PartitionRef,
-  partitionKeyList,
-  partitionKeys,
-  spiderPartitions,
-  spidersKey,
-} from './keys.ts';
-import { memberBytes, memberHandle, memberTail, parseMember } from './member.ts';
-import { type LuaScript, runScript, runScriptBuffer, script } from './scripts.ts';
+import { crawlKey, type PartitionRef, partitionKeys } from './keys.ts';
+import { memberBytes, memberHandle, parseMember } from './member.ts';
 
-/** enqueue.lua's code per request → its outcome. */
-const OUTCOMES: Record<string, EnqueueOutcome> = {
-  '1': 'queued',
-  '0': 'duplicate',
-  '-1': 'stopped',
-  '-2': 'expired',
-  '-3': 'capped',
-  '-4': 'unknown_crawl',
-};
-
-/** Spider types and partitions whose partitions and KEYS a frontier remembers. */
-const MEMO_MAX = 1000;
-
-/** At most this many counters of stopped crawls are settled per sweep-finished.lua call (~5 ms of Redis). */
-const SETTLE_BUDGET = 5000;
+/** Kept importable from here, where {@link Frontier.enqueue} takes it. */
+export type { FrontierItem } from './frontier-types.ts';
 
 export class Frontier implements FrontierApi, CrawlerFrontier {
-  readonly #redis: RedisClient;
-  readonly #o: Required<FrontierOptions>;
-  readonly #knownSpiders = new Set<string>();
+  /** Every script call goes through this (lib/redis/frontier-calls.ts): KEYS, common ARGV, the spider registry. */
+  readonly #calls: FrontierCalls;
   /** Fingerprints known to be in each crawl's dupefilter (lib/redis/dupe-cache.ts); acks leave them out. */
   readonly #dupes: DupeCache;
 
-  /** ARGV[2..5] of every frontier script (includes/frontier.lua): fixed for a frontier. */
-  readonly #commonTail: readonly (string | number)[];
-
   constructor(redis: RedisClient, options: FrontierOptions) {
-    this.#redis = redis;
-    const o = { bound: 100, redisClock: false, throttleMarginMs: 0, dupeCacheEntries: 0, ...options };
-    this.#o = o;
-    this.#dupes = new DupeCache(o.dupeCacheEntries);
-    const moderated = `${o.moderated ? 1 : 0}${o.throttleMarginMs > 0 ? `:${Math.round(o.throttleMarginMs)}` : ''}`;
-    this.#commonTail = [o.hits, o.windowSec, moderated, o.ipEnabled ? 1 : 0];
+    this.#calls = new FrontierCalls(redis, options);
+    this.#dupes = new DupeCache(this.#calls.options.dupeCacheEntries);
   }
 
-  /** The partitions of each spider type, and each partition's KEYS, built once (they are fixed for a frontier). */
-  readonly #partitions = new Map<string, PartitionRef[]>();
-  readonly #keyLists = new Map<string, string[]>();
-
   /** The partition holding a spider type's requests for a domain (one partition per scope today). */
-  partitionFor(spider: string, _domain?: string): PartitionRef {
-    return this.partitionsOf(spider)[0] as PartitionRef;
+  partitionFor(spider: string, domain?: string): PartitionRef {
+    return this.#calls.partitionFor(spider, domain);
   }
 
   /** Every partition of a spider type (periodic jobs and info visit them all). */
   partitionsOf(spider: string): PartitionRef[] {
-    let ps = this.#partitions.get(spider);
-    if (ps === undefined) {
-      ps = spiderPartitions(this.#o.prefix, spider, this.#o.typeEnabled);
-      if (this.#partitions.size < MEMO_MAX) this.#partitions.set(spider, ps);
-    }
-    return ps;
-  }
-
-  /** A partition's fixed KEYS ({@link partitionKeyList}), remembered. */
-  #keys(p: PartitionRef): string[] {
-    const id = `${p.prefix}\u0000${p.scope}\u0000${p.partition}\u0000${p.spider}`;
-    let keys = this.#keyLists.get(id);
-    if (keys === undefined) {
-      keys = partitionKeyList(p);
-      if (this.#keyLists.size < MEMO_MAX) this.#keyLists.set(id, keys);
-    }
-    return keys;
+    return this.#calls.partitionsOf(spider);
   }
 
   /** Spider types that ever had work queued (a registry, not a keyspace scan). */
   async spiders(): Promise<string[]> {
-    return (await this.#redis.smembers(spidersKey(this.#o.prefix))).sort();
-  }
-
-  #common(now: number): (string | number)[] {
-    return [this.#o.redisClock ? 'T' : now, ...this.#commonTail];
-  }
-
-  #run<T>(name: string, p: PartitionRef, extraKeys: string[], args: (string | number | Buffer)[], now: number) {
-    const s: LuaScript = script(name);
-    const keys = extraKeys.length > 0 ? [...this.#keys(p), ...extraKeys] : this.#keys(p);
-    return runScript<T>(this.#redis, s, keys, [...this.#common(now), ...args]);
-  }
-
-  /** {@link #run} with bulk replies as Buffers (replies that carry members, which are binary). */
-  #runBuffer<T>(name: string, p: PartitionRef, args: (string | number | Buffer)[], now: number) {
-    return runScriptBuffer<T>(this.#redis, script(name), this.#keys(p), [...this.#common(now), ...args]);
-  }
-
-  /** Adds a spider type to the registry of types that ever had work (once per process and type). */
-  async #register(spider: string): Promise<void> {
-    if (this.#knownSpiders.has(spider)) return;
-    await this.#redis.sadd(spidersKey(this.#o.prefix), spider);
-    this.#knownSpiders.add(spider);
+    return this.#calls.spiders();
   }
 
   /**
@@ -147,7 +76,7 @@ export class Frontier implements FrontierApi, CrawlerFrontier {
    */
   async enqueue(spider: string, items: readonly FrontierItem[], now = Date.now()): Promise<EnqueueOutcome[]> {
     if (items.length === 0) return [];
-    await this.#register(spider);
+    await this.#calls.register(spider);
     const out: EnqueueOutcome[] = new Array(items.length);
     const keyOf = crawlKeys(spider);
     for (const { p, idx: whole } of byPartition(items, (item) => this.partitionFor(spider, item.request.domain)))
@@ -155,11 +84,11 @@ export class Frontier implements FrontierApi, CrawlerFrontier {
         // Bounded script calls: a sitemap's 50,000 URLs are 350,000 arguments, more than a call's stack can spread.
         const idx = whole.slice(from, from + MAX_FOLDED_CHILDREN);
         const batch = enqueueArgs(p, spider, items, idx, keyOf);
-        const codes = await this.#run<number[]>(
+        const codes = await this.#calls.run<number[]>(
           'enqueue',
           p,
           batch.dupeKeys,
-          [this.#o.dupefilterTtlSec, ...batch.args],
+          [this.#calls.options.dupefilterTtlSec, ...batch.args],
           now,
         );
         idx.forEach((i, k) => {
@@ -187,10 +116,10 @@ export class Frontier implements FrontierApi, CrawlerFrontier {
     const now = options.now ?? Date.now();
     const p = this.partitionFor(spider);
     const want = Math.max(1, Math.floor(max));
-    const r = await this.#runBuffer<(number | Buffer)[]>(
+    const r = await this.#calls.runBuffer<(number | Buffer)[]>(
       'lease',
       p,
-      [this.#o.leaseMs, options.ip ?? '', this.#o.bound, want],
+      [this.#calls.options.leaseMs, options.ip ?? '', this.#calls.options.bound, want],
       now,
     );
     if (r[0] === 1) {
@@ -261,7 +190,9 @@ export class Frontier implements FrontierApi, CrawlerFrontier {
     }
     // The ack itself, with the folded children: ackMany's call for a group of one.
     const foldedItems = folded.map((i) => ownItems[i] as FrontierItem);
-    const [result] = await this.#ackGroup(
+    const [result] = await ackGroup(
+      this.#calls,
+      this.#dupes,
       own,
       [{ lease, outcome, children: foldedItems.length > 0 ? new Map([[own.spider, foldedItems]]) : undefined }],
       now,
@@ -297,7 +228,8 @@ export class Frontier implements FrontierApi, CrawlerFrontier {
     const together: number[] = [];
     for (let i = 0; i < items.length; i++) {
       const it = items[i] as (typeof items)[number];
-      if (this.#allOwn(it.lease.partition, it.children) && ownChildren(it) <= MAX_FOLDED_CHILDREN) together.push(i);
+      if (allOwn(this.#calls, it.lease.partition, it.children) && ownChildren(it) <= MAX_FOLDED_CHILDREN)
+        together.push(i);
       else
         try {
           out[i] = await this.ack(it.lease, it.outcome, now, it.children);
@@ -310,7 +242,9 @@ export class Frontier implements FrontierApi, CrawlerFrontier {
     for (const { p, idx: whole } of byPartition(fold, (it) => it.lease.partition))
       for (const idx of byChildren(whole, (k) => fold[k]?.children?.get(p.spider)?.length ?? 0)) {
         try {
-          const results = await this.#ackGroup(
+          const results = await ackGroup(
+            this.#calls,
+            this.#dupes,
             p,
             idx.map((k) => fold[k] as (typeof fold)[number]),
             now,
@@ -328,94 +262,6 @@ export class Frontier implements FrontierApi, CrawlerFrontier {
     return out as AckResult[];
   }
 
-  /** One partition's share of {@link ackMany} (and {@link ack}'s own call): one script call, results in order. */
-  async #ackGroup(
-    p: PartitionRef,
-    group: readonly {
-      lease: Pick<Lease, 'handle'>;
-      outcome: 'done' | 'fail';
-      children?: ReadonlyMap<string, readonly FrontierItem[]>;
-    }[],
-    now: number,
-  ): Promise<AckResult[]> {
-    const kids = group.flatMap((g) => g.children?.get(p.spider) ?? []);
-    const pairs: (string | number | Buffer)[] = [];
-    for (const g of group) pairs.push(memberBytes(g.lease.handle), g.outcome);
-    let replies: AckReply[];
-    const codes: number[] = new Array(kids.length);
-    if (kids.length === 0) {
-      replies = await this.#run<AckReply[]>('ack', p, [], [this.#o.dupefilterTtlSec, ...pairs], now);
-    } else {
-      await this.#register(p.spider);
-      const all = kids.map((_, i) => i);
-      const keyOf = crawlKeys(p.spider);
-      let batch = enqueueArgs(p, p.spider, kids, all, keyOf, this.#dupes);
-      const send = () =>
-        this.#run<unknown[]>(
-          'ack-enqueue',
-          p,
-          batch.dupeKeys,
-          [group.length, ...pairs, this.#o.dupefilterTtlSec, ...batch.args],
-          now,
-        );
-      let reply = await send();
-      for (let attempt = 0; reply[0] === 'stale'; attempt++) {
-        // A claim no longer holds (the dupefilter was stopped, expired or replaced) and nothing was written:
-        // forget those crawls and send again, in full once a second claim has gone stale meanwhile.
-        for (const ci of reply.slice(1) as number[]) this.#dupes.forget(batch.dupeKeys[ci - 1] as string);
-        if (attempt > 0) this.#dupes.clear();
-        batch = enqueueArgs(p, p.spider, kids, all, keyOf, attempt > 0 ? undefined : this.#dupes);
-        reply = await send();
-      }
-      replies = reply.slice(0, group.length) as AckReply[];
-      const sentCodes = (reply[group.length] ?? []) as number[];
-      const tokens = (reply[group.length + 1] ?? []) as (string | number)[];
-      // Children left out were in their crawl's dupefilter: duplicates, unless the crawl was refused meanwhile.
-      for (let k = 0; k < kids.length; k++) {
-        const t = tokens[(batch.crawlOf[k] as number) - 1];
-        codes[k] = typeof t === 'number' ? t : 0;
-      }
-      const known = new Map<number, Buffer[]>();
-      batch.sent.forEach((k, j) => {
-        const code = sentCodes[j] as number;
-        codes[k] = code;
-        if (code !== 0 && code !== 1) return;
-        const ci = batch.crawlOf[k] as number;
-        let fps = known.get(ci);
-        if (fps === undefined) {
-          fps = [];
-          known.set(ci, fps);
-        }
-        fps.push((kids[k] as FrontierItem).request.fingerprint);
-      });
-      for (const [ci, fps] of known) {
-        const t = tokens[ci - 1];
-        if (typeof t === 'string') this.#dupes.add(batch.dupeKeys[ci - 1] as string, t, fps);
-      }
-    }
-    let c = 0;
-    return group.map((g, j) => {
-      const result = ackResult(replies[j] ?? []);
-      if (g.children) {
-        // As ack() reports them: by spider type, those that had children.
-        const own = g.children.get(p.spider) ?? [];
-        result.children = new Map(own.length > 0 ? [[p.spider, own.map((_, n) => outcomeOf(codes[c + n]))]] : []);
-        c += own.length;
-      }
-      return result;
-    });
-  }
-
-  /** Whether every child goes to the lease's own spider type and partition (so it can be folded into the ack). */
-  #allOwn(own: PartitionRef, children: ReadonlyMap<string, readonly FrontierItem[]> | undefined): boolean {
-    for (const [spider, kids] of children ?? []) {
-      if (kids.length === 0) continue;
-      if (spider !== own.spider) return false;
-      for (const k of kids) if (!samePartition(this.partitionFor(own.spider, k.request.domain), own)) return false;
-    }
-    return true;
-  }
-
   /**
    * Moves a lease's throttle hit to now, when its fetch is about to start later than it was leased (restamp.lua):
    * the site then sees fetches spaced as the throttle and Crawl-delay say, however long the crawler took between
@@ -427,7 +273,7 @@ export class Frontier implements FrontierApi, CrawlerFrontier {
     lease: Pick<Lease, 'handle' | 'partition' | 'hitMs'>,
     options: { ip?: string; maxWaitMs: number; now?: number },
   ): Promise<{ waitMs: number } | null> {
-    const r = await this.#run<[number, number?]>(
+    const r = await this.#calls.run<[number, number?]>(
       'restamp',
       lease.partition,
       [],
@@ -441,7 +287,7 @@ export class Frontier implements FrontierApi, CrawlerFrontier {
   async release(leases: Pick<Lease, 'handle' | 'partition'>[], now = Date.now()): Promise<number> {
     let n = 0;
     for (const { p, idx } of byPartition(leases, (l) => l.partition)) {
-      n += await this.#run<number>(
+      n += await this.#calls.run<number>(
         'release',
         p,
         [],
@@ -458,7 +304,7 @@ export class Frontier implements FrontierApi, CrawlerFrontier {
    * of it and an existing hold wins).
    */
   async retry(lease: Pick<Lease, 'handle' | 'partition'>, delayMs: number, now = Date.now(), holdDomainMs = 0) {
-    const r = await this.#runBuffer<[number, Buffer?]>(
+    const r = await this.#calls.runBuffer<[number, Buffer?]>(
       'retry',
       lease.partition,
       [memberBytes(lease.handle), Math.max(0, delayMs), Math.max(0, Math.round(holdDomainMs))],
@@ -474,8 +320,8 @@ export class Frontier implements FrontierApi, CrawlerFrontier {
   async setCrawlDelay(partition: PartitionRef, domain: string, delayMs: number | undefined): Promise<void> {
     const key = partitionKeys(partition).throttle;
     const field = `${domain}\u0000cd`;
-    if (delayMs && delayMs > 0) await this.#redis.hset(key, field, Math.round(delayMs));
-    else await this.#redis.hdel(key, field);
+    if (delayMs && delayMs > 0) await this.#calls.redis.hset(key, field, Math.round(delayMs));
+    else await this.#calls.redis.hdel(key, field);
   }
 
   /** Returns expired leases of one spider type to their queues. @returns how many */
@@ -483,7 +329,7 @@ export class Frontier implements FrontierApi, CrawlerFrontier {
     let total = 0;
     for (const p of this.partitionsOf(spider)) {
       for (;;) {
-        const [n, more] = await this.#run<[number, number]>('reclaim', p, [], [limit], now);
+        const [n, more] = await this.#calls.run<[number, number]>('reclaim', p, [], [limit], now);
         total += n;
         if (more !== 1) break;
       }
@@ -498,15 +344,7 @@ export class Frontier implements FrontierApi, CrawlerFrontier {
    * the next {@link sweepFinished} or {@link backlog}.
    */
   async stop(spider: string, appid: string, crawlid: string, now = Date.now()) {
-    const ck = crawlKey(appid, crawlid, spider);
-    let purged = 0;
-    let settings: CrawlSettings | undefined;
-    for (const p of this.partitionsOf(spider)) {
-      const [n, s] = await this.#run<[number, string]>('stop', p, [dupefilterKey(p, ck)], [ck, this.#o.stopTtlMs], now);
-      purged += Number(n);
-      if (s) settings ??= JSON.parse(s) as CrawlSettings;
-    }
-    return { purged, settings };
+    return stopCrawl(this.#calls, spider, appid, crawlid, now);
   }
 
   /**
@@ -519,59 +357,23 @@ export class Frontier implements FrontierApi, CrawlerFrontier {
    * @returns how many completed crawls were dropped
    */
   async sweepFinished(spider: string, now = Date.now(), limit = 1000): Promise<number> {
-    let total = 0;
-    for (const p of this.partitionsOf(spider)) total += await this.#sweep(p, 'all', now, limit);
-    return total;
-  }
-
-  /** Runs sweep-finished.lua until it has nothing left to do; each call does bounded work. */
-  async #sweep(p: PartitionRef, mode: 'all' | 'stopped', now: number, limit = 1000): Promise<number> {
-    let total = 0;
-    for (;;) {
-      const [n, more] = await this.#run<[number, number]>('sweep-finished', p, [], [limit, mode, SETTLE_BUDGET], now);
-      total += n;
-      if (more !== 1) return total;
-    }
+    return sweepFinished(this.#calls, spider, now, limit);
   }
 
   /** Crawls of a spider type whose `expires` has passed (the expiry index; O(log n + due)). */
   async dueCrawls(spider: string, now = Date.now(), limit = 1000): Promise<CrawlSettings[]> {
-    const out: CrawlSettings[] = [];
-    for (const p of this.partitionsOf(spider)) {
-      const flat = await this.#run<string[]>('expiry-due', p, [], [limit, spider], now);
-      for (let i = 1; i < flat.length; i += 2) if (flat[i]) out.push(JSON.parse(flat[i] as string) as CrawlSettings);
-    }
-    return out;
+    return dueCrawls(this.#calls, spider, now, limit);
   }
 
   /** Info for one crawl (undefined when it has nothing registered). Summed over partitions. */
   async crawlInfo(spider: string, appid: string, crawlid: string, now = Date.now()): Promise<CrawlInfo | undefined> {
-    const infos = await this.#info(spider, 'crawl', crawlKey(appid, crawlid, spider), now);
-    return mergeInfos(infos)[0];
+    return (await crawlInfos(this.#calls, spider, 'crawl', crawlKey(appid, crawlid, spider), now))[0];
   }
 
   /** Info for every crawl of an app under a spider type, keyed by crawlid. */
   async appInfo(spider: string, appid: string, now = Date.now()): Promise<Record<string, CrawlInfo>> {
-    const infos = mergeInfos(await this.#info(spider, 'app', appid, now));
+    const infos = await crawlInfos(this.#calls, spider, 'app', appid, now);
     return Object.fromEntries(infos.map((i) => [i.settings.crawlid, i]));
-  }
-
-  async #info(spider: string, mode: 'crawl' | 'app', id: string, now: number): Promise<CrawlInfo[]> {
-    const out: CrawlInfo[] = [];
-    for (const p of this.partitionsOf(spider)) {
-      const rows = await this.#run<[string, number, number, number, number, number, string][]>(
-        'info',
-        p,
-        [],
-        [mode, id, spider],
-        now,
-      );
-      for (const [settings, queued, leased, done, failed, base, counters] of rows) {
-        const domains = decodeCounters(counters, base);
-        out.push({ settings: JSON.parse(settings) as CrawlSettings, queued, leased, done, failed, domains });
-      }
-    }
-    return out;
   }
 
   /** Applies a domain throttle override or blacklist change to every spider type's partitions. */
@@ -583,172 +385,11 @@ export class Frontier implements FrontierApi, CrawlerFrontier {
     /** Spider types to configure even if they never had work (so a config sent before the first crawl holds). */
     alsoSpiders: Iterable<string> = [],
   ): Promise<void> {
-    const spiders = new Set([...(await this.spiders()), ...this.#knownSpiders, ...alsoSpiders]);
-    for (const spider of spiders) {
-      for (const p of this.partitionsOf(spider)) {
-        await this.#run(
-          'domain-config',
-          p,
-          [],
-          [action, domain, limits.hits ?? 0, limits.window ?? 0, limits.scale ?? 1],
-          now,
-        );
-      }
-    }
+    return configureDomain(this.#calls, action, domain, limits, now, alsoSpiders);
   }
 
   /** Queued requests per domain of a spider type (O(domains)). */
   async backlog(spider: string, now = Date.now()): Promise<Record<string, number>> {
-    const out: Record<string, number> = {};
-    for (const p of this.partitionsOf(spider)) {
-      // Stopped crawls' requests leave the backlog when their counters are settled: do that first.
-      await this.#sweep(p, 'stopped', now);
-      const h = await this.#redis.hgetall(partitionKeys(p).domainCounts);
-      for (const [d, n] of Object.entries(h)) out[d] = (out[d] ?? 0) + Number(n);
-    }
-    return out;
+    return backlog(this.#calls, spider, now);
   }
-}
-
-/** ack.lua's reply for one lease (ack-enqueue.lua's too, one per lease, then the children's codes). */
-type AckReply = [number?, number?, number?, number?, number?];
-
-/**
- * Most children one ack-enqueue call of {@link Frontier.ackMany} queues (more pages' go in further calls): a Kafka
- * batch of link-heavy pages would otherwise hold Redis for one long script.
- */
-export const MAX_FOLDED_CHILDREN = 2000;
-
-/** How many children of an ack go to its lease's own spider type. */
-function ownChildren(it: {
-  lease: Pick<Lease, 'partition'>;
-  children?: ReadonlyMap<string, readonly FrontierItem[]>;
-}): number {
-  return it.children?.get(it.lease.partition.spider)?.length ?? 0;
-}
-
-/** `idx` cut into runs (in order) whose children add up to at most {@link MAX_FOLDED_CHILDREN}, one item at least. */
-function byChildren(idx: readonly number[], childrenOf: (i: number) => number): number[][] {
-  const runs: number[][] = [];
-  let run: number[] = [];
-  let n = 0;
-  for (const i of idx) {
-    const c = childrenOf(i);
-    if (run.length > 0 && n + c > MAX_FOLDED_CHILDREN) {
-      runs.push(run);
-      run = [];
-      n = 0;
-    }
-    run.push(i);
-    n += c;
-  }
-  if (run.length > 0) runs.push(run);
-  return runs;
-}
-
-/** `items`' indexes grouped by their partition (one script call each), in first-seen order. */
-function byPartition<T>(
-  items: readonly T[],
-  partitionOf: (item: T) => PartitionRef,
-): { p: PartitionRef; idx: number[] }[] {
-  const groups = new Map<string, { p: PartitionRef; idx: number[] }>();
-  items.forEach((item, i) => {
-    const p = partitionOf(item);
-    const id = `${p.prefix}\u0000${p.scope}\u0000${p.partition}\u0000${p.spider}`;
-    const g = groups.get(id) ?? { p, idx: [] };
-    g.idx.push(i);
-    groups.set(id, g);
-  });
-  return [...groups.values()];
-}
-
-function ackResult(r: AckReply): AckResult {
-  const [code = -1, queued = 0, leased = 0, done = 0, failed = 0] = r;
-  return { acked: code >= 1, complete: code === 2, queued, leased, done, failed };
-}
-
-export type { FrontierItem } from './frontier-types.ts';
-
-/** enqueue.lua's code for a request → its outcome. */
-function outcomeOf(code: number | undefined): EnqueueOutcome {
-  return OUTCOMES[String(code)] ?? 'unknown_crawl';
-}
-
-function samePartition(a: PartitionRef, b: PartitionRef): boolean {
-  return a.prefix === b.prefix && a.scope === b.scope && a.partition === b.partition && a.spider === b.spider;
-}
-
-/** A memo of crawl keys for one spider type: one SHA-1 per crawl, not per request (few crawls per batch). */
-function crawlKeys(spider: string): (crawl: CrawlRef) => string {
-  const keys = new Map<string, string>();
-  return (crawl) => {
-    const id = `${crawl.appid}\n${crawl.crawlid}`;
-    let ck = keys.get(id);
-    if (ck === undefined) {
-      ck = crawlKey(crawl.appid, crawl.crawlid, spider);
-      keys.set(id, ck);
-    }
-    return ck;
-  };
-}
-
-/**
- * The dupefilter KEYS and the ARGV of the requests `idx` of `items` (all in partition `p`), as enqueue.lua takes
- * them after its TTL (includes/enqueue.lua): spider type, the crawls, the requests. With a `cache`, a crawl sent
- * without settings claims the token it knows for its dupefilter, and its requests cached under that token are left
- * out (`sent` lists the positions in `idx` that went; `crawlOf` gives each position's crawl index).
- */
-function enqueueArgs(
-  p: PartitionRef,
-  spider: string,
-  items: readonly FrontierItem[],
-  idx: readonly number[],
-  keyOf: (crawl: CrawlRef) => string,
-  cache?: DupeCache,
-): { dupeKeys: string[]; args: (string | number | Buffer)[]; sent: number[]; crawlOf: number[] } {
-  const crawlIndex = new Map<string, number>();
-  const crawlArgs: (string | number)[] = [];
-  const dupeKeys: string[] = [];
-  const reqArgs: (string | number | Buffer)[] = [];
-  const sent: number[] = [];
-  const crawlOf: number[] = new Array(idx.length);
-  // A crawl with a seed in the batch claims nothing: the seed may start it afresh (a claim would not hold).
-  const seeded = new Set<string>();
-  if (cache !== undefined)
-    for (const i of idx)
-      if ((items[i] as FrontierItem).crawl.settings) seeded.add(keyOf((items[i] as FrontierItem).crawl));
-  for (let k = 0; k < idx.length; k++) {
-    const { crawl, request } = items[idx[k] as number] as FrontierItem;
-    const ck = keyOf(crawl);
-    let ci = crawlIndex.get(ck);
-    if (ci === undefined) {
-      ci = crawlIndex.size + 1;
-      crawlIndex.set(ck, ci);
-      const dk = dupefilterKey(p, ck);
-      dupeKeys.push(dk);
-      const s = crawl.settings;
-      const claim = cache !== undefined && !seeded.has(ck) ? cache.claim(dk) : '';
-      crawlArgs.push(ck, crawl.appid, s ? JSON.stringify(s) : '', s?.expires ?? 0, s?.domain_max_pages ?? 0, claim);
-    } else if (crawl.settings && crawlArgs[(ci - 1) * 6 + 2] === '') {
-      // A seed after a child of the same crawl in one batch: the seed's settings register the crawl.
-      crawlArgs[(ci - 1) * 6 + 2] = JSON.stringify(crawl.settings);
-      crawlArgs[(ci - 1) * 6 + 3] = crawl.settings.expires ?? 0;
-      crawlArgs[(ci - 1) * 6 + 4] = crawl.settings.domain_max_pages ?? 0;
-    }
-    crawlOf[k] = ci;
-    if (request.fingerprint.length !== 8) throw new Error('request fingerprints are 8 bytes');
-    const claim = crawlArgs[(ci - 1) * 6 + 5] as string;
-    if (claim !== '' && cache?.has(dupeKeys[ci - 1] as string, claim, request.fingerprint)) continue;
-    sent.push(k);
-    reqArgs.push(
-      ci,
-      request.fingerprint,
-      request.domain,
-      request.priority,
-      request.depth,
-      request.retries ?? 0,
-      memberTail(request.url, request.domain),
-    );
-  }
-  return { dupeKeys, args: [spider, crawlIndex.size, ...crawlArgs, sent.length, ...reqArgs], sent, crawlOf };
 }

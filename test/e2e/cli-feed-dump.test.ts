@@ -9,10 +9,10 @@ import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import type { Admin, Consumer, KafkaMessage, Producer } from 'kafkajs';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { Follower } from '../../cli/kafka-session.ts';
 import { config } from '../../lib/config/index.ts';
 import { ensureTopics } from '../../lib/kafka/client.ts';
 import { clusterTopicList, clusterTopics } from '../../lib/kafka/topics.ts';
-import { Follower } from '../../cli/kafka-session.ts';
 import { testKafka, uniqueName, waitUntil } from '../helpers/services.ts';
 
 const repoRoot = fileURLToPath(new URL('../..', import.meta.url));

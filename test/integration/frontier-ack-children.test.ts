@@ -1,6 +1,7 @@
 import { describe, expect, test } from 'vitest';
 import { PartialBatchError } from '../../lib/errors.ts';
-import { type Frontier, MAX_FOLDED_CHILDREN } from '../../lib/redis/frontier.ts';
+import { MAX_FOLDED_CHILDREN } from '../../lib/redis/ack-fold.ts';
+import type { Frontier } from '../../lib/redis/frontier.ts';
 import type { CrawlRef, Lease, QueueRequest } from '../../lib/redis/frontier-types.ts';
 import {
   childCrawl,

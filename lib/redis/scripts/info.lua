@@ -8,7 +8,7 @@
 
   Returns a list of crawls, each {settings JSON, queued, leased, done, failed, base, counters}: counters is the
   crawl's K.cidx range as one string, member \1 score \1 member \1 score ..., read by one ZRANGEBYSCORE and
-  joined by table.concat, so the script does no per-entry work; the caller decodes it (frontier.ts
+  joined by table.concat, so the script does no per-entry work; the caller decodes it (crawl-info.ts
   decodeCounters: queued count = score - base; members without a priority are page-cap counters).
   Cost: O(domains x priorities) per crawl, all of it in two C-level calls.
 ]]

@@ -8,10 +8,11 @@ import { hostname } from 'node:os';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { S3Client } from '@aws-sdk/client-s3';
 import { config } from '../../lib/config/index.ts';
+import { BODY_BUDGET_SHARE, BodyBudget } from '../../lib/crawl/body-budget.ts';
 import { type BodyStore, directoryBodyStore, s3BodyStore } from '../../lib/crawl/body-store.ts';
 import { Crawler } from '../../lib/crawl/crawler.ts';
 import { UndiciFetcher } from '../../lib/crawl/fetch.ts';
-import { adaptiveConcurrency } from '../../lib/crawl/process-signals.ts';
+import { adaptiveConcurrency, taskLimits } from '../../lib/crawl/process-signals.ts';
 import { RobotsCache } from '../../lib/crawl/robots.ts';
 import { closeSpiders, loadSpiders, openSpiders, pluginList } from '../../lib/crawl/spider-registry.ts';
 import { SpiderSandbox } from '../../lib/crawl/spider-sandbox.ts';
@@ -94,7 +95,12 @@ const producer = createProducer(kafka);
 // Per-app copies ask whether their topic exists (one metadata request, no retries) before the first send.
 const topicLookup = kafkaTopicLookup(kafka);
 await producer.connect();
+// The task's CPU and memory (its cgroup on Fargate): adaptive concurrency measures against them, and bodies being
+// read may hold at most a quarter of the memory at once (lib/crawl/body-budget.ts).
+const limits = taskLimits();
+const bodyBudget = new BodyBudget(Math.floor(limits.memoryBytes * BODY_BUDGET_SHARE));
 const fetcher = new UndiciFetcher({
+  bodyBudget,
   userAgent: vars.USER_AGENT,
   connectTimeoutMs: vars.FETCH_TIMEOUT_MS,
   headersTimeoutMs: vars.FETCH_TIMEOUT_MS,
@@ -132,7 +138,7 @@ const crawler = new Crawler({
   maxMessageBytes: vars.KAFKA_MAX_MESSAGE_BYTES,
   bodyStore,
   concurrency: vars.CRAWLER_CONCURRENCY || 16,
-  adaptive: adaptiveConcurrency(vars),
+  adaptive: adaptiveConcurrency(vars, limits, () => bodyBudget.share),
   retryTimes: vars.RETRY_TIMES,
   retryBaseDelayMs: vars.RETRY_BASE_DELAY_MS,
   userAgent: vars.USER_AGENT,

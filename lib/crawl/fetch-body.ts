@@ -95,6 +95,8 @@ export async function readBody(
   codings: Coding[] | undefined,
   maxBytes: number,
   signal: AbortSignal,
+  /** Told the size of every decoded chunk kept (the process's body budget counts them). */
+  onBytes?: (bytes: number) => void,
 ): Promise<BodyRead> {
   let stream = raw;
   let decodeError: FetchError | undefined;
@@ -120,12 +122,14 @@ export async function readBody(
       const room = maxBytes - size;
       if (chunk.length > room) {
         if (room > 0) chunks.push(chunk.subarray(0, room));
+        onBytes?.(Math.max(0, room));
         size = maxBytes;
         truncated = true;
         break;
       }
       chunks.push(chunk);
       size += chunk.length;
+      onBytes?.(chunk.length);
     }
     if (!truncated) await connectionReleased();
     return { body: Buffer.concat(chunks, size), truncated, decoded: codings !== undefined };

@@ -12,6 +12,7 @@
  */
 import { STATUS_CODES } from 'node:http';
 import { Agent, type Dispatcher } from 'undici';
+import type { BodyBudget } from './body-budget.ts';
 import { decodeBody, detectCharset } from './charset.ts';
 import { connectionReleased, contentCodings, isTextual, readBody } from './fetch-body.ts';
 import { toFetchError } from './fetch-errors.ts';
@@ -59,6 +60,11 @@ export interface UndiciFetcherOptions {
    * @default 60000
    */
   totalTimeoutMs?: number;
+  /**
+   * The process's budget for bodies being read (lib/crawl/body-budget.ts): a fetch starts only while it has room.
+   * @default none
+   */
+  bodyBudget?: BodyBudget;
   /**
    * Largest body kept, counted on decoded (decompressed) bytes, so a compression bomb is cut too. Reading
    * stops there and the result says `truncated: true`.
@@ -111,6 +117,7 @@ export class UndiciFetcher implements Fetcher {
   readonly #maxBodyBytes: number;
   readonly #maxRedirects: number;
   readonly #allowPrivate: boolean;
+  readonly #budget: BodyBudget | undefined;
 
   constructor(options: UndiciFetcherOptions = {}) {
     this.#userAgent = options.userAgent ?? DEFAULT_USER_AGENT;
@@ -118,6 +125,7 @@ export class UndiciFetcher implements Fetcher {
     this.#maxBodyBytes = options.maxBodyBytes ?? 10 * 1024 * 1024;
     this.#maxRedirects = options.maxRedirects ?? 5;
     this.#allowPrivate = options.allowPrivateNetworks ?? false;
+    this.#budget = options.bodyBudget;
     this.#agent = new Agent({
       connections: options.connectionsPerOrigin ?? 16,
       headersTimeout: options.headersTimeoutMs ?? 10_000,
@@ -136,6 +144,8 @@ export class UndiciFetcher implements Fetcher {
   async fetch(request: FetchRequest, signal?: AbortSignal): Promise<FetchResult> {
     const started = performance.now();
     if (signal?.aborted) throw signal.reason;
+    // Bodies being read fill the process's budget: this fetch starts (and its time counts) once there is room.
+    if (this.#budget) await this.#budget.admit(signal);
     // One controller aborted by the deadline or by the caller's signal (forwarded by hand: AbortSignal.any costs a
     // weak reference per fetch and more work for the GC).
     const abort = new AbortController();
@@ -208,7 +218,25 @@ export class UndiciFetcher implements Fetcher {
   ): Promise<FetchResult> {
     const headers = responseHeaders(response.headers);
     const codings = contentCodings(firstHeader(response.headers['content-encoding']));
-    const { body, truncated, decoded } = await readBody(response.body, codings, this.#maxBodyBytes, signal);
+    const budget = this.#budget;
+    let counted = 0;
+    let read: Awaited<ReturnType<typeof readBody>>;
+    try {
+      read = await readBody(
+        response.body,
+        codings,
+        this.#maxBodyBytes,
+        signal,
+        budget &&
+          ((n) => {
+            counted += n;
+            budget.take(n);
+          }),
+      );
+    } finally {
+      budget?.give(counted);
+    }
+    const { body, truncated, decoded } = read;
     const contentType = firstHeader(response.headers['content-type']);
     const result: FetchResult = {
       requestUrl: request.url,

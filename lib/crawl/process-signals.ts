@@ -98,14 +98,18 @@ export class ProcessSignals {
  * controller between CRAWLER_CONCURRENCY_MIN and CRAWLER_CONCURRENCY_MAX (a floor above the ceiling is lowered to
  * it) fed by this process's signals.
  */
-export function adaptiveConcurrency(vars: {
-  CRAWLER_CONCURRENCY: number;
-  CRAWLER_CONCURRENCY_MIN: number;
-  CRAWLER_CONCURRENCY_MAX: number;
-}): { controller: ConcurrencyController; signals: () => LoadSignals } | undefined {
+export function adaptiveConcurrency(
+  vars: {
+    CRAWLER_CONCURRENCY: number;
+    CRAWLER_CONCURRENCY_MIN: number;
+    CRAWLER_CONCURRENCY_MAX: number;
+  },
+  limits: TaskLimits,
+  bodyShare: () => number,
+): { controller: ConcurrencyController; signals: () => LoadSignals } | undefined {
   if (vars.CRAWLER_CONCURRENCY > 0) return undefined;
   const max = vars.CRAWLER_CONCURRENCY_MAX;
   const controller = new ConcurrencyController({ min: Math.min(vars.CRAWLER_CONCURRENCY_MIN, max), max });
-  const signals = new ProcessSignals();
-  return { controller, signals: () => signals.read(0) };
+  const signals = new ProcessSignals(limits);
+  return { controller, signals: () => signals.read(bodyShare()) };
 }

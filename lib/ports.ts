@@ -107,7 +107,7 @@ export interface FrontierApi {
 }
 
 /**
- * The URL Frontier API's crawls (lib/url-frontier/store.ts) as the Kafka side sees them: their backlog for info,
+ * The URL Frontier API's crawls (lib/redis/uf-store.ts) as the Kafka side sees them: their backlog for info,
  * stats, the dashboard and the metrics; stop; and the domain blacklist and throttle overrides, which apply to
  * its queues too.
  */

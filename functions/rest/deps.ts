@@ -18,8 +18,8 @@ import type { Log, MessageSink } from '../../lib/ports.ts';
 import { createRedis, type RedisClient, redisSettings } from '../../lib/redis/client.ts';
 import { Frontier } from '../../lib/redis/frontier.ts';
 import { frontierOptions } from '../../lib/redis/frontier-types.ts';
+import { UrlFrontierStore } from '../../lib/redis/uf-store.ts';
 import type { HealthProbes, RestContext, RestOptions } from '../../lib/rest/context.ts';
-import { UrlFrontierStore } from '../../lib/url-frontier/store.ts';
 import { once } from '../shared/deps.ts';
 import { type SecretReader, withRedisPassword } from '../shared/secrets.ts';
 

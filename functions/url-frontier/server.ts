@@ -4,14 +4,10 @@
  */
 import { networkInterfaces } from 'node:os';
 import * as grpc from '@grpc/grpc-js';
+import type { UrlFrontierStore } from '../../lib/redis/uf-store.ts';
+import { SERVER_OPTIONS, urlFrontierServiceDefinition } from '../../lib/url-frontier/definition.ts';
 import { ReadBudget } from '../../lib/url-frontier/read-budget.ts';
-import {
-  PUT_BUFFER_BYTES,
-  SERVER_OPTIONS,
-  urlFrontierHandlers,
-  urlFrontierServiceDefinition,
-} from '../../lib/url-frontier/service.ts';
-import type { UrlFrontierStore } from '../../lib/url-frontier/store.ts';
+import { PUT_BUFFER_BYTES, urlFrontierHandlers } from '../../lib/url-frontier/service.ts';
 
 export interface UrlFrontierServer {
   /** The bound port. */

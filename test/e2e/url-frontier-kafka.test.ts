@@ -6,8 +6,9 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createRestDeps } from '../../functions/rest/deps.ts';
 import { silentLog } from '../../lib/ports.ts';
+import type { PutItem, ServedUrl } from '../../lib/redis/uf-model.ts';
+import { UrlFrontierStore } from '../../lib/redis/uf-store.ts';
 import { createRestRouter } from '../../lib/rest/router.ts';
-import { type PutItem, type ServedUrl, UrlFrontierStore } from '../../lib/url-frontier/store.ts';
 import { type Collector, startTestCluster, type TestCluster } from '../helpers/cluster.ts';
 import { clusterRedis } from '../helpers/services.ts';
 

@@ -7,14 +7,12 @@ import { connect } from 'node:http2';
 import * as grpc from '@grpc/grpc-js';
 import { afterAll, afterEach, describe, expect, test } from 'vitest';
 import { startUrlFrontierServer, type UrlFrontierServer } from '../../functions/url-frontier/server.ts';
+import type { PutItem } from '../../lib/redis/uf-model.ts';
+import { UrlFrontierStore } from '../../lib/redis/uf-store.ts';
+import { BIDI_MAX_UNACKED } from '../../lib/url-frontier/calls.ts';
+import { urlFrontierClientConstructor, urlFrontierServiceDefinition } from '../../lib/url-frontier/definition.ts';
 import { FRAME_CHUNK_BYTES } from '../../lib/url-frontier/frames.ts';
-import {
-  BIDI_MAX_UNACKED,
-  PUT_BATCH_MAX,
-  urlFrontierClientConstructor,
-  urlFrontierServiceDefinition,
-} from '../../lib/url-frontier/service.ts';
-import { type PutItem, UrlFrontierStore } from '../../lib/url-frontier/store.ts';
+import { PUT_BATCH_MAX } from '../../lib/url-frontier/service.ts';
 import { clusterRedis, uniqueName } from '../helpers/services.ts';
 
 const redis = clusterRedis();

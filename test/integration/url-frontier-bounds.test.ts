@@ -8,13 +8,10 @@ import { afterAll, afterEach, describe, expect, test } from 'vitest';
 import { startUrlFrontierServer, type UrlFrontierServer } from '../../functions/url-frontier/server.ts';
 import type { RedisClient } from '../../lib/redis/client.ts';
 import { urlFrontierCrawlKeys } from '../../lib/redis/keys.ts';
-import {
-  ECHO_MAX_CHARS,
-  FIELD_MAX_CHARS,
-  urlFrontierClientConstructor,
-  urlFrontierServiceDefinition,
-} from '../../lib/url-frontier/service.ts';
-import { type PutItem, UrlFrontierStore } from '../../lib/url-frontier/store.ts';
+import type { PutItem } from '../../lib/redis/uf-model.ts';
+import { UrlFrontierStore } from '../../lib/redis/uf-store.ts';
+import { ECHO_MAX_CHARS, FIELD_MAX_CHARS } from '../../lib/url-frontier/calls.ts';
+import { urlFrontierClientConstructor, urlFrontierServiceDefinition } from '../../lib/url-frontier/definition.ts';
 import { type AnyClient, unary } from '../helpers/grpc.ts';
 import { recordCommands } from '../helpers/scripts.ts';
 import { clusterRedis, uniqueName } from '../helpers/services.ts';

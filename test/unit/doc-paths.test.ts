@@ -222,3 +222,49 @@ describe('repository paths named in README.md and docs/*.md', () => {
     expect(missing.map((m) => `${m.doc}:${m.line}: ${m.path}`)).toEqual([]);
   });
 });
+
+/** README's "Project layout" tree: the fenced block that opens with `package.json` in that section. */
+function layoutBlock(): string {
+  const readme = readFileSync(join(ROOT, 'README.md'), 'utf8');
+  const section = readme.slice(readme.indexOf('## Project layout'));
+  const open = section.indexOf('```\npackage.json');
+  return section.slice(open, section.indexOf('```', open + 3) + 3);
+}
+
+/** Whether a layout word names `file` (a repository path): its name, its path, or a glob over its name. */
+function namesFile(words: string[], file: string): boolean {
+  const name = posix.basename(file);
+  return words.some((w) => {
+    if (w === name || w === file || file.endsWith(`/${w}`)) return true;
+    if (!w.includes('*')) return false;
+    const glob = new RegExp(`(?:^|/)${w.replace(/[.+?^${}()|[\]\\]/g, '\\$&').replace(/\*/g, '[^/]*')}$`);
+    return glob.test(file);
+  });
+}
+
+/** Top-level folders whose subfolders the layout must name (examples/ and docs/ hold content, not structure). */
+const STRUCTURED = ['lib', 'functions', 'localstack', 'cli', 'cdk', 'bench', 'test'];
+
+describe("README's project layout matches the tree both ways", () => {
+  const block = layoutBlock();
+  const { checked, missing } = namedPaths('README.md', block);
+  const words = block.split(/[\s`(),;:]+/).filter((w) => w !== '' && w !== '·');
+
+  it('names only what exists', () => {
+    expect(block).toMatch(/^```\npackage\.json/);
+    expect(missing.map((m) => m.path)).toEqual([]);
+  });
+
+  it('names every top-level folder, every folder of the structured ones, and every file of the core (lib/)', () => {
+    const folders = TREE.filter((p) => p.endsWith('/') && !p.startsWith('.'));
+    const unnamedFolders = folders.filter((p) => {
+      const depth = p.split('/').length - 1;
+      if (depth > 2 || (depth === 2 && !STRUCTURED.includes(p.split('/')[0] as string))) return false;
+      return !checked.includes(p) && !namesFile(words, p.slice(0, -1));
+    });
+    const unnamedFiles = TREE.filter(
+      (p) => p.startsWith('lib/') && !p.endsWith('/') && !p.includes('/dashboard/') && !namesFile(words, p),
+    );
+    expect({ unnamedFolders, unnamedFiles }).toEqual({ unnamedFolders: [], unnamedFiles: [] });
+  });
+});

@@ -4,7 +4,7 @@
  * one queue keep their order.
  */
 import { describe, expect, it } from 'vitest';
-import { memberUrl, unpackServed, urlMember } from '../../lib/url-frontier/store.ts';
+import { memberUrl, unpackServed, urlMember } from '../../lib/redis/uf-model.ts';
 
 const KEY = 'www.example.com';
 

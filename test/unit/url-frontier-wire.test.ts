@@ -6,9 +6,9 @@
 import { EventEmitter } from 'node:events';
 import type * as grpc from '@grpc/grpc-js';
 import { describe, expect, test } from 'vitest';
+import { type Metadata, type PackedQueue, servedUrls, urlMember } from '../../lib/redis/uf-model.ts';
+import { urlFrontierServiceDefinition } from '../../lib/url-frontier/definition.ts';
 import { FrameWriter } from '../../lib/url-frontier/frames.ts';
-import { urlFrontierServiceDefinition } from '../../lib/url-frontier/service.ts';
-import { type Metadata, type PackedQueue, servedUrls, urlMember } from '../../lib/url-frontier/store.ts';
 import { encodeServedFrames } from '../../lib/url-frontier/wire.ts';
 
 const GET = urlFrontierServiceDefinition().GetURLs as grpc.MethodDefinition<object, object>;

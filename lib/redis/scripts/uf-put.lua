@@ -4,7 +4,7 @@
   metadata and schedule, releases its hold, and with date 0 becomes completed. The creation date is set on first
   store only; `created` holds '<creation date>\t<metadata JSON>' per URL (just the date when there is no
   metadata), and the queue's info gets `meta` = 1 once any URL comes with metadata. URLs are members
-  (lib/url-frontier/store.ts urlMember: the queue's host prefix cut off).
+  (lib/redis/uf-model.ts urlMember: the queue's host prefix cut off).
 
   KEYS[1..6]   the crawl's keys, then KEYS[6i+1..6i+6] queue i's keys (includes/uf.lua)
   ARGV[1]      crawl ID

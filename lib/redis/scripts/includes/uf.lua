@@ -12,7 +12,7 @@
   KEYS[6]  black    SET blacklisted domains
   then per queue i (i = 1, 2, ...), at KEYS[6 * i + 1 .. 6 * i + 6]:
            created  HASH url -> '<creation date (s)>[\t<metadata JSON>]'
-           (every url here is a member: lib/url-frontier/store.ts urlMember, the queue's host prefix cut off)
+           (every url here is a member: lib/redis/uf-model.ts urlMember, the queue's host prefix cut off)
            sched    ZSET url -> next-fetch date (s), not held
            held     ZSET url -> held until (ms)
            hdate    HASH url -> next-fetch date of a held URL

@@ -2,251 +2,45 @@
  * The URL Frontier API's state, all in Redis (it survives restarts and is shared by every server instance):
  * crawls, queues per crawl, URLs per queue with metadata, next-fetch and creation dates and the completed flag,
  * holds (leases), per-queue delay / blockedUntil / crawl limit / lastProduced, the default delay and the active
- * flag. Keys: redis/keys.ts (one hash tag per prefix); atomic steps: scripts/uf-*.lua.
+ * flag. Keys: keys.ts (one hash tag per prefix); atomic steps: scripts/uf-*.lua; its model uf-model.ts, its admin reads
+ * uf-inspect.ts.
  */
 
-import { registrableDomain } from '../crawl/domain.ts';
 import type { UrlFrontierView } from '../ports.ts';
-import type { RedisClient } from '../redis/client.ts';
-import type { DomainAction } from '../redis/frontier-types.ts';
+import type { RedisClient } from './client.ts';
+import type { DomainAction } from './frontier-types.ts';
 import {
   urlFrontierCrawlKeys,
   urlFrontierGlobalKeys,
   urlFrontierQueueKeyList,
   urlFrontierQueueKeys,
   urlFrontierScriptKeys,
-} from '../redis/keys.ts';
-import { runScript, runScriptBuffer, script } from '../redis/scripts.ts';
-
-/** Metadata of a URL: name → values. */
-export type Metadata = Record<string, string[]>;
-
-/** One URL to store: discovered (added if unknown) or known (overwrites; date 0 = completed). */
-export interface PutItem {
-  crawl: string;
-  key: string;
-  url: string;
-  kind: 'discovered' | 'known';
-  /** Next-fetch date, epoch s (known only; 0 = completed). */
-  date: number;
-  metadata: Metadata;
-}
-
-export type PutStatus = 'OK' | 'SKIPPED';
-
-export interface ServedUrl {
-  crawl: string;
-  key: string;
-  url: string;
-  metadata: Metadata;
-}
-
-/**
- * The URLs uf-serve.lua handed out from one queue, as it packs them: per URL `<byte length>:<member>` and
- * `<byte length>:<metadata JSON, empty for none>` (members: {@link urlMember}).
- */
-export interface PackedQueue {
-  crawl: string;
-  key: string;
-  packed: Buffer;
-  /** How many URLs `packed` holds. */
-  count: number;
-}
-
-export interface UrlRecord {
-  crawl: string;
-  key: string;
-  url: string;
-  metadata: Metadata;
-  /** Next-fetch date, epoch s; 0 when completed. */
-  date: number;
-  /** Creation date, epoch s. */
-  created: number;
-}
-
-export interface QueueStats {
-  size: number;
-  inProcess: number;
-  completed: number;
-  activeQueues: number;
-  numberOfQueues: number;
-}
-
-export interface GetUrlsRequest {
-  /** One crawl, or undefined for every crawl. */
-  crawl?: string;
-  /** One queue (requires `crawl`). */
-  key?: string;
-  maxUrlsPerQueue: number;
-  maxQueues: number;
-  /** Seconds a served URL stays held. */
-  holdSeconds: number;
-  /** True once the client is gone: no more queues are served (URLs already taken stay held until they expire). */
-  cancelled?: () => boolean;
-}
-
-const QUEUE_KEY_MAX = 255;
-
-/**
- * `fn` over every item, {@link SCAN_PAGE} at a time (each page's Redis commands pipelined together), so a crawl
- * of 100,000 queues does not put 100,000 × 4 commands in flight at once. Results in input order.
- */
-async function inChunks<T, R>(items: readonly T[], fn: (item: T) => Promise<R>): Promise<R[]> {
-  const out: R[] = [];
-  for (let i = 0; i < items.length; i += SCAN_PAGE)
-    out.push(...(await Promise.all(items.slice(i, i + SCAN_PAGE).map(fn))));
-  return out;
-}
-
-/** HSCAN page (and ZMSCORE/HMGET batch) size of the admin reads over a whole queue. */
-const SCAN_PAGE = 1000;
-
-/** PutURLs: queues and items stored by one script call at most. */
-const QUEUES_PER_CALL = 256;
-const ITEMS_PER_CALL = 1000;
-
-/**
- * GetURLs: the most URLs one script call takes from one queue (a queue with more due is served again, see
- * uf-serve.lua), so one call holds Redis for milliseconds, not seconds, whatever a client asks.
- */
-export const SERVE_CAP = 1000;
-
-/** GetURLs: queues served per script call, and calls in flight at once. */
-const SERVE_WAVE = 16;
-const SERVE_WAVES_AHEAD = 4;
-
-/** GetURLs: due queues claimed per uf-claim call (the waves in flight at once). */
-const CLAIM_MAX = SERVE_WAVE * SERVE_WAVES_AHEAD;
-
-/**
- * GetURLs: how long a claimed queue is kept from other GetURLs calls until uf-serve places it (it does so within
- * milliseconds; the claim only matters when a server dies or a client cancels in between, and costs them this delay).
- */
-const CLAIM_MS = 2000;
-
-/**
- * GetURLs: how often a queue of a blacklisted domain is looked at again (nothing indexes queues by domain, so a
- * blacklist entry's removal is seen this late at most; each such queue costs one look per interval, not per call).
- */
-export const BLACKLIST_RECHECK_MS = 1000;
-
-/** The crawl ID as the API normalises it: blank means `DEFAULT`, anything else unchanged. */
-export function normaliseCrawl(crawl: string | undefined): string {
-  return !crawl || crawl.trim() === '' ? 'DEFAULT' : crawl;
-}
-
-/** The queue key derived from a URL (its host, as the reference cuts it), or undefined when there is none. */
-export function queueKeyOf(url: string): string | undefined {
-  let rest = url;
-  const scheme = rest.indexOf('://');
-  if (scheme >= 0) rest = rest.slice(scheme + 3);
-  for (const sep of [':', '/', '?', '&']) {
-    const at = rest.indexOf(sep);
-    if (at >= 0) rest = rest.slice(0, at);
-  }
-  return rest === '' ? undefined : rest;
-}
-
-/** A queue key the store accepts: non-empty and at most 255 characters. */
-export function validQueueKey(key: string): boolean {
-  return key.length > 0 && key.length <= QUEUE_KEY_MAX;
-}
-
-function parseMetadata(json: string | null | undefined): Metadata {
-  if (!json || json === '{}') return {};
-  try {
-    return JSON.parse(json) as Metadata;
-  } catch {
-    return {};
-  }
-}
-
-/** Splits uf-serve's packed reply (`<byte length>:<bytes>` repeated) into its strings. */
-export function unpackServed(packed: Buffer | null | undefined): string[] {
-  const out: string[] = [];
-  if (!packed) return out;
-  let at = 0;
-  while (at < packed.length) {
-    const colon = packed.indexOf(0x3a, at);
-    if (colon < 0) throw new Error('uf-serve: malformed reply');
-    const len = Number(packed.toString('latin1', at, colon));
-    const end = colon + 1 + len;
-    if (!Number.isInteger(len) || end > packed.length) throw new Error('uf-serve: malformed reply');
-    out.push(packed.toString('utf8', colon + 1, end));
-    at = end;
-  }
-  return out;
-}
-
-/** The URLs of a {@link PackedQueue}. */
-export function servedUrls(queue: PackedQueue): ServedUrl[] {
-  const { crawl, key } = queue;
-  const out: ServedUrl[] = [];
-  const fields = unpackServed(queue.packed);
-  for (let i = 0; i < fields.length; i += 2)
-    out.push({ crawl, key, url: memberUrl(key, fields[i] as string), metadata: parseMetadata(fields[i + 1]) });
-  return out;
-}
-
-/** Metadata as stored after the creation date: nothing for none (the common case), else its JSON. */
-function metadataValue(metadata: Metadata): string {
-  for (const _ in metadata) return JSON.stringify(metadata);
-  return '';
-}
-
-/** Splits a `created` field value `<creation date>\t<metadata JSON>` (see redis/keys.ts). */
-function splitCreated(value: string | null | undefined): { created: number; metadata: string } {
-  if (value === null || value === undefined) return { created: 0, metadata: '{}' };
-  const tab = value.indexOf('\t');
-  if (tab < 0) return { created: Number(value), metadata: '{}' };
-  return { created: Number(value.slice(0, tab)), metadata: value.slice(tab + 1) };
-}
-
-/**
- * The form a URL takes inside its queue's Redis keys (redis/keys.ts): a URL `http://<key>…` or `https://<key>…`
- * (the host is the queue key, as it is whenever the client leaves the key empty) loses that prefix for one byte,
- * 0x01 or 0x02, which sort in the same order as the prefixes did. Every other URL is kept as it is (a 0x00 byte
- * is put before one that starts with a byte ≤ 0x02, so nothing is ambiguous). The host is in every URL of a
- * queue and in its key name, so storing it once per URL in two structures was a third of the bytes per URL.
- */
-export function urlMember(key: string, url: string): string {
-  for (const [code, scheme] of MEMBER_PREFIXES) {
-    const prefix = `${scheme}${key}`;
-    if (url.startsWith(prefix)) {
-      const next = url.charCodeAt(prefix.length);
-      // Only at a host boundary: `http://a.com` must not eat the start of `http://a.com.evil/`.
-      if (Number.isNaN(next) || next === 0x2f || next === 0x3f || next === 0x3a || next === 0x23)
-        return code + url.slice(prefix.length);
-    }
-  }
-  return url.charCodeAt(0) <= 2 ? `\u0000${url}` : url;
-}
-
-/** The URL of a member of `key`'s queue (the inverse of {@link urlMember}). */
-export function memberUrl(key: string, member: string): string {
-  const c = member.charCodeAt(0);
-  if (c === 1) return `http://${key}${member.slice(1)}`;
-  if (c === 2) return `https://${key}${member.slice(1)}`;
-  if (c === 0) return member.slice(1);
-  return member;
-}
-
-const MEMBER_PREFIXES: [string, string][] = [
-  ['\u0001', 'http://'],
-  ['\u0002', 'https://'],
-];
-
-/**
- * The registrable domain of a queue key that is a host name (what the Kafka API's domain overrides and blacklist
- * name); any other key is its own domain.
- */
-export function queueDomain(key: string): string {
-  try {
-    return registrableDomain(key);
-  } catch {
-    return key;
-  }
-}
+} from './keys.ts';
+import { runScript, runScriptBuffer, script } from './scripts.ts';
+import { countUrls, createdPages, listUrls, urlStatus } from './uf-inspect.ts';
+import {
+  BLACKLIST_RECHECK_MS,
+  CLAIM_MAX,
+  CLAIM_MS,
+  type GetUrlsRequest,
+  ITEMS_PER_CALL,
+  inChunks,
+  metadataValue,
+  type PackedQueue,
+  type PutItem,
+  type PutStatus,
+  QUEUES_PER_CALL,
+  type QueueStats,
+  queueDomain,
+  SERVE_CAP,
+  SERVE_WAVE,
+  SERVE_WAVES_AHEAD,
+  type ServedUrl,
+  servedUrls,
+  splitCreated,
+  type UrlRecord,
+  urlMember,
+} from './uf-model.ts';
 
 export class UrlFrontierStore implements UrlFrontierView {
   readonly redis: RedisClient;
@@ -575,57 +369,8 @@ export class UrlFrontierStore implements UrlFrontierView {
     return matching.slice(start, start + size);
   }
 
-  /**
-   * Every `created` field of a queue (member → value), read with HSCAN in pages of {@link SCAN_PAGE}: the admin
-   * calls (ListURLs, CountURLs, PurgeURLs) never hold Redis for a whole queue in one command. HSCAN may repeat a
-   * field; the caller gets each once per page it appears in, so it keeps a Map or re-checks.
-   */
-  async *#createdPages(createdKey: string): AsyncGenerator<[string, string][]> {
-    let cursor = '0';
-    do {
-      const [next, flat] = await this.redis.hscan(createdKey, cursor, 'COUNT', SCAN_PAGE);
-      cursor = next;
-      const page: [string, string][] = [];
-      for (let i = 0; i + 1 < flat.length; i += 2) page.push([flat[i] as string, flat[i + 1] as string]);
-      if (page.length) yield page;
-    } while (cursor !== '0');
-  }
-
-  /** The records of a queue's URLs (sorted by URL), optionally only those whose URL passes `filter`. */
-  async #records(crawl: string, key: string, filter?: (url: string) => boolean): Promise<UrlRecord[]> {
-    const q = urlFrontierQueueKeys(this.prefix, crawl, key);
-    const created = new Map<string, string>();
-    for await (const page of this.#createdPages(q.created))
-      for (const [member, value] of page) if (!filter || filter(memberUrl(key, member))) created.set(member, value);
-    const rows = [...created.keys()]
-      .map((member) => ({ member, url: memberUrl(key, member) }))
-      .sort((a, b) => (a.url < b.url ? -1 : a.url > b.url ? 1 : 0));
-    const out: UrlRecord[] = [];
-    for (let from = 0; from < rows.length; from += SCAN_PAGE) {
-      const part = rows.slice(from, from + SCAN_PAGE);
-      const members = part.map((r) => r.member);
-      const [sched, hdate, done] = await Promise.all([
-        this.redis.zmscore(q.sched, ...members),
-        this.redis.hmget(q.hdate, ...members),
-        this.redis.smismember(q.done, ...members),
-      ]);
-      part.forEach(({ member, url }, i) => {
-        const c = splitCreated(created.get(member));
-        out.push({
-          crawl,
-          key,
-          url,
-          metadata: parseMetadata(c.metadata),
-          date: done[i] ? 0 : Number(sched[i] ?? hdate[i] ?? 0),
-          created: c.created,
-        });
-      });
-    }
-    return out;
-  }
-
-  /** ListURLs: the URLs of a queue or crawl (completed included), paged among the filtered ones. */
-  async listUrls(
+  /** ListURLs: the URLs of a queue or crawl (completed included), paged among the filtered ones (uf-inspect.ts). */
+  listUrls(
     crawl: string,
     key: string | undefined,
     start: number,
@@ -633,61 +378,17 @@ export class UrlFrontierStore implements UrlFrontierView {
     filter: ((url: string) => boolean) | undefined,
     emit: (r: UrlRecord) => void | Promise<void>,
   ): Promise<void> {
-    const keys = key ? ((await this.hasQueue(crawl, key)) ? [key] : []) : await this.queues(crawl);
-    let skip = start;
-    let left = size;
-    for (const k of keys) {
-      if (left <= 0) return;
-      const records = await this.#records(crawl, k, filter);
-      for (const r of records) {
-        if (skip > 0) {
-          skip--;
-          continue;
-        }
-        if (left-- <= 0) return;
-        await emit(r);
-      }
-    }
+    return listUrls(this, crawl, key, start, size, filter, emit);
   }
 
-  /** CountURLs: URLs (active and completed) of a queue or crawl, optionally filtered. */
-  async countUrls(crawl: string, key: string | undefined, filter?: (url: string) => boolean): Promise<number> {
-    const keys = key ? ((await this.hasQueue(crawl, key)) ? [key] : []) : await this.queues(crawl);
-    let n = 0;
-    for (const k of keys) {
-      const q = urlFrontierQueueKeys(this.prefix, crawl, k);
-      if (!filter) {
-        n += await this.redis.hlen(q.created);
-        continue;
-      }
-      const matching = new Set<string>();
-      for await (const page of this.#createdPages(q.created))
-        for (const [member] of page) if (filter(memberUrl(k, member))) matching.add(member);
-      n += matching.size;
-    }
-    return n;
+  /** CountURLs: URLs (active and completed) of a queue or crawl, optionally filtered (uf-inspect.ts). */
+  countUrls(crawl: string, key: string | undefined, filter?: (url: string) => boolean): Promise<number> {
+    return countUrls(this, crawl, key, filter);
   }
 
-  /** One URL's record, or undefined when the queue does not know it. */
-  async urlStatus(crawl: string, key: string, url: string): Promise<UrlRecord | undefined> {
-    const q = urlFrontierQueueKeys(this.prefix, crawl, key);
-    const member = urlMember(key, url);
-    const value = await this.redis.hget(q.created, member);
-    if (value === null) return undefined;
-    const { created, metadata } = splitCreated(value);
-    const [sched, hdate, done] = await Promise.all([
-      this.redis.zscore(q.sched, member),
-      this.redis.hget(q.hdate, member),
-      this.redis.sismember(q.done, member),
-    ]);
-    return {
-      crawl,
-      key,
-      url,
-      metadata: done ? {} : parseMetadata(metadata),
-      date: done ? 0 : Number(sched ?? hdate ?? 0),
-      created,
-    };
+  /** One URL's record, or undefined when the queue does not know it (uf-inspect.ts). */
+  urlStatus(crawl: string, key: string, url: string): Promise<UrlRecord | undefined> {
+    return urlStatus(this, crawl, key, url);
   }
 
   /** PurgeURLs: deletes URLs created more than `days` days ago (0: before now). */
@@ -698,7 +399,7 @@ export class UrlFrontierStore implements UrlFrontierView {
     for (const k of keys) {
       const q = urlFrontierQueueKeys(this.prefix, crawl, k);
       // A page at a time: the old members of each page go to one script call, which checks each date again.
-      for await (const page of this.#createdPages(q.created)) {
+      for await (const page of createdPages(this.redis, q.created)) {
         const old = page.filter(([, value]) => splitCreated(value).created < cutoff).map(([member]) => member);
         if (old.length)
           n += await runScript<number>(this.redis, script('uf-purge'), this.#keys(crawl, k), [

@@ -20,6 +20,7 @@ import { PageFetch } from './crawler-fetch.ts';
 import { DeliveryGate } from './crawler-gate.ts';
 import { LeasePump } from './crawler-leasing.ts';
 import type { CrawlerOptions } from './crawler-options.ts';
+import { FetchSlots } from './crawler-slots.ts';
 import { type CrawlFailure, decideFailure, type FailurePolicy } from './failure.ts';
 import { failedPage } from './page.ts';
 import { mergeAttrs, splitRequestUrl } from './spider-run.ts';
@@ -53,9 +54,10 @@ export const RECLAIMED_TOO_OFTEN =
 export const DELIVERIES_PER_FETCH = 4;
 
 /**
- * The crawl loop over its parts, one concern each: the lease pump (crawler-leasing.ts), the fetch slots
- * (crawler-fetch.ts), the delivery gate (crawler-gate.ts), the delivery (crawler-delivery.ts) and the page counters
- * (crawler-counters.ts). This class owns the workers, their turns, the failure decision's actions and shutdown.
+ * The crawl loop over its parts, one concern each: the lease pump (crawler-leasing.ts), a fetch slot's work
+ * (crawler-fetch.ts), how many slots (crawler-slots.ts), the delivery gate (crawler-gate.ts), the delivery
+ * (crawler-delivery.ts) and the page counters (crawler-counters.ts). This class owns the workers, their turns, the
+ * failure decision's actions and shutdown.
  */
 export class Crawler {
   readonly #o: Required<Omit<CrawlerOptions, 'robots' | 'bodyStore' | 'ip' | 'sandbox' | 'adaptive'>> &
@@ -69,6 +71,7 @@ export class Crawler {
   readonly #fetch: PageFetch;
   readonly #delivery: Delivery;
   readonly #counters: PageCounters;
+  readonly #slots: FetchSlots;
 
   constructor(options: CrawlerOptions) {
     const o = {
@@ -88,12 +91,13 @@ export class Crawler {
       ...options,
     };
     this.#o = o;
-    this.#maxDelivering = () => options.maxDelivering ?? Math.max(1, this.#slots() * DELIVERIES_PER_FETCH);
+    this.#slots = new FetchSlots(o.concurrency, o.adaptive, o.now, o.log);
+    this.#maxDelivering = () => options.maxDelivering ?? Math.max(1, this.#slots.limit * DELIVERIES_PER_FETCH);
     this.#gate = new DeliveryGate(o.now, o.idlePollMs);
     this.#pump = new LeasePump({
       frontier: o.frontier,
       spiderTypes: o.spiderTypes,
-      slots: () => this.#slots(),
+      slots: () => this.#slots.limit,
       scoutPollMs: o.scoutPollMs,
       ip: o.ip,
       now: o.now,
@@ -161,66 +165,21 @@ export class Crawler {
     beat();
     this.#heartbeat = setInterval(beat, 10_000);
     this.#heartbeat.unref();
-    const adaptive = this.#o.adaptive;
-    const workers = adaptive ? adaptive.controller.max : this.#o.concurrency;
-    for (let i = 0; i < workers; i++) this.#workers.push(this.#work(i));
-    if (adaptive) {
-      this.#ticker = setInterval(() => this.#tick(), adaptive.tickMs ?? 500);
-      this.#ticker.unref();
-    }
-  }
-
-  /** Fetch slots now: the adaptive controller's limit, or the fixed `concurrency`. */
-  #slots(): number {
-    return this.#o.adaptive?.controller.limit ?? this.#o.concurrency;
+    for (let i = 0; i < this.#slots.workers; i++) this.#workers.push(this.#work(i));
+    this.#slots.start();
   }
 
   /** Deliveries that may be pending before a worker waits (crawler-options.ts `maxDelivering`). */
   readonly #maxDelivering: () => number;
-  #ticker: NodeJS.Timeout | undefined;
-  /** Workers holding a request now, and the most at once since the last tick. */
-  #busy = 0;
-  #peakBusy = 0;
-  /** Workers parked above the slot limit: woken when it grows or the crawler stops. */
-  readonly #parked = new Set<() => void>();
-  #lastBackOffLog = 0;
 
   /** Fetch slots in use now (for progress and tests). */
   get slotsInUse(): number {
-    return this.#busy;
+    return this.#slots.inUse;
   }
 
   /** The slot limit now. */
   get slots(): number {
-    return this.#slots();
-  }
-
-  /** One tick of the adaptive controller: its signals, the most slots used since the last tick. */
-  #tick(): void {
-    const adaptive = this.#o.adaptive;
-    if (!adaptive || this.#stopping) return;
-    const signals = adaptive.signals();
-    const step = adaptive.controller.tick(signals, this.#peakBusy);
-    this.#peakBusy = this.#busy;
-    if (step.limit > step.previous) for (const wake of [...this.#parked]) wake();
-    const now = this.#o.now();
-    if (step.reason.startsWith('over:') && now - this.#lastBackOffLog >= 10_000) {
-      this.#lastBackOffLog = now;
-      this.#o.log.info('fewer fetch slots: a budget is exceeded', { ...step, signals });
-    }
-  }
-
-  /** Waits while worker `index` is above the slot limit. */
-  async #parkAbove(index: number): Promise<void> {
-    while (!this.#stopping && index >= this.#slots()) {
-      await new Promise<void>((resolve) => {
-        const wake = () => {
-          this.#parked.delete(wake);
-          resolve();
-        };
-        this.#parked.add(wake);
-      });
-    }
+    return this.#slots.limit;
   }
 
   /**
@@ -230,9 +189,8 @@ export class Crawler {
   async stop(deadlineMs = 25_000): Promise<{ released: number }> {
     this.#stopping = true;
     this.#wakeAll();
-    for (const wake of [...this.#parked]) wake();
+    this.#slots.stop();
     clearInterval(this.#heartbeat);
-    clearInterval(this.#ticker);
     // Leased ahead and never started: back to the queue at once (a lease call under way releases its own).
     const ahead = this.#pump.drain();
     if (ahead.length > 0) await this.#o.frontier.release(ahead).catch(() => 0);
@@ -286,8 +244,8 @@ export class Crawler {
   async #work(index: number): Promise<void> {
     const idleMs = index === 0 ? Math.min(this.#o.scoutPollMs, this.#o.idlePollMs) : this.#o.idlePollMs;
     while (!this.#stopping) {
-      if (index >= this.#slots()) {
-        await this.#parkAbove(index);
+      if (index >= this.#slots.limit) {
+        await this.#slots.park(index);
         continue;
       }
       let waitMs = idleMs;
@@ -307,12 +265,11 @@ export class Crawler {
         }
         if (r.lease) {
           this.#wakeAll();
-          this.#busy++;
-          if (this.#busy > this.#peakBusy) this.#peakBusy = this.#busy;
+          this.#slots.taken();
           try {
             await this.#handle(r.lease, r.leasedAt ?? this.#o.now(), probe);
           } finally {
-            this.#busy--;
+            this.#slots.returned();
           }
           continue;
         }

@@ -2,7 +2,7 @@
  * The peer a TypeScript user would pick (issue 8 `crawlee`): Crawlee's CheerioCrawler (@crawlee/cheerio,
  * a dev dependency) crawling the fixture site breadth first from the seeds to `maxdepth` with
  * `enqueueLinks` (strategy `all`: the fixture's links cross its host names), at a fixed concurrency (min =
- * max, so its autoscaler neither shrinks nor grows the pool), with in-memory storage only
+ * max, so its autoscaler neither shrinks nor grows the pool; concurrency 0: its AutoscaledPool's defaults), with in-memory storage only
  * (`persistStorage: false`: no files) and its defaults otherwise (session pool, browser-like generated
  * headers, 3 retries, robots.txt not read). With `hostMap`, host names resolve through it (got's
  * `dnsLookup`, set in a pre-navigation hook), as our crawler's `CRAWLER_HOST_MAP` does.
@@ -15,8 +15,11 @@ import { type PageClock, pageClock } from './pace.ts';
 export interface CrawleeOptions {
   seeds: string[];
   maxdepth: number;
+  /** Fixed concurrency (min = max); 0 leaves Crawlee's AutoscaledPool its defaults. */
   concurrency: number;
   progress: (message: string) => void;
+  /** When given, the epoch ms of every page as it completes is pushed here. */
+  times?: number[];
   /** Host name → address, resolved without DNS (the fixture site's host map). */
   hostMap?: Record<string, string>;
 }
@@ -46,8 +49,7 @@ export async function crawleeCrawl(o: CrawleeOptions): Promise<CrawleeResult> {
   const lookup = o.hostMap ? hostMapLookup(o.hostMap) : undefined;
   const crawler = new CheerioCrawler(
     {
-      minConcurrency: o.concurrency,
-      maxConcurrency: o.concurrency,
+      ...(o.concurrency > 0 ? { minConcurrency: o.concurrency, maxConcurrency: o.concurrency } : {}),
       statusMessageLoggingInterval: 3600,
       preNavigationHooks: lookup
         ? [
@@ -63,6 +65,7 @@ export async function crawleeCrawl(o: CrawleeOptions): Promise<CrawleeResult> {
           links += r.processedRequests.length;
         }
         clock.page();
+        o.times?.push(Date.now());
       },
       failedRequestHandler() {
         failed++;

@@ -35,7 +35,12 @@ export interface PeerOptions {
   warmSeeds: string[];
   warmMaxdepth: number;
   maxdepth: number;
+  /** Fixed concurrency; 0 leaves the peer its own defaults (Crawlee's AutoscaledPool, Scrapy's 16 / 8 per domain). */
   concurrency: number;
+  /** Scrapy: AutoThrottle on. */
+  autothrottle?: boolean;
+  /** The peer reports every page's epoch ms in its done line (`detail.times`). */
+  keepTimes?: boolean;
   /** Host name → address (the site's host map). */
   hostMap: Record<string, string>;
   /** scrapy-redis: the bench Redis and a key prefix of this run. */

@@ -48,6 +48,11 @@ export interface RawOptions {
   publish?: RawPublish;
   /** Publishes pending at once before the fetch loop waits for one. @default concurrency */
   maxPublishing?: number;
+  /** The `undici` client's timeouts: connect, headers and body each `timeoutMs`, a whole fetch `totalTimeoutMs`. */
+  timeoutMs?: number;
+  totalTimeoutMs?: number;
+  /** When given, the epoch ms of every page as it completes is pushed here. */
+  times?: number[];
 }
 
 export interface RawResult extends PageClock {
@@ -85,7 +90,8 @@ export async function rawCrawl(o: RawOptions): Promise<RawResult> {
       ? new Agent({
           connections: o.concurrency,
           allowH2: false,
-          connect: { lookup: guardedLookup(true, o.resolve) },
+          connect: { lookup: guardedLookup(true, o.resolve), ...(o.timeoutMs ? { timeout: o.timeoutMs } : {}) },
+          ...(o.timeoutMs ? { headersTimeout: o.timeoutMs, bodyTimeout: o.timeoutMs } : {}),
         })
       : undefined;
   const fetcher =
@@ -104,6 +110,7 @@ export async function rawCrawl(o: RawOptions): Promise<RawResult> {
       path: `${u.pathname}${u.search}`,
       method: 'GET',
       headers: HEADERS,
+      ...(o.totalTimeoutMs ? { signal: AbortSignal.timeout(o.totalTimeoutMs) } : {}),
     });
     // Chunks + one UTF-8 decode: faster than `body.text()` (a streaming TextDecoder) for 30 KB pages.
     const chunks: Buffer[] = [];
@@ -185,6 +192,7 @@ export async function rawCrawl(o: RawOptions): Promise<RawResult> {
               deliveries.delete(delivery);
               published++;
               clock.page();
+              o.times?.push(Date.now());
             },
             (error: unknown) => {
               deliveries.delete(delivery);
@@ -193,7 +201,10 @@ export async function rawCrawl(o: RawOptions): Promise<RawResult> {
           );
           deliveries.add(delivery);
           while (deliveries.size >= (o.maxPublishing ?? o.concurrency)) await Promise.race(deliveries);
-        } else clock.page();
+        } else {
+          clock.page();
+          o.times?.push(Date.now());
+        }
       } catch (error) {
         failed(url, error);
       } finally {

@@ -27,14 +27,16 @@ try {
   });
   say('ready');
   if ((await next()) !== 'go') throw new Error('expected go');
+  const times: number[] = [];
   const r = await crawleeCrawl({
     seeds: o.seeds,
     maxdepth: o.maxdepth,
     concurrency: o.concurrency,
     hostMap: o.hostMap,
     progress: say,
+    times,
   });
-  result = { ...r, ok: r.pages };
+  result = { ...r, ok: r.pages, ...(o.keepTimes ? { times } : {}) };
 } catch (error) {
   result = { error: (error as Error).stack ?? String(error) };
 }

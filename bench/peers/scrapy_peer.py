@@ -1,6 +1,7 @@
 """Scrapy / scrapy-redis peer for the crawl benchmark (bench/scenarios/crawl.ts, bench/lib/peers.ts).
 
-Crawls the fixture site breadth first from the seeds to ``maxdepth`` at a fixed concurrency, following every
+Crawls the fixture site breadth first from the seeds to ``maxdepth`` at a fixed concurrency (0: Scrapy's defaults;
+``autothrottle``: AutoThrottle on), following every
 ``a[href]`` and ``area[href]`` (http/https, any host), and counts every response (404s included, as the raw
 loop and our crawler do). Host names resolve through the site's host map by a Twisted resolver
 (``TWISTED_DNS_RESOLVER``), so the URL set is the one our crawler sees. No items, no pipelines.
@@ -43,7 +44,8 @@ class HostMapResolver(CachingThreadedResolver):
 class Tally:
     """Pages as they complete: count, first and last time (epoch ms), failures."""
 
-    def __init__(self):
+    def __init__(self, keep_times=False):
+        self.times = [] if keep_times else None
         self.pages = 0
         self.ok = 0
         self.failed = 0
@@ -53,6 +55,8 @@ class Tally:
     def page(self, status):
         now = time.time() * 1000
         self.pages += 1
+        if self.times is not None:
+            self.times.append(now)
         if status == 200:
             self.ok += 1
         if self.first is None:
@@ -91,10 +95,8 @@ def settings_for(options):
         "LOG_LEVEL": "WARNING",
         "TELNETCONSOLE_ENABLED": False,
         "ROBOTSTXT_OBEY": False,
-        "CONCURRENT_REQUESTS": options["concurrency"],
-        "CONCURRENT_REQUESTS_PER_DOMAIN": options["concurrency"],
         "DOWNLOAD_DELAY": 0,
-        "AUTOTHROTTLE_ENABLED": False,
+        "AUTOTHROTTLE_ENABLED": bool(options.get("autothrottle", False)),
         "HTTPERROR_ALLOW_ALL": True,
         "DEPTH_LIMIT": options["maxdepth"],
         # Breadth first (Scrapy's FAQ "Does Scrapy crawl in breadth-first or depth-first order?"), so a
@@ -105,6 +107,10 @@ def settings_for(options):
         "TWISTED_DNS_RESOLVER": "__main__.HostMapResolver",
         "STATS_DUMP": False,
     }
+    # Concurrency 0: Scrapy's own defaults (CONCURRENT_REQUESTS 16, CONCURRENT_REQUESTS_PER_DOMAIN 8).
+    if options["concurrency"] > 0:
+        s["CONCURRENT_REQUESTS"] = options["concurrency"]
+        s["CONCURRENT_REQUESTS_PER_DOMAIN"] = options["concurrency"]
     if options["mode"] == "scrapy-redis":
         prefix = options["redisPrefix"]
         s.update(
@@ -135,7 +141,7 @@ def main():
         line = yield threads.deferToThread(sys.stdin.readline)
         if line.strip() != "go":
             raise RuntimeError("expected go, got %r" % line)
-        tally = Tally()
+        tally = Tally(keep_times=bool(options.get("keepTimes", False)))
         crawler = process.create_crawler(FixtureSpider)
         yield process.crawl(crawler, seeds=options["seeds"], maxdepth=options["maxdepth"], tally=tally)
         stats = crawler.stats.get_stats()
@@ -155,6 +161,8 @@ def main():
                 "finish": stats.get("finish_reason", ""),
             }
         )
+        if tally.times is not None:
+            result["times"] = tally.times
 
     def finished(outcome):
         if isinstance(outcome, Exception) or hasattr(outcome, "getTraceback"):

@@ -1,12 +1,15 @@
 /**
- * Child-process entry of localstack/site/process.ts: serves one fixture site with the options sent over IPC,
- * answers `{ port }`, and closes and exits on `close` or when the parent goes away.
+ * Child-process entry of localstack/site/process.ts: serves one fixture site, or the simulated internet
+ * (internet-server.ts), with the options sent over IPC, answers `{ port }`, and closes and exits on `close` or when
+ * the parent goes away.
  */
-import { type SiteOptions, startSite } from './site.ts';
+import { startInternet } from './internet-server.ts';
+import type { FixtureMessage } from './process.ts';
+import { startSite } from './site.ts';
 
-process.once('message', (message: { options: SiteOptions }) => {
+process.once('message', (message: FixtureMessage) => {
   void (async () => {
-    const site = await startSite(message.options);
+    const site = 'internet' in message ? await startInternet(message.internet) : await startSite(message.options);
     const stop = async () => {
       await site.close();
       process.exit(0);

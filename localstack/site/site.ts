@@ -177,16 +177,23 @@ const ARTICLE_FOOTER =
   '<script>(function(){var s=document.createElement("script");s.async=true;s.src="/static/analytics.js";document.body.appendChild(s)})();</script>';
 
 /**
- * An article page of about `pageBytes` (see the module doc): about 60% of the links inline in paragraphs,
- * the rest in a "related" list.
+ * An article page of about `pageBytes` (see the module doc): a share `inlineShare` of the links inline in paragraphs
+ * (one every other paragraph, so many inline links make a page longer than `pageBytes`), the rest in a "related" list.
  */
-function articlePage(n: number, url: string, linkUrls: string[], targets: number[], pageBytes: number): string {
+export function articlePage(
+  n: number,
+  url: string,
+  linkUrls: string[],
+  targets: number[],
+  pageBytes: number,
+  inlineShare = 0.6,
+): string {
   const title = `Page ${n}: ${ARTICLE_PARAGRAPHS[n % ARTICLE_PARAGRAPHS.length]?.split(' ').slice(0, 6).join(' ')}`;
   const head =
     `<!doctype html><html lang="en"><head><meta charset="utf-8"><title>${title}</title>` +
     `<meta name="description" content="Article ${n} of the fixture site."><link rel="canonical" href="${url}">` +
     `${ARTICLE_HEAD_EXTRA}<script type="application/ld+json">{"@context":"https://schema.org","@type":"NewsArticle","headline":"Page ${n}","datePublished":"2026-01-${String((n % 28) + 1).padStart(2, '0')}"}</script></head>`;
-  const inlineCount = Math.ceil(linkUrls.length * 0.6);
+  const inlineCount = Math.ceil(linkUrls.length * inlineShare);
   const related = linkUrls
     .slice(inlineCount)
     .map((u, i) => `<li><a href="${u}" class="related-link">Page ${targets[inlineCount + i]}</a></li>`)

@@ -336,7 +336,10 @@ export async function readPageTimes(
         },
       });
     });
-    await Promise.race([done, sleep(timeoutS * 1000)]);
+    // The timer is cancelled once the pages are in: an uncancelled one kept the bench process alive up to timeoutS.
+    const timer = new AbortController();
+    await Promise.race([done, sleep(timeoutS * 1000, undefined, { signal: timer.signal }).catch(() => undefined)]);
+    timer.abort();
   } finally {
     await consumer.disconnect();
   }

@@ -18,6 +18,8 @@ import { articlePage } from './site.ts';
 export interface Internet extends InternetGeometry {
   /** Requests served per `<host><path>` (robots.txt included). */
   hits: Map<string, number>;
+  /** Requests being answered now over every host, and the most at once since start (how much a crawler asks at once). */
+  inFlight: { now: number; peak: number };
   close(): Promise<void>;
 }
 
@@ -124,11 +126,17 @@ export async function startInternet(options: InternetOptions = {}, port = 0): Pr
         shared = await listen(server, host.address, shared);
       }
       const geometry = internetGeometry(options, shared);
+      const inFlight = { now: 0, peak: 0 };
       servers.forEach((s, k) => {
         const handle = handler(geometry, k, hits);
-        s.on('request', (req, res) => handle(req, res).catch(() => res.destroy()));
+        s.on('request', (req, res) => {
+          inFlight.now++;
+          inFlight.peak = Math.max(inFlight.peak, inFlight.now);
+          res.once('close', () => inFlight.now--);
+          handle(req, res).catch(() => res.destroy());
+        });
       });
-      return { ...geometry, hits, close: () => closeAll(servers) };
+      return { ...geometry, hits, inFlight, close: () => closeAll(servers) };
     } catch (error) {
       await closeAll(servers);
       if ((error as NodeJS.ErrnoException).code !== 'EADDRINUSE' || port !== 0 || attempt >= 20) throw error;

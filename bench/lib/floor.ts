@@ -3,7 +3,7 @@
  * loop. It is the raw loop (bench/lib/raw.ts) with the crawler's own fetcher, and each page then built into its
  * page message and produced to Kafka exactly as a crawler worker does it: `buildPage` (lib/crawl/page.ts),
  * `pageMessage` (page-message.ts) and the worker's batching sink (lib/crawl/crawler.ts `crawlerSink`, same linger,
- * batch limit and compression) over the kafkajs producer (lib/kafka/client.ts).
+ * batch limit and compression) over the kafkajs producer (lib/kafka/client.ts, with its encoder and CRC-32C).
  *
  * What the floor leaves out is what a worker adds on top of it: the Redis frontier (leases, acks, children and
  * their dedup, stats), politeness, robots.txt and the worker's own bookkeeping. `worker / floor` is therefore the

@@ -3,6 +3,10 @@
  * maintenance mode) can be swapped without touching callers. Connections are created by entry points
  * (docs/style.md §4) through {@link createKafka} and passed down.
  */
+// First, before kafkajs loads: kafkajs then checksums record batches with the fast CRC-32C (see there).
+import './crc32c.ts';
+// kafkajs's Encoder grows its buffers without zero-filling them (see there).
+import './encoder.ts';
 // zstd for the producers that compress (KAFKA_COMPRESSION) and every consumer that reads their batches.
 import './codecs.ts';
 import { generateAuthToken } from 'aws-msk-iam-sasl-signer-js';

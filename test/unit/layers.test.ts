@@ -90,6 +90,13 @@ function thirdPartyWrites(file: string, text: string): string[] {
   const code = text.replace(/\/\*[\s\S]*?\*\//g, '').replace(/(^|[^:'"`])\/\/.*$/gm, '$1');
   if (/\brequire\.cache\b|\bModule\._(?:cache|load|resolveFilename|extensions)\b|\bregisterHooks\s*\(/.test(code))
     found.push(`${file}: the module cache or a loader hook`);
+  // A prototype written from outside its class: our own classes never need it, so it is somebody else's.
+  if (
+    /\b(?:Object\.(?:assign|defineProperty|defineProperties|setPrototypeOf)\(\s*[\w.]+\.prototype\b|\w+\.prototype\.\w+\s*=(?!=))/.test(
+      code,
+    )
+  )
+    found.push(`${file}: writes a prototype`);
   for (const name of packageBindings(code)) {
     const member = `(?<!:\\s*)\\b${name}(?:\\.\\w+|\\[[^\\]]+\\])+\\s*(?:=(?!=)|\\+=|-=|\\|\\|=|\\?\\?=)`;
     const call = `\\b(?:Object\\.(?:defineProperty|defineProperties|setPrototypeOf|assign)|Reflect\\.(?:set|defineProperty))\\(\\s*${name}\\b`;
@@ -99,7 +106,13 @@ function thirdPartyWrites(file: string, text: string): string[] {
   return found;
 }
 
-/** Five writes the check must see. */
+/**
+ * The one allowed exception: kafkajs's record-batch CRC-32C and Encoder buffers, replaced on load because they
+ * measure (docs/design.md §4: a crawler worker's CPU on 30 KB pages 9.1-11.7 s without them, 5.3-5.5 s with them).
+ */
+const KAFKAJS_FAST_PATH = ['lib/kafka/crc32c.ts', 'lib/kafka/encoder.ts'];
+
+/** Five forms of write the check must see (two of them prototype writes). */
 const PATCHING_FIXTURE = [
   "import { Encoder } from 'kafkajs/src/protocol/encoder';",
   "import * as undici from 'undici';",
@@ -221,14 +234,17 @@ describe('layers', () => {
 
   it('writes into no third-party module: no require.cache or loader hooks, no assignment to an imported package', () => {
     // The check sees a write where it is (a fixture of the forms it catches), and a type annotation is no write.
-    expect(thirdPartyWrites('x.ts', PATCHING_FIXTURE)).toHaveLength(5);
+    expect(thirdPartyWrites('x.ts', PATCHING_FIXTURE)).toHaveLength(6); // one per form, and one for the file's prototype writes
     expect(
       thirdPartyWrites('x.ts', "import * as grpc from '@grpc/grpc-js';\nconst o: grpc.ServerOptions = {};"),
     ).toEqual([]);
-    const found = SHIPPED.flatMap(sources).flatMap((file) =>
-      thirdPartyWrites(file, readFileSync(join(ROOT, file), 'utf8')),
-    );
+    const found = SHIPPED.flatMap(sources)
+      .filter((file) => !KAFKAJS_FAST_PATH.includes(file))
+      .flatMap((file) => thirdPartyWrites(file, readFileSync(join(ROOT, file), 'utf8')));
     expect(found).toEqual([]);
+    // The allowed ones are what the check would catch, so a new write cannot hide in them unnoticed.
+    for (const file of KAFKAJS_FAST_PATH)
+      expect(thirdPartyWrites(file, readFileSync(join(ROOT, file), 'utf8')).length, file).toBeGreaterThan(0);
   });
 
   it('has no import cycle', () => {

@@ -1,5 +1,5 @@
 /**
- * How the URL Frontier store writes a URL inside its queue's keys (lib/url-frontier/store.ts urlMember): the
+ * How the URL Frontier store writes a URL inside its queue's keys (lib/redis/uf-model.ts urlMember): the
  * queue's own `http(s)://<key>` prefix becomes one byte, everything else is kept; always reversible, and URLs of
  * one queue keep their order.
  */

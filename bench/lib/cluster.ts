@@ -307,32 +307,50 @@ export async function readPageTimes(
   sinceMs = 0,
   timeoutS = 120,
 ): Promise<PageTimes> {
+  let messages = 0;
+  let bytes = 0;
+  let first = Number.POSITIVE_INFINITY;
+  let last = 0;
+  await readFirehose(c, sinceMs, timeoutS, (t, size) => {
+    if (t < first) first = t;
+    if (t > last) last = t;
+    bytes += size;
+    messages++;
+    return messages >= expected;
+  });
+  return { messages, firstMs: first, lastMs: last, meanBytes: messages ? bytes / messages : 0 };
+}
+
+/**
+ * Reads `<p>.crawled_firehose` from the beginning, handing `each` the Kafka timestamp and value size of every message
+ * stamped at or after `sinceMs`, until `each` says it has all it needs (true; the rest of that batch is still handed
+ * over) or `timeoutS` passes.
+ */
+export async function readFirehose(
+  c: BenchCluster,
+  sinceMs: number,
+  timeoutS: number,
+  each: (timestampMs: number, bytes: number) => boolean,
+): Promise<void> {
   const consumer = c.kafka.consumer({
     groupId: `bench-read-${randomBytes(4).toString('hex')}`,
     maxBytes: 64 << 20,
     maxBytesPerPartition: 32 << 20,
     maxWaitTimeInMs: 200,
   });
-  let messages = 0;
-  let bytes = 0;
-  let first = Number.POSITIVE_INFINITY;
-  let last = 0;
   await consumer.connect();
   try {
     await consumer.subscribe({ topic: c.topics.crawledFirehose, fromBeginning: true });
+    let enough = false;
     const done = new Promise<void>((resolve) => {
       void consumer.run({
         autoCommit: false,
         eachBatch: async ({ batch }) => {
           for (const m of batch.messages) {
             const t = Number(m.timestamp);
-            if (t < sinceMs) continue;
-            if (t < first) first = t;
-            if (t > last) last = t;
-            bytes += m.value?.length ?? 0;
-            messages++;
+            if (t >= sinceMs && each(t, m.value?.length ?? 0)) enough = true;
           }
-          if (messages >= expected) resolve();
+          if (enough) resolve();
         },
       });
     });
@@ -343,5 +361,4 @@ export async function readPageTimes(
   } finally {
     await consumer.disconnect();
   }
-  return { messages, firstMs: first, lastMs: last, meanBytes: messages ? bytes / messages : 0 };
 }

@@ -9,7 +9,7 @@
 import { randomBytes } from 'node:crypto';
 import type { Variables } from '../../lib/config/index.ts';
 import type { InternetGeometry } from '../../localstack/site/internet.ts';
-import { type BenchCluster, crawlToCompletion, startBenchCluster } from './cluster.ts';
+import { type BenchCluster, crawlToCompletion, readFirehose, startBenchCluster } from './cluster.ts';
 import { CpuMeter } from './cpu.ts';
 import { openThrottle } from './crawl-pass.ts';
 import { envInt } from './env.ts';
@@ -42,35 +42,8 @@ export interface RealwebPassResult extends Ramp {
 
 /** Every page message's CreateTime at or after `sinceMs` on `<p>.crawled_firehose`, until `expected` (or `timeoutS`). */
 async function readArrivals(c: BenchCluster, expected: number, sinceMs: number, timeoutS = 120): Promise<number[]> {
-  const consumer = c.kafka.consumer({
-    groupId: `bench-arrivals-${randomBytes(4).toString('hex')}`,
-    maxBytes: 64 << 20,
-    maxBytesPerPartition: 32 << 20,
-    maxWaitTimeInMs: 200,
-  });
   const times: number[] = [];
-  await consumer.connect();
-  try {
-    await consumer.subscribe({ topic: c.topics.crawledFirehose, fromBeginning: true });
-    const done = new Promise<void>((resolve) => {
-      void consumer.run({
-        autoCommit: false,
-        eachBatch: async ({ batch }) => {
-          for (const m of batch.messages) {
-            const t = Number(m.timestamp);
-            if (t >= sinceMs) times.push(t);
-          }
-          if (times.length >= expected) resolve();
-        },
-      });
-    });
-    // A timer cleared when done: a pending one would hold the bench process open after its last scenario.
-    let timer: NodeJS.Timeout | undefined;
-    await Promise.race([done, new Promise<void>((resolve) => (timer = setTimeout(resolve, timeoutS * 1000)))]);
-    clearTimeout(timer);
-  } finally {
-    await consumer.disconnect();
-  }
+  await readFirehose(c, sinceMs, timeoutS, (t) => times.push(t) >= expected);
   return times;
 }
 

@@ -10,8 +10,7 @@ import { memberUrl, parseMetadata, SCAN_PAGE, splitCreated, type UrlRecord, urlM
 export interface UfReader {
   readonly redis: RedisClient;
   readonly prefix: string;
-  queues(crawl: string): Promise<string[]>;
-  hasQueue(crawl: string, key: string): Promise<boolean>;
+  queueKeys(crawl: string, key: string | undefined): Promise<string[]>;
 }
 
 /**
@@ -78,7 +77,7 @@ export async function listUrls(
   filter: ((url: string) => boolean) | undefined,
   emit: (r: UrlRecord) => void | Promise<void>,
 ): Promise<void> {
-  const keys = key ? ((await s.hasQueue(crawl, key)) ? [key] : []) : await s.queues(crawl);
+  const keys = await s.queueKeys(crawl, key);
   let skip = start;
   let left = size;
   for (const k of keys) {
@@ -102,7 +101,7 @@ export async function countUrls(
   key: string | undefined,
   filter?: (url: string) => boolean,
 ): Promise<number> {
-  const keys = key ? ((await s.hasQueue(crawl, key)) ? [key] : []) : await s.queues(crawl);
+  const keys = await s.queueKeys(crawl, key);
   let n = 0;
   for (const k of keys) {
     const q = urlFrontierQueueKeys(s.prefix, crawl, k);

@@ -68,6 +68,12 @@ export class UrlFrontierStore implements UrlFrontierView {
     return this.redis.zrange(urlFrontierCrawlKeys(this.prefix, crawl).queues, '0', '-1');
   }
 
+  /** The queue `key` when the crawl has it (else none), or every queue of the crawl when no key is given. */
+  async queueKeys(crawl: string, key: string | undefined): Promise<string[]> {
+    if (!key) return this.queues(crawl);
+    return (await this.hasQueue(crawl, key)) ? [key] : [];
+  }
+
   async hasQueue(crawl: string, key: string): Promise<boolean> {
     return (await this.redis.zscore(urlFrontierCrawlKeys(this.prefix, crawl).queues, key)) !== null;
   }
@@ -335,7 +341,7 @@ export class UrlFrontierStore implements UrlFrontierView {
   /** Stats of one queue (all zero for an unknown one) or of every queue of a crawl. */
   async stats(crawl: string, key?: string): Promise<QueueStats> {
     const now = this.#now();
-    const keys = key ? ((await this.hasQueue(crawl, key)) ? [key] : []) : await this.queues(crawl);
+    const keys = await this.queueKeys(crawl, key);
     const all = await inChunks(keys, (k) => this.#queueStats(crawl, k, now));
     return all.reduce(
       (a, b) => ({
@@ -394,7 +400,7 @@ export class UrlFrontierStore implements UrlFrontierView {
   /** PurgeURLs: deletes URLs created more than `days` days ago (0: before now). */
   async purge(crawl: string, key: string | undefined, days: number): Promise<number> {
     const cutoff = Math.floor(this.#now() / 1000) - days * 86_400 + (days === 0 ? 1 : 0);
-    const keys = key ? ((await this.hasQueue(crawl, key)) ? [key] : []) : await this.queues(crawl);
+    const keys = await this.queueKeys(crawl, key);
     let n = 0;
     for (const k of keys) {
       const q = urlFrontierQueueKeys(this.prefix, crawl, k);

@@ -2,13 +2,16 @@
  * Adaptive concurrency of one crawler process (docs/design.md §5): how many fetch slots it runs, chosen from what it
  * measures in itself, tick by tick. It grows while every slot is busy and the process has headroom, and shrinks as
  * soon as one resource is over its budget:
- * - event-loop delay (a loop that lags delays every fetch and timer of the process),
+ * - event-loop delay (a loop that lags delays every fetch and timer of the process; counted only while the process
+ *   itself uses at least half its CPU budget: a loop starved by other processes holds the limit instead),
  * - CPU share of what the task may use (cgroup quota on Fargate, not the host's cores),
  * - V8 heap against its limit, RSS against the task's memory,
  * - bytes of response bodies being read against the body budget.
- * Growth is multiplicative while far from any budget (x1.25 a tick: 16 to 200 slots in about 6 s at 500 ms ticks)
- * and additive near one; back-off multiplies by 0.7 on the first tick over budget. Slots are only ever added when
- * they were all in use: a crawler waiting for its politeness turns keeps what it has. The floor and ceiling are
+ * Growth starts like TCP's slow start: the limit doubles a tick while every slot is busy and every signal is far
+ * from its budget (16 to 256 slots in 2 s at 500 ms ticks: on the web a crawl's first seconds are most of a small
+ * crawl), up to the limit it last backed off to; past that it grows x1.25 a tick while far from any budget and one
+ * slot a tick near one. Back-off multiplies by 0.7 on the first tick over budget. Slots are only ever added when
+ * they were (within an eighth) all in use: a crawler waiting for its politeness turns keeps what it has. The floor and ceiling are
  * configuration (CRAWLER_CONCURRENCY_MIN, CRAWLER_CONCURRENCY_MAX); a fixed CRAWLER_CONCURRENCY bypasses all this.
  * Pure: the signals and the clock come from the caller (process-signals.ts reads the real ones).
  */
@@ -51,8 +54,19 @@ export const DEFAULT_BUDGETS: LoadBudgets = {
 
 /** Growth per tick while every signal is below this share of its budget; above it, one slot per tick. */
 const FAR_FROM_BUDGET = 0.7;
+/** Slow start: doubling while every signal is below this share of its budget, up to the last back-off. */
+const FAR_FOR_SLOW_START = 0.5;
+const SLOW_START_GROWTH = 2;
 const GROWTH = 1.25;
 const BACK_OFF = 0.7;
+/**
+ * Slots counted as all busy when no more than this share of them was free at the busiest moment of a tick: a worker
+ * between two requests (its next lease call under way) is not holding one, and on a loaded Redis that turnaround
+ * is a tenth of a 300 ms fetch.
+ */
+const BUSY_SLACK = 1 / 8;
+/** Loop delay over budget is the process's own overload only while it uses at least this share of its CPU budget. */
+const STARVED_BELOW_CPU = 0.5;
 
 export interface ConcurrencyOptions {
   /** The fewest slots. @default 4 */
@@ -68,7 +82,10 @@ export interface ConcurrencyOptions {
 export interface ConcurrencyStep {
   limit: number;
   previous: number;
-  /** Why: `grow`, `hold` (not all slots busy, or near budget at the ceiling), or `over:<signal>`. */
+  /**
+   * Why: `grow`, `hold` (not all slots busy, or at the ceiling), `hold:starved` (the loop lags while the process
+   * itself uses little CPU: other processes take it), or `over:<signal>`.
+   */
   reason: string;
 }
 
@@ -77,6 +94,8 @@ export class ConcurrencyController {
   readonly max: number;
   readonly #budgets: LoadBudgets;
   #limit: number;
+  /** Slow start's end: the limit the controller last backed off to (the ceiling until then). */
+  #threshold: number;
 
   constructor(options: ConcurrencyOptions) {
     if (!(options.min >= 1) || !(options.max >= options.min))
@@ -85,6 +104,7 @@ export class ConcurrencyController {
     this.max = Math.floor(options.max);
     this.#budgets = { ...DEFAULT_BUDGETS, ...options.budgets };
     this.#limit = clamp(Math.floor(options.initial ?? Math.min(this.max, 16)), this.min, this.max);
+    this.#threshold = this.max;
   }
 
   /** Slots the process may use now. */
@@ -93,19 +113,30 @@ export class ConcurrencyController {
   }
 
   /**
-   * One tick: `busy` is the most slots in use at once during the tick (a process that never filled its slots has no
-   * use for more). Returns the new limit and why.
+   * One tick: `busy` is the most slots in use at once during the tick (a process that never came within an eighth
+   * of filling its slots has no use for more). Returns the new limit and why.
    */
   tick(signals: LoadSignals, busy: number): ConcurrencyStep {
     const previous = this.#limit;
     const over = this.#overBudget(signals);
+    // A lagging loop in a process that itself uses little CPU is starved by its neighbours (a shared host, a
+    // noisy sidecar): fewer slots would not give it the CPU back, so it holds instead of backing off.
+    if (over === 'loopDelayMs' && signals.cpuShare < this.#budgets.cpuShare * STARVED_BELOW_CPU)
+      return { limit: previous, previous, reason: 'hold:starved' };
     if (over !== undefined) {
       this.#limit = clamp(Math.floor(previous * BACK_OFF), this.min, this.max);
+      this.#threshold = this.#limit;
       return { limit: this.#limit, previous, reason: `over:${over}` };
     }
-    if (busy < previous || previous >= this.max) return { limit: previous, previous, reason: 'hold' };
+    if (busy < previous - Math.floor(previous * BUSY_SLACK) || previous >= this.max)
+      return { limit: previous, previous, reason: 'hold' };
     const nearest = this.#nearest(signals);
-    const next = nearest < FAR_FROM_BUDGET ? Math.ceil(previous * GROWTH) : previous + 1;
+    const next =
+      nearest >= FAR_FROM_BUDGET
+        ? previous + 1
+        : nearest < FAR_FOR_SLOW_START && previous < this.#threshold
+          ? Math.min(previous * SLOW_START_GROWTH, this.#threshold)
+          : Math.ceil(previous * GROWTH);
     this.#limit = clamp(next, this.min, this.max);
     return { limit: this.#limit, previous, reason: 'grow' };
   }

@@ -26,10 +26,44 @@ describe('ConcurrencyController', () => {
     expect(ticks).toBeLessThanOrEqual(TICKS_PER_10_S);
   });
 
-  it('holds when not every slot was busy: a crawler waiting on politeness gains nothing from more', () => {
+  it('starts slow-start fast: doubles a tick while far from every budget, 16 to 256 in 4 ticks (2 s)', () => {
+    const c = new ConcurrencyController({ min: 8, max: 256 });
+    const limits = Array.from({ length: 5 }, () => c.tick(IDLE, c.limit).limit);
+    expect(limits).toEqual([32, 64, 128, 256, 256]);
+  });
+
+  it('doubles only up to the limit it last backed off to, then grows x1.25 and one slot a tick near a budget', () => {
+    const c = new ConcurrencyController({ min: 8, max: 1000, initial: 200 });
+    expect(c.tick({ ...IDLE, heapShare: 0.9 }, 200).limit).toBe(140);
+    expect(c.tick({ ...IDLE, heapShare: 0.3 }, 140).limit).toBe(175);
+    expect(c.tick(IDLE, 175).limit).toBe(219);
+    // Between half and 0.7 of a budget: x1.25, never doubling, even below the threshold.
+    const d = new ConcurrencyController({ min: 8, max: 1000, initial: 16 });
+    expect(d.tick({ ...IDLE, cpuShare: 0.54 }, 16).limit).toBe(20);
+    expect(d.tick({ ...IDLE, cpuShare: 0.7 }, 20).limit).toBe(21);
+  });
+
+  it('holds, neither growing nor backing off, while its loop lags but it uses little CPU itself (starved by neighbours)', () => {
+    const c = new ConcurrencyController({ min: 8, max: 256, initial: 64 });
+    expect(c.tick({ ...IDLE, loopDelayMs: 300, cpuShare: 0.2 }, 64)).toEqual({
+      limit: 64,
+      previous: 64,
+      reason: 'hold:starved',
+    });
+    // The same lag with the process busy on its own CPU is its own overload.
+    expect(c.tick({ ...IDLE, loopDelayMs: 300, cpuShare: 0.5 }, 64)).toEqual({
+      limit: 44,
+      previous: 64,
+      reason: 'over:loopDelayMs',
+    });
+  });
+
+  it('holds when not every slot was busy: a crawler waiting on politeness gains nothing from more (an eighth of slack)', () => {
     const c = new ConcurrencyController({ min: 4, max: 500, initial: 50 });
-    expect(c.tick(IDLE, 49)).toEqual({ limit: 50, previous: 50, reason: 'hold' });
+    expect(c.tick(IDLE, 43)).toEqual({ limit: 50, previous: 50, reason: 'hold' });
     expect(c.limit).toBe(50);
+    // Within an eighth of full (a worker between two requests is not holding one): busy enough to grow.
+    expect(c.tick(IDLE, 44).reason).toBe('grow');
   });
 
   it('never passes its ceiling nor goes under its floor', () => {
@@ -42,7 +76,7 @@ describe('ConcurrencyController', () => {
   });
 
   it.each([
-    ['loopDelayMs', { loopDelayMs: 250 }],
+    ['loopDelayMs', { loopDelayMs: 250, cpuShare: 0.6 }],
     ['cpuShare', { cpuShare: 0.97 }],
     ['heapShare', { heapShare: 0.8 }],
     ['rssShare', { rssShare: 0.85 }],
@@ -66,7 +100,7 @@ describe('ConcurrencyController', () => {
 
   it('backs off to the floor within 2 s (4 ticks) from its ceiling when the event loop stays overloaded', () => {
     const c = new ConcurrencyController({ min: 16, max: 64, initial: 64 });
-    const lagging = { ...IDLE, loopDelayMs: 400 };
+    const lagging = { ...IDLE, loopDelayMs: 400, cpuShare: 0.8 };
     const limits = Array.from({ length: 4 }, () => c.tick(lagging, c.limit).limit);
     expect(limits).toEqual([44, 30, 21, 16]);
   });

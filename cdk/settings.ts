@@ -120,7 +120,7 @@ export interface Settings {
    */
   createEcsServiceLinkedRole: boolean;
   /**
-   * A directory of spider plugins, relative to the repository root (README "Your own spiders"): copied into the
+   * A directory of spider plugins, relative to the repository root (docs/spiders.md): copied into the
    * crawler image as `/app/plugins`, and every `.ts`/`.js`/`.mjs` file at its top level named in the image's
    * `CRAWLER_PLUGINS`. @default none: the built-in spiders only
    */

@@ -147,8 +147,8 @@ export class Fleet extends Construct {
       directory: REPO_ROOT,
       file: 'functions/crawler/Dockerfile',
       platform: ecrAssets.Platform.LINUX_ARM64,
-      // The plugin directory is copied into the image and its modules named in CRAWLER_PLUGINS (README "Your own
-      // spiders"); a broken plugin stops each task at start with its name, and the deployment rolls back.
+      // The plugin directory is copied into the image and its modules named in CRAWLER_PLUGINS (docs/spiders.md);
+      // a broken plugin stops each task at start with its name, and the deployment rolls back.
       buildArgs: plugins,
       // The build context is the repository root; only what the Dockerfile copies goes in.
       exclude: [

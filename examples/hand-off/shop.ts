@@ -1,5 +1,5 @@
 /**
- * An example of two spider types handing requests to each other (README "Your own spiders"):
+ * An example of two spider types handing requests to each other (docs/spiders.md):
  *
  * - `catalog` crawls listing pages: it hands every product link (`/products/<n>`) to `product-page`, at a higher
  *   priority (details first) and with `attrs.listed_on` (the listing page), and follows other links itself.

@@ -1,5 +1,5 @@
 /**
- * An example spider plugin (README "Your own spiders"): `products` reads the schema.org Product data that pages
+ * An example spider plugin (docs/spiders.md): `products` reads the schema.org Product data that pages
  * publish as JSON-LD (`<script type="application/ld+json">`) and puts it in the page message's `data`; it follows
  * links as the built-in `link` spider does (to the crawl's maxdepth).
  *

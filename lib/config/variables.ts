@@ -4,7 +4,7 @@
  * Scrapy Cluster's setting names are kept where they exist (docs/design.md §7).
  */
 
-/** The JSON-schema fragment of one variable; `description` feeds the README's configuration table. */
+/** The JSON-schema fragment of one variable; `description` feeds the table of docs/configuration.md. */
 export interface VariableSpec {
   type: 'string' | 'integer' | 'number' | 'boolean';
   default?: string | number | boolean;

@@ -259,7 +259,7 @@ export interface SpiderOpenContext {
 }
 
 /**
- * A spider plugin (README "Your own spiders"): maps a response to data and requests to follow; the page message
+ * A spider plugin (docs/spiders.md): maps a response to data and requests to follow; the page message
  * itself is built by the crawler. Built-in spiders (lib/crawl/spiders) and plugins (`CRAWLER_PLUGINS`) are the
  * same thing, registered the same way (lib/crawl/spider-registry.ts).
  *

@@ -64,7 +64,7 @@ export function urlFrontierServiceDefinition(): grpc.ServiceDefinition {
 
 /**
  * gRPC server options of the service (functions/url-frontier/server.ts): the largest request message it reads (grpc's
- * own default, stated here because the PutURLs memory bound counts in it: README, URL Frontier).
+ * own default, stated here because the PutURLs memory bound counts in it: docs/url-frontier.md).
  */
 export const SERVER_OPTIONS: grpc.ServerOptions = {
   'grpc.max_receive_message_length': 4 * 1024 * 1024,

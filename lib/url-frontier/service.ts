@@ -35,7 +35,7 @@ export interface ServiceOptions {
 
 /**
  * Wire bytes of PutURLs / PutDiscovered messages read and not yet acked, across every stream, before the streams stop
- * reading: 32 MiB, which a 1 GiB task holds several times over with its decoded copies (README, URL Frontier).
+ * reading: 32 MiB, which a 1 GiB task holds several times over with its decoded copies (docs/url-frontier.md).
  */
 export const PUT_BUFFER_BYTES = 32 * 1024 * 1024;
 

@@ -1,5 +1,5 @@
 /**
- * What the local runtime uses LocalStack for (README "Local services"), in place of the AWS services of the stack:
+ * What the local runtime uses LocalStack for (docs/local.md "Local services"), in place of the AWS services of the stack:
  * - bodies over the Kafka message limit go to an S3 bucket there (created when missing), `body_ref` `s3://...`,
  *   unless LOCAL_BODY_STORE=dir keeps them in a directory;
  * - the stats function's metrics go to its CloudWatch (cloudwatch-stats.ts);

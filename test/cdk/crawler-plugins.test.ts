@@ -1,5 +1,5 @@
 /**
- * Shipping spider plugins to Fargate (README "Your own spiders"): the `crawlerPlugins` context copies a plugin
+ * Shipping spider plugins to Fargate (docs/spiders.md): the `crawlerPlugins` context copies a plugin
  * directory into the crawler image and names its modules in CRAWLER_PLUGINS, through the Dockerfile's build
  * arguments, and lets that directory (and nothing else new) into the image's build context.
  */

@@ -1,6 +1,6 @@
 /**
  * The configuration module: one schema with defaults, validated once, failing with the variable's name
- * (docs/style.md §5). Also keeps README.md's configuration table in step with lib/config/variables.ts.
+ * (docs/style.md §5). Also keeps docs/configuration.md's configuration table in step with lib/config/variables.ts.
  */
 import { readFileSync } from 'node:fs';
 import { describe, expect, it } from 'vitest';
@@ -139,15 +139,15 @@ describe('VARIABLES', () => {
   });
 });
 
-describe('README.md', () => {
-  const readme = readFileSync(new URL('../../README.md', import.meta.url), 'utf8');
+describe('docs/configuration.md', () => {
+  const page = readFileSync(new URL('../../docs/configuration.md', import.meta.url), 'utf8');
 
-  /** The variable names in the first column of the table under the `## Configuration` heading. */
+  /** The variable names in the first column of the table under the `# Configuration` heading, up to the next heading. */
   function tableNames(): string[] {
-    const start = readme.search(/^## Configuration\b/m);
-    expect(start, 'README.md has a "## Configuration" section').toBeGreaterThanOrEqual(0);
-    const rest = readme.slice(start);
-    const next = rest.slice(1).search(/^## /m);
+    const start = page.search(/^# Configuration\b/m);
+    expect(start, 'docs/configuration.md has a "# Configuration" heading').toBeGreaterThanOrEqual(0);
+    const rest = page.slice(start);
+    const next = rest.slice(1).search(/^#{1,2} /m);
     const section = next < 0 ? rest : rest.slice(0, next + 1);
     return [...section.matchAll(/^\|\s*`([A-Z][A-Z0-9_]*)`\s*\|/gm)].map((m) => m[1] ?? '');
   }
@@ -155,7 +155,7 @@ describe('README.md', () => {
   it('lists every configuration variable in its configuration table', () => {
     const listed = new Set(tableNames());
     const missing = Object.keys(VARIABLES).filter((name) => !listed.has(name));
-    expect(missing, 'variables missing from the README configuration table').toEqual([]);
+    expect(missing, 'variables missing from the configuration table of docs/configuration.md').toEqual([]);
   });
 
   it('lists no variable that does not exist, and none twice', () => {

@@ -1,6 +1,7 @@
 /**
  * Every repository path that README.md and docs/*.md name exists in the tree (issue 31, "docs a check keeps true"),
- * so a file moved or removed fails CI until the prose follows it.
+ * so a file moved or removed fails CI until the prose follows it. README.md stays a short user's guide (issue 34):
+ * under README_MAX_LINES lines, linking every page of docs/ where the rest lives; the layout tree is docs/layout.md's.
  *
  * What counts as a named path, kept to three simple rules:
  * 1. A markdown link `[text](target)` whose target has no scheme and is not an anchor: resolved against the
@@ -178,8 +179,11 @@ describe('repository paths named in README.md and docs/*.md', () => {
     expect(named.get('docs/design.md')?.checked).toEqual(
       expect.arrayContaining(['lib/redis/keys.ts', 'functions/shared/msk.ts', 'localstack/kafka/pom.xml']),
     );
+    expect(named.get('docs/layout.md')?.checked).toEqual(
+      expect.arrayContaining(['lib/', 'lib/kafka/', 'lib/kafka/topics.ts', 'cli/']),
+    );
     expect(named.get('README.md')?.checked).toEqual(
-      expect.arrayContaining(['lib/', 'lib/kafka/', 'lib/kafka/topics.ts', 'cli/', 'bench/RESULTS.md']),
+      expect.arrayContaining(['localstack/quickstart.sh', 'docs/configuration.md', 'bench/RESULTS.md']),
     );
   });
 
@@ -223,10 +227,28 @@ describe('repository paths named in README.md and docs/*.md', () => {
   });
 });
 
-/** README's "Project layout" tree: the fenced block that opens with `package.json` in that section. */
-function layoutBlock(): string {
+/** The most lines README.md may have: a user's guide, with everything else in docs/ (issue 34). */
+const README_MAX_LINES = 400;
+
+describe("README.md is a short user's guide", () => {
   const readme = readFileSync(join(ROOT, 'README.md'), 'utf8');
-  const section = readme.slice(readme.indexOf('## Project layout'));
+
+  it(`stays under ${README_MAX_LINES} lines`, () => {
+    expect(readme.split('\n').length).toBeLessThan(README_MAX_LINES);
+  });
+
+  it('links every page of docs/, where the rest of the guide lives', () => {
+    const linked = new Set(
+      [...readme.matchAll(LINK)].map((m) => posix.normalize((m[1] as string).replace(/#.*$/, ''))),
+    );
+    expect(DOCS.filter((doc) => doc !== 'README.md' && !linked.has(doc))).toEqual([]);
+  });
+});
+
+/** The "Project layout" tree of docs/layout.md: the fenced block that opens with `package.json` under that heading. */
+function layoutBlock(): string {
+  const page = readFileSync(join(ROOT, 'docs/layout.md'), 'utf8');
+  const section = page.slice(page.indexOf('# Project layout'));
   const open = section.indexOf('```\npackage.json');
   return section.slice(open, section.indexOf('```', open + 3) + 3);
 }
@@ -245,9 +267,9 @@ function namesFile(words: string[], file: string): boolean {
 /** Top-level folders whose subfolders the layout must name (examples/ and docs/ hold content, not structure). */
 const STRUCTURED = ['lib', 'functions', 'localstack', 'cli', 'cdk', 'bench', 'test'];
 
-describe("README's project layout matches the tree both ways", () => {
+describe("docs/layout.md's project layout matches the tree both ways", () => {
   const block = layoutBlock();
-  const { checked, missing } = namedPaths('README.md', block);
+  const { checked, missing } = namedPaths('docs/layout.md', block);
   const words = block.split(/[\s`(),;:]+/).filter((w) => w !== '' && w !== '·');
 
   it('names only what exists', () => {

@@ -1,5 +1,5 @@
 /**
- * The layers, checked on the source itself (README "Project layout"): `lib/` is the core and imports nothing above
+ * The layers, checked on the source itself (docs/layout.md): `lib/` is the core and imports nothing above
  * it; `functions/` are the deployables' adapters over the core; `localstack/` (local runtime, native services,
  * fixture site), `cdk/` and `bench/` sit above; the product CLI (`cli/`) on top, imported only by `bin/` and tests,
  * and no CLI command lives anywhere else. No import cycle anywhere. Static, type-only, re-export and dynamic imports

@@ -132,8 +132,15 @@ export type LeaseHandle = Pick<Lease, 'handle' | 'partition'>;
  * (lib/redis/frontier.ts says what each means across workers). Children are a page's follow requests by spider type.
  */
 export interface CrawlerFrontier {
-  /** Leases up to `max` due requests of a spider type, charging each domain's throttle. */
-  leaseMany(spider: string, max: number, options?: { ip?: string; now?: number }): Promise<LeaseMany>;
+  /**
+   * Leases up to `max` due requests of a spider type, charging each domain's throttle; none of the domains in
+   * `exclude` (the caller's per-domain in-flight cap is reached) and at most `perDomain` of any one.
+   */
+  leaseMany(
+    spider: string,
+    max: number,
+    options?: { ip?: string; now?: number; exclude?: readonly string[]; perDomain?: number },
+  ): Promise<LeaseMany>;
   /** The page was published (or failed for good): the request is done, its children queued first. */
   ack(
     lease: LeaseHandle,

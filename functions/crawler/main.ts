@@ -138,6 +138,7 @@ const crawler = new Crawler({
   maxMessageBytes: vars.KAFKA_MAX_MESSAGE_BYTES,
   bodyStore,
   concurrency: vars.CRAWLER_CONCURRENCY || 16,
+  domainConcurrency: vars.CRAWLER_DOMAIN_CONCURRENCY,
   adaptive: adaptiveConcurrency(vars, limits, () => bodyBudget.share),
   retryTimes: vars.RETRY_TIMES,
   retryBaseDelayMs: vars.RETRY_BASE_DELAY_MS,

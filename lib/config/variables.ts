@@ -183,6 +183,14 @@ export const VARIABLES = {
     description:
       'Most fetch slots of an adaptive crawler process (CRAWLER_CONCURRENCY=0): the ceiling however much headroom it measures.',
   },
+  CRAWLER_DOMAIN_CONCURRENCY: {
+    type: 'integer',
+    default: 16,
+    minimum: 1,
+    maximum: 1000,
+    description:
+      'Most requests of one domain a crawler process fetches at once: past it the process leases none of that domain until one ends (a slow or dead site cannot hold every slot). On top of the cluster-wide throttle.',
+  },
   CRAWLER_PARSE_TIMEOUT_MS: {
     type: 'integer',
     default: 30_000,

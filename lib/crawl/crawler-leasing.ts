@@ -46,7 +46,17 @@ export interface LeasePumpOptions {
   leaseAhead: () => boolean;
   /** True once the crawler stops: requests a lease call brought beyond the waiting workers go straight back. */
   stopping: () => boolean;
+  /** Domains to lease nothing of now (their per-domain in-flight cap is reached; domain-inflight.ts). */
+  exclude?: () => readonly string[];
+  /** The most requests of one domain a lease call takes (the per-domain in-flight cap; 0: no limit). */
+  perDomain?: number;
 }
+
+/**
+ * How long workers that found nothing leasable but the domains they skip wait before asking again (they are woken
+ * sooner when a skipped domain's request ends): the lease script answers "due now" for those domains.
+ */
+export const EXCLUDED_RETRY_MS = 50;
 
 export class LeasePump {
   readonly #o: LeasePumpOptions;
@@ -151,12 +161,18 @@ export class LeasePump {
     const first = this.#turn++;
     const leases: Lease[] = [];
     let nextDueMs: number | null = null;
+    const exclude = this.#o.exclude?.() ?? [];
     for (let i = 0; i < types.length && leases.length < want; i++) {
       const spider = types[(first + i) % types.length] as string;
       const now = this.#o.now();
       const quiet = this.#quietUntil.get(spider);
       if (quiet !== undefined && quiet > now) continue;
-      const r = await this.#o.frontier.leaseMany(spider, want - leases.length, { ip: this.#o.ip, now });
+      const r = await this.#o.frontier.leaseMany(spider, want - leases.length, {
+        ip: this.#o.ip,
+        now,
+        ...(exclude.length > 0 ? { exclude } : {}),
+        ...(this.#o.perDomain ? { perDomain: this.#o.perDomain } : {}),
+      });
       leases.push(...r.leases);
       if (r.leases.length > 0) this.#quietUntil.delete(spider);
       if (r.nextDueMs === null) {
@@ -166,6 +182,9 @@ export class LeasePump {
         nextDueMs = nextDueMs === null ? r.nextDueMs : Math.min(nextDueMs, r.nextDueMs);
       }
     }
+    // Only skipped domains were due: the script says "now", but they stay skipped until one of their requests ends.
+    if (leases.length === 0 && exclude.length > 0 && nextDueMs !== null)
+      nextDueMs = Math.max(nextDueMs, this.#o.now() + EXCLUDED_RETRY_MS);
     return { leases, nextDueMs };
   }
 }

@@ -30,6 +30,11 @@ export interface CrawlerOptions {
   /** Requests fetched and processed at once. @default 16 */
   concurrency?: number;
   /**
+   * Most requests of one domain fetched at once by this process (domain-inflight.ts): a slow or dead site cannot
+   * hold every slot. @default 16 (the fetcher's connections per origin)
+   */
+  domainConcurrency?: number;
+  /**
    * Adaptive concurrency (lib/crawl/concurrency.ts): the fetch slots follow `controller.limit`, which `signals` feed
    * once per `tickMs` (default 500) with the most slots in use during the tick; `concurrency` is then ignored.
    * @default none: `concurrency` fixed slots

@@ -21,6 +21,7 @@ import { DeliveryGate } from './crawler-gate.ts';
 import { LeasePump } from './crawler-leasing.ts';
 import type { CrawlerOptions } from './crawler-options.ts';
 import { FetchSlots } from './crawler-slots.ts';
+import { DomainInFlight } from './domain-inflight.ts';
 import { type CrawlFailure, decideFailure, type FailurePolicy } from './failure.ts';
 import { failedPage } from './page.ts';
 import { mergeAttrs, splitRequestUrl } from './spider-run.ts';
@@ -72,6 +73,7 @@ export class Crawler {
   readonly #delivery: Delivery;
   readonly #counters: PageCounters;
   readonly #slots: FetchSlots;
+  readonly #domains: DomainInFlight;
 
   constructor(options: CrawlerOptions) {
     const o = {
@@ -79,6 +81,7 @@ export class Crawler {
       base64: false,
       maxMessageBytes: 1_000_000,
       concurrency: 16,
+      domainConcurrency: 16,
       maxDelivering: 0, // unused: #maxDelivering follows the slots
       retryTimes: 3,
       retryBaseDelayMs: 2000,
@@ -94,6 +97,7 @@ export class Crawler {
     this.#slots = new FetchSlots(o.concurrency, o.adaptive, o.now, o.log);
     this.#maxDelivering = () => options.maxDelivering ?? Math.max(1, this.#slots.limit * DELIVERIES_PER_FETCH);
     this.#gate = new DeliveryGate(o.now, o.idlePollMs);
+    this.#domains = new DomainInFlight(o.domainConcurrency);
     this.#pump = new LeasePump({
       frontier: o.frontier,
       spiderTypes: o.spiderTypes,
@@ -103,6 +107,8 @@ export class Crawler {
       now: o.now,
       leaseAhead: () => !this.#stopping && !this.#gate.closed,
       stopping: () => this.#stopping,
+      exclude: () => this.#domains.full,
+      perDomain: o.domainConcurrency,
     });
     this.#fetch = new PageFetch({
       frontier: o.frontier,
@@ -266,10 +272,14 @@ export class Crawler {
         if (r.lease) {
           this.#wakeAll();
           this.#slots.taken();
+          const domain = r.lease.domain;
+          this.#domains.start(domain);
           try {
             await this.#handle(r.lease, r.leasedAt ?? this.#o.now(), probe);
           } finally {
             this.#slots.returned();
+            // Back under its cap: workers that found only this domain's requests due may lease them now.
+            if (this.#domains.end(domain)) this.#wakeAll();
           }
           continue;
         }

@@ -110,16 +110,29 @@ export class Frontier implements FrontierApi, CrawlerFrontier {
   /**
    * Leases up to `max` due requests of a spider type in one script call, in the order single leases would have
    * taken them (a crawler leases for all of its workers that wait at once). `nextDueMs`: when more may be due
-   * (epoch ms; null: no work at all; now when all `max` were leased).
+   * (epoch ms; null: no work at all; now when all `max` were leased). `exclude`: domains to lease nothing of (the
+   * caller's per-domain in-flight cap is reached), `perDomain`: the most of one domain this call leases (0: no
+   * limit); the domains left keep their place for every other caller.
    */
-  async leaseMany(spider: string, max: number, options: { ip?: string; now?: number } = {}): Promise<LeaseMany> {
+  async leaseMany(
+    spider: string,
+    max: number,
+    options: { ip?: string; now?: number; exclude?: readonly string[]; perDomain?: number } = {},
+  ): Promise<LeaseMany> {
     const now = options.now ?? Date.now();
     const p = this.partitionFor(spider);
     const want = Math.max(1, Math.floor(max));
     const r = await this.#calls.runBuffer<(number | Buffer)[]>(
       'lease',
       p,
-      [this.#calls.options.leaseMs, options.ip ?? '', this.#calls.options.bound, want],
+      [
+        this.#calls.options.leaseMs,
+        options.ip ?? '',
+        this.#calls.options.bound,
+        want,
+        options.perDomain ?? 0,
+        ...(options.exclude ?? []),
+      ],
       now,
     );
     if (r[0] === 1) {

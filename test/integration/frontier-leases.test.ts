@@ -295,6 +295,40 @@ describe('leaseMany', () => {
   });
 });
 
+describe('leaseMany: per-domain in-flight cap (issue 32)', () => {
+  test('leases nothing of the excluded domains and at most perDomain of one; the rest keep their place', async () => {
+    const open = { hits: 1000, windowSec: 1, moderated: false, throttleMarginMs: 0 };
+    const frontier = testFrontier(redis, open);
+    // a.com's requests come first in the queue order: without a cap one call takes only them.
+    await queue(frontier, [...urls(6, 'a.com'), ...urls(3, 'b.com'), ...urls(3, 'c.com')]);
+    const capped = await frontier.leaseMany('link', 10, { now: T0, perDomain: 2, exclude: ['b.com'] });
+    const byDomain = (ls: Lease[]) => {
+      const m: Record<string, number> = {};
+      for (const l of ls) m[l.domain] = (m[l.domain] ?? 0) + 1;
+      return m;
+    };
+    expect(byDomain(capped.leases)).toEqual({ 'a.com': 2, 'c.com': 2 });
+    // Only skipped domains are left due: "more now" (the crawler waits until one of its requests ends).
+    expect(capped.nextDueMs).toBe(T0);
+    const rest = await frontier.leaseMany('link', 20, { now: T0 + 1 });
+    expect(byDomain(rest.leases)).toEqual({ 'a.com': 4, 'b.com': 3, 'c.com': 1 });
+    expect(rest.leases.filter((l) => l.domain === 'a.com').map((l) => l.url)).toEqual(urls(6, 'a.com').slice(2));
+  });
+
+  test('with IP-scoped throttles too', async () => {
+    const frontier = testFrontier(redis, {
+      hits: 1000,
+      windowSec: 1,
+      moderated: false,
+      throttleMarginMs: 0,
+      ipEnabled: true,
+    });
+    await queue(frontier, [...urls(4, 'a.com'), ...urls(2, 'b.com')]);
+    const r = await frontier.leaseMany('link', 10, { now: T0, ip: '10.0.0.1', exclude: ['a.com'] });
+    expect(r.leases.map((l) => l.domain)).toEqual(['b.com', 'b.com']);
+  });
+});
+
 describe('ackMany', () => {
   test('acks leases of two spider types in one script call each, as single acks would, the crawl complete once', async () => {
     const frontier = testFrontier(redis);

@@ -83,10 +83,31 @@ class ScriptedFrontier implements CrawlerFrontier {
   }
   /** The `max` of every leaseMany call. */
   readonly asks: number[] = [];
-  async leaseMany(_spider: string, max: number): Promise<LeaseMany> {
+  /** The `exclude` of every leaseMany call that had one. */
+  readonly excludes: string[][] = [];
+  async leaseMany(
+    _spider: string,
+    max: number,
+    options: { exclude?: readonly string[]; perDomain?: number } = {},
+  ): Promise<LeaseMany> {
     this.asks.push(max);
-    const leases = this.#leases.splice(0, max);
-    return { leases, nextDueMs: null, skipped: 0 };
+    // As the lease script: the excluded domains' requests, and a domain's past `perDomain` in this call, keep their
+    // place; the others are taken in order.
+    const skip = new Set(options.exclude ?? []);
+    if (skip.size > 0) this.excludes.push([...skip]);
+    const taken = new Map<string, number>();
+    const leases: Lease[] = [];
+    for (let i = 0; i < this.#leases.length && leases.length < max; ) {
+      const domain = (this.#leases[i] as Lease).domain;
+      if (skip.has(domain)) i++;
+      else {
+        leases.push(...this.#leases.splice(i, 1));
+        taken.set(domain, (taken.get(domain) ?? 0) + 1);
+        if (options.perDomain && (taken.get(domain) ?? 0) >= options.perDomain) skip.add(domain);
+      }
+    }
+    const left = this.#leases.length > 0;
+    return { leases, nextDueMs: left ? Date.now() : null, skipped: 0 };
   }
   async ack(
     l: Pick<Lease, 'handle'>,
@@ -1299,3 +1320,49 @@ async function waitFor(check: () => boolean, timeoutMs = 10_000): Promise<void> 
     await new Promise((r) => setTimeout(r, 5));
   }
 }
+
+describe('Crawler: per-domain in-flight cap (issue 32)', () => {
+  it('a dead site holds at most its cap of slots: the other sites are crawled meanwhile, then its requests', async () => {
+    // 40 requests of a site that does not answer until released, queued before 20 of a site that does.
+    const dead = Array.from({ length: 40 }, (_, i) => lease(`http://dead.example/${i}`, { domain: 'dead.example' }));
+    const live = Array.from({ length: 20 }, (_, i) => lease(`http://live.example/${i}`, { domain: 'live.example' }));
+    const frontier = new ScriptedFrontier([...dead, ...live]);
+    let deadNow = 0;
+    let deadPeak = 0;
+    let open!: () => void;
+    const opened = new Promise<void>((resolve) => {
+      open = resolve;
+    });
+    const crawler = testCrawler(frontier, {
+      concurrency: 32,
+      domainConcurrency: 4,
+      fetcher: {
+        async fetch(q) {
+          if (!q.url.includes('dead.example')) return htmlResponse(q.url, 'ok');
+          deadNow++;
+          deadPeak = Math.max(deadPeak, deadNow);
+          await opened;
+          deadNow--;
+          return htmlResponse(q.url, 'late');
+        },
+        close: async () => undefined,
+      },
+    });
+    crawler.start();
+    try {
+      await waitFor(() => frontier.acked.length >= 20);
+      // Every live page is done while the dead site holds a few slots: at most 2 x 4 - 1 (4 once listed at its cap).
+      expect(deadNow).toBeGreaterThanOrEqual(4);
+      expect(deadNow).toBeLessThanOrEqual(7);
+      expect(frontier.acked.every((a) => live.some((l) => l.handle === a.handle))).toBe(true);
+      expect(frontier.excludes.some((e) => e.includes('dead.example'))).toBe(true);
+      open();
+      await waitFor(() => frontier.settled);
+      expect(new Set(frontier.acked.map((a) => a.handle)).size).toBe(60);
+      expect(deadPeak).toBeLessThanOrEqual(7);
+    } finally {
+      open();
+      await crawler.stop(1000);
+    }
+  });
+});

@@ -39,10 +39,26 @@ const IGNORED = new Set([
     .filter((l) => /^[\w.-]+$/.test(l)),
 ]);
 
+/** Plain names a folder's own .gitignore excludes there (bench/.gitignore: `.venv/`, the peers' virtualenv). */
+function ignoredIn(dir: string): Set<string> {
+  if (dir === '') return IGNORED;
+  try {
+    return new Set(
+      readFileSync(join(ROOT, dir, '.gitignore'), 'utf8')
+        .split('\n')
+        .map((l) => l.trim().replace(/^\//, '').replace(/\/$/, ''))
+        .filter((l) => /^[\w.-]+$/.test(l)),
+    );
+  } catch {
+    return new Set();
+  }
+}
+
 /** Every file and folder of the tree as a repository path (folders with a trailing `/`). */
 function walk(dir: string): string[] {
+  const ignored = ignoredIn(dir);
   return readdirSync(join(ROOT, dir), { withFileTypes: true }).flatMap((e) => {
-    if (dir === '' && IGNORED.has(e.name)) return [];
+    if (ignored.has(e.name)) return [];
     const path = dir === '' ? e.name : `${dir}/${e.name}`;
     return e.isDirectory() ? [`${path}/`, ...walk(path)] : [path];
   });

@@ -11,6 +11,9 @@
   ARGV[8]      bound on work per call: promotions of due domains/retries, stale requests skipped, ready domains
                checked against the caller's IP
   ARGV[9]      the most requests to lease (>= 1; 1 when absent)
+  ARGV[10]     the most requests of one domain this call leases (0 or absent: no limit)
+  ARGV[11..]   domains the caller leases nothing of in this call (its per-domain in-flight cap is reached); they,
+               and those that reach ARGV[10] in this call, keep their place and stay ready for every other caller
 
   Returns, when n requests were leased (1 <= n <= ARGV[9]):
     {1, skipped, hit, next_due, member_1, settings_1, ..., member_n, settings_n}
@@ -24,7 +27,8 @@
   not reach).
   skipped = requests of stopped/expired crawls dropped on the way (lazy purge).
   Cost: O(log n) per promotion, per skipped request and per lease: at most ARGV[8] promotions of each kind and
-  ARGV[8] + ARGV[9] - 1 domains taken (with IP scoping, each look checks up to ARGV[8] ready domains).
+  ARGV[8] + ARGV[9] - 1 domains taken (with IP scoping, each look checks up to ARGV[8] ready domains; with k
+  domains excluded, each look reads up to k + 1).
 ]]
 --- @include "frontier"
 
@@ -32,6 +36,13 @@ local lease_ms = tonumber(ARGV[6])
 local ip = ARGV[7]
 local bound = tonumber(ARGV[8])
 local want = tonumber(ARGV[9]) or 1
+local per_domain = tonumber(ARGV[10]) or 0
+local taken = {}
+local excluded, n_excluded = {}, 0
+for i = 11, #ARGV do
+  excluded[ARGV[i]] = true
+  n_excluded = n_excluded + 1
+end
 
 -- Retries whose backoff passed go back to their queues.
 local touched = {}
@@ -53,7 +64,13 @@ local exhausted = true
 for _ = 1, bound + want - 1 do
   local domain, tkey = nil, nil
   if not IP_MODE or ip == '' then
-    domain = redis.call('ZRANGE', K.ready, 0, 0)[1]
+    -- The best ready domain the caller does not exclude: among the first k + 1, at most k are excluded.
+    for _, d in ipairs(redis.call('ZRANGE', K.ready, 0, n_excluded)) do
+      if not excluded[d] then
+        domain = d
+        break
+      end
+    end
     if not domain then
       exhausted = false
       break
@@ -69,14 +86,16 @@ for _ = 1, bound + want - 1 do
   else
     -- IP scoping: each egress IP has its own throttle per domain, so the best few ready domains are
     -- checked against this caller's IP (bounded by ARGV[8]).
-    for _, d in ipairs(redis.call('ZRANGE', K.ready, 0, bound - 1)) do
-      local key = d .. '\0' .. ip
-      local due = throttle_due(key, d)
-      if due <= NOW then
-        domain, tkey = d, key
-        break
+    for _, d in ipairs(redis.call('ZRANGE', K.ready, 0, bound - 1 + n_excluded)) do
+      if not excluded[d] then
+        local key = d .. '\0' .. ip
+        local due = throttle_due(key, d)
+        if due <= NOW then
+          domain, tkey = d, key
+          break
+        end
+        if not ip_next_due or due < ip_next_due then ip_next_due = due end
       end
-      if not ip_next_due or due < ip_next_due then ip_next_due = due end
     end
     if not domain then
       exhausted = false
@@ -104,6 +123,11 @@ for _ = 1, bound + want - 1 do
         schedule(domain)
         out[#out + 1] = m
         out[#out + 1] = record_settings(record)
+        taken[domain] = (taken[domain] or 0) + 1
+        if per_domain > 0 and taken[domain] >= per_domain and not excluded[domain] then
+          excluded[domain] = true
+          n_excluded = n_excluded + 1
+        end
         if #out >= 4 + 2 * want then break end
       end
     end

@@ -64,12 +64,35 @@ export interface ConcurrencyOptions {
   budgets?: Partial<LoadBudgets>;
 }
 
+/**
+ * What holds a process's slots where they are, tick by tick (its heartbeat reports it, crawler-load.ts): a budget
+ * (`loop`, `cpu`, `heap`, `rss`, `body`: over it, or growing one slot at a time near it), the `ceiling` (every slot
+ * busy at the most slots), `work` (not every slot was busy: the frontier or politeness gives no more), or nothing yet
+ * (`growing`, far from every budget).
+ */
+export type SlotBound = 'loop' | 'cpu' | 'heap' | 'rss' | 'body' | 'ceiling' | 'work' | 'growing';
+
+/** The bounds that mean the process can do no more by itself: more tasks would add throughput. */
+export const SATURATED_BOUNDS: ReadonlySet<SlotBound> = new Set(['loop', 'cpu', 'heap', 'rss', 'body', 'ceiling']);
+
+const SIGNAL_BOUND: Record<keyof LoadSignals, SlotBound> = {
+  loopDelayMs: 'loop',
+  cpuShare: 'cpu',
+  heapShare: 'heap',
+  rssShare: 'rss',
+  bodyShare: 'body',
+};
+
 /** One tick's decision, for logs and the stats. */
 export interface ConcurrencyStep {
   limit: number;
   previous: number;
-  /** Why: `grow`, `hold` (not all slots busy, or near budget at the ceiling), or `over:<signal>`. */
+  /** Why: `grow`, `hold` (not all slots busy, or at the ceiling), or `over:<signal>`. */
   reason: string;
+  /** What bounds the slots at this tick. */
+  bound: SlotBound;
+  /** The highest share of its budget any signal is at (1 = at a budget): how loaded the process is. */
+  load: number;
 }
 
 export class ConcurrencyController {
@@ -98,16 +121,17 @@ export class ConcurrencyController {
    */
   tick(signals: LoadSignals, busy: number): ConcurrencyStep {
     const previous = this.#limit;
+    const [nearest, load] = this.#nearest(signals);
     const over = this.#overBudget(signals);
     if (over !== undefined) {
       this.#limit = clamp(Math.floor(previous * BACK_OFF), this.min, this.max);
-      return { limit: this.#limit, previous, reason: `over:${over}` };
+      return { limit: this.#limit, previous, reason: `over:${over}`, bound: SIGNAL_BOUND[over], load };
     }
-    if (busy < previous || previous >= this.max) return { limit: previous, previous, reason: 'hold' };
-    const nearest = this.#nearest(signals);
-    const next = nearest < FAR_FROM_BUDGET ? Math.ceil(previous * GROWTH) : previous + 1;
-    this.#limit = clamp(next, this.min, this.max);
-    return { limit: this.#limit, previous, reason: 'grow' };
+    if (busy < previous) return { limit: previous, previous, reason: 'hold', bound: 'work', load };
+    if (previous >= this.max) return { limit: previous, previous, reason: 'hold', bound: 'ceiling', load };
+    const far = load < FAR_FROM_BUDGET;
+    this.#limit = clamp(far ? Math.ceil(previous * GROWTH) : previous + 1, this.min, this.max);
+    return { limit: this.#limit, previous, reason: 'grow', bound: far ? 'growing' : SIGNAL_BOUND[nearest], load };
   }
 
   /** The first signal at or over its budget, or undefined. */
@@ -117,12 +141,18 @@ export class ConcurrencyController {
     return undefined;
   }
 
-  /** The highest share of its budget any signal is at (0..1). */
-  #nearest(s: LoadSignals): number {
+  /** The signal nearest its budget, and its share of that budget (0..1+). */
+  #nearest(s: LoadSignals): [keyof LoadSignals, number] {
     const b = this.#budgets;
+    let nearest: keyof LoadSignals = 'cpuShare';
     let most = 0;
-    for (const k of Object.keys(b) as (keyof LoadBudgets)[]) most = Math.max(most, s[k] / b[k]);
-    return most;
+    for (const k of Object.keys(b) as (keyof LoadBudgets)[]) {
+      if (s[k] / b[k] > most) {
+        most = s[k] / b[k];
+        nearest = k;
+      }
+    }
+    return [nearest, most];
   }
 }
 

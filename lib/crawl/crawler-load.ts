@@ -48,9 +48,16 @@ const BOUNDS: readonly SlotBound[] = ['loop', 'cpu', 'heap', 'rss', 'body', 'cei
 export class LoadWindow {
   readonly #windowMs: number;
   readonly #samples: (SlotSample & { at: number; pages: number })[] = [];
+  /** When counting began and the pages then: the base of the rate until the window is a full one. */
+  #origin: { at: number; pages: number } | undefined;
 
   constructor(windowMs = LOAD_WINDOW_MS) {
     this.#windowMs = windowMs;
+  }
+
+  /** Counting begins at `at` with `pages` published (the crawler's start). */
+  begin(at: number, pages = 0): void {
+    this.#origin = { at, pages };
   }
 
   /** Records one tick at `at` (ms), with the pages published so far. */
@@ -62,14 +69,19 @@ export class LoadWindow {
   /** The report at `at` with the pages published so far; before any tick, zeros bound by `work`. */
   report(at: number, pages: number, slotLimit: number): CrawlerLoad {
     const inWindow = this.#samples.filter((s) => s.at > at - this.#windowMs);
-    const first = inWindow[0];
+    const origin = this.#origin;
+    const first = origin && origin.at > at - this.#windowMs ? origin : inWindow[0];
     const seconds = first ? (at - first.at) / 1000 : 0;
     const n = inWindow.length;
     const counts = new Map<SlotBound, number>();
     for (const s of inWindow) counts.set(s.bound, (counts.get(s.bound) ?? 0) + 1);
     // The most frequent bound; on a tie the first in BOUNDS order (budgets before `work`).
     let bound: SlotBound = 'work';
-    for (const b of BOUNDS) if ((counts.get(b) ?? 0) > (counts.get(bound) ?? 0)) bound = b;
+    let most = 0;
+    for (const b of BOUNDS) {
+      const c = counts.get(b) ?? 0;
+      if (c > most) [bound, most] = [b, c];
+    }
     let saturated = 0;
     for (const [b, c] of counts) if (SATURATED_BOUNDS.has(b)) saturated += c;
     return {

@@ -94,6 +94,7 @@ export class Crawler {
       scoutPollMs: 50,
       produceLingerMs: DEFAULT_PRODUCE_LINGER_MS,
       statsFlushMs: 1000,
+      heartbeatMs: 10_000,
       ...options,
     };
     this.#o = o;
@@ -166,6 +167,7 @@ export class Crawler {
 
   /** Starts the workers (returns at once). */
   start(): void {
+    this.#load.begin(this.#o.now(), this.pages);
     // One beat per spider type served (the stats replies count those), and one for the process with its load report.
     const beat = () => {
       const { stats, nodeId } = this.#o;
@@ -177,7 +179,7 @@ export class Crawler {
       ]).catch((e: Error) => this.#o.log.warn('heartbeat failed', { error: e.message }));
     };
     beat();
-    this.#heartbeat = setInterval(beat, 10_000);
+    this.#heartbeat = setInterval(beat, this.#o.heartbeatMs);
     this.#heartbeat.unref();
     for (let i = 0; i < this.#slots.workers; i++) this.#workers.push(this.#work(i));
     this.#slots.start();

@@ -7,14 +7,7 @@ import type { ReplyStore, StatsStore } from '../ports.ts';
 import type { RedisClient } from '../redis/client.ts';
 import { replyKey } from '../redis/keys.ts';
 import { runScript, script } from '../redis/scripts.ts';
-import {
-  heartbeat,
-  heartbeatReports,
-  incrementStats,
-  listStatNames,
-  liveMembers,
-  readStats,
-} from '../redis/stats.ts';
+import { heartbeat, heartbeatReports, incrementStats, listStatNames, liveMembers, readStats } from '../redis/stats.ts';
 
 export function redisStatsStore(redis: RedisClient, prefix: string): StatsStore {
   return {

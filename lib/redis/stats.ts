@@ -178,7 +178,10 @@ export async function heartbeat(
   checkKind(kind);
   checkNow(nowMs);
   const key = heartbeatKey(prefix);
-  const pipeline = redis.pipeline().zadd(key, nowMs, `${kind}\0${id}`).zremrangebyscore(key, '-inf', nowMs - ttlMs);
+  const pipeline = redis
+    .pipeline()
+    .zadd(key, nowMs, `${kind}\0${id}`)
+    .zremrangebyscore(key, '-inf', nowMs - ttlMs);
   if (report !== undefined) pipeline.set(heartbeatReportKey(prefix, kind, id), report, 'PX', ttlMs);
   const replies = await pipeline.exec();
   for (const [error] of replies ?? []) if (error) throw error;

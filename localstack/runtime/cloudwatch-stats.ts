@@ -17,7 +17,12 @@ const MAX_DATA_PER_CALL = 1000;
 
 /** The metrics of one stats run, as the handler emits them. */
 export function statsMetricData(m: FleetMetrics, timestamp = new Date()): MetricDatum[] {
-  const datum = (name: string, value: number, spider?: string, unit: StandardUnit = StandardUnit.Count): MetricDatum => ({
+  const datum = (
+    name: string,
+    value: number,
+    spider?: string,
+    unit: StandardUnit = StandardUnit.Count,
+  ): MetricDatum => ({
     MetricName: name,
     Dimensions: spider === undefined ? [{ ...SERVICE }] : [{ ...SERVICE }, { Name: 'spider', Value: spider }],
     Value: value,

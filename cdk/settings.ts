@@ -69,16 +69,21 @@ export interface Settings {
   cachePort: number;
   /** Daily snapshots kept. @default 7 */
   cacheSnapshotRetentionDays: number;
-  /** Crawler task vCPU units. @default 1024 */
+  /**
+   * Crawler task vCPU units. @default 1024: one event loop crawls, so 1 vCPU is what one process uses (docs/design.md
+   * §8 "Fleet sizing")
+   */
   taskCpu: number;
-  /** @default 2048 */
+  /** @default 2048: the crawler's memory budgets are shares of it (RSS 80 %, bodies being read 25 %) */
   taskMemoryMiB: number;
   /** Fleet floor; 0 lets the fleet scale to zero when the frontier is empty. @default 0 */
   minTasks: number;
   /** @default 10 */
   maxTasks: number;
-  /** Queued requests per task above which the fleet scales out. @default 100 */
-  backlogPerTask: number;
+  /** CRAWLER_CONCURRENCY_MIN of the crawler tasks: fewest adaptive fetch slots. @default VARIABLES default (8) */
+  crawlerConcurrencyMin: number;
+  /** CRAWLER_CONCURRENCY_MAX of the crawler tasks: most adaptive fetch slots. @default VARIABLES default (256) */
+  crawlerConcurrencyMax: number;
   /** SHUTDOWN_DEADLINE_MS of the crawler; the ECS stop timeout is this plus a flush margin (≤ 120 s). @default 60000 */
   shutdownDeadlineMs: number;
   /** REST API (HTTP API `$default` stage): steady requests per second across all callers. @default 50 */
@@ -226,6 +231,12 @@ export function readSettings(source: Node | Record<string, unknown>): Settings {
   const maxTasks = int(get, 'maxTasks', 10, 1, 1000);
   if (maxTasks < minTasks) throw new SettingsError('maxTasks', 'must be at least minTasks');
   const taskCpu = fargateCpu(get, 'taskCpu', 1024);
+  const concurrency = (key: string, name: 'CRAWLER_CONCURRENCY_MIN' | 'CRAWLER_CONCURRENCY_MAX') =>
+    int(get, key, VARIABLES[name].default, VARIABLES[name].minimum, VARIABLES[name].maximum);
+  const crawlerConcurrencyMin = concurrency('crawlerConcurrencyMin', 'CRAWLER_CONCURRENCY_MIN');
+  const crawlerConcurrencyMax = concurrency('crawlerConcurrencyMax', 'CRAWLER_CONCURRENCY_MAX');
+  if (crawlerConcurrencyMax < crawlerConcurrencyMin)
+    throw new SettingsError('crawlerConcurrencyMax', 'must be at least crawlerConcurrencyMin');
   const urlFrontierMinTasks = int(get, 'urlFrontierMinTasks', 2, 1, 100);
   const urlFrontierMaxTasks = int(get, 'urlFrontierMaxTasks', 6, 1, 100);
   if (urlFrontierMaxTasks < urlFrontierMinTasks)
@@ -273,7 +284,8 @@ export function readSettings(source: Node | Record<string, unknown>): Settings {
     taskMemoryMiB: int(get, 'taskMemoryMiB', 2048, 512, 122_880),
     minTasks,
     maxTasks,
-    backlogPerTask: int(get, 'backlogPerTask', 100, 1, 10_000_000),
+    crawlerConcurrencyMin,
+    crawlerConcurrencyMax,
     // Fargate allows at most 120 s between SIGTERM and SIGKILL; keep 20 s for the producer flush and exit.
     shutdownDeadlineMs: int(get, 'shutdownDeadlineMs', 60_000, VARIABLES.SHUTDOWN_DEADLINE_MS.minimum, 100_000),
     restRateLimit: int(get, 'restRateLimit', 50, 1, 10_000),

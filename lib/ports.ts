@@ -45,8 +45,11 @@ export interface StatsStore {
   increment(increments: StatsIncrement[], nowMs: number): Promise<void>;
   read(names: string[], nowMs: number): Promise<Record<string, StatsCounts>>;
   names(namePrefix: string): Promise<string[]>;
-  beat(kind: string, id: string, nowMs: number, ttlMs: number): Promise<void>;
+  /** Records a heartbeat; with `report`, stores it too (it expires with the beat). */
+  beat(kind: string, id: string, nowMs: number, ttlMs: number, report?: string): Promise<void>;
   live(kind: string, nowMs: number, ttlMs: number): Promise<string[]>;
+  /** The last report of each of these ids of `kind` that has one (pass the live ids: it never lists). */
+  reports(kind: string, ids: readonly string[]): Promise<Record<string, string>>;
 }
 
 /**

@@ -77,6 +77,9 @@ export async function crawlPass(
     overrides: {
       CRAWLER_HOST_MAP: site.hostMap,
       CRAWLER_CONCURRENCY: o.concurrency,
+      // Three host names on one loopback server: every slot may go to one of them, as the raw loop's and the peers'
+      // may (the per-domain cap is for the web's slow sites; realweb measures it at its default).
+      CRAWLER_DOMAIN_CONCURRENCY: o.concurrency,
       RETRY_BASE_DELAY_MS: 100,
       ...throttle,
       ...o.overrides,

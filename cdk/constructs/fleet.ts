@@ -1,8 +1,10 @@
 /**
  * The crawler fleet: an ECS cluster and a Fargate service (arm64) running functions/crawler/Dockerfile, with a
  * deployment circuit breaker that rolls back, a stop timeout longer than the crawler's own drain deadline, and
- * step scaling on the `BacklogPerTask` metric the stats function publishes every minute: out fast, in slowly,
- * down to zero when the frontier is empty (if minTasks is 0).
+ * step scaling on what the tasks sustain: `TasksNeeded` against `LiveTasks`, which the stats function publishes every
+ * minute from the load each task reports with its heartbeat (lib/monitor/fleet-sizing.ts; docs/design.md §8 "Fleet
+ * sizing"): out fast while the tasks are saturated and the backlog would outlast 10 minutes, in slowly when they are
+ * not, down to zero when the frontier is empty (if minTasks is 0).
  */
 import { existsSync, readdirSync, statSync } from 'node:fs';
 import { join } from 'node:path';
@@ -33,7 +35,8 @@ export interface FleetProps
     | 'taskMemoryMiB'
     | 'minTasks'
     | 'maxTasks'
-    | 'backlogPerTask'
+    | 'crawlerConcurrencyMin'
+    | 'crawlerConcurrencyMax'
     | 'shutdownDeadlineMs'
     | 'createEcsServiceLinkedRole'
     | 'crawlerPlugins'
@@ -91,11 +94,22 @@ export function stopTimeoutSeconds(shutdownDeadlineMs: number): number {
   return Math.min(120, Math.ceil(shutdownDeadlineMs / 1000) + 20);
 }
 
+/** The stats function's metrics (functions/stats/handler.ts), but the per-spider one. */
+export const STATS_METRICS = [
+  'Backlog',
+  'LiveCrawlers',
+  'BacklogPerTask',
+  'UrlFrontierBacklog',
+  'LiveTasks',
+  'PagesPerSecond',
+  'TaskPagesPerSecond',
+  'SlotUtilization',
+  'SaturatedShare',
+  'TasksNeeded',
+] as const;
+
 /** The stats function's metrics (Powertools adds the `service` dimension). */
-export function statsMetric(
-  name: 'Backlog' | 'LiveCrawlers' | 'BacklogPerTask' | 'UrlFrontierBacklog',
-  statistic = 'Maximum',
-) {
+export function statsMetric(name: (typeof STATS_METRICS)[number], statistic = 'Maximum') {
   return new cloudwatch.Metric({
     namespace: METRICS_NAMESPACE,
     metricName: name,
@@ -115,9 +129,12 @@ export class Fleet extends Construct {
   readonly image: ecs.ContainerImage;
   /** ECS's service-linked role, with createEcsServiceLinkedRole; every ECS service must depend on it. */
   readonly serviceLinkedRole?: iam.CfnServiceLinkedRole;
+  /** The most tasks autoscaling runs (maxTasks). */
+  readonly maxTasks: number;
 
   constructor(scope: Construct, id: string, props: FleetProps) {
     super(scope, id);
+    this.maxTasks = props.maxTasks;
     const { network, kafka, cache, storage } = props;
     this.cluster = new ecs.Cluster(this, 'Cluster', {
       vpc: network.vpc,
@@ -188,6 +205,9 @@ export class Fleet extends Construct {
           REDIS_CLUSTER: String(cache.clusterMode),
           BODY_STORE_BUCKET: storage.bodies.bucketName,
           SHUTDOWN_DEADLINE_MS: String(props.shutdownDeadlineMs),
+          // Adaptive slots between these (CRAWLER_CONCURRENCY=0, the default); see docs/design.md §8 "Fleet sizing".
+          CRAWLER_CONCURRENCY_MIN: String(props.crawlerConcurrencyMin),
+          CRAWLER_CONCURRENCY_MAX: String(props.crawlerConcurrencyMax),
           AWS_REGION: Stack.of(this).region,
         },
         props.runtimeEnv,
@@ -219,7 +239,7 @@ export class Fleet extends Construct {
       cluster: this.cluster,
       taskDefinition: this.taskDefinition,
       // The first deploy starts no task (CloudFormation would start 1, and with the circuit breaker one bad start
-      // would roll the whole stack back): the backlog scaling policy starts crawlers once requests are queued.
+      // would roll the whole stack back): the scaling policy starts a crawler once requests are queued.
       // CloudFormation sends the count again with every update of the service (a new image, say), which takes the
       // fleet back to minTasks until the policy scales it out again, a few minutes later.
       desiredCount: props.minTasks,
@@ -238,51 +258,46 @@ export class Fleet extends Construct {
     this.#autoscale(props);
   }
 
+  /**
+   * The scaling policy. The stats function publishes, every minute, `TasksNeeded` (the tasks the backlog needs, from
+   * what the tasks measure they sustain) and `LiveTasks` (the tasks reporting); the fleet steps towards the first:
+   * - Out: one minute with `TasksNeeded - LiveTasks` >= 1 adds tasks, as many as the gap's power of two below it (1,
+   *   2, 4, ... 64: never past the need), then waits 2 minutes for the new tasks to start and report. TasksNeeded only
+   *   exceeds LiveTasks when the tasks are saturated (their slots held by CPU, memory, event-loop or body budgets, or
+   *   their ceiling, not by a lack of due work) and the backlog would take over 10 minutes at the pages/s a saturated
+   *   task measures, or when no task runs and requests are queued (one starts and measures).
+   * - In: ten minutes with the gap at -1 or below removes a fifth of the tasks (at least one), then waits 5 minutes.
+   *   TasksNeeded falls below LiveTasks only when the tasks are not saturated and their summed load (each one's highest
+   *   budget share) fits in fewer at 60 % each, or when the frontier is empty; it stays at least 1 while anything is
+   *   queued, so the last task stays.
+   * No constant of requests per task: a task's capacity is what it measures (pages/s), wherever it runs.
+   */
   #autoscale(props: FleetProps): void {
-    const t = props.backlogPerTask;
     const scaling = this.service.autoScaleTaskCount({ minCapacity: props.minTasks, maxCapacity: props.maxTasks });
-    const usingMetrics = {
-      bpt: statsMetric('BacklogPerTask'),
-      backlog: statsMetric('Backlog'),
-      live: statsMetric('LiveCrawlers'),
-    };
-    // With no crawler alive, BacklogPerTask is the whole backlog, which may be below the threshold: any backlog
-    // must still start a first task.
-    const outMetric = new cloudwatch.MathExpression({
-      expression: `IF(live < 1 AND backlog > 0, bpt + ${t}, bpt)`,
-      usingMetrics,
+    const gap = new cloudwatch.MathExpression({
+      expression: 'needed - tasks',
+      usingMetrics: { needed: statsMetric('TasksNeeded'), tasks: statsMetric('LiveTasks') },
       period: Duration.minutes(1),
-      label: 'BacklogPerTask (scale out)',
+      label: 'TasksNeeded - LiveTasks',
     });
-    // The last crawler stays while anything is queued; only an empty frontier scales the fleet to its floor.
-    const inMetric = new cloudwatch.MathExpression({
-      expression: `IF(live <= 1 AND backlog > 0, ${t}, bpt)`,
-      usingMetrics,
-      period: Duration.minutes(1),
-      label: 'BacklogPerTask (scale in)',
-    });
-    // Out fast: one minute above the threshold grows the fleet by half, double past 4x, triple past 16x.
     scaling.scaleOnMetric('ScaleOut', {
-      metric: outMetric,
-      adjustmentType: appscaling.AdjustmentType.PERCENT_CHANGE_IN_CAPACITY,
-      minAdjustmentMagnitude: 1,
+      metric: gap,
+      adjustmentType: appscaling.AdjustmentType.CHANGE_IN_CAPACITY,
       scalingSteps: [
-        { upper: t, change: 0 },
-        { lower: t, upper: 4 * t, change: 50 },
-        { lower: 4 * t, upper: 16 * t, change: 100 },
-        { lower: 16 * t, change: 200 },
+        { upper: 1, change: 0 },
+        ...[1, 2, 4, 8, 16, 32].map((n) => ({ lower: n, upper: 2 * n, change: n })),
+        { lower: 64, change: 64 },
       ],
       evaluationPeriods: 1,
       cooldown: Duration.minutes(2),
     });
-    // In slowly: ten minutes well below the threshold shrink the fleet by a fifth (at least one task).
     scaling.scaleOnMetric('ScaleIn', {
-      metric: inMetric,
+      metric: gap,
       adjustmentType: appscaling.AdjustmentType.PERCENT_CHANGE_IN_CAPACITY,
       minAdjustmentMagnitude: 1,
       scalingSteps: [
-        { upper: t / 4, change: -20 },
-        { lower: t / 4, change: 0 },
+        { upper: -1, change: -20 },
+        { lower: -1, change: 0 },
       ],
       evaluationPeriods: 10,
       cooldown: Duration.minutes(5),

@@ -1,6 +1,6 @@
 /**
  * The CloudWatch dashboard (ingest, rejections, backlog, pages per minute, function errors and offset lag, fleet
- * size, cache memory, REST API requests, errors and latency, and the URL Frontier service when the stack has it) and
+ * size and what its tasks sustain, cache memory, REST API requests, errors and latency, and the URL Frontier service when the stack has it) and
  * the alarms that page someone, through one SNS topic.
  */
 import { Duration, Stack } from 'aws-cdk-lib';
@@ -134,10 +134,29 @@ export class Observability extends Construct {
     );
     this.dashboard.addWidgets(
       graph('Backlog', [statsMetric('Backlog')], [statsMetric('BacklogPerTask')]),
-      graph('Fleet', [statsMetric('LiveCrawlers'), runningTasks(fleet.service, 'running tasks')]),
+      graph('Fleet', [
+        statsMetric('TasksNeeded').with({ label: 'tasks needed (the scaling target)' }),
+        statsMetric('LiveTasks').with({ label: 'tasks reporting' }),
+        runningTasks(fleet.service, 'running tasks'),
+        statsMetric('LiveCrawlers'),
+      ]),
       graph(
         'Monitor offset lag (records)',
         monitors.map((m) => offsetLag(m.fn, m.name)),
+      ),
+    );
+    this.dashboard.addWidgets(
+      graph(
+        'Fleet throughput (pages/s)',
+        [
+          statsMetric('PagesPerSecond').with({ label: 'fleet' }),
+          statsMetric('TaskPagesPerSecond').with({ label: 'per saturated task' }),
+        ],
+        [
+          statsMetric('SlotUtilization').with({ label: 'slots in use / slot limits' }),
+          statsMetric('SaturatedShare').with({ label: 'saturated (budget- or ceiling-bound) share' }),
+        ],
+        24,
       ),
     );
     this.dashboard.addWidgets(
@@ -244,6 +263,21 @@ export class Observability extends Construct {
       comparisonOperator: cloudwatch.ComparisonOperator.GREATER_THAN_OR_EQUAL_TO_THRESHOLD,
       treatMissingData: cloudwatch.TreatMissingData.NOT_BREACHING,
       alarmDescription: 'Requests are queued but no crawler has been alive for 15 minutes',
+    });
+    // The fleet needs more tasks than it may run: its tasks are saturated at maxTasks with the backlog growing.
+    this.alarm('FleetSaturatedAtMaxTasks', {
+      metric: new cloudwatch.MathExpression({
+        expression: `IF(tasks >= ${fleet.maxTasks} AND needed > tasks, 1, 0)`,
+        usingMetrics: { needed: statsMetric('TasksNeeded'), tasks: statsMetric('LiveTasks') },
+        period: MINUTE,
+      }),
+      threshold: 1,
+      evaluationPeriods: 30,
+      comparisonOperator: cloudwatch.ComparisonOperator.GREATER_THAN_OR_EQUAL_TO_THRESHOLD,
+      treatMissingData: cloudwatch.TreatMissingData.NOT_BREACHING,
+      alarmDescription:
+        `The crawler fleet has needed more than maxTasks (${fleet.maxTasks}) saturated tasks for 30 minutes: ` +
+        'raise maxTasks (or taskCpu / taskMemoryMiB)',
     });
     this.alarm('CacheMemory', {
       metric: new cloudwatch.MathExpression({

@@ -1,6 +1,7 @@
 /**
- * stats (EventBridge, every minute): backlog per spider type, live crawlers and backlog per task as
- * CloudWatch metrics (Embedded Metric Format); the fleet autoscales on `BacklogPerTask`.
+ * stats (EventBridge, every minute): backlog per spider type, live crawlers, and what the crawler tasks sustain
+ * (lib/monitor/fleet-metrics.ts) as CloudWatch metrics (Embedded Metric Format); the fleet autoscales on
+ * `TasksNeeded` against `LiveTasks` (cdk/constructs/fleet.ts).
  */
 import { injectLambdaContext } from '@aws-lambda-powertools/logger/middleware';
 import { MetricUnit } from '@aws-lambda-powertools/metrics';
@@ -23,6 +24,12 @@ export function statsHandler(context: () => Promise<MonitorContext>) {
     metrics.addMetric('LiveCrawlers', MetricUnit.Count, m.liveCrawlers);
     metrics.addMetric('BacklogPerTask', MetricUnit.Count, m.backlogPerTask);
     metrics.addMetric('UrlFrontierBacklog', MetricUnit.Count, m.urlFrontierBacklog);
+    metrics.addMetric('LiveTasks', MetricUnit.Count, m.liveTasks);
+    metrics.addMetric('PagesPerSecond', MetricUnit.CountPerSecond, m.pagesPerSecond);
+    metrics.addMetric('TaskPagesPerSecond', MetricUnit.CountPerSecond, m.taskPagesPerSecond);
+    metrics.addMetric('SlotUtilization', MetricUnit.NoUnit, m.slotUtilization);
+    metrics.addMetric('SaturatedShare', MetricUnit.NoUnit, m.saturatedShare);
+    metrics.addMetric('TasksNeeded', MetricUnit.Count, m.tasksNeeded);
     for (const [spider, backlog] of Object.entries(m.backlog)) {
       const single = metrics.singleMetric();
       single.addDimension('spider', spider);

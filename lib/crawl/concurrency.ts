@@ -78,6 +78,25 @@ export interface ConcurrencyOptions {
   budgets?: Partial<LoadBudgets>;
 }
 
+/**
+ * What holds a process's slots where they are, tick by tick (its heartbeat reports it, crawler-load.ts): a budget
+ * (`loop`, `cpu`, `heap`, `rss`, `body`: over it, or growing one slot at a time near it), the `ceiling` (every slot
+ * busy at the most slots), `work` (not every slot was busy: the frontier or politeness gives no more), or nothing yet
+ * (`growing`, far from every budget).
+ */
+export type SlotBound = 'loop' | 'cpu' | 'heap' | 'rss' | 'body' | 'ceiling' | 'work' | 'growing';
+
+/** The bounds that mean the process can do no more by itself: more tasks would add throughput. */
+export const SATURATED_BOUNDS: ReadonlySet<SlotBound> = new Set(['loop', 'cpu', 'heap', 'rss', 'body', 'ceiling']);
+
+const SIGNAL_BOUND: Record<keyof LoadSignals, SlotBound> = {
+  loopDelayMs: 'loop',
+  cpuShare: 'cpu',
+  heapShare: 'heap',
+  rssShare: 'rss',
+  bodyShare: 'body',
+};
+
 /** One tick's decision, for logs and the stats. */
 export interface ConcurrencyStep {
   limit: number;
@@ -87,6 +106,10 @@ export interface ConcurrencyStep {
    * itself uses little CPU: other processes take it), or `over:<signal>`.
    */
   reason: string;
+  /** What bounds the slots at this tick. */
+  bound: SlotBound;
+  /** The highest share of its budget any signal is at (1 = at a budget): how loaded the process is. */
+  load: number;
 }
 
 export class ConcurrencyController {
@@ -118,27 +141,28 @@ export class ConcurrencyController {
    */
   tick(signals: LoadSignals, busy: number): ConcurrencyStep {
     const previous = this.#limit;
+    const [nearest, load] = this.#nearest(signals);
     const over = this.#overBudget(signals);
     // A lagging loop in a process that itself uses little CPU is starved by its neighbours (a shared host, a
     // noisy sidecar): fewer slots would not give it the CPU back, so it holds instead of backing off.
     if (over === 'loopDelayMs' && signals.cpuShare < this.#budgets.cpuShare * STARVED_BELOW_CPU)
-      return { limit: previous, previous, reason: 'hold:starved' };
+      return { limit: previous, previous, reason: 'hold:starved', bound: 'loop', load };
     if (over !== undefined) {
       this.#limit = clamp(Math.floor(previous * BACK_OFF), this.min, this.max);
       this.#threshold = this.#limit;
-      return { limit: this.#limit, previous, reason: `over:${over}` };
+      return { limit: this.#limit, previous, reason: `over:${over}`, bound: SIGNAL_BOUND[over], load };
     }
-    if (busy < previous - Math.floor(previous * BUSY_SLACK) || previous >= this.max)
-      return { limit: previous, previous, reason: 'hold' };
-    const nearest = this.#nearest(signals);
-    const next =
-      nearest >= FAR_FROM_BUDGET
-        ? previous + 1
-        : nearest < FAR_FOR_SLOW_START && previous < this.#threshold
-          ? Math.min(previous * SLOW_START_GROWTH, this.#threshold)
-          : Math.ceil(previous * GROWTH);
+    if (busy < previous - Math.floor(previous * BUSY_SLACK))
+      return { limit: previous, previous, reason: 'hold', bound: 'work', load };
+    if (previous >= this.max) return { limit: previous, previous, reason: 'hold', bound: 'ceiling', load };
+    const far = load < FAR_FROM_BUDGET;
+    const next = !far
+      ? previous + 1
+      : load < FAR_FOR_SLOW_START && previous < this.#threshold
+        ? Math.min(previous * SLOW_START_GROWTH, this.#threshold)
+        : Math.ceil(previous * GROWTH);
     this.#limit = clamp(next, this.min, this.max);
-    return { limit: this.#limit, previous, reason: 'grow' };
+    return { limit: this.#limit, previous, reason: 'grow', bound: far ? 'growing' : SIGNAL_BOUND[nearest], load };
   }
 
   /** The first signal at or over its budget, or undefined. */
@@ -148,12 +172,18 @@ export class ConcurrencyController {
     return undefined;
   }
 
-  /** The highest share of its budget any signal is at (0..1). */
-  #nearest(s: LoadSignals): number {
+  /** The signal nearest its budget, and its share of that budget (0..1+). */
+  #nearest(s: LoadSignals): [keyof LoadSignals, number] {
     const b = this.#budgets;
+    let nearest: keyof LoadSignals = 'cpuShare';
     let most = 0;
-    for (const k of Object.keys(b) as (keyof LoadBudgets)[]) most = Math.max(most, s[k] / b[k]);
-    return most;
+    for (const k of Object.keys(b) as (keyof LoadBudgets)[]) {
+      if (s[k] / b[k] > most) {
+        most = s[k] / b[k];
+        nearest = k;
+      }
+    }
+    return [nearest, most];
   }
 }
 

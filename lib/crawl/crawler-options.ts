@@ -92,4 +92,6 @@ export interface CrawlerOptions {
    * of one per page. 0 writes each page's at once. @default 1000
    */
   statsFlushMs?: number;
+  /** Time between two heartbeats, each carrying the process's load report (crawler-load.ts). @default 10000 */
+  heartbeatMs?: number;
 }

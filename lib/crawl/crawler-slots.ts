@@ -1,10 +1,15 @@
 /**
  * The crawler's fetch slots (docs/design.md §5): a fixed number, or the adaptive controller's limit
  * (concurrency.ts) ticked with the process's signals and the most slots in use since the last tick. Workers above
- * the limit park here until it grows or the crawler stops.
+ * the limit park here until it grows or the crawler stops. Every tick (fixed slots tick too) is also handed to
+ * `observe`: the heartbeat's load report is made of them (crawler-load.ts).
  */
 import type { Log } from '../ports.ts';
+import type { SlotSample } from './crawler-load.ts';
 import type { CrawlerOptions } from './crawler-options.ts';
+
+/** Ticks of fixed slots, which only sample (ms). */
+const FIXED_TICK_MS = 500;
 
 /** The shortest time between two back-off log lines (ms). */
 const BACK_OFF_LOG_MS = 10_000;
@@ -22,12 +27,20 @@ export class FetchSlots {
   /** Workers parked above the limit: woken when it grows or the crawler stops. */
   readonly #parked = new Set<() => void>();
   #lastBackOffLog = Number.NEGATIVE_INFINITY;
+  readonly #observe: (sample: SlotSample) => void;
 
-  constructor(fixed: number, adaptive: CrawlerOptions['adaptive'], now: () => number, log: Log) {
+  constructor(
+    fixed: number,
+    adaptive: CrawlerOptions['adaptive'],
+    now: () => number,
+    log: Log,
+    observe: (sample: SlotSample) => void = () => undefined,
+  ) {
     this.#fixed = fixed;
     this.#adaptive = adaptive;
     this.#now = now;
     this.#log = log;
+    this.#observe = observe;
   }
 
   /** Workers to start: the ceiling when adaptive, else the fixed number. */
@@ -45,10 +58,9 @@ export class FetchSlots {
     return this.#busy;
   }
 
-  /** Starts the controller's ticks (nothing when fixed). */
+  /** Starts the ticks: the controller's, or with fixed slots only the samples. */
   start(): void {
-    if (!this.#adaptive) return;
-    this.#ticker = setInterval(() => this.#tick(), this.#adaptive.tickMs ?? 500);
+    this.#ticker = setInterval(() => this.#tick(), this.#adaptive?.tickMs ?? FIXED_TICK_MS);
     this.#ticker.unref();
   }
 
@@ -84,11 +96,24 @@ export class FetchSlots {
   }
 
   #tick(): void {
+    if (this.#stopped) return;
     const adaptive = this.#adaptive;
-    if (!adaptive || this.#stopped) return;
+    if (!adaptive) {
+      // Fixed slots measure no budget: all of them busy is their ceiling, and their load is the share in use.
+      const full = this.#peakBusy >= this.#fixed;
+      this.#observe({
+        inUse: this.#busy,
+        limit: this.#fixed,
+        bound: full ? 'ceiling' : 'work',
+        load: this.#peakBusy / this.#fixed,
+      });
+      this.#peakBusy = this.#busy;
+      return;
+    }
     const signals = adaptive.signals();
     const step = adaptive.controller.tick(signals, this.#peakBusy);
     this.#peakBusy = this.#busy;
+    this.#observe({ inUse: this.#busy, limit: step.limit, bound: step.bound, load: step.load });
     if (step.limit > step.previous) for (const wake of [...this.#parked]) wake();
     const now = this.#now();
     if (step.reason.startsWith('over:') && now - this.#lastBackOffLog >= BACK_OFF_LOG_MS) {

@@ -19,6 +19,7 @@ import { crawlerSink, DEFAULT_PRODUCE_LINGER_MS, Delivery, type Processed } from
 import { PageFetch } from './crawler-fetch.ts';
 import { DeliveryGate } from './crawler-gate.ts';
 import { LeasePump } from './crawler-leasing.ts';
+import { CRAWLER_TASK_KIND, LoadWindow } from './crawler-load.ts';
 import type { CrawlerOptions } from './crawler-options.ts';
 import { FetchSlots } from './crawler-slots.ts';
 import { DomainInFlight } from './domain-inflight.ts';
@@ -38,6 +39,9 @@ interface InFlight {
   /** Called once when the request's page is processed (or it ended before): its worker may take the next one. */
   freed: () => void;
 }
+
+/** How long a heartbeat stays live (lib/monitor/stats-report.ts HEARTBEAT_TTL_MS: every kind shares one TTL). */
+const HEARTBEAT_TTL_MS = 300_000;
 
 /** The exception of a request given up because crawlers kept stopping while working on it. */
 export const RECLAIMED_TOO_OFTEN =
@@ -74,6 +78,8 @@ export class Crawler {
   readonly #counters: PageCounters;
   readonly #slots: FetchSlots;
   readonly #domains: DomainInFlight;
+  /** What this process sustains, reported with its heartbeat (crawler-load.ts). */
+  readonly #load = new LoadWindow();
 
   constructor(options: CrawlerOptions) {
     const o = {
@@ -91,10 +97,13 @@ export class Crawler {
       scoutPollMs: 50,
       produceLingerMs: DEFAULT_PRODUCE_LINGER_MS,
       statsFlushMs: 1000,
+      heartbeatMs: 10_000,
       ...options,
     };
     this.#o = o;
-    this.#slots = new FetchSlots(o.concurrency, o.adaptive, o.now, o.log);
+    this.#slots = new FetchSlots(o.concurrency, o.adaptive, o.now, o.log, (sample) =>
+      this.#load.sample(o.now(), sample, this.pages),
+    );
     this.#maxDelivering = () => options.maxDelivering ?? Math.max(1, this.#slots.limit * DELIVERIES_PER_FETCH);
     this.#gate = new DeliveryGate(o.now, o.idlePollMs);
     this.#domains = new DomainInFlight(o.domainConcurrency);
@@ -164,12 +173,19 @@ export class Crawler {
 
   /** Starts the workers (returns at once). */
   start(): void {
-    const beat = () =>
-      void Promise.all(
-        this.#o.spiderTypes.map((s) => this.#o.stats.beat('crawler', `${s}|${this.#o.nodeId}`, this.#o.now(), 300_000)),
-      ).catch((e: Error) => this.#o.log.warn('heartbeat failed', { error: e.message }));
+    this.#load.begin(this.#o.now(), this.pages);
+    // One beat per spider type served (the stats replies count those), and one for the process with its load report.
+    const beat = () => {
+      const { stats, nodeId } = this.#o;
+      const now = this.#o.now();
+      const load = JSON.stringify(this.#load.report(now, this.pages, this.#slots.limit));
+      void Promise.all([
+        ...this.#o.spiderTypes.map((s) => stats.beat('crawler', `${s}|${nodeId}`, now, HEARTBEAT_TTL_MS)),
+        stats.beat(CRAWLER_TASK_KIND, nodeId, now, HEARTBEAT_TTL_MS, load),
+      ]).catch((e: Error) => this.#o.log.warn('heartbeat failed', { error: e.message }));
+    };
     beat();
-    this.#heartbeat = setInterval(beat, 10_000);
+    this.#heartbeat = setInterval(beat, this.#o.heartbeatMs);
     this.#heartbeat.unref();
     for (let i = 0; i < this.#slots.workers; i++) this.#workers.push(this.#work(i));
     this.#slots.start();

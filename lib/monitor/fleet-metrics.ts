@@ -1,16 +1,22 @@
 /**
- * The fleet metrics the stats job (functions/stats) publishes: backlog per spider type, live crawlers, and the
- * backlog per running crawler task that autoscaling follows.
+ * The fleet metrics the stats job (functions/stats) publishes: backlog per spider type, live crawlers, and what the
+ * crawler tasks sustain, from the load report each task's heartbeat carries (lib/crawl/crawler-load.ts), with the
+ * tasks the backlog needs (fleet-sizing.ts): the signal the fleet scales on (docs/design.md §8 "Fleet sizing").
+ * Reads: the spider types' backlog (O(domains)), the live heartbeats and the reports of the live tasks (one MGET):
+ * never a listing of the keyspace or of a queue.
  */
+import { CRAWLER_TASK_KIND, type CrawlerLoad, parseCrawlerLoad } from '../crawl/crawler-load.ts';
 import type { MonitorContext } from './context.ts';
+import { type FleetLoad, fleetLoad, freshLoads } from './fleet-sizing.ts';
 import { HEARTBEAT_TTL_MS, urlFrontierBacklog } from './stats-report.ts';
 
 /** The numbers the stats function publishes as metrics (per spider type and in total). */
-export interface FleetMetrics {
+export interface FleetMetrics extends FleetLoad {
   backlog: Record<string, number>;
   totalBacklog: number;
+  /** Live crawler heartbeats: one per spider type each process serves. */
   liveCrawlers: number;
-  /** Backlog per running crawler task: the signal the fleet scales on (backlog itself when none run). */
+  /** Backlog per live crawler (backlog itself when none run): for the dashboard; the fleet scales on tasksNeeded. */
   backlogPerTask: number;
   /**
    * URLs not yet completed in the URL Frontier API's crawls. Reported, but not part of the backlog the fleet
@@ -19,14 +25,28 @@ export interface FleetMetrics {
   urlFrontierBacklog: number;
 }
 
-/** Reads them: each spider type's backlog, the crawlers whose heartbeat is live, the URL Frontier API's crawls. */
+/** The load reports of the live crawler processes, fresh at `nowMs` (unreadable ones left out). */
+export async function liveLoads(ctx: MonitorContext, nowMs: number): Promise<CrawlerLoad[]> {
+  const ids = await ctx.stats.live(CRAWLER_TASK_KIND, nowMs, HEARTBEAT_TTL_MS);
+  const reports = await ctx.stats.reports(CRAWLER_TASK_KIND, ids);
+  const loads: CrawlerLoad[] = [];
+  for (const text of Object.values(reports)) {
+    const load = parseCrawlerLoad(text);
+    if (load) loads.push(load);
+  }
+  return freshLoads(loads, nowMs);
+}
+
+/** Reads them: each spider type's backlog, the live crawlers and their load, the URL Frontier API's crawls. */
 export async function fleetMetrics(ctx: MonitorContext): Promise<FleetMetrics> {
   const backlog: Record<string, number> = {};
   for (const spider of await ctx.frontier.spiders()) {
     backlog[spider] = Object.values(await ctx.frontier.backlog(spider)).reduce((s, n) => s + n, 0);
   }
   const totalBacklog = Object.values(backlog).reduce((s, n) => s + n, 0);
-  const liveCrawlers = (await ctx.stats.live('crawler', ctx.now(), HEARTBEAT_TTL_MS)).length;
+  const now = ctx.now();
+  const liveCrawlers = (await ctx.stats.live('crawler', now, HEARTBEAT_TTL_MS)).length;
+  const load = fleetLoad(await liveLoads(ctx, now), totalBacklog);
   let urlFrontierTotal = 0;
   for (const n of (await urlFrontierBacklog(ctx.urlFrontier)).values()) urlFrontierTotal += n;
   return {
@@ -35,5 +55,6 @@ export async function fleetMetrics(ctx: MonitorContext): Promise<FleetMetrics> {
     liveCrawlers,
     backlogPerTask: totalBacklog / Math.max(1, liveCrawlers),
     urlFrontierBacklog: urlFrontierTotal,
+    ...load,
   };
 }

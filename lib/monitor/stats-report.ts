@@ -8,7 +8,9 @@
  *   redis-monitor.ts REDIS_MONITOR_PLUGINS; rest's are request types);
  * - `crawler:<spider>:<status>` and `machine:<host>:<status>` by the crawler fleet (status: HTTP code or error kind;
  *   only HTTP codes are reported as statuses, see {@link byStatus}).
- * Heartbeats: kind `kafka-monitor` / `redis-monitor` / `rest` (id host:pid), kind `crawler` (id `<spider>|<host>|<pid>`).
+ * Heartbeats: kind `kafka-monitor` / `redis-monitor` / `rest` (id host:pid), kind `crawler` (id `<spider>|<host>|<pid>`),
+ * and kind `crawler-task` (id host:pid), whose beat carries the process's load report for the fleet sizing
+ * (lib/crawl/crawler-load.ts, read by fleet-metrics.ts).
  */
 
 import type { UrlFrontierView } from '../ports.ts';

@@ -7,7 +7,7 @@ import type { ReplyStore, StatsStore } from '../ports.ts';
 import type { RedisClient } from '../redis/client.ts';
 import { replyKey } from '../redis/keys.ts';
 import { runScript, script } from '../redis/scripts.ts';
-import { heartbeat, incrementStats, listStatNames, liveMembers, readStats } from '../redis/stats.ts';
+import { heartbeat, heartbeatReports, incrementStats, listStatNames, liveMembers, readStats } from '../redis/stats.ts';
 
 export function redisStatsStore(redis: RedisClient, prefix: string): StatsStore {
   return {
@@ -16,8 +16,9 @@ export function redisStatsStore(redis: RedisClient, prefix: string): StatsStore 
     },
     read: (names, nowMs) => readStats(redis, prefix, names, nowMs),
     names: (namePrefix) => listStatNames(redis, prefix, namePrefix),
-    beat: (kind, id, nowMs, ttlMs) => heartbeat(redis, prefix, kind, id, nowMs, ttlMs),
+    beat: (kind, id, nowMs, ttlMs, report) => heartbeat(redis, prefix, kind, id, nowMs, ttlMs, report),
     live: (kind, nowMs, ttlMs) => liveMembers(redis, prefix, kind, nowMs, ttlMs),
+    reports: (kind, ids) => heartbeatReports(redis, prefix, kind, ids),
   };
 }
 

@@ -182,6 +182,14 @@ export function heartbeatKey(prefix: string): string {
   return `${statsTag(prefix)}:hb`;
 }
 
+/**
+ * STRING: the report a heartbeat carries (a crawler process's load, JSON), with the heartbeat TTL; read by id for the
+ * live members only (MGET, one slot), never listed.
+ */
+export function heartbeatReportKey(prefix: string, kind: string, id: string): string {
+  return `${statsTag(prefix)}:hbr:${kind}\0${id}`;
+}
+
 /** HASH: the replies stored under a request uuid for REST, one field per appid (reply-put.lua; with a TTL). */
 export function replyKey(prefix: string, uuid: string): string {
   return `${prefix}:reply:${uuid}`;

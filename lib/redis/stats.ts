@@ -21,10 +21,11 @@
  *
  * ## Heartbeats
  * One ZSET (`heartbeatKey`) of `<kind>\0<id>` → last beat (epoch ms). A member is live while
- * `nowMs - lastBeat < ttlMs`.
+ * `nowMs - lastBeat < ttlMs`. A beat may carry a report (a crawler process's load): one STRING per member
+ * (`heartbeatReportKey`) that expires with the beat, read back by id for the live members only.
  */
 import type { RedisClient } from './client.ts';
-import { heartbeatKey, statsCounterKey, statsRegistryKey } from './keys.ts';
+import { heartbeatKey, heartbeatReportKey, statsCounterKey, statsRegistryKey } from './keys.ts';
 import { runScript, script } from './scripts.ts';
 
 /** The windows of the stats replies, in seconds, in reply order (docs/contract.md). */
@@ -161,6 +162,8 @@ export async function listStatNames(redis: RedisClient, prefix: string, namePref
  * The trim applies to every kind in the prefix: all kinds must share one TTL (the cluster's heartbeat
  * timeout); with different TTLs the shortest one also removes the other kinds' members early.
  *
+ * With `report`, the beat also stores it (replacing the last one) for `ttlMs`, in the same round trip.
+ *
  * @throws RangeError when `kind` contains a NUL character (the separator of kind and id).
  */
 export async function heartbeat(
@@ -170,16 +173,39 @@ export async function heartbeat(
   id: string,
   nowMs: number,
   ttlMs: number,
+  report?: string,
 ): Promise<void> {
   checkKind(kind);
   checkNow(nowMs);
   const key = heartbeatKey(prefix);
-  const replies = await redis
+  const pipeline = redis
     .pipeline()
     .zadd(key, nowMs, `${kind}\0${id}`)
-    .zremrangebyscore(key, '-inf', nowMs - ttlMs)
-    .exec();
+    .zremrangebyscore(key, '-inf', nowMs - ttlMs);
+  if (report !== undefined) pipeline.set(heartbeatReportKey(prefix, kind, id), report, 'PX', ttlMs);
+  const replies = await pipeline.exec();
   for (const [error] of replies ?? []) if (error) throw error;
+}
+
+/**
+ * The last report of each of these ids of `kind` that has one (ids without one are left out). One MGET in the stats
+ * slot: O(ids), and the caller passes the live ones ({@link liveMembers}), never a listing.
+ */
+export async function heartbeatReports(
+  redis: RedisClient,
+  prefix: string,
+  kind: string,
+  ids: readonly string[],
+): Promise<Record<string, string>> {
+  checkKind(kind);
+  if (ids.length === 0) return {};
+  const values = await redis.mget(...ids.map((id) => heartbeatReportKey(prefix, kind, id)));
+  const out: Record<string, string> = {};
+  ids.forEach((id, i) => {
+    const v = values[i];
+    if (typeof v === 'string') out[id] = v;
+  });
+  return out;
 }
 
 /**

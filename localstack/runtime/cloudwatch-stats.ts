@@ -17,11 +17,16 @@ const MAX_DATA_PER_CALL = 1000;
 
 /** The metrics of one stats run, as the handler emits them. */
 export function statsMetricData(m: FleetMetrics, timestamp = new Date()): MetricDatum[] {
-  const datum = (name: string, value: number, spider?: string): MetricDatum => ({
+  const datum = (
+    name: string,
+    value: number,
+    spider?: string,
+    unit: StandardUnit = StandardUnit.Count,
+  ): MetricDatum => ({
     MetricName: name,
     Dimensions: spider === undefined ? [{ ...SERVICE }] : [{ ...SERVICE }, { Name: 'spider', Value: spider }],
     Value: value,
-    Unit: StandardUnit.Count,
+    Unit: unit,
     Timestamp: timestamp,
   });
   return [
@@ -29,6 +34,12 @@ export function statsMetricData(m: FleetMetrics, timestamp = new Date()): Metric
     datum('LiveCrawlers', m.liveCrawlers),
     datum('BacklogPerTask', m.backlogPerTask),
     datum('UrlFrontierBacklog', m.urlFrontierBacklog),
+    datum('LiveTasks', m.liveTasks),
+    datum('PagesPerSecond', m.pagesPerSecond, undefined, StandardUnit.Count_Second),
+    datum('TaskPagesPerSecond', m.taskPagesPerSecond, undefined, StandardUnit.Count_Second),
+    datum('SlotUtilization', m.slotUtilization, undefined, StandardUnit.None),
+    datum('SaturatedShare', m.saturatedShare, undefined, StandardUnit.None),
+    datum('TasksNeeded', m.tasksNeeded),
     ...Object.entries(m.backlog).map(([spider, backlog]) => datum('SpiderBacklog', backlog, spider)),
   ];
 }

@@ -7,7 +7,7 @@ import { type Cfn, logicalIdOf, resourceOf, type Synthesized, synthStack } from 
 
 let s: Synthesized;
 beforeAll(() => {
-  s = synthStack({ minTasks: 0, maxTasks: 20, backlogPerTask: 200 });
+  s = synthStack({ minTasks: 0, maxTasks: 20 });
 });
 
 function container(syn: Synthesized) {
@@ -92,34 +92,96 @@ describe('crawler fleet', () => {
     });
   });
 
-  it('scales out within a minute of BacklogPerTask above the threshold, by half, double or triple', () => {
+  /** The expression the alarm of a policy evaluates, and the stats metrics it reads by id. */
+  function gapOf(alarm: Cfn) {
+    const expression = alarm.Metrics.find((m: Cfn) => m.Expression);
+    const metric = (id: string) => alarm.Metrics.find((m: Cfn) => m.Id === id).MetricStat;
+    return { expression: expression.Expression, needed: metric('needed'), tasks: metric('tasks') };
+  }
+
+  it('scales out within a minute of TasksNeeded above LiveTasks, by the gap rounded down to a power of two', () => {
     const out = scalingPolicies(s).find((p) => p.config.StepAdjustments.some((a: Cfn) => a.ScalingAdjustment > 0));
-    expect(out?.config.AdjustmentType).toBe('PercentChangeInCapacity');
-    expect(out?.config.MinAdjustmentMagnitude).toBe(1);
-    expect(out?.config.StepAdjustments.map((a: Cfn) => a.ScalingAdjustment)).toEqual([50, 100, 200]);
+    expect(out?.config.AdjustmentType).toBe('ChangeInCapacity');
+    expect(out?.config.Cooldown).toBe(120);
     const alarm = alarmOf(s, out?.id ?? '');
     expect(alarm.EvaluationPeriods).toBe(1);
-    expect(alarm.Threshold).toBe(200);
+    expect(alarm.Threshold).toBe(1);
     expect(alarm.ComparisonOperator).toBe('GreaterThanOrEqualToThreshold');
-    const expression = alarm.Metrics.find((m: Cfn) => m.Expression);
-    // With no crawler alive, any backlog starts one.
-    expect(expression.Expression).toBe('IF(live < 1 AND backlog > 0, bpt + 200, bpt)');
-    const bpt = alarm.Metrics.find((m: Cfn) => m.Id === 'bpt').MetricStat.Metric;
-    expect(bpt).toEqual({
-      Namespace: 'CrawlCluster',
-      MetricName: 'BacklogPerTask',
-      Dimensions: [{ Name: 'service', Value: 'stats' }],
-    });
+    // Steps are relative to the threshold (a gap of 1): gap 1 adds 1, 2-3 add 2, ... 64 and more add 64.
+    expect(
+      out?.config.StepAdjustments.map((a: Cfn) => [
+        a.MetricIntervalLowerBound + 1,
+        a.MetricIntervalUpperBound === undefined ? null : a.MetricIntervalUpperBound + 1,
+        a.ScalingAdjustment,
+      ]),
+    ).toEqual([
+      [1, 2, 1],
+      [2, 4, 2],
+      [4, 8, 4],
+      [8, 16, 8],
+      [16, 32, 16],
+      [32, 64, 32],
+      [64, null, 64],
+    ]);
+    const gap = gapOf(alarm);
+    expect(gap.expression).toBe('needed - tasks');
+    for (const [id, name] of [
+      ['needed', 'TasksNeeded'],
+      ['tasks', 'LiveTasks'],
+    ] as const) {
+      const stat = id === 'needed' ? gap.needed : gap.tasks;
+      expect(stat).toEqual({
+        Metric: { Namespace: 'CrawlCluster', MetricName: name, Dimensions: [{ Name: 'service', Value: 'stats' }] },
+        Period: 60,
+        Stat: 'Maximum',
+      });
+    }
   });
 
-  it('scales in slowly: ten minutes well below the threshold, a fifth at a time, never the last task while work is queued', () => {
+  it('never scales on a backlog constant: no alarm of the stack reads BacklogPerTask', () => {
+    const alarms = Object.values(s.template.findResources('AWS::CloudWatch::Alarm'));
+    expect(alarms.length).toBeGreaterThan(0);
+    for (const a of alarms) expect(JSON.stringify(a.Properties)).not.toContain('BacklogPerTask');
+  });
+
+  it('scales in slowly: ten minutes of TasksNeeded at least one below LiveTasks, a fifth at a time', () => {
     const inPolicy = scalingPolicies(s).find((p) => p.config.StepAdjustments.some((a: Cfn) => a.ScalingAdjustment < 0));
+    expect(inPolicy?.config.AdjustmentType).toBe('PercentChangeInCapacity');
+    expect(inPolicy?.config.MinAdjustmentMagnitude).toBe(1);
     expect(inPolicy?.config.StepAdjustments).toEqual([{ MetricIntervalUpperBound: 0, ScalingAdjustment: -20 }]);
     expect(inPolicy?.config.Cooldown).toBe(300);
     const alarm = alarmOf(s, inPolicy?.id ?? '');
     expect(alarm.EvaluationPeriods).toBe(10);
-    expect(alarm.Threshold).toBe(50);
-    expect(alarm.Metrics.find((m: Cfn) => m.Expression).Expression).toBe('IF(live <= 1 AND backlog > 0, 200, bpt)');
+    expect(alarm.Threshold).toBe(-1);
+    expect(alarm.ComparisonOperator).toBe('LessThanOrEqualToThreshold');
+    expect(gapOf(alarm).expression).toBe('needed - tasks');
+  });
+
+  it('runs 1 vCPU / 2 GiB tasks by default, with adaptive slots between the context bounds', () => {
+    const task = resourceOf(s, s.stack.fleet.taskDefinition).Properties;
+    expect([task.Cpu, task.Memory]).toEqual(['1024', '2048']);
+    const env = (syn: Synthesized) =>
+      Object.fromEntries(
+        (container(syn).Environment as { Name: string; Value: string }[]).map((e) => [e.Name, e.Value]),
+      );
+    expect(env(s)).toMatchObject({ CRAWLER_CONCURRENCY_MIN: '8', CRAWLER_CONCURRENCY_MAX: '256' });
+    expect(env(s).CRAWLER_CONCURRENCY).toBeUndefined();
+    const bigger = synthStack({
+      taskCpu: 2048,
+      taskMemoryMiB: 4096,
+      crawlerConcurrencyMin: 16,
+      crawlerConcurrencyMax: 512,
+    });
+    expect(env(bigger)).toMatchObject({ CRAWLER_CONCURRENCY_MIN: '16', CRAWLER_CONCURRENCY_MAX: '512' });
+    expect(() => synthStack({ crawlerConcurrencyMin: 64, crawlerConcurrencyMax: 32 })).toThrow(/crawlerConcurrencyMax/);
+    expect(() => synthStack({ runtimeEnv: { CRAWLER_CONCURRENCY_MAX: '64' } })).toThrow(/set by the stack/);
+  });
+
+  it('pages someone when the fleet has needed more than maxTasks saturated tasks for half an hour', () => {
+    const alarms = Object.values(s.template.findResources('AWS::CloudWatch::Alarm')).map((a) => a.Properties as Cfn);
+    const atMax = alarms.find((a) => String(a.AlarmDescription).includes('more than maxTasks'));
+    expect(atMax?.EvaluationPeriods).toBe(30);
+    expect(atMax?.Metrics.find((m: Cfn) => m.Expression).Expression).toBe('IF(tasks >= 20 AND needed > tasks, 1, 0)');
   });
 
   it('can run tasks in public subnets with a public IP each and no NAT gateway at all', () => {

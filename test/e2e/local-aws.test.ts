@@ -17,7 +17,7 @@ const cloudwatch = new CloudWatchClient(localstackClientSettings());
 afterAll(() => cloudwatch.destroy());
 
 describe.skipIf(!config().CRAWL_LOCALSTACK)('local cluster: stats metrics in LocalStack CloudWatch', () => {
-  it('a queued crawl shows up as Backlog, BacklogPerTask and SpiderBacklog{spider=link} in CloudWatch', async () => {
+  it('a queued crawl shows up as Backlog, SpiderBacklog{spider=link} and TasksNeeded 1 (no crawler) in CloudWatch', async () => {
     // A namespace of its own, so that no other cluster's metrics mix in; names and dimensions are the real ones.
     const namespace = uniqueName('CrawlClusterE2e');
     const t = await startTestCluster({}, { metricsNamespace: namespace, scheduleEveryMs: 500 });
@@ -43,7 +43,13 @@ describe.skipIf(!config().CRAWL_LOCALSTACK)('local cluster: stats metrics in Loc
         'BacklogPerTask{service=stats}',
         'Backlog{service=stats}',
         'LiveCrawlers{service=stats}',
+        'LiveTasks{service=stats}',
+        'PagesPerSecond{service=stats}',
+        'SaturatedShare{service=stats}',
+        'SlotUtilization{service=stats}',
         'SpiderBacklog{service=stats,spider=link}',
+        'TaskPagesPerSecond{service=stats}',
+        'TasksNeeded{service=stats}',
         'UrlFrontierBacklog{service=stats}',
       ]);
       // The scaling policy's read: Maximum over a minute, dimension service=stats.
@@ -54,28 +60,27 @@ describe.skipIf(!config().CRAWL_LOCALSTACK)('local cluster: stats metrics in Loc
             new GetMetricDataCommand({
               StartTime: new Date(Date.now() - 5 * 60_000),
               EndTime: new Date(Date.now() + 60_000),
-              MetricDataQueries: [
-                {
-                  Id: 'backlog',
-                  MetricStat: {
-                    Metric: {
-                      Namespace: namespace,
-                      MetricName: 'Backlog',
-                      Dimensions: [{ Name: 'service', Value: 'stats' }],
-                    },
-                    Period: 60,
-                    Stat: 'Maximum',
+              MetricDataQueries: ['Backlog', 'TasksNeeded'].map((name) => ({
+                Id: name.toLowerCase(),
+                MetricStat: {
+                  Metric: {
+                    Namespace: namespace,
+                    MetricName: name,
+                    Dimensions: [{ Name: 'service', Value: 'stats' }],
                   },
+                  Period: 60,
+                  Stat: 'Maximum',
                 },
-              ],
+              })),
             }),
           );
-          const values = data.MetricDataResults?.[0]?.Values ?? [];
-          return values.some((v) => v >= 1) ? values : undefined;
+          const values = data.MetricDataResults?.map((r) => r.Values ?? []) ?? [];
+          return values.every((v) => v.some((x) => x >= 1)) ? values : undefined;
         },
         30_000,
       );
-      expect(Math.max(...backlog)).toBe(1);
+      // Requests queued and no crawler reporting: the fleet needs one (it starts and measures).
+      expect(backlog.map((v) => Math.max(...v))).toEqual([1, 1]);
     } finally {
       await t.stop();
     }

@@ -4,6 +4,7 @@
  * fetches at once it starts with, as far as the sites keep it busy, and every page it fetches arrives.
  */
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';
+import { liveLoads } from '../../lib/monitor/fleet-metrics.ts';
 import { type Internet, startInternet } from '../../localstack/site/internet-server.ts';
 import { type Collector, completeNotice, crawlPages, startTestCluster, type TestCluster } from '../helpers/cluster.ts';
 import { type CrawlerProcess, startCrawlerProcess } from '../helpers/crawler-process.ts';
@@ -53,6 +54,19 @@ describe('adaptive concurrency on the simulated internet', () => {
     expect(net.reachable(seeds, 2, true).size).toBeGreaterThan(500);
     await waitUntil('500 pages', () => crawlPages(pages, 'web').length >= 500, 120_000);
     expect(net.inFlight.peak, worker.output()).toBeGreaterThan(32);
+    // Its heartbeat (every 10 s) reports what it sustains, through Redis, to what the stats function reads to size
+    // the fleet (docs/design.md §8 "Fleet sizing").
+    const [load] = await waitUntil(
+      'a load report with pages',
+      async () => {
+        const loads = await liveLoads(t.deps.ctx, Date.now());
+        return loads.length === 1 && (loads[0]?.pagesPerSec ?? 0) > 0 ? loads : undefined;
+      },
+      30_000,
+    );
+    expect(load?.slotsInUse).toBeGreaterThan(0);
+    expect(load?.slotLimit).toBeGreaterThanOrEqual(8);
+    expect(load?.slotLimit).toBeLessThanOrEqual(256);
     // A page's depth is the path it was first found on (the dupefilter keeps the first sighting, as Scrapy
     // Cluster's does): at these latencies a page two hops away can be found first at depth 2 via another site and
     // not followed, so which pages a maxdepth crawl holds depends on timing. What does not: everything the crawl

@@ -386,6 +386,7 @@ export class MemoryStatsStore implements StatsStore {
   down = false;
   readonly #events = new Map<string, { at: number; by: number }[]>();
   readonly #beats = new Map<string, Map<string, number>>();
+  readonly #reports = new Map<string, string>();
 
   #enter(): void {
     if (this.down) throw new InfrastructureError('connect ECONNREFUSED 127.0.0.1:6379 (fake stats store down)');
@@ -420,11 +421,22 @@ export class MemoryStatsStore implements StatsStore {
     return [...this.#events.keys()].filter((n) => n.startsWith(namePrefix)).sort();
   }
 
-  async beat(kind: string, id: string, nowMs: number, _ttlMs: number): Promise<void> {
+  async beat(kind: string, id: string, nowMs: number, _ttlMs: number, report?: string): Promise<void> {
     this.#enter();
     const members = this.#beats.get(kind) ?? new Map<string, number>();
     members.set(id, nowMs);
     this.#beats.set(kind, members);
+    if (report !== undefined) this.#reports.set(`${kind}\0${id}`, report);
+  }
+
+  async reports(kind: string, ids: readonly string[]): Promise<Record<string, string>> {
+    this.#enter();
+    const out: Record<string, string> = {};
+    for (const id of ids) {
+      const report = this.#reports.get(`${kind}\0${id}`);
+      if (report !== undefined) out[id] = report;
+    }
+    return out;
   }
 
   async live(kind: string, nowMs: number, ttlMs: number): Promise<string[]> {

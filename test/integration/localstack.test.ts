@@ -139,17 +139,29 @@ describe.skipIf(!vars.CRAWL_LOCALSTACK)('stats metrics in LocalStack CloudWatch'
       liveCrawlers: 2,
       backlogPerTask: 4.5,
       urlFrontierBacklog: 3,
+      liveTasks: 2,
+      pagesPerSecond: 612.5,
+      slotUtilization: 0.8,
+      saturatedShare: 0.75,
+      taskPagesPerSecond: 300,
+      tasksNeeded: 3,
     };
     const before = Date.now();
     await publisher.publish(m);
 
-    const listed = await metricsOf(namespace, 6);
+    const listed = await metricsOf(namespace, 12);
     expect(listed.map(describeMetric).sort()).toEqual([
       'BacklogPerTask{service=stats}',
       'Backlog{service=stats}',
       'LiveCrawlers{service=stats}',
+      'LiveTasks{service=stats}',
+      'PagesPerSecond{service=stats}',
+      'SaturatedShare{service=stats}',
+      'SlotUtilization{service=stats}',
       'SpiderBacklog{service=stats,spider=link}',
       'SpiderBacklog{service=stats,spider=wandering}',
+      'TaskPagesPerSecond{service=stats}',
+      'TasksNeeded{service=stats}',
       'UrlFrontierBacklog{service=stats}',
     ]);
 
@@ -168,6 +180,9 @@ describe.skipIf(!vars.CRAWL_LOCALSTACK)('stats metrics in LocalStack CloudWatch'
         EndTime: new Date(Date.now() + 60_000),
         MetricDataQueries: [
           stat('bpt', 'BacklogPerTask'),
+          stat('needed', 'TasksNeeded'),
+          stat('tasks', 'LiveTasks'),
+          stat('pps', 'PagesPerSecond'),
           stat('backlog', 'Backlog'),
           stat('live', 'LiveCrawlers'),
           stat('uf', 'UrlFrontierBacklog'),
@@ -176,7 +191,16 @@ describe.skipIf(!vars.CRAWL_LOCALSTACK)('stats metrics in LocalStack CloudWatch'
       }),
     );
     const values = Object.fromEntries((data.MetricDataResults ?? []).map((r) => [r.Id, r.Values]));
-    expect(values).toEqual({ bpt: [4.5], backlog: [9], live: [2], uf: [3], link: [7] });
+    expect(values).toEqual({
+      bpt: [4.5],
+      needed: [3],
+      tasks: [2],
+      pps: [612.5],
+      backlog: [9],
+      live: [2],
+      uf: [3],
+      link: [7],
+    });
   });
 });
 

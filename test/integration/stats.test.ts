@@ -1,8 +1,10 @@
+import { setTimeout as sleep } from 'node:timers/promises';
 import { afterAll, afterEach, describe, expect, test, vi } from 'vitest';
-import { heartbeatKey, statsCounterKey, statsRegistryKey } from '../../lib/redis/keys.ts';
+import { heartbeatKey, heartbeatReportKey, statsCounterKey, statsRegistryKey } from '../../lib/redis/keys.ts';
 import {
   BUCKETS_PER_WINDOW,
   heartbeat,
+  heartbeatReports,
   incrementStats,
   listStatNames,
   liveMembers,
@@ -250,5 +252,29 @@ describe('heartbeats', () => {
     expect(await liveMembers(redis, prefix, 'crawler', T, ttl)).toEqual(['m1', 'm2']);
     expect(await liveMembers(redis, prefix, 'redis-monitor', T, ttl)).toEqual(['r1']);
     expect(await liveMembers(redis, prefix, 'rest', T, ttl)).toEqual([]);
+  });
+
+  test('a beat carries a report: the last one is read back for the ids asked, in the stats slot', async () => {
+    const prefix = freshPrefix();
+    const ttl = 60 * SECOND;
+    await heartbeat(redis, prefix, 'crawler-task', 'host-a:1', T, ttl, '{"pagesPerSec":1}');
+    await heartbeat(redis, prefix, 'crawler-task', 'host-a:1', T + 10 * SECOND, ttl, '{"pagesPerSec":2}');
+    await heartbeat(redis, prefix, 'crawler-task', 'host-b:2', T, ttl);
+    const live = await liveMembers(redis, prefix, 'crawler-task', T + 10 * SECOND, ttl);
+    expect(live).toEqual(['host-a:1', 'host-b:2']);
+    expect(await heartbeatReports(redis, prefix, 'crawler-task', live)).toEqual({ 'host-a:1': '{"pagesPerSec":2}' });
+    expect(await heartbeatReports(redis, prefix, 'crawler', live)).toEqual({});
+    expect(await heartbeatReports(redis, prefix, 'crawler-task', [])).toEqual({});
+    const slot = await redis.cluster('KEYSLOT', heartbeatKey(prefix));
+    expect(await redis.cluster('KEYSLOT', heartbeatReportKey(prefix, 'crawler-task', 'host-a:1'))).toBe(slot);
+    await redis.del(heartbeatReportKey(prefix, 'crawler-task', 'host-a:1'));
+  });
+
+  test('a report expires with its beat', async () => {
+    const prefix = freshPrefix();
+    await heartbeat(redis, prefix, 'crawler-task', 'host-a:1', T, 150, '{}');
+    expect(await redis.pttl(heartbeatReportKey(prefix, 'crawler-task', 'host-a:1'))).toBeGreaterThan(0);
+    await sleep(250);
+    expect(await heartbeatReports(redis, prefix, 'crawler-task', ['host-a:1'])).toEqual({});
   });
 });

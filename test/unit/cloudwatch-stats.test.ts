@@ -82,6 +82,16 @@ function pointsOfData(namespace: string, data: MetricDatum[]): Point[] {
   );
 }
 
+/** The fleet's load with no task reporting (lib/monitor/fleet-sizing.ts). */
+const NO_TASKS = {
+  liveTasks: 0,
+  pagesPerSecond: 0,
+  slotUtilization: 0,
+  saturatedShare: 0,
+  taskPagesPerSecond: 0,
+  tasksNeeded: 0,
+};
+
 describe('stats metrics for CloudWatch', () => {
   it('are the metrics the stats handler emits as EMF: same namespace, names, dimensions, values and units', async () => {
     const ctx = testContext();
@@ -93,6 +103,14 @@ describe('stats metrics for CloudWatch', () => {
     );
     await ctx.frontier.enqueue('wandering', [seed({ ...c, crawlid: 'c2', url: 'http://example.org/' })], TEST_NOW);
     await ctx.stats.beat('crawler', 'link|host-a|1', TEST_NOW - 1000, 300_000);
+    const load = { at: TEST_NOW - 1000, pagesPerSec: 310.5, slotsInUse: 120, slotLimit: 160, bound: 'cpu' };
+    await ctx.stats.beat(
+      'crawler-task',
+      'host-a|1',
+      TEST_NOW - 1000,
+      300_000,
+      JSON.stringify({ ...load, saturated: 0.75, load: 0.9 }),
+    );
 
     const printed: string[] = [];
     const spy = vi.spyOn(console, 'log').mockImplementation((line: unknown) => {
@@ -113,37 +131,48 @@ describe('stats metrics for CloudWatch', () => {
       .filter((doc) => doc._aws !== undefined);
     expect(emf.length).toBeGreaterThan(0);
     expect(m.backlog).toEqual({ link: 2, wandering: 1 });
+    expect(m).toMatchObject({ liveTasks: 1, pagesPerSecond: 310.5, slotUtilization: 0.75, tasksNeeded: 1 });
 
     expect(pointsOfData(METRICS_NAMESPACE, statsMetricData(m)).sort()).toEqual(emf.flatMap(pointsOfEmf).sort());
   });
 
   it('carry the dimension service=stats that the autoscaling policy reads, and spider on SpiderBacklog', () => {
     const m: FleetMetrics = {
+      ...NO_TASKS,
       backlog: { link: 4 },
       totalBacklog: 4,
       liveCrawlers: 0,
       backlogPerTask: 4,
       urlFrontierBacklog: 0,
+      tasksNeeded: 1,
     };
     expect(pointsOfData(METRICS_NAMESPACE, statsMetricData(m))).toEqual([
       'CrawlCluster Backlog{service=stats} = 4 Count',
       'CrawlCluster LiveCrawlers{service=stats} = 0 Count',
       'CrawlCluster BacklogPerTask{service=stats} = 4 Count',
       'CrawlCluster UrlFrontierBacklog{service=stats} = 0 Count',
+      'CrawlCluster LiveTasks{service=stats} = 0 Count',
+      'CrawlCluster PagesPerSecond{service=stats} = 0 Count/Second',
+      'CrawlCluster TaskPagesPerSecond{service=stats} = 0 Count/Second',
+      'CrawlCluster SlotUtilization{service=stats} = 0 None',
+      'CrawlCluster SaturatedShare{service=stats} = 0 None',
+      'CrawlCluster TasksNeeded{service=stats} = 1 Count',
       'CrawlCluster SpiderBacklog{service=stats,spider=link} = 4 Count',
     ]);
   });
 
   it('are the metrics the fleet scales on and the dashboard graphs, as cdk/constructs/fleet.ts reads them', async () => {
-    const { statsMetric } = await import('../../cdk/constructs/fleet.ts');
+    const { statsMetric, STATS_METRICS } = await import('../../cdk/constructs/fleet.ts');
     const data = statsMetricData({
+      ...NO_TASKS,
       backlog: {},
       totalBacklog: 1,
       liveCrawlers: 1,
       backlogPerTask: 1,
       urlFrontierBacklog: 1,
     });
-    for (const name of ['Backlog', 'LiveCrawlers', 'BacklogPerTask', 'UrlFrontierBacklog'] as const) {
+    expect(data.map((d) => d.MetricName)).toEqual(STATS_METRICS);
+    for (const name of STATS_METRICS) {
       const read = statsMetric(name);
       const sent = data.find((d) => d.MetricName === name);
       expect(read.namespace, name).toBe(METRICS_NAMESPACE);
@@ -155,10 +184,17 @@ describe('stats metrics for CloudWatch', () => {
     const sent: PutMetricDataCommand[] = [];
     const publisher = cloudWatchStatsPublisher({ send: async (command) => void sent.push(command) }, 'TestNs');
     const backlog = Object.fromEntries(Array.from({ length: 1500 }, (_, i) => [`spider${i}`, i]));
-    await publisher.publish({ backlog, totalBacklog: 1, liveCrawlers: 1, backlogPerTask: 1, urlFrontierBacklog: 0 });
+    await publisher.publish({
+      ...NO_TASKS,
+      backlog,
+      totalBacklog: 1,
+      liveCrawlers: 1,
+      backlogPerTask: 1,
+      urlFrontierBacklog: 0,
+    });
     expect(sent.map((c) => [c.input.Namespace, c.input.MetricData?.length])).toEqual([
       ['TestNs', 1000],
-      ['TestNs', 504],
+      ['TestNs', 510],
     ]);
   });
 });

@@ -45,13 +45,13 @@ describe('ConcurrencyController', () => {
 
   it('holds, neither growing nor backing off, while its loop lags but it uses little CPU itself (starved by neighbours)', () => {
     const c = new ConcurrencyController({ min: 8, max: 256, initial: 64 });
-    expect(c.tick({ ...IDLE, loopDelayMs: 300, cpuShare: 0.2 }, 64)).toEqual({
+    expect(c.tick({ ...IDLE, loopDelayMs: 300, cpuShare: 0.2 }, 64)).toMatchObject({
       limit: 64,
       previous: 64,
       reason: 'hold:starved',
     });
     // The same lag with the process busy on its own CPU is its own overload.
-    expect(c.tick({ ...IDLE, loopDelayMs: 300, cpuShare: 0.5 }, 64)).toEqual({
+    expect(c.tick({ ...IDLE, loopDelayMs: 300, cpuShare: 0.5 }, 64)).toMatchObject({
       limit: 44,
       previous: 64,
       reason: 'over:loopDelayMs',
@@ -60,10 +60,22 @@ describe('ConcurrencyController', () => {
 
   it('holds when not every slot was busy: a crawler waiting on politeness gains nothing from more (an eighth of slack)', () => {
     const c = new ConcurrencyController({ min: 4, max: 500, initial: 50 });
-    expect(c.tick(IDLE, 43)).toEqual({ limit: 50, previous: 50, reason: 'hold' });
+    expect(c.tick(IDLE, 43)).toEqual({ limit: 50, previous: 50, reason: 'hold', bound: 'work', load: 0.1 / 0.75 });
     expect(c.limit).toBe(50);
     // Within an eighth of full (a worker between two requests is not holding one): busy enough to grow.
     expect(c.tick(IDLE, 44).reason).toBe('grow');
+  });
+
+  it('says what bounds its slots: growing while far from budgets, the budget it is near, its ceiling', () => {
+    const c = new ConcurrencyController({ min: 4, max: 40, initial: 30 });
+    // Past half a budget (CPU 0.54 of 0.9): x1.25, not slow start's doubling.
+    expect(c.tick({ ...IDLE, cpuShare: 0.54 }, 30)).toMatchObject({ limit: 38, reason: 'grow', bound: 'growing' });
+    // CPU at 0.8 of the task (0.89 of its 0.9 budget): one slot a tick, bound by CPU.
+    const step = c.tick({ ...IDLE, cpuShare: 0.8 }, 38);
+    expect(step).toMatchObject({ limit: 39, reason: 'grow', bound: 'cpu' });
+    expect(step.load).toBeCloseTo(0.8 / 0.9);
+    c.tick(IDLE, 39);
+    expect(c.tick(IDLE, 40)).toMatchObject({ limit: 40, reason: 'hold', bound: 'ceiling' });
   });
 
   it('never passes its ceiling nor goes under its floor', () => {
@@ -76,15 +88,16 @@ describe('ConcurrencyController', () => {
   });
 
   it.each([
-    ['loopDelayMs', { loopDelayMs: 250, cpuShare: 0.6 }],
-    ['cpuShare', { cpuShare: 0.97 }],
-    ['heapShare', { heapShare: 0.8 }],
-    ['rssShare', { rssShare: 0.85 }],
-    ['bodyShare', { bodyShare: 1.1 }],
-  ] as const)('backs off on the first tick %s is over its budget', (signal, over) => {
+    ['loopDelayMs', 'loop', { loopDelayMs: 250, cpuShare: 0.6 }],
+    ['cpuShare', 'cpu', { cpuShare: 0.97 }],
+    ['heapShare', 'heap', { heapShare: 0.8 }],
+    ['rssShare', 'rss', { rssShare: 0.85 }],
+    ['bodyShare', 'body', { bodyShare: 1.1 }],
+  ] as const)('backs off on the first tick %s is over its budget, bound by %s', (signal, bound, over) => {
     const c = new ConcurrencyController({ min: 4, max: 500, initial: 200 });
     const step = c.tick({ ...IDLE, ...over }, 200);
-    expect(step).toEqual({ limit: 140, previous: 200, reason: `over:${signal}` });
+    expect(step).toMatchObject({ limit: 140, previous: 200, reason: `over:${signal}`, bound });
+    expect(step.load).toBeGreaterThanOrEqual(1);
   });
 
   it('memory budget: RSS near the task memory stops growth at once and a burst of 2 MB bodies shrinks the slots', () => {

@@ -8,6 +8,7 @@ import { ConcurrencyController, type LoadSignals } from '../../lib/crawl/concurr
 import { Crawler, DELIVERIES_PER_FETCH, RECLAIMED_TOO_OFTEN } from '../../lib/crawl/crawler.ts';
 import { MAX_CRAWL_DELAY_MS, MAX_RESTAMP_WAIT_MS, RESTAMP_AFTER_MS } from '../../lib/crawl/crawler-fetch.ts';
 import { LEASE_AHEAD_MS, MAX_LEASE_BATCH } from '../../lib/crawl/crawler-leasing.ts';
+import { CRAWLER_TASK_KIND, type CrawlerLoad, parseCrawlerLoad } from '../../lib/crawl/crawler-load.ts';
 import type { CrawlerOptions } from '../../lib/crawl/crawler-options.ts';
 import type { RobotsDecision } from '../../lib/crawl/robots.ts';
 import { type SandboxResult, SpiderBudgetError } from '../../lib/crawl/spider-sandbox.ts';
@@ -1274,7 +1275,12 @@ describe('Crawler: adaptive concurrency (issue 32)', () => {
     const { fetcher, seen } = slowFetcher(20);
     const controller = new ConcurrencyController({ min: 2, max: 64, initial: 4 });
     let signals = IDLE;
-    const crawler = testCrawler(frontier, { fetcher, adaptive: { controller, signals: () => signals, tickMs: 15 } });
+    // One domain: its per-domain cap lifted, so the slots are all that bound it.
+    const crawler = testCrawler(frontier, {
+      fetcher,
+      domainConcurrency: 1000,
+      adaptive: { controller, signals: () => signals, tickMs: 15 },
+    });
     crawler.start();
     try {
       await waitFor(() => controller.limit === 64);
@@ -1307,6 +1313,70 @@ describe('Crawler: adaptive concurrency (issue 32)', () => {
       await new Promise((r) => setTimeout(r, 100));
       // At most one growth (the first turn had all 4 busy: slow start doubles once), never more.
       expect(controller.limit).toBeLessThanOrEqual(8);
+    } finally {
+      await crawler.stop(1000);
+    }
+  });
+});
+
+describe('Crawler: the load report its heartbeat carries (issue 32)', () => {
+  const IDLE: LoadSignals = { loopDelayMs: 1, cpuShare: 0.1, heapShare: 0.1, rssShare: 0.1, bodyShare: 0 };
+
+  async function lastReport(stats: MemoryStatsStore): Promise<CrawlerLoad | undefined> {
+    const ids = await stats.live(CRAWLER_TASK_KIND, Date.now(), 300_000);
+    const text = (await stats.reports(CRAWLER_TASK_KIND, ids))['test:1'];
+    return text === undefined ? undefined : parseCrawlerLoad(text);
+  }
+
+  it('reports pages/s, slots in use, its slot limit and the budget that bounds it, beat after beat', async () => {
+    const frontier = new ScriptedFrontier(Array.from({ length: 100_000 }, (_, i) => lease(`http://a.example/${i}`)));
+    const fetcher: CrawlerOptions['fetcher'] = {
+      fetch: async (q) => {
+        await new Promise((r) => setTimeout(r, 5));
+        return htmlResponse(q.url, 'ok');
+      },
+      close: async () => undefined,
+    };
+    const stats = new MemoryStatsStore();
+    // The CPU near its budget all along: the slots grow one a tick, bound by CPU.
+    const controller = new ConcurrencyController({ min: 2, max: 64, initial: 8 });
+    const signals = { ...IDLE, cpuShare: 0.8 };
+    const crawler = testCrawler(frontier, {
+      fetcher,
+      stats,
+      adaptive: { controller, signals: () => signals, tickMs: 10 },
+      heartbeatMs: 50,
+    });
+    crawler.start();
+    try {
+      await waitFor(() => crawler.pages > 200);
+      await new Promise((r) => setTimeout(r, 120));
+      const r = await lastReport(stats);
+      expect(r?.pagesPerSec).toBeGreaterThan(0);
+      expect(r?.slotsInUse).toBeGreaterThan(0);
+      expect(r?.slotLimit).toBeGreaterThan(8);
+      expect(r?.slotLimit).toBeLessThanOrEqual(64);
+      expect(r?.bound).toBe('cpu');
+      expect(r?.saturated).toBeGreaterThan(0.5);
+      expect(r?.load).toBeCloseTo(0.8 / 0.9, 2);
+      expect(Date.now() - (r?.at ?? 0)).toBeLessThan(1000);
+    } finally {
+      await crawler.stop(1000);
+    }
+  });
+
+  it('fixed slots report too: bound by work when they are not all busy', async () => {
+    const frontier = new ScriptedFrontier(Array.from({ length: 3 }, (_, i) => lease(`http://a.example/${i}`)));
+    const stats = new MemoryStatsStore();
+    const crawler = testCrawler(frontier, { stats, concurrency: 4, heartbeatMs: 50 });
+    crawler.start();
+    try {
+      await waitFor(() => frontier.settled);
+      await new Promise((r) => setTimeout(r, 700));
+      const r = await lastReport(stats);
+      expect(r).toMatchObject({ slotLimit: 4, bound: 'work', saturated: 0 });
+      expect(r?.pagesPerSec).toBeGreaterThan(0);
+      expect(r?.load).toBeLessThan(1);
     } finally {
       await crawler.stop(1000);
     }

@@ -178,7 +178,7 @@ describe('scheduled handlers with events/scheduled.json', () => {
     expect(await reclaimHandler(provide(ctx))(scheduled(), lambdaContext('reclaim'))).toEqual({ reclaimed: 5 });
   });
 
-  it('stats returns the fleet metrics: backlog per spider, total, live crawlers, backlog per task', async () => {
+  it('stats returns the fleet metrics: backlog per spider, total, live crawlers, backlog per task, the tasks needed', async () => {
     const ctx = testContext();
     const c = { appid: 'testapp', crawlid: 'c1' };
     await ctx.frontier.enqueue(
@@ -192,6 +192,14 @@ describe('scheduled handlers with events/scheduled.json', () => {
     );
     await ctx.stats.beat('crawler', 'link|host-a|1', TEST_NOW - 1000, 300_000);
     await ctx.stats.beat('crawler', 'link|host-b|2', TEST_NOW - 1000, 300_000);
+    const load = { at: TEST_NOW - 1000, pagesPerSec: 12, slotsInUse: 4, slotLimit: 16 };
+    await ctx.stats.beat(
+      'crawler-task',
+      'host-a|1',
+      TEST_NOW - 1000,
+      300_000,
+      JSON.stringify({ ...load, bound: 'work', saturated: 0, load: 0.2 }),
+    );
 
     expect(await statsHandler(provide(ctx))(scheduled(), lambdaContext('stats'))).toEqual({
       backlog: { link: 3 },
@@ -199,6 +207,12 @@ describe('scheduled handlers with events/scheduled.json', () => {
       liveCrawlers: 2,
       backlogPerTask: 1.5,
       urlFrontierBacklog: 0,
+      liveTasks: 1,
+      pagesPerSecond: 12,
+      slotUtilization: 0.25,
+      saturatedShare: 0,
+      taskPagesPerSecond: 0,
+      tasksNeeded: 1,
     });
   });
 });

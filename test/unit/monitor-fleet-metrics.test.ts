@@ -1,4 +1,5 @@
 import { describe, expect, it } from 'vitest';
+import { CRAWLER_TASK_KIND, type CrawlerLoad } from '../../lib/crawl/crawler-load.ts';
 import { fleetMetrics } from '../../lib/monitor/fleet-metrics.ts';
 import { HEARTBEAT_TTL_MS } from '../../lib/monitor/stats-report.ts';
 import { child, FakeUrlFrontier, seed, TEST_NOW, type TestContext, testContext } from '../helpers/fakes.ts';
@@ -34,6 +35,57 @@ describe('fleetMetrics', () => {
       liveCrawlers: 2,
       backlogPerTask: 2,
       urlFrontierBacklog: 0,
+      liveTasks: 0,
+      pagesPerSecond: 0,
+      slotUtilization: 0,
+      saturatedShare: 0,
+      taskPagesPerSecond: 0,
+      tasksNeeded: 1,
+    });
+  });
+
+  function report(over: Partial<CrawlerLoad>): CrawlerLoad {
+    return {
+      at: TEST_NOW - 5000,
+      pagesPerSec: 400,
+      slotsInUse: 150,
+      slotLimit: 150,
+      bound: 'cpu',
+      saturated: 1,
+      load: 0.95,
+      ...over,
+    };
+  }
+
+  it('sizes the fleet from the load reports of the live crawler processes, fresh ones only', async () => {
+    const ctx = testContext();
+    for (let i = 0; i < 3; i++) {
+      await ctx.frontier.enqueue(
+        'link',
+        Array.from({ length: 400 }, (_, j) => seed({ appid: 'a', crawlid: `c${i}`, url: `http://s${j}.example.com/` })),
+        TEST_NOW,
+      );
+    }
+    const beat = (id: string, at: number, load?: CrawlerLoad) =>
+      ctx.stats.beat(CRAWLER_TASK_KIND, id, at, HEARTBEAT_TTL_MS, load && JSON.stringify(load));
+    // Two saturated tasks at 0.2 pages/s each: 1,200 queued take 50 minutes at 0.4/s; 10 minutes need 10 tasks.
+    await beat('host-a:1', TEST_NOW - 5000, report({ pagesPerSec: 0.2 }));
+    await beat('host-b:2', TEST_NOW - 5000, report({ pagesPerSec: 0.2, slotsInUse: 50 }));
+    // Beating but its report is two minutes old (it beat without one since: an older image), and one that never
+    // reported, and one whose heartbeat is dead: none of them counts.
+    await beat('host-c:3', TEST_NOW - 120_000, report({ at: TEST_NOW - 120_000 }));
+    await beat('host-c:3', TEST_NOW - 1000);
+    await beat('host-d:4', TEST_NOW - 1000);
+    await beat('host-e:5', TEST_NOW - HEARTBEAT_TTL_MS - 1, report({ at: TEST_NOW }));
+
+    expect(await fleetMetrics(ctx)).toMatchObject({
+      totalBacklog: 1200,
+      liveTasks: 2,
+      pagesPerSecond: 0.4,
+      slotUtilization: 0.667, // 200 of 300 slots, to three places
+      saturatedShare: 1,
+      taskPagesPerSecond: 0.2,
+      tasksNeeded: 10,
     });
   });
 
@@ -68,6 +120,12 @@ describe('fleetMetrics', () => {
       liveCrawlers: 0,
       backlogPerTask: 0,
       urlFrontierBacklog: 0,
+      liveTasks: 0,
+      pagesPerSecond: 0,
+      slotUtilization: 0,
+      saturatedShare: 0,
+      taskPagesPerSecond: 0,
+      tasksNeeded: 0,
     });
   });
 });

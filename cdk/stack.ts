@@ -4,6 +4,7 @@
 import { CfnOutput, Stack, type StackProps } from 'aws-cdk-lib';
 import type { RetentionDays } from 'aws-cdk-lib/aws-logs';
 import type { Construct } from 'constructs';
+import { BrowserFleet, browserFleetSettings } from './constructs/browser-fleet.ts';
 import { Cache } from './constructs/cache.ts';
 import { Fleet } from './constructs/fleet.ts';
 import { Functions } from './constructs/functions.ts';
@@ -26,6 +27,8 @@ export class CrawlClusterStack extends Stack {
   readonly storage: Storage;
   readonly functions: Functions;
   readonly fleet: Fleet;
+  /** The browser fleet (docs/spiders-browser.md); undefined unless `browserFleet=true`. */
+  readonly browserFleet?: BrowserFleet;
   readonly restApi: RestApi;
   /** The URL Frontier gRPC service; undefined with `urlFrontier=false`. */
   readonly urlFrontier?: UrlFrontier;
@@ -108,6 +111,12 @@ export class CrawlClusterStack extends Stack {
       logRetention,
       runtimeEnv: s.runtimeEnv,
     });
+    const { enabled: browserFleet, ...browser } = browserFleetSettings(this.node);
+    if (browserFleet) {
+      const { network, kafka, cache, storage, fleet } = this;
+      const shared = { network, kafka, cache, storage, fleet, shutdownDeadlineMs: s.shutdownDeadlineMs, logRetention };
+      this.browserFleet = new BrowserFleet(this, 'BrowserFleet', { ...browser, ...shared, runtimeEnv: s.runtimeEnv });
+    }
     if (s.urlFrontier) {
       this.urlFrontier = new UrlFrontier(this, 'UrlFrontier', {
         network: this.network,

@@ -13,6 +13,7 @@ interface LocalOptions extends LocalAwsOptions {
   scheduleEvery: number;
   restPort: number;
   frontierPort: number;
+  browserWorkers: number;
   jsonLogs?: boolean;
 }
 
@@ -54,6 +55,13 @@ export function registerLocal(program: Command, out: Output): void {
       'port of the URL Frontier API (gRPC, urlfrontier.URLFrontier) on 127.0.0.1; 0 disables it',
       integerOption({ min: 0, max: 65535 }),
       7071,
+    )
+    .option(
+      '--browser-workers <n>',
+      'browser worker processes: they lease only spiderid "browser" and render pages in headless Chromium ' +
+        '(BROWSER_CHROMIUM_PATH; docs/spiders-browser.md)',
+      integerOption({ min: 0 }),
+      0,
     )
     .option('--json-logs', 'log lines as JSON instead of human-readable text')
     .action(async (opts: LocalOptions) => {
@@ -101,6 +109,7 @@ export function registerLocal(program: Command, out: Output): void {
           batchSize: opts.batchSize,
           maxBatchingWindowMs: opts.batchingWindow,
           scheduleEveryMs: opts.scheduleEvery * 1000,
+          browserWorkers: opts.browserWorkers,
           onBatch: (fn, s) =>
             log(s.threw || s.failures > 0 ? 'warn' : 'info', `${fn}: ${s.records} records in ${s.durationMs} ms`, {
               ...(s.failures > 0 ? { failures: s.failures } : {}),

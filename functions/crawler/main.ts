@@ -10,12 +10,14 @@ import { S3Client } from '@aws-sdk/client-s3';
 import { config } from '../../lib/config/index.ts';
 import { BODY_BUDGET_SHARE, BodyBudget } from '../../lib/crawl/body-budget.ts';
 import { type BodyStore, directoryBodyStore, s3BodyStore } from '../../lib/crawl/body-store.ts';
+import { browserFetcher, browserPages } from '../../lib/crawl/browser-worker.ts';
 import { Crawler } from '../../lib/crawl/crawler.ts';
 import { UndiciFetcher } from '../../lib/crawl/fetch.ts';
 import { adaptiveConcurrency, taskLimits } from '../../lib/crawl/process-signals.ts';
 import { RobotsCache } from '../../lib/crawl/robots.ts';
 import { closeSpiders, loadSpiders, openSpiders, pluginList } from '../../lib/crawl/spider-registry.ts';
 import { SpiderSandbox } from '../../lib/crawl/spider-sandbox.ts';
+import { BROWSER_SPIDER } from '../../lib/crawl/spiders/browser.ts';
 import { BUILT_IN_SPIDERS } from '../../lib/crawl/spiders/index.ts';
 import { startStallWatchdog } from '../../lib/crawl/stall-watchdog.ts';
 import type { Spider } from '../../lib/crawl/types.ts';
@@ -79,7 +81,18 @@ try {
   process.stderr.write(`${(error as Error).message}\n`);
   process.exit(2);
 }
-const spiderTypes = vars.CRAWLER_SPIDERS ? vars.CRAWLER_SPIDERS.split(',').map((s) => s.trim()) : [...spiders.keys()];
+// Browser workers serve the browser spider type only, and only they do: an HTML crawler never leases a page that
+// needs Chromium (docs/spiders-browser.md).
+const spiderTypes = vars.CRAWLER_SPIDERS
+  ? vars.CRAWLER_SPIDERS.split(',').map((s) => s.trim())
+  : [...spiders.keys()].filter((s) => s !== BROWSER_SPIDER);
+const browserWorker = spiderTypes.includes(BROWSER_SPIDER);
+if (browserWorker && spiderTypes.length > 1) {
+  process.stderr.write(
+    `CRAWLER_SPIDERS: a browser worker serves "${BROWSER_SPIDER}" only (got ${spiderTypes.join(', ')})\n`,
+  );
+  process.exit(2);
+}
 for (const s of spiderTypes) {
   if (!spiders.has(s)) {
     process.stderr.write(
@@ -109,6 +122,7 @@ const fetcher = new UndiciFetcher({
   maxRedirects: vars.MAX_REDIRECTS,
   allowPrivateNetworks: vars.ALLOW_PRIVATE_NETWORKS,
   resolve: hostMap(vars.CRAWLER_HOST_MAP),
+  trustedHosts: vars.CRAWLER_TRUSTED_HOSTS ? vars.CRAWLER_TRUSTED_HOSTS.split(',') : undefined,
 });
 // S3 on AWS (BODY_STORE_BUCKET, set by the stack; locally a bucket in LocalStack, AWS_ENDPOINT_URL), else a local
 // directory, else none: bodies over the message limit are then cut. One S3 client for the task's life.
@@ -119,10 +133,15 @@ const bodyStore: BodyStore | undefined = s3
     ? directoryBodyStore(vars.BODY_STORE_DIR)
     : undefined;
 
+const robots = vars.ROBOTSTXT_OBEY ? new RobotsCache({ redis, prefix: vars.REDIS_KEY_PREFIX, fetcher }) : undefined;
+// A browser worker renders its pages in headless Chromium; every request they make goes through `fetcher`.
+const browser = browserWorker
+  ? browserFetcher(vars, { fetcher, robots, memoryBytes: limits.memoryBytes, log })
+  : undefined;
 const crawler = new Crawler({
   frontier: new Frontier(redis, frontierOptions(vars)),
-  fetcher,
-  robots: vars.ROBOTSTXT_OBEY ? new RobotsCache({ redis, prefix: vars.REDIS_KEY_PREFIX, fetcher }) : undefined,
+  fetcher: browser ?? fetcher,
+  robots,
   sink: producerSink(producer, { compression: vars.KAFKA_COMPRESSION, topics: topicLookup }),
   stats: redisStatsStore(redis, vars.REDIS_KEY_PREFIX),
   spiders,
@@ -137,9 +156,9 @@ const crawler = new Crawler({
   base64: vars.KAFKA_BASE_64_ENCODE,
   maxMessageBytes: vars.KAFKA_MAX_MESSAGE_BYTES,
   bodyStore,
-  concurrency: vars.CRAWLER_CONCURRENCY || 16,
+  concurrency: browser ? browserPages(vars, limits.memoryBytes) : vars.CRAWLER_CONCURRENCY || 16,
   domainConcurrency: vars.CRAWLER_DOMAIN_CONCURRENCY,
-  adaptive: adaptiveConcurrency(vars, limits, () => bodyBudget.share),
+  adaptive: browser ? undefined : adaptiveConcurrency(vars, limits, () => bodyBudget.share),
   retryTimes: vars.RETRY_TIMES,
   retryBaseDelayMs: vars.RETRY_BASE_DELAY_MS,
   userAgent: vars.USER_AGENT,
@@ -192,6 +211,7 @@ shutdown = async (signal: string): Promise<void> => {
     code = 1;
   }
   // What can still be open is a robots.txt lookup no request waits for any more: not worth waiting for.
+  await browser?.close().catch(() => undefined);
   await Promise.race([fetcher.close(), sleep(1000)]).catch(() => undefined);
   s3?.destroy();
   redis.disconnect();

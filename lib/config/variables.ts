@@ -207,6 +207,68 @@ export const VARIABLES = {
     description:
       "Heap limit (MiB) of the worker thread that runs plugin spiders' code: a plugin that allocates without end kills that thread, not the crawler; the page fails with the reason.",
   },
+  BROWSER_CHROMIUM_PATH: {
+    type: 'string',
+    default: '/usr/bin/chromium',
+    minLength: 1,
+    description:
+      "Browser workers (CRAWLER_SPIDERS=browser): the Chromium executable (Debian's `chromium`; the browser image's own).",
+  },
+  BROWSER_PAGES: {
+    type: 'integer',
+    default: 0,
+    minimum: 0,
+    maximum: 64,
+    description:
+      'Browser workers: pages rendered at once per process (0: sized from the task memory, one per 4 × BROWSER_PAGE_MEMORY_MB, 1-8).',
+  },
+  BROWSER_PAGE_TIMEOUT_MS: {
+    type: 'integer',
+    default: 30_000,
+    minimum: 1000,
+    maximum: 600_000,
+    description: 'Browser workers: longest a page may take from opening to its rendered HTML; past it the try fails.',
+  },
+  BROWSER_SETTLE_MS: {
+    type: 'integer',
+    default: 2000,
+    minimum: 0,
+    maximum: 60_000,
+    description: "Browser workers: after the load event, longest wait for the page's network to go quiet.",
+  },
+  BROWSER_PAGE_MEMORY_MB: {
+    type: 'integer',
+    default: 256,
+    minimum: 16,
+    maximum: 16_384,
+    description:
+      "Browser workers: V8 heap limit (MiB) of a page's renderer; a script that allocates without end crashes its page only.",
+  },
+  BROWSER_MAX_REQUESTS: {
+    type: 'integer',
+    default: 300,
+    minimum: 1,
+    description: 'Browser workers: requests one page may make, its document included; past it the try fails.',
+  },
+  BROWSER_MAX_BYTES: {
+    type: 'integer',
+    default: 20_971_520,
+    minimum: 1024,
+    description: 'Browser workers: body bytes one page may load, its document included; past it the try fails.',
+  },
+  BROWSER_CONTEXT_PAGES: {
+    type: 'integer',
+    default: 50,
+    minimum: 1,
+    description: "Browser workers: pages a crawl's browser context serves before a fresh one replaces it.",
+  },
+  BROWSER_BLOCK_RESOURCES: {
+    type: 'string',
+    default: 'image,font,media',
+    pattern: '^[a-z,]*$',
+    description:
+      'Browser workers: comma-separated resource types refused to pages (image, font, media, stylesheet, script...).',
+  },
   CRAWLER_STALL_EXIT_MS: {
     type: 'integer',
     default: 120_000,
@@ -292,6 +354,12 @@ export const VARIABLES = {
     default: '',
     pattern: '^([^=,\\s]+=[0-9a-fA-F.:]+)?(,[^=,\\s]+=[0-9a-fA-F.:]+)*$',
     description: 'Tests and benchmarks: `host=ip,host2=ip` resolved without DNS (the SSRF guard still applies).',
+  },
+  CRAWLER_TRUSTED_HOSTS: {
+    type: 'string',
+    default: '',
+    description:
+      'Tests: comma-separated host names of CRAWLER_HOST_MAP whose address passes the SSRF guard without ALLOW_PRIVATE_NETWORKS (every other private address is still refused).',
   },
   EGRESS_IP: {
     type: 'string',

@@ -101,7 +101,13 @@ export class PageFetch {
     let response: FetchResult;
     try {
       response = await o.fetcher.fetch(
-        { url: req.url, userAgent: ua, headers: lease.crawl.headers, cookie: lease.crawl.cookie },
+        {
+          url: req.url,
+          userAgent: ua,
+          headers: lease.crawl.headers,
+          cookie: lease.crawl.cookie,
+          crawl: `${lease.crawl.appid}/${lease.crawl.crawlid}`,
+        },
         signal,
       );
     } catch (error) {

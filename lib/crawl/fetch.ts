@@ -88,6 +88,12 @@ export interface UndiciFetcherOptions {
    */
   resolve?: HostMap;
   /**
+   * Host names of `resolve` whose mapped address passes the SSRF guard even when it is not public (tests: a fixture
+   * site on loopback, crawled with private networks refused, so every other private address still is).
+   * @default none
+   */
+  trustedHosts?: readonly string[];
+  /**
    * Most concurrent connections to one origin.
    * @default 16
    */
@@ -135,7 +141,7 @@ export class UndiciFetcher implements Fetcher {
       allowH2: false,
       connect: {
         timeout: options.connectTimeoutMs ?? 10_000,
-        lookup: guardedLookup(this.#allowPrivate, options.resolve ?? {}),
+        lookup: guardedLookup(this.#allowPrivate, options.resolve ?? {}, undefined, options.trustedHosts),
         rejectUnauthorized: options.verifyTls ?? true,
       },
     });

@@ -152,6 +152,8 @@ function hostKey(hostname: string): string {
  *   case-insensitively, ignoring a trailing dot. Overridden addresses are still checked: with
  *   `allowPrivate=false` a name mapped to 127.0.0.1 is refused, which is how the tests exercise the guard.
  * @param lookup the underlying resolver
+ * @param trusted names of `resolve` whose override passes unchecked (tests: a fixture site on loopback while every
+ *   other non-public address is refused); a name resolved by DNS is never trusted
  * @default resolve `{}`
  * @default lookup `dns.lookup`
  * @throws TypeError when an override is not an IP address (at construction, not at connect time)
@@ -160,7 +162,9 @@ export function guardedLookup(
   allowPrivate: boolean,
   resolve: HostMap = {},
   lookup: LookupFunction = dnsLookup as LookupFunction,
+  trusted: readonly string[] = [],
 ): LookupFunction {
+  const trustedHosts = new Set(trusted.map(hostKey));
   const overrides = new Map<string, LookupAddress>();
   for (const [host, address] of Object.entries(resolve)) {
     const family = isIP(address);
@@ -184,6 +188,11 @@ export function guardedLookup(
       return callback(null, first.address, first.family);
     };
     const override = overrides.get(hostKey(hostname));
+    if (override && trustedHosts.has(hostKey(hostname))) {
+      return process.nextTick(() =>
+        options.all ? callback(null, [override]) : callback(null, override.address, override.family),
+      );
+    }
     if (override) return process.nextTick(answer, null, [override]);
     lookup(hostname, { ...options, all: true }, (err, address) =>
       answer(err, Array.isArray(address) ? address : err ? [] : [{ address, family: isIP(address) }]),

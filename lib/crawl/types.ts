@@ -16,6 +16,11 @@ export interface FetchRequest {
   /** `k=v; k2=v2` (CONTRACT `cookie`). */
   cookie?: string;
   /**
+   * The crawl the request belongs to (`appid/crawlid`): the browser fetcher renders each crawl's pages in a context
+   * of its own (lib/crawl/browser-pool.ts). @default none
+   */
+  crawl?: string;
+  /**
    * Redirects followed for this request, in place of the fetcher's own limit (robots.txt asks for the five
    * RFC 9309 §2.3.1.2 requires, whatever `MAX_REDIRECTS` says).
    * @default the fetcher's `maxRedirects`

@@ -46,6 +46,11 @@ export interface LocalClusterOptions {
   kafka?: Kafka;
   /** Crawler worker processes. @default vars.CRAWLER_WORKERS */
   crawlerWorkers?: number;
+  /**
+   * Browser worker processes (the same entry point with CRAWLER_SPIDERS=browser: they lease only `browser` requests and
+   * render them in headless Chromium, docs/spiders-browser.md). @default 0
+   */
+  browserWorkers?: number;
   /** Environment the workers inherit (the configuration values are set on top). @default the process environment */
   workerEnv?: NodeJS.ProcessEnv;
   /** CloudWatch namespace of the stats metrics in LocalStack (tests use one of their own). @default METRICS_NAMESPACE */
@@ -119,8 +124,9 @@ async function startWithAws(options: LocalClusterOptions, aws: LocalAwsRuntime |
   const sources: MskSource[] = [];
   const schedules: Schedule[] = [];
   let workers: CrawlerWorkers | undefined;
+  let browserWorkers: CrawlerWorkers | undefined;
   const stopAll = async () => {
-    await workers?.stop();
+    await Promise.all([workers?.stop(), browserWorkers?.stop()]);
     await Promise.all([...sources.map((s) => s.stop()), ...schedules.map((s) => s.stop())]);
     aws?.close();
   };
@@ -136,6 +142,17 @@ async function startWithAws(options: LocalClusterOptions, aws: LocalAwsRuntime |
   try {
     const count = options.crawlerWorkers ?? vars.CRAWLER_WORKERS;
     if (count > 0) workers = startCrawlerWorkers(vars, count, log, options.workerEnv ?? processEnvironment());
+    const browsers = options.browserWorkers ?? 0;
+    if (browsers > 0) {
+      const env = options.workerEnv ?? processEnvironment();
+      browserWorkers = startCrawlerWorkers(
+        { ...vars, CRAWLER_SPIDERS: 'browser' },
+        browsers,
+        log,
+        env,
+        'browser worker',
+      );
+    }
     // Both groups join at once: a join can wait for the broker to drop a dead member of the group.
     const started = await Promise.allSettled(
       (
@@ -190,7 +207,7 @@ async function startWithAws(options: LocalClusterOptions, aws: LocalAwsRuntime |
   });
   return {
     stop: stopAll,
-    workers: () => workers?.pids() ?? [],
+    workers: () => [...(workers?.pids() ?? []), ...(browserWorkers?.pids() ?? [])],
     consumers: () => sources.map((s) => s.health()),
   };
 }

@@ -46,6 +46,8 @@ export function startCrawlerWorkers(
   count: number,
   log: RuntimeLog,
   baseEnv: NodeJS.ProcessEnv,
+  /** How the log names a worker. @default 'crawler worker' */
+  what = 'crawler worker',
 ): CrawlerWorkers {
   const children = new Map<number, ChildProcess>();
   let stopping = false;
@@ -63,25 +65,21 @@ export function startCrawlerWorkers(
       stdio: ['ignore', 'inherit', 'inherit'],
     });
     children.set(slot, child);
-    log('info', `crawler worker ${slot} started`, { pid: child.pid });
+    log('info', `${what} ${slot} started`, { pid: child.pid });
     child.once('exit', (code, signal) => {
       if (stopping) return;
       if (code === CONFIG_EXIT_CODE) {
         // Misconfigured (a broken plugin, an unknown CRAWLER_SPIDERS type): starting it again would fail again.
-        log(
-          'error',
-          `crawler worker ${slot} exited: its configuration is invalid (see its error above); not restarted`,
-          {
-            code,
-          },
-        );
+        log('error', `${what} ${slot} exited: its configuration is invalid (see its error above); not restarted`, {
+          code,
+        });
         children.delete(slot);
         return;
       }
       const streak = Date.now() - startedAt >= HEALTHY_RUN_MS ? 0 : (quickExits.get(slot) ?? 0);
       quickExits.set(slot, streak + 1);
       const inMs = restartBackoffMs(streak);
-      log('warn', `crawler worker ${slot} exited; starting it again`, { code, signal, inMs });
+      log('warn', `${what} ${slot} exited; starting it again`, { code, signal, inMs });
       setTimeout(() => {
         if (!stopping) startOne(slot);
       }, inMs).unref();

@@ -108,6 +108,17 @@ export interface FixtureSite {
   close(): Promise<void>;
 }
 
+/** The links of the demo site's `/js` page, all written by its script (none in its HTML). */
+export const JS_PAGE_LINKS = ['/js/0', '/js/1', '/js/2', '/js/3'];
+
+const JS_PAGE =
+  '<!doctype html><html><head><title>Built by script</title></head><body><ul id="links"></ul><script>' +
+  'const add = (href) => { const a = document.createElement("a"); a.href = href; a.textContent = href;' +
+  ' const li = document.createElement("li"); li.append(a); document.getElementById("links").append(li); };' +
+  `${JSON.stringify(JS_PAGE_LINKS.slice(0, 2))}.forEach(add);` +
+  'fetch("/js/links.json").then((r) => r.json()).then((paths) => paths.forEach(add));' +
+  '</script></body></html>';
+
 const FILLER = 'The quick brown fox jumps over the lazy dog while the crawler reads every word of it. ';
 
 const WORDS = (
@@ -355,6 +366,14 @@ export async function startSite(options: SiteOptions = {}): Promise<FixtureSite>
         `<!doctype html><html><head><title>Catalog</title></head><body><ul>${items.join('')}</ul></body></html>`,
       );
     }
+    // A page built by JavaScript (the browser spider's, docs/spiders-browser.md): no link in its HTML; its script
+    // writes two and fetches the paths of two more.
+    if (path === '/js') return html(200, JS_PAGE);
+    if (path === '/js/links.json') {
+      res.writeHead(200, { 'content-type': 'application/json' });
+      return res.end(JSON.stringify(JS_PAGE_LINKS.slice(2)));
+    }
+    if (/^\/js\/\d+$/.test(path)) return html(200, `<p>built by script: ${path}</p>`);
     if (path.startsWith('/private/')) return html(200, '<p>secret</p>');
     if (path === '/redirect') return html(302, '', { location: '/p/0' });
     if (path === '/redirect-private') return html(302, '', { location: 'http://169.254.169.254/latest/meta-data/' });

@@ -236,8 +236,8 @@ describe('validateRequest: crawl regexes', () => {
 describe('validateRequest: spiders', () => {
   const spiders = BUILT_IN_SPIDERS;
 
-  it('has the link, wandering and sitemap spiders built in', () => {
-    expect([...BUILT_IN_SPIDERS].sort()).toEqual(['link', 'sitemap', 'wandering']);
+  it('has the link, wandering, sitemap and browser spiders built in', () => {
+    expect([...BUILT_IN_SPIDERS].sort()).toEqual(['browser', 'link', 'sitemap', 'wandering']);
   });
 
   it('accepts a crawl for the wandering spider', () => {
@@ -251,7 +251,7 @@ describe('validateRequest: spiders', () => {
     expect(error.kind).toBe('unknown_spider');
     expect(paths(error)).toEqual(['/spiderid']);
     expect(error.details[0]?.message).toBe(
-      'must be a spider type this cluster runs (link, wandering, sitemap), not "nope"',
+      'must be a spider type this cluster runs (link, wandering, sitemap, browser), not "nope"',
     );
   });
 

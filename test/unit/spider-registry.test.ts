@@ -44,7 +44,7 @@ describe('CRAWLER_PLUGINS', () => {
 describe('loadSpiders', () => {
   it('registers the built-in spiders without any plugin', async () => {
     const spiders = await loadSpiders([]);
-    expect([...spiders.keys()]).toEqual(['link', 'wandering', 'sitemap']);
+    expect([...spiders.keys()]).toEqual(['link', 'wandering', 'sitemap', 'browser']);
   });
 
   it('adds the spiders of each plugin module, TypeScript or JavaScript, default or named exports', async () => {
@@ -56,6 +56,7 @@ describe('loadSpiders', () => {
       'link',
       'wandering',
       'sitemap',
+      'browser',
       'products',
       'catalog',
       'product-page',

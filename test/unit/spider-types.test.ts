@@ -45,7 +45,7 @@ describe('FleetSpiderTypes', () => {
   it('knows the built-ins and every type ever registered, and reads the registry once per TTL', async () => {
     const { store, fleet, advance } = setup();
     await store.register(['products'], 1);
-    expect([...(await fleet.known())].sort()).toEqual(['link', 'products', 'sitemap', 'wandering']);
+    expect([...(await fleet.known())].sort()).toEqual(['browser', 'link', 'products', 'sitemap', 'wandering']);
     await store.register(['catalog'], 2);
     expect((await fleet.known()).has('catalog')).toBe(false);
     expect(store.reads).toBe(1);
@@ -95,7 +95,7 @@ describe('the kafka-monitor with the fleet’s spider types', () => {
         details: [
           {
             path: '/spiderid',
-            message: 'must be a spider type this cluster runs (link, wandering, sitemap), not "nope"',
+            message: 'must be a spider type this cluster runs (link, wandering, sitemap, browser), not "nope"',
           },
         ],
       },

@@ -136,8 +136,8 @@ describe('wandering spider', () => {
 });
 
 describe('built-in spiders', () => {
-  it('are link, wandering and sitemap, under their names', () => {
-    expect(builtInSpiders.map((s) => s.name).sort()).toEqual(['link', 'sitemap', 'wandering']);
+  it('are link, wandering, sitemap and browser, under their names', () => {
+    expect(builtInSpiders.map((s) => s.name).sort()).toEqual(['browser', 'link', 'sitemap', 'wandering']);
     expect(new Set(builtInSpiders.map((s) => s.name))).toEqual(BUILT_IN_SPIDERS);
     expect(builtInSpiders).toContain(linkSpider);
   });

@@ -283,6 +283,20 @@ describe('guardedLookup', () => {
     expect(dns.calls.length).toBe(calls);
   });
 
+  it('passes a trusted override to loopback and still refuses untrusted ones and names resolved by DNS', async () => {
+    const resolve = { 'fixture.test': '127.0.0.1', 'secret.test': '127.0.0.1' };
+    const lookup = guardedLookup(false, resolve, dns, ['Fixture.test']);
+    expect(await resolveWith(lookup, 'fixture.test.', false)).toEqual({ error: null, address: '127.0.0.1', family: 4 });
+    expect(await resolveWith(lookup, 'fixture.test', true)).toMatchObject({
+      error: null,
+      address: [{ address: '127.0.0.1', family: 4 }],
+    });
+    expect((await resolveWith(lookup, 'secret.test', false)).error).toMatchObject({ kind: 'blocked_address' });
+    // Trust is for an override only: a trusted name that DNS resolves to a private address is refused.
+    const byDns = guardedLookup(false, {}, dns, ['metadata.test']);
+    expect((await resolveWith(byDns, 'metadata.test', false)).error).toMatchObject({ kind: 'blocked_address' });
+  });
+
   it('rejects an override that is not an IP address when built', () => {
     expect(() => guardedLookup(true, { 'a.test': 'b.test' })).toThrow(TypeError);
   });

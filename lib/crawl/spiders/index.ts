@@ -4,11 +4,12 @@
  * export in the list below; nothing else names it.
  */
 import type { Spider } from '../types.ts';
+import { browserSpider } from './browser.ts';
 import { linkSpider } from './link.ts';
 import { sitemapSpider } from './sitemap.ts';
 import { wanderingSpider } from './wandering.ts';
 
-const builtIns: Spider[] = [linkSpider, wanderingSpider, sitemapSpider];
+const builtIns: Spider[] = [linkSpider, wanderingSpider, sitemapSpider, browserSpider];
 export default builtIns;
 
 /** The built-in spider types: always accepted in requests, whatever the fleet runs. */

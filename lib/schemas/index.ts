@@ -4,9 +4,10 @@
  * in, and every failure is one {@link SchemaValidationError} whose details point at the offending field.
  */
 import { Buffer } from 'node:buffer';
-import { domainToASCII } from 'node:url';
+import { isIP } from 'node:net';
 import type { ErrorObject, ValidateFunction } from 'ajv';
 import { Ajv } from 'ajv';
+import { registrableDomain } from '../crawl/domain.ts';
 import type { RejectionDetail } from '../errors.ts';
 import { SchemaValidationError } from '../errors.ts';
 import actionSchema from './action.schema.json' with { type: 'json' };
@@ -398,18 +399,40 @@ function seedUrlProblem(url: string): string | undefined {
   return undefined;
 }
 
-// Labels of letters, digits and inner hyphens; at least two labels; the TLD alphabetic or punycode.
-const DOMAIN_NAME = /^(?=.{1,253}$)(?:[a-z0-9](?:[a-z0-9-]{0,61}[a-z0-9])?\.)+(?:[a-z]{2,63}|xn--[a-z0-9-]{1,59})$/;
+// After normalization: dot-separated labels of letters, digits, underscores and inner hyphens (one label is a host
+// too: `localhost`, an intranet name), or an IP address.
+const HOST_NAME =
+  /^(?=.{1,253}$)[a-z0-9_](?:[a-z0-9_-]{0,61}[a-z0-9_])?(?:\.[a-z0-9_](?:[a-z0-9_-]{0,61}[a-z0-9_])?)*$/;
 
-// domainToASCII alone would quietly cut `ebay.com/x` to `ebay.com` and decode `%41`, so those are refused first.
-const DOMAIN_CHARACTERS = /^[\p{L}\p{M}\p{N}.-]+$/u;
+// The URL parser inside registrableDomain would quietly cut `ebay.com/x` to `ebay.com` and decode `%41`, so those
+// are refused first. `:` and brackets are for IPv6 (`::1`, `[::1]`) and a port, which throttle keys ignore.
+const DOMAIN_CHARACTERS = /^[\p{L}\p{M}\p{N}.:[\]_-]+$/u;
+
+/**
+ * The domain a domain config request names, as the crawler keys its throttles and queues (lib/crawl/domain.ts
+ * `registrableDomain`, docs/contract.md "Domain config request"): lower-cased, punycode, a subdomain to its
+ * registrable domain (`www.ebay.com` → `ebay.com`), an IP address or a host without a public suffix (`127.0.0.1`,
+ * `localhost`, an intranet name) as itself. Undefined when it is not a host at all.
+ */
+export function domainConfigKey(value: string): string | undefined {
+  if (!DOMAIN_CHARACTERS.test(value)) return undefined;
+  let domain: string;
+  try {
+    domain = registrableDomain(value);
+  } catch {
+    return undefined;
+  }
+  return isIP(domain) !== 0 || HOST_NAME.test(domain) ? domain : undefined;
+}
 
 function domainProblems(request: DomainConfigRequest): RejectionDetail[] {
-  // Lower-cased and punycoded so it equals the hostname of any URL on that domain.
-  const domain = DOMAIN_CHARACTERS.test(request.domain) ? domainToASCII(request.domain) : '';
-  if (!DOMAIN_NAME.test(domain)) {
+  const domain = domainConfigKey(request.domain);
+  if (domain === undefined) {
     return [
-      { path: '/domain', message: `must be a domain name such as ebay.com, not ${JSON.stringify(request.domain)}` },
+      {
+        path: '/domain',
+        message: `must be a host such as ebay.com, 127.0.0.1 or intranet, not ${JSON.stringify(request.domain)}`,
+      },
     ];
   }
   request.domain = domain;

@@ -7,7 +7,6 @@ import { Buffer } from 'node:buffer';
 import { isIP } from 'node:net';
 import type { ErrorObject, ValidateFunction } from 'ajv';
 import { Ajv } from 'ajv';
-import { registrableDomain } from '../crawl/domain.ts';
 import type { RejectionDetail } from '../errors.ts';
 import { SchemaValidationError } from '../errors.ts';
 import actionSchema from './action.schema.json' with { type: 'json' };
@@ -404,29 +403,33 @@ function seedUrlProblem(url: string): string | undefined {
 const HOST_NAME =
   /^(?=.{1,253}$)[a-z0-9_](?:[a-z0-9_-]{0,61}[a-z0-9_])?(?:\.[a-z0-9_](?:[a-z0-9_-]{0,61}[a-z0-9_])?)*$/;
 
-// The URL parser inside registrableDomain would quietly cut `ebay.com/x` to `ebay.com` and decode `%41`, so those
-// are refused first. `:` and brackets are for IPv6 (`::1`, `[::1]`) and a port, which throttle keys ignore.
+// The URL parser would quietly cut `ebay.com/x` to `ebay.com` and decode `%41`, so those are refused first. `:` and
+// brackets are for IPv6 (`::1`, `[::1]`) and a port, which throttle keys ignore.
 const DOMAIN_CHARACTERS = /^[\p{L}\p{M}\p{N}.:[\]_-]+$/u;
 
 /**
- * The domain a domain config request names, as the crawler keys its throttles and queues (lib/crawl/domain.ts
- * `registrableDomain`, docs/contract.md "Domain config request"): lower-cased, punycode, a subdomain to its
- * registrable domain (`www.ebay.com` → `ebay.com`), an IP address or a host without a public suffix (`127.0.0.1`,
- * `localhost`, an intranet name) as itself. Undefined when it is not a host at all.
+ * The host a domain config request names, as a URL's host name is normalized (the crawler's throttle keys start from
+ * it, lib/crawl/url.ts): lower-cased, punycode, IPv4 in dotted decimal, IPv6 without brackets, no trailing dot, no
+ * port. Any host is one, as in Scrapy Cluster: `ebay.com`, `127.0.0.1`, `::1`, `localhost`, an intranet name.
+ * Undefined when it is not a host at all. (The redis-monitor then keys it by registrable domain, as the crawler.)
  */
-export function domainConfigKey(value: string): string | undefined {
+export function domainConfigHost(value: string): string | undefined {
   if (!DOMAIN_CHARACTERS.test(value)) return undefined;
-  let domain: string;
+  // A bare IPv6 address (two colons or more) goes in brackets, as in a URL.
+  const authority = !value.startsWith('[') && value.indexOf(':') !== value.lastIndexOf(':') ? `[${value}]` : value;
+  let host: string;
   try {
-    domain = registrableDomain(value);
+    host = new URL(`http://${authority}/`).hostname;
   } catch {
     return undefined;
   }
-  return isIP(domain) !== 0 || HOST_NAME.test(domain) ? domain : undefined;
+  if (host.startsWith('[')) host = host.slice(1, -1);
+  else if (host.endsWith('.')) host = host.slice(0, -1);
+  return isIP(host) !== 0 || HOST_NAME.test(host) ? host : undefined;
 }
 
 function domainProblems(request: DomainConfigRequest): RejectionDetail[] {
-  const domain = domainConfigKey(request.domain);
+  const domain = domainConfigHost(request.domain);
   if (domain === undefined) {
     return [
       {

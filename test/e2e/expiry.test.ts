@@ -40,7 +40,9 @@ describe('crawl expiry with a crawler worker process', () => {
       QUEUE_WINDOW: 1,
       CRAWLER_CONCURRENCY: 4,
     });
-    onTestFinished(() => worker.stop());
+    onTestFinished(async () => {
+      await worker.stop();
+    });
     const expires = Math.floor(Date.now() / 1000) + 3;
     await t.feed([{ url: s.url(0), appid: 'expiry', crawlid: 'expires', maxdepth: 3, expires }]);
     const notice = await outbound.waitFor(

@@ -199,6 +199,8 @@ export class Fleet extends Construct {
           KAFKA_SASL_MECHANISM: 'aws-msk-iam',
           KAFKA_SSL: 'true',
           KAFKA_CLIENT_ID: 'crawl-cluster-crawler',
+          // A new app's per-app topics are created on first use with the partitions of the others.
+          ...(appTopics ? { KAFKA_TOPIC_PARTITIONS: String(kafka.topicPartitions) } : {}),
           REDIS_HOST: cache.host,
           REDIS_PORT: String(cache.port),
           REDIS_TLS: 'true',

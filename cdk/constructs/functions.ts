@@ -100,6 +100,8 @@ export class Functions extends Construct {
             KAFKA_SASL_MECHANISM: 'aws-msk-iam',
             KAFKA_SSL: 'true',
             KAFKA_CLIENT_ID: `crawl-cluster-${name}`,
+            // A new app's per-app topics are created on first use with the partitions of the others.
+            ...(appTopics ? { KAFKA_TOPIC_PARTITIONS: String(kafka.topicPartitions) } : {}),
           }
         : {};
       const fn = new CrawlFunction(this, pascal(name), {

@@ -11,7 +11,13 @@ import * as logs from 'aws-cdk-lib/aws-logs';
 import * as msk from 'aws-cdk-lib/aws-msk';
 import * as cr from 'aws-cdk-lib/custom-resources';
 import { Construct } from 'constructs';
-import { type ClusterTopics, clusterTopicList, clusterTopics } from '../../lib/kafka/topics.ts';
+import {
+  type ClusterTopics,
+  clusterTopicList,
+  clusterTopics,
+  crawledAppTopic,
+  outboundAppTopic,
+} from '../../lib/kafka/topics.ts';
 import { acknowledge, wildcardResource } from '../nag.ts';
 import { stackHash, uniqueName } from '../names.ts';
 import { environment } from '../runtime-env.ts';
@@ -44,6 +50,8 @@ export class Kafka extends Construct {
   /** `host:port,...` of the IAM listener. */
   readonly bootstrapBrokers: string;
   readonly topicPrefix: string;
+  /** Partitions of every topic it creates; per-app topics created on first use get as many (lib/kafka/app-topics.ts). */
+  readonly topicPartitions: number;
   readonly topics: ClusterTopics;
   /** Depend on this before consuming or producing: the topics exist once it is created. */
   readonly topicsResource: CustomResource;
@@ -56,6 +64,7 @@ export class Kafka extends Construct {
     super(scope, id);
     const { network } = props;
     this.topicPrefix = props.topicPrefix;
+    this.topicPartitions = props.topicPartitions;
     this.topics = clusterTopics(props.topicPrefix);
     // MSK cluster names: letters, digits and hyphens, at most 64 characters, unique in the account and region.
     this.clusterName = uniqueName(Stack.of(this).stackName, 'kafka', stackHash(this), 64);
@@ -212,7 +221,8 @@ export class Kafka extends Construct {
 
   /**
    * Produce to `topics` (names or `prefix*` patterns) with the idempotent producer every entry point uses
-   * (lib/kafka/client.ts createProducer), which needs WriteDataIdempotently on the cluster.
+   * (lib/kafka/client.ts createProducer), which needs WriteDataIdempotently on the cluster. A pattern (the per-app
+   * topics) may also be created: a new app's topics are created on first use.
    */
   grantProduce(grantee: iam.IGrantable, topics: string[]): void {
     this.grantConnect(grantee);
@@ -228,9 +238,20 @@ export class Kafka extends Construct {
       actions: ['kafka-cluster:DescribeTopic', 'kafka-cluster:WriteData'],
       resourceArns: arns,
     });
+    if (!topics.some((t) => t.includes('*'))) return;
+    // Per-app topics: the first process to write to a new app's creates both of them (lib/kafka/app-topics.ts), after
+    // counting the apps that have some (so it describes both kinds).
+    const perApp = [crawledAppTopic(this.topicPrefix, '*'), outboundAppTopic(this.topicPrefix, '*')].map((t) =>
+      this.topicArn(t),
+    );
+    iam.Grant.addToPrincipal({
+      grantee,
+      actions: ['kafka-cluster:CreateTopic', 'kafka-cluster:DescribeTopic'],
+      resourceArns: perApp,
+    });
     const principal = grantee.grantPrincipal;
-    for (const arn of arns.filter((_, i) => topics[i]?.includes('*'))) {
-      if (!Construct.isConstruct(principal)) throw new Error('grantProduce: a topic pattern needs a role construct');
+    if (!Construct.isConstruct(principal)) throw new Error('grantProduce: a topic pattern needs a role construct');
+    for (const arn of perApp) {
       acknowledge(
         principal,
         wildcardResource(this, arn),

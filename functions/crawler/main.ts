@@ -21,6 +21,7 @@ import { BROWSER_SPIDER } from '../../lib/crawl/spiders/browser.ts';
 import { BUILT_IN_SPIDERS } from '../../lib/crawl/spiders/index.ts';
 import { startStallWatchdog } from '../../lib/crawl/stall-watchdog.ts';
 import type { Spider } from '../../lib/crawl/types.ts';
+import { appTopicCreator } from '../../lib/kafka/app-topics.ts';
 import { createKafka, createProducer, kafkaSettings } from '../../lib/kafka/client.ts';
 import { kafkaTopicLookup } from '../../lib/kafka/per-app.ts';
 import { producerSink } from '../../lib/kafka/sink.ts';
@@ -107,6 +108,8 @@ const kafka = createKafka(kafkaSettings(vars));
 const producer = createProducer(kafka);
 // Per-app copies ask whether their topic exists (one metadata request, no retries) before the first send.
 const topicLookup = kafkaTopicLookup(kafka);
+// ...and create a new app's topics then (KAFKA_APPID_TOPICS_MAX bounds how many apps).
+const createTopic = vars.KAFKA_APPID_TOPICS ? appTopicCreator(kafka, vars, log) : undefined;
 await producer.connect();
 // The task's CPU and memory (its cgroup on Fargate): adaptive concurrency measures against them, and bodies being
 // read may hold at most a quarter of the memory at once (lib/crawl/body-budget.ts).
@@ -142,7 +145,7 @@ const crawler = new Crawler({
   frontier: new Frontier(redis, frontierOptions(vars)),
   fetcher: browser ?? fetcher,
   robots,
-  sink: producerSink(producer, { compression: vars.KAFKA_COMPRESSION, topics: topicLookup }),
+  sink: producerSink(producer, { compression: vars.KAFKA_COMPRESSION, topics: topicLookup, createTopic }),
   stats: redisStatsStore(redis, vars.REDIS_KEY_PREFIX),
   spiders,
   spiderTypes,
@@ -205,6 +208,7 @@ shutdown = async (signal: string): Promise<void> => {
     await watchdog.stop();
     await producer.disconnect();
     await topicLookup.close();
+    await createTopic?.close();
     logger.info('stopped', { pages: crawler.pages, restamps: crawler.restamps, released });
   } catch (error) {
     logger.error('shutdown failed', { error: (error as Error).message });

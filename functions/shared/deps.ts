@@ -8,6 +8,7 @@ import { hostname } from 'node:os';
 import type { Variables } from '../../lib/config/index.ts';
 import { config } from '../../lib/config/index.ts';
 import { BUILT_IN_SPIDERS } from '../../lib/crawl/spiders/index.ts';
+import { appTopicCreator } from '../../lib/kafka/app-topics.ts';
 import { createKafka, createProducer, kafkaSettings } from '../../lib/kafka/client.ts';
 import { kafkaTopicLookup } from '../../lib/kafka/per-app.ts';
 import { producerSink } from '../../lib/kafka/sink.ts';
@@ -64,9 +65,11 @@ export async function createMonitorDeps(
   const kafka = options.kafka === false ? undefined : createKafka(kafkaSettings(vars));
   const producer = kafka && createProducer(kafka);
   await producer?.connect();
-  // Per-app copies ask whether their topic exists (one metadata request, no retries) before the first send.
+  // Per-app copies ask whether their topic exists (one metadata request, no retries) before the first send, and
+  // create a new app's topics then (KAFKA_APPID_TOPICS_MAX bounds how many apps).
   const topics = kafka && kafkaTopicLookup(kafka);
-  const sink: MessageSink = producer ? producerSink(producer, { topics }) : noKafkaSink(name);
+  const createTopic = kafka && vars.KAFKA_APPID_TOPICS ? appTopicCreator(kafka, vars, log) : undefined;
+  const sink: MessageSink = producer ? producerSink(producer, { topics, createTopic }) : noKafkaSink(name);
   const ctx: MonitorContext = {
     frontier: new Frontier(redis, frontierOptions(vars)),
     urlFrontier: new UrlFrontierStore(redis, vars.REDIS_KEY_PREFIX),
@@ -86,6 +89,7 @@ export async function createMonitorDeps(
     ctx,
     async close() {
       await topics?.close();
+      await createTopic?.close();
       await producer?.disconnect();
       redis.disconnect();
     },

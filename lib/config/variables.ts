@@ -43,13 +43,21 @@ export const VARIABLES = {
     default: false,
     description: 'Also publish pages and replies to per-app topics <prefix>.crawled_<appid> / outbound_<appid>.',
   },
+  KAFKA_APPID_TOPICS_MAX: {
+    type: 'integer',
+    default: 100,
+    minimum: 0,
+    maximum: 10_000,
+    description:
+      'With KAFKA_APPID_TOPICS, the most apps whose per-app topics are created on first use (0: none; an app over it gets an error log and no copies).',
+  },
   KAFKA_BASE_64_ENCODE: { type: 'boolean', default: false, description: 'Send page bodies base64-encoded.' },
   KAFKA_TOPIC_PARTITIONS: {
     type: 'integer',
     default: 3,
     minimum: 1,
     maximum: 1000,
-    description: 'Partitions per topic for `crawl-cluster topics create`.',
+    description: 'Partitions per topic for `crawl-cluster topics create` and per-app topics created on first use.',
   },
   KAFKA_MAX_MESSAGE_BYTES: {
     type: 'integer',

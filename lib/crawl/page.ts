@@ -96,23 +96,36 @@ export function pythonCodec(charset: string): string | null {
 }
 
 /**
- * `body`, `encoding` and `body_encoding` of a page:
+ * The `encoding` of a body sent as base64 of bytes that are not text (or text in a charset Python has no codec for):
+ * Latin-1 maps every byte to one character, so `base64.b64decode(body).decode(encoding)` never fails and gives back
+ * one character per byte, as sent (Scrapy Cluster's `kafkadump.py dump -d` does exactly that; docs/contract.md).
+ */
+export const BINARY_ENCODING = 'latin-1';
+
+/** The `encoding` of a page without a response: its body is empty, and decodes as UTF-8 like any other. */
+export const EMPTY_ENCODING = 'utf-8';
+
+/**
+ * `body`, `encoding` and `body_encoding` of a page; `encoding` is always a Python codec name that decodes the body's
+ * bytes (docs/contract.md: Scrapy Cluster's clients call `.decode(encoding)` on it):
  * - a textual response (the fetcher decoded it): the text and its charset, or with `base64` the
  *   response bytes base64-encoded, the charset they are in, and `body_encoding: "base64"`;
- * - a binary response (no text): always base64 of the bytes, `encoding` null, `body_encoding: "base64"`;
- * - no response: empty body, `encoding` null.
+ * - a binary response (no text), or one in a charset Python has no codec for (`x-user-defined`): always base64 of
+ *   the bytes, `encoding` {@link BINARY_ENCODING}, `body_encoding: "base64"`;
+ * - no response: empty body, `encoding` {@link EMPTY_ENCODING}.
  */
 function bodyOf(
   response: FetchResult | undefined,
   base64: boolean,
-): { body: string; encoding: string | null; bodyEncoding?: 'base64' } {
-  if (response === undefined) return { body: '', encoding: null };
-  if (response.text === undefined)
-    return { body: response.body.toString('base64'), encoding: null, bodyEncoding: 'base64' };
-  const encoding = pythonCodec(response.encoding ?? 'utf-8');
+): { body: string; encoding: string; bodyEncoding?: 'base64' } {
+  if (response === undefined) return { body: '', encoding: EMPTY_ENCODING };
+  const { text } = response;
+  const encoding = text === undefined ? null : pythonCodec(response.encoding ?? 'utf-8');
+  if (text === undefined || encoding === null)
+    return { body: response.body.toString('base64'), encoding: BINARY_ENCODING, bodyEncoding: 'base64' };
   return base64
     ? { body: response.body.toString('base64'), encoding, bodyEncoding: 'base64' }
-    : { body: response.text, encoding };
+    : { body: text, encoding };
 }
 
 /**

@@ -119,10 +119,11 @@ export interface PageItem {
    */
   body: string;
   /**
-   * The charset the response is in, always a codec name Python knows (clients call `body.decode(encoding)`):
-   * `utf-8`, `windows-1252`, `cp874`... Null for a binary response and when there was no response.
+   * The charset the response is in, always a codec name Python knows that decodes the body's bytes (clients call
+   * `body.decode(encoding)`): `utf-8`, `windows-1252`, `cp874`...; `latin-1` for a binary response (one character
+   * per byte), `utf-8` when there was no response (an empty body).
    */
-  encoding: string | null;
+  encoding: string;
   /** **Ext**: `base64` when `body` is base64 of the response bytes; absent when `body` is the text itself. */
   body_encoding?: 'base64';
   links: Link[];

@@ -2,9 +2,10 @@
  * Best-effort copies to per-app topics (`<p>.outbound_<appid>`, `<p>.crawled_<appid>`, with `KAFKA_APPID_TOPICS`),
  * shared by the monitors and the crawler. A per-app topic may not exist (auto-create is off, as on MSK): kafkajs
  * then spends 5-7 s in metadata retries on every send to it, which held up every reply and page behind it
- * (docs/design.md §10: a side path costs the main path nothing when it fails). So a topic found missing is
- * remembered for a while and skipped in microseconds, and whether a topic exists is asked with one metadata
- * request without retries, bounded in time, before the first send to it.
+ * (docs/design.md §10: a side path costs the main path nothing when it fails). So whether a topic exists is asked
+ * with one metadata request without retries, bounded in time, before the first send to it; a topic found missing
+ * is created then when the sink can (./app-topics.ts: bounded in apps), else remembered for a while and skipped in
+ * microseconds.
  */
 import type { Kafka } from 'kafkajs';
 import { type Log, type MessageSink, type OutMessage, silentLog } from '../ports.ts';
@@ -12,9 +13,19 @@ import { type Log, type MessageSink, type OutMessage, silentLog } from '../ports
 /** Whether a topic exists: resolves false when the cluster says it does not; rejects when it cannot tell. */
 export type TopicLookup = (topic: string) => Promise<boolean>;
 
-/** A sink that can also tell whether a topic exists (lib/kafka/sink.ts `producerSink` with `topics`). */
+/**
+ * Creates a missing topic: resolves true once it exists (created now or by someone else), false when it may not be
+ * created (the creator says why in its log); rejects when it cannot tell.
+ */
+export type TopicCreator = (topic: string) => Promise<boolean>;
+
+/**
+ * A sink that can also tell whether a topic exists, and create one (lib/kafka/sink.ts `producerSink` with `topics`
+ * and `createTopic`).
+ */
 export interface TopicAwareSink extends MessageSink {
   topicExists?: TopicLookup;
+  createTopic?: TopicCreator;
 }
 
 /** Options of {@link PerAppSender}; every one has a default. */
@@ -29,6 +40,16 @@ export interface PerAppSenderOptions {
   lookup?: TopicLookup;
   /** A lookup unanswered after this long counts as a failure. @default 1000 */
   lookupTimeoutMs?: number;
+  /**
+   * Asked when the lookup finds a topic missing; without one, the topic is skipped for {@link missingTtlMs}.
+   * @default sink.createTopic
+   */
+  create?: TopicCreator;
+  /**
+   * A creation unanswered after this long counts as a failure (the copy waiting for it is dropped). Once per app
+   * and process: the copies of a new app wait for its topics instead of being dropped. @default 15_000
+   */
+  createTimeoutMs?: number;
   /**
    * A send to a topic the lookup found is abandoned (not waited for; it may still complete) after this long.
    * @default 2000
@@ -62,7 +83,8 @@ export function isTopicAbsentError(error: unknown): boolean {
 }
 
 /** The log line of a missing per-app topic (its fields say for how long its copies are skipped). */
-const MISSING_MESSAGE = 'per-app topic not written (create it with `topics create --appid`)';
+const MISSING_MESSAGE =
+  'per-app topic not written (create it with `topics create --appid`, or raise KAFKA_APPID_TOPICS_MAX)';
 
 /** What is known about one topic, until `until` (epoch ms). */
 interface Known {
@@ -77,7 +99,8 @@ interface Known {
 export class PerAppSender {
   readonly #sink: TopicAwareSink;
   readonly #lookup: TopicLookup | undefined;
-  readonly #o: Required<Omit<PerAppSenderOptions, 'sink' | 'lookup'>>;
+  readonly #create: TopicCreator | undefined;
+  readonly #o: Required<Omit<PerAppSenderOptions, 'sink' | 'lookup' | 'create'>>;
   /** Insertion-ordered, so the first entry is the oldest answer (bounded by maxTopics). */
   readonly #known = new Map<string, Known>();
   readonly #lookups = new Map<string, Promise<boolean | undefined>>();
@@ -85,12 +108,16 @@ export class PerAppSender {
   skipped = 0;
   /** Lookups made (for tests and stats). */
   lookups = 0;
+  /** Creations asked for (for tests and stats). */
+  creations = 0;
 
   constructor(options: PerAppSenderOptions) {
     this.#sink = options.sink;
     this.#lookup = options.lookup ?? options.sink.topicExists?.bind(options.sink);
+    this.#create = options.create ?? options.sink.createTopic?.bind(options.sink);
     this.#o = {
       lookupTimeoutMs: options.lookupTimeoutMs ?? 1000,
+      createTimeoutMs: options.createTimeoutMs ?? 15_000,
       sendTimeoutMs: options.sendTimeoutMs ?? 2000,
       missingTtlMs: options.missingTtlMs ?? 60_000,
       failedTtlMs: options.failedTtlMs ?? 5000,
@@ -172,6 +199,7 @@ export class PerAppSender {
     const lookup = this.#lookup as TopicLookup;
     this.lookups++;
     pending = bounded(lookup(topic), this.#o.lookupTimeoutMs, `looking up ${topic}`)
+      .then((exists) => (exists || this.#create === undefined ? exists : this.#created(topic)))
       .then((exists) => {
         this.#remember(topic, exists ? 'present' : 'skip', this.#o.missingTtlMs);
         if (!exists) {
@@ -190,6 +218,12 @@ export class PerAppSender {
       .finally(() => this.#lookups.delete(topic));
     this.#lookups.set(topic, pending);
     return pending;
+  }
+
+  /** Whether `topic` exists after asking the creator (rejects when it cannot tell, or takes too long). */
+  #created(topic: string): Promise<boolean> {
+    this.creations++;
+    return bounded((this.#create as TopicCreator)(topic), this.#o.createTimeoutMs, `creating ${topic}`);
   }
 }
 

@@ -3,6 +3,8 @@
  * forwards on `<p>.actions`, and replies on the outbound topics (stored under the uuid for REST polling).
  * A request it cannot handle gets a reply with an `error` field; only infrastructure failures fail records.
  */
+
+import { registrableDomain } from '../crawl/domain.ts';
 import { failureCause } from '../errors.ts';
 import type { DecodedRecord } from '../kafka/record.ts';
 import type { StatsIncrement } from '../redis/stats.ts';
@@ -18,15 +20,18 @@ export interface ActionsResult {
 }
 
 async function domainReply(ctx: MonitorContext, r: DomainConfigRequest): Promise<Reply> {
+  // The key the crawler throttles and queues the host under (a subdomain's is its registrable domain): the schema
+  // normalized the host, this names its domain, so a throttle for `www.ebay.com` or `127.0.0.1` applies to its pages.
+  const domain = registrableDomain(r.domain);
   await ctx.frontier.configureDomain(
     r.action,
-    r.domain,
+    domain,
     { hits: r.hits, window: r.window, scale: r.scale },
     ctx.now(),
     ctx.spiders,
   );
-  await ctx.urlFrontier?.configureDomain(r.action, r.domain, { hits: r.hits, window: r.window, scale: r.scale });
-  return { action: r.action, domain: r.domain, uuid: r.uuid, appid: r.appid, server_time: serverTime(ctx) };
+  await ctx.urlFrontier?.configureDomain(r.action, domain, { hits: r.hits, window: r.window, scale: r.scale });
+  return { action: r.action, domain, uuid: r.uuid, appid: r.appid, server_time: serverTime(ctx) };
 }
 
 /** The reply to one request (throws only on infrastructure failure). */

@@ -4,7 +4,7 @@
  * in, and every failure is one {@link SchemaValidationError} whose details point at the offending field.
  */
 import { Buffer } from 'node:buffer';
-import { domainToASCII } from 'node:url';
+import { isIP } from 'node:net';
 import type { ErrorObject, ValidateFunction } from 'ajv';
 import { Ajv } from 'ajv';
 import type { RejectionDetail } from '../errors.ts';
@@ -398,18 +398,44 @@ function seedUrlProblem(url: string): string | undefined {
   return undefined;
 }
 
-// Labels of letters, digits and inner hyphens; at least two labels; the TLD alphabetic or punycode.
-const DOMAIN_NAME = /^(?=.{1,253}$)(?:[a-z0-9](?:[a-z0-9-]{0,61}[a-z0-9])?\.)+(?:[a-z]{2,63}|xn--[a-z0-9-]{1,59})$/;
+// After normalization: dot-separated labels of letters, digits, underscores and inner hyphens (one label is a host
+// too: `localhost`, an intranet name), or an IP address.
+const HOST_NAME =
+  /^(?=.{1,253}$)[a-z0-9_](?:[a-z0-9_-]{0,61}[a-z0-9_])?(?:\.[a-z0-9_](?:[a-z0-9_-]{0,61}[a-z0-9_])?)*$/;
 
-// domainToASCII alone would quietly cut `ebay.com/x` to `ebay.com` and decode `%41`, so those are refused first.
-const DOMAIN_CHARACTERS = /^[\p{L}\p{M}\p{N}.-]+$/u;
+// The URL parser would quietly cut `ebay.com/x` to `ebay.com` and decode `%41`, so those are refused first. `:` and
+// brackets are for IPv6 (`::1`, `[::1]`) and a port, which throttle keys ignore.
+const DOMAIN_CHARACTERS = /^[\p{L}\p{M}\p{N}.:[\]_-]+$/u;
+
+/**
+ * The host a domain config request names, as a URL's host name is normalized (the crawler's throttle keys start from
+ * it, lib/crawl/url.ts): lower-cased, punycode, IPv4 in dotted decimal, IPv6 without brackets, no trailing dot, no
+ * port. Any host is one, as in Scrapy Cluster: `ebay.com`, `127.0.0.1`, `::1`, `localhost`, an intranet name.
+ * Undefined when it is not a host at all. (The redis-monitor then keys it by registrable domain, as the crawler.)
+ */
+export function domainConfigHost(value: string): string | undefined {
+  if (!DOMAIN_CHARACTERS.test(value)) return undefined;
+  // A bare IPv6 address (two colons or more) goes in brackets, as in a URL.
+  const authority = !value.startsWith('[') && value.indexOf(':') !== value.lastIndexOf(':') ? `[${value}]` : value;
+  let host: string;
+  try {
+    host = new URL(`http://${authority}/`).hostname;
+  } catch {
+    return undefined;
+  }
+  if (host.startsWith('[')) host = host.slice(1, -1);
+  else if (host.endsWith('.')) host = host.slice(0, -1);
+  return isIP(host) !== 0 || HOST_NAME.test(host) ? host : undefined;
+}
 
 function domainProblems(request: DomainConfigRequest): RejectionDetail[] {
-  // Lower-cased and punycoded so it equals the hostname of any URL on that domain.
-  const domain = DOMAIN_CHARACTERS.test(request.domain) ? domainToASCII(request.domain) : '';
-  if (!DOMAIN_NAME.test(domain)) {
+  const domain = domainConfigHost(request.domain);
+  if (domain === undefined) {
     return [
-      { path: '/domain', message: `must be a domain name such as ebay.com, not ${JSON.stringify(request.domain)}` },
+      {
+        path: '/domain',
+        message: `must be a host such as ebay.com, 127.0.0.1 or intranet, not ${JSON.stringify(request.domain)}`,
+      },
     ];
   }
   request.domain = domain;

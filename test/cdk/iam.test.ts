@@ -100,6 +100,25 @@ describe('IAM', () => {
     expect(monitor.some(onTopic('demo.outbound_*'))).toBe(true);
     const off = kafkaGrants(s, s.stack.fleet.taskDefinition.taskRole);
     expect(off.some((x) => x.resource.includes('*'))).toBe(false);
+    expect(off.some((x) => x.action === 'kafka-cluster:CreateTopic')).toBe(false);
+  });
+
+  it('lets every writer of per-app copies create (and describe) both per-app topics of a new app', () => {
+    const on = synthStack({ runtimeEnv: { KAFKA_APPID_TOPICS: 'true' } });
+    const roles = {
+      crawler: on.stack.fleet.taskDefinition.taskRole,
+      kafkaMonitor: on.stack.functions.kafkaMonitor.role,
+      redisMonitor: on.stack.functions.redisMonitor.role,
+      expire: on.stack.functions.scheduled.expire.role,
+    };
+    for (const [name, role] of Object.entries(roles)) {
+      const g = kafkaGrants(on, role);
+      for (const action of ['kafka-cluster:CreateTopic', 'kafka-cluster:DescribeTopic']) {
+        const granted = g.filter((x) => x.action === action);
+        expect(granted.some(onTopic('demo.crawled_*')), `${name} ${action} crawled_*`).toBe(true);
+        expect(granted.some(onTopic('demo.outbound_*')), `${name} ${action} outbound_*`).toBe(true);
+      }
+    }
   });
 
   it('scopes function logs to each function’s own log group (no AWS managed execution policy)', () => {

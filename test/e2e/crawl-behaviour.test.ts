@@ -225,6 +225,35 @@ describe('crawl behaviour with crawler worker processes', () => {
     );
   });
 
+  test('a throttle set for 127.0.0.1 by a domain-update request holds the crawl of that host; domain-remove lifts it', async () => {
+    // Scrapy Cluster's schema takes any host; a loopback site is what a newcomer's first own crawl is (issue 34).
+    const { site: s, hits } = await site({ pages: 12, links: 3, hosts: ['127.0.0.1'] });
+    await t.feed([
+      { uuid: 'ip-hold', appid: APPID, domain: '127.0.0.1', action: 'domain-update', hits: 1, window: 60 },
+    ]);
+    const held = await outbound.waitFor((m) => m.uuid === 'ip-hold', 'the domain-update reply', 30_000);
+    expect(held).toEqual({
+      action: 'domain-update',
+      domain: '127.0.0.1',
+      uuid: 'ip-hold',
+      appid: APPID,
+      server_time: expect.any(Number),
+    });
+    // The workers' own throttle is wide open (1,000 a second): only the domain's config can hold them back.
+    workers(1, { CRAWLER_CONCURRENCY: 4 });
+    const total = s.reachable(0, 1).size;
+    await t.feed([{ url: s.url(0), appid: APPID, crawlid: 'ip-throttle', maxdepth: 1 }]);
+    await pagesOnce('ip-throttle', 1, 60_000);
+    const pageHits = () => hits.filter((h) => h.path.startsWith('/p/'));
+    // One page per 60 s: the children, queued at once, would all be fetched within milliseconds without it.
+    await new Promise((resolve) => setTimeout(resolve, 3000));
+    expect(pageHits()).toHaveLength(1);
+    await t.feed([{ uuid: 'ip-lift', appid: APPID, domain: '127.0.0.1', action: 'domain-remove' }]);
+    await complete('ip-throttle', 60_000);
+    expect(await pagesOnce('ip-throttle', total)).toHaveLength(total);
+    expect(pageHits()).toHaveLength(total);
+  });
+
   test('a redirect chain is followed to the page: response_url is where it ended, url what was asked', async () => {
     const { site: s, hits } = await site({ pages: 10, links: 2, hosts: ['redir-a.test', 'redir-b.test'] });
     workers(1, { CRAWLER_HOST_MAP: s.hostMap });

@@ -3,6 +3,7 @@
  * worker PROCESSES (functions/crawler/main.ts, as on Fargate) fetching a fixture site on loopback over
  * several host names, pages read back from `<p>.crawled_firehose`.
  */
+import { execFileSync } from 'node:child_process';
 import { afterAll, beforeAll, describe, expect, onTestFinished, test } from 'vitest';
 import { Frontier } from '../../lib/redis/frontier.ts';
 import { frontierOptions } from '../../lib/redis/frontier-types.ts';
@@ -125,7 +126,18 @@ describe('crawling a fixture site with crawler worker processes', () => {
     expect(byPath('/gzip')?.body).toContain('gzip ok');
     expect(byPath('/latin1')).toMatchObject({ encoding: 'windows-1252' });
     expect(byPath('/latin1')?.body).toContain('café naïve');
-    expect(byPath('/image.png')).toMatchObject({ encoding: null, body_encoding: 'base64', success: true });
+    expect(byPath('/image.png')).toMatchObject({ encoding: 'latin-1', body_encoding: 'base64', success: true });
+    // Scrapy Cluster's `kafkadump.py dump -d` runs `base64.b64decode(item['body']).decode(item['encoding'])` on each
+    // item (it stopped at the first binary page while encoding was null): run that very line in Python.
+    const decoded = execFileSync(
+      'python3',
+      [
+        '-c',
+        "import base64,json,sys; i=json.load(sys.stdin); print(base64.b64decode(i['body']).decode(i['encoding']).encode('latin-1').hex())",
+      ],
+      { input: JSON.stringify(byPath('/image.png')), encoding: 'utf8' },
+    );
+    expect(decoded.trim()).toBe('89504e470d0a1a0a00000000');
   });
 
   test('a crawler worker killed with SIGKILL mid-crawl loses nothing: after reclaim every page arrives', async () => {

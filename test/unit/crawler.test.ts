@@ -691,7 +691,7 @@ describe('Crawler: delivery order and best-effort copies', () => {
     expect(r.frontier.acked).toEqual([{ handle: l.handle, outcome: 'done' }]);
     expect(r.frontier.released).toEqual([]);
     expect(r.log.at('warn').map((w) => w.message)).toContain(
-      'per-app topic not written (create it with `topics create --appid`)',
+      'per-app topic not written (create it with `topics create --appid`, or raise KAFKA_APPID_TOPICS_MAX)',
     );
   });
 

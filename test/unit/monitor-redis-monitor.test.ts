@@ -477,6 +477,25 @@ describe('handleActions: domain config', () => {
       { action: 'domain-update', domain: 'ebay.com', limits: { hits: 20, window: 60, scale: 0.5 } },
     ]);
   });
+
+  it('keys a host as the crawler keys its throttles: a subdomain by its registrable domain, an IP by itself', async () => {
+    const ctx = testContext();
+    const result = await handleActions(
+      ctx,
+      recordsOf(ACTIONS, [
+        { uuid: 'w', appid: 'testapp', domain: 'WWW.ebay.com', action: 'domain-update', hits: 5, window: 60 },
+        { uuid: 'i', appid: 'testapp', domain: '127.0.0.1', action: 'blacklist-update' },
+        { uuid: 'l', appid: 'testapp', domain: 'intranet', action: 'domain-remove' },
+      ]),
+    );
+    expect(ctx.frontier.domainConfigs.map((c) => [c.action, c.domain])).toEqual([
+      ['domain-update', 'ebay.com'],
+      ['blacklist-update', '127.0.0.1'],
+      ['domain-remove', 'intranet'],
+    ]);
+    // The reply echoes the key the change applies to.
+    expect(result.replies.map((r) => r.domain)).toEqual(['ebay.com', '127.0.0.1', 'intranet']);
+  });
 });
 
 describe('handleActions: delivery', () => {

@@ -1,5 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import {
+  BINARY_ENCODING,
   buildPage,
   failedPage,
   type PageRequest,
@@ -108,7 +109,7 @@ describe('buildPage', () => {
   });
 
   it.each([false, true])(
-    'sends a binary body (no text) as base64 with encoding null and body_encoding "base64" (base64 mode %s)',
+    'sends a binary body (no text) as base64 with encoding latin-1 and body_encoding "base64" (base64 mode %s)',
     (base64) => {
       const png = Buffer.from([0x89, 0x50, 0x4e, 0x47, 0x0d, 0x0a, 0x1a, 0x0a]);
       const page = buildPage(request(), response({ body: png, text: undefined, encoding: undefined }), [], {
@@ -117,11 +118,24 @@ describe('buildPage', () => {
         now: NOW,
       });
       expect(page.body).toBe(png.toString('base64'));
-      expect(page.encoding).toBeNull();
-      expect(page.body_encoding).toBe('base64');
-      expect(JSON.parse(JSON.stringify(page))).toMatchObject({ encoding: null, body_encoding: 'base64' });
+      expect(page).toMatchObject({ encoding: BINARY_ENCODING, body_encoding: 'base64' });
+      // kafkadump.py dump -d: base64.b64decode(body).decode(encoding); Latin-1 gives one character per byte.
+      // (Buffer's 'latin1' is ISO-8859-1 as Python's codec is; TextDecoder's label means windows-1252.)
+      const decoded = Buffer.from(page.body, 'base64').toString('latin1');
+      expect([...decoded].map((c) => c.charCodeAt(0))).toEqual([...png]);
+      expect(JSON.parse(JSON.stringify(page))).toMatchObject({ encoding: 'latin-1', body_encoding: 'base64' });
     },
   );
+
+  it('sends a body in a charset Python has no codec for (x-user-defined) as binary: its bytes, latin-1', () => {
+    const bytes = Buffer.from([0x41, 0xf0, 0x42]);
+    const page = buildPage(request(), response({ body: bytes, text: 'A\uf7f0B', encoding: 'x-user-defined' }), [], {
+      base64: false,
+      success: true,
+      now: NOW,
+    });
+    expect(page).toMatchObject({ body: bytes.toString('base64'), encoding: 'latin-1', body_encoding: 'base64' });
+  });
 
   it('names the charset as a Python codec (clients call body.decode(encoding))', () => {
     const page = buildPage(request(), response({ encoding: 'x-mac-cyrillic' }), [], {
@@ -194,7 +208,7 @@ describe('failedPage', () => {
       response_headers: {},
       request_headers: {},
       body: '',
-      encoding: null,
+      encoding: 'utf-8',
       links: [],
       attrs: { customer: 42 },
       retry_times: 3,

@@ -1,4 +1,5 @@
 import { describe, expect, it } from 'vitest';
+import { registrableDomain } from '../../lib/crawl/domain.ts';
 import { BUILT_IN_SPIDERS } from '../../lib/crawl/spiders/index.ts';
 import { SchemaValidationError } from '../../lib/errors.ts';
 import type { CrawlRequest } from '../../lib/schemas/index.ts';
@@ -474,19 +475,34 @@ describe('validateRequest: domain config', () => {
     expect(validateRequest(domain({ domain: 'Bücher.de' })).request).toMatchObject({ domain: 'xn--bcher-kva.de' });
   });
 
+  // Scrapy Cluster's schema takes any string; a throttle for a loopback or intranet site must be possible (issue 34).
   it.each([
-    'localhost',
-    'http://ebay.com',
-    'ebay.com/x',
-    'ebay.com?x',
-    'ex%41mple.com',
-    'not a domain',
-    '127.0.0.1',
-    'ebay.com.',
-    '-ebay.com',
-  ])('rejects %j, which is not a domain name', (value) => {
-    expectSchemaRejection(domain({ domain: value }), '/domain');
+    ['127.0.0.1', '127.0.0.1', '127.0.0.1'],
+    ['localhost', 'localhost', 'localhost'],
+    ['Intranet', 'intranet', 'intranet'],
+    ['build_box', 'build_box', 'build_box'],
+    ['::1', '::1', '::1'],
+    ['[2001:DB8::1]', '2001:db8::1', '2001:db8::1'],
+    ['ebay.com.', 'ebay.com', 'ebay.com'],
+    ['ebay.com:8080', 'ebay.com', 'ebay.com'],
+    ['www.ebay.com', 'www.ebay.com', 'ebay.com'],
+    ['shop.example.co.uk', 'shop.example.co.uk', 'example.co.uk'],
+    ['svc.internal', 'svc.internal', 'svc.internal'],
+  ])('accepts %j as the host %j, which the crawler throttles under %j', (value, host, key) => {
+    const { domain: validated } = validateRequest(domain({ domain: value })).request as { domain: string };
+    expect(validated).toBe(host);
+    // The redis-monitor keys it by registrable domain: the key the crawler gives a URL on that host.
+    const inUrl = value.includes(':') && !value.startsWith('[') && !value.includes('.') ? `[${value}]` : value;
+    expect(registrableDomain(validated)).toBe(key);
+    expect(registrableDomain(`http://${inUrl}/page`)).toBe(key);
   });
+
+  it.each(['http://ebay.com', 'ebay.com/x', 'ebay.com?x', 'ex%41mple.com', 'not a domain', '-ebay.com', 'a..b', ''])(
+    'rejects %j, which is not a host',
+    (value) => {
+      expectSchemaRejection(domain({ domain: value }), '/domain');
+    },
+  );
 });
 
 describe('parseRequest', () => {

@@ -25,7 +25,7 @@
     {0, next_due, skipped}
   next_due = epoch ms when something may be due (-1: no work; NOW when ready domains are left that the bound did
   not reach).
-  skipped = requests of stopped/expired crawls dropped on the way (lazy purge).
+  skipped = requests of stopped crawls, or of crawls whose `expires` has passed, dropped on the way (lazy purge).
   Cost: O(log n) per promotion, per skipped request and per lease: at most ARGV[8] promotions of each kind and
   ARGV[8] + ARGV[9] - 1 domains taken (with IP scoping, each look checks up to ARGV[8] ready domains; with k
   domains excluded, each look reads up to k + 1).
@@ -54,6 +54,21 @@ end
 for d in pairs(touched) do schedule(d) end
 -- Domains whose throttle now allows a fetch become ready (the loop below checks the throttle of the one it takes).
 for _, d in ipairs(redis.call('ZRANGEBYSCORE', K.waiting, '-inf', NOW, 'LIMIT', 0, bound)) do promote(d) end
+
+-- Expiry is checked here, lazily, when a request would be leased (docs/contract.md: a request of an expired crawl
+-- is never fetched); the expiry function's timer only announces the crawl and stops it. One ZSCORE per crawl per
+-- call, remembered: K.expiry holds the crawls that have an `expires` (epoch seconds), due as expiry-due.lua sees it.
+local now_s = math.floor(NOW / 1000)
+local expired_refs = {}
+local function expired(ref)
+  local e = expired_refs[ref]
+  if e == nil then
+    local at = redis.call('ZSCORE', K.expiry, ref)
+    e = at ~= false and tonumber(at) <= now_s
+    expired_refs[ref] = e
+  end
+  return e
+end
 
 local skipped = 0
 local out = {1, 0, NOW, NOW}
@@ -110,9 +125,10 @@ for _ = 1, bound + want - 1 do
       redis.call('ZREM', K.queue, m)
       local r = parse_member(m)
       local record = crawl_record(r.ref)
-      if not alive_in(record, r) then
-        -- Its crawl was stopped or expired (its counters are settled by stop and the sweep): drop it, no
-        -- throttle hit.
+      if not alive_in(record, r) or expired(r.ref) then
+        -- Its crawl was stopped, or its `expires` has passed: drop it, no throttle hit. The counters are settled
+        -- by stop (which the expiry function runs for an expired crawl: its purged count, total_expired, includes
+        -- the requests dropped here, and the crawl cannot look complete before) and the sweep.
         skipped = skipped + 1
         schedule(domain)
       else

@@ -5,8 +5,15 @@
  * refused crawl request. {@link FeedAnswers} matches what is read on those topics to the requests sent: by uuid, or
  * for a request without one, by appid and crawlid. No I/O, so the matching is unit-testable.
  */
-import type { FeedItem } from './feed-command.ts';
 import type { Message } from './reply-wait.ts';
+
+/** A request as sent (feed-command.ts `FeedItem` is one): where it was, and what its answers are matched by. */
+export interface SentRequest {
+  line?: number;
+  appid: string;
+  crawlid?: string;
+  uuid?: string;
+}
 
 /** A request the cluster refused after it was sent. */
 export interface FeedRefusal {
@@ -19,13 +26,13 @@ export interface FeedRefusal {
 }
 
 export class FeedAnswers {
-  readonly #byUuid = new Map<string, FeedItem>();
-  readonly #byCrawl = new Map<string, FeedItem[]>();
+  readonly #byUuid = new Map<string, SentRequest>();
+  readonly #byCrawl = new Map<string, SentRequest[]>();
   /** Requests that heard back (a reply or a rejection), so the wait can end once every uuid is answered. */
-  readonly #answered = new Set<FeedItem>();
+  readonly #answered = new Set<SentRequest>();
   readonly refusals: FeedRefusal[] = [];
 
-  constructor(items: readonly FeedItem[]) {
+  constructor(items: readonly SentRequest[]) {
     for (const item of items) {
       if (item.uuid !== undefined) this.#byUuid.set(`${item.appid}\n${item.uuid}`, item);
       else if (item.crawlid !== undefined) {
@@ -42,7 +49,7 @@ export class FeedAnswers {
   offer(message: Message): FeedRefusal | undefined {
     const { appid, uuid, crawlid } = message;
     if (typeof appid !== 'string') return undefined;
-    let item: FeedItem | undefined;
+    let item: SentRequest | undefined;
     if (typeof uuid === 'string') item = this.#byUuid.get(`${appid}\n${uuid}`);
     else if (typeof crawlid === 'string' && typeof message.error === 'string') {
       item = this.#byCrawl.get(`${appid}\n${crawlid}`)?.find((i) => !this.#answered.has(i));

@@ -5,9 +5,18 @@
  */
 import type { ReplyStore, StatsStore } from '../ports.ts';
 import type { RedisClient } from '../redis/client.ts';
+import { noteFailure, readFailures } from '../redis/failure-log.ts';
 import { replyKey } from '../redis/keys.ts';
 import { runScript, script } from '../redis/scripts.ts';
-import { heartbeat, incrementStats, listStatNames, liveMembers, readStats } from '../redis/stats.ts';
+import {
+  forgetMember,
+  heartbeat,
+  incrementStats,
+  listStatNames,
+  liveMembers,
+  readMinutes,
+  readStats,
+} from '../redis/stats.ts';
 
 export function redisStatsStore(redis: RedisClient, prefix: string): StatsStore {
   return {
@@ -18,6 +27,10 @@ export function redisStatsStore(redis: RedisClient, prefix: string): StatsStore 
     names: (namePrefix) => listStatNames(redis, prefix, namePrefix),
     beat: (kind, id, nowMs, ttlMs) => heartbeat(redis, prefix, kind, id, nowMs, ttlMs),
     live: (kind, nowMs, ttlMs) => liveMembers(redis, prefix, kind, nowMs, ttlMs),
+    forget: (kind, id) => forgetMember(redis, prefix, kind, id),
+    minutes: (names, nowMs) => readMinutes(redis, prefix, names, nowMs),
+    noteFailure: (crawl, note) => noteFailure(redis, prefix, crawl, note),
+    failures: (crawls, n) => readFailures(redis, prefix, crawls, n),
   };
 }
 

@@ -66,11 +66,12 @@ export class FeedAnswers {
   }
 
   /**
-   * Every request that can hear back has: each one with a uuid got its reply or rejection. Crawl requests without
-   * one hear back only when refused, so while any is out the wait runs its full time.
+   * Every request has heard back: each one with a uuid got its reply or rejection, each crawl request without one
+   * was refused. A crawl request hears back only when refused, so while one is not the wait runs its full time.
    */
   settled(): boolean {
-    return this.#byCrawl.size === 0 && [...this.#byUuid.values()].every((i) => this.#answered.has(i));
+    const all = [...this.#byUuid.values(), ...[...this.#byCrawl.values()].flat()];
+    return all.every((i) => this.#answered.has(i));
   }
 }
 

@@ -8,7 +8,7 @@ import { config } from '../lib/config/index.ts';
 import { CrawlClusterError } from '../lib/errors.ts';
 import { validateRequest } from '../lib/schemas/index.ts';
 import statsSchema from '../lib/schemas/stats.schema.json' with { type: 'json' };
-import { positiveSeconds } from './options.ts';
+import { DEFAULT_APPID, positiveSeconds } from './options.ts';
 import { type Output, printTable } from './output.ts';
 import { ClusterSession, type Message, noClusterHint, requestReply, requestUuid } from './reply-wait.ts';
 
@@ -82,7 +82,7 @@ export function registerActions(program: Command, out: Output): void {
 /** The options and help every action command shares. */
 function common(command: Command, what: string): Command {
   return command
-    .requiredOption('--appid <appid>', 'the application (3-40 characters)')
+    .option('--appid <appid>', 'the application (3-40 characters); `crawl` uses the same default', DEFAULT_APPID)
     .option('--prefix <prefix>', 'topic prefix (default: KAFKA_TOPIC_PREFIX)')
     .option('--timeout <seconds>', 'how long to wait for the reply', positiveSeconds, DEFAULT_REPLY_TIMEOUT_S)
     .addHelpText(
@@ -146,7 +146,10 @@ export function printInfo(out: Output, reply: Message): void {
     for (const [crawlid, crawl] of Object.entries(reply.crawlids as Record<string, Message>)) {
       for (const [domain, d] of domainRows(crawl.domains)) rows.push([crawlid, ...domainCells(domain, d)]);
     }
-    if (rows.length > 0) printTable(out, ['CRAWLID', 'DOMAIN', 'PENDING', 'LOW PRIORITY', 'HIGH PRIORITY'], rows);
+    if (rows.length > 0) {
+      printTable(out, ['CRAWLID', 'DOMAIN', 'PENDING', 'LOW PRIORITY', 'HIGH PRIORITY'], rows);
+      out.info(PRIORITY_NOTE);
+    }
     return;
   }
   // Scrapy Cluster sends `expires` as a string of epoch seconds; 0 means never.
@@ -156,8 +159,18 @@ export function printInfo(out: Output, reply: Message): void {
     `crawl ${reply.crawlid} of app ${reply.appid} (${spider}): ${plural(reply.total_pending, 'request')} pending in ${plural(reply.total_domains, 'domain')}${expires}`,
   );
   const rows = domainRows(reply.domains).map(([domain, d]) => domainCells(domain, d));
-  if (rows.length > 0) printTable(out, ['DOMAIN', 'PENDING', 'LOW PRIORITY', 'HIGH PRIORITY'], rows);
+  if (rows.length > 0) {
+    printTable(out, ['DOMAIN', 'PENDING', 'LOW PRIORITY', 'HIGH PRIORITY'], rows);
+    out.info(PRIORITY_NOTE);
+  }
 }
+
+/**
+ * The priorities of an info reply are those of the queued requests (docs/contract.md): the seed's (`crawl
+ * --priority`, 1-100), 10 lower for each link hop and each retry. Said under the table, so -19 is not a surprise.
+ */
+export const PRIORITY_NOTE =
+  "priorities are the queued requests': the seed's (1-100), 10 lower per link hop and per retry";
 
 function domainCells(domain: string, d: DomainSummary): string[] {
   return [domain, String(d.total ?? 0), String(d.low_priority ?? ''), String(d.high_priority ?? '')];
@@ -265,11 +278,12 @@ function printQueues(out: Output, queues: Message): void {
   const rows: string[][] = [];
   for (const [queue, q] of Object.entries(queues).sort(([a], [b]) => a.localeCompare(b))) {
     if (!isObject(q)) continue;
+    // The queue is named on its total row only; its domains follow under it.
     rows.push([queue, `(${plural(q.num_domains ?? 0, 'domain')})`, String(q.spider_backlog ?? 0)]);
     const domains = Array.isArray(q.domains) ? (q.domains as { domain?: string; backlog?: number }[]) : [];
-    for (const d of domains.slice(0, MAX_QUEUE_DOMAINS)) rows.push([queue, String(d.domain), String(d.backlog ?? 0)]);
+    for (const d of domains.slice(0, MAX_QUEUE_DOMAINS)) rows.push(['', String(d.domain), String(d.backlog ?? 0)]);
     if (domains.length > MAX_QUEUE_DOMAINS) {
-      rows.push([queue, `... ${plural(domains.length - MAX_QUEUE_DOMAINS, 'more domain')}`, '']);
+      rows.push(['', `... ${plural(domains.length - MAX_QUEUE_DOMAINS, 'more domain')}`, '']);
     }
   }
   if (rows.length > 0) printTable(out, ['QUEUE', 'DOMAIN', 'BACKLOG'], rows);

@@ -12,8 +12,8 @@ import { CrawlClusterError, SchemaValidationError } from '../lib/errors.ts';
 import { type CrawlRequest, validateRequest } from '../lib/schemas/index.ts';
 import { closePagesFile, openPagesFile } from './crawl-pages-file.ts';
 import { offerStop } from './crawl-stop.ts';
-import { type CrawlSummary, CrawlTally, type Ending } from './crawl-tally.ts';
-import { integerOption, positiveSeconds } from './options.ts';
+import { type CrawlSummary, CrawlTally, type Ending, failureReason } from './crawl-tally.ts';
+import { DEFAULT_APPID, integerOption, positiveSeconds } from './options.ts';
 import type { Output } from './output.ts';
 import { ProgressLine } from './progress-line.ts';
 import { ClusterSession, type Message, noClusterHint, ReplyWaiter, requestUuid } from './reply-wait.ts';
@@ -59,8 +59,12 @@ export function registerCrawl(program: Command, out: Output): void {
       'follow links only to this domain and its subdomains (repeat for more)',
       (v: string, list: string[] | undefined) => [...(list ?? []), v],
     )
-    .option('--priority <p>', 'request priority, 1-100; higher is crawled first (default: 1)', integerOption())
-    .option('--appid <appid>', 'the application the crawl belongs to (3-40 characters)', 'cli')
+    .option(
+      '--priority <p>',
+      "the seed's priority, 1-100; higher is crawled first; each link hop and each retry is 10 lower, so `info` shows children below 1 (default: 1)",
+      integerOption(),
+    )
+    .option('--appid <appid>', 'the application the crawl belongs to (3-40 characters)', DEFAULT_APPID)
     .option('--crawlid <crawlid>', 'the crawl id (1-40 characters; default: a fresh one)')
     .option('--spiderid <spiderid>', 'the spider to crawl with', 'link')
     .option('--out <file>', 'write every page (success or failure) as one JSON line to this file')
@@ -73,10 +77,12 @@ export function registerCrawl(program: Command, out: Output): void {
         'Needs the cluster running (crawl-cluster local, or a deployment) on the same topic prefix.',
         'Progress (pages done, failed, pending, pages/s) goes to stderr; the summary to stdout.',
         'Ctrl-C asks whether to stop the crawl in the cluster (when stdin is not a terminal it is stopped).',
-        'Exit codes: 0 the crawl completed; 1 --timeout, stopped by another client, refused by the cluster (e.g. the',
+        'Each failed page is shown as it comes with its reason (HTTP status, exception); the summary groups them by reason.',
+        'Exit codes: 0 the crawl completed; 1 every page failed, --timeout, stopped by another client, refused by the cluster (e.g. the',
         'URL is already in the dupefilter of this finished crawl: use a new crawlid), or Kafka unreachable',
         '(within about 15 s); 2 invalid input; 130 interrupted by Ctrl-C.',
-        'With --json: one JSON document {"status","appid","crawlid","pages","failed","seconds",...} on stdout.',
+        'With --json: one JSON document {"status","appid","crawlid","pages","failed","seconds","failures"?,...} on stdout',
+        '(status "failed" when the crawl completed but every page failed).',
       ].join('\n'),
     )
     .action(async (url: string, opts: CrawlOptions) => {
@@ -261,6 +267,8 @@ class CrawlWatch {
   private onPage(page: Message): void {
     if (page.crawlid !== this.request.crawlid || page.appid !== this.request.appid) return;
     if (!this.tally.page(page)) return;
+    // Each failure as it happens, with its reason (the summary groups them again).
+    if (page.success === false) this.progress?.note(`failed ${String(page.url)}: ${failureReason(page)}`);
     this.file?.write(`${JSON.stringify(page)}\n`);
     if (this.tally.done()) this.end({ kind: 'complete', notice: this.tally.notice as Message });
   }
@@ -289,9 +297,15 @@ class CrawlWatch {
     this.progress?.stop();
     let stop: Message | undefined;
     if (ending.kind === 'interrupted') stop = await offerStop(this.session, this.replies, this.request, this.out);
-    report(this.tally.summary(this.request, this.session.prefix, ending, { out: this.opts.out, stop }), this.out);
+    const summary = this.tally.summary(this.request, this.session.prefix, ending, { out: this.opts.out, stop });
+    report(summary, this.out);
     switch (ending.kind) {
       case 'complete':
+        if (summary.status === 'failed') {
+          throw new CrawlClusterError(
+            `every page of the crawl failed (${summary.failed}); the reasons are above${this.opts.out === undefined ? '' : ` and in ${this.opts.out}`}`,
+          );
+        }
         return 0;
       case 'interrupted':
         return EXIT_INTERRUPTED;
@@ -324,6 +338,7 @@ function report(s: CrawlSummary, out: Output): void {
   }
   const what = {
     complete: 'complete',
+    failed: 'complete, but every page failed',
     timeout: 'not complete (timed out)',
     interrupted: 'interrupted',
     stopped: 'stopped',
@@ -336,6 +351,10 @@ function report(s: CrawlSummary, out: Output): void {
   const n = s.notice;
   if (n !== undefined && (n.total_pages !== s.pages || n.total_failed !== s.failed)) {
     out.info(`the cluster counted ${n.total_pages} pages and ${n.total_failed} failed`);
+  }
+  if (s.failures !== undefined) {
+    out.info('failed pages by reason:');
+    for (const f of s.failures) out.info(`  ${f.count} × ${f.reason} (e.g. ${f.example})`);
   }
   if (s.out !== undefined) out.info(`pages written to ${s.out}`);
 }

@@ -14,9 +14,29 @@ export type Ending =
   /** The cluster refused the crawl request (a rejection naming the crawl, e.g. `duplicate`): nothing will come. */
   | { kind: 'refused'; rejection: Message };
 
+/** Why a page failed, for a person: its HTTP status (when it had a response) and its `exception`. */
+export function failureReason(page: Message): string {
+  const status = typeof page.status_code === 'number' ? `HTTP ${page.status_code}` : undefined;
+  const msg = typeof page.status_msg === 'string' && page.status_msg !== '' ? ` ${page.status_msg}` : '';
+  const exception = typeof page.exception === 'string' && page.exception !== '' ? page.exception : undefined;
+  if (status !== undefined && exception !== undefined) return `${status}${msg}: ${exception}`;
+  return exception ?? (status === undefined ? 'no reason given' : `${status}${msg}`);
+}
+
+/** Failed pages that share a reason: how many, and the first URL that failed so. */
+export interface FailureGroup {
+  reason: string;
+  count: number;
+  example: string;
+}
+
+/** Most distinct failure reasons kept (a crawl of many failures has few reasons; the rest are counted as `other`). */
+const MAX_REASONS = 20;
+
 /** The result document (`--json`) and the basis of the human summary. */
 export interface CrawlSummary {
-  status: 'complete' | 'timeout' | 'interrupted' | 'stopped' | 'refused';
+  /** `failed`: the crawl completed, but every one of its pages failed (the command exits 1). */
+  status: 'complete' | 'failed' | 'timeout' | 'interrupted' | 'stopped' | 'refused';
   appid: string;
   crawlid: string;
   url: string;
@@ -34,11 +54,15 @@ export interface CrawlSummary {
   stop?: Message;
   /** The rejection that refused the crawl request, as it came. */
   rejection?: Message;
+  /** The failed pages grouped by reason, most frequent first (at most 20 reasons; absent when none failed). */
+  failures?: FailureGroup[];
 }
 
 export class CrawlTally {
   readonly succeeded = new Set<string>();
   readonly failed = new Set<string>();
+  /** Failed pages by reason, in order of first sight. */
+  readonly reasons = new Map<string, FailureGroup>();
   /** The last pending count the cluster reported. */
   pending: number | undefined;
   /** The crawl's `complete` notice, once read. */
@@ -58,6 +82,13 @@ export class CrawlTally {
     const url = String(page.url);
     if (this.succeeded.has(url) || this.failed.has(url)) return false;
     (page.success === false ? this.failed : this.succeeded).add(url);
+    if (page.success === false) {
+      const reason = failureReason(page);
+      const key = this.reasons.has(reason) || this.reasons.size < MAX_REASONS ? reason : 'other reasons';
+      const group = this.reasons.get(key) ?? { reason: key, count: 0, example: url };
+      group.count += 1;
+      this.reasons.set(key, group);
+    }
     this.lastPageAt = this.#now();
     this.firstAnswerAt ??= this.lastPageAt;
     return true;
@@ -101,8 +132,9 @@ export class CrawlTally {
     ending: Ending,
     extra: { out?: string; stop?: Message } = {},
   ): CrawlSummary {
+    const allFailed = ending.kind === 'complete' && this.succeeded.size === 0 && this.failed.size > 0;
     const summary: CrawlSummary = {
-      status: ending.kind === 'stopped-elsewhere' ? 'stopped' : ending.kind,
+      status: ending.kind === 'stopped-elsewhere' ? 'stopped' : allFailed ? 'failed' : ending.kind,
       appid: request.appid,
       crawlid: request.crawlid,
       url: request.url,
@@ -117,6 +149,8 @@ export class CrawlTally {
     if (ending.kind === 'complete') summary.notice = ending.notice;
     if (ending.kind === 'refused') summary.rejection = ending.rejection;
     if (extra.stop !== undefined) summary.stop = extra.stop;
+    if (this.reasons.size > 0)
+      summary.failures = [...this.reasons.values()].map((g) => ({ ...g })).sort((a, b) => b.count - a.count);
     return summary;
   }
 }

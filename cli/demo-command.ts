@@ -1,8 +1,12 @@
 import type { Command } from 'commander';
 import { config, quietLocalMetrics, type Variables } from '../lib/config/index.ts';
+import { CrawlClusterError } from '../lib/errors.ts';
 import { createKafka, createProducer, kafkaSettings } from '../lib/kafka/client.ts';
 import { clusterTopics } from '../lib/kafka/topics.ts';
 import type { RuntimeLog } from '../localstack/runtime/log.ts';
+import { clusterRunningMessage, runningMonitors } from './cluster-presence.ts';
+import { failureReason } from './crawl-tally.ts';
+import { bounded, cliKafka, connectAdmin, quietly } from './kafka-session.ts';
 import { addLocalAwsOptions, applyLocalAwsOptions, type LocalAwsOptions } from './local-aws-options.ts';
 import { integerOption } from './options.ts';
 import type { Output } from './output.ts';
@@ -31,6 +35,7 @@ export function registerDemo(program: Command, out: Output): void {
       const { createMonitorDeps } = await import('../functions/shared/deps.ts');
       const { withLocalSecrets } = await import('../localstack/runtime/local-aws.ts');
       const base = await withLocalSecrets(applyLocalAwsOptions(config(), opts));
+      await refuseWhenClusterRuns(base);
       const site = await startSite({ pages: opts.pages, links: 5 });
       const vars: Variables = {
         ...base,
@@ -64,6 +69,8 @@ export function registerDemo(program: Command, out: Output): void {
       const started = Date.now();
       let pages = 0;
       let failed = 0;
+      /** Failed pages by reason: how many each. */
+      const reasons = new Map<string, number>();
       let summary: Record<string, unknown> | undefined;
       try {
         await consumer.connect();
@@ -77,11 +84,15 @@ export function registerDemo(program: Command, out: Output): void {
               if (m.crawlid !== crawlid) return;
               if (topic === topics.crawledFirehose) {
                 if (m.success) pages++;
-                else failed++;
+                else {
+                  failed++;
+                  reasons.set(failureReason(m), (reasons.get(failureReason(m)) ?? 0) + 1);
+                }
                 if (!out.json) {
                   const rate = (pages + failed) / Math.max(0.001, (Date.now() - started) / 1000);
+                  const why = m.success ? '' : `  failed: ${failureReason(m)}`;
                   process.stdout.write(
-                    `${String(m.status_code ?? '---').padEnd(4)} depth ${m.depth} ${m.url}  [${pages} ok, ${failed} failed, ${rate.toFixed(1)} pages/s]\n`,
+                    `${String(m.status_code ?? '---').padEnd(4)} depth ${m.depth} ${m.url}  [${pages} ok, ${failed} failed, ${rate.toFixed(1)} pages/s]${why}\n`,
                   );
                 }
               } else if (m.action === 'complete') {
@@ -104,7 +115,8 @@ export function registerDemo(program: Command, out: Output): void {
         ]);
         const seconds = (Date.now() - started) / 1000;
         const expected = site.reachable(0, opts.depth).size;
-        const result = { crawlid, pages, failed, expected, seconds, complete: !timedOut, notice: summary };
+        const failures = [...reasons].map(([reason, count]) => ({ reason, count })).sort((a, b) => b.count - a.count);
+        const result = { crawlid, pages, failed, expected, seconds, complete: !timedOut, notice: summary, failures };
         if (out.json) out.data(result);
         else {
           out.info(
@@ -112,8 +124,10 @@ export function registerDemo(program: Command, out: Output): void {
               ? `timed out after ${opts.timeout} s: ${pages} pages so far (expected ${expected})`
               : `complete: ${pages} pages (${failed} failed) in ${seconds.toFixed(1)} s; the site has ${expected} pages within depth ${opts.depth}`,
           );
+          for (const f of failures) out.info(`  ${f.count} × failed: ${f.reason}`);
         }
-        if (timedOut) process.exitCode = 1;
+        // A demo that crawled nothing (every page failed) did not work, whatever the notice says.
+        if (timedOut || (pages === 0 && failed > 0)) process.exitCode = 1;
       } finally {
         await consumer.disconnect().catch(() => undefined);
         await producer.disconnect().catch(() => undefined);
@@ -122,4 +136,19 @@ export function registerDemo(program: Command, out: Output): void {
         await site.close();
       }
     });
+}
+
+/**
+ * Fails clearly, before anything starts, when a cluster already consumes the prefix's requests (cluster-presence.ts).
+ * @throws CrawlClusterError naming what runs and what to do
+ */
+async function refuseWhenClusterRuns(vars: Variables): Promise<void> {
+  const client = cliKafka(vars);
+  const admin = await connectAdmin(client);
+  try {
+    const members = await bounded(runningMonitors(admin, vars.KAFKA_TOPIC_PREFIX), 'asking Kafka for running clusters');
+    if (members > 0) throw new CrawlClusterError(clusterRunningMessage(vars.KAFKA_TOPIC_PREFIX, members));
+  } finally {
+    await quietly(admin.disconnect());
+  }
 }

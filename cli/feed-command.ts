@@ -12,8 +12,14 @@ import { createProducer } from '../lib/kafka/client.ts';
 import { producerSink } from '../lib/kafka/sink.ts';
 import { clusterTopics } from '../lib/kafka/topics.ts';
 import { parseRequest, type RequestType } from '../lib/schemas/index.ts';
+import { FeedAnswers, type FeedRefusal, refusalLine } from './feed-wait.ts';
 import { bounded, type CliKafka, cliKafka, connectAdmin, listTopics, quietly, topicPrefix } from './kafka-session.ts';
+import { positiveOrZeroSeconds } from './options.ts';
 import type { Output } from './output.ts';
+import { ClusterSession } from './reply-wait.ts';
+
+/** How long `feed` listens for a rejection of what it sent, unless told (`--wait`). */
+const DEFAULT_WAIT_S = 3;
 
 /** One request that passed validation, as it will be sent. */
 export interface FeedItem {
@@ -81,25 +87,79 @@ export function registerFeed(program: Command, out: Output): void {
     )
     .option('-f, --file <path>', 'read one JSON request per line from this file (- for stdin); blank lines are skipped')
     .option('--prefix <prefix>', 'topic prefix (default: KAFKA_TOPIC_PREFIX)')
+    .option(
+      '--wait <seconds>',
+      'after sending, listen this long for the cluster to reject a request (on <prefix>.outbound_firehose and <prefix>.rejected); 0: do not wait',
+      positiveOrZeroSeconds,
+      DEFAULT_WAIT_S,
+    )
     .addHelpText(
       'after',
-      '\nExit codes: 0 sent; 1 Kafka unreachable or the topic missing (fails within about 15 s); 2 invalid request or usage.\nWith --json: the rejections as a JSON list, or {"topic","sent","requests"} on success.',
+      '\nA request can pass the local checks and still be refused by the cluster (an unknown spider, a crawl that was stopped or has finished: use a new crawlid); feed prints such a rejection, matched by uuid, or by appid and crawlid.\nExit codes: 0 sent, no rejection heard; 1 the cluster rejected a request, Kafka unreachable or the topic missing (fails within about 15 s); 2 invalid request or usage.\nWith --json: the invalid requests as a JSON list, or {"topic","sent","requests","rejected"} once sent.',
     )
-    .action(async (request: string | undefined, opts: { file?: string; prefix?: string }, command: Command) => {
-      const input = await readInput(request, opts.file, command);
-      const { items, rejections } = validateFeed(input);
-      if (rejections.length > 0) {
-        reportRejections(out, rejections, items.length + rejections.length);
-        throw new CommanderError(2, 'crawl-cluster.invalidRequest', 'invalid request; nothing was sent');
-      }
-      if (items.length === 0) command.error('no request to send: the input is empty', { exitCode: 2 });
+    .action(
+      async (request: string | undefined, opts: { file?: string; prefix?: string; wait: number }, command: Command) => {
+        const input = await readInput(request, opts.file, command);
+        const { items, rejections } = validateFeed(input);
+        if (rejections.length > 0) {
+          reportRejections(out, rejections, items.length + rejections.length);
+          throw new CommanderError(2, 'crawl-cluster.invalidRequest', 'invalid request; nothing was sent');
+        }
+        if (items.length === 0) command.error('no request to send: the input is empty', { exitCode: 2 });
 
-      const vars = config();
-      const topic = clusterTopics(topicPrefix(opts.prefix, vars)).incoming;
-      const client = cliKafka(vars);
-      await send(client, topic, items);
-      report(out, topic, items);
+        const vars = config();
+        const topic = clusterTopics(topicPrefix(opts.prefix, vars)).incoming;
+        const client = cliKafka(vars);
+        await checkTopic(client, topic);
+        if (opts.wait === 0) {
+          await produce(client, topic, items);
+          report(out, topic, items);
+          return;
+        }
+        const refusals = await sendAndListen(vars, opts.prefix, client, topic, items, opts.wait, out);
+        report(out, topic, items, { waited: opts.wait, refusals });
+        if (refusals.length > 0) {
+          throw new CrawlClusterError(
+            `the cluster rejected ${refusals.length} of ${items.length} request${items.length === 1 ? '' : 's'} sent`,
+          );
+        }
+      },
+    );
+}
+
+/**
+ * Listens on the topics rejections come on (joined before sending, so none slips past), sends, and waits up to
+ * `waitS` for rejections; each is printed as it comes.
+ */
+async function sendAndListen(
+  vars: ReturnType<typeof config>,
+  prefix: string | undefined,
+  client: CliKafka,
+  topic: string,
+  items: FeedItem[],
+  waitS: number,
+  out: Output,
+): Promise<FeedRefusal[]> {
+  const session = await ClusterSession.open(vars, prefix, ['outboundFirehose', 'rejected']);
+  try {
+    const answers = new FeedAnswers(items);
+    let wake: () => void = () => {};
+    const settled = new Promise<void>((resolve) => {
+      wake = resolve;
     });
+    await session.listen([session.topics.outboundFirehose, session.topics.rejected], (_topic, message) => {
+      const refusal = answers.offer(message);
+      if (refusal !== undefined) out.error(refusalLine(refusal));
+      if (answers.settled()) wake();
+    });
+    await produce(client, topic, items);
+    let timer: NodeJS.Timeout | undefined;
+    await Promise.race([settled, new Promise<void>((resolve) => (timer = setTimeout(resolve, waitS * 1000)))]);
+    clearTimeout(timer);
+    return answers.refusals;
+  } finally {
+    await session.close();
+  }
 }
 
 async function readInput(request: string | undefined, file: string | undefined, command: Command): Promise<FeedInput> {
@@ -130,8 +190,8 @@ function reportRejections(out: Output, rejections: FeedRejection[], total: numbe
   out.error(`${rejections.length} of ${total} request${total === 1 ? '' : 's'} invalid; nothing was sent`);
 }
 
-async function send(client: CliKafka, topic: string, items: FeedItem[]): Promise<void> {
-  // The idempotent producer retries a missing topic forever, so the topic is checked first.
+/** The idempotent producer retries a missing topic forever, so the topic is checked first. */
+async function checkTopic(client: CliKafka, topic: string): Promise<void> {
   const admin = await connectAdmin(client);
   try {
     if (!(await listTopics(admin, client)).has(topic)) {
@@ -142,6 +202,9 @@ async function send(client: CliKafka, topic: string, items: FeedItem[]): Promise
   } finally {
     await quietly(admin.disconnect());
   }
+}
+
+async function produce(client: CliKafka, topic: string, items: FeedItem[]): Promise<void> {
   const producer = createProducer(client.kafka);
   try {
     await bounded(producer.connect(), `cannot reach Kafka at ${client.brokers} (KAFKA_BROKERS)`);
@@ -155,21 +218,35 @@ async function send(client: CliKafka, topic: string, items: FeedItem[]): Promise
   }
 }
 
-function report(out: Output, topic: string, items: FeedItem[]): void {
+function report(
+  out: Output,
+  topic: string,
+  items: FeedItem[],
+  heard?: { waited: number; refusals: FeedRefusal[] },
+): void {
   if (out.json) {
-    out.data({ topic, sent: items.length, requests: items.map(({ value: _value, ...item }) => item) });
+    const doc: Record<string, unknown> = {
+      topic,
+      sent: items.length,
+      requests: items.map(({ value: _value, ...item }) => item),
+    };
+    if (heard !== undefined) doc.rejected = heard.refusals;
+    out.data(doc);
     return;
   }
+  const n = heard?.refusals.length ?? 0;
+  const after =
+    heard === undefined ? '' : n === 0 ? `; no rejection within ${heard.waited} s` : `; ${n} rejected (above)`;
   const [only] = items;
   if (items.length === 1 && only !== undefined) {
     const ids = [`appid=${only.appid}`];
     if (only.crawlid !== undefined) ids.push(`crawlid=${only.crawlid}`);
     if (only.uuid !== undefined) ids.push(`uuid=${only.uuid}`);
-    out.info(`sent 1 ${only.type} request to ${topic} (${ids.join(' ')})`);
+    out.info(`sent 1 ${only.type} request to ${topic} (${ids.join(' ')})${after}`);
     return;
   }
   const byType = new Map<RequestType, number>();
   for (const item of items) byType.set(item.type, (byType.get(item.type) ?? 0) + 1);
   const counts = [...byType].map(([type, n]) => `${n} ${type}`).join(', ');
-  out.info(`sent ${items.length} requests to ${topic} (${counts})`);
+  out.info(`sent ${items.length} requests to ${topic} (${counts})${after}`);
 }

@@ -1,5 +1,7 @@
 import type { Command } from 'commander';
 import { config, quietLocalMetrics, type Variables } from '../lib/config/index.ts';
+import { loadSpiders, pluginList } from '../lib/crawl/spider-registry.ts';
+import { CrawlClusterError } from '../lib/errors.ts';
 import type { Log } from '../lib/ports.ts';
 import type { ConsumerHealth } from '../localstack/runtime/consumer-supervisor.ts';
 import { errorFields, type RuntimeLog } from '../localstack/runtime/log.ts';
@@ -88,9 +90,18 @@ export function registerLocal(program: Command, out: Output): void {
       };
       let cluster: Awaited<ReturnType<typeof startLocalCluster>> | undefined;
       const consumers = (): ConsumerHealth[] => cluster?.consumers() ?? [];
-      // First, so a port in use fails the command before anything else has started.
-      const rest = opts.restPort === 0 ? undefined : await startRest(vars, opts.restPort, monitorLog, log, consumers);
-      const frontier = opts.frontierPort === 0 ? undefined : await startFrontier(vars, opts.frontierPort, log, rest);
+      // Before anything starts: a broken CRAWLER_PLUGINS stops `local` with the module and the reason (exit code 2).
+      // startLocalCluster checks again; the modules are imported once.
+      if (vars.CRAWLER_WORKERS > 0) await loadSpiders(pluginList(vars.CRAWLER_PLUGINS));
+      // Then the servers, so a port in use fails the command before the cluster has started.
+      const rest =
+        opts.restPort === 0
+          ? undefined
+          : await portInUse(startRest(vars, opts.restPort, monitorLog, log, consumers), opts.restPort, 'REST API');
+      const frontier =
+        opts.frontierPort === 0
+          ? undefined
+          : await portInUse(startFrontier(vars, opts.frontierPort, log, rest), opts.frontierPort, 'URL Frontier API');
       const closeServers = async () => {
         await bounded(rest?.close(), 'REST API', log);
         await bounded(frontier?.close(), 'URL Frontier API', log);
@@ -153,6 +164,27 @@ export function registerLocal(program: Command, out: Output): void {
       // or socket alive after its disconnect, and `local` then hung after "stopped" until SIGKILL.
       process.exit(error ? EXIT_FAILED : 0);
     });
+}
+
+/**
+ * A server that cannot listen because its port is taken: most often by another `local`, which says so, rather than
+ * a bare `EADDRINUSE`.
+ * @throws CrawlClusterError naming the port, what likely holds it, and the options that move it
+ */
+async function portInUse<T>(starting: Promise<T>, port: number, what: string): Promise<T> {
+  try {
+    return await starting;
+  } catch (error) {
+    const e = error as NodeJS.ErrnoException;
+    if (e.code !== 'EADDRINUSE' && !/EADDRINUSE|address already in use|No address added/i.test(String(e.message))) {
+      throw error;
+    }
+    throw new CrawlClusterError(
+      `cannot listen on 127.0.0.1:${port} for the ${what}: the port is in use, most likely by another \`crawl-cluster local\` (stop it with Ctrl-C in its terminal). ` +
+        'To run a second one anyway, give it other ports: --rest-port and --frontier-port (0 turns a server off).',
+      { cause: error },
+    );
+  }
 }
 
 /** Waits for a close at most {@link CLOSE_TIMEOUT_MS}; a close that fails or overruns is logged, never thrown. */

@@ -5,6 +5,9 @@
  */
 import { InvalidArgumentError } from 'commander';
 
+/** The appid of every command that takes `--appid` when none is given: `crawl`, `info`, `stop`, `stats`. */
+export const DEFAULT_APPID = 'cli';
+
 /** Inclusive bounds for {@link integerOption}; either may be left out. */
 export interface IntegerBounds {
   min?: number;
@@ -45,5 +48,16 @@ export function integerOption(bounds: IntegerBounds = {}): (value: string) => nu
 export function positiveSeconds(value: string): number {
   const n = Number(value);
   if (!Number.isFinite(n) || n <= 0) throw new InvalidArgumentError('must be a positive number of seconds');
+  return n;
+}
+
+/**
+ * A commander argument parser for a duration in seconds that may be 0 (`--wait 0`: do not wait).
+ * @throws InvalidArgumentError `must be a number of seconds >= 0`
+ */
+export function positiveOrZeroSeconds(value: string): number {
+  const n = Number(value);
+  if (value.trim() === '' || !Number.isFinite(n) || n < 0)
+    throw new InvalidArgumentError('must be a number of seconds >= 0');
   return n;
 }

@@ -4,6 +4,8 @@
  * (functions/, localstack/) back them with Powertools, Redis and kafkajs; unit tests with in-memory fakes
  * (test/helpers/fakes.ts). Nothing here opens a connection.
  */
+
+import type { CrawlKey, FailureNote } from './redis/failure-log.ts';
 import type {
   AckResult,
   CrawlInfo,
@@ -15,7 +17,7 @@ import type {
   LeaseMany,
 } from './redis/frontier-types.ts';
 import type { PartitionRef } from './redis/keys.ts';
-import type { StatsCounts, StatsIncrement } from './redis/stats.ts';
+import type { MinuteCount, StatsCounts, StatsIncrement } from './redis/stats.ts';
 
 /** Structured log lines; the adapters back it with Powertools Logger, tests with an array. */
 export interface Log {
@@ -50,6 +52,14 @@ export interface StatsStore {
   live(kind: string, nowMs: number, ttlMs: number): Promise<string[]>;
   /** The last report of each of these ids of `kind` that has one (pass the live ids: it never lists). */
   reports(kind: string, ids: readonly string[]): Promise<Record<string, string>>;
+  /** Drops a heartbeat at once: a process that stops cleanly is no longer live (lib/redis/stats.ts forgetMember). */
+  forget(kind: string, id: string): Promise<void>;
+  /** The last 15 minutes of `names`, per minute, summed (lib/redis/stats.ts readMinutes). */
+  minutes(names: string[], nowMs: number): Promise<MinuteCount[]>;
+  /** Records a failed page of a crawl, for the dashboard (lib/redis/failure-log.ts). */
+  noteFailure(crawl: CrawlKey, note: FailureNote): Promise<void>;
+  /** The latest `n` failed pages of each crawl, newest first, in the order asked. */
+  failures(crawls: readonly CrawlKey[], n: number): Promise<FailureNote[][]>;
 }
 
 /**

@@ -16,6 +16,8 @@ node bin/crawl-cluster.ts services up
 node bin/crawl-cluster.ts topics create
 node bin/crawl-cluster.ts demo "$@"
 echo
-echo "Next: 'node bin/crawl-cluster.ts local' runs the cluster in the foreground; feed it with"
-echo "'node bin/crawl-cluster.ts feed <json>' and read pages with 'node bin/crawl-cluster.ts dump crawled_firehose'."
-echo "Stop the services with: node bin/crawl-cluster.ts services down"
+# bin/crawl-cluster finds the toolchain's Node itself, so these work in a new shell too.
+echo "Next: 'bin/crawl-cluster local' runs the cluster in the foreground; in a second terminal,"
+echo "'bin/crawl-cluster crawl <url>' crawls a site and shows its pages, failures and a summary"
+echo "(a site on this machine: start local with ALLOW_PRIVATE_NETWORKS=true)."
+echo "Stop the services with: bin/crawl-cluster services down"

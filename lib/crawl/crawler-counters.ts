@@ -4,6 +4,7 @@
  * Redis call a second instead of one per page. A failed write keeps them for the next one.
  */
 import type { Log, StatsStore } from '../ports.ts';
+import type { CrawlKey, FailureNote } from '../redis/failure-log.ts';
 import type { StatsIncrement } from '../redis/stats.ts';
 
 /** Distinct counter names kept in process while the stats store cannot be written. */
@@ -40,6 +41,11 @@ export class PageCounters {
       this.#timer = setTimeout(() => void this.flush(), this.#flushMs);
       this.#timer.unref();
     }
+  }
+
+  /** Records a failed page of a crawl in the stats store's failure log (lib/redis/failure-log.ts). */
+  noteFailure(crawl: CrawlKey, note: FailureNote): Promise<void> {
+    return this.#stats.noteFailure(crawl, note);
   }
 
   /**

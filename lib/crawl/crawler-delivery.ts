@@ -11,6 +11,7 @@ import { batchingSink } from '../kafka/batching-sink.ts';
 import type { PerAppSender } from '../kafka/per-app.ts';
 import { clusterTopics, crawledAppTopic, isTopicSafeAppid, outboundAppTopic } from '../kafka/topics.ts';
 import type { CrawlerFrontier, Log, MessageSink, OutMessage } from '../ports.ts';
+import type { FailureNote } from '../redis/failure-log.ts';
 import type { AckResult, Lease } from '../redis/frontier-types.ts';
 import type { BodyStore } from './body-store.ts';
 import type { ChildBatch } from './children.ts';
@@ -93,9 +94,12 @@ export class Delivery {
       response: processed?.response,
     });
     const { appid, crawlid, spiderid, success } = page;
+    const failure = success
+      ? undefined
+      : { url: page.url, status_code: page.status_code, exception: page.exception ?? '', at: this.#o.now() };
     // From here on the page and its response (the body, its text: ~2× the page's size) are no longer referenced:
     // they die now, in the young generation, instead of surviving the scavenges of the store and the ack.
-    return this.#store(lease, { appid, crawlid, spiderid }, success, status, message, processed?.children);
+    return this.#store(lease, { appid, crawlid, spiderid }, success, status, message, processed?.children, failure);
   }
 
   /** {@link deliver}'s second half: the page message stored, then the ack, the completion notice and the stats. */
@@ -106,12 +110,19 @@ export class Delivery {
     status: string,
     message: OutMessage,
     children: ChildBatch | undefined,
+    failure?: FailureNote,
   ): Promise<void> {
     const o = this.#o;
     const topics = clusterTopics(o.topicPrefix);
     await o.sink.send([{ topic: topics.crawledFirehose, messages: [message] }]);
     o.onStored();
     this.pages++;
+    // Why it failed, for the dashboard: noted before the ack, so a crawl that completes has its reasons. Best effort.
+    if (failure !== undefined) {
+      await o.counters
+        .noteFailure(ids, failure)
+        .catch((e: Error) => o.log.warn('noting a failed page failed', { error: e.message }));
+    }
     if (o.appidTopics) await this.#sendPerApp(crawledAppTopic(o.topicPrefix, ids.appid), ids.appid, message);
     const ack = await this.#ack(lease, success ? 'done' : 'fail', children);
     if (ack.complete) {

@@ -213,6 +213,10 @@ export class Crawler {
     this.#wakeAll();
     this.#slots.stop();
     clearInterval(this.#heartbeat);
+    // A crawler that stops is no longer live: its heartbeats go now, not at their TTL (the dashboard's fleet).
+    await Promise.all(
+      this.#o.spiderTypes.map((sp) => this.#o.stats.forget('crawler', `${sp}|${this.#o.nodeId}`)),
+    ).catch((e: Error) => this.#o.log.warn('removing the heartbeat failed', { error: e.message }));
     // Leased ahead and never started: back to the queue at once (a lease call under way releases its own).
     const ahead = this.#pump.drain();
     if (ahead.length > 0) await this.#o.frontier.release(ahead).catch(() => 0);

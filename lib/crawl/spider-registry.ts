@@ -7,7 +7,8 @@
  * name already registered, stops the crawler at start with {@link PluginLoadError}, which names the module and
  * says why. A crawler never runs with a spider missing.
  */
-import { isAbsolute, resolve } from 'node:path';
+import { readdirSync, statSync } from 'node:fs';
+import { isAbsolute, join, relative, resolve } from 'node:path';
 import { pathToFileURL } from 'node:url';
 import { CrawlClusterError } from '../errors.ts';
 import * as builtInModule from './spiders/index.ts';
@@ -37,10 +38,67 @@ export function pluginList(value: string): string[] {
     .filter((s) => s.length > 0);
 }
 
-/** What `import()` gets for a specifier: a path (relative to `baseDir`, or absolute) as a file URL, else a package name. */
+/**
+ * What `import()` gets for a specifier: a path (relative to `baseDir`, or absolute) as a file URL, else a package name.
+ * A path is one that starts with `.` or `/`, ends in a module extension, or names a file that exists (relative to
+ * `baseDir`): `examples/shop` is that file when it exists, else a package.
+ */
 export function pluginSpecifier(spec: string, baseDir: string): string {
-  const isPath = spec.startsWith('.') || isAbsolute(spec) || /\.(?:[cm]?[jt]s)$/.test(spec);
+  const isPath =
+    spec.startsWith('.') ||
+    isAbsolute(spec) ||
+    /\.(?:[cm]?[jt]s)$/.test(spec) ||
+    kindOf(resolve(baseDir, spec)) === 'file';
   return isPath ? pathToFileURL(resolve(baseDir, spec)).href : spec;
+}
+
+/** Module files a directory holds, for the hint when `CRAWLER_PLUGINS` names the directory. */
+const MODULE_FILE = /\.(?:[cm]?[jt]s)$/;
+
+function kindOf(path: string): 'file' | 'directory' | undefined {
+  try {
+    const st = statSync(path);
+    return st.isDirectory() ? 'directory' : st.isFile() ? 'file' : undefined;
+  } catch {
+    return undefined;
+  }
+}
+
+/** Up to `max` module files under `dir` (two levels deep), as paths relative to `baseDir`, sorted. */
+function modulesIn(dir: string, baseDir: string, max = 5): string[] {
+  const found: string[] = [];
+  const walk = (d: string, depth: number) => {
+    let names: string[];
+    try {
+      names = readdirSync(d).sort();
+    } catch {
+      return;
+    }
+    for (const name of names) {
+      const path = join(d, name);
+      const kind = kindOf(path);
+      if (kind === 'file' && MODULE_FILE.test(name) && !name.endsWith('.d.ts')) found.push(relative(baseDir, path));
+      else if (kind === 'directory' && depth < 2 && name !== 'node_modules') walk(path, depth + 1);
+    }
+  };
+  walk(dir, 1);
+  return found.slice(0, max);
+}
+
+/**
+ * A specifier that names a directory is refused with the modules in it (a plugin is a module file, not a folder).
+ * @throws PluginLoadError saying so
+ */
+function refuseDirectory(spec: string, baseDir: string): void {
+  const path = resolve(baseDir, spec);
+  if (kindOf(path) !== 'directory') return;
+  const modules = modulesIn(path, baseDir);
+  throw new PluginLoadError(
+    spec,
+    `is a directory (${path}); name the plugin module files, comma-separated${
+      modules.length > 0 ? `, e.g. CRAWLER_PLUGINS=${modules.join(',')}` : ' (it holds no .ts, .js or .mjs file)'
+    }`,
+  );
 }
 
 function isSpiderLike(value: unknown): value is Record<string, unknown> {
@@ -120,12 +178,19 @@ export async function loadSpiders(plugins: string[], options: LoadSpidersOptions
   registerSpiders(registry, origins, spidersOf({ ...builtInModule }, 'built-in'), 'built-in');
   const baseDir = options.baseDir ?? process.cwd();
   for (const spec of plugins) {
+    refuseDirectory(spec, baseDir);
+    const specifier = pluginSpecifier(spec, baseDir);
     let exports: Record<string, unknown>;
     try {
-      exports = (await import(pluginSpecifier(spec, baseDir))) as Record<string, unknown>;
+      exports = (await import(specifier)) as Record<string, unknown>;
     } catch (error) {
       const reason = error instanceof Error ? `${error.name}: ${error.message}` : String(error);
-      throw new PluginLoadError(spec, `cannot be loaded: ${reason.split('\n')[0]}`, { cause: error });
+      // A bare name that is neither a file here nor an installed package: say both were looked for.
+      const notFound =
+        specifier === spec && (error as NodeJS.ErrnoException).code === 'ERR_MODULE_NOT_FOUND'
+          ? `there is no file ${resolve(baseDir, spec)} and no installed package "${spec}" (a path is relative to ${baseDir})`
+          : undefined;
+      throw new PluginLoadError(spec, `cannot be loaded: ${notFound ?? reason.split('\n')[0]}`, { cause: error });
     }
     registerSpiders(registry, origins, spidersOf(exports, spec), spec);
   }

@@ -5,9 +5,19 @@
  */
 import type { ReplyStore, StatsStore } from '../ports.ts';
 import type { RedisClient } from '../redis/client.ts';
+import { noteFailure, readFailures } from '../redis/failure-log.ts';
 import { replyKey } from '../redis/keys.ts';
 import { runScript, script } from '../redis/scripts.ts';
-import { heartbeat, heartbeatReports, incrementStats, listStatNames, liveMembers, readStats } from '../redis/stats.ts';
+import {
+  forgetMember,
+  heartbeat,
+  heartbeatReports,
+  incrementStats,
+  listStatNames,
+  liveMembers,
+  readMinutes,
+  readStats,
+} from '../redis/stats.ts';
 
 export function redisStatsStore(redis: RedisClient, prefix: string): StatsStore {
   return {
@@ -19,6 +29,10 @@ export function redisStatsStore(redis: RedisClient, prefix: string): StatsStore 
     beat: (kind, id, nowMs, ttlMs, report) => heartbeat(redis, prefix, kind, id, nowMs, ttlMs, report),
     live: (kind, nowMs, ttlMs) => liveMembers(redis, prefix, kind, nowMs, ttlMs),
     reports: (kind, ids) => heartbeatReports(redis, prefix, kind, ids),
+    forget: (kind, id) => forgetMember(redis, prefix, kind, id),
+    minutes: (names, nowMs) => readMinutes(redis, prefix, names, nowMs),
+    noteFailure: (crawl, note) => noteFailure(redis, prefix, crawl, note),
+    failures: (crawls, n) => readFailures(redis, prefix, crawls, n),
   };
 }
 

@@ -190,6 +190,14 @@ export function heartbeatReportKey(prefix: string, kind: string, id: string): st
   return `${statsTag(prefix)}:hbr:${kind}\0${id}`;
 }
 
+/**
+ * LIST of the latest failed pages of one crawl (JSON, newest first, capped and with a TTL): why its pages failed,
+ * for the dashboard (lib/redis/failure-log.ts). In the stats slot: never touched together with the frontier.
+ */
+export function failureLogKey(prefix: string, spiderid: string, appid: string, crawlid: string): string {
+  return `${statsTag(prefix)}:fail:${spiderid}\0${appid}\0${crawlid}`;
+}
+
 /** HASH: the replies stored under a request uuid for REST, one field per appid (reply-put.lua; with a TTL). */
 export function replyKey(prefix: string, uuid: string): string {
   return `${prefix}:reply:${uuid}`;

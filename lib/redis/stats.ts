@@ -144,6 +144,41 @@ export async function readStats(
   return result;
 }
 
+/** One minute of a counter's history: the `900` window's bucket that starts at `startMs`. */
+export interface MinuteCount {
+  startMs: number;
+  count: number;
+}
+
+/**
+ * The last 15 minutes of `names`, per minute, summed over the names: the buckets of the `900` window (60 s each,
+ * aligned on the epoch), oldest first, the last one the bucket that holds `nowMs` (so still filling). One round trip.
+ * This is the history the counters already keep; nothing is written for it.
+ */
+export async function readMinutes(
+  redis: RedisClient,
+  prefix: string,
+  names: string[],
+  nowMs: number,
+): Promise<MinuteCount[]> {
+  checkNow(nowMs);
+  const fields = windowFields(nowMs)['900'];
+  const bucketMs = (900 * 1000) / BUCKETS_PER_WINDOW;
+  const minutes = fields.map((f) => ({ startMs: Number(f.slice('900:'.length)) * bucketMs, count: 0 }));
+  const unique = [...new Set(names)];
+  if (unique.length === 0) return minutes;
+  const pipeline = redis.pipeline();
+  for (const name of unique) pipeline.hmget(statsCounterKey(prefix, name), ...fields);
+  for (const [error, values] of (await pipeline.exec()) ?? []) {
+    if (error) throw error;
+    (values as (string | null)[]).forEach((v, i) => {
+      const m = minutes[i];
+      if (m !== undefined && v !== null) m.count += Number(v);
+    });
+  }
+  return minutes;
+}
+
 /**
  * The registered counter names, sorted. O(registered names): the registry is read whole and filtered
  * here, never the keyspace.
@@ -185,6 +220,12 @@ export async function heartbeat(
   if (report !== undefined) pipeline.set(heartbeatReportKey(prefix, kind, id), report, 'PX', ttlMs);
   const replies = await pipeline.exec();
   for (const [error] of replies ?? []) if (error) throw error;
+}
+
+/** Removes `id` of `kind` from the heartbeats at once (a process that stops cleanly), instead of at its TTL. */
+export async function forgetMember(redis: RedisClient, prefix: string, kind: string, id: string): Promise<void> {
+  checkKind(kind);
+  await redis.zrem(heartbeatKey(prefix), `${kind}\0${id}`);
 }
 
 /**

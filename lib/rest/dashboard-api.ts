@@ -21,8 +21,22 @@ export interface DashboardCrawl {
   maxdepth: number;
   /** Epoch seconds; 0 = never. */
   expires: number;
-  /** `running` while anything is pending, `complete` once nothing is. */
-  state: 'running' | 'complete';
+  /**
+   * `running` while anything is pending; once nothing is: `failed` when every page of it failed, else `complete`
+   * (some pages may have failed: `failed` > 0).
+   */
+  state: 'running' | 'complete' | 'failed';
+  /** The latest failed pages (newest first, at most `MAX_FAILURES_SHOWN` of ./dashboard.ts): why they failed. */
+  failures: DashboardFailure[];
+}
+
+/** One failed page: its URL, last HTTP status (null without a response) and the crawler's reason. */
+export interface DashboardFailure {
+  url: string;
+  status_code: number | null;
+  exception: string;
+  /** Epoch ms. */
+  at: number;
 }
 
 /** `GET /ui/api/crawls`: the watched app's crawls. */
@@ -43,7 +57,10 @@ export interface DashboardQueues {
 
 /** `GET /ui/api/fleet`: who is alive. */
 export interface DashboardFleet {
-  /** Live crawler processes (beat within the heartbeat TTL), one per spider type each serves. */
+  /**
+   * Crawler processes, one per spider type each serves: those that beat in the last `CRAWLER_LISTED_MS` of
+   * ./dashboard.ts (a crawler that stops cleanly removes its heartbeat at once).
+   */
   crawlers: { spiderid: string; node: string; beating: boolean }[];
   /** Live node ids per monitor kind. */
   nodes: Record<'kafka-monitor' | 'redis-monitor' | 'rest', string[]>;
@@ -60,6 +77,11 @@ export interface DashboardThroughput {
   ok_15m: number;
   /** Counts per status (HTTP code or error kind), most frequent first, at most 12. */
   by_status: { status: string; total: number; last_15m: number }[];
+  /**
+   * Pages fetched per minute over the last 15 minutes, oldest first, from the counters' own buckets (60 s, aligned
+   * on the epoch; the last one is the minute under way): the chart's history when the page loads.
+   */
+  minutes: { start_ms: number; pages: number }[];
 }
 
 /** `GET /ui/api/overview`: everything above in one answer (what the page polls). */

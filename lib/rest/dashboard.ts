@@ -11,7 +11,7 @@
  * | `GET /ui/api/overview?appid=A&top=N` | everything below in one answer (what the page polls) |
  * | `GET /ui/api/crawls?appid=A` | the app's crawls per spider: pending (queued + leased), done, failed, state |
  * | `GET /ui/api/queues?top=N` | total backlog and the N domains with the most queued requests (default 10, at most 100) |
- * | `GET /ui/api/fleet` | live heartbeats: crawlers (`beating` = beat in the last 30 s) and monitor / REST nodes |
+ * | `GET /ui/api/fleet` | live heartbeats: crawlers (beat in the last 60 s; `beating` = in the last 30 s) and monitor / REST nodes |
  * | `GET /ui/api/throughput` | the `crawler:<spider>:<status>` counters summed: lifetime, last 15 min, last hour |
  *
  * **Which app.** The frontier indexes crawls per appid and keeps no list of apps, so the crawl list is for
@@ -27,9 +27,13 @@
  * set. Each Redis call is bounded by `probeTimeoutMs`; Redis down is answered 500. At most
  * {@link MAX_CRAWLS} crawls are listed (running first).
  *
- * **Throughput.** The counters keep per-window totals, not a time series; the page samples the lifetime
- * total at each refresh and plots pages per minute from the differences (server clock), and shows the last
- * 15 minutes' and hour's totals as the counters report them.
+ * **Throughput.** The counters keep per-window totals in buckets; the `900` window's 15 buckets of 60 s are
+ * the last 15 minutes per minute (`throughput.minutes`), the chart's history when the page loads. From then on
+ * the page also samples the lifetime total at each refresh and plots pages per minute from the differences
+ * (server clock), and shows the last 15 minutes' and hour's totals as the counters report them.
+ *
+ * **Failures.** A crawl whose every page failed is `failed`, not `complete`; each listed crawl with failed pages
+ * carries its latest failures (URL, status, reason) from the crawlers' failure log (lib/redis/failure-log.ts).
  */
 import { SchemaValidationError } from '../errors.ts';
 import { HEARTBEAT_TTL_MS, urlFrontierBacklog } from '../monitor/stats-report.ts';
@@ -56,6 +60,13 @@ export const DEFAULT_TOP_DOMAINS = 10;
 export const MAX_TOP_DOMAINS = 100;
 /** A crawler whose last beat is younger than this is `beating` (crawlers beat every 10 s). */
 export const BEATING_MS = 30_000;
+/**
+ * A crawler silent this long (6 missed beats) is dropped from the fleet: its runtime stopped without removing its
+ * heartbeat (killed). The `stats` replies keep Scrapy Cluster's longer heartbeat TTL (HEARTBEAT_TTL_MS).
+ */
+export const CRAWLER_LISTED_MS = 60_000;
+/** Failed pages listed per crawl. */
+export const MAX_FAILURES_SHOWN = 5;
 
 interface DashboardQuery {
   appid: string | undefined;
@@ -196,7 +207,8 @@ class DashboardReader {
           domains: Object.values(info.domains).filter((d) => d.total > 0).length,
           maxdepth: info.settings.maxdepth ?? 0,
           expires: info.settings.expires ?? 0,
-          state: pending > 0 ? 'running' : 'complete',
+          state: pending > 0 ? 'running' : info.done === 0 && info.failed > 0 ? 'failed' : 'complete',
+          failures: [],
         });
       }
     }
@@ -206,7 +218,14 @@ class DashboardReader {
         a.crawlid.localeCompare(b.crawlid) ||
         a.spiderid.localeCompare(b.spiderid),
     );
-    return { appid, crawls: rows.slice(0, MAX_CRAWLS), crawls_total: rows.length };
+    const shown = rows.slice(0, MAX_CRAWLS);
+    // Why pages failed: one pipelined read for the listed crawls that have failures.
+    const failing = shown.filter((r) => r.failed > 0);
+    const notes = await this.#bound(this.#ctx.stats.failures(failing, MAX_FAILURES_SHOWN));
+    failing.forEach((r, i) => {
+      r.failures = notes[i] ?? [];
+    });
+    return { appid, crawls: shown, crawls_total: rows.length };
   }
 
   async queues(frontier: DashboardFrontier, top: number, known?: string[]): Promise<DashboardQueues> {
@@ -233,7 +252,7 @@ class DashboardReader {
     const now = this.#ctx.now();
     const live = (kind: string, ttlMs = HEARTBEAT_TTL_MS) => this.#bound(stats.live(kind, now, ttlMs));
     const [crawlerIds, beating, kafkaMonitor, redisMonitor, rest] = await Promise.all([
-      live('crawler'),
+      live('crawler', CRAWLER_LISTED_MS),
       live('crawler', BEATING_MS),
       live('kafka-monitor'),
       live('redis-monitor'),
@@ -257,8 +276,11 @@ class DashboardReader {
   async throughput(): Promise<DashboardThroughput> {
     const { stats } = this.#ctx;
     const names = await this.#bound(stats.names('crawler:'));
-    const counts: Record<string, StatsCounts> =
-      names.length === 0 ? {} : await this.#bound(stats.read(names, this.#ctx.now()));
+    const now = this.#ctx.now();
+    const [counts, minutes] = await Promise.all([
+      names.length === 0 ? ({} as Record<string, StatsCounts>) : this.#bound(stats.read(names, now)),
+      this.#bound(stats.minutes(names, now)),
+    ]);
     const out: DashboardThroughput = {
       pages_total: 0,
       pages_15m: 0,
@@ -266,6 +288,7 @@ class DashboardReader {
       ok_total: 0,
       ok_15m: 0,
       by_status: [],
+      minutes: minutes.map((m) => ({ start_ms: m.startMs, pages: m.count })),
     };
     const byStatus = new Map<string, { total: number; last_15m: number }>();
     for (const [name, c] of Object.entries(counts)) {

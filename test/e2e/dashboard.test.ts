@@ -207,8 +207,60 @@ describe('the web dashboard in headless Chromium', () => {
     // The finished crawl is still listed as complete.
     expect(await row('small').getAttribute('data-state')).toBe('complete');
 
+    expect(browserErrors).toEqual([]);
+  }, 120_000);
+
+  test('a crawl whose every page failed is shown failed, not complete, with each failure and its reason', async () => {
+    // The fixture site's robots.txt disallows /private/: the one page fails at once, without retries.
+    const denied = `${new URL(site.url(0)).origin}/private/secret`;
+    await submitCrawl(denied, 'denied', 0);
+    await page.waitForSelector('tr[data-crawlid="denied"][data-state="failed"]', { timeout: 60_000 });
+    expect(await row('denied').locator('.badge').textContent()).toBe('failed');
+    expect(await cellNumber('denied', 'failed')).toBe(1);
+    expect(await cellNumber('denied', 'done')).toBe(0);
+    expect(await row('denied').locator('[role="progressbar"]').getAttribute('class')).toBe('bar failed');
+    const failures = page.locator('tr[data-failures-of="denied"]');
+    expect(await failures.isVisible()).toBe(true);
+    expect(await failures.locator(`li[data-url="${denied}"]`).textContent()).toBe(
+      `no response ${denied}: robots.txt disallows this URL`,
+    );
+    // A crawl with no failure has no failure row.
+    expect(await page.locator('tr[data-failures-of="small"]').isVisible()).toBe(false);
+    expect(browserErrors).toEqual([]);
+  }, 120_000);
+
+  test('the throughput chart starts on every load with the last 15 minutes the counters keep', async () => {
+    // 120 pages counted three minutes ago, as a crawler would have: the counters' own per-minute buckets hold them.
+    const then = Date.now() - 180_000;
+    await deps.ctx.stats.increment([{ name: 'crawler:link:200', by: 120 }], then);
+    const api = (await (await fetch(`${server.url}/ui/api/throughput`)).json()) as {
+      data: { minutes: { start_ms: number; pages: number }[] };
+    };
+    expect(api.data.minutes).toHaveLength(15);
+    expect(api.data.minutes.find((m) => m.start_ms === Math.floor(then / 60_000) * 60_000)?.pages).toBe(120);
+
+    await page.reload();
+    // The first answer draws the history: the 14 whole minutes, one point each, on a scale that fits 120 pages/min.
+    await page.waitForSelector('#chart polyline', { timeout: 10_000 });
+    const points = ((await page.getAttribute('#chart polyline', 'points')) ?? '').split(' ');
+    expect(points.length).toBeGreaterThanOrEqual(14);
+    expect(await page.locator('#chart text').allTextContents()).toContain('200');
+    expect(browserErrors).toEqual([]);
+  }, 60_000);
+
+  test('a crawler whose heartbeat is over a minute old is dropped from the fleet', async () => {
+    // A crawler of a runtime that was killed: its last beat 90 s ago (still within the stats' 5-minute TTL).
+    await deps.ctx.stats.beat('crawler', 'link|killed-host:1', Date.now() - 90_000, 300_000);
+    const fleet = (await (await fetch(`${server.url}/ui/api/fleet`)).json()) as {
+      data: { crawlers: { node: string }[] };
+    };
+    expect(fleet.data.crawlers.map((c) => c.node)).not.toContain('killed-host:1');
+    // The one live worker process (a heartbeat per spider type it serves).
+    expect(new Set(fleet.data.crawlers.map((c) => c.node)).size).toBe(1);
+    await expect.poll(() => page.locator('#fleet-crawlers li').count(), { timeout: 10_000 }).toBe(1);
+
     await mkdir(ARTIFACTS, { recursive: true });
     await page.screenshot({ path: join(ARTIFACTS, 'dashboard.png'), fullPage: true });
     expect(browserErrors).toEqual([]);
-  }, 120_000);
+  }, 60_000);
 });

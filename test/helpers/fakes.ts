@@ -19,6 +19,7 @@ import type {
   StatsStore,
   UrlFrontierView,
 } from '../../lib/ports.ts';
+import { type CrawlKey, FAILURES_KEPT, type FailureNote } from '../../lib/redis/failure-log.ts';
 import type {
   CrawlInfo,
   CrawlRef,
@@ -27,7 +28,7 @@ import type {
   EnqueueOutcome,
   QueueRequest,
 } from '../../lib/redis/frontier-types.ts';
-import { STATS_WINDOWS, type StatsCounts, type StatsIncrement } from '../../lib/redis/stats.ts';
+import { type MinuteCount, STATS_WINDOWS, type StatsCounts, type StatsIncrement } from '../../lib/redis/stats.ts';
 import type { CrawlRequest } from '../../lib/schemas/index.ts';
 
 /** The fixed clock of {@link testContext} (epoch ms, a whole second): the time of events/scheduled.json. */
@@ -387,6 +388,7 @@ export class MemoryStatsStore implements StatsStore {
   readonly #events = new Map<string, { at: number; by: number }[]>();
   readonly #beats = new Map<string, Map<string, number>>();
   readonly #reports = new Map<string, string>();
+  readonly #failures = new Map<string, FailureNote[]>();
 
   #enter(): void {
     if (this.down) throw new InfrastructureError('connect ECONNREFUSED 127.0.0.1:6379 (fake stats store down)');
@@ -445,6 +447,36 @@ export class MemoryStatsStore implements StatsStore {
       .filter(([, last]) => nowMs - last < ttlMs)
       .map(([id]) => id)
       .sort();
+  }
+
+  async forget(kind: string, id: string): Promise<void> {
+    this.#enter();
+    this.#beats.get(kind)?.delete(id);
+  }
+
+  async minutes(names: string[], nowMs: number): Promise<MinuteCount[]> {
+    this.#enter();
+    // The Redis store's buckets: 60 s, aligned on the epoch, the last one holding nowMs.
+    const current = Math.floor(nowMs / 60_000);
+    return Array.from({ length: 15 }, (_, i) => {
+      const startMs = (current - 14 + i) * 60_000;
+      const count = names
+        .flatMap((n) => this.#events.get(n) ?? [])
+        .filter((e) => e.at >= startMs && e.at < startMs + 60_000 && e.at <= nowMs)
+        .reduce((sum, e) => sum + e.by, 0);
+      return { startMs, count };
+    });
+  }
+
+  async noteFailure(crawl: CrawlKey, note: FailureNote): Promise<void> {
+    this.#enter();
+    const key = `${crawl.spiderid}\0${crawl.appid}\0${crawl.crawlid}`;
+    this.#failures.set(key, [note, ...(this.#failures.get(key) ?? [])].slice(0, FAILURES_KEPT));
+  }
+
+  async failures(crawls: readonly CrawlKey[], n: number): Promise<FailureNote[][]> {
+    this.#enter();
+    return crawls.map((c) => (this.#failures.get(`${c.spiderid}\0${c.appid}\0${c.crawlid}`) ?? []).slice(0, n));
   }
 
   /** A counter's lifetime total (0 for a name never incremented). */

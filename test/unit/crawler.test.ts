@@ -358,6 +358,18 @@ describe('Crawler: the failure decision in the loop', () => {
     expect(r.pages).toHaveLength(1);
     expect(r.pages[0]).toMatchObject({ success: false, exception: 'HTTP 503 Service Unavailable', status_code: 503 });
     expect(r.frontier.acked).toEqual([{ handle: l.handle, outcome: 'fail' }]);
+    // Noted in the crawl's failure log for the dashboard: the URL, the last status and the reason.
+    const { spiderid, appid, crawlid } = SETTINGS;
+    const [notes] = await r.stats.failures([{ spiderid, appid, crawlid }], 5);
+    expect(notes).toMatchObject([{ url: l.url, status_code: 503, exception: 'HTTP 503 Service Unavailable' }]);
+  });
+
+  it('notes no failure for a page that succeeded, and removes its heartbeat when it stops', async () => {
+    const r = await crawl([lease('http://a.example/fine')], (q) => htmlResponse(q.url, 'ok'));
+    const { spiderid, appid, crawlid } = SETTINGS;
+    expect(await r.stats.failures([{ spiderid, appid, crawlid }], 5)).toEqual([[]]);
+    // It beat while running; stopped, it is no longer live however short ago that beat was.
+    expect(await r.stats.live('crawler', Date.now(), 300_000)).toEqual([]);
   });
 
   it('retries a connection failure, then gives up on a blocked address at once', async () => {

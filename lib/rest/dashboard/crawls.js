@@ -39,6 +39,8 @@ const NUMERIC = new Set(['done', 'failed', 'pending', 'domains']);
  * @property {HTMLButtonElement} button
  * @property {HTMLDivElement} stopResult
  * @property {HTMLTableRowElement} tr
+ * @property {HTMLTableRowElement} failTr the row under it that lists the latest failed pages and why
+ * @property {HTMLUListElement} failList
  */
 
 /** Every crawl seen since the page loaded, by {@link keyOf}: the page keeps showing crawls that left the frontier. */
@@ -89,6 +91,11 @@ function entryFor(spiderid, crawlid) {
     { attrs: { 'data-crawlid': crawlid, 'data-spiderid': spiderid } },
     FIELDS.map((f) => cells[f]),
   );
+  const failList = el('ul', { class: 'small error' });
+  const failTr = el('tr', { class: 'failures', attrs: { 'data-failures-of': crawlid } }, [
+    el('td', { attrs: { colspan: FIELDS.length } }, [failList]),
+  ]);
+  failTr.hidden = true;
   /** @type {Entry} */
   const entry = {
     spiderid,
@@ -107,13 +114,16 @@ function entryFor(spiderid, crawlid) {
     button,
     stopResult,
     tr,
+    failTr,
+    failList,
   };
   known.set(key, entry);
   return entry;
 }
 
 /**
- * The state shown: the frontier's (`running`, `complete`), or what the page knows beyond it: `stopped` (by
+ * The state shown: the frontier's (`running`, `complete`, `failed`: every page failed), or what the page knows
+ * beyond it: `stopped` (by
  * this page, nothing left pending), `ended` (no longer listed), `submitted` (not listed yet).
  * @param {Entry} entry
  */
@@ -158,7 +168,12 @@ function paint(entry) {
     ? ''
     : entry.gone
       ? `${state} after ${fmt(finished)} page${plural(finished)}`
-      : `${pct}% of ${fmt(total)}`;
+      : state === 'failed'
+        ? r.failed === 1
+          ? 'its one page failed'
+          : `all ${fmt(r.failed)} pages failed`
+        : `${pct}% of ${fmt(total)}${r.failed > 0 ? `, ${fmt(r.failed)} failed` : ''}`;
+  paintFailures(entry);
   const stoppable = (state === 'running' || state === 'submitted') && !(entry.stop?.busy || entry.stop?.ok);
   entry.button.hidden = !stoppable;
   const confirming = entry.confirmUntil > Date.now();
@@ -167,6 +182,28 @@ function paint(entry) {
   entry.button.disabled = !!entry.stop?.busy;
   entry.stopResult.textContent = entry.stop ? entry.stop.text : '';
   entry.stopResult.className = `small ${entry.stop?.ok === false ? 'error' : entry.stop?.ok ? 'okmsg' : 'muted'}`;
+}
+
+/**
+ * The latest failed pages of a crawl and why, in the row under it: `404 Not Found http://…: reason`.
+ * @param {Entry} entry
+ */
+function paintFailures(entry) {
+  const failures = entry.row?.failures ?? [];
+  entry.failTr.hidden = failures.length === 0;
+  clear(entry.failList);
+  for (const f of failures) {
+    const status = f.status_code === null ? 'no response' : `HTTP ${f.status_code}`;
+    entry.failList.appendChild(
+      el('li', { attrs: { 'data-url': f.url, title: `failed at ${time(f.at)}` } }, [
+        `${status} ${f.url}: ${f.exception || 'no reason given'}`,
+      ]),
+    );
+  }
+  const more = (entry.row?.failed ?? 0) - failures.length;
+  if (failures.length > 0 && more > 0) {
+    entry.failList.appendChild(el('li', { class: 'muted', text: `and ${fmt(more)} more failed page${plural(more)}` }));
+  }
 }
 
 /**
@@ -201,6 +238,7 @@ function layout() {
   for (const entry of order) {
     paint(entry);
     body.appendChild(entry.tr);
+    body.appendChild(entry.failTr);
   }
   $('crawls-empty').hidden = known.size > 0;
 }

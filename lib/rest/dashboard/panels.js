@@ -7,8 +7,8 @@
  */
 'use strict';
 
-/** The span of the throughput chart. */
-const CHART_MS = 5 * 60 * 1000;
+/** The span of the throughput chart: the 15 minutes the counters keep per minute (`throughput.minutes`). */
+const CHART_MS = 15 * 60 * 1000;
 
 /** @typedef {{ t: number, total: number }} Sample */
 /** @typedef {{ t: number, rate: number }} RatePoint */
@@ -101,8 +101,20 @@ function renderThroughput(t, now) {
     const dt = s.t - base.t;
     if (dt > 0) points.push({ t: s.t, rate: ((s.total - base.total) / dt) * 60000 });
   });
+  // The history the counters keep: one point per whole minute (the minute under way is still filling), at its end,
+  // before the first rate measured since the page loaded.
+  const firstMeasured = points[0]?.t ?? Number.POSITIVE_INFINITY;
+  const history = t.minutes
+    .slice(0, -1)
+    .map((m) => ({ t: m.start_ms + 60000, rate: m.pages }))
+    .filter((p) => p.t < firstMeasured);
+  points.unshift(...history);
   const current = points.at(-1)?.rate ?? null;
-  $('rate-now').textContent = current === null ? 'measuring…' : `${fmt(Math.round(current))} pages/min now`;
+  const measured = history.length < points.length;
+  $('rate-now').textContent =
+    current === null
+      ? 'measuring…'
+      : `${fmt(Math.round(current))} pages/min ${measured ? 'now' : 'in the last whole minute'}`;
   $('rate-totals').textContent =
     `last 15 min: ${fmt(t.pages_15m)} pages (${fmt(t.ok_15m)} ok) · last hour: ${fmt(t.pages_1h)} · ` +
     `lifetime: ${fmt(t.pages_total)}`;
@@ -144,7 +156,7 @@ function drawChart(points, now) {
     chart.appendChild(svg('line', { class: 'grid', x1: L, x2: W - 4, y1: y(top * f), y2: y(top * f) }));
     chart.appendChild(svg('text', { x: L - 4, y: y(top * f) + 4, 'text-anchor': 'end' }, fmt(Math.round(top * f))));
   }
-  chart.appendChild(svg('text', { x: L, y: H - 4 }, '5 min ago'));
+  chart.appendChild(svg('text', { x: L, y: H - 4 }, '15 min ago'));
   chart.appendChild(svg('text', { x: W - 4, y: H - 4, 'text-anchor': 'end' }, 'now'));
   const visible = points.filter((p) => p.t >= now - CHART_MS);
   const [first] = visible;

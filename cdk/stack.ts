@@ -1,7 +1,8 @@
 /**
  * The crawl-cluster stack: composes one construct per concern (docs/style.md) and nothing else.
  */
-import { CfnOutput, Stack, type StackProps } from 'aws-cdk-lib';
+import { CfnOutput, RemovalPolicy, Stack, type StackProps } from 'aws-cdk-lib';
+import * as iam from 'aws-cdk-lib/aws-iam';
 import type { RetentionDays } from 'aws-cdk-lib/aws-logs';
 import type { Construct } from 'constructs';
 import { Cache } from './constructs/cache.ts';
@@ -13,6 +14,7 @@ import { Observability } from './constructs/observability.ts';
 import { RestApi } from './constructs/rest-api.ts';
 import { Storage } from './constructs/storage.ts';
 import { UrlFrontier } from './constructs/url-frontier.ts';
+import { AWS_FLEET_DEFAULTS } from './runtime-env.ts';
 import type { Settings } from './settings.ts';
 
 export interface CrawlClusterStackProps extends StackProps {
@@ -30,6 +32,8 @@ export class CrawlClusterStack extends Stack {
   /** The URL Frontier gRPC service; undefined with `urlFrontier=false`. */
   readonly urlFrontier?: UrlFrontier;
   readonly observability: Observability;
+  /** Application Auto Scaling's role for ECS, with createAutoScalingServiceLinkedRole. */
+  readonly autoScalingServiceLinkedRole?: iam.CfnServiceLinkedRole;
 
   constructor(scope: Construct, id: string, props: CrawlClusterStackProps) {
     super(scope, id, props);
@@ -38,6 +42,8 @@ export class CrawlClusterStack extends Stack {
 
     this.network = new Network(this, 'Network', {
       maxAzs: s.maxAzs,
+      availabilityZones: s.availabilityZones,
+      endpointAzs: s.endpointAzs,
       natGateways: s.natGateways,
       crawlerPublicSubnets: s.crawlerPublicSubnets,
       logRetention,
@@ -50,6 +56,7 @@ export class CrawlClusterStack extends Stack {
       brokers: s.kafkaBrokers,
       instanceType: s.kafkaInstanceType,
       volumeGiB: s.kafkaVolumeGiB,
+      monitoring: s.kafkaMonitoring,
       topicPrefix: s.topicPrefix,
       topicPartitions: s.topicPartitions,
       clients,
@@ -77,6 +84,7 @@ export class CrawlClusterStack extends Stack {
       cache: this.cache,
       storage: this.storage,
       ingestBatchSize: s.ingestBatchSize,
+      eventSourceMode: s.eventSourceMode,
       minPollers: s.minPollers,
       maxPollers: s.maxPollers,
       maxRecordAgeSec: s.maxRecordAgeSec,
@@ -104,8 +112,10 @@ export class CrawlClusterStack extends Stack {
       shutdownDeadlineMs: s.shutdownDeadlineMs,
       createEcsServiceLinkedRole: s.createEcsServiceLinkedRole,
       crawlerPlugins: s.crawlerPlugins,
+      crawlerImage: s.crawlerImage,
+      containerInsights: s.containerInsights,
       logRetention,
-      runtimeEnv: s.runtimeEnv,
+      runtimeEnv: { ...AWS_FLEET_DEFAULTS, ...s.runtimeEnv },
     });
     if (s.urlFrontier) {
       this.urlFrontier = new UrlFrontier(this, 'UrlFrontier', {
@@ -124,6 +134,19 @@ export class CrawlClusterStack extends Stack {
         runtimeEnv: s.runtimeEnv,
       });
     }
+    if (s.createAutoScalingServiceLinkedRole) {
+      // The scalable targets name AWSServiceRoleForApplicationAutoScaling_ECSService; an account that never
+      // autoscaled an ECS service lacks it and registering them fails. Kept on deletion, like the ECS one.
+      const role = new iam.CfnServiceLinkedRole(this, 'AutoScalingServiceLinkedRole', {
+        awsServiceName: 'ecs.application-autoscaling.amazonaws.com',
+        description: 'Application Auto Scaling for ECS (created by crawl-cluster for a fresh account)',
+      });
+      role.applyRemovalPolicy(RemovalPolicy.RETAIN);
+      // A scalable target depends on its service: the services wait for the role.
+      this.fleet.service.node.addDependency(role);
+      this.urlFrontier?.service.node.addDependency(role);
+      this.autoScalingServiceLinkedRole = role;
+    }
     this.observability = new Observability(this, 'Observability', {
       kafka: this.kafka,
       cache: this.cache,
@@ -133,6 +156,7 @@ export class CrawlClusterStack extends Stack {
       storage: this.storage,
       urlFrontier: this.urlFrontier,
       alarmEmail: s.alarmEmail,
+      containerInsights: s.containerInsights,
     });
 
     new CfnOutput(this, 'BootstrapBrokers', {

@@ -114,10 +114,14 @@ describe('context flags', () => {
 
   it('kafka=serverless fails synthesis, naming the region, where MSK Serverless is not offered', () => {
     const stackIn = (region: string, context: Record<string, unknown> = {}) =>
-      new CrawlClusterStack(new App({ context: { ...CDK_CONTEXT, ...context, 'aws:cdk:bundling-stacks': [] } }), 'CrawlCluster', {
-        settings: readSettings(context),
-        env: { account: '123456789012', region },
-      });
+      new CrawlClusterStack(
+        new App({ context: { ...CDK_CONTEXT, ...context, 'aws:cdk:bundling-stacks': [] } }),
+        'CrawlCluster',
+        {
+          settings: readSettings(context),
+          env: { account: '123456789012', region },
+        },
+      );
     expect(() => stackIn('af-south-1')).toThrow(/context "kafka": MSK Serverless is not offered in af-south-1/);
     expect(() => stackIn('af-south-1', { kafka: 'provisioned' })).not.toThrow();
   });

@@ -1,21 +1,25 @@
 /**
  * The crawl-cluster stack: composes one construct per concern (docs/style.md) and nothing else.
  */
-import { CfnOutput, RemovalPolicy, Stack, type StackProps } from 'aws-cdk-lib';
+import { Annotations, CfnOutput, RemovalPolicy, Stack, type StackProps } from 'aws-cdk-lib';
 import * as iam from 'aws-cdk-lib/aws-iam';
 import type { RetentionDays } from 'aws-cdk-lib/aws-logs';
 import type { Construct } from 'constructs';
 import { Cache } from './constructs/cache.ts';
 import { Fleet } from './constructs/fleet.ts';
 import { Functions } from './constructs/functions.ts';
-import { Kafka } from './constructs/kafka.ts';
+import { firehosePartitionsNeeded, Kafka } from './constructs/kafka.ts';
 import { Network } from './constructs/network.ts';
 import { Observability } from './constructs/observability.ts';
 import { RestApi } from './constructs/rest-api.ts';
 import { Storage } from './constructs/storage.ts';
 import { UrlFrontier } from './constructs/url-frontier.ts';
+import { COMPRESSION_RATIO } from './prices.ts';
 import { AWS_FLEET_DEFAULTS } from './runtime-env.ts';
 import type { Settings } from './settings.ts';
+
+/** The page size partitions are sized for (KB): an article page of the crawl bench. */
+const REFERENCE_PAGE_KB = 28;
 
 export interface CrawlClusterStackProps extends StackProps {
   settings: Settings;
@@ -49,6 +53,7 @@ export class CrawlClusterStack extends Stack {
       logRetention,
     });
     const clients = [this.network.functionsSecurityGroup, this.network.crawlerSecurityGroup];
+    const topicPartitions = this.#partitions(s);
     this.kafka = new Kafka(this, 'Kafka', {
       network: this.network,
       mode: s.kafka,
@@ -58,7 +63,7 @@ export class CrawlClusterStack extends Stack {
       volumeGiB: s.kafkaVolumeGiB,
       monitoring: s.kafkaMonitoring,
       topicPrefix: s.topicPrefix,
-      topicPartitions: s.topicPartitions,
+      topicPartitions,
       clients,
       logRetention,
     });
@@ -190,5 +195,25 @@ export class CrawlClusterStack extends Stack {
           description: 'URL Frontier gRPC API over TLS; connect by a DNS name of the certificate that points here',
         });
     }
+  }
+
+  /**
+   * Partitions per topic: topicPartitions, raised on MSK Serverless to what the crawled firehose needs so that
+   * maxTasks crawlers at their peak are not capped by its 5 MB/s per partition (a warning says so when it raises a
+   * value given explicitly). Provisioned brokers have no per-partition limit.
+   */
+  #partitions(s: Settings): number {
+    if (s.kafka !== 'serverless') return s.topicPartitions;
+    const codec = s.runtimeEnv.KAFKA_COMPRESSION ?? AWS_FLEET_DEFAULTS.KAFKA_COMPRESSION ?? 'none';
+    const needed = firehosePartitionsNeeded(s.maxTasks, REFERENCE_PAGE_KB, COMPRESSION_RATIO[codec] ?? 1);
+    if (s.topicPartitions >= needed) return s.topicPartitions;
+    if (this.node.tryGetContext('topicPartitions') !== undefined)
+      Annotations.of(this).addWarningV2(
+        'crawl-cluster:firehosePartitions',
+        `topicPartitions=${s.topicPartitions} raised to ${needed}: ${s.maxTasks} crawler tasks at their peak ` +
+          `(${REFERENCE_PAGE_KB} KB pages, ${codec}) publish more than ${s.topicPartitions} partitions x 5 MB/s take ` +
+          'on MSK Serverless (docs/cost.md)',
+      );
+    return needed;
   }
 }

@@ -42,6 +42,24 @@ export const MSK_SERVERLESS_REGIONS = [
   'eu-west-3',
 ];
 
+/** MSK Serverless's ingress limit per partition (MSK Developer Guide, MSK Serverless quota), bytes per second. */
+export const MSK_SERVERLESS_PARTITION_INGRESS = 5 * 1024 * 1024;
+
+/**
+ * Pages a second one crawler task may publish at its peak on the real web: CRAWLER_CONCURRENCY_MAX fetch slots (256)
+ * with responses taking ~0.3 s. An upper bound for partition sizing, not a throughput promise.
+ */
+export const PEAK_PAGES_PER_TASK_SECOND = 850;
+
+/**
+ * Partitions the crawled firehose needs so that `maxTasks` crawler tasks at their peak are not capped by MSK
+ * Serverless's per-partition ingress, for pages of `pageKb` KB shrunk `ratio` times by KAFKA_COMPRESSION.
+ */
+export function firehosePartitionsNeeded(maxTasks: number, pageKb: number, ratio: number): number {
+  const bytesPerSecond = (maxTasks * PEAK_PAGES_PER_TASK_SECOND * pageKb * 1024) / ratio;
+  return Math.max(1, Math.ceil(bytesPerSecond / MSK_SERVERLESS_PARTITION_INGRESS));
+}
+
 /** MSK's IAM listener (TLS), on Serverless and provisioned clusters alike. */
 export const MSK_IAM_PORT = 9098;
 

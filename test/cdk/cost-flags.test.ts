@@ -6,8 +6,9 @@
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { App } from 'aws-cdk-lib';
-import { Match } from 'aws-cdk-lib/assertions';
+import { Annotations, Match } from 'aws-cdk-lib/assertions';
 import { describe, expect, it } from 'vitest';
+import { firehosePartitionsNeeded } from '../../cdk/constructs/kafka.ts';
 import { readSettings } from '../../cdk/settings.ts';
 import { CrawlClusterStack } from '../../cdk/stack.ts';
 import { REPO_ROOT } from '../../localstack/repo-root.ts';
@@ -133,5 +134,27 @@ describe('context flags', () => {
     };
     expect(crawlerEnv({}).KAFKA_COMPRESSION).toBe('gzip');
     expect(crawlerEnv({ runtimeEnv: { KAFKA_COMPRESSION: 'zstd' } }).KAFKA_COMPRESSION).toBe('zstd');
+  });
+});
+
+describe('firehose partitions on MSK Serverless', () => {
+  const partitions = (context: Record<string, unknown>) =>
+    Object.values(synthStack(context).template.findResources('Custom::KafkaTopics'))[0]?.Properties.Partitions;
+
+  it('are sized so maxTasks crawlers at their peak stay under 5 MB/s a partition', () => {
+    // 10 tasks x 850 pages/s x 28 KB / 8.3 (gzip) = 28 MB/s: 6 partitions.
+    expect(firehosePartitionsNeeded(10, 28, 8.3)).toBe(6);
+    expect(firehosePartitionsNeeded(10, 28, 1)).toBe(47);
+    expect(partitions({})).toBe(6);
+    expect(partitions({ maxTasks: 4 })).toBe(3);
+    expect(partitions({ runtimeEnv: { KAFKA_COMPRESSION: 'zstd' } })).toBe(3);
+    expect(partitions({ topicPartitions: 12 })).toBe(12);
+  });
+
+  it('raise a value given too low, with a warning; provisioned MSK keeps the value', () => {
+    const s = synthStack({ topicPartitions: 2 });
+    expect(Object.values(s.template.findResources('Custom::KafkaTopics'))[0]?.Properties.Partitions).toBe(6);
+    Annotations.fromStack(s.stack).hasWarning('*', Match.stringLikeRegexp('topicPartitions=2 raised to 6'));
+    expect(partitions({ kafka: 'provisioned', topicPartitions: 2 })).toBe(2);
   });
 });

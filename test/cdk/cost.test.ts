@@ -6,7 +6,7 @@
 import { describe, expect, it } from 'vitest';
 import { parseContext } from '../../cdk/cost.ts';
 import { priceTemplate, UnpricedResourceError, unpricedTypes } from '../../cdk/cost-model.ts';
-import { synthStack } from './synth.ts';
+import { type Cfn, synthStack } from './synth.ts';
 
 const VARIANTS: Record<string, Record<string, unknown>> = {
   standard: {},
@@ -28,19 +28,25 @@ const VARIANTS: Record<string, Record<string, unknown>> = {
   },
 };
 
-const templates = Object.fromEntries(
+const synthesized = Object.fromEntries(
   Object.entries(VARIANTS).map(([name, context]) => [name, synthStack(context).template.toJSON()]),
 );
+/** The template of a variant (synthesized once per file). */
+function tpl(name: string): Cfn {
+  const t = synthesized[name];
+  if (!t) throw new Error(`no variant ${name}`);
+  return t;
+}
 
 describe('npm run cost', () => {
   for (const name of Object.keys(VARIANTS)) {
     it(`prices every resource type of the stack: ${name}`, () => {
-      expect(unpricedTypes(templates[name])).toEqual([]);
+      expect(unpricedTypes(tpl(name))).toEqual([]);
     });
   }
 
   it('fails on a billable resource type the table does not price', () => {
-    const t = structuredClone(templates.standard);
+    const t = structuredClone(tpl('standard'));
     t.Resources.Extra = { Type: 'AWS::RDS::DBInstance', Properties: {} };
     expect(unpricedTypes(t)).toEqual(['AWS::RDS::DBInstance']);
     expect(() => priceTemplate(t)).toThrow(UnpricedResourceError);
@@ -48,7 +54,7 @@ describe('npm run cost', () => {
   });
 
   it('prices the standard stack at its MSK Serverless, poller, NAT and cache floor', () => {
-    const r = priceTemplate(templates.standard);
+    const r = priceTemplate(tpl('standard'));
     const of = (type: string) =>
       r.resources.filter((x) => x.type === type).reduce((n, x) => n + x.idle_usd_per_month, 0);
     expect(of('AWS::MSK::ServerlessCluster')).toBeCloseTo(0.75 * 730, 2);
@@ -62,8 +68,8 @@ describe('npm run cost', () => {
   });
 
   it('prices the small profile without MSK Serverless, pollers or NAT, at a fraction of the standard floor', () => {
-    const small = priceTemplate(templates.small);
-    const standard = priceTemplate(templates.standard);
+    const small = priceTemplate(tpl('small'));
+    const standard = priceTemplate(tpl('standard'));
     const types = new Set(small.resources.filter((x) => x.idle_usd_per_month > 0).map((x) => x.type));
     for (const type of ['AWS::MSK::ServerlessCluster', 'AWS::EC2::NatGateway', 'AWS::Lambda::EventSourceMapping'])
       expect(types.has(type), type).toBe(false);
@@ -74,21 +80,21 @@ describe('npm run cost', () => {
   });
 
   it("prices a million pages from the stack's compression, and the options change it", () => {
-    const gzip = priceTemplate(templates.standard);
+    const gzip = priceTemplate(tpl('standard'));
     expect(gzip.compression).toBe('gzip');
-    const none = priceTemplate(templates.standard, { compression: 'none' });
+    const none = priceTemplate(tpl('standard'), { compression: 'none' });
     const bytesIn = (r: typeof gzip) =>
       r.per_million_pages.find((c) => c.component === 'MSK Serverless bytes in')?.usd_per_million_pages ?? 0;
     // 28 KB pages: 28.7 GB a million uncompressed, $0.10 a GB in.
     expect(bytesIn(none)).toBeCloseTo(2.867, 2);
     expect(bytesIn(gzip)).toBeCloseTo(2.867 / 8.3, 2);
     expect(none.usd_per_million_pages).toBeGreaterThan(gzip.usd_per_million_pages);
-    const bigger = priceTemplate(templates.standard, { pageKb: 56 });
+    const bigger = priceTemplate(tpl('standard'), { pageKb: 56 });
     expect(bytesIn(bigger)).toBeCloseTo(2 * bytesIn(gzip), 2);
-    const longer = priceTemplate(templates.standard, { retentionHours: 336 });
+    const longer = priceTemplate(tpl('standard'), { retentionHours: 336 });
     expect(longer.usd_per_million_pages).toBeGreaterThan(gzip.usd_per_million_pages);
     // No NAT and no Serverless bytes on the small profile.
-    const small = priceTemplate(templates.small);
+    const small = priceTemplate(tpl('small'));
     expect(small.per_million_pages.some((c) => /NAT|Serverless/.test(c.component))).toBe(false);
     expect(small.usd_per_million_pages).toBeLessThan(gzip.usd_per_million_pages);
   });

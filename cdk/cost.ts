@@ -13,7 +13,7 @@ import { join } from 'node:path';
 import { parseArgs } from 'node:util';
 import { App } from 'aws-cdk-lib';
 import { REPO_ROOT } from '../localstack/repo-root.ts';
-import { type CostOptions, type CostReport, DEFAULT_OPTIONS, priceTemplate } from './cost-model.ts';
+import { type CostOptions, type CostReport, DEFAULT_OPTIONS, priceTemplate, type ResourceCost } from './cost-model.ts';
 import { PRICES_DATE, PRICES_REGION } from './prices.ts';
 import { readSettings } from './settings.ts';
 import { CrawlClusterStack } from './stack.ts';
@@ -54,15 +54,30 @@ export function synthTemplate(context: Record<string, unknown>): Record<string, 
 
 const usd = (n: number, digits = 2) => `$${n.toFixed(digits)}`;
 
+/** The report's billed lines, alike lines (19 alarms on one metric) summed into one, most expensive first. */
+function billed(report: CostReport): (ResourceCost & { count: number })[] {
+  const groups = new Map<string, ResourceCost & { count: number }>();
+  for (const r of report.resources) {
+    if (r.idle_usd_per_month <= 0 && r.idle_units_per_month <= 0) continue;
+    const key = `${r.type}|${r.what}|${r.unit_usd}`;
+    const g = groups.get(key);
+    if (g) {
+      g.count += 1;
+      g.id = `${g.count} resources`;
+      g.idle_usd_per_month = Math.round((g.idle_usd_per_month + r.idle_usd_per_month) * 100) / 100;
+    } else groups.set(key, { ...r, count: 1 });
+  }
+  return [...groups.values()].sort((a, b) => b.idle_usd_per_month - a.idle_usd_per_month);
+}
+
+const what = (r: { what: string; count: number }) => (r.count > 1 ? `${r.count} x ${r.what}` : r.what);
+
 /** The report as markdown tables (docs/cost.md). */
 export function markdown(report: CostReport, title: string): string {
-  const rows = report.resources
-    .filter((r) => r.idle_usd_per_month > 0 || r.idle_units_per_month > 0)
-    .sort((a, b) => b.idle_usd_per_month - a.idle_usd_per_month)
-    .map(
-      (r) =>
-        `| ${r.what} | \`${r.id}\` | ${usd(r.unit_usd, r.unit_usd < 0.01 ? 6 : 4)} / ${r.unit} | ${usd(r.idle_usd_per_month)} |`,
-    );
+  const rows = billed(report).map(
+    (r) =>
+      `| ${what(r)} | ${r.count > 1 ? r.id : `\`${r.id.length > 40 ? `${r.id.slice(0, 38)}…` : r.id}\``} | ${usd(r.unit_usd, r.unit_usd < 0.01 ? 6 : 4)} / ${r.unit} | ${usd(r.idle_usd_per_month)} |`,
+  );
   const pages = report.per_million_pages.map((c) => `| ${c.component} | ${usd(c.usd_per_million_pages, 4)} |`);
   return [
     `**${title}**: idle floor **${usd(report.idle_usd_per_month)} a month**; a million pages add **${usd(report.usd_per_million_pages)}** (${report.compression} page messages, ÷${report.compression_ratio}).`,
@@ -80,17 +95,15 @@ export function markdown(report: CostReport, title: string): string {
 }
 
 function text(report: CostReport, title: string): string {
-  const rows = report.resources
-    .filter((r) => r.idle_usd_per_month > 0 || r.idle_units_per_month > 0)
-    .sort((a, b) => b.idle_usd_per_month - a.idle_usd_per_month);
-  const w = Math.max(...rows.map((r) => r.what.length), 20);
+  const rows = billed(report);
+  const w = Math.max(...rows.map((r) => what(r).length), 20);
   const lines = [
     `${title} (${PRICES_REGION} list prices of ${PRICES_DATE}, cdk/prices.ts; 730 h a month, nothing crawled)`,
     '',
     `${'what'.padEnd(w)}  ${'unit price'.padStart(26)}  ${'$/month'.padStart(9)}`,
     ...rows.map(
       (r) =>
-        `${r.what.padEnd(w)}  ${`${usd(r.unit_usd, r.unit_usd < 0.01 ? 6 : 4)}/${r.unit}`.slice(0, 26).padStart(26)}  ${usd(r.idle_usd_per_month).padStart(9)}`,
+        `${what(r).padEnd(w)}  ${`${usd(r.unit_usd, r.unit_usd < 0.01 ? 6 : 4)}/${r.unit}`.slice(0, 26).padStart(26)}  ${usd(r.idle_usd_per_month).padStart(9)}`,
     ),
     `${'idle floor'.padEnd(w)}  ${''.padStart(26)}  ${usd(report.idle_usd_per_month).padStart(9)}`,
     '',

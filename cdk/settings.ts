@@ -15,7 +15,10 @@ export interface Settings {
   profile: Profile;
   /** Topic prefix of every Kafka topic (KAFKA_TOPIC_PREFIX). @default VARIABLES.KAFKA_TOPIC_PREFIX.default */
   topicPrefix: string;
-  /** Partitions per topic, created by the topics custom resource. @default VARIABLES.KAFKA_TOPIC_PARTITIONS.default */
+  /**
+   * Partitions per topic, created by the topics custom resource. On MSK Serverless the stack raises it to what the
+   * crawled firehose needs at maxTasks (cdk/stack.ts, docs/cost.md). @default VARIABLES.KAFKA_TOPIC_PARTITIONS.default
+   */
   topicPartitions: number;
   /** Availability zones of the VPC (MSK Serverless needs at least 2). @default 2, or the pinned zones' count */
   maxAzs: number;

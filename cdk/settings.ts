@@ -8,12 +8,27 @@ import type { Node } from 'constructs';
 import { VARIABLES, type VariableName } from '../lib/config/variables.ts';
 
 export interface Settings {
+  /**
+   * A named set of defaults for the other keys (docs/cost.md): `standard` is the stack as it always was, `small` the
+   * cheapest stack that still crawls (PROFILES below). A key given explicitly wins over its profile. @default 'standard'
+   */
+  profile: Profile;
   /** Topic prefix of every Kafka topic (KAFKA_TOPIC_PREFIX). @default VARIABLES.KAFKA_TOPIC_PREFIX.default */
   topicPrefix: string;
-  /** Partitions per topic, created by the topics custom resource. @default VARIABLES.KAFKA_TOPIC_PARTITIONS.default */
+  /**
+   * Partitions per topic, created by the topics custom resource. On MSK Serverless the stack raises it to what the
+   * crawled firehose needs at maxTasks (cdk/stack.ts, docs/cost.md). @default VARIABLES.KAFKA_TOPIC_PARTITIONS.default
+   */
   topicPartitions: number;
-  /** Availability zones of the VPC (MSK Serverless needs at least 2). @default 2 */
+  /** Availability zones of the VPC (MSK Serverless needs at least 2). @default 2, or the pinned zones' count */
   maxAzs: number;
+  /**
+   * Pin the VPC's zones (`us-east-1a,us-east-1b`, at least 2): for a region where one zone lacks a service or an
+   * instance type. Needs an environment-specific stack (account and region known at synth). @default CDK's choice
+   */
+  availabilityZones?: string[];
+  /** Zones the interface endpoints span (1 is cheapest; clients in every zone reach them). @default maxAzs */
+  endpointAzs: number;
   /**
    * Crawler tasks in public subnets with a public IP each (no NAT gateway at all: cheaper, and one egress IP per
    * task for SCHEDULER_IP_ENABLED). Otherwise they egress through NAT from private subnets. @default false
@@ -31,6 +46,18 @@ export interface Settings {
   kafkaInstanceType: string;
   /** Provisioned MSK only: EBS GiB per broker. @default 100 */
   kafkaVolumeGiB: number;
+  /**
+   * Provisioned MSK only: CloudWatch monitoring level. DEFAULT is free; the per-topic levels feed the dashboard's
+   * ingest and pages graphs and are billed as CloudWatch metrics. @default 'PER_TOPIC_PER_BROKER'
+   */
+  kafkaMonitoring: 'DEFAULT' | 'PER_BROKER' | 'PER_TOPIC_PER_BROKER' | 'PER_TOPIC_PER_PARTITION';
+  /**
+   * The monitors' MSK event sources: `provisioned` (dedicated pollers billed per Event Poller Unit-hour; partial batch
+   * responses, bisect and bounded retries) or `on-demand` (no poller charge; none of those controls, so a failing
+   * batch is retried whole until it succeeds or ages out, and the VPC needs Lambda and STS endpoints or NAT).
+   * @default 'provisioned'
+   */
+  eventSourceMode: 'provisioned' | 'on-demand';
   /** Provisioned event pollers per MSK event source mapping (both mappings share one poller group). @default 1 */
   minPollers: number;
   /** @default 4 */
@@ -63,12 +90,19 @@ export interface Settings {
   cacheClusterMode: boolean;
   /** Cluster mode only: shards. @default 1 */
   cacheShards: number;
-  /** Replicas per shard (at least 1 for Multi-AZ failover). @default 1 */
+  /** Replicas per shard (0: one node, no Multi-AZ failover; at least 1 for it). @default 1 */
   cacheReplicas: number;
   /** Not the well-known 6379 (cdk-nag AwsSolutions-AEC5). @default 6380 */
   cachePort: number;
   /** Daily snapshots kept. @default 7 */
   cacheSnapshotRetentionDays: number;
+  /**
+   * A prebuilt crawler image (`<registry>/<repository>:<tag>`, linux/arm64, built from functions/crawler/Dockerfile)
+   * instead of building it at deploy time: for a machine without an arm64 Docker builder. @default built from source
+   */
+  crawlerImage?: string;
+  /** Container Insights on the ECS cluster (billed as CloudWatch metrics and logs). @default true */
+  containerInsights: boolean;
   /**
    * Crawler task vCPU units. @default 1024: one event loop crawls, so 1 vCPU is what one process uses (docs/design.md
    * §8 "Fleet sizing")
@@ -124,6 +158,12 @@ export interface Settings {
    * @default false
    */
   createEcsServiceLinkedRole: boolean;
+  /**
+   * Create Application Auto Scaling's service-linked role for ECS (AWSServiceRoleForApplicationAutoScaling_ECSService),
+   * which the scalable targets of both services name: an account that never autoscaled an ECS service lacks it.
+   * Same caveats as createEcsServiceLinkedRole. @default false
+   */
+  createAutoScalingServiceLinkedRole: boolean;
   /**
    * A directory of spider plugins, relative to the repository root (docs/spiders.md): copied into the
    * crawler image as `/app/plugins`, and every `.ts`/`.js`/`.mjs` file at its top level named in the image's
@@ -192,6 +232,25 @@ function fargateCpu(get: Get, key: string, fallback: number): number {
   return cpu;
 }
 
+/** `availabilityZones`: a list or a comma-separated string of zone names. */
+function zones(get: Get): string[] | undefined {
+  const v = get('availabilityZones');
+  if (v === undefined) return undefined;
+  const list = Array.isArray(v) ? v : typeof v === 'string' ? v.split(',').map((z) => z.trim()) : undefined;
+  if (
+    !list ||
+    list.length < 2 ||
+    list.length > 6 ||
+    !list.every((z) => typeof z === 'string' && /^[a-z]{2}(-[a-z]+)+-\d[a-z]$/.test(z))
+  )
+    throw new SettingsError(
+      'availabilityZones',
+      `must be 2 to 6 zone names like us-east-1a (got ${JSON.stringify(v)})`,
+    );
+  if (new Set(list).size !== list.length) throw new SettingsError('availabilityZones', 'names a zone twice');
+  return list as string[];
+}
+
 function runtimeEnv(get: Get): Partial<Record<VariableName, string>> {
   let v = get('runtimeEnv');
   if (v === undefined) return {};
@@ -209,17 +268,64 @@ function runtimeEnv(get: Get): Partial<Record<VariableName, string>> {
   return out;
 }
 
+/** The profiles: `-c profile=<name>`. */
+export const PROFILE_NAMES = ['standard', 'small'] as const;
+export type Profile = (typeof PROFILE_NAMES)[number];
+
+/**
+ * What each profile sets, as context values (a key given with `-c` wins). `standard` sets nothing: the defaults
+ * below are the standard stack. docs/cost.md tables every key with both profiles' values and what it costs.
+ */
+export const PROFILES: Record<Profile, Record<string, unknown>> = {
+  standard: {},
+  small: {
+    // MSK provisioned on the smallest broker (2 x kafka.t3.small; IAM accepts 4 new connections per second per t3
+    // broker, enough for a fleet of a few tasks) instead of Serverless ($0.75/h before any byte).
+    kafka: 'provisioned',
+    kafkaInstanceType: 'kafka.t3.small',
+    kafkaVolumeGiB: 10,
+    kafkaMonitoring: 'DEFAULT',
+    // No NAT gateway: crawlers in public subnets with a public IP each; functions and MSK in isolated subnets.
+    crawlerPublicSubnets: true,
+    // Interface endpoints in one zone: an outage of that zone stops cold starts of the functions and the monitors'
+    // event sources until it is back, nothing else.
+    endpointAzs: 1,
+    // One cache node, no replica (no failover: a node failure loses what was queued since the last snapshot).
+    cacheNodeType: 'cache.t4g.micro',
+    cacheReplicas: 0,
+    // No provisioned pollers (they cost more than everything else of this profile together).
+    eventSourceMode: 'on-demand',
+    containerInsights: false,
+    urlFrontier: false,
+    maxTasks: 4,
+  },
+};
+
 /**
  * Reads and validates the settings from a context source (an App's node, or a plain object in tests).
  * @throws SettingsError naming the first invalid key
  */
 export function readSettings(source: Node | Record<string, unknown>): Settings {
-  const get: Get =
+  const given: Get =
     'tryGetContext' in source && typeof source.tryGetContext === 'function'
       ? (key) => (source as Node).tryGetContext(key)
       : (key) => (source as Record<string, unknown>)[key];
+  const profile = str(given, 'profile', 'standard', /^(standard|small)$/) as Profile;
+  const get: Get = (key) => given(key) ?? PROFILES[profile][key];
 
-  const maxAzs = int(get, 'maxAzs', 2, 2, 6);
+  const availabilityZones = zones(get);
+  const maxAzs = int(get, 'maxAzs', availabilityZones?.length ?? 2, 2, 6);
+  if (availabilityZones && availabilityZones.length !== maxAzs)
+    throw new SettingsError('maxAzs', `must equal the number of availabilityZones (${availabilityZones.length})`);
+  const crawlerImage =
+    get('crawlerImage') === undefined
+      ? undefined
+      : str(
+          get,
+          'crawlerImage',
+          '',
+          /^[a-z0-9][a-z0-9.-]*(:\d+)?(\/[a-z0-9._-]+)+(:[\w.-]{1,128}|@sha256:[0-9a-f]{64})$/,
+        );
   const kafka = str(get, 'kafka', 'serverless', /^(serverless|provisioned)$/) as Settings['kafka'];
   const kafkaBrokers = int(get, 'kafkaBrokers', maxAzs, maxAzs, 90);
   if (kafkaBrokers % maxAzs !== 0) throw new SettingsError('kafkaBrokers', `must be a multiple of maxAzs (${maxAzs})`);
@@ -249,9 +355,12 @@ export function readSettings(source: Node | Record<string, unknown>): Settings {
     get('crawlerPlugins') === undefined
       ? undefined
       : str(get, 'crawlerPlugins', '', /^(?!\/)(?!.*(?:^|\/)\.\.(?:\/|$))[A-Za-z0-9._/-]{1,200}$/);
+  if (crawlerPlugins !== undefined && crawlerImage !== undefined)
+    throw new SettingsError('crawlerPlugins', 'is built into the image, so it cannot go with a prebuilt crawlerImage');
   const alarmEmail = get('alarmEmail') === undefined ? undefined : str(get, 'alarmEmail', '', /^[^@\s]+@[^@\s]+$/);
 
   return {
+    profile,
     topicPrefix: str(
       get,
       'topicPrefix',
@@ -260,6 +369,8 @@ export function readSettings(source: Node | Record<string, unknown>): Settings {
     ),
     topicPartitions: int(get, 'topicPartitions', VARIABLES.KAFKA_TOPIC_PARTITIONS.default, 1, 1000),
     maxAzs,
+    availabilityZones,
+    endpointAzs: int(get, 'endpointAzs', maxAzs, 1, maxAzs),
     crawlerPublicSubnets: bool(get, 'crawlerPublicSubnets', false),
     natGateways: int(get, 'natGateways', maxAzs, 1, maxAzs),
     kafka,
@@ -267,6 +378,18 @@ export function readSettings(source: Node | Record<string, unknown>): Settings {
     kafkaBrokers,
     kafkaInstanceType: str(get, 'kafkaInstanceType', 'kafka.m7g.large', /^kafka\.[a-z0-9]+\.[a-z0-9]+$/),
     kafkaVolumeGiB: int(get, 'kafkaVolumeGiB', 100, 1, 16384),
+    kafkaMonitoring: str(
+      get,
+      'kafkaMonitoring',
+      'PER_TOPIC_PER_BROKER',
+      /^(DEFAULT|PER_BROKER|PER_TOPIC_PER_BROKER|PER_TOPIC_PER_PARTITION)$/,
+    ) as Settings['kafkaMonitoring'],
+    eventSourceMode: str(
+      get,
+      'eventSourceMode',
+      'provisioned',
+      /^(provisioned|on-demand)$/,
+    ) as Settings['eventSourceMode'],
     minPollers,
     maxPollers,
     ingestBatchSize: int(get, 'ingestBatchSize', 500, 1, 10_000),
@@ -277,9 +400,11 @@ export function readSettings(source: Node | Record<string, unknown>): Settings {
     cacheEngineVersion: str(get, 'cacheEngineVersion', '8.0', /^[78]\.\d+$/),
     cacheClusterMode,
     cacheShards: int(get, 'cacheShards', 1, 1, 500),
-    cacheReplicas: int(get, 'cacheReplicas', 1, 1, 5),
+    cacheReplicas: int(get, 'cacheReplicas', 1, 0, 5),
     cachePort: int(get, 'cachePort', 6380, 1024, 65535),
     cacheSnapshotRetentionDays: int(get, 'cacheSnapshotRetentionDays', 7, 1, 35),
+    crawlerImage,
+    containerInsights: bool(get, 'containerInsights', true),
     taskCpu,
     taskMemoryMiB: int(get, 'taskMemoryMiB', 2048, 512, 122_880),
     minTasks,
@@ -301,6 +426,7 @@ export function readSettings(source: Node | Record<string, unknown>): Settings {
     urlFrontierMaxTasks,
     urlFrontierCertificateArn,
     createEcsServiceLinkedRole: bool(get, 'createEcsServiceLinkedRole', false),
+    createAutoScalingServiceLinkedRole: bool(get, 'createAutoScalingServiceLinkedRole', false),
     crawlerPlugins,
     runtimeEnv: runtimeEnv(get),
   };

@@ -1,20 +1,26 @@
 /**
  * The crawl-cluster stack: composes one construct per concern (docs/style.md) and nothing else.
  */
-import { CfnOutput, Stack, type StackProps } from 'aws-cdk-lib';
+import { Annotations, CfnOutput, RemovalPolicy, Stack, type StackProps } from 'aws-cdk-lib';
+import * as iam from 'aws-cdk-lib/aws-iam';
 import type { RetentionDays } from 'aws-cdk-lib/aws-logs';
 import type { Construct } from 'constructs';
 import { BrowserFleet, browserFleetSettings } from './constructs/browser-fleet.ts';
 import { Cache } from './constructs/cache.ts';
 import { Fleet } from './constructs/fleet.ts';
 import { Functions } from './constructs/functions.ts';
-import { Kafka } from './constructs/kafka.ts';
+import { firehosePartitionsNeeded, Kafka } from './constructs/kafka.ts';
 import { Network } from './constructs/network.ts';
 import { Observability } from './constructs/observability.ts';
 import { RestApi } from './constructs/rest-api.ts';
 import { Storage } from './constructs/storage.ts';
 import { UrlFrontier } from './constructs/url-frontier.ts';
+import { COMPRESSION_RATIO } from './prices.ts';
+import { AWS_FLEET_DEFAULTS } from './runtime-env.ts';
 import type { Settings } from './settings.ts';
+
+/** The page size partitions are sized for (KB): an article page of the crawl bench. */
+const REFERENCE_PAGE_KB = 28;
 
 export interface CrawlClusterStackProps extends StackProps {
   settings: Settings;
@@ -33,6 +39,8 @@ export class CrawlClusterStack extends Stack {
   /** The URL Frontier gRPC service; undefined with `urlFrontier=false`. */
   readonly urlFrontier?: UrlFrontier;
   readonly observability: Observability;
+  /** Application Auto Scaling's role for ECS, with createAutoScalingServiceLinkedRole. */
+  readonly autoScalingServiceLinkedRole?: iam.CfnServiceLinkedRole;
 
   constructor(scope: Construct, id: string, props: CrawlClusterStackProps) {
     super(scope, id, props);
@@ -41,11 +49,14 @@ export class CrawlClusterStack extends Stack {
 
     this.network = new Network(this, 'Network', {
       maxAzs: s.maxAzs,
+      availabilityZones: s.availabilityZones,
+      endpointAzs: s.endpointAzs,
       natGateways: s.natGateways,
       crawlerPublicSubnets: s.crawlerPublicSubnets,
       logRetention,
     });
     const clients = [this.network.functionsSecurityGroup, this.network.crawlerSecurityGroup];
+    const topicPartitions = this.#partitions(s);
     this.kafka = new Kafka(this, 'Kafka', {
       network: this.network,
       mode: s.kafka,
@@ -53,8 +64,9 @@ export class CrawlClusterStack extends Stack {
       brokers: s.kafkaBrokers,
       instanceType: s.kafkaInstanceType,
       volumeGiB: s.kafkaVolumeGiB,
+      monitoring: s.kafkaMonitoring,
       topicPrefix: s.topicPrefix,
-      topicPartitions: s.topicPartitions,
+      topicPartitions,
       clients,
       logRetention,
     });
@@ -80,6 +92,7 @@ export class CrawlClusterStack extends Stack {
       cache: this.cache,
       storage: this.storage,
       ingestBatchSize: s.ingestBatchSize,
+      eventSourceMode: s.eventSourceMode,
       minPollers: s.minPollers,
       maxPollers: s.maxPollers,
       maxRecordAgeSec: s.maxRecordAgeSec,
@@ -108,8 +121,10 @@ export class CrawlClusterStack extends Stack {
       shutdownDeadlineMs: s.shutdownDeadlineMs,
       createEcsServiceLinkedRole: s.createEcsServiceLinkedRole,
       crawlerPlugins: s.crawlerPlugins,
+      crawlerImage: s.crawlerImage,
+      containerInsights: s.containerInsights,
       logRetention,
-      runtimeEnv: s.runtimeEnv,
+      runtimeEnv: { ...AWS_FLEET_DEFAULTS, ...s.runtimeEnv },
     });
     const { enabled: browserFleet, ...browser } = browserFleetSettings(this.node);
     if (browserFleet) {
@@ -134,6 +149,19 @@ export class CrawlClusterStack extends Stack {
         runtimeEnv: s.runtimeEnv,
       });
     }
+    if (s.createAutoScalingServiceLinkedRole) {
+      // The scalable targets name AWSServiceRoleForApplicationAutoScaling_ECSService; an account that never
+      // autoscaled an ECS service lacks it and registering them fails. Kept on deletion, like the ECS one.
+      const role = new iam.CfnServiceLinkedRole(this, 'AutoScalingServiceLinkedRole', {
+        awsServiceName: 'ecs.application-autoscaling.amazonaws.com',
+        description: 'Application Auto Scaling for ECS (created by crawl-cluster for a fresh account)',
+      });
+      role.applyRemovalPolicy(RemovalPolicy.RETAIN);
+      // A scalable target depends on its service: the services wait for the role.
+      this.fleet.service.node.addDependency(role);
+      this.urlFrontier?.service.node.addDependency(role);
+      this.autoScalingServiceLinkedRole = role;
+    }
     this.observability = new Observability(this, 'Observability', {
       kafka: this.kafka,
       cache: this.cache,
@@ -143,6 +171,7 @@ export class CrawlClusterStack extends Stack {
       storage: this.storage,
       urlFrontier: this.urlFrontier,
       alarmEmail: s.alarmEmail,
+      containerInsights: s.containerInsights,
     });
 
     new CfnOutput(this, 'BootstrapBrokers', {
@@ -176,5 +205,25 @@ export class CrawlClusterStack extends Stack {
           description: 'URL Frontier gRPC API over TLS; connect by a DNS name of the certificate that points here',
         });
     }
+  }
+
+  /**
+   * Partitions per topic: topicPartitions, raised on MSK Serverless to what the crawled firehose needs so that
+   * maxTasks crawlers at their peak are not capped by its 5 MB/s per partition (a warning says so when it raises a
+   * value given explicitly). Provisioned brokers have no per-partition limit.
+   */
+  #partitions(s: Settings): number {
+    if (s.kafka !== 'serverless') return s.topicPartitions;
+    const codec = s.runtimeEnv.KAFKA_COMPRESSION ?? AWS_FLEET_DEFAULTS.KAFKA_COMPRESSION ?? 'none';
+    const needed = firehosePartitionsNeeded(s.maxTasks, REFERENCE_PAGE_KB, COMPRESSION_RATIO[codec] ?? 1);
+    if (s.topicPartitions >= needed) return s.topicPartitions;
+    if (this.node.tryGetContext('topicPartitions') !== undefined)
+      Annotations.of(this).addWarningV2(
+        'crawl-cluster:firehosePartitions',
+        `topicPartitions=${s.topicPartitions} raised to ${needed}: ${s.maxTasks} crawler tasks at their peak ` +
+          `(${REFERENCE_PAGE_KB} KB pages, ${codec}) publish more than ${s.topicPartitions} partitions x 5 MB/s take ` +
+          'on MSK Serverless (docs/cost.md)',
+      );
+    return needed;
   }
 }

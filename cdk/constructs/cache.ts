@@ -1,6 +1,7 @@
 /**
  * The frontier's Redis: an ElastiCache Valkey replication group with TLS in transit (required), encryption at
- * rest, an AUTH token generated in Secrets Manager, Multi-AZ with automatic failover, daily snapshots, and
+ * rest, an AUTH token generated in Secrets Manager, Multi-AZ with automatic failover (with at least one replica;
+ * `cacheReplicas=0` is a single node without either), daily snapshots, and
  * `maxmemory-policy noeviction`: a full cache must fail writes loudly, never drop queued requests silently.
  * Cluster mode (shards behind a configuration endpoint) is an option; every script is cluster-safe (docs/design.md §3).
  */
@@ -102,8 +103,9 @@ export class Cache extends Construct {
       transitEncryptionMode: 'required',
       atRestEncryptionEnabled: true,
       authToken: this.authToken.secretValue.unsafeUnwrap(),
-      multiAzEnabled: true,
-      automaticFailoverEnabled: true,
+      multiAzEnabled: props.replicas > 0,
+      // Cluster mode requires automatic failover even without replicas.
+      automaticFailoverEnabled: props.replicas > 0 || props.clusterMode,
       autoMinorVersionUpgrade: true,
       snapshotRetentionLimit: props.snapshotRetentionDays,
       snapshotWindow: '03:00-04:00',
@@ -118,6 +120,13 @@ export class Cache extends Construct {
       ],
       ...shape,
     });
+    if (props.replicas === 0)
+      acknowledge(
+        group,
+        'AEC4',
+        'cacheReplicas=0 (profile small) is a deliberate single node: no failover, a node failure loses what was ' +
+          'queued since the last daily snapshot; cacheReplicas=1 restores Multi-AZ.',
+      );
     // Deleting the stack keeps a final snapshot of the frontier.
     group.applyRemovalPolicy(RemovalPolicy.SNAPSHOT);
 

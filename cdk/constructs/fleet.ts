@@ -11,6 +11,7 @@ import { join } from 'node:path';
 import { Duration, IgnoreMode, RemovalPolicy, Stack } from 'aws-cdk-lib';
 import * as appscaling from 'aws-cdk-lib/aws-applicationautoscaling';
 import * as cloudwatch from 'aws-cdk-lib/aws-cloudwatch';
+import * as ecr from 'aws-cdk-lib/aws-ecr';
 import * as ecrAssets from 'aws-cdk-lib/aws-ecr-assets';
 import * as ecs from 'aws-cdk-lib/aws-ecs';
 import * as iam from 'aws-cdk-lib/aws-iam';
@@ -40,6 +41,8 @@ export interface FleetProps
     | 'shutdownDeadlineMs'
     | 'createEcsServiceLinkedRole'
     | 'crawlerPlugins'
+    | 'crawlerImage'
+    | 'containerInsights'
   > {
   network: Network;
   kafka: Kafka;
@@ -89,6 +92,48 @@ function includeDir(dir: string): string[] {
   });
 }
 
+/** The crawler image built from functions/crawler/Dockerfile with the plugin directory, if any. */
+function buildImage(scope: Construct, crawlerPlugins: string | undefined): ecrAssets.DockerImageAsset {
+  const plugins = pluginBuildArgs(REPO_ROOT, crawlerPlugins);
+  return new ecrAssets.DockerImageAsset(scope, 'Image', {
+    directory: REPO_ROOT,
+    file: 'functions/crawler/Dockerfile',
+    platform: ecrAssets.Platform.LINUX_ARM64,
+    // The plugin directory is copied into the image and its modules named in CRAWLER_PLUGINS (docs/spiders.md); a broken plugin stops each task at start with its name, and the deployment rolls back.
+    buildArgs: plugins,
+    // The build context is the repository root; only what the Dockerfile copies goes in.
+    exclude: [
+      '*',
+      '!package.json',
+      '!package-lock.json',
+      '!lib',
+      '!functions',
+      'functions/*',
+      '!functions/crawler',
+      '!functions/shared',
+      '!functions/url-frontier',
+      ...(crawlerPlugins === undefined ? [] : includeDir(plugins.PLUGINS_DIR)),
+    ],
+    ignoreMode: IgnoreMode.DOCKER,
+  });
+}
+
+/** An ECR image URI: `<account>.dkr.ecr.<region>.amazonaws.com/<repository>(:<tag>|@<digest>)`. */
+const ECR_IMAGE =
+  /^\d{12}\.dkr\.ecr\.[a-z0-9-]+\.amazonaws\.com(?:\.cn)?\/([a-z0-9._/-]+?)(?::([\w.-]+)|@(sha256:[0-9a-f]{64}))$/;
+
+/**
+ * A prebuilt image (context crawlerImage): from ECR through a repository reference, so that the execution role gets
+ * pull rights on that repository; from any other registry as is (it must be public: tasks in isolated subnets reach
+ * ECR only, through the endpoints).
+ */
+export function prebuiltImage(scope: Construct, uri: string): ecs.ContainerImage {
+  const m = ECR_IMAGE.exec(uri);
+  if (!m) return ecs.ContainerImage.fromRegistry(uri);
+  const repository = ecr.Repository.fromRepositoryName(scope, 'ImageRepository', m[1] as string);
+  return ecs.ContainerImage.fromEcrRepository(repository, m[2] ?? m[3]);
+}
+
 /** SIGTERM to SIGKILL: the crawler's drain deadline plus time to flush the producer and exit; Fargate allows 120 s. */
 export function stopTimeoutSeconds(shutdownDeadlineMs: number): number {
   return Math.min(120, Math.ceil(shutdownDeadlineMs / 1000) + 20);
@@ -123,9 +168,12 @@ export class Fleet extends Construct {
   readonly cluster: ecs.Cluster;
   readonly service: ecs.FargateService;
   readonly taskDefinition: ecs.FargateTaskDefinition;
-  /** The task image, built once from functions/crawler/Dockerfile; the URL Frontier service runs it too. */
-  readonly imageAsset: ecrAssets.DockerImageAsset;
-  /** {@link imageAsset} as a container image. */
+  /**
+   * The task image, built once from functions/crawler/Dockerfile; the URL Frontier service runs it too. Undefined
+   * with a prebuilt crawlerImage.
+   */
+  readonly imageAsset?: ecrAssets.DockerImageAsset;
+  /** {@link imageAsset} (or the prebuilt image) as a container image. */
   readonly image: ecs.ContainerImage;
   /** ECS's service-linked role, with createEcsServiceLinkedRole; every ECS service must depend on it. */
   readonly serviceLinkedRole?: iam.CfnServiceLinkedRole;
@@ -138,8 +186,15 @@ export class Fleet extends Construct {
     const { network, kafka, cache, storage } = props;
     this.cluster = new ecs.Cluster(this, 'Cluster', {
       vpc: network.vpc,
-      containerInsightsV2: ecs.ContainerInsights.ENABLED,
+      containerInsightsV2: props.containerInsights ? ecs.ContainerInsights.ENABLED : ecs.ContainerInsights.DISABLED,
     });
+    if (!props.containerInsights)
+      acknowledge(
+        this.cluster,
+        'ECS4',
+        'containerInsights=false (profile small) saves its metrics and logs; the dashboard counts crawlers from the ' +
+          'stats function instead.',
+      );
     if (props.createEcsServiceLinkedRole) {
       // An account that never used ECS has no AWSServiceRoleForECS, and creating a service then fails ("Unable to
       // assume the service linked role"). Kept on deletion: other ECS resources of the account may use it.
@@ -159,30 +214,11 @@ export class Fleet extends Construct {
         operatingSystemFamily: ecs.OperatingSystemFamily.LINUX,
       },
     });
-    const plugins = pluginBuildArgs(REPO_ROOT, props.crawlerPlugins);
-    this.imageAsset = new ecrAssets.DockerImageAsset(this, 'Image', {
-      directory: REPO_ROOT,
-      file: 'functions/crawler/Dockerfile',
-      platform: ecrAssets.Platform.LINUX_ARM64,
-      // The plugin directory is copied into the image and its modules named in CRAWLER_PLUGINS (docs/spiders.md);
-      // a broken plugin stops each task at start with its name, and the deployment rolls back.
-      buildArgs: plugins,
-      // The build context is the repository root; only what the Dockerfile copies goes in.
-      exclude: [
-        '*',
-        '!package.json',
-        '!package-lock.json',
-        '!lib',
-        '!functions',
-        'functions/*',
-        '!functions/crawler',
-        '!functions/shared',
-        '!functions/url-frontier',
-        ...(props.crawlerPlugins === undefined ? [] : includeDir(plugins.PLUGINS_DIR)),
-      ],
-      ignoreMode: IgnoreMode.DOCKER,
-    });
-    this.image = ecs.ContainerImage.fromDockerImageAsset(this.imageAsset);
+    if (props.crawlerImage !== undefined) this.image = prebuiltImage(this, props.crawlerImage);
+    else {
+      this.imageAsset = buildImage(this, props.crawlerPlugins);
+      this.image = ecs.ContainerImage.fromDockerImageAsset(this.imageAsset);
+    }
     const logGroup = new logs.LogGroup(this, 'Logs', {
       retention: props.logRetention,
       removalPolicy: RemovalPolicy.DESTROY,

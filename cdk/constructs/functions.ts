@@ -12,6 +12,7 @@ import type * as s3 from 'aws-cdk-lib/aws-s3';
 import { Schedule, ScheduleExpression } from 'aws-cdk-lib/aws-scheduler';
 import { LambdaInvoke } from 'aws-cdk-lib/aws-scheduler-targets';
 import { Construct } from 'constructs';
+import { MSK_EVENT_SOURCE_MODE } from '../../functions/shared/msk.ts';
 import { METRICS_NAMESPACE } from '../../functions/shared/observability.ts';
 import { REDIS_PASSWORD_SECRET_ARN } from '../../functions/shared/secrets.ts';
 import { VARIABLES } from '../../lib/config/variables.ts';
@@ -31,6 +32,8 @@ export interface FunctionsProps {
   cache: Cache;
   storage: Storage;
   ingestBatchSize: number;
+  /** See cdk/settings.ts. */
+  eventSourceMode: 'provisioned' | 'on-demand';
   minPollers: number;
   maxPollers: number;
   /** See cdk/settings.ts. */
@@ -152,6 +155,29 @@ export class Functions extends Construct {
     };
     // Both mappings share one poller group, so their minimum pollers share Event Poller Units.
     const pollerGroupName = `${Stack.of(this).stackName}-monitors`.slice(0, 128);
+    const provisioned = props.eventSourceMode === 'provisioned';
+    // Error handling controls need provisioned pollers: without ReportBatchItemFailures Lambda would ignore the
+    // handlers' batchItemFailures answer and commit records that failed on a Redis or Kafka outage. A failing batch
+    // is retried (split in halves, to isolate a record that crashes the function) until either bound is reached;
+    // then it goes to the failed-batch bucket, for replay, and the FailedBatches alarm fires. Poison never fails a
+    // batch (the handlers answer it with a rejection), so what lands there is an outage of Redis or Kafka longer than
+    // the bounds: the partition waits that long at most. On-demand pollers have none of these controls: the handlers
+    // throw on a failed record (MSK_EVENT_SOURCE_MODE, functions/shared/msk.ts batchResult) and Lambda retries the
+    // whole batch until it succeeds or its records age out of the topic, to the failed-batch bucket then.
+    const errorHandling = provisioned
+      ? {
+          provisionedPollerConfig: {
+            minimumPollers: props.minPollers,
+            maximumPollers: props.maxPollers,
+            pollerGroupName,
+          },
+          reportBatchItemFailures: true,
+          bisectBatchOnError: props.bisectBatchOnError,
+          retryAttempts: props.eventSourceRetryAttempts,
+          maxRecordAge: Duration.seconds(props.maxRecordAgeSec),
+        }
+      : {};
+    if (!provisioned) network.allowEventSourcePollers(kafka.securityGroup);
     const eventSource = (topic: string, group: string, batchSize: number, window: Duration) =>
       new ManagedKafkaEventSource({
         clusterArn: kafka.clusterArn,
@@ -160,21 +186,7 @@ export class Functions extends Construct {
         startingPosition: lambda.StartingPosition.TRIM_HORIZON,
         batchSize,
         maxBatchingWindow: window,
-        // Error handling controls need provisioned pollers: without ReportBatchItemFailures Lambda would ignore
-        // the handlers' batchItemFailures answer and commit records that failed on a Redis or Kafka outage.
-        provisionedPollerConfig: {
-          minimumPollers: props.minPollers,
-          maximumPollers: props.maxPollers,
-          pollerGroupName,
-        },
-        reportBatchItemFailures: true,
-        // A failing batch is retried (split in halves, to isolate a record that crashes the function) until either
-        // bound is reached; then it goes to the failed-batch bucket, for replay, and the FailedBatches alarm fires.
-        // Poison never fails a batch (the handlers answer it with a rejection), so what lands there is an outage of
-        // Redis or Kafka longer than the bounds: the partition waits that long at most.
-        bisectBatchOnError: props.bisectBatchOnError,
-        retryAttempts: props.eventSourceRetryAttempts,
-        maxRecordAge: Duration.seconds(props.maxRecordAgeSec),
+        ...errorHandling,
         onFailure: new FailedBatchBucket(storage.failedBatches),
       });
 
@@ -184,6 +196,7 @@ export class Functions extends Construct {
       Duration.seconds(60),
       1024,
     );
+    if (!provisioned) this.kafkaMonitor.function.addEnvironment(MSK_EVENT_SOURCE_MODE, props.eventSourceMode);
     kafka.grantConsume(this.kafkaMonitor.function, kafka.topics.incoming, this.consumerGroups.kafkaMonitor);
     kafka.grantProduce(this.kafkaMonitor.function, [kafka.topics.actions, kafka.topics.rejected, ...outbound]);
     this.kafkaMonitor.function.addEventSource(
@@ -191,6 +204,7 @@ export class Functions extends Construct {
     );
 
     this.redisMonitor = make('redis-monitor', 'info, stop, stats and domain configuration', Duration.seconds(60));
+    if (!provisioned) this.redisMonitor.function.addEnvironment(MSK_EVENT_SOURCE_MODE, props.eventSourceMode);
     kafka.grantConsume(this.redisMonitor.function, kafka.topics.actions, this.consumerGroups.redisMonitor);
     kafka.grantProduce(this.redisMonitor.function, outbound);
     this.redisMonitor.function.addEventSource(

@@ -4,7 +4,7 @@
  * up front by a custom resource running the project's own `ensureTopics` (auto-create is off on MSK); and IAM
  * grants scoped to the cluster, topic and group ARNs (MSK IAM access control, kafka-cluster:*).
  */
-import { ArnFormat, CustomResource, Duration, Fn, RemovalPolicy, Stack } from 'aws-cdk-lib';
+import { ArnFormat, CustomResource, Duration, Fn, RemovalPolicy, Stack, Token } from 'aws-cdk-lib';
 import * as ec2 from 'aws-cdk-lib/aws-ec2';
 import * as iam from 'aws-cdk-lib/aws-iam';
 import * as logs from 'aws-cdk-lib/aws-logs';
@@ -21,10 +21,50 @@ import {
 import { acknowledge, wildcardResource } from '../nag.ts';
 import { stackHash, uniqueName } from '../names.ts';
 import { environment } from '../runtime-env.ts';
+import { type Settings, SettingsError } from '../settings.ts';
 import { CrawlFunction } from './crawl-function.ts';
 import type { Network } from './network.ts';
 
 const BASIC_EXECUTION = 'arn:<AWS::Partition>:iam::aws:policy/service-role/AWSLambdaBasicExecutionRole';
+
+/**
+ * The regions that offer MSK Serverless (the MSK Developer Guide's "What is MSK Serverless?" note): elsewhere the
+ * stack must use `kafka=provisioned`, and synthesis says so instead of a failed deploy.
+ */
+export const MSK_SERVERLESS_REGIONS = [
+  'us-east-1',
+  'us-east-2',
+  'us-west-2',
+  'ca-central-1',
+  'ap-south-1',
+  'ap-southeast-1',
+  'ap-southeast-2',
+  'ap-northeast-1',
+  'ap-northeast-2',
+  'eu-central-1',
+  'eu-north-1',
+  'eu-west-1',
+  'eu-west-2',
+  'eu-west-3',
+];
+
+/** MSK Serverless's ingress limit per partition (MSK Developer Guide, MSK Serverless quota), bytes per second. */
+export const MSK_SERVERLESS_PARTITION_INGRESS = 5 * 1024 * 1024;
+
+/**
+ * Pages a second one crawler task may publish at its peak on the real web: CRAWLER_CONCURRENCY_MAX fetch slots (256)
+ * with responses taking ~0.3 s. An upper bound for partition sizing, not a throughput promise.
+ */
+export const PEAK_PAGES_PER_TASK_SECOND = 850;
+
+/**
+ * Partitions the crawled firehose needs so that `maxTasks` crawler tasks at their peak are not capped by MSK
+ * Serverless's per-partition ingress, for pages of `pageKb` KB shrunk `ratio` times by KAFKA_COMPRESSION.
+ */
+export function firehosePartitionsNeeded(maxTasks: number, pageKb: number, ratio: number): number {
+  const bytesPerSecond = (maxTasks * PEAK_PAGES_PER_TASK_SECOND * pageKb * 1024) / ratio;
+  return Math.max(1, Math.ceil(bytesPerSecond / MSK_SERVERLESS_PARTITION_INGRESS));
+}
 
 /** MSK's IAM listener (TLS), on Serverless and provisioned clusters alike. */
 export const MSK_IAM_PORT = 9098;
@@ -37,6 +77,8 @@ export interface KafkaProps {
   brokers: number;
   instanceType: string;
   volumeGiB: number;
+  /** Provisioned only. */
+  monitoring: Settings['kafkaMonitoring'];
   topicPrefix: string;
   topicPartitions: number;
   /** Security groups allowed to reach the brokers. */
@@ -83,6 +125,12 @@ export class Kafka extends Construct {
 
     const subnetIds = network.vpc.selectSubnets(network.privateSubnets).subnetIds;
     if (props.mode === 'serverless') {
+      const region = Stack.of(this).region;
+      if (!Token.isUnresolved(region) && !MSK_SERVERLESS_REGIONS.includes(region))
+        throw new SettingsError(
+          'kafka',
+          `MSK Serverless is not offered in ${region}: deploy with -c kafka=provisioned`,
+        );
       const cluster = new msk.CfnServerlessCluster(this, 'Cluster', {
         clusterName: this.clusterName,
         clientAuthentication: { sasl: { iam: { enabled: true } } },
@@ -106,8 +154,8 @@ export class Kafka extends Construct {
         },
         clientAuthentication: { sasl: { iam: { enabled: true } }, unauthenticated: { enabled: false } },
         encryptionInfo: { encryptionInTransit: { clientBroker: 'TLS', inCluster: true } },
-        // Per-topic metrics feed the dashboard's ingest and pages graphs.
-        enhancedMonitoring: 'PER_TOPIC_PER_BROKER',
+        // Per-topic metrics feed the dashboard's ingest and pages graphs (empty at DEFAULT, which is free).
+        enhancedMonitoring: props.monitoring,
         loggingInfo: { brokerLogs: { cloudWatchLogs: { enabled: true, logGroup: brokerLogs.logGroupName } } },
       });
       this.clusterArn = cluster.attrArn;

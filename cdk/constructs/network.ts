@@ -4,7 +4,10 @@
  * task has its own egress IP for IP-scoped throttles). Endpoints keep image pulls, logs, secrets and S3 off the NAT,
  * let tasks in isolated private subnets (the URL Frontier with crawlerPublicSubnets) start without one, and give the
  * functions Secrets Manager without any egress beyond the VPC. The monitors' MSK event sources need no NAT and no
- * Lambda or STS endpoint: they use provisioned pollers, for which Lambda makes the connections itself.
+ * Lambda or STS endpoint with provisioned pollers, for which Lambda makes the connections itself; on-demand pollers
+ * run in the cluster's subnets and call Lambda and STS from there, so without NAT they get those two endpoints
+ * ({@link Network.allowEventSourcePollers}). Interface endpoints span `endpointAzs` zones (one is the cheapest:
+ * every zone's clients reach an endpoint's address in another zone).
  */
 import { CfnResource, RemovalPolicy, Stack } from 'aws-cdk-lib';
 import * as ec2 from 'aws-cdk-lib/aws-ec2';
@@ -14,6 +17,10 @@ import { Construct } from 'constructs';
 export interface NetworkProps {
   /** @default 2 */
   maxAzs: number;
+  /** Pinned zones (then maxAzs is their count). */
+  availabilityZones?: string[];
+  /** Zones the interface endpoints span (at most maxAzs). */
+  endpointAzs: number;
   /** Ignored with crawlerPublicSubnets (no NAT then). */
   natGateways: number;
   crawlerPublicSubnets: boolean;
@@ -41,15 +48,17 @@ export class Network extends Construct {
   readonly privateEgress: boolean;
   /** The interface endpoints' security group, once allowTaskEndpoints created them. */
   #endpoints?: ec2.SecurityGroup;
+  readonly #endpointAzs: number;
 
   constructor(scope: Construct, id: string, props: NetworkProps) {
     super(scope, id);
+    this.#endpointAzs = props.endpointAzs;
     const privateType = props.crawlerPublicSubnets
       ? ec2.SubnetType.PRIVATE_ISOLATED
       : ec2.SubnetType.PRIVATE_WITH_EGRESS;
     this.vpc = new ec2.Vpc(this, 'Vpc', {
       ipAddresses: ec2.IpAddresses.cidr(VPC_CIDR),
-      maxAzs: props.maxAzs,
+      ...(props.availabilityZones ? { availabilityZones: props.availabilityZones } : { maxAzs: props.maxAzs }),
       natGateways: props.crawlerPublicSubnets ? 0 : props.natGateways,
       subnetConfiguration: [
         { name: 'public', subnetType: ec2.SubnetType.PUBLIC, cidrMask: 22 },
@@ -122,6 +131,18 @@ export class Network extends Construct {
     this.#endpointsGroup().connections.allowFrom(client, ec2.Port.tcp(443), description);
   }
 
+  /**
+   * On-demand MSK event source pollers run in the cluster's subnets with its security group (`pollers`) and call
+   * Lambda (to invoke) and STS (to assume the function's role for IAM auth): without NAT they need both endpoints.
+   * With NAT (or provisioned pollers) nothing is created.
+   */
+  allowEventSourcePollers(pollers: ec2.ISecurityGroup): void {
+    if (this.privateEgress) return;
+    this.#endpoint('Lambda', ec2.InterfaceVpcEndpointAwsService.LAMBDA);
+    this.#endpoint('Sts', ec2.InterfaceVpcEndpointAwsService.STS);
+    this.#endpointsGroup().connections.allowFrom(pollers, ec2.Port.tcp(443), 'MSK event source pollers (on-demand)');
+  }
+
   #taskEndpoints(): ec2.SecurityGroup {
     const services: [string, ec2.InterfaceVpcEndpointAwsService][] = [
       ['EcrApi', ec2.InterfaceVpcEndpointAwsService.ECR],
@@ -149,9 +170,10 @@ export class Network extends Construct {
   /** One interface endpoint in the private subnets, created once. */
   #endpoint(name: string, service: ec2.InterfaceVpcEndpointAwsService): void {
     if (this.vpc.node.tryFindChild(name)) return;
+    const subnets = this.vpc.selectSubnets(this.privateSubnets).subnets.slice(0, this.#endpointAzs);
     this.vpc.addInterfaceEndpoint(name, {
       service,
-      subnets: this.privateSubnets,
+      subnets: { subnets },
       privateDnsEnabled: true,
       securityGroups: [this.#endpointsGroup()],
       open: false,

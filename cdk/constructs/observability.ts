@@ -30,6 +30,12 @@ export interface ObservabilityProps {
   /** The URL Frontier service, when the stack has one: its row of the dashboard and its alarms. */
   urlFrontier?: UrlFrontier;
   alarmEmail?: string;
+  /**
+   * Whether the ECS cluster has Container Insights (its RunningTaskCount). Without it the fleet graph shows the
+   * crawlers the stats function counts, and the URL Frontier's task count comes from its load balancer's healthy
+   * targets. @default true
+   */
+  containerInsights?: boolean;
 }
 
 const MINUTE = Duration.minutes(1);
@@ -74,9 +80,11 @@ export class Observability extends Construct {
   readonly alarmTopic: sns.Topic;
   readonly dashboard: cloudwatch.Dashboard;
   readonly alarms: cloudwatch.Alarm[] = [];
+  readonly #insights: boolean;
 
   constructor(scope: Construct, id: string, props: ObservabilityProps) {
     super(scope, id);
+    this.#insights = props.containerInsights ?? true;
     const { kafka, cache, functions, fleet, restApi } = props;
     this.alarmTopic = new sns.Topic(this, 'Alarms', { displayName: 'crawl-cluster alarms', enforceSSL: true });
     if (props.alarmEmail) this.alarmTopic.addSubscription(new subscriptions.EmailSubscription(props.alarmEmail));
@@ -137,7 +145,7 @@ export class Observability extends Construct {
       graph('Fleet', [
         statsMetric('TasksNeeded').with({ label: 'tasks needed (the scaling target)' }),
         statsMetric('LiveTasks').with({ label: 'tasks reporting' }),
-        runningTasks(fleet.service, 'running tasks'),
+        ...(this.#insights ? [runningTasks(fleet.service, 'running tasks')] : []),
         statsMetric('LiveCrawlers'),
       ]),
       graph(
@@ -316,7 +324,7 @@ export class Observability extends Construct {
           service.metricCpuUtilization({ period: MINUTE, label: 'CPU' }),
           service.metricMemoryUtilization({ period: MINUTE, label: 'memory' }),
         ],
-        right: [runningTasks(service, 'running tasks')],
+        right: [this.#frontierTasks(frontier, 'Average', MINUTE)],
         leftYAxis: { min: 0, max: 100 },
         leftAnnotations: [
           { value: URL_FRONTIER_CPU_TARGET, label: 'CPU scaling target' },
@@ -368,7 +376,7 @@ export class Observability extends Construct {
         expression: `IF(tasks >= ${frontier.maxTasks}, cpu, 0)`,
         usingMetrics: {
           cpu: service.metricCpuUtilization({ period: FIVE_MINUTES }),
-          tasks: runningTasks(service, 'running tasks', 'Minimum', FIVE_MINUTES),
+          tasks: this.#frontierTasks(frontier, 'Minimum', FIVE_MINUTES),
         },
         period: FIVE_MINUTES,
         label: `CPU % at ${frontier.maxTasks} tasks`,
@@ -380,6 +388,16 @@ export class Observability extends Construct {
       alarmDescription:
         `The URL Frontier has run urlFrontierMaxTasks (${frontier.maxTasks}) tasks above ` +
         `${URL_FRONTIER_CPU_ALARM_PERCENT}% CPU for 15 minutes: raise urlFrontierMaxTasks or urlFrontierTaskCpu`,
+    });
+  }
+
+  /** The URL Frontier's running tasks: Container Insights', or else its load balancer's healthy targets. */
+  #frontierTasks(frontier: UrlFrontier, statistic: string, period: Duration): cloudwatch.IMetric {
+    if (this.#insights) return runningTasks(frontier.service, 'running tasks', statistic, period);
+    return frontier.targetGroup.metrics.healthyHostCount({
+      statistic,
+      period,
+      label: 'running tasks (healthy targets)',
     });
   }
 

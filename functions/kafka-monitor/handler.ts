@@ -11,7 +11,7 @@ import { config } from '../../lib/config/index.ts';
 import type { MonitorContext } from '../../lib/monitor/context.ts';
 import { handleIncoming } from '../../lib/monitor/kafka-monitor.ts';
 import { createMonitorDeps, once } from '../shared/deps.ts';
-import { decodeMskEvent, type MskBatchResponse, toBatchResponse } from '../shared/msk.ts';
+import { batchResult, decodeMskEvent, type MskBatchResponse } from '../shared/msk.ts';
 import { createLogger, createMetrics, monitorLog } from '../shared/observability.ts';
 
 const logger = createLogger('kafka-monitor', config().LOG_LEVEL);
@@ -26,7 +26,7 @@ export function kafkaMonitorHandler(context: () => Promise<MonitorContext>) {
     metrics.addMetric('RequestsForwarded', MetricUnit.Count, result.forwarded);
     metrics.addMetric('RequestsRejected', MetricUnit.Count, result.rejected);
     metrics.addMetric('RecordsFailed', MetricUnit.Count, result.failures.length);
-    return toBatchResponse(result.failures);
+    return batchResult(result.failures);
   })
     .use(injectLambdaContext(logger))
     .use(logMetrics(metrics));

@@ -11,7 +11,7 @@ import { config } from '../../lib/config/index.ts';
 import type { MonitorContext } from '../../lib/monitor/context.ts';
 import { handleActions } from '../../lib/monitor/redis-monitor.ts';
 import { createMonitorDeps, once } from '../shared/deps.ts';
-import { decodeMskEvent, type MskBatchResponse, toBatchResponse } from '../shared/msk.ts';
+import { batchResult, decodeMskEvent, type MskBatchResponse } from '../shared/msk.ts';
 import { createLogger, createMetrics, monitorLog } from '../shared/observability.ts';
 
 const logger = createLogger('redis-monitor', config().LOG_LEVEL);
@@ -22,7 +22,7 @@ export function redisMonitorHandler(context: () => Promise<MonitorContext>) {
     const result = await handleActions(await context(), decodeMskEvent(event));
     metrics.addMetric('Replies', MetricUnit.Count, result.replies.length);
     metrics.addMetric('RecordsFailed', MetricUnit.Count, result.failures.length);
-    return toBatchResponse(result.failures);
+    return batchResult(result.failures);
   })
     .use(injectLambdaContext(logger))
     .use(logMetrics(metrics));

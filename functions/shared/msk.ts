@@ -74,6 +74,40 @@ export function toBatchResponse(failures: DecodedRecord[]): MskBatchResponse {
   };
 }
 
+/**
+ * The variable the stack sets on the MSK-triggered functions to the mode of their event sources (cdk/constructs/
+ * functions.ts, context `eventSourceMode`). Unset means provisioned, the stack's default.
+ */
+export const MSK_EVENT_SOURCE_MODE = 'MSK_EVENT_SOURCE_MODE';
+
+/** Thrown by {@link batchResult} in on-demand mode: Lambda retries the whole batch. */
+export class BatchFailedError extends Error {
+  constructor(failures: DecodedRecord[]) {
+    const first = failures[0];
+    super(
+      `${failures.length} record(s) failed (first ${first ? `${recordGroupKey(first.topic, first.partition)}@${first.offset}` : '-'}); the batch is retried`,
+    );
+    this.name = 'BatchFailedError';
+  }
+}
+
+/**
+ * What an MSK-triggered handler answers for its failed records. With provisioned pollers the event source reports
+ * batch item failures, so Lambda retries from the first failed record of each partition ({@link toBatchResponse}).
+ * On-demand event sources ignore that answer and would commit the batch, records that failed on a Redis or Kafka
+ * outage included: there a failure throws instead, and Lambda retries the whole batch. That is safe because the
+ * handlers are idempotent (a retried request is a duplicate, a retried reply the same reply) and never fail a record
+ * for its content (poison is answered with a rejection).
+ * @throws BatchFailedError in on-demand mode when any record failed
+ */
+export function batchResult(
+  failures: DecodedRecord[],
+  mode: string | undefined = process.env[MSK_EVENT_SOURCE_MODE],
+): MskBatchResponse {
+  if (mode === 'on-demand' && failures.length > 0) throw new BatchFailedError(failures);
+  return toBatchResponse(failures);
+}
+
 /** One record for {@link encodeMskEvent}. */
 export interface MskRecordInput {
   topic: string;

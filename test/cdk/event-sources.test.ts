@@ -74,7 +74,8 @@ describe('MSK event sources', () => {
     expect(fn.DependsOn).toContain(topicsId);
     expect(resourceOf(s, s.stack.kafka.topicsResource).Properties).toMatchObject({
       Topics: Object.values(topics),
-      Partitions: 3,
+      // Sized for MSK Serverless's per-partition ingress (test/cdk/cost-flags.test.ts).
+      Partitions: 6,
     });
   });
 

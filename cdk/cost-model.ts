@@ -1,0 +1,375 @@
+/**
+ * Prices a synthesized CloudFormation template of the stack (`npm run cost`, cdk/cost.ts; docs/cost.md): every
+ * billable resource with its unit price and monthly cost when nothing is crawled, the total, and the marginal cost of
+ * a million pages. Prices come only from ./prices.ts. A resource type that is neither priced here nor listed free
+ * there is an error, so a new billable resource cannot go unpriced.
+ */
+import {
+  ASSUMPTIONS,
+  COMPRESSION_RATIO,
+  FREE_TYPES,
+  HOURS_PER_MONTH,
+  INSTANCE_SOURCES,
+  MSK_BROKER_HOUR,
+  PRICES,
+  type Price,
+  VALKEY_NODE_HOUR,
+} from './prices.ts';
+
+// biome-ignore lint/suspicious/noExplicitAny: template JSON has no static shape
+type Cfn = Record<string, any>;
+
+/** One priced resource of the template. */
+export interface ResourceCost {
+  /** Logical id in the template. */
+  id: string;
+  type: string;
+  /** What is billed, in words (`2 x kafka.t3.small broker-hours`). */
+  what: string;
+  /** Price per unit, USD. */
+  unit_usd: number;
+  unit: string;
+  /** The pricing page of the unit price (cdk/prices.ts). */
+  source: string;
+  /** Units billed in a month when nothing is crawled. */
+  idle_units_per_month: number;
+  idle_usd_per_month: number;
+}
+
+/** What a million pages cost beyond the idle floor, by component. */
+export interface PageCost {
+  component: string;
+  usd_per_million_pages: number;
+}
+
+export interface CostOptions {
+  /** Average page size in KB (the page message before compression). @default 28 */
+  pageKb: number;
+  /** KAFKA_COMPRESSION of the page messages. @default the crawler task's, else none */
+  compression?: string;
+  /** Bytes the codec divides a page by. @default COMPRESSION_RATIO[compression] */
+  compressionRatio?: number;
+  /** Hours the firehose keeps a page (billed storage on MSK Serverless). @default 168 */
+  retentionHours: number;
+  /** Readers of the crawled firehose outside the stack (each read is billed out of MSK Serverless). @default 1 */
+  consumers: number;
+  /** Crawler CPU per page, ms (bench: 1.1 to 1.5 ms for article pages on one core). @default 1.5 */
+  cpuMsPerPage: number;
+}
+
+export const DEFAULT_OPTIONS: CostOptions = { pageKb: 28, retentionHours: 168, consumers: 1, cpuMsPerPage: 1.5 };
+
+export interface CostReport {
+  idle_usd_per_month: number;
+  usd_per_million_pages: number;
+  resources: ResourceCost[];
+  per_million_pages: PageCost[];
+  compression: string;
+  compression_ratio: number;
+}
+
+/** A resource type neither priced nor listed free. */
+export class UnpricedResourceError extends Error {
+  readonly types: string[];
+  constructor(types: string[]) {
+    super(`no price for ${types.join(', ')}: add it to cdk/cost-model.ts PRICERS or cdk/prices.ts FREE_TYPES`);
+    this.name = 'UnpricedResourceError';
+    this.types = types;
+  }
+}
+
+const round = (n: number, digits = 2) => Math.round(n * 10 ** digits) / 10 ** digits;
+
+function line(id: string, r: Cfn, what: string, price: Price, units: number): ResourceCost {
+  return {
+    id,
+    type: r.Type,
+    what,
+    unit_usd: price.usd,
+    unit: price.unit,
+    source: price.source,
+    idle_units_per_month: round(units, 3),
+    idle_usd_per_month: round(price.usd * units, 2),
+  };
+}
+
+/** The template, indexed, with lookups the pricers share. */
+class Tmpl {
+  readonly resources: Record<string, Cfn>;
+  constructor(resources: Record<string, Cfn>) {
+    this.resources = resources;
+  }
+  ofType(type: string): [string, Cfn][] {
+    return Object.entries(this.resources).filter(([, r]) => r.Type === type);
+  }
+  /** The logical id a `Ref` / `Fn::GetAtt` points to. */
+  target(ref: Cfn | string | undefined): string | undefined {
+    if (ref && typeof ref === 'object') return ref.Ref ?? ref['Fn::GetAtt']?.[0];
+    return undefined;
+  }
+}
+
+type Pricer = (id: string, r: Cfn, t: Tmpl) => ResourceCost[];
+
+/** How each billable type is priced when idle (per-use charges are in {@link perMillionPages}). */
+export const PRICERS: Record<string, Pricer> = {
+  'AWS::MSK::ServerlessCluster': (id, r) => [
+    line(id, r, 'MSK Serverless cluster-hours', PRICES.mskServerlessClusterHour, HOURS_PER_MONTH),
+  ],
+  'Custom::KafkaTopics': (id, r, t) => {
+    if (t.ofType('AWS::MSK::ServerlessCluster').length === 0) return [];
+    const partitions = (r.Properties.Topics?.length ?? 0) * Number(r.Properties.Partitions ?? 1);
+    return [
+      line(
+        id,
+        r,
+        `${partitions} partitions (${r.Properties.Topics?.length} topics)`,
+        PRICES.mskServerlessPartitionHour,
+        partitions * HOURS_PER_MONTH,
+      ),
+    ];
+  },
+  'AWS::MSK::Cluster': (id, r) => {
+    const p = r.Properties;
+    const type = p.BrokerNodeGroupInfo.InstanceType as string;
+    const hour = MSK_BROKER_HOUR[type];
+    if (hour === undefined) throw new UnpricedResourceError([`MSK broker type ${type}`]);
+    const brokers = Number(p.NumberOfBrokerNodes);
+    const gib = Number(p.BrokerNodeGroupInfo.StorageInfo?.EBSStorageInfo?.VolumeSize ?? 0);
+    return [
+      line(
+        id,
+        r,
+        `${brokers} x ${type} broker-hours`,
+        { usd: hour, unit: 'broker-hour', source: INSTANCE_SOURCES.msk },
+        brokers * HOURS_PER_MONTH,
+      ),
+      line(id, r, `${brokers} x ${gib} GiB broker storage`, PRICES.mskStorageGbMonth, brokers * gib),
+    ];
+  },
+  'AWS::EC2::NatGateway': (id, r) => [line(id, r, 'NAT gateway-hours', PRICES.natGatewayHour, HOURS_PER_MONTH)],
+  'AWS::EC2::EIP': (id, r) => [line(id, r, 'public IPv4 address-hours', PRICES.publicIpv4Hour, HOURS_PER_MONTH)],
+  'AWS::EC2::VPCEndpoint': (id, r) => {
+    if (r.Properties.VpcEndpointType !== 'Interface') return [];
+    const zones = r.Properties.SubnetIds?.length ?? 1;
+    const service = JSON.stringify(r.Properties.ServiceName).match(/\.([a-z.]+)"/)?.[1] ?? 'endpoint';
+    return [
+      line(id, r, `${service} endpoint in ${zones} zone(s)`, PRICES.interfaceEndpointAzHour, zones * HOURS_PER_MONTH),
+    ];
+  },
+  'AWS::ElastiCache::ReplicationGroup': (id, r) => {
+    const p = r.Properties;
+    const type = p.CacheNodeType as string;
+    const hour = VALKEY_NODE_HOUR[type];
+    if (hour === undefined) throw new UnpricedResourceError([`ElastiCache node type ${type}`]);
+    const nodes = p.NumCacheClusters ?? Number(p.NumNodeGroups) * (1 + Number(p.ReplicasPerNodeGroup ?? 0));
+    return [
+      line(
+        id,
+        r,
+        `${nodes} x ${type} node-hours`,
+        { usd: hour, unit: 'node-hour', source: INSTANCE_SOURCES.valkey },
+        nodes * HOURS_PER_MONTH,
+      ),
+    ];
+  },
+  'AWS::Lambda::EventSourceMapping': (id, r, t) => {
+    const cfg = r.Properties.ProvisionedPollerConfig;
+    if (!cfg) return [];
+    // Mappings of one poller group share Event Poller Units: the group is priced once, on its first mapping.
+    const group = cfg.PollerGroupName;
+    const members = t
+      .ofType('AWS::Lambda::EventSourceMapping')
+      .filter(([, m]) => group !== undefined && m.Properties.ProvisionedPollerConfig?.PollerGroupName === group);
+    if (members.length > 0 && members[0]?.[0] !== id) return [];
+    const pollers = (members.length > 0 ? members : [[id, r]]).reduce(
+      (n, [, m]) => n + Number((m as Cfn).Properties.ProvisionedPollerConfig.MinimumPollers ?? 1),
+      0,
+    );
+    const epus = Math.max(1, Math.ceil(pollers / ASSUMPTIONS.pollersPerEpu));
+    return [
+      line(
+        id,
+        r,
+        `${epus} EPU for ${pollers} minimum pollers (${ASSUMPTIONS.pollersPerEpu} per EPU, assumed)`,
+        PRICES.eventPollerUnitHour,
+        epus * HOURS_PER_MONTH,
+      ),
+    ];
+  },
+  'AWS::ECS::Service': (id, r, t) => {
+    // The idle floor of a service: its scalable target's minimum, else its desired count.
+    const target = t
+      .ofType('AWS::ApplicationAutoScaling::ScalableTarget')
+      .find(([, s]) => JSON.stringify(s.Properties.ResourceId).includes(`"${id}"`));
+    const tasks = Number(target?.[1].Properties.MinCapacity ?? r.Properties.DesiredCount ?? 0);
+    if (tasks === 0) return [];
+    const td = t.resources[t.target(r.Properties.TaskDefinition) ?? ''];
+    const vcpu = Number(td?.Properties.Cpu ?? 256) / 1024;
+    const gb = Number(td?.Properties.Memory ?? 512) / 1024;
+    const taskHour = vcpu * PRICES.fargateArmVcpuHour.usd + gb * PRICES.fargateArmGbHour.usd;
+    const ipv4 = r.Properties.NetworkConfiguration?.AwsvpcConfiguration?.AssignPublicIp === 'ENABLED';
+    return [
+      line(
+        id,
+        r,
+        `${tasks} Fargate task(s) always on, ${vcpu} vCPU / ${gb} GB arm64${ipv4 ? ' + public IPv4' : ''}`,
+        {
+          usd: round(taskHour + (ipv4 ? PRICES.publicIpv4Hour.usd : 0), 5),
+          unit: 'task-hour',
+          source: PRICES.fargateArmVcpuHour.source,
+        },
+        tasks * HOURS_PER_MONTH,
+      ),
+    ];
+  },
+  'AWS::ECS::Cluster': (id, r, t) => {
+    const insights = (r.Properties.ClusterSettings ?? []).some(
+      (s: Cfn) => s.Name === 'containerInsights' && s.Value !== 'disabled',
+    );
+    const out: ResourceCost[] = [];
+    if (insights) {
+      const { cluster, perService } = ASSUMPTIONS.containerInsightsMetrics;
+      const metrics = cluster + perService * t.ofType('AWS::ECS::Service').length;
+      out.push(line(id, r, `Container Insights: ~${metrics} metrics (estimate)`, PRICES.customMetricMonth, metrics));
+    }
+    const built = t
+      .ofType('AWS::ECS::TaskDefinition')
+      .some(([, d]) => JSON.stringify(d.Properties.ContainerDefinitions).includes('container-assets'));
+    if (built)
+      out.push(
+        line(id, r, `crawler image in ECR, ~${ASSUMPTIONS.imageGb} GB`, PRICES.ecrStorageGbMonth, ASSUMPTIONS.imageGb),
+      );
+    return out;
+  },
+  'AWS::ElasticLoadBalancingV2::LoadBalancer': (id, r) => [
+    line(id, r, `${r.Properties.Type ?? 'application'} load balancer-hours`, PRICES.nlbHour, HOURS_PER_MONTH),
+  ],
+  'AWS::SecretsManager::Secret': (id, r) => [line(id, r, 'secret', PRICES.secretMonth, 1)],
+  'AWS::CloudWatch::Alarm': (id, r) => {
+    const metrics = r.Properties.Metrics ? r.Properties.Metrics.filter((m: Cfn) => m.MetricStat).length : 1;
+    return [line(id, r, `alarm on ${metrics} metric(s)`, PRICES.alarmMetricMonth, metrics)];
+  },
+  'AWS::CloudWatch::Dashboard': (id, r) => [line(id, r, 'dashboard', PRICES.dashboardMonth, 1)],
+  'AWS::Scheduler::Schedule': (id, r, t) => {
+    const minutes = Number(/rate\((\d+) minutes?\)/.exec(r.Properties.ScheduleExpression)?.[1] ?? 1);
+    const runs = (HOURS_PER_MONTH * 60) / minutes;
+    const fn = t.resources[t.target(r.Properties.Target?.Arn) ?? ''];
+    const memoryGb = Number(fn?.Properties.MemorySize ?? 128) / 1024;
+    const name = /crawl-cluster (\w+)/.exec(r.Properties.Description ?? '')?.[1] ?? id;
+    const metrics = ASSUMPTIONS.idleMetrics[name] ?? 0;
+    const lambda = runs * memoryGb * ASSUMPTIONS.scheduledRunSeconds * PRICES.lambdaArmGbSecond.usd;
+    const requests = (runs / 1e6) * (PRICES.schedulerMillion.usd + PRICES.lambdaRequestsMillion.usd);
+    return [
+      line(
+        id,
+        r,
+        `${name}: ${runs} scheduled runs (invocation, ${ASSUMPTIONS.scheduledRunSeconds} s each)`,
+        {
+          usd: round((lambda + requests) / runs, 8),
+          unit: 'run',
+          source: `${PRICES.schedulerMillion.source}; ${PRICES.lambdaArmGbSecond.source}`,
+        },
+        runs,
+      ),
+      ...(metrics > 0
+        ? [line(id, r, `${name}: ${metrics} metrics published every run`, PRICES.customMetricMonth, metrics)]
+        : []),
+    ];
+  },
+};
+
+/** Resource types present in a template that are neither priced nor listed free. */
+export function unpricedTypes(template: Cfn): string[] {
+  const types = new Set(Object.values(template.Resources as Record<string, Cfn>).map((r) => r.Type as string));
+  return [...types].filter((type) => !(type in PRICERS) && !FREE_TYPES.includes(type)).sort();
+}
+
+/** The crawler task's KAFKA_COMPRESSION in the template (the fleet's task definition has the crawler container). */
+function stackCompression(t: Tmpl): string | undefined {
+  for (const [, td] of t.ofType('AWS::ECS::TaskDefinition')) {
+    for (const c of td.Properties.ContainerDefinitions ?? []) {
+      if (c.Name !== 'crawler') continue;
+      return (c.Environment ?? []).find((e: Cfn) => e.Name === 'KAFKA_COMPRESSION')?.Value ?? 'none';
+    }
+  }
+  return undefined;
+}
+
+/** The marginal cost of a million pages, by component, for this template and these options. */
+function perMillionPages(t: Tmpl, o: CostOptions, ratio: number): PageCost[] {
+  const pages = 1e6;
+  const rawGb = (pages * o.pageKb * 1024) / 1e9;
+  const msgGb = rawGb / ratio;
+  const out: PageCost[] = [];
+  if (t.ofType('AWS::MSK::ServerlessCluster').length > 0) {
+    out.push({ component: 'MSK Serverless bytes in', usd_per_million_pages: msgGb * PRICES.mskServerlessInGb.usd });
+    out.push({
+      component: `MSK Serverless bytes out (${o.consumers} reader(s))`,
+      usd_per_million_pages: o.consumers * msgGb * PRICES.mskServerlessOutGb.usd,
+    });
+    out.push({
+      component: `MSK Serverless storage (${o.retentionHours} h retention)`,
+      usd_per_million_pages: msgGb * (o.retentionHours / HOURS_PER_MONTH) * PRICES.mskServerlessStorageGbMonth.usd,
+    });
+  } else if (t.ofType('AWS::MSK::Cluster').length > 0) {
+    // Brokers and their EBS are already in the floor; clients reach a leader in another zone half the time.
+    out.push({
+      component: `cross-zone bytes to and from brokers (half of produce and ${o.consumers} read(s))`,
+      usd_per_million_pages: 0.5 * (1 + o.consumers) * msgGb * PRICES.crossAzGb.usd,
+    });
+  }
+  if (t.ofType('AWS::EC2::NatGateway').length > 0)
+    out.push({
+      component: 'NAT gateway bytes (pages fetched)',
+      usd_per_million_pages: rawGb * PRICES.natGatewayGb.usd,
+    });
+  const crawlerTask = (td: Cfn | undefined) =>
+    (td?.Properties.ContainerDefinitions ?? []).some((c: Cfn) => c.Name === 'crawler');
+  const fleet = t
+    .ofType('AWS::ECS::Service')
+    .find(([, s]) => crawlerTask(t.resources[t.target(s.Properties.TaskDefinition) ?? '']));
+  if (fleet) {
+    const [, svc] = fleet;
+    const td = t.resources[t.target(svc.Properties.TaskDefinition) ?? ''] as Cfn;
+    const vcpu = Number(td.Properties.Cpu) / 1024;
+    const gb = Number(td.Properties.Memory) / 1024;
+    // CPU-bound floor: a task busy crawling; politeness waits make real crawls slower, not more CPU.
+    const taskHours = (pages * o.cpuMsPerPage) / 1000 / 3600 / vcpu;
+    const ipv4 = svc.Properties.NetworkConfiguration?.AwsvpcConfiguration?.AssignPublicIp === 'ENABLED';
+    out.push({
+      component: `Fargate crawler tasks (${o.cpuMsPerPage} ms CPU per page, CPU-bound)`,
+      usd_per_million_pages:
+        taskHours *
+        (vcpu * PRICES.fargateArmVcpuHour.usd +
+          gb * PRICES.fargateArmGbHour.usd +
+          (ipv4 ? PRICES.publicIpv4Hour.usd : 0)),
+    });
+  }
+  return out.map((c) => ({ ...c, usd_per_million_pages: round(c.usd_per_million_pages, 4) }));
+}
+
+/**
+ * Prices a synthesized template.
+ * @throws UnpricedResourceError when a resource type is neither priced nor listed free
+ */
+export function priceTemplate(template: Cfn, options: Partial<CostOptions> = {}): CostReport {
+  const missing = unpricedTypes(template);
+  if (missing.length > 0) throw new UnpricedResourceError(missing);
+  const o = { ...DEFAULT_OPTIONS, ...options };
+  const t = new Tmpl(template.Resources);
+  const resources: ResourceCost[] = [];
+  for (const [id, r] of Object.entries(t.resources)) resources.push(...(PRICERS[r.Type]?.(id, r, t) ?? []));
+  const compression = o.compression ?? stackCompression(t) ?? 'none';
+  const ratio = o.compressionRatio ?? COMPRESSION_RATIO[compression];
+  if (ratio === undefined || !(ratio >= 1)) throw new Error(`no compression ratio for ${compression}`);
+  const pages = perMillionPages(t, o, ratio);
+  return {
+    idle_usd_per_month: round(resources.reduce((n, r) => n + r.idle_usd_per_month, 0)),
+    usd_per_million_pages: round(pages.reduce((n, c) => n + c.usd_per_million_pages, 0)),
+    resources,
+    per_million_pages: pages,
+    compression,
+    compression_ratio: ratio,
+  };
+}

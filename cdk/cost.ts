@@ -1,0 +1,174 @@
+/**
+ * `npm run cost`: synthesizes the stack with the context flags a deploy would get (cdk.json, `-c key=value`,
+ * `--profile small|standard`), offline and without bundling, and prices it with ./cost-model.ts from the one price
+ * table ./prices.ts: each billable resource with its unit price and monthly cost when idle, the total, and the
+ * marginal cost of a million pages. docs/cost.md shows the output for both profiles.
+ *
+ *   npm run cost -- --profile small
+ *   npm run cost -- -c kafka=provisioned -c maxAzs=3 --page-kb 60 --compression zstd --json
+ *   npm run cost -- --profile small --markdown      # the tables of docs/cost.md
+ */
+import { readFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { parseArgs } from 'node:util';
+import { App } from 'aws-cdk-lib';
+import { REPO_ROOT } from '../localstack/repo-root.ts';
+import { type CostOptions, type CostReport, DEFAULT_OPTIONS, priceTemplate, type ResourceCost } from './cost-model.ts';
+import { PRICES_DATE, PRICES_REGION } from './prices.ts';
+import { readSettings } from './settings.ts';
+import { CrawlClusterStack } from './stack.ts';
+
+const USAGE = `usage: npm run cost -- [--profile small|standard] [-c key=value ...] [--json | --markdown]
+  [--page-kb ${DEFAULT_OPTIONS.pageKb}] [--compression none|gzip|zstd] [--compression-ratio N]
+  [--retention-hours ${DEFAULT_OPTIONS.retentionHours}] [--consumers ${DEFAULT_OPTIONS.consumers}] [--cpu-ms-per-page ${DEFAULT_OPTIONS.cpuMsPerPage}]`;
+
+/** `-c key=value` pairs as the CDK CLI passes them: strings, the first `=` splits. */
+export function parseContext(pairs: string[]): Record<string, string> {
+  const out: Record<string, string> = {};
+  for (const pair of pairs) {
+    const at = pair.indexOf('=');
+    if (at <= 0) throw new Error(`-c ${pair}: expected key=value`);
+    out[pair.slice(0, at)] = pair.slice(at + 1);
+  }
+  return out;
+}
+
+/**
+ * The stack's template for this context, synthesized the way `cdk synth` does (cdk.json's context under the given
+ * one) but without bundling the functions, so no Docker and no esbuild run. The account is a placeholder; the
+ * region is CDK_DEFAULT_REGION's, else the prices' region.
+ */
+export function synthTemplate(context: Record<string, unknown>): Record<string, unknown> {
+  const cdkJson = JSON.parse(readFileSync(join(REPO_ROOT, 'cdk.json'), 'utf8')) as { context: Record<string, unknown> };
+  const app = new App({
+    outdir: undefined,
+    context: { ...cdkJson.context, ...context, 'aws:cdk:bundling-stacks': [] },
+  });
+  const name = (app.node.tryGetContext('stackName') as string | undefined) ?? 'CrawlCluster';
+  new CrawlClusterStack(app, name, {
+    settings: readSettings(app.node),
+    env: { account: '123456789012', region: process.env.CDK_DEFAULT_REGION ?? PRICES_REGION },
+  });
+  return app.synth().getStackByName(name).template as Record<string, unknown>;
+}
+
+const usd = (n: number, digits = 2) => `$${n.toFixed(digits)}`;
+
+/** The report's billed lines, alike lines (19 alarms on one metric) summed into one, most expensive first. */
+function billed(report: CostReport): (ResourceCost & { count: number })[] {
+  const groups = new Map<string, ResourceCost & { count: number }>();
+  for (const r of report.resources) {
+    if (r.idle_usd_per_month <= 0 && r.idle_units_per_month <= 0) continue;
+    const key = `${r.type}|${r.what}|${r.unit_usd}`;
+    const g = groups.get(key);
+    if (g) {
+      g.count += 1;
+      g.id = `${g.count} resources`;
+      g.idle_usd_per_month = Math.round((g.idle_usd_per_month + r.idle_usd_per_month) * 100) / 100;
+    } else groups.set(key, { ...r, count: 1 });
+  }
+  return [...groups.values()].sort((a, b) => b.idle_usd_per_month - a.idle_usd_per_month);
+}
+
+const what = (r: { what: string; count: number }) => (r.count > 1 ? `${r.count} x ${r.what}` : r.what);
+
+/** The report as markdown tables (docs/cost.md). */
+export function markdown(report: CostReport, title: string): string {
+  const rows = billed(report).map(
+    (r) =>
+      `| ${what(r)} | ${r.count > 1 ? r.id : `\`${r.id.length > 40 ? `${r.id.slice(0, 38)}…` : r.id}\``} | ${usd(r.unit_usd, r.unit_usd < 0.01 ? 6 : 4)} / ${r.unit} | ${usd(r.idle_usd_per_month)} |`,
+  );
+  const pages = report.per_million_pages.map((c) => `| ${c.component} | ${usd(c.usd_per_million_pages, 4)} |`);
+  return [
+    `**${title}**: idle floor **${usd(report.idle_usd_per_month)} a month**; a million pages add **${usd(report.usd_per_million_pages)}** (${report.compression} page messages, ÷${report.compression_ratio}).`,
+    '',
+    '| What | Resource | Unit price | Idle $/month |',
+    '| --- | --- | --- | --- |',
+    ...rows,
+    `| **Idle floor** | | | **${usd(report.idle_usd_per_month)}** |`,
+    '',
+    '| Per million pages | USD |',
+    '| --- | --- |',
+    ...pages,
+    `| **Total** | **${usd(report.usd_per_million_pages, 4)}** |`,
+  ].join('\n');
+}
+
+function text(report: CostReport, title: string): string {
+  const rows = billed(report);
+  const w = Math.max(...rows.map((r) => what(r).length), 20);
+  const lines = [
+    `${title} (${PRICES_REGION} list prices of ${PRICES_DATE}, cdk/prices.ts; 730 h a month, nothing crawled)`,
+    '',
+    `${'what'.padEnd(w)}  ${'unit price'.padStart(26)}  ${'$/month'.padStart(9)}`,
+    ...rows.map(
+      (r) =>
+        `${what(r).padEnd(w)}  ${`${usd(r.unit_usd, r.unit_usd < 0.01 ? 6 : 4)}/${r.unit}`.slice(0, 26).padStart(26)}  ${usd(r.idle_usd_per_month).padStart(9)}`,
+    ),
+    `${'idle floor'.padEnd(w)}  ${''.padStart(26)}  ${usd(report.idle_usd_per_month).padStart(9)}`,
+    '',
+    `per million pages (${report.compression} page messages, ÷${report.compression_ratio}):`,
+    ...report.per_million_pages.map(
+      (c) => `  ${c.component.padEnd(w)}  ${usd(c.usd_per_million_pages, 4).padStart(9)}`,
+    ),
+    `  ${'total'.padEnd(w)}  ${usd(report.usd_per_million_pages, 4).padStart(9)}`,
+  ];
+  return lines.join('\n');
+}
+
+function main(argv: string[]): void {
+  const { values } = parseArgs({
+    args: argv,
+    options: {
+      context: { type: 'string', short: 'c', multiple: true, default: [] },
+      profile: { type: 'string' },
+      json: { type: 'boolean', default: false },
+      markdown: { type: 'boolean', default: false },
+      'page-kb': { type: 'string' },
+      compression: { type: 'string' },
+      'compression-ratio': { type: 'string' },
+      'retention-hours': { type: 'string' },
+      consumers: { type: 'string' },
+      'cpu-ms-per-page': { type: 'string' },
+      help: { type: 'boolean', short: 'h', default: false },
+    },
+  });
+  if (values.help) {
+    console.log(USAGE);
+    return;
+  }
+  const context: Record<string, unknown> = parseContext(values.context ?? []);
+  if (values.profile !== undefined) context.profile = values.profile;
+  const num = (v: string | undefined, name: string): number | undefined => {
+    if (v === undefined) return undefined;
+    const n = Number(v);
+    if (!Number.isFinite(n) || n <= 0) throw new Error(`--${name} must be a positive number`);
+    return n;
+  };
+  const options: Partial<CostOptions> = {};
+  const set = <K extends keyof CostOptions>(k: K, v: CostOptions[K] | undefined) => {
+    if (v !== undefined) options[k] = v;
+  };
+  set('pageKb', num(values['page-kb'], 'page-kb'));
+  set('compression', values.compression);
+  set('compressionRatio', num(values['compression-ratio'], 'compression-ratio'));
+  set('retentionHours', num(values['retention-hours'], 'retention-hours'));
+  set('consumers', num(values.consumers, 'consumers'));
+  set('cpuMsPerPage', num(values['cpu-ms-per-page'], 'cpu-ms-per-page'));
+
+  const report = priceTemplate(synthTemplate(context), options);
+  const title = `profile ${String(context.profile ?? 'standard')}${Object.keys(context).length > (context.profile ? 1 : 0) ? ' with -c flags' : ''}`;
+  if (values.json) console.log(JSON.stringify(report, null, 2));
+  else if (values.markdown) console.log(markdown(report, title));
+  else console.log(text(report, title));
+}
+
+if (import.meta.main) {
+  try {
+    main(process.argv.slice(2));
+  } catch (err) {
+    console.error((err as Error).message);
+    console.error(USAGE);
+    process.exitCode = 1;
+  }
+}

@@ -1,0 +1,146 @@
+/**
+ * The one price table of `npm run cost` (cdk/cost.ts, docs/cost.md): us-east-1 list prices in USD, on-demand, no free
+ * tier, no savings plan, as the AWS pricing pages list them. Transcribed on {@link PRICES_DATE}; check the pages
+ * named in `source` before relying on a figure, and edit it here (nowhere else holds a price).
+ */
+
+/** When the prices below were transcribed. */
+export const PRICES_DATE = '2026-11-28';
+/** The region the prices are for. */
+export const PRICES_REGION = 'us-east-1';
+/** Hours in a month, as AWS prices a month. */
+export const HOURS_PER_MONTH = 730;
+
+/** One price: its value, its unit, and where it comes from. */
+export interface Price {
+  usd: number;
+  unit: string;
+  source: string;
+}
+
+const MSK = 'https://aws.amazon.com/msk/pricing/';
+const VPC = 'https://aws.amazon.com/vpc/pricing/';
+const PRIVATELINK = 'https://aws.amazon.com/privatelink/pricing/';
+const ELASTICACHE = 'https://aws.amazon.com/elasticache/pricing/ (Valkey, on-demand nodes)';
+const LAMBDA = 'https://aws.amazon.com/lambda/pricing/';
+const FARGATE = 'https://aws.amazon.com/fargate/pricing/ (Linux/ARM)';
+const CLOUDWATCH = 'https://aws.amazon.com/cloudwatch/pricing/';
+const EC2 = 'https://aws.amazon.com/ec2/pricing/on-demand/ (data transfer)';
+
+export const PRICES = {
+  mskServerlessClusterHour: { usd: 0.75, unit: 'cluster-hour', source: MSK },
+  mskServerlessPartitionHour: { usd: 0.0015, unit: 'partition-hour', source: MSK },
+  mskServerlessInGb: { usd: 0.1, unit: 'GB in', source: MSK },
+  mskServerlessOutGb: { usd: 0.05, unit: 'GB out', source: MSK },
+  mskServerlessStorageGbMonth: { usd: 0.1, unit: 'GB-month', source: MSK },
+  mskStorageGbMonth: { usd: 0.1, unit: 'GB-month (broker EBS)', source: MSK },
+  natGatewayHour: { usd: 0.045, unit: 'gateway-hour', source: VPC },
+  natGatewayGb: { usd: 0.045, unit: 'GB processed', source: VPC },
+  publicIpv4Hour: { usd: 0.005, unit: 'IPv4 address-hour', source: VPC },
+  interfaceEndpointAzHour: { usd: 0.01, unit: 'endpoint-zone-hour', source: PRIVATELINK },
+  interfaceEndpointGb: { usd: 0.01, unit: 'GB processed', source: PRIVATELINK },
+  crossAzGb: { usd: 0.02, unit: 'GB across zones (0.01 out + 0.01 in)', source: EC2 },
+  eventPollerUnitHour: { usd: 0.185, unit: 'EPU-hour (provisioned pollers)', source: LAMBDA },
+  lambdaRequestsMillion: { usd: 0.2, unit: 'million requests', source: LAMBDA },
+  lambdaArmGbSecond: { usd: 0.0000133334, unit: 'GB-second (arm64)', source: LAMBDA },
+  fargateArmVcpuHour: { usd: 0.03238, unit: 'vCPU-hour', source: FARGATE },
+  fargateArmGbHour: { usd: 0.00356, unit: 'GB-hour', source: FARGATE },
+  nlbHour: { usd: 0.0225, unit: 'load balancer-hour', source: 'https://aws.amazon.com/elasticloadbalancing/pricing/' },
+  nlbLcuHour: { usd: 0.006, unit: 'NLCU-hour', source: 'https://aws.amazon.com/elasticloadbalancing/pricing/' },
+  secretMonth: { usd: 0.4, unit: 'secret-month', source: 'https://aws.amazon.com/secrets-manager/pricing/' },
+  alarmMetricMonth: { usd: 0.1, unit: 'standard alarm metric-month', source: CLOUDWATCH },
+  dashboardMonth: { usd: 3, unit: 'dashboard-month', source: CLOUDWATCH },
+  customMetricMonth: { usd: 0.3, unit: 'metric-month', source: CLOUDWATCH },
+  logsIngestGb: { usd: 0.5, unit: 'GB ingested', source: CLOUDWATCH },
+  schedulerMillion: { usd: 1, unit: 'million invocations', source: 'https://aws.amazon.com/eventbridge/pricing/' },
+  ecrStorageGbMonth: { usd: 0.1, unit: 'GB-month', source: 'https://aws.amazon.com/ecr/pricing/' },
+} as const satisfies Record<string, Price>;
+
+/** Where {@link MSK_BROKER_HOUR} and {@link VALKEY_NODE_HOUR} come from. */
+export const INSTANCE_SOURCES = { msk: MSK, valkey: ELASTICACHE };
+
+/** MSK provisioned broker-hours by instance type. */
+export const MSK_BROKER_HOUR: Record<string, number> = {
+  'kafka.t3.small': 0.0456,
+  'kafka.m5.large': 0.21,
+  'kafka.m5.xlarge': 0.42,
+  'kafka.m7g.large': 0.204,
+  'kafka.m7g.xlarge': 0.408,
+  'kafka.m7g.2xlarge': 0.816,
+};
+
+/** ElastiCache Valkey node-hours by node type (Valkey is listed 20 % below Redis OSS). */
+export const VALKEY_NODE_HOUR: Record<string, number> = {
+  'cache.t4g.micro': 0.0128,
+  'cache.t4g.small': 0.0256,
+  'cache.t4g.medium': 0.0512,
+  'cache.m7g.large': 0.1264,
+  'cache.r7g.large': 0.1752,
+};
+
+/**
+ * Assumptions of the model, not prices: each is named in the output next to the line it feeds.
+ * - pollersPerEpu: provisioned Kafka pollers one Event Poller Unit carries (the Lambda pricing page's EPU).
+ * - scheduledRunSeconds: billed duration of one run of a scheduled function at idle (expire, stats, reclaim).
+ * - idleMetrics: Powertools metrics each scheduled function publishes every run at idle (functions/<name>/handler.ts).
+ * - containerInsightsMetrics: Container Insights metrics of a cluster and of each service (estimate).
+ * - imageGb: the crawler image in ECR (functions/crawler/Dockerfile, compressed layers).
+ */
+export const ASSUMPTIONS = {
+  pollersPerEpu: 10,
+  scheduledRunSeconds: 0.2,
+  idleMetrics: { expire: 2, stats: 4, reclaim: 1 } as Record<string, number>,
+  containerInsightsMetrics: { cluster: 8, perService: 11 },
+  imageGb: 0.35,
+};
+
+/**
+ * Bytes a page message shrinks by, per KAFKA_COMPRESSION (lib/kafka/codecs.ts: bench/scenarios/compression.ts on
+ * 32 KB article pages in batches of 16).
+ */
+export const COMPRESSION_RATIO: Record<string, number> = { none: 1, gzip: 8.3, zstd: 19.6 };
+
+/**
+ * CloudFormation types that cost nothing by themselves (their use is priced where it happens: a role, a rule, a
+ * subnet, an API with no request). The cost test fails on a type in neither this list nor the pricers of
+ * cdk/cost-model.ts, so a new billable resource cannot slip past the table.
+ */
+export const FREE_TYPES = [
+  'AWS::ApiGatewayV2::Api',
+  'AWS::ApiGatewayV2::Route',
+  'AWS::ApiGatewayV2::Integration',
+  'AWS::ApiGatewayV2::Stage',
+  'AWS::ApplicationAutoScaling::ScalableTarget',
+  'AWS::ApplicationAutoScaling::ScalingPolicy',
+  'AWS::CDK::Metadata',
+  'AWS::EC2::InternetGateway',
+  'AWS::EC2::Route',
+  'AWS::EC2::RouteTable',
+  'AWS::EC2::SecurityGroup',
+  'AWS::EC2::SecurityGroupEgress',
+  'AWS::EC2::SecurityGroupIngress',
+  'AWS::EC2::Subnet',
+  'AWS::EC2::SubnetRouteTableAssociation',
+  'AWS::EC2::VPC',
+  'AWS::EC2::VPCGatewayAttachment',
+  'AWS::EC2::FlowLog',
+  'AWS::ECS::TaskDefinition',
+  'AWS::ElastiCache::ParameterGroup',
+  'AWS::ElastiCache::SubnetGroup',
+  'AWS::ElasticLoadBalancingV2::Listener',
+  'AWS::ElasticLoadBalancingV2::TargetGroup',
+  'AWS::IAM::ManagedPolicy',
+  'AWS::IAM::Policy',
+  'AWS::IAM::Role',
+  'AWS::IAM::ServiceLinkedRole',
+  'AWS::Lambda::Function',
+  'AWS::Lambda::Permission',
+  'AWS::Logs::LogGroup',
+  'AWS::S3::Bucket',
+  'AWS::S3::BucketPolicy',
+  'AWS::SNS::Subscription',
+  'AWS::SNS::Topic',
+  'AWS::SNS::TopicPolicy',
+  'Custom::AWS',
+  'Custom::VpcRestrictDefaultSG',
+];

@@ -1,0 +1,160 @@
+/**
+ * The context flags of issue 33, each on its own (docs/cost.md): endpoint zones, pinned zones, MSK monitoring level,
+ * on-demand event sources, Container Insights, a prebuilt crawler image, Application Auto Scaling's service-linked
+ * role, MSK Serverless only where AWS offers it, and gzip page messages by default.
+ */
+import { readFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { App } from 'aws-cdk-lib';
+import { Annotations, Match } from 'aws-cdk-lib/assertions';
+import { describe, expect, it } from 'vitest';
+import { firehosePartitionsNeeded } from '../../cdk/constructs/kafka.ts';
+import { readSettings } from '../../cdk/settings.ts';
+import { CrawlClusterStack } from '../../cdk/stack.ts';
+import { REPO_ROOT } from '../../localstack/repo-root.ts';
+import { type Cfn, synthStack } from './synth.ts';
+
+const CDK_CONTEXT = JSON.parse(readFileSync(join(REPO_ROOT, 'cdk.json'), 'utf8')).context;
+
+const interfaceEndpoints = (t: Cfn) =>
+  Object.values(t.Resources as Record<string, Cfn>).filter(
+    (r) => r.Type === 'AWS::EC2::VPCEndpoint' && r.Properties.VpcEndpointType === 'Interface',
+  );
+
+describe('context flags', () => {
+  it('endpointAzs: interface endpoints in that many zones', () => {
+    const one = interfaceEndpoints(synthStack({ endpointAzs: 1 }).template.toJSON());
+    expect(one.length).toBe(4);
+    for (const e of one) expect(e.Properties.SubnetIds).toHaveLength(1);
+    for (const e of interfaceEndpoints(synthStack().template.toJSON())) expect(e.Properties.SubnetIds).toHaveLength(2);
+    expect(() => readSettings({ endpointAzs: 3 })).toThrow(/context "endpointAzs"/);
+  });
+
+  it('availabilityZones: the VPC in exactly those zones; a bad list names the key', () => {
+    const s = synthStack({ availabilityZones: 'us-east-1b,us-east-1c' });
+    const zones = Object.values(s.template.findResources('AWS::EC2::Subnet')).map((r) => r.Properties.AvailabilityZone);
+    expect([...new Set(zones)].sort()).toEqual(['us-east-1b', 'us-east-1c']);
+    expect(readSettings({ availabilityZones: ['eu-west-1a', 'eu-west-1b', 'eu-west-1c'] }).maxAzs).toBe(3);
+    expect(() => readSettings({ availabilityZones: 'us-east-1a' })).toThrow(/context "availabilityZones"/);
+    expect(() => readSettings({ availabilityZones: 'us-east-1a,us-east-1b', maxAzs: 3 })).toThrow(/context "maxAzs"/);
+  });
+
+  it('kafkaMonitoring: the provisioned cluster monitoring level', () => {
+    const s = synthStack({ kafka: 'provisioned', kafkaMonitoring: 'PER_BROKER' });
+    s.template.hasResourceProperties('AWS::MSK::Cluster', { EnhancedMonitoring: 'PER_BROKER' });
+    synthStack({ kafka: 'provisioned' }).template.hasResourceProperties('AWS::MSK::Cluster', {
+      EnhancedMonitoring: 'PER_TOPIC_PER_BROKER',
+    });
+    expect(() => readSettings({ kafkaMonitoring: 'ALL' })).toThrow(/context "kafkaMonitoring"/);
+  });
+
+  it('eventSourceMode=on-demand: no pollers or error controls; behind NAT no Lambda or STS endpoint', () => {
+    const t = synthStack({ eventSourceMode: 'on-demand' }).template.toJSON();
+    const esms = Object.values(t.Resources as Record<string, Cfn>).filter(
+      (r) => r.Type === 'AWS::Lambda::EventSourceMapping',
+    );
+    expect(esms).toHaveLength(2);
+    for (const e of esms) {
+      for (const key of [
+        'ProvisionedPollerConfig',
+        'FunctionResponseTypes',
+        'BisectBatchOnFunctionError',
+        'MaximumRetryAttempts',
+        'MaximumRecordAgeInSeconds',
+      ])
+        expect(e.Properties[key], key).toBeUndefined();
+      expect(e.Properties.DestinationConfig.OnFailure.Destination).toBeDefined();
+    }
+    const services = interfaceEndpoints(t).map((r) => JSON.stringify(r.Properties.ServiceName));
+    expect(services.some((x) => /\.(lambda|sts)"/.test(x))).toBe(false);
+    // The standard mode keeps every control.
+    const std = Object.values(synthStack().template.toJSON().Resources as Record<string, Cfn>).find(
+      (r) => r.Type === 'AWS::Lambda::EventSourceMapping',
+    );
+    expect(std?.Properties.FunctionResponseTypes).toEqual(['ReportBatchItemFailures']);
+  });
+
+  it('containerInsights=false: disabled on the cluster, and the URL Frontier alarm counts healthy targets', () => {
+    const s = synthStack({ containerInsights: false });
+    s.template.hasResourceProperties('AWS::ECS::Cluster', {
+      ClusterSettings: [{ Name: 'containerInsights', Value: 'disabled' }],
+    });
+    const json = JSON.stringify(s.template.toJSON());
+    expect(json).not.toContain('ECS/ContainerInsights');
+    expect(json).toContain('HealthyHostCount');
+  });
+
+  it('crawlerImage: no image asset; an ECR URI gets pull rights on its repository', () => {
+    const uri = '123456789012.dkr.ecr.us-east-1.amazonaws.com/crawl-cluster/crawler:1.2.3';
+    const s = synthStack({ crawlerImage: uri });
+    expect(s.stack.fleet.imageAsset).toBeUndefined();
+    const json = JSON.stringify(s.template.toJSON());
+    expect(json).toContain('crawl-cluster/crawler:1.2.3');
+    expect(json).toContain('ecr:BatchGetImage');
+    const pub = synthStack({ crawlerImage: 'ghcr.io/example/crawler:latest' });
+    pub.template.hasResourceProperties('AWS::ECS::TaskDefinition', {
+      ContainerDefinitions: Match.arrayWith([Match.objectLike({ Image: 'ghcr.io/example/crawler:latest' })]),
+    });
+    expect(() => readSettings({ crawlerImage: 'not an image' })).toThrow(/context "crawlerImage"/);
+    expect(() => readSettings({ crawlerImage: 'ghcr.io/x/y:1', crawlerPlugins: 'plugins' })).toThrow(
+      /context "crawlerPlugins"/,
+    );
+  });
+
+  it('createAutoScalingServiceLinkedRole: the role, retained, before both services', () => {
+    const s = synthStack({ createAutoScalingServiceLinkedRole: true });
+    const roles = s.template.findResources('AWS::IAM::ServiceLinkedRole');
+    const [id, role] = Object.entries(roles)[0] as [string, Cfn];
+    expect(role.Properties.AWSServiceName).toBe('ecs.application-autoscaling.amazonaws.com');
+    expect(role.DeletionPolicy).toBe('Retain');
+    const services = Object.values(s.template.findResources('AWS::ECS::Service'));
+    expect(services).toHaveLength(2);
+    for (const svc of services) expect(svc.DependsOn).toContain(id);
+    expect(Object.keys(synthStack().template.findResources('AWS::IAM::ServiceLinkedRole'))).toHaveLength(0);
+  });
+
+  it('kafka=serverless fails synthesis, naming the region, where MSK Serverless is not offered', () => {
+    const stackIn = (region: string, context: Record<string, unknown> = {}) =>
+      new CrawlClusterStack(
+        new App({ context: { ...CDK_CONTEXT, ...context, 'aws:cdk:bundling-stacks': [] } }),
+        'CrawlCluster',
+        {
+          settings: readSettings(context),
+          env: { account: '123456789012', region },
+        },
+      );
+    expect(() => stackIn('af-south-1')).toThrow(/context "kafka": MSK Serverless is not offered in af-south-1/);
+    expect(() => stackIn('af-south-1', { kafka: 'provisioned' })).not.toThrow();
+  });
+
+  it('compresses page messages with gzip by default, and runtimeEnv may choose another codec', () => {
+    const crawlerEnv = (context: Record<string, unknown>) => {
+      const td = Object.values(synthStack(context).template.findResources('AWS::ECS::TaskDefinition'))[0] as Cfn;
+      return Object.fromEntries(td.Properties.ContainerDefinitions[0].Environment.map((e: Cfn) => [e.Name, e.Value]));
+    };
+    expect(crawlerEnv({}).KAFKA_COMPRESSION).toBe('gzip');
+    expect(crawlerEnv({ runtimeEnv: { KAFKA_COMPRESSION: 'zstd' } }).KAFKA_COMPRESSION).toBe('zstd');
+  });
+});
+
+describe('firehose partitions on MSK Serverless', () => {
+  const partitions = (context: Record<string, unknown>) =>
+    Object.values(synthStack(context).template.findResources('Custom::KafkaTopics'))[0]?.Properties.Partitions;
+
+  it('are sized so maxTasks crawlers at their peak stay under 5 MB/s a partition', () => {
+    // 10 tasks x 850 pages/s x 28 KB / 8.3 (gzip) = 28 MB/s: 6 partitions.
+    expect(firehosePartitionsNeeded(10, 28, 8.3)).toBe(6);
+    expect(firehosePartitionsNeeded(10, 28, 1)).toBe(47);
+    expect(partitions({})).toBe(6);
+    expect(partitions({ maxTasks: 4 })).toBe(3);
+    expect(partitions({ runtimeEnv: { KAFKA_COMPRESSION: 'zstd' } })).toBe(3);
+    expect(partitions({ topicPartitions: 12 })).toBe(12);
+  });
+
+  it('raise a value given too low, with a warning; provisioned MSK keeps the value', () => {
+    const s = synthStack({ topicPartitions: 2 });
+    expect(Object.values(s.template.findResources('Custom::KafkaTopics'))[0]?.Properties.Partitions).toBe(6);
+    Annotations.fromStack(s.stack).hasWarning('*', Match.stringLikeRegexp('topicPartitions=2 raised to 6'));
+    expect(partitions({ kafka: 'provisioned', topicPartitions: 2 })).toBe(2);
+  });
+});

@@ -1,0 +1,109 @@
+/**
+ * `npm run cost` (cdk/cost.ts, cdk/cost-model.ts): every resource type of every stack variant is priced or listed
+ * free in cdk/prices.ts, so a new billable resource fails here until the table prices it; the profiles' floors and the
+ * per-page cost follow the template (compression, NAT, MSK flavour).
+ */
+import { describe, expect, it } from 'vitest';
+import { parseContext } from '../../cdk/cost.ts';
+import { priceTemplate, UnpricedResourceError, unpricedTypes } from '../../cdk/cost-model.ts';
+import { type Cfn, synthStack } from './synth.ts';
+
+const VARIANTS: Record<string, Record<string, unknown>> = {
+  standard: {},
+  small: { profile: 'small' },
+  'small with the URL Frontier and provisioned pollers': {
+    profile: 'small',
+    urlFrontier: true,
+    eventSourceMode: 'provisioned',
+  },
+  'provisioned MSK, cluster-mode cache, TLS URL Frontier, service-linked roles, prebuilt image': {
+    kafka: 'provisioned',
+    cacheClusterMode: true,
+    cacheShards: 2,
+    alarmEmail: 'ops@example.com',
+    urlFrontierCertificateArn: 'arn:aws:acm:us-east-1:123456789012:certificate/0f0e2f2a-1111-2222-3333-444455556666',
+    createEcsServiceLinkedRole: true,
+    createAutoScalingServiceLinkedRole: true,
+    crawlerImage: '123456789012.dkr.ecr.us-east-1.amazonaws.com/crawler:1',
+  },
+};
+
+const synthesized = Object.fromEntries(
+  Object.entries(VARIANTS).map(([name, context]) => [name, synthStack(context).template.toJSON()]),
+);
+/** The template of a variant (synthesized once per file). */
+function tpl(name: string): Cfn {
+  const t = synthesized[name];
+  if (!t) throw new Error(`no variant ${name}`);
+  return t;
+}
+
+describe('npm run cost', () => {
+  for (const name of Object.keys(VARIANTS)) {
+    it(`prices every resource type of the stack: ${name}`, () => {
+      expect(unpricedTypes(tpl(name))).toEqual([]);
+    });
+  }
+
+  it('fails on a billable resource type the table does not price', () => {
+    const t = structuredClone(tpl('standard'));
+    t.Resources.Extra = { Type: 'AWS::RDS::DBInstance', Properties: {} };
+    expect(unpricedTypes(t)).toEqual(['AWS::RDS::DBInstance']);
+    expect(() => priceTemplate(t)).toThrow(UnpricedResourceError);
+    expect(() => priceTemplate(t)).toThrow(/AWS::RDS::DBInstance/);
+  });
+
+  it('prices the standard stack at its MSK Serverless, poller, NAT and cache floor', () => {
+    const r = priceTemplate(tpl('standard'));
+    const of = (type: string) =>
+      r.resources.filter((x) => x.type === type).reduce((n, x) => n + x.idle_usd_per_month, 0);
+    expect(of('AWS::MSK::ServerlessCluster')).toBeCloseTo(0.75 * 730, 2);
+    expect(of('AWS::Lambda::EventSourceMapping')).toBeCloseTo(0.185 * 730, 2);
+    expect(of('AWS::EC2::NatGateway')).toBeCloseTo(2 * 0.045 * 730, 2);
+    expect(of('AWS::ElastiCache::ReplicationGroup')).toBeCloseTo(2 * 0.0256 * 730, 2);
+    expect(r.idle_usd_per_month).toBeCloseTo(
+      r.resources.reduce((n, x) => n + x.idle_usd_per_month, 0),
+      1,
+    );
+  });
+
+  it('prices the small profile without MSK Serverless, pollers or NAT, at a fraction of the standard floor', () => {
+    const small = priceTemplate(tpl('small'));
+    const standard = priceTemplate(tpl('standard'));
+    const types = new Set(small.resources.filter((x) => x.idle_usd_per_month > 0).map((x) => x.type));
+    for (const type of ['AWS::MSK::ServerlessCluster', 'AWS::EC2::NatGateway', 'AWS::Lambda::EventSourceMapping'])
+      expect(types.has(type), type).toBe(false);
+    expect(small.idle_usd_per_month).toBeLessThan(standard.idle_usd_per_month / 8);
+    // Brokers, their storage, one cache node, three endpoints in one zone.
+    const msk = small.resources.filter((x) => x.type === 'AWS::MSK::Cluster');
+    expect(msk.map((x) => x.idle_usd_per_month)).toEqual([66.58, 2]);
+  });
+
+  it("prices a million pages from the stack's compression, and the options change it", () => {
+    const gzip = priceTemplate(tpl('standard'));
+    expect(gzip.compression).toBe('gzip');
+    const none = priceTemplate(tpl('standard'), { compression: 'none' });
+    const bytesIn = (r: typeof gzip) =>
+      r.per_million_pages.find((c) => c.component === 'MSK Serverless bytes in')?.usd_per_million_pages ?? 0;
+    // 28 KB pages: 28.7 GB a million uncompressed, $0.10 a GB in.
+    expect(bytesIn(none)).toBeCloseTo(2.867, 2);
+    expect(bytesIn(gzip)).toBeCloseTo(2.867 / 8.3, 2);
+    expect(none.usd_per_million_pages).toBeGreaterThan(gzip.usd_per_million_pages);
+    const bigger = priceTemplate(tpl('standard'), { pageKb: 56 });
+    expect(bytesIn(bigger)).toBeCloseTo(2 * bytesIn(gzip), 2);
+    const longer = priceTemplate(tpl('standard'), { retentionHours: 336 });
+    expect(longer.usd_per_million_pages).toBeGreaterThan(gzip.usd_per_million_pages);
+    // No NAT and no Serverless bytes on the small profile.
+    const small = priceTemplate(tpl('small'));
+    expect(small.per_million_pages.some((c) => /NAT|Serverless/.test(c.component))).toBe(false);
+    expect(small.usd_per_million_pages).toBeLessThan(gzip.usd_per_million_pages);
+  });
+
+  it('reads -c pairs as the CDK CLI does', () => {
+    expect(parseContext(['profile=small', 'runtimeEnv={"A":"b=c"}'])).toEqual({
+      profile: 'small',
+      runtimeEnv: '{"A":"b=c"}',
+    });
+    expect(() => parseContext(['novalue'])).toThrow(/key=value/);
+  });
+});

@@ -89,7 +89,7 @@ export const VALKEY_NODE_HOUR: Record<string, number> = {
 export const ASSUMPTIONS = {
   pollersPerEpu: 10,
   scheduledRunSeconds: 0.2,
-  idleMetrics: { expire: 2, stats: 4, reclaim: 1 } as Record<string, number>,
+  idleMetrics: { expire: 2, stats: 10, reclaim: 1 } as Record<string, number>,
   containerInsightsMetrics: { cluster: 8, perService: 11 },
   imageGb: 0.35,
 };

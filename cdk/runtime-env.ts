@@ -24,7 +24,8 @@ const CONNECTIONS = [
  * Variables each deployable must get on AWS, because their defaults are only right for a local run
  * (127.0.0.1 brokers and Redis, plaintext, no auth). REDIS_PASSWORD reaches the crawler and the URL Frontier
  * service as an ECS secret; the functions get the secret's ARN instead (REDIS_PASSWORD_SECRET_ARN, not a variable of
- * lib/config: functions/shared/secrets.ts reads it) and read the token at cold start.
+ * lib/config: functions/shared/secrets.ts reads it) and read the token at cold start, or with
+ * `redisTokenInEnvironment` REDIS_PASSWORD itself, resolved by CloudFormation at deploy (docs/cost.md).
  */
 export const REQUIRED_VARIABLES = {
   monitor: CONNECTIONS,

@@ -86,6 +86,13 @@ export interface Settings {
   cacheNodeType: string;
   /** Valkey engine version (parameter group family follows the major). @default '8.0' */
   cacheEngineVersion: string;
+  /**
+   * The functions get the Redis AUTH token in their environment (REDIS_PASSWORD, a CloudFormation dynamic reference
+   * to its secret, resolved at deploy) instead of reading the secret at cold start: no Secrets Manager endpoint for
+   * them. The token is then readable by whoever may read the functions' configuration (lambda:GetFunctionConfiguration),
+   * and a changed secret reaches them only with a deploy that updates them (docs/cost.md). @default false
+   */
+  redisTokenInEnvironment: boolean;
   /** Cluster mode enabled (shards, configuration endpoint; REDIS_CLUSTER=true). @default false */
   cacheClusterMode: boolean;
   /** Cluster mode only: shards. @default 1 */
@@ -130,6 +137,8 @@ export interface Settings {
   failedBatchRetentionDays: number;
   /** Days log groups keep their events. @default 30 */
   logRetentionDays: number;
+  /** The CloudWatch dashboard (billed per dashboard-month); the alarms do not depend on it. @default true */
+  dashboard: boolean;
   /** Optional e-mail subscribed to the alarm topic. @default none */
   alarmEmail?: string;
   /**
@@ -295,7 +304,12 @@ export const PROFILES: Record<Profile, Record<string, unknown>> = {
     cacheReplicas: 0,
     // No provisioned pollers (they cost more than everything else of this profile together).
     eventSourceMode: 'on-demand',
+    // The functions take the Redis AUTH token from their environment (resolved at deploy): no Secrets Manager
+    // endpoint, but the token is readable with the functions' configuration.
+    redisTokenInEnvironment: true,
     containerInsights: false,
+    // No CloudWatch dashboard: the alarms stay, the graphs are a console search away.
+    dashboard: false,
     urlFrontier: false,
     maxTasks: 4,
   },
@@ -398,6 +412,7 @@ export function readSettings(source: Node | Record<string, unknown>): Settings {
     bisectBatchOnError: bool(get, 'bisectBatchOnError', true),
     cacheNodeType: str(get, 'cacheNodeType', 'cache.t4g.small', /^cache\.[a-z0-9]+\.[a-z0-9]+$/),
     cacheEngineVersion: str(get, 'cacheEngineVersion', '8.0', /^[78]\.\d+$/),
+    redisTokenInEnvironment: bool(get, 'redisTokenInEnvironment', false),
     cacheClusterMode,
     cacheShards: int(get, 'cacheShards', 1, 1, 500),
     cacheReplicas: int(get, 'cacheReplicas', 1, 0, 5),
@@ -418,6 +433,7 @@ export function readSettings(source: Node | Record<string, unknown>): Settings {
     bodyRetentionDays: int(get, 'bodyRetentionDays', 30, 1, 3650),
     failedBatchRetentionDays: int(get, 'failedBatchRetentionDays', 30, 1, 3650),
     logRetentionDays: retention(get),
+    dashboard: bool(get, 'dashboard', true),
     alarmEmail,
     urlFrontier: bool(get, 'urlFrontier', true),
     urlFrontierTaskCpu: fargateCpu(get, 'urlFrontierTaskCpu', 512),

@@ -98,6 +98,7 @@ export class CrawlClusterStack extends Stack {
       maxRecordAgeSec: s.maxRecordAgeSec,
       eventSourceRetryAttempts: s.eventSourceRetryAttempts,
       bisectBatchOnError: s.bisectBatchOnError,
+      redisTokenInEnvironment: s.redisTokenInEnvironment,
       logRetention,
       runtimeEnv: s.runtimeEnv,
     });
@@ -172,6 +173,7 @@ export class CrawlClusterStack extends Stack {
       urlFrontier: this.urlFrontier,
       alarmEmail: s.alarmEmail,
       containerInsights: s.containerInsights,
+      dashboard: s.dashboard,
     });
 
     new CfnOutput(this, 'BootstrapBrokers', {
@@ -192,7 +194,7 @@ export class CrawlClusterStack extends Stack {
       value: this.storage.failedBatches.bucketName,
       description: 'MSK batches the monitors could not process, for replay',
     });
-    new CfnOutput(this, 'DashboardUrl', { value: this.observability.dashboardUrl() });
+    if (s.dashboard) new CfnOutput(this, 'DashboardUrl', { value: this.observability.dashboardUrl() });
     new CfnOutput(this, 'AlarmTopic', { value: this.observability.alarmTopic.topicArn });
     if (this.urlFrontier) {
       new CfnOutput(this, 'UrlFrontierEndpoint', {

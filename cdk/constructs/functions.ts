@@ -42,6 +42,8 @@ export interface FunctionsProps {
   eventSourceRetryAttempts: number;
   /** See cdk/settings.ts. */
   bisectBatchOnError: boolean;
+  /** See cdk/settings.ts: REDIS_PASSWORD in the environment instead of the secret read at cold start. */
+  redisTokenInEnvironment?: boolean;
   logRetention: logs.RetentionDays;
   runtimeEnv: RuntimeEnv;
 }
@@ -86,7 +88,16 @@ export class Functions extends Construct {
     // Scrapy Cluster's per-app topics (KAFKA_APPID_TOPICS) are named by appid at run time: allow the pattern.
     const appTopics = props.runtimeEnv.KAFKA_APPID_TOPICS === 'true';
     const outbound = [kafka.topics.outboundFirehose, ...(appTopics ? [outboundAppTopic(kafka.topicPrefix, '*')] : [])];
-    network.allowSecretsManager(network.functionsSecurityGroup, 'functions: the Redis AUTH token at cold start');
+    const tokenInEnv = props.redisTokenInEnvironment ?? false;
+    if (!tokenInEnv)
+      network.allowSecretsManager(network.functionsSecurityGroup, 'functions: the Redis AUTH token at cold start');
+    // Either the secret's ARN, read at cold start (functions/shared/secrets.ts), so that the token is neither in the
+    // function's configuration nor stale after a rotation; or, with redisTokenInEnvironment, the token itself as a
+    // CloudFormation dynamic reference resolved at deploy (no Secrets Manager call, so no endpoint), readable by
+    // whoever may read the function's configuration and changed only by a deploy that updates the function.
+    const redisAuth: Record<string, string> = tokenInEnv
+      ? { REDIS_PASSWORD: cache.authToken.secretValue.unsafeUnwrap() }
+      : { [REDIS_PASSWORD_SECRET_ARN]: cache.authToken.secretArn };
 
     const make = (
       name: string,
@@ -123,9 +134,7 @@ export class Functions extends Construct {
             },
             { ...env, ...props.runtimeEnv },
           ),
-          // The AUTH token itself is read from Secrets Manager at cold start (functions/shared/secrets.ts), so it is
-          // neither in the function's configuration nor stale after a rotation.
-          [REDIS_PASSWORD_SECRET_ARN]: cache.authToken.secretArn,
+          ...redisAuth,
           POWERTOOLS_SERVICE_NAME: name,
           POWERTOOLS_METRICS_NAMESPACE: METRICS_NAMESPACE,
         },
@@ -135,11 +144,12 @@ export class Functions extends Construct {
         logRetention: props.logRetention,
       });
       // Its own secret only, and reading its value only.
-      iam.Grant.addToPrincipal({
-        grantee: fn.function,
-        actions: ['secretsmanager:GetSecretValue'],
-        resourceArns: [cache.authToken.secretArn],
-      });
+      if (!tokenInEnv)
+        iam.Grant.addToPrincipal({
+          grantee: fn.function,
+          actions: ['secretsmanager:GetSecretValue'],
+          resourceArns: [cache.authToken.secretArn],
+        });
       // A function that uses Kafka opens an idempotent producer at cold start (functions/shared/deps.ts); stats and
       // reclaim use Redis only, get no Kafka settings or rights, and go on through an MSK fault.
       if (usesKafka) {

@@ -1,7 +1,7 @@
 /**
- * The CloudWatch dashboard (ingest, rejections, backlog, pages per minute, function errors and offset lag, fleet
- * size and what its tasks sustain, cache memory, REST API requests, errors and latency, and the URL Frontier service when the stack has it) and
- * the alarms that page someone, through one SNS topic.
+ * The CloudWatch dashboard (ingest, rejections, backlog, pages per minute, function errors and offset lag, fleet size
+ * and what its tasks sustain, cache memory, REST API requests, errors and latency, and the URL Frontier service when
+ * the stack has it; none with `dashboard=false`) and the alarms that page someone, through one SNS topic.
  */
 import { Duration, Stack } from 'aws-cdk-lib';
 import * as cloudwatch from 'aws-cdk-lib/aws-cloudwatch';
@@ -36,6 +36,8 @@ export interface ObservabilityProps {
    * targets. @default true
    */
   containerInsights?: boolean;
+  /** The CloudWatch dashboard; without it the alarms are the same. @default true */
+  dashboard?: boolean;
 }
 
 const MINUTE = Duration.minutes(1);
@@ -78,7 +80,7 @@ function appMetric(service: string, name: string, statistic = 'Sum', period = MI
 
 export class Observability extends Construct {
   readonly alarmTopic: sns.Topic;
-  readonly dashboard: cloudwatch.Dashboard;
+  readonly #dashboard?: cloudwatch.Dashboard;
   readonly alarms: cloudwatch.Alarm[] = [];
   readonly #insights: boolean;
 
@@ -121,11 +123,12 @@ export class Observability extends Construct {
         }),
     );
 
-    this.dashboard = new cloudwatch.Dashboard(this, 'Dashboard', {
-      dashboardName: Stack.of(this).stackName,
-      defaultInterval: Duration.hours(3),
-    });
-    this.dashboard.addWidgets(
+    if (props.dashboard ?? true)
+      this.#dashboard = new cloudwatch.Dashboard(this, 'Dashboard', {
+        dashboardName: Stack.of(this).stackName,
+        defaultInterval: Duration.hours(3),
+      });
+    this.#row(
       graph('Ingest per minute', [
         appMetric('kafka-monitor', 'RequestsQueued'),
         appMetric('kafka-monitor', 'RequestsDuplicate'),
@@ -140,7 +143,7 @@ export class Observability extends Construct {
       ]),
       graph('Pages per minute', [topicRate(kafka.topics.crawledFirehose, 'pages (crawled_firehose messages)')]),
     );
-    this.dashboard.addWidgets(
+    this.#row(
       graph('Backlog', [statsMetric('Backlog')], [statsMetric('BacklogPerTask')]),
       graph('Fleet', [
         statsMetric('TasksNeeded').with({ label: 'tasks needed (the scaling target)' }),
@@ -153,7 +156,7 @@ export class Observability extends Construct {
         monitors.map((m) => offsetLag(m.fn, m.name)),
       ),
     );
-    this.dashboard.addWidgets(
+    this.#row(
       graph(
         'Fleet throughput (pages/s)',
         [
@@ -167,7 +170,7 @@ export class Observability extends Construct {
         24,
       ),
     );
-    this.dashboard.addWidgets(
+    this.#row(
       graph(
         'Lambda errors',
         functions.all.map((f) => f.fn.function.metricErrors({ period: MINUTE, label: f.name })),
@@ -182,7 +185,7 @@ export class Observability extends Construct {
     // own count of 5xx answers (Redis or Kafka unreachable).
     const api = restApi.api;
     const rest5xx = api.metricServerError({ period: MINUTE, statistic: 'Sum', label: 'API 5xx' });
-    this.dashboard.addWidgets(
+    this.#row(
       graph(
         'REST API requests per minute',
         [api.metricCount({ period: MINUTE, statistic: 'Sum', label: 'requests' })],
@@ -317,7 +320,7 @@ export class Observability extends Construct {
    */
   private watchUrlFrontier(frontier: UrlFrontier): void {
     const { service, loadBalancer, targetGroup } = frontier;
-    this.dashboard.addWidgets(
+    this.#row(
       new cloudwatch.GraphWidget({
         title: 'URL Frontier CPU and memory (%)',
         left: [
@@ -399,6 +402,17 @@ export class Observability extends Construct {
       period,
       label: 'running tasks (healthy targets)',
     });
+  }
+
+  /** The dashboard; there is none with `dashboard=false`. */
+  get dashboard(): cloudwatch.Dashboard {
+    if (!this.#dashboard) throw new Error('the stack has no dashboard (dashboard=false)');
+    return this.#dashboard;
+  }
+
+  /** A row of widgets on the dashboard, when the stack has one. */
+  #row(...widgets: cloudwatch.IWidget[]): void {
+    this.#dashboard?.addWidgets(...widgets);
   }
 
   /** The console URL of the dashboard. */

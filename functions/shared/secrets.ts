@@ -2,7 +2,8 @@
  * The Redis AUTH token on AWS: the stack gives each function the ARN of its Secrets Manager secret
  * (REDIS_PASSWORD_SECRET_ARN), never the token itself, and the function reads the secret once per container, at cold
  * start, before it opens Redis. So the token is not readable through GetFunctionConfiguration, and a rotated token
- * reaches the next cold start without a redeploy. Without the variable (local runs, tests) REDIS_PASSWORD is used as
+ * reaches the next cold start without a redeploy. Without the variable (local runs, tests, and a stack deployed with
+ * `redisTokenInEnvironment`, which puts the token itself in REDIS_PASSWORD: docs/cost.md) REDIS_PASSWORD is used as
  * it is.
  */
 import type { SecretsManagerClient } from '@aws-sdk/client-secrets-manager';

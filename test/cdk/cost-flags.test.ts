@@ -1,7 +1,8 @@
 /**
  * The context flags of issue 33, each on its own (docs/cost.md): endpoint zones, pinned zones, MSK monitoring level,
  * on-demand event sources, Container Insights, a prebuilt crawler image, Application Auto Scaling's service-linked
- * role, MSK Serverless only where AWS offers it, and gzip page messages by default.
+ * role, MSK Serverless only where AWS offers it, gzip page messages by default, the functions' Redis AUTH token in
+ * their environment (no Secrets Manager endpoint) and the dashboard.
  */
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
@@ -12,7 +13,7 @@ import { firehosePartitionsNeeded } from '../../cdk/constructs/kafka.ts';
 import { readSettings } from '../../cdk/settings.ts';
 import { CrawlClusterStack } from '../../cdk/stack.ts';
 import { REPO_ROOT } from '../../localstack/repo-root.ts';
-import { type Cfn, synthStack } from './synth.ts';
+import { allStatements, type Cfn, logicalIdOf, resourceOf, synthStack } from './synth.ts';
 
 const CDK_CONTEXT = JSON.parse(readFileSync(join(REPO_ROOT, 'cdk.json'), 'utf8')).context;
 
@@ -125,6 +126,52 @@ describe('context flags', () => {
       );
     expect(() => stackIn('af-south-1')).toThrow(/context "kafka": MSK Serverless is not offered in af-south-1/);
     expect(() => stackIn('af-south-1', { kafka: 'provisioned' })).not.toThrow();
+  });
+
+  it('redisTokenInEnvironment: the token as a dynamic reference, no secret read, no Secrets Manager endpoint', () => {
+    const endpoints = (context: Record<string, unknown>) =>
+      interfaceEndpoints(synthStack(context).template.toJSON()).map((r) => JSON.stringify(r.Properties.ServiceName));
+    // Without NAT and without the URL Frontier's tasks, the functions' secret read is what the endpoint is for.
+    const noNat = { crawlerPublicSubnets: true, urlFrontier: false };
+    expect(endpoints(noNat).some((x) => x.includes('.secretsmanager'))).toBe(true);
+    const s = synthStack({ ...noNat, redisTokenInEnvironment: true });
+    const services = interfaceEndpoints(s.template.toJSON()).map((r) => JSON.stringify(r.Properties.ServiceName));
+    expect(services.some((x) => x.includes('.secretsmanager'))).toBe(false);
+    const secret = logicalIdOf(s, s.stack.cache.authToken);
+    const roles = new Set(s.stack.functions.all.map(({ fn }) => logicalIdOf(s, fn.role)));
+    for (const { name, fn } of s.stack.functions.all) {
+      const env = resourceOf(s, fn.function).Properties.Environment.Variables;
+      expect(env.REDIS_PASSWORD, name).toEqual({
+        'Fn::Join': ['', ['{{resolve:secretsmanager:', { Ref: secret }, ':SecretString:::}}']],
+      });
+      expect(env, name).not.toHaveProperty('REDIS_PASSWORD_SECRET_ARN');
+    }
+    // No function role may read the secret any more (the crawler's execution role still does, for its ECS secret).
+    const policies = Object.entries(s.template.findResources('AWS::IAM::Policy'))
+      .filter(([, p]) => (p.Properties.Roles as Cfn[]).some((r) => roles.has(r.Ref)))
+      .map(([id]) => id);
+    const reads = allStatements(s).filter(
+      (st) =>
+        (roles.has(st.owner) || policies.includes(st.owner)) && st.Action.some((a) => a.startsWith('secretsmanager:')),
+    );
+    expect(reads).toEqual([]);
+    expect(readSettings({}).redisTokenInEnvironment).toBe(false);
+    expect(readSettings({ profile: 'small' }).redisTokenInEnvironment).toBe(true);
+    expect(() => readSettings({ redisTokenInEnvironment: 'yes' })).toThrow(/context "redisTokenInEnvironment"/);
+  });
+
+  it('dashboard=false: no dashboard and no DashboardUrl output; the same alarms', () => {
+    const off = synthStack({ dashboard: false });
+    const on = synthStack();
+    expect(Object.keys(off.template.findResources('AWS::CloudWatch::Dashboard'))).toHaveLength(0);
+    expect(Object.keys(on.template.findResources('AWS::CloudWatch::Dashboard'))).toHaveLength(1);
+    expect(Object.keys(off.template.toJSON().Outputs)).not.toContain('DashboardUrl');
+    expect(Object.keys(on.template.toJSON().Outputs)).toContain('DashboardUrl');
+    const alarms = (s: typeof on) => Object.keys(s.template.findResources('AWS::CloudWatch::Alarm')).sort();
+    expect(alarms(off)).toEqual(alarms(on));
+    expect(alarms(off).length).toBeGreaterThan(10);
+    expect(() => off.stack.observability.dashboard).toThrow(/dashboard=false/);
+    expect(readSettings({ profile: 'small' }).dashboard).toBe(false);
   });
 
   it('compresses page messages with gzip by default, and runtimeEnv may choose another codec', () => {

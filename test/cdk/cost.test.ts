@@ -3,9 +3,14 @@
  * free in cdk/prices.ts, so a new billable resource fails here until the table prices it; the profiles' floors and the
  * per-page cost follow the template (compression, NAT, MSK flavour).
  */
+import { execFileSync } from 'node:child_process';
+import { readFileSync } from 'node:fs';
+import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { parseContext } from '../../cdk/cost.ts';
 import { priceTemplate, UnpricedResourceError, unpricedTypes } from '../../cdk/cost-model.ts';
+import { ASSUMPTIONS } from '../../cdk/prices.ts';
+import { REPO_ROOT } from '../../localstack/repo-root.ts';
 import { type Cfn, synthStack } from './synth.ts';
 
 const VARIANTS: Record<string, Record<string, unknown>> = {
@@ -77,6 +82,30 @@ describe('npm run cost', () => {
     // Brokers, their storage, one cache node, three endpoints in one zone.
     const msk = small.resources.filter((x) => x.type === 'AWS::MSK::Cluster');
     expect(msk.map((x) => x.idle_usd_per_month)).toEqual([66.58, 2]);
+    // Neither a Secrets Manager endpoint (the functions' token is in their environment) nor a dashboard.
+    expect(small.resources.some((x) => /secretsmanager/.test(x.what))).toBe(false);
+    expect(types.has('AWS::CloudWatch::Dashboard')).toBe(false);
+  });
+
+  it('prices the small profile at $100 a month or less: npm run cost -- --profile small --json', () => {
+    const out = execFileSync(process.execPath, [join(REPO_ROOT, 'cdk/cost.ts'), '--profile', 'small', '--json'], {
+      cwd: REPO_ROOT,
+      encoding: 'utf8',
+      env: { ...process.env, CDK_DEFAULT_REGION: 'us-east-1' },
+    });
+    const report = JSON.parse(out) as { idle_usd_per_month: number; usd_per_million_pages: number };
+    expect(report.idle_usd_per_month).toBeGreaterThan(50);
+    expect(report.idle_usd_per_month).toBeLessThanOrEqual(100);
+    expect(report.idle_usd_per_month).toBeCloseTo(priceTemplate(tpl('small')).idle_usd_per_month, 1);
+  });
+
+  it('counts the metrics each scheduled function publishes every run as its handler does', () => {
+    for (const name of ['expire', 'stats', 'reclaim']) {
+      const source = readFileSync(join(REPO_ROOT, 'functions', name, 'handler.ts'), 'utf8');
+      // Per-run metrics; per-spider ones (singleMetric) are published only with a backlog, so not at idle.
+      const names = new Set([...source.matchAll(/\bmetrics\.addMetric\('(\w+)'/g)].map((m) => m[1]));
+      expect(names.size, name).toBe(ASSUMPTIONS.idleMetrics[name]);
+    }
   });
 
   it("prices a million pages from the stack's compression, and the options change it", () => {

@@ -8,7 +8,7 @@ import { join } from 'node:path';
 import { Annotations, Match } from 'aws-cdk-lib/assertions';
 import { describe, expect, it } from 'vitest';
 import { PROFILES, readSettings } from '../../cdk/settings.ts';
-import { type Synthesized, synthStack } from './synth.ts';
+import { resourceOf, type Synthesized, synthStack } from './synth.ts';
 
 function count(s: Synthesized, type: string): number {
   return Object.keys(s.template.findResources(type)).length;
@@ -50,7 +50,7 @@ describe('profile=small', () => {
     expect(s.stack.cache.nodeIds).toHaveLength(1);
   });
 
-  it('has on-demand event sources, and Lambda and STS endpoints for their pollers, all endpoints in one zone', () => {
+  it('has on-demand event sources, and Lambda and STS endpoints for their pollers only, in one zone', () => {
     for (const esm of Object.values(s.template.findResources('AWS::Lambda::EventSourceMapping'))) {
       expect(esm.Properties.ProvisionedPollerConfig).toBeUndefined();
       expect(esm.Properties.FunctionResponseTypes).toBeUndefined();
@@ -60,11 +60,8 @@ describe('profile=small', () => {
       (r) => r.Properties.VpcEndpointType === 'Interface',
     );
     const services = interfaces.map((r) => JSON.stringify(r.Properties.ServiceName));
-    expect(services.map((x) => /\.(secretsmanager|lambda|sts)"/.exec(x)?.[1]).sort()).toEqual([
-      'lambda',
-      'secretsmanager',
-      'sts',
-    ]);
+    // No Secrets Manager endpoint: the functions get the Redis AUTH token in their environment.
+    expect(services.map((x) => /\.(secretsmanager|lambda|sts)"/.exec(x)?.[1]).sort()).toEqual(['lambda', 'sts']);
     for (const r of interfaces) expect(r.Properties.SubnetIds).toHaveLength(1);
   });
 
@@ -74,6 +71,19 @@ describe('profile=small', () => {
       const env = s.template.toJSON().Resources[id].Properties.Environment.Variables;
       expect(env.MSK_EVENT_SOURCE_MODE).toBe('on-demand');
     }
+  });
+
+  it('gives the functions the Redis AUTH token in their environment, not the secret to read', () => {
+    for (const { name, fn } of s.stack.functions.all) {
+      const env = resourceOf(s, fn.function).Properties.Environment.Variables;
+      expect(JSON.stringify(env.REDIS_PASSWORD), name).toContain('{{resolve:secretsmanager:');
+      expect(env, name).not.toHaveProperty('REDIS_PASSWORD_SECRET_ARN');
+    }
+  });
+
+  it('has no dashboard, and the alarms still', () => {
+    expect(count(s, 'AWS::CloudWatch::Dashboard')).toBe(0);
+    expect(count(s, 'AWS::CloudWatch::Alarm')).toBeGreaterThan(10);
   });
 
   it('has Container Insights off and no URL Frontier service', () => {

@@ -142,7 +142,7 @@ describe('hostile pages on a browser worker', () => {
     ],
   ])(
     'a page that %s: success:false with its budget as the reason, and the worker goes on',
-    async (crawlid, path, reason) => {
+    async (_name, crawlid, path, reason) => {
       await t.feed([{ url: url(path), appid: APPID, crawlid, spiderid: 'browser', maxdepth: 0 }]);
       const done = await completeNotice(outbound, crawlid, 90_000).catch((e: Error) => {
         throw new Error(`${e.message}\n${worker.output().slice(-3000)}`);

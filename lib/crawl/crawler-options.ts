@@ -36,7 +36,7 @@ export interface CrawlerOptions {
   domainConcurrency?: number;
   /**
    * Adaptive concurrency (lib/crawl/concurrency.ts): the fetch slots follow `controller.limit`, which `signals` feed
-   * once per `tickMs` (default 500) with the most slots in use during the tick; `concurrency` is then ignored.
+   * once per `tickMs` (default 500; half that while it ramps up) with the most slots in use during the tick; `concurrency` is then ignored.
    * @default none: `concurrency` fixed slots
    */
   adaptive?: { controller: ConcurrencyController; signals: () => LoadSignals; tickMs?: number };

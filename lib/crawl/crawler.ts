@@ -18,6 +18,7 @@ import { PageCounters } from './crawler-counters.ts';
 import { crawlerSink, DEFAULT_PRODUCE_LINGER_MS, Delivery, type Processed } from './crawler-delivery.ts';
 import { PageFetch } from './crawler-fetch.ts';
 import { DeliveryGate } from './crawler-gate.ts';
+import { IdleWorkers } from './crawler-idle.ts';
 import { LeasePump } from './crawler-leasing.ts';
 import { CRAWLER_TASK_KIND, LoadWindow } from './crawler-load.ts';
 import type { CrawlerOptions } from './crawler-options.ts';
@@ -78,6 +79,8 @@ export class Crawler {
   readonly #counters: PageCounters;
   readonly #slots: FetchSlots;
   readonly #domains: DomainInFlight;
+  /** Workers with nothing to do, one of them polling (crawler-idle.ts). */
+  readonly #idle: IdleWorkers;
   /** What this process sustains, reported with its heartbeat (crawler-load.ts). */
   readonly #load = new LoadWindow();
 
@@ -107,6 +110,7 @@ export class Crawler {
     this.#maxDelivering = () => options.maxDelivering ?? Math.max(1, this.#slots.limit * DELIVERIES_PER_FETCH);
     this.#gate = new DeliveryGate(o.now, o.idlePollMs);
     this.#domains = new DomainInFlight(o.domainConcurrency);
+    this.#idle = new IdleWorkers(o.idlePollMs);
     this.#pump = new LeasePump({
       frontier: o.frontier,
       spiderTypes: o.spiderTypes,
@@ -210,7 +214,7 @@ export class Crawler {
    */
   async stop(deadlineMs = 25_000): Promise<{ released: number }> {
     this.#stopping = true;
-    this.#wakeAll();
+    this.#idle.wakeAll();
     this.#slots.stop();
     clearInterval(this.#heartbeat);
     // A crawler that stops is no longer live: its heartbeats go now, not at their TTL (the dashboard's fleet).
@@ -246,39 +250,20 @@ export class Crawler {
     return this.#counters.flush();
   }
 
-  /** Idle workers' wake-up functions. */
-  readonly #idle = new Set<() => void>();
-
-  /** Wakes every idle worker: work has appeared, or stop() was called. */
-  #wakeAll(): void {
-    for (const wake of [...this.#idle]) wake();
-  }
-
-  /** Sleeps up to `ms`, or until {@link #wakeAll}. */
-  #nap(ms: number): Promise<void> {
-    return new Promise((resolve) => {
-      const wake = () => {
-        clearTimeout(timer);
-        this.#idle.delete(wake);
-        resolve();
-      };
-      const timer = setTimeout(wake, ms);
-      this.#idle.add(wake);
-    });
-  }
-
   async #work(index: number): Promise<void> {
-    const idleMs = index === 0 ? Math.min(this.#o.scoutPollMs, this.#o.idlePollMs) : this.#o.idlePollMs;
+    const pollMs = Math.min(this.#o.scoutPollMs, this.#o.idlePollMs);
     while (!this.#stopping) {
       if (index >= this.#slots.limit) {
+        this.#idle.resign(index);
         await this.#slots.park(index);
         continue;
       }
-      let waitMs = idleMs;
+      let waitMs = pollMs;
       const gate = this.#gate.wait();
       if (gate > 0) {
-        // Delivery is down: nothing is leased (a page fetched now could not be published) until a probe gets through.
-        await this.#nap(gate);
+        // Delivery is down: nothing is leased (a page fetched now could not be published) until a probe gets through;
+        // one worker waits for the probe's turn, the others until delivery works again (its wakeAll).
+        await this.#idle.idle(index, gate);
         continue;
       }
       const probe = this.#gate.closed;
@@ -290,7 +275,7 @@ export class Crawler {
           break;
         }
         if (r.lease) {
-          this.#wakeAll();
+          this.#idle.leased(index);
           this.#slots.taken();
           const domain = r.lease.domain;
           this.#domains.start(domain);
@@ -298,20 +283,24 @@ export class Crawler {
             await this.#handle(r.lease, r.leasedAt ?? this.#o.now(), probe);
           } finally {
             this.#slots.returned();
-            // Back under its cap: workers that found only this domain's requests due may lease them now.
-            if (this.#domains.end(domain)) this.#wakeAll();
+            // Back under its cap: a worker that found only this domain's requests due may lease them now.
+            if (this.#domains.end(domain)) this.#idle.wake(1);
           }
           continue;
         }
         if (probe) this.#gate.probeEnded();
-        if (r.nextDueMs !== null) waitMs = Math.max(5, Math.min(idleMs, r.nextDueMs - this.#o.now()));
+        if (r.nextDueMs !== null) waitMs = Math.max(5, Math.min(pollMs, r.nextDueMs - this.#o.now()));
       } catch (error) {
         if (probe) this.#gate.probeEnded();
-        this.#o.log.error('crawl loop error; backing off', { error: (error as Error).message });
+        if (this.#idle.speaksFor(index))
+          this.#o.log.error('crawl loop error; backing off', { error: (error as Error).message });
         waitMs = this.#o.idlePollMs;
       }
-      if (!this.#stopping) await this.#nap(waitMs);
+      if (this.#stopping) break;
+      // Only one idle worker looks again on a timer; the others wait to be woken (crawler-idle.ts).
+      await this.#idle.idle(index, waitMs);
     }
+    this.#idle.resign(index);
   }
 
   /** A delivery failed on infrastructure: the gate closes (or stays closed, longer). */
@@ -330,7 +319,7 @@ export class Crawler {
     const downMs = this.#gate.worked();
     if (downMs === undefined) return;
     this.#o.log.info('delivery works again; leasing resumes', { downMs });
-    this.#wakeAll();
+    this.#idle.wakeAll();
   }
 
   /** Requests whose page is being delivered (published, acked) after their worker moved on. */

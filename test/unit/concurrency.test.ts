@@ -6,16 +6,16 @@ import { mkdirSync, mkdtempSync, writeFileSync } from 'node:fs';
 import { availableParallelism, tmpdir, totalmem } from 'node:os';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { ConcurrencyController, type LoadSignals } from '../../lib/crawl/concurrency.ts';
+import { ConcurrencyController, INITIAL_SLOTS, type LoadSignals } from '../../lib/crawl/concurrency.ts';
 import { ProcessSignals, taskLimits } from '../../lib/crawl/process-signals.ts';
 
 const IDLE: LoadSignals = { loopDelayMs: 2, cpuShare: 0.1, heapShare: 0.1, rssShare: 0.1, bodyShare: 0 };
 const TICKS_PER_10_S = 20;
 
 describe('ConcurrencyController', () => {
-  it('grows while every slot is busy and the process has headroom: 16 to the 200 a slow site needs within 10 s', () => {
+  it('grows while every slot is busy and the process has headroom: 32 to the 200 a slow site needs within 10 s', () => {
     const c = new ConcurrencyController({ min: 4, max: 500 });
-    expect(c.limit).toBe(16);
+    expect(c.limit).toBe(INITIAL_SLOTS);
     let ticks = 0;
     // A site that answers in 300 ms keeps every slot busy up to ~200 slots; past that, some wait for work.
     while (c.limit < 200 && ticks < 100) {
@@ -26,10 +26,27 @@ describe('ConcurrencyController', () => {
     expect(ticks).toBeLessThanOrEqual(TICKS_PER_10_S);
   });
 
-  it('starts slow-start fast: doubles a tick while far from every budget, 16 to 256 in 4 ticks (2 s)', () => {
+  it('starts slow-start fast: doubles a tick while far from every budget, 32 to 256 in 3 ticks (0.75 s at half ticks)', () => {
     const c = new ConcurrencyController({ min: 8, max: 256 });
-    const limits = Array.from({ length: 5 }, () => c.tick(IDLE, c.limit).limit);
-    expect(limits).toEqual([32, 64, 128, 256, 256]);
+    expect(c.ramping).toBe(true);
+    const steps = Array.from({ length: 4 }, () => [c.tick(IDLE, c.limit).limit, c.ramping]);
+    expect(steps).toEqual([
+      [64, true],
+      [128, true],
+      [256, false],
+      [256, false],
+    ]);
+  });
+
+  it('ramps (the caller ticks faster) only until it grows other than by doubling or backs off; holding for work keeps it', () => {
+    const c = new ConcurrencyController({ min: 8, max: 1000, initial: 16 });
+    expect(c.tick(IDLE, 5)).toMatchObject({ limit: 16, reason: 'hold' });
+    expect(c.ramping).toBe(true);
+    expect(c.tick({ ...IDLE, cpuShare: 0.54 }, 16).limit).toBe(20);
+    expect(c.ramping).toBe(false);
+    const d = new ConcurrencyController({ min: 8, max: 1000, initial: 16 });
+    expect(d.tick({ ...IDLE, rssShare: 0.9 }, 16).reason).toBe('over:rssShare');
+    expect(d.ramping).toBe(false);
   });
 
   it('doubles only up to the limit it last backed off to, then grows x1.25 and one slot a tick near a budget', () => {

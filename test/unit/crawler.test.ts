@@ -73,10 +73,17 @@ class ScriptedFrontier implements CrawlerFrontier {
   /** Makes an ack with children throw this (before anything is stored). */
   enqueueError: Error | undefined;
   readonly #leases: Lease[];
-  readonly #total: number;
+  #total: number;
   constructor(leases: Lease[]) {
     this.#leases = [...leases];
     this.#total = leases.length;
+  }
+  /** When empty, answer that more is due this many ms from now (retries waiting out their delay) instead of none. */
+  dueLaterMs: number | undefined;
+  /** New work appears (as a crawl request fed while the crawler idles). */
+  add(leases: Lease[]): void {
+    this.#leases.push(...leases);
+    this.#total += leases.length;
   }
   /** Every lease got its one outcome. */
   get settled(): boolean {
@@ -108,7 +115,8 @@ class ScriptedFrontier implements CrawlerFrontier {
       }
     }
     const left = this.#leases.length > 0;
-    return { leases, nextDueMs: left ? Date.now() : null, skipped: 0 };
+    const later = this.dueLaterMs === undefined ? null : Date.now() + this.dueLaterMs;
+    return { leases, nextDueMs: left ? Date.now() : later, skipped: 0 };
   }
   async ack(
     l: Pick<Lease, 'handle'>,
@@ -990,6 +998,45 @@ describe('Crawler: one lease call for the workers that wait at once', () => {
     expect(frontier.asks[1]).toBe(MAX_LEASE_BATCH);
     expect(Math.max(...frontier.asks)).toBe(MAX_LEASE_BATCH);
     expect(frontier.asks.length).toBeLessThan(2 * MAX_LEASE_BATCH);
+  });
+});
+
+describe('Crawler: one idle worker polls, the others sleep until work appears', () => {
+  it('64 idle workers make about one lease call per poll, and a burst of work still fills their slots', async () => {
+    const frontier = new ScriptedFrontier([]);
+    // Nothing due now, but something in a while (the retries of a dead host): every idle worker would wake to ask.
+    frontier.dueLaterMs = 5_000;
+    const crawler = testCrawler(frontier, {
+      concurrency: 64,
+      idlePollMs: 100,
+      scoutPollMs: 25,
+      fetcher: {
+        fetch: async (q) => {
+          await new Promise((r) => setTimeout(r, 30));
+          return htmlResponse(q.url, 'ok');
+        },
+        close: async () => undefined,
+      },
+    });
+    crawler.start();
+    await new Promise((r) => setTimeout(r, 400));
+    // Idle for 400 ms: one poller every 25 ms is ~16 calls; each of 64 workers asking every 100 ms would be ~256.
+    const idleCalls = frontier.asks.length;
+    expect(idleCalls).toBeGreaterThan(5);
+    expect(idleCalls).toBeLessThan(40);
+    frontier.add(
+      Array.from({ length: 300 }, (_, i) => lease(`http://d${i % 30}.example/${i}`, { domain: `d${i % 30}.example` })),
+    );
+    let peak = 0;
+    const sampler = setInterval(() => {
+      peak = Math.max(peak, crawler.slotsInUse);
+    }, 2);
+    await waitFor(() => frontier.settled);
+    clearInterval(sampler);
+    await crawler.stop(1000);
+    expect(frontier.acked).toHaveLength(300);
+    // The poller's lease wakes two more, each of which wakes two more when it leases: the slots fill.
+    expect(peak).toBeGreaterThanOrEqual(48);
   });
 });
 

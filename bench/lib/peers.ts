@@ -43,6 +43,12 @@ export interface PeerOptions {
   keepTimes?: boolean;
   /** Host name → address (the site's host map). */
   hostMap: Record<string, string>;
+  /**
+   * Scrapy: the measured crawl closes after this many seconds (its CLOSESPIDER_TIMEOUT; its done line's `finish` is
+   * then `closespider_timeout`): a peer whose defaults take tens of minutes on a web with dead hosts is measured on
+   * what it crawled by then. 0 or absent: no limit.
+   */
+  closeAfterS?: number;
   /** scrapy-redis: the bench Redis and a key prefix of this run. */
   redisUrl?: string;
   redisPrefix?: string;

@@ -38,6 +38,8 @@ export interface RawOptions {
   seeds: string[];
   maxdepth: number;
   concurrency: number;
+  /** `undici` client: connections per origin (requests beyond them queue in the pool). @default concurrency */
+  connectionsPerOrigin?: number;
   /** Host name → IP (the fixture site's host map). */
   resolve: Record<string, string>;
   client: RawClient;
@@ -88,7 +90,7 @@ export async function rawCrawl(o: RawOptions): Promise<RawResult> {
   const agent =
     o.client === 'undici'
       ? new Agent({
-          connections: o.concurrency,
+          connections: o.connectionsPerOrigin ?? o.concurrency,
           allowH2: false,
           connect: { lookup: guardedLookup(true, o.resolve), ...(o.timeoutMs ? { timeout: o.timeoutMs } : {}) },
           ...(o.timeoutMs ? { headersTimeout: o.timeoutMs, bodyTimeout: o.timeoutMs } : {}),

@@ -143,6 +143,9 @@ def main():
             raise RuntimeError("expected go, got %r" % line)
         tally = Tally(keep_times=bool(options.get("keepTimes", False)))
         crawler = process.create_crawler(FixtureSpider)
+        if options.get("closeAfterS"):
+            # The measured crawl only (the warm-up ran without it): Scrapy's CloseSpider extension ends it after this.
+            crawler.settings.set("CLOSESPIDER_TIMEOUT", options["closeAfterS"], priority="cmdline")
         yield process.crawl(crawler, seeds=options["seeds"], maxdepth=options["maxdepth"], tally=tally)
         stats = crawler.stats.get_stats()
         seconds = (tally.last - tally.first) / 1000 if tally.pages > 1 else 0

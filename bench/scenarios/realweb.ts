@@ -8,11 +8,19 @@
  *   (adaptive concurrency), 1 and 2 crawler workers; throttle wide open as in `crawl`;
  * - `ours_fixed_1w`: the same with CRAWLER_CONCURRENCY fixed at BENCH_REALWEB_FIXED (16, yesterday's default; 0 skips);
  * - `raw`: the raw undici + extractLinks loop (bench/lib/raw.ts) at BENCH_REALWEB_RAW_CONCURRENCY (200), with our
- *   fetcher's timeouts (10 s connect/headers/body, 60 s a fetch), no retries, robots.txt not read;
+ *   fetcher's timeouts (10 s connect/headers/body, 60 s a fetch), no retries, robots.txt not read, and as many
+ *   connections per origin as its concurrency;
+ * - `raw_capped`: the same loop with BENCH_REALWEB_RAW_PER_ORIGIN (16; 0 skips) connections per origin, the cap our
+ *   fetcher keeps (and our per-domain in-flight cap, CRAWLER_DOMAIN_CONCURRENCY): while a crawl's work sits on its few
+ *   seed hosts, as in its first seconds, the raw loop at 200 fetches 50+ pages of one host at once, which no polite
+ *   crawler does. The target is against `raw`; `ours_1w_vs_raw_capped` says how much of the gap the cap is;
  * - peers (bench/lib/peers.ts) at their own defaults, BENCH_PEERS (default `crawlee`; also `scrapy`,
  *   `scrapy-autothrottle`; `none`): Crawlee's AutoscaledPool, Scrapy's 16 / 8 per domain. Scrapy builds bench/.venv
  *   from PyPI on first use. Their timeouts are theirs (Crawlee 60 s x 4 tries, Scrapy 180 s x 3): on the dead host
- *   their crawls end minutes after ours, which pages/s to 90 % leaves out.
+ *   their crawls end minutes after ours, which pages/s to 90 % leaves out. Scrapy's measured crawl is closed after
+ *   BENCH_REALWEB_PEER_LIMIT_S (300; its CLOSESPIDER_TIMEOUT): at its defaults a dead host's requests hold 8 of its 16
+ *   slots for 180 s a try, and with AutoThrottle it had not crawled the 2,900 pages after 16 minutes. Its numbers are
+ *   then those of the pages it crawled by the limit (`<peer>_closed_at_limit` 1, and a note).
  *
  * Every crawl starts cold (no warm-up crawl: the ramp is measured; a peer fetches one seed page before its crawl), on
  * a freshly started internet (its 503/429 pages fail on their first request again). Rounds: BENCH_REALWEB_ROUNDS (3),
@@ -27,7 +35,8 @@
  * Knobs: BENCH_REALWEB_HOSTS (50), BENCH_REALWEB_PAGES (3000), BENCH_REALWEB_LATENCY_MS (300, the median),
  * BENCH_REALWEB_LINKS (20), BENCH_REALWEB_SEED (1), BENCH_REALWEB_MAXDEPTH (3), BENCH_REALWEB_SEEDS (the fewest
  * evenly spaced good seeds that reach 95 % of the pages), BENCH_REALWEB_WORKERS (1,2), BENCH_REALWEB_RAW_CONCURRENCY
- * (200), BENCH_REALWEB_FIXED (16), BENCH_REALWEB_ROUNDS (3), BENCH_PEERS, BENCH_CRAWL_TIMEOUT_S (600).
+ * (200), BENCH_REALWEB_RAW_PER_ORIGIN (16), BENCH_REALWEB_FIXED (16), BENCH_REALWEB_ROUNDS (3), BENCH_PEERS, BENCH_REALWEB_PEER_LIMIT_S (300),
+ * BENCH_CRAWL_TIMEOUT_S (600).
  * Smoke: BENCH_REALWEB_HOSTS=10 BENCH_REALWEB_PAGES=300 BENCH_REALWEB_ROUNDS=1 BENCH_PEERS=none.
  */
 import type { InternetOptions } from '../../localstack/site/internet.ts';
@@ -70,6 +79,8 @@ export const headline: [string, string][] = [
   ['raw_p90_pages_per_s', 'raw pages/s (to 90 %)'],
   ['ours_1w_p90_pages_per_s', 'ours 1w defaults pages/s'],
   ['ours_1w_vs_raw', 'ours 1w / raw'],
+  ['raw_capped_p90_pages_per_s', 'raw, 16 per origin, pages/s'],
+  ['ours_1w_vs_raw_capped', 'ours 1w / raw 16 per origin'],
   ['ours_2w_p90_pages_per_s', 'ours 2w defaults pages/s'],
   ['ours_fixed_1w_p90_pages_per_s', 'ours 1w fixed pages/s'],
   ['ours_1w_converge_s', 'ours 1w converge s'],
@@ -149,7 +160,7 @@ interface Round {
 async function runSystem(ctx: ScenarioContext, system: string, r: Round, label: string): Promise<Numbers> {
   const web = await startInternetProcess(r.options);
   try {
-    if (system === 'raw') {
+    if (system === 'raw' || system === 'raw_capped') {
       const times: number[] = [];
       const meter = new CpuMeter(() => ({}));
       meter.start();
@@ -157,6 +168,7 @@ async function runSystem(ctx: ScenarioContext, system: string, r: Round, label: 
         seeds: r.seeds.map(web.url),
         maxdepth: r.maxdepth,
         concurrency: envInt('BENCH_REALWEB_RAW_CONCURRENCY', 200),
+        ...(system === 'raw_capped' ? { connectionsPerOrigin: envInt('BENCH_REALWEB_RAW_PER_ORIGIN', 16) } : {}),
         resolve: parseHostMap(web.hostMap),
         client: 'undici',
         progress: ctx.progress,
@@ -167,7 +179,7 @@ async function runSystem(ctx: ScenarioContext, system: string, r: Round, label: 
       const cpu = meter.stop();
       const rr = ramp(times);
       ctx.progress(`${label}: ${rr.pages} pages, ${res.errors} errors, ${rr.p90PagesPerS.toFixed(0)} pages/s to 90 %`);
-      return { ...systemNumbers('raw', rr, cpu.bench ?? 0, undefined), raw_errors: res.errors };
+      return { ...systemNumbers(system, rr, cpu.bench ?? 0, undefined), [`${system}_errors`]: res.errors };
     }
     if (system.startsWith('ours_')) {
       const fixed = system === 'ours_fixed_1w' ? envInt('BENCH_REALWEB_FIXED', 16) : undefined;
@@ -205,6 +217,7 @@ async function runSystem(ctx: ScenarioContext, system: string, r: Round, label: 
         concurrency: 0,
         autothrottle,
         keepTimes: true,
+        closeAfterS: envInt('BENCH_REALWEB_PEER_LIMIT_S', 300),
         hostMap: parseHostMap(web.hostMap),
       },
       { site: [web.pid] },
@@ -213,9 +226,12 @@ async function runSystem(ctx: ScenarioContext, system: string, r: Round, label: 
     );
     const rr = ramp((res.detail.times as number[] | undefined) ?? []);
     ctx.progress(`${label}: ${rr.pages} pages (${res.failed} failed), ${rr.p90PagesPerS.toFixed(0)} pages/s to 90 %`);
+    const cut = res.detail.finish === 'closespider_timeout';
+    if (cut) ctx.note(`${label}: closed after BENCH_REALWEB_PEER_LIMIT_S with ${res.pages} pages: measured on those`);
     return {
       ...systemNumbers(stem(system), rr, res.cpu.crawler ?? 0, res.peakRssMb),
       [`${stem(system)}_failed`]: res.failed,
+      [`${stem(system)}_closed_at_limit`]: cut ? 1 : 0,
     };
   } finally {
     await web.close();
@@ -229,6 +245,8 @@ function withinRound(n: Numbers, peers: string[]): Numbers {
   const raw = num('raw_p90_pages_per_s');
   for (const s of ['ours_1w', 'ours_2w', 'ours_fixed_1w'])
     if (n[`${s}_p90_pages_per_s`] !== undefined) out[`${s}_vs_raw`] = round(num(`${s}_p90_pages_per_s`) / raw, 3);
+  if (n.raw_capped_p90_pages_per_s !== undefined && n.ours_1w_p90_pages_per_s !== undefined)
+    out.ours_1w_vs_raw_capped = round(num('ours_1w_p90_pages_per_s') / num('raw_capped_p90_pages_per_s'), 3);
   for (const p of peers.map(stem)) {
     if (n[`${p}_p90_pages_per_s`] === undefined || n.ours_1w_cpu_ms_per_page === undefined) continue;
     out[`percore_vs_${p}`] = round(num(`${p}_cpu_ms_per_page`) / num('ours_1w_cpu_ms_per_page'), 3);
@@ -264,6 +282,7 @@ export async function run(ctx: ScenarioContext): Promise<Numbers> {
   const fixed = envNumber('BENCH_REALWEB_FIXED', 16);
   const systems = [
     'raw',
+    ...(envInt('BENCH_REALWEB_RAW_PER_ORIGIN', 16) > 0 ? ['raw_capped'] : []),
     ...envIntList('BENCH_REALWEB_WORKERS', [1, 2]).map((w) => `ours_${w}w`),
     ...(fixed > 0 ? ['ours_fixed_1w'] : []),
     ...peers,
@@ -280,6 +299,7 @@ export async function run(ctx: ScenarioContext): Promise<Numbers> {
     ctx.input(k, v as number);
   ctx.input('systems', systems.join(','));
   ctx.input('raw_concurrency', envInt('BENCH_REALWEB_RAW_CONCURRENCY', 200));
+  ctx.input('raw_capped_per_origin', envInt('BENCH_REALWEB_RAW_PER_ORIGIN', 16));
   ctx.note(
     "pages/s to 90 % = (0.9 N - 1) / (first page → the page at 90 % of N), N each system's own pages; first→last also recorded",
   );

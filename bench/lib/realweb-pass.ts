@@ -64,6 +64,9 @@ export async function realwebPass(
     },
     workers: o.workers,
     origins,
+    // BENCH_REALWEB_PROFILE_DIR: the workers run under `--cpu-prof`, their profiles written there (summarize one
+    // with bench/lib/cpuprofile.ts); the numbers are then slower than unprofiled ones.
+    ...(process.env.BENCH_REALWEB_PROFILE_DIR ? { profileDir: process.env.BENCH_REALWEB_PROFILE_DIR } : {}),
   });
   try {
     const bench = await ctx.redis();

@@ -53,6 +53,14 @@ export interface LeasePumpOptions {
 }
 
 /**
+ * The longest a spider type that keeps having no work at all goes unasked (ms): after each empty answer in a row its
+ * pause doubles from `scoutPollMs` up to this (or `scoutPollMs` when that is longer). An idle process serving four
+ * types asked each every 50 ms: 80 lease calls a second to tell it nothing; now ~8. New work of such a type is
+ * picked up within this.
+ */
+export const QUIET_MAX_MS = 500;
+
+/**
  * How long workers that found nothing leasable but the domains they skip wait before asking again (they are woken
  * sooner when a skipped domain's request ends): the lease script answers "due now" for those domains.
  */
@@ -71,6 +79,8 @@ export class LeasePump {
   #turn = 0;
   /** Spider types whose frontier had no work at all, until when they are not asked again (epoch ms). */
   readonly #quietUntil = new Map<string, number>();
+  /** Their current pause (ms), doubling while they stay empty ({@link QUIET_MAX_MS}). */
+  readonly #quietFor = new Map<string, number>();
 
   constructor(options: LeasePumpOptions) {
     this.#o = options;
@@ -153,7 +163,8 @@ export class LeasePump {
    * Leases up to `want` requests from the spider types in turn, starting at a rotating one, until `want` are
    * leased or every type was asked; `nextDueMs`: the earliest time more may be due (null: no type has work).
    * A type whose frontier had no work at all is not asked again by any worker of this process for
-   * `scoutPollMs` (its work is still picked up within that, as the scout picks up new work): a crawler serving
+   * `scoutPollMs`, doubling while it stays empty up to {@link QUIET_MAX_MS} (its work is still picked up within
+   * that, as the scout picks up new work): a crawler serving
    * several types, most of them idle, would otherwise make an empty lease call per idle type for every page.
    */
   async #lease(want: number): Promise<{ leases: Lease[]; nextDueMs: number | null }> {
@@ -174,12 +185,15 @@ export class LeasePump {
         ...(this.#o.perDomain ? { perDomain: this.#o.perDomain } : {}),
       });
       leases.push(...r.leases);
-      if (r.leases.length > 0) this.#quietUntil.delete(spider);
-      if (r.nextDueMs === null) {
-        if (r.leases.length === 0) this.#quietUntil.set(spider, now + this.#o.scoutPollMs);
+      if (r.nextDueMs === null && r.leases.length === 0) {
+        const scout = this.#o.scoutPollMs;
+        const pause = Math.min(this.#quietFor.get(spider) ?? scout, Math.max(scout, QUIET_MAX_MS));
+        this.#quietUntil.set(spider, now + pause);
+        this.#quietFor.set(spider, pause * 2);
       } else {
-        if (r.leases.length === 0) this.#quietUntil.delete(spider);
-        nextDueMs = nextDueMs === null ? r.nextDueMs : Math.min(nextDueMs, r.nextDueMs);
+        this.#quietUntil.delete(spider);
+        this.#quietFor.delete(spider);
+        if (r.nextDueMs !== null) nextDueMs = nextDueMs === null ? r.nextDueMs : Math.min(nextDueMs, r.nextDueMs);
       }
     }
     // Only skipped domains were due: the script says "now", but they stay skipped until one of their requests ends.

@@ -72,12 +72,16 @@ export interface CrawlerOptions {
   log: Log;
   /** @default Date.now */
   now?: () => number;
-  /** Longest idle sleep before looking again (ms). @default 1000 */
+  /**
+   * Backoff after a lease call fails (ms); idle workers other than the poller look again after 5 times this even if
+   * nobody wakes them (crawler-idle.ts). @default 1000
+   */
   idlePollMs?: number;
   /**
-   * How often one worker per process (the scout) looks for new work while idle (ms); when it leases
-   * something it wakes the others. Bounds the pickup latency of new work at one lease call per this
-   * interval per idle process. @default 50
+   * How often the one idle worker of a process that polls (crawler-idle.ts) looks for new work (ms); when it leases
+   * something it wakes others. A spider type with no work at all is asked after this, then after twice as long while
+   * it stays empty, up to crawler-leasing.ts QUIET_MAX_MS (500): new work of an idle type is picked up within that.
+   * @default 50
    */
   scoutPollMs?: number;
   /**

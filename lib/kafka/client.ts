@@ -7,6 +7,8 @@
 import './crc32c.ts';
 // kafkajs's Encoder grows its buffers without zero-filling them (see there).
 import './encoder.ts';
+// kafkajs's request queues run no 1 ms timer loop while nothing is pending (see there).
+import './request-queue.ts';
 // zstd for the producers that compress (KAFKA_COMPRESSION) and every consumer that reads their batches.
 import './codecs.ts';
 import { generateAuthToken } from 'aws-msk-iam-sasl-signer-js';

@@ -7,7 +7,7 @@ import { describe, expect, it } from 'vitest';
 import { ConcurrencyController, type LoadSignals } from '../../lib/crawl/concurrency.ts';
 import { Crawler, DELIVERIES_PER_FETCH, RECLAIMED_TOO_OFTEN } from '../../lib/crawl/crawler.ts';
 import { MAX_CRAWL_DELAY_MS, MAX_RESTAMP_WAIT_MS, RESTAMP_AFTER_MS } from '../../lib/crawl/crawler-fetch.ts';
-import { LEASE_AHEAD_MS, MAX_LEASE_BATCH } from '../../lib/crawl/crawler-leasing.ts';
+import { LEASE_AHEAD_MS, MAX_LEASE_BATCH, QUIET_MAX_MS } from '../../lib/crawl/crawler-leasing.ts';
 import { CRAWLER_TASK_KIND, type CrawlerLoad, parseCrawlerLoad } from '../../lib/crawl/crawler-load.ts';
 import type { CrawlerOptions } from '../../lib/crawl/crawler-options.ts';
 import type { RobotsDecision } from '../../lib/crawl/robots.ts';
@@ -888,6 +888,32 @@ describe('Crawler: leasing across spider types', () => {
     // Every other lease starts at wandering (the types take turns): only the first of them asks it.
     expect(frontier.asked.filter((s) => s === 'wandering')).toHaveLength(1);
     expect(frontier.asked.filter((s) => s === 'link').length).toBeGreaterThanOrEqual(30);
+  });
+
+  it('asks a type that stays empty less and less often (doubling up to QUIET_MAX_MS), and still finds its new work', async () => {
+    const frontier = new ScriptedFrontier([]);
+    const asked: number[] = [];
+    const leaseMany = frontier.leaseMany.bind(frontier);
+    frontier.leaseMany = (spider, max, options) => {
+      asked.push(Date.now());
+      return leaseMany(spider, max, options);
+    };
+    const crawler = testCrawler(frontier, { concurrency: 4, scoutPollMs: 20, idlePollMs: 1000 });
+    crawler.start();
+    const started = Date.now();
+    await new Promise((r) => setTimeout(r, 1300));
+    // Pauses of 20, 40, 80, 160, 320, 500, 500 ms: ~7 asks in 1.3 s, where a fixed 20 ms pause asks ~65 times.
+    expect(asked.length).toBeGreaterThanOrEqual(5);
+    expect(asked.length).toBeLessThanOrEqual(10);
+    const last = asked.at(-1) as number;
+    expect(last - (asked.at(-2) as number)).toBeLessThanOrEqual(QUIET_MAX_MS + 100);
+    frontier.add([lease('http://a.example/new')]);
+    const fed = Date.now();
+    await waitFor(() => frontier.settled);
+    await crawler.stop(1000);
+    expect(frontier.acked).toHaveLength(1);
+    expect(Date.now() - fed).toBeLessThan(QUIET_MAX_MS + 400);
+    expect(last).toBeGreaterThan(started);
   });
 });
 

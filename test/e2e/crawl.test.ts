@@ -5,6 +5,7 @@
  */
 import { execFileSync } from 'node:child_process';
 import { afterAll, beforeAll, describe, expect, onTestFinished, test } from 'vitest';
+import { QUIET_MAX_MS } from '../../lib/crawl/crawler-leasing.ts';
 import { Frontier } from '../../lib/redis/frontier.ts';
 import { frontierOptions } from '../../lib/redis/frontier-types.ts';
 import { type FixtureSite, startSite } from '../../localstack/site/site.ts';
@@ -142,12 +143,14 @@ describe('crawling a fixture site with crawler worker processes', () => {
 
   test('a crawler worker killed with SIGKILL mid-crawl loses nothing: after reclaim every page arrives', async () => {
     const [victim] = t.cluster.workers();
-    // The same host names on a site that answers in 150 ms: the crawl (4 generations) is still under way, leases
-    // held by both workers, when the test sees its first pages, however fast the workers are.
-    const slow = await startSite({ pages: 120, links: 4, latencyMs: 150 });
+    // The same host names on a site that answers in 400 ms: the crawl (4 generations) is still under way when the
+    // test sees its first pages, however fast the workers are. An idle worker asks a spider type that had no work
+    // less and less often (up to QUIET_MAX_MS): by then both workers hold leases of the third generation.
+    const slow = await startSite({ pages: 120, links: 4, latencyMs: 400 });
     onTestFinished(() => slow.close());
     await t.feed([{ url: slow.url(3), appid: 'e2e', crawlid: 'kill', maxdepth: 3 }]);
     await waitUntil('the crawl to be under way', () => pagesOf('kill').length >= 3, 30_000);
+    await new Promise((r) => setTimeout(r, QUIET_MAX_MS + 200));
     process.kill(victim as number, 'SIGKILL');
     // Leases of the dead worker expire after LEASE_TIMEOUT; the reclaim timer returns them. The test jumps ahead
     // in time, so it reclaims through a frontier on its own clock (production ones use Redis's TIME).

@@ -8,7 +8,8 @@
  * - `crawlToCompletion` feeds one seed and waits until the frontier says the crawl has nothing queued or
  *   leased, printing progress; `readPageTimes` then reads `<p>.crawled_firehose` back (after the crawl, so
  *   reading 30 KB pages does not compete with the crawl for the CPU) for the page count and the first and
- *   last page message times (Kafka CreateTime, stamped by the crawler's producer);
+ *   last page message times (Kafka CreateTime, stamped by the crawler's producer); `firehoseLogBytes` is the size of
+ *   that topic's log on the broker (bench/lib/kafka.ts `topicLogBytes`: bytes on the wire, compressed or not);
  * - `stop` stops workers and consumers, deletes the topics and unlinks the crawl's Redis keys.
  *
  * Profiling: with `profileDir`, the workers are spawned here instead (same entry, same environment as
@@ -46,7 +47,7 @@ import type { LocalCluster } from '../../localstack/runtime/cluster.ts';
 import { crawlerNode } from '../../localstack/runtime/crawler-node.ts';
 import { envOf } from '../../localstack/runtime/crawler-workers.ts';
 import type { MskBatchStats } from '../../localstack/runtime/msk-source.ts';
-import { benchKafka } from './kafka.ts';
+import { benchKafka, topicLogBytes } from './kafka.ts';
 import type { ScenarioContext } from './scenario.ts';
 
 export interface BenchClusterOptions {
@@ -74,6 +75,8 @@ export interface BenchCluster {
   producer: Producer;
   topics: ReturnType<typeof clusterTopics>;
   kafkaPid: number | undefined;
+  /** Bytes of `<p>.crawled_firehose`'s log segments on the broker, all partitions (NaN when its data dir is unknown). */
+  firehoseLogBytes(): number;
   workerPids(): number[];
   /** Produces crawl requests (JSON) to `<p>.incoming`, acks=all. */
   feed(values: object[]): Promise<void>;
@@ -90,7 +93,7 @@ export async function startBenchCluster(ctx: ScenarioContext, o: BenchClusterOpt
   quietLocalMetrics();
   const { startLocalCluster } = await import('../../localstack/runtime/cluster.ts');
   const { createMonitorDeps } = await import('../../functions/shared/deps.ts');
-  const { vars: base, pid: kafkaPid } = await benchKafka(ctx);
+  const { vars: base, pid: kafkaPid, dataDir } = await benchKafka(ctx);
   const bench = await ctx.redis();
   const [redisHost, redisPort] = bench.address.split(':') as [string, string];
   const id = randomBytes(4).toString('hex');
@@ -191,6 +194,7 @@ export async function startBenchCluster(ctx: ScenarioContext, o: BenchClusterOpt
       producer: p,
       topics,
       kafkaPid,
+      firehoseLogBytes: () => topicLogBytes(dataDir, topics.crawledFirehose),
       workerPids,
       crawls,
       async feed(values) {

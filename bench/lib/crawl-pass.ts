@@ -3,10 +3,13 @@
  * `crawlee` scenarios run it: cluster up with the throttle wide open, an unmeasured warm-up crawl (site-config.ts
  * `benchWarmup`, `benchWarmupMaxdepth`: the whole site, so the workers' JIT is warm as the raw loop's is), then the crawl from
  * the seeds to `maxdepth`, timed from its first to its last page message (Kafka CreateTime), with the CPU time of
- * every process involved and the Redis server time per page.
+ * every process involved, the Redis server time per page and the bytes the crawl's page messages take on the wire
+ * (the growth of `<p>.crawled_firehose`'s log on the broker over the measured crawl: bench/lib/kafka.ts).
+ * `compression` sets the workers' KAFKA_COMPRESSION (none by default, whatever this process's environment says).
  */
 import { randomBytes } from 'node:crypto';
 import type { Variables } from '../../lib/config/index.ts';
+import type { KafkaCompression } from '../../lib/kafka/codecs.ts';
 import type { FixtureSite } from '../../localstack/site/site.ts';
 import { type BenchCluster, crawlToCompletion, readPageTimes, startBenchCluster } from './cluster.ts';
 import { CpuMeter } from './cpu.ts';
@@ -32,6 +35,8 @@ export interface CrawlPassOptions {
   spiderid?: string;
   /** More variables for the cluster and its workers (e.g. CRAWLER_PLUGINS). */
   overrides?: Partial<Variables>;
+  /** The workers' KAFKA_COMPRESSION (their page messages' codec). @default 'none' */
+  compression?: KafkaCompression;
 }
 
 export interface CrawlPassResult {
@@ -41,6 +46,10 @@ export interface CrawlPassResult {
   seconds: number;
   pagesPerS: number;
   meanMessageBytes: number;
+  /** Bytes the measured crawl added to the firehose's log on the broker (NaN when its data dir is unknown). */
+  firehoseBytes: number;
+  /** The workers' KAFKA_COMPRESSION. */
+  compression: KafkaCompression;
   /** Feed of the seed to the frontier reporting the crawl done (includes the first lease's idle wait). */
   feedToDoneS: number;
   timedOut: boolean;
@@ -69,9 +78,10 @@ export async function crawlPass(
   o: CrawlPassOptions,
 ): Promise<CrawlPassResult> {
   const throttle = openThrottle();
+  const compression = o.compression ?? 'none';
   const origins = [...new Set(site.hosts)].map((h) => `http://${h}:${site.port}`);
   ctx.progress(
-    `${o.label}: starting the cluster with ${o.workers} crawler worker(s), concurrency ${o.concurrency} each`,
+    `${o.label}: starting the cluster with ${o.workers} crawler worker(s), concurrency ${o.concurrency} each, KAFKA_COMPRESSION=${compression}`,
   );
   const cluster: BenchCluster = await startBenchCluster(ctx, {
     overrides: {
@@ -83,6 +93,7 @@ export async function crawlPass(
       RETRY_BASE_DELAY_MS: 100,
       ...throttle,
       ...o.overrides,
+      KAFKA_COMPRESSION: compression,
     },
     workers: o.workers,
     profileDir: o.profileDir,
@@ -114,6 +125,8 @@ export async function crawlPass(
       kafka: cluster.kafkaPid ? [cluster.kafkaPid] : [],
       site: o.sitePid ? [o.sitePid] : [],
     }));
+    // Every warm-up page is in the log already: a worker acks a page only once the broker has acked its message.
+    const logBytes0 = cluster.firehoseLogBytes();
     const cmd0 = await commandStats(bench.client);
     const scripts0 = await scriptStats(bench.client);
     meter.start();
@@ -135,6 +148,7 @@ export async function crawlPass(
       `${o.label}: ${total} pages in ${progress.seconds.toFixed(1)} s (feed to done); reading page message times`,
     );
     const times = await readPageTimes(cluster, total, fedAt);
+    const firehoseBytes = cluster.firehoseLogBytes() - logBytes0;
     // Script time (EVALSHA, commands inside included) plus the plain commands' (PING, SADD, ZADD...).
     let usec = scripts1.usec - scripts0.usec;
     for (const name of ['zadd', 'zremrangebyscore', 'sadd', 'smembers', 'zrangebyscore', 'get', 'set', 'setex'])
@@ -147,6 +161,8 @@ export async function crawlPass(
       seconds,
       pagesPerS: times.messages > 1 && seconds > 0 ? (times.messages - 1) / seconds : 0,
       meanMessageBytes: times.meanBytes,
+      firehoseBytes,
+      compression,
       feedToDoneS: progress.seconds,
       timedOut: progress.timedOut,
       cpu,
@@ -156,7 +172,7 @@ export async function crawlPass(
       workerPeakRssMb: Math.round(peakKb / 102.4) / 10,
     };
     ctx.progress(
-      `${o.label}: ${result.messages} page messages, ${result.pagesPerS.toFixed(0)} pages/s first→last, cpu ${JSON.stringify(cpu)}, redis ${result.redisServerUsPerPage.toFixed(0)} µs/page`,
+      `${o.label}: ${result.messages} page messages, ${result.pagesPerS.toFixed(0)} pages/s first→last, ${firehosePerPage(result)} B/page on the wire (${compression}), cpu ${JSON.stringify(cpu)}, redis ${result.redisServerUsPerPage.toFixed(0)} µs/page`,
     );
     return result;
   } finally {
@@ -185,5 +201,12 @@ export function passNumbers(r: CrawlPassResult, suffix: string, rawPagesPerS: nu
     [`worker_peak_rss_mb_${suffix}`]: r.workerPeakRssMb,
     [`redis_us_per_page_${suffix}`]: round(r.redisServerUsPerPage, 1),
     [`redis_breakdown_${suffix}`]: r.redisBreakdown,
+    // On the wire and on disk, record batch headers included: the firehose log's growth over the pages.
+    ...(Number.isFinite(r.firehoseBytes) ? { [`bytes_per_page_${suffix}`]: firehosePerPage(r) } : {}),
   };
+}
+
+/** Firehose bytes on the wire per page message (NaN when the broker's data dir is unknown). */
+export function firehosePerPage(r: CrawlPassResult): number {
+  return Math.round(r.firehoseBytes / Math.max(1, r.messages));
 }

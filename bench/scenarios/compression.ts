@@ -20,8 +20,6 @@
  *   consumer reading them back (decompression).
  */
 import { randomBytes } from 'node:crypto';
-import { readdirSync, statSync } from 'node:fs';
-import { join } from 'node:path';
 import { config } from '../../lib/config/index.ts';
 import { extractLinks } from '../../lib/crawl/extract.ts';
 import { UndiciFetcher } from '../../lib/crawl/fetch.ts';
@@ -30,12 +28,11 @@ import { pageMessage } from '../../lib/crawl/page-message.ts';
 import { createKafka, createProducer, kafkaSettings } from '../../lib/kafka/client.ts';
 import type { Kafka, Producer } from '../../lib/kafka/types.ts';
 import type { CrawlSettings } from '../../lib/redis/frontier-types.ts';
-import { layoutFrom } from '../../localstack/services/index.ts';
-import { kafkaUp } from '../../localstack/services/kafka-service.ts';
 import { startSite } from '../../localstack/site/site.ts';
 import { type CodecName, compressionOf, registerCodecs } from '../lib/codecs.ts';
 import { cpuSeconds } from '../lib/cpu.ts';
 import { envInt } from '../lib/env.ts';
+import { benchKafka, topicLogBytes } from '../lib/kafka.ts';
 import { parseHostMap } from '../lib/raw.ts';
 import type { Numbers, ScenarioContext } from '../lib/scenario.ts';
 import { benchPageShapes, benchSiteOptions } from '../lib/site-config.ts';
@@ -89,18 +86,6 @@ async function buildMessages(ctx: ScenarioContext, count: number): Promise<strin
     await site.close();
   }
   return out;
-}
-
-/** Bytes of a topic partition's log segments in the broker's data dir (NaN when not found). */
-function logBytes(dataDir: string, topic: string): number {
-  try {
-    const dir = join(dataDir, `${topic}-0`);
-    return readdirSync(dir)
-      .filter((f) => f.endsWith('.log'))
-      .reduce((sum, f) => sum + statSync(join(dir, f)).size, 0);
-  } catch {
-    return Number.NaN;
-  }
 }
 
 async function produce(producer: Producer, topic: string, values: string[], codec: CodecName, mode: Mode) {
@@ -157,10 +142,7 @@ const cpuNow = () => {
 
 export async function run(ctx: ScenarioContext): Promise<Numbers> {
   const count = envInt('BENCH_COMPRESSION_MESSAGES', 2000);
-  const base = config();
-  const layout = layoutFrom(base);
-  const kafkaStatus = await kafkaUp(layout, ctx.progress);
-  const dataDir = join(layout.dir, 'kafka', 'data');
+  const { vars, pid: kafkaPid, dataDir } = await benchKafka(ctx);
   const codecs = await registerCodecs(ctx.progress);
   ctx.input('messages', count);
   ctx.input('codecs', codecs.map((c) => `${c.name}: ${c.source}`).join('; '));
@@ -174,7 +156,6 @@ export async function run(ctx: ScenarioContext): Promise<Numbers> {
   const valueBytes = values.reduce((sum, v) => sum + Buffer.byteLength(v), 0) / values.length;
   const out: Numbers = { messages: count, value_bytes: Math.round(valueBytes) };
 
-  const vars = { ...base, KAFKA_BROKERS: `127.0.0.1:${base.CRAWL_KAFKA_PORT}` };
   const kafka = createKafka(kafkaSettings(vars));
   const admin = kafka.admin({ retry: { retries: 5 } });
   await admin.connect();
@@ -195,18 +176,18 @@ export async function run(ctx: ScenarioContext): Promise<Numbers> {
         topics.push(topic);
         await admin.createTopics({ waitForLeaders: true, topics: [{ topic, numPartitions: 1 }] });
         const client0 = cpuNow();
-        const broker0 = cpuSeconds(kafkaStatus.pid);
+        const broker0 = cpuSeconds(kafkaPid);
         const t0 = performance.now();
         await produce(producer, topic, values, c.name, mode);
         const seconds = (performance.now() - t0) / 1000;
         const client = cpuNow() - client0;
-        const broker = cpuSeconds(kafkaStatus.pid) - broker0;
-        const bytes = logBytes(dataDir, topic);
+        const broker = cpuSeconds(kafkaPid) - broker0;
+        const bytes = topicLogBytes(dataDir, topic);
         const read0 = cpuNow();
-        const readBroker0 = cpuSeconds(kafkaStatus.pid);
+        const readBroker0 = cpuSeconds(kafkaPid);
         await consume(kafka, topic, count);
         const readClient = cpuNow() - read0;
-        const readBroker = cpuSeconds(kafkaStatus.pid) - readBroker0;
+        const readBroker = cpuSeconds(kafkaPid) - readBroker0;
         const p = `${c.name}_${mode}`;
         const per = (s: number) => round((s * 1000) / count, 4);
         Object.assign(out, {

@@ -36,13 +36,23 @@
  * - The cost of a DOM (issue 17): with BENCH_DOM_SPIDER (true), one more 1-worker pass crawls through the example
  *   plugin spider `products` (examples/json-ld-products, via CRAWLER_PLUGINS), which builds a cheerio document on
  *   every page; `dom_worker_cpu_ms_extra_per_page` is its worker CPU per page above the `link` spider's.
+ * - Compression (issue 33), BENCH_CRAWL_COMPRESSION (`none,gzip`: none, the local default, and gzip, the AWS fleet's,
+ *   cdk/runtime-env.ts; `zstd` may be added): the passes above run with KAFKA_COMPRESSION=none; each other codec
+ *   gets one more 1-worker pass per round (bench/lib/crawl-codecs.ts): `<codec>_bytes_per_page` (the firehose's log
+ *   growth on the broker per page: bytes on the wire and on disk; `bytes_per_page_1w` for none),
+ *   `<codec>_compression_ratio`, `<codec>_worker_cpu_ms_per_page`, `<codec>_kafka_cpu_ms_per_page`,
+ *   `<codec>_cpu_ms_per_page` (worker + Redis + Kafka) and `<codec>_cpu_ms_extra_per_page` over none. The bytes need
+ *   the broker of this configuration's services dir (CRAWL_SERVICES_DIR): for a broker started elsewhere they are
+ *   left out (and its CPU, without its pid, reads 0).
  */
 
 import { randomBytes } from 'node:crypto';
 import { fileURLToPath } from 'node:url';
 import { DELIVERIES_PER_FETCH } from '../../lib/crawl/crawler.ts';
+import type { KafkaCompression } from '../../lib/kafka/codecs.ts';
 import { startSiteProcess } from '../../localstack/site/process.ts';
 import { CpuMeter } from '../lib/cpu.ts';
+import { codecHeadline, codecNumbers, codecRows, codecWithinRound, crawlCodecs } from '../lib/crawl-codecs.ts';
 import { type CrawlPassResult, crawlPass, passNumbers } from '../lib/crawl-pass.ts';
 import { envBool, envInt, envIntList } from '../lib/env.ts';
 import { startFloorPublisher } from '../lib/floor.ts';
@@ -69,6 +79,8 @@ export const description =
   'End-to-end crawl (Kafka → kafka-monitor → Redis → crawler workers → Kafka) vs raw, Crawlee, Scrapy, scrapy-redis';
 
 const SHAPES = benchPageShapes(['article', 'plain']);
+/** The codecs crawled besides none (BENCH_CRAWL_COMPRESSION). */
+const CODECS = crawlCodecs();
 
 /** Metric stem of a peer (`scrapy-redis` → `scrapy_redis`). */
 const stem = (peer: PeerName) => peer.replace('-', '_');
@@ -138,6 +150,7 @@ export const headline: [string, string][] = SHAPES.flatMap((shape): [string, str
     [`${p}floor_vs_raw_cpu`, `publish floor/raw CPU${s}`],
     [`${p}worker_vs_floor_cpu_1w`, `worker/publish floor CPU${s}`],
     [`${p}worker_peak_rss_mb_1w`, `worker peak RSS MiB${s}`],
+    ...codecHeadline(p, s, CODECS),
     [`${p}pages_per_s_dom_1w`, `pages/s 1 worker, DOM plugin spider${s}`],
     [`${p}dom_worker_cpu_ms_extra_per_page`, `DOM extra worker CPU ms/page${s}`],
     ...PEERS.flatMap((peer): [string, string][] => [
@@ -210,7 +223,7 @@ function printTable(ctx: ScenarioContext, title: string, n: Numbers, peers: read
     );
   }
   ctx.progress(`${title}:`);
-  for (const row of rows) ctx.progress(`  ${row}`);
+  for (const row of [...rows, ...codecRows(n, CODECS)]) ctx.progress(`  ${row}`);
 }
 
 /** One round of a shape: raw, ours (1 and 2 workers, the DOM pass in the first round only), the peers, raw again. */
@@ -314,6 +327,22 @@ async function runShape(
         );
       passes.push([workers, r]);
     }
+    // The AWS fleet's compression (and any other codec asked for): the 1-worker crawl with the page messages compressed.
+    const codecPasses: [KafkaCompression, CrawlPassResult][] = [];
+    for (const compression of CODECS) {
+      const r = await crawlPass(ctx, site, {
+        workers: 1,
+        concurrency,
+        seeds: plan.seeds,
+        maxdepth,
+        sitePid: site.pid,
+        label: label(`crawl 1w, KAFKA_COMPRESSION=${compression}`),
+        compression,
+      });
+      if (r.messages !== reachable)
+        ctx.note(`${shape}: ${compression} crawl: ${r.messages} page messages vs ${reachable} reachable pages`);
+      codecPasses.push([compression, r]);
+    }
     // The cost of a DOM: the same crawl with 1 worker through a plugin spider that builds a cheerio document on
     // every page (examples/json-ld-products, loaded as a user would, through CRAWLER_PLUGINS).
     let dom: CrawlPassResult | undefined;
@@ -394,6 +423,8 @@ async function runShape(
       const domMs = Number(out.worker_cpu_ms_per_page_dom_1w ?? 0);
       if (linkMs > 0) out.dom_worker_cpu_ms_extra_per_page = round(domMs - linkMs, 3);
     }
+    for (const [compression, r] of codecPasses) Object.assign(out, codecNumbers(compression, r, raw));
+    Object.assign(out, codecWithinRound(out, CODECS));
     const one = passes.find(([w]) => w === 1)?.[1];
     const oursMs = Number(out.cpu_ms_per_page_1w ?? 0);
     for (const r of peerResults) Object.assign(out, peerNumbers(r, raw, one, oursMs));
@@ -411,6 +442,7 @@ export async function run(ctx: ScenarioContext): Promise<Numbers> {
   ctx.input('concurrency_per_worker', benchConcurrency());
   ctx.input('workers', envIntList('BENCH_CRAWL_WORKERS', [1, 2]).join(','));
   ctx.input('peers', peers.join(',') || 'none');
+  ctx.input('compression', ['none', ...CODECS].join(','));
   ctx.input(
     'peer_versions',
     '@crawlee/cheerio 3.18.1; Scrapy 2.19.0, scrapy-redis 0.9.1, redis-py 8.1.0 (bench/peers/requirements.txt)',
@@ -430,6 +462,10 @@ export async function run(ctx: ScenarioContext): Promise<Numbers> {
   ctx.note(
     "publish floor (BENCH_FLOOR, bench/lib/floor.ts) = the raw loop with the crawler's fetcher, each page's message built and produced to Kafka as a worker does (page message, linger batching, producer), no Redis: the floor of a crawler that keeps the contract; its CPU is this process's, its broker's is the kafka column. worker/publish floor = what the frontier, politeness and the worker add",
   );
+  if (CODECS.length)
+    ctx.note(
+      `KAFKA_COMPRESSION: the passes run with none (the local default) and ${CODECS.join(', ')} in one more 1-worker pass each (gzip is the AWS fleet's, cdk/runtime-env.ts); bytes/page = the firehose topic's log growth on the broker over the crawl / pages (on the wire = on disk, record batches included); <codec>_compression_ratio = page message bytes / that`,
+    );
   ctx.note('Kafka is the shared dev broker (services up): other clients of it while the crawl runs add to its CPU');
   const rounds = envInt('BENCH_CRAWL_ROUNDS', 3);
   ctx.input('rounds', rounds);

@@ -10,7 +10,6 @@
  * proxy at a closed port on loopback, applied to loopback too, and a host resolver that resolves nothing.
  */
 import type { Browser, BrowserContext, Page } from 'playwright-core';
-import { chromium } from 'playwright-core';
 import type { Log } from '../ports.ts';
 
 /** Where nothing listens: the discard port on loopback, as the proxy every escaped request would have to use. */
@@ -200,17 +199,21 @@ export class BrowserPool {
     if (this.#closed) return Promise.reject(new Error('the browser pool is closed'));
     if (this.#browser) return this.#browser;
     this.launches++;
-    const launching = chromium
-      .launch({
-        executablePath: this.#o.executablePath,
-        headless: true,
-        args: chromiumArgs(this.#o.pageMemoryMb),
-        timeout: this.#o.launchTimeoutMs ?? 30_000,
-        // The worker handles SIGTERM itself (a graceful drain), and closes the browser last.
-        handleSIGTERM: false,
-        handleSIGINT: false,
-        handleSIGHUP: false,
-      })
+    // playwright-core is loaded on the first launch, not with the module: an HTML crawler process, which never
+    // launches a browser, does not pay its load time and memory (bench/PROFILE.md, the idle tail).
+    const launching = import('playwright-core')
+      .then(({ chromium }) =>
+        chromium.launch({
+          executablePath: this.#o.executablePath,
+          headless: true,
+          args: chromiumArgs(this.#o.pageMemoryMb),
+          timeout: this.#o.launchTimeoutMs ?? 30_000,
+          // The worker handles SIGTERM itself (a graceful drain), and closes the browser last.
+          handleSIGTERM: false,
+          handleSIGINT: false,
+          handleSIGHUP: false,
+        }),
+      )
       .then((browser) => {
         browser.on('disconnected', () => {
           if (this.#browser === launching) this.#forget();

@@ -1386,7 +1386,7 @@ describe('Crawler: the load report its heartbeat carries (issue 32)', () => {
       await waitFor(() => frontier.settled);
       await new Promise((r) => setTimeout(r, 700));
       const r = await lastReport(stats);
-      expect(r).toMatchObject({ slotLimit: 4, bound: 'work', saturated: 0 });
+      expect(r).toMatchObject({ slotLimit: 4, bound: 'work', saturated: 0, spiders: ['link'] });
       expect(r?.pagesPerSec).toBeGreaterThan(0);
       expect(r?.load).toBeLessThan(1);
     } finally {

@@ -31,7 +31,8 @@ import type {
   LeaseMany,
   QueueRequest,
 } from '../../lib/redis/frontier-types.ts';
-import { FakeSink, htmlResponse, MemoryStatsStore, RecordingLog, type SentBatch } from '../helpers/fakes.ts';
+import { FakeSink, MemoryStatsStore, RecordingLog, type SentBatch } from '../helpers/fake-stores.ts';
+import { htmlResponse } from '../helpers/fakes.ts';
 
 const SETTINGS: CrawlSettings = {
   appid: 'app1',

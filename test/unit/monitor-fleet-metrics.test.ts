@@ -2,7 +2,9 @@ import { describe, expect, it } from 'vitest';
 import { CRAWLER_TASK_KIND, type CrawlerLoad } from '../../lib/crawl/crawler-load.ts';
 import { fleetMetrics } from '../../lib/monitor/fleet-metrics.ts';
 import { HEARTBEAT_TTL_MS } from '../../lib/monitor/stats-report.ts';
-import { child, FakeUrlFrontier, seed, TEST_NOW, type TestContext, testContext } from '../helpers/fakes.ts';
+import { child, seed } from '../helpers/fake-frontier.ts';
+import { FakeUrlFrontier } from '../helpers/fake-stores.ts';
+import { TEST_NOW, type TestContext, testContext } from '../helpers/fakes.ts';
 
 describe('fleetMetrics', () => {
   async function withBacklog(ctx: TestContext): Promise<void> {

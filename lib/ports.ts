@@ -2,7 +2,7 @@
  * The narrow interfaces the core takes from whoever runs it (docs/style.md §4: the caller owns connections):
  * a log, the stats and reply stores, a message sink, and the frontier operations each part uses. Entry points
  * (functions/, localstack/) back them with Powertools, Redis and kafkajs; unit tests with in-memory fakes
- * (test/helpers/fakes.ts). Nothing here opens a connection.
+ * (test/helpers/fakes.ts and the modules it puts together). Nothing here opens a connection.
  */
 
 import type { CrawlKey, FailureNote } from './redis/failure-log.ts';
@@ -81,7 +81,7 @@ export interface ReplyStore {
 
 /**
  * The frontier operations the monitors use (lib/redis/frontier.ts implements them over its Lua scripts and says what
- * each means across workers; test/helpers/fakes.ts has the in-memory fake, held to the same answers by
+ * each means across workers; test/helpers/fake-frontier.ts has the in-memory fake, held to the same answers by
  * test/integration/frontier-contract.test.ts). `now` is epoch ms; the Redis frontier uses Redis's clock unless told
  * otherwise.
  */

@@ -25,6 +25,11 @@ export interface CrawlerLoad {
    * measure no budget, the share of its slots in use.
    */
   load: number;
+  /**
+   * The spider types the process leases for (absent in reports of images older than this field): the stats function
+   * sizes each fleet from its own tasks' reports (lib/monitor/fleet-metrics.ts).
+   */
+  spiders?: string[];
 }
 
 /** One slot tick as the window records it. */
@@ -114,5 +119,8 @@ export function parseCrawlerLoad(text: string): CrawlerLoad | undefined {
   const { at, pagesPerSec, slotsInUse, slotLimit, bound, saturated, load } = v;
   if (![at, pagesPerSec, slotsInUse, slotLimit, saturated, load].every(isCount)) return undefined;
   if (!BOUNDS.includes(bound as SlotBound)) return undefined;
-  return { at, pagesPerSec, slotsInUse, slotLimit, bound, saturated, load } as CrawlerLoad;
+  const out = { at, pagesPerSec, slotsInUse, slotLimit, bound, saturated, load } as CrawlerLoad;
+  const { spiders } = v;
+  if (Array.isArray(spiders) && spiders.every((s) => typeof s === 'string')) out.spiders = spiders;
+  return out;
 }

@@ -182,7 +182,10 @@ export class Crawler {
     const beat = () => {
       const { stats, nodeId } = this.#o;
       const now = this.#o.now();
-      const load = JSON.stringify(this.#load.report(now, this.pages, this.#slots.limit));
+      const load = JSON.stringify({
+        ...this.#load.report(now, this.pages, this.#slots.limit),
+        spiders: this.#o.spiderTypes,
+      });
       void Promise.all([
         ...this.#o.spiderTypes.map((s) => stats.beat('crawler', `${s}|${nodeId}`, now, HEARTBEAT_TTL_MS)),
         stats.beat(CRAWLER_TASK_KIND, nodeId, now, HEARTBEAT_TTL_MS, load),

@@ -7,6 +7,7 @@ import type { Variables } from '../../lib/config/index.ts';
 import { kafkaDown, kafkaStatus, kafkaUp } from './kafka-service.ts';
 import { type Progress, type ServiceStatus, type ServicesLayout, servicesLayout } from './layout.ts';
 import { localstackDown, localstackStatus, localstackUp } from './localstack-service.ts';
+import { withServicesLock } from './lock.ts';
 import { redisDown, redisStatus, redisUp } from './redis-service.ts';
 
 export { type Progress, type ServiceStatus, type ServicesLayout, servicesLayout } from './layout.ts';
@@ -22,9 +23,14 @@ interface Step {
  * Starts standalone Redis, cluster-mode Redis, Kafka and (unless CRAWL_LOCALSTACK=false) LocalStack; Redis first,
  * as Kafka's JVM start is long, and LocalStack last, as its first start builds a Python virtualenv.
  * When one fails, the services this call started are stopped again (those that ran before are left alone),
- * so a failed `up` leaves nothing of its own running.
+ * so a failed `up` leaves nothing of its own running. Holds the services lock of the directory (lock.ts): another
+ * `up` or `down` on it waits until this one is done.
  */
 export async function servicesUp(layout: ServicesLayout, progress: Progress): Promise<ServiceStatus[]> {
+  return withServicesLock(layout.dir, { command: 'services up', progress }, () => up(layout, progress));
+}
+
+async function up(layout: ServicesLayout, progress: Progress): Promise<ServiceStatus[]> {
   const steps: Step[] = [
     {
       status: () => redisStatus(layout, 'redis'),
@@ -62,12 +68,17 @@ export async function servicesUp(layout: ServicesLayout, progress: Progress): Pr
   return statuses;
 }
 
-/** Stops what `up` started, LocalStack too even when CRAWL_LOCALSTACK is now false. */
+/**
+ * Stops what `up` started, LocalStack too even when CRAWL_LOCALSTACK is now false. Holds the services lock, as `up`
+ * does.
+ */
 export async function servicesDown(layout: ServicesLayout, progress: Progress): Promise<void> {
-  await localstackDown(layout, progress);
-  await kafkaDown(layout, progress);
-  await redisDown(layout, 'redis-cluster', progress);
-  await redisDown(layout, 'redis', progress);
+  await withServicesLock(layout.dir, { command: 'services down', progress }, async () => {
+    await localstackDown(layout, progress);
+    await kafkaDown(layout, progress);
+    await redisDown(layout, 'redis-cluster', progress);
+    await redisDown(layout, 'redis', progress);
+  });
 }
 
 export async function servicesStatus(layout: ServicesLayout): Promise<ServiceStatus[]> {

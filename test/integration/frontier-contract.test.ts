@@ -1,5 +1,5 @@
 /**
- * The contract between the unit tier's FakeFrontier (test/helpers/fakes.ts) and the real frontier
+ * The contract between the unit tier's FakeFrontier (test/helpers/fake-frontier.ts) and the real frontier
  * (lib/redis/frontier.ts over its Lua scripts): one list of scenarios, each run against both, each asserting
  * the same observable results through the monitors' port (lib/ports.ts `FrontierApi`). A difference means the fake
  * no longer says what the Lua says, and the unit tests built on it test something that does not exist.
@@ -18,7 +18,7 @@ import { describe, expect, test } from 'vitest';
 import type { FrontierApi } from '../../lib/ports.ts';
 import type { Frontier } from '../../lib/redis/frontier.ts';
 import type { CrawlSettings, Lease } from '../../lib/redis/frontier-types.ts';
-import { child, FakeFrontier, type FrontierItem, seed } from '../helpers/fakes.ts';
+import { child, FakeFrontier, type FrontierItem, seed } from '../helpers/fake-frontier.ts';
 import { frontierTestRedis, T0, testFrontier } from '../helpers/frontier.ts';
 
 const redis = frontierTestRedis();

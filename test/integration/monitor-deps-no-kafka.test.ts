@@ -9,7 +9,7 @@ import { CRAWLER_TASK_KIND, LoadWindow } from '../../lib/crawl/crawler-load.ts';
 import { fleetMetrics } from '../../lib/monitor/fleet-metrics.ts';
 import { reclaimLeases } from '../../lib/monitor/reclaim-leases.ts';
 import { silentLog } from '../../lib/ports.ts';
-import { seed } from '../helpers/fakes.ts';
+import { seed } from '../helpers/fake-frontier.ts';
 import { uniqueName } from '../helpers/services.ts';
 
 describe('monitor deps without Kafka', () => {

@@ -1,5 +1,14 @@
 import { spawn } from 'node:child_process';
-import { existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, symlinkSync } from 'node:fs';
+import {
+  existsSync,
+  mkdirSync,
+  mkdtempSync,
+  readdirSync,
+  readFileSync,
+  rmSync,
+  symlinkSync,
+  writeFileSync,
+} from 'node:fs';
 import { createServer, type Server } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -324,6 +333,56 @@ describe.skipIf(!config().CRAWL_LOCALSTACK)('services up and down with LocalStac
       expect(processesMentioning(dir)).toEqual([]);
     } finally {
       await runServices('down', env);
+      rmSync(dir, { recursive: true, force: true });
+    }
+  });
+});
+
+/**
+ * The services lock (localstack/services/lock.ts) through the CLI, in a directory of its own: `down` there has
+ * nothing to stop, so the running services are never touched.
+ */
+describe('services up|down hold a lock on their directory', () => {
+  test('a second command waits for the holder, says for whom, and goes on once the holder is gone', {
+    timeout: 30_000,
+  }, async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'services-lock-'));
+    // The holder: a live process named in the lock file, as a `services up` still running would be.
+    const holder = spawn('sleep', ['60'], { stdio: 'ignore' });
+    const lockFile = join(dir, 'services.lock');
+    writeFileSync(lockFile, `${JSON.stringify({ pid: holder.pid, command: 'services up', since: Date.now() })}\n`);
+    const env = await servicesEnv(dir, {});
+    const down = spawn(process.execPath, ['bin/crawl-cluster.ts', 'services', 'down'], {
+      cwd: REPO_ROOT,
+      env: { ...process.env, ...env },
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
+    let stderr = '';
+    down.stderr.setEncoding('utf8').on('data', (d: string) => {
+      stderr += d;
+    });
+    const exited = new Promise<number | null>((resolve) => down.on('close', resolve));
+    let code: number | null | undefined;
+    void exited.then((c) => {
+      code = c;
+    });
+    try {
+      await waitUntil('down to wait for the lock', () => stderr.includes('waiting for'));
+      expect(stderr).toContain(
+        `services down: waiting for services up (pid ${holder.pid}) to finish (lock ${lockFile}; at most 600 s)`,
+      );
+      await new Promise((r) => setTimeout(r, 500));
+      expect(code).toBeUndefined();
+
+      holder.kill('SIGKILL');
+      expect(await exited).toBe(0);
+      expect(stderr).toContain(
+        `services down: taking over the stale lock ${lockFile} (its services up (pid ${holder.pid}) is gone)`,
+      );
+      expect(existsSync(lockFile)).toBe(false);
+    } finally {
+      holder.kill('SIGKILL');
+      down.kill('SIGKILL');
       rmSync(dir, { recursive: true, force: true });
     }
   });

@@ -3,7 +3,7 @@ import { describe, expect, it } from 'vitest';
 import { appidOfTopic, appsWithTopics, kafkaAppTopicCreator } from '../../lib/kafka/app-topics.ts';
 import { PerAppSender } from '../../lib/kafka/per-app.ts';
 import type { MessageSink, OutMessage } from '../../lib/ports.ts';
-import { RecordingLog } from '../helpers/fakes.ts';
+import { RecordingLog } from '../helpers/fake-stores.ts';
 
 /** A sink that refuses sends to topics it does not have, as Kafka does with auto-create off. */
 class TopicsSink implements MessageSink {

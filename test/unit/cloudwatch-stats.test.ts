@@ -26,7 +26,8 @@ import { statsHandler } from '../../functions/stats/handler.ts';
 import type { FleetMetrics } from '../../lib/monitor/fleet-metrics.ts';
 import { cloudWatchStatsPublisher, statsMetricData } from '../../localstack/runtime/cloudwatch-stats.ts';
 import { lambdaContext, loadEvent } from '../helpers/events.ts';
-import { child, seed, TEST_NOW, testContext } from '../helpers/fakes.ts';
+import { child, seed } from '../helpers/fake-frontier.ts';
+import { TEST_NOW, testContext } from '../helpers/fakes.ts';
 
 afterAll(() => {
   for (const [name, value] of Object.entries(savedEnv)) {

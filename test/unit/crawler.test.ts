@@ -31,7 +31,8 @@ import type {
   LeaseMany,
   QueueRequest,
 } from '../../lib/redis/frontier-types.ts';
-import { FakeSink, htmlResponse, MemoryStatsStore, RecordingLog, type SentBatch } from '../helpers/fakes.ts';
+import { FakeSink, MemoryStatsStore, RecordingLog, type SentBatch } from '../helpers/fake-stores.ts';
+import { htmlResponse } from '../helpers/fakes.ts';
 
 const SETTINGS: CrawlSettings = {
   appid: 'app1',
@@ -1459,7 +1460,7 @@ describe('Crawler: the load report its heartbeat carries (issue 32)', () => {
       await waitFor(() => frontier.settled);
       await new Promise((r) => setTimeout(r, 700));
       const r = await lastReport(stats);
-      expect(r).toMatchObject({ slotLimit: 4, bound: 'work', saturated: 0 });
+      expect(r).toMatchObject({ slotLimit: 4, bound: 'work', saturated: 0, spiders: ['link'] });
       expect(r?.pagesPerSec).toBeGreaterThan(0);
       expect(r?.load).toBeLessThan(1);
     } finally {

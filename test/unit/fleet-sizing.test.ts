@@ -71,6 +71,9 @@ describe('the load window a heartbeat reports', () => {
     const r = new LoadWindow().report(T, 0, 16);
     expect(r).toEqual({ at: T, pagesPerSec: 0, slotsInUse: 0, slotLimit: 16, bound: 'work', saturated: 0, load: 0 });
     expect(parseCrawlerLoad(JSON.stringify(r))).toEqual(r);
+    const browser = { ...r, spiders: ['browser'] };
+    expect(parseCrawlerLoad(JSON.stringify(browser))).toEqual(browser);
+    expect(parseCrawlerLoad(JSON.stringify({ ...r, spiders: [1] }))).toEqual(r);
     expect(parseCrawlerLoad('not json')).toBeUndefined();
     expect(parseCrawlerLoad(JSON.stringify({ ...r, bound: 'mood' }))).toBeUndefined();
     expect(parseCrawlerLoad(JSON.stringify({ ...r, pagesPerSec: -1 }))).toBeUndefined();

@@ -20,7 +20,8 @@ import type { MskBatchResponse } from '../../functions/shared/msk.ts';
 import { statsHandler } from '../../functions/stats/handler.ts';
 import type { MonitorContext } from '../../lib/monitor/context.ts';
 import { lambdaContext, loadEvent } from '../helpers/events.ts';
-import { child, seed, TEST_NOW, TEST_NOW_SEC, type TestContext, testContext } from '../helpers/fakes.ts';
+import { child, seed } from '../helpers/fake-frontier.ts';
+import { TEST_NOW, TEST_NOW_SEC, type TestContext, testContext } from '../helpers/fakes.ts';
 
 afterAll(() => {
   for (const [name, value] of Object.entries(savedEnv)) {

@@ -221,12 +221,15 @@ describe('layers', () => {
     expect(citing).toEqual([]);
   });
 
-  it('no source file is over 500 lines (one concern per file)', () => {
-    const big = SHIPPED.flatMap((dir) =>
-      readdirSync(join(ROOT, dir), { withFileTypes: true, recursive: true })
-        .filter((e) => e.isFile() && /\.(ts|js|mjs|lua)$/.test(e.name) && !e.parentPath.includes('node_modules'))
-        .map((e) => relative(ROOT, join(e.parentPath, e.name))),
-    )
+  it('no source file is over 500 lines (one concern per file), the shared test helpers included', () => {
+    // The helpers are code many tests build on (fakes, service clients), held to the same rule; tests themselves
+    // are lists of cases and are not.
+    const big = [...SHIPPED, 'test/helpers']
+      .flatMap((dir) =>
+        readdirSync(join(ROOT, dir), { withFileTypes: true, recursive: true })
+          .filter((e) => e.isFile() && /\.(ts|js|mjs|lua)$/.test(e.name) && !e.parentPath.includes('node_modules'))
+          .map((e) => relative(ROOT, join(e.parentPath, e.name))),
+      )
       .map((file) => ({ file, lines: readFileSync(join(ROOT, file), 'utf8').split('\n').length - 1 }))
       .filter((f) => f.lines > MAX_SOURCE_LINES)
       .map((f) => `${f.file}: ${f.lines} lines`);

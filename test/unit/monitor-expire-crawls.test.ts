@@ -1,6 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { expireCrawls } from '../../lib/monitor/expire-crawls.ts';
-import { child, seed, TEST_NOW, TEST_NOW_SEC, type TestContext, testContext } from '../helpers/fakes.ts';
+import { child, seed } from '../helpers/fake-frontier.ts';
+import { TEST_NOW, TEST_NOW_SEC, type TestContext, testContext } from '../helpers/fakes.ts';
 
 const FIREHOSE = 'demo.outbound_firehose';
 

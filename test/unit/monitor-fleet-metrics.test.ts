@@ -2,7 +2,9 @@ import { describe, expect, it } from 'vitest';
 import { CRAWLER_TASK_KIND, type CrawlerLoad } from '../../lib/crawl/crawler-load.ts';
 import { fleetMetrics } from '../../lib/monitor/fleet-metrics.ts';
 import { HEARTBEAT_TTL_MS } from '../../lib/monitor/stats-report.ts';
-import { child, FakeUrlFrontier, seed, TEST_NOW, type TestContext, testContext } from '../helpers/fakes.ts';
+import { child, seed } from '../helpers/fake-frontier.ts';
+import { FakeUrlFrontier } from '../helpers/fake-stores.ts';
+import { TEST_NOW, type TestContext, testContext } from '../helpers/fakes.ts';
 
 describe('fleetMetrics', () => {
   async function withBacklog(ctx: TestContext): Promise<void> {
@@ -87,6 +89,57 @@ describe('fleetMetrics', () => {
       taskPagesPerSecond: 0.2,
       tasksNeeded: 10,
     });
+  });
+
+  it("sizes the HTML fleet on its own spiders' backlog and tasks: the browser fleet's are left out", async () => {
+    const ctx = testContext();
+    // 20 link requests for the HTML fleet, 5,000 browser requests that only the browser fleet leases.
+    await ctx.frontier.enqueue(
+      'link',
+      Array.from({ length: 20 }, (_, j) => seed({ appid: 'a', crawlid: 'h', url: `http://h${j}.example.com/` })),
+      TEST_NOW,
+    );
+    await ctx.frontier.enqueue(
+      'browser',
+      Array.from({ length: 5000 }, (_, j) =>
+        seed({ appid: 'a', crawlid: 'b', spiderid: 'browser', url: `http://b${j}.example.com/` }),
+      ),
+      TEST_NOW,
+    );
+    const beat = (id: string, load: CrawlerLoad) =>
+      ctx.stats.beat(CRAWLER_TASK_KIND, id, TEST_NOW - 1000, HEARTBEAT_TTL_MS, JSON.stringify(load));
+    // One HTML task, saturated at 0.01 pages/s: its 20 requests take 2,000 s, so 10 minutes need 4 tasks. Two
+    // browser tasks, saturated too: were they and their 5,000 requests counted, the HTML fleet would need 837.
+    await beat('html:1', report({ pagesPerSec: 0.01, spiders: ['link', 'wandering', 'sitemap'] }));
+    await beat('browser:1', report({ pagesPerSec: 0.01, spiders: ['browser'] }));
+    await beat('browser:2', report({ pagesPerSec: 0.01, spiders: ['browser'] }));
+
+    expect(await fleetMetrics(ctx)).toMatchObject({
+      backlog: { link: 20, browser: 5000 },
+      totalBacklog: 5020,
+      liveTasks: 1,
+      pagesPerSecond: 0.01,
+      tasksNeeded: 4,
+    });
+  });
+
+  it('counts a load report without spider types (an older image) as an HTML task', async () => {
+    const ctx = testContext();
+    await ctx.frontier.enqueue('link', [seed({ appid: 'a', crawlid: 'h', url: 'http://h.example.com/' })], TEST_NOW);
+    await ctx.stats.beat(CRAWLER_TASK_KIND, 'old:1', TEST_NOW - 1000, HEARTBEAT_TTL_MS, JSON.stringify(report({})));
+
+    expect(await fleetMetrics(ctx)).toMatchObject({ liveTasks: 1, tasksNeeded: 1 });
+  });
+
+  it('needs no HTML task for a backlog of browser requests alone', async () => {
+    const ctx = testContext();
+    await ctx.frontier.enqueue(
+      'browser',
+      [seed({ appid: 'a', crawlid: 'b', spiderid: 'browser', url: 'http://b.example.com/' })],
+      TEST_NOW,
+    );
+
+    expect(await fleetMetrics(ctx)).toMatchObject({ backlog: { browser: 1 }, totalBacklog: 1, tasksNeeded: 0 });
   });
 
   it('does not count a crawler whose heartbeat is older than the heartbeat TTL', async () => {

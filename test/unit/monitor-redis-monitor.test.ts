@@ -5,7 +5,8 @@ import type { DecodedRecord } from '../../lib/kafka/record.ts';
 import { handleActions } from '../../lib/monitor/redis-monitor.ts';
 import type { StatsType } from '../../lib/schemas/index.ts';
 import { loadEvent, recordsOf } from '../helpers/events.ts';
-import { child, seed, TEST_NODE_ID, TEST_NOW, TEST_NOW_SEC, type TestContext, testContext } from '../helpers/fakes.ts';
+import { child, seed } from '../helpers/fake-frontier.ts';
+import { TEST_NODE_ID, TEST_NOW, TEST_NOW_SEC, type TestContext, testContext } from '../helpers/fakes.ts';
 
 const ACTIONS = 'demo.actions';
 const FIREHOSE = 'demo.outbound_firehose';

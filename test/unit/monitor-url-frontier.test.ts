@@ -9,7 +9,9 @@ import { SchemaValidationError } from '../../lib/errors.ts';
 import { handleActions } from '../../lib/monitor/redis-monitor.ts';
 import { parseRequest, URL_FRONTIER_SPIDERID } from '../../lib/schemas/index.ts';
 import { recordsOf } from '../helpers/events.ts';
-import { FakeUrlFrontier, seed, TEST_NOW, TEST_NOW_SEC, testContext } from '../helpers/fakes.ts';
+import { seed } from '../helpers/fake-frontier.ts';
+import { FakeUrlFrontier } from '../helpers/fake-stores.ts';
+import { TEST_NOW, TEST_NOW_SEC, testContext } from '../helpers/fakes.ts';
 
 const ACTIONS = 'demo.actions';
 

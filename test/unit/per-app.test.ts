@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { isTopicAbsentError, PerAppSender, perAppSenderFor } from '../../lib/kafka/per-app.ts';
 import type { MessageSink, OutMessage } from '../../lib/ports.ts';
-import { RecordingLog } from '../helpers/fakes.ts';
+import { RecordingLog } from '../helpers/fake-stores.ts';
 
 /** A sink where sends to `missing` topics fail as kafkajs does, after `missingDelayMs` (its metadata retries). */
 class SlowMissingSink implements MessageSink {

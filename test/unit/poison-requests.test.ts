@@ -9,7 +9,8 @@ import type { CrawlRef, EnqueueOutcome, QueueRequest } from '../../lib/redis/fro
 import { MAX_ATTRS_BYTES, MAX_REQUEST_DEPTH } from '../../lib/schemas/bounds.ts';
 import { parseRequest, validateRequest } from '../../lib/schemas/index.ts';
 import { recordsOf } from '../helpers/events.ts';
-import { FakeFrontier, testContext } from '../helpers/fakes.ts';
+import { FakeFrontier } from '../helpers/fake-frontier.ts';
+import { testContext } from '../helpers/fakes.ts';
 
 const INCOMING = 'demo.incoming';
 const REJECTED = 'demo.rejected';

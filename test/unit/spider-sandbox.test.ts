@@ -6,7 +6,8 @@
 import { afterEach, describe, expect, test } from 'vitest';
 import { SpiderBudgetError, SpiderSandbox, withBudget } from '../../lib/crawl/spider-sandbox.ts';
 import type { FetchResult, SpiderRequest } from '../../lib/crawl/types.ts';
-import { htmlResponse, RecordingLog } from '../helpers/fakes.ts';
+import { RecordingLog } from '../helpers/fake-stores.ts';
+import { htmlResponse } from '../helpers/fakes.ts';
 
 const PLUGIN = 'test/fixtures/plugins/runaway.ts';
 

@@ -2,7 +2,7 @@
 import { describe, expect, it } from 'vitest';
 import { ConcurrencyController, type LoadSignals } from '../../lib/crawl/concurrency.ts';
 import { FetchSlots } from '../../lib/crawl/crawler-slots.ts';
-import { RecordingLog } from '../helpers/fakes.ts';
+import { RecordingLog } from '../helpers/fake-stores.ts';
 
 const IDLE: LoadSignals = { loopDelayMs: 5, cpuShare: 0.1, heapShare: 0.1, rssShare: 0.1, bodyShare: 0 };
 

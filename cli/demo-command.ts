@@ -3,6 +3,7 @@ import { config, quietLocalMetrics, type Variables } from '../lib/config/index.t
 import { CrawlClusterError } from '../lib/errors.ts';
 import { createKafka, createProducer, kafkaSettings } from '../lib/kafka/client.ts';
 import { clusterTopics } from '../lib/kafka/topics.ts';
+import { settlesWithin } from '../lib/timeout.ts';
 import type { RuntimeLog } from '../localstack/runtime/log.ts';
 import { clusterRunningMessage, runningMonitors } from './cluster-presence.ts';
 import { failureReason } from './crawl-tally.ts';
@@ -109,10 +110,7 @@ export function registerDemo(program: Command, out: Output): void {
         out.progress(
           `demo site on 127.0.0.1:${site.port} (${site.hosts.join(', ')}); crawling ${seed.url} to depth ${opts.depth}`,
         );
-        const timedOut = await Promise.race([
-          finished.then(() => false),
-          new Promise<boolean>((r) => setTimeout(() => r(true), opts.timeout * 1000).unref()),
-        ]);
+        const timedOut = !(await settlesWithin(finished, opts.timeout * 1000));
         const seconds = (Date.now() - started) / 1000;
         const expected = site.reachable(0, opts.depth).size;
         const failures = [...reasons].map(([reason, count]) => ({ reason, count })).sort((a, b) => b.count - a.count);

@@ -12,6 +12,7 @@ import { createProducer } from '../lib/kafka/client.ts';
 import { producerSink } from '../lib/kafka/sink.ts';
 import { clusterTopics } from '../lib/kafka/topics.ts';
 import { parseRequest, type RequestType } from '../lib/schemas/index.ts';
+import { settlesWithin } from '../lib/timeout.ts';
 import { FeedAnswers, type FeedRefusal, refusalLine } from './feed-wait.ts';
 import { bounded, type CliKafka, cliKafka, connectAdmin, listTopics, quietly, topicPrefix } from './kafka-session.ts';
 import { positiveOrZeroSeconds } from './options.ts';
@@ -153,9 +154,7 @@ async function sendAndListen(
       if (answers.settled()) wake();
     });
     await produce(client, topic, items);
-    let timer: NodeJS.Timeout | undefined;
-    await Promise.race([settled, new Promise<void>((resolve) => (timer = setTimeout(resolve, waitS * 1000)))]);
-    clearTimeout(timer);
+    await settlesWithin(settled, waitS * 1000);
     return answers.refusals;
   } finally {
     await session.close();

@@ -10,6 +10,7 @@ import { ConfigError, CrawlClusterError, InfrastructureError } from '../lib/erro
 import { createKafka, kafkaSettings } from '../lib/kafka/client.ts';
 import { clusterTopicList } from '../lib/kafka/topics.ts';
 import type { Admin, Consumer, EachMessageHandler, Kafka } from '../lib/kafka/types.ts';
+import { rejectAfter } from '../lib/timeout.ts';
 
 /** One connection attempt; shorter than a service's because nobody should wait on a dead address. */
 const CLI_CONNECT_TIMEOUT_MS = 3000;
@@ -42,17 +43,10 @@ export function cliKafka(vars: Variables): CliKafka {
  * starts with `what`. The abandoned work is left to fail on its own, without an unhandled rejection.
  */
 export async function bounded<T>(work: Promise<T>, what: string, ms = KAFKA_STEP_DEADLINE_MS): Promise<T> {
-  work.catch(() => {});
-  let timer: NodeJS.Timeout | undefined;
-  const deadline = new Promise<never>((_, reject) => {
-    timer = setTimeout(() => reject(new Error(`no answer within ${(ms / 1000).toFixed(0)} s`)), ms);
-  });
   try {
-    return await Promise.race([work, deadline]);
+    return await rejectAfter(work, ms, () => new Error(`no answer within ${(ms / 1000).toFixed(0)} s`));
   } catch (error) {
     throw new InfrastructureError(`${what}: ${(error as Error).message}`, { cause: error });
-  } finally {
-    clearTimeout(timer);
   }
 }
 

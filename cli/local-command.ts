@@ -3,6 +3,7 @@ import { config, quietLocalMetrics, type Variables } from '../lib/config/index.t
 import { loadSpiders, pluginList } from '../lib/crawl/spider-registry.ts';
 import { CrawlClusterError } from '../lib/errors.ts';
 import type { Log } from '../lib/ports.ts';
+import { settlesWithin } from '../lib/timeout.ts';
 import type { ConsumerHealth } from '../localstack/runtime/consumer-supervisor.ts';
 import { errorFields, type RuntimeLog } from '../localstack/runtime/log.ts';
 import { addLocalAwsOptions, applyLocalAwsOptions, type LocalAwsOptions } from './local-aws-options.ts';
@@ -190,18 +191,16 @@ async function portInUse<T>(starting: Promise<T>, port: number, what: string): P
 /** Waits for a close at most {@link CLOSE_TIMEOUT_MS}; a close that fails or overruns is logged, never thrown. */
 async function bounded(work: Promise<void> | undefined, what: string, log: RuntimeLog): Promise<void> {
   if (work === undefined) return;
-  let timer: NodeJS.Timeout | undefined;
-  const timeout = new Promise<'timeout'>((resolve) => {
-    timer = setTimeout(() => resolve('timeout'), CLOSE_TIMEOUT_MS);
-  });
-  try {
-    const outcome = await Promise.race([work.then(() => 'closed' as const), timeout]);
-    if (outcome === 'timeout') log('warn', `stopping: ${what} did not close within ${CLOSE_TIMEOUT_MS / 1000} s`);
-  } catch (error) {
-    log('warn', `stopping: closing ${what} failed`, errorFields(error));
-  } finally {
-    clearTimeout(timer);
+  const failure = work.then(
+    () => undefined,
+    (error: unknown) => ({ error }),
+  );
+  if (!(await settlesWithin(failure, CLOSE_TIMEOUT_MS))) {
+    log('warn', `stopping: ${what} did not close within ${CLOSE_TIMEOUT_MS / 1000} s`);
+    return;
   }
+  const failed = await failure;
+  if (failed) log('warn', `stopping: closing ${what} failed`, errorFields(failed.error));
 }
 
 /**

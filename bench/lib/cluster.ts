@@ -42,6 +42,7 @@ import {
   statsRegistryKey,
 } from '../../lib/redis/keys.ts';
 import { listStatNames } from '../../lib/redis/stats.ts';
+import { settlesWithin } from '../../lib/timeout.ts';
 import { REPO_ROOT } from '../../localstack/repo-root.ts';
 import type { LocalCluster } from '../../localstack/runtime/cluster.ts';
 import { crawlerNode } from '../../localstack/runtime/crawler-node.ts';
@@ -359,9 +360,7 @@ export async function readFirehose(
       });
     });
     // The timer is cancelled once the pages are in: an uncancelled one kept the bench process alive up to timeoutS.
-    const timer = new AbortController();
-    await Promise.race([done, sleep(timeoutS * 1000, undefined, { signal: timer.signal }).catch(() => undefined)]);
-    timer.abort();
+    await settlesWithin(done, timeoutS * 1000);
   } finally {
     await consumer.disconnect();
   }

@@ -20,6 +20,7 @@ import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { config } from '../../lib/config/index.ts';
 import { createRedis, type RedisClient } from '../../lib/redis/client.ts';
+import { settlesWithin } from '../../lib/timeout.ts';
 import { layoutFrom } from '../../localstack/services/index.ts';
 import { freePort } from '../../localstack/services/processes.ts';
 import { ensureRedisBinary, redisUp } from '../../localstack/services/redis-service.ts';
@@ -71,8 +72,7 @@ async function stopChild(child: ChildProcess): Promise<void> {
   if (child.exitCode !== null || child.signalCode !== null || child.pid === undefined) return;
   const exited = new Promise<void>((resolve) => child.once('exit', () => resolve()));
   child.kill('SIGTERM');
-  const timeout = sleep(10_000, undefined, { ref: false }).then(() => 'timeout' as const);
-  if ((await Promise.race([exited, timeout])) === 'timeout') {
+  if (!(await settlesWithin(exited, 10_000))) {
     child.kill('SIGKILL');
     await exited;
   }

@@ -9,22 +9,20 @@
  * `browserFleet` (false), `browserTaskCpu` (2048), `browserTaskMemoryMiB` (4096), `browserMinTasks` (0),
  * `browserMaxTasks` (10), `browserBacklogPerTask` (50).
  */
-import { Duration, IgnoreMode, RemovalPolicy, Stack } from 'aws-cdk-lib';
+import { Duration, IgnoreMode } from 'aws-cdk-lib';
 import * as appscaling from 'aws-cdk-lib/aws-applicationautoscaling';
 import * as cloudwatch from 'aws-cdk-lib/aws-cloudwatch';
 import * as ecrAssets from 'aws-cdk-lib/aws-ecr-assets';
 import * as ecs from 'aws-cdk-lib/aws-ecs';
-import * as iam from 'aws-cdk-lib/aws-iam';
-import * as logs from 'aws-cdk-lib/aws-logs';
+import type * as logs from 'aws-cdk-lib/aws-logs';
 import { Construct, type Node } from 'constructs';
 import { METRICS_NAMESPACE } from '../../functions/shared/observability.ts';
-import { crawledAppTopic } from '../../lib/kafka/topics.ts';
 import { REPO_ROOT } from '../../localstack/repo-root.ts';
-import { acknowledge, acknowledgeRedisTask, wildcardResource } from '../nag.ts';
-import { environment, type RuntimeEnv } from '../runtime-env.ts';
+import type { RuntimeEnv } from '../runtime-env.ts';
 import { SettingsError } from '../settings.ts';
 import type { Cache } from './cache.ts';
-import { type Fleet, stopTimeoutSeconds } from './fleet.ts';
+import { crawlerService } from './crawler-service.ts';
+import type { Fleet } from './fleet.ts';
 import type { Kafka } from './kafka.ts';
 import type { Network } from './network.ts';
 import type { Storage } from './storage.ts';
@@ -87,15 +85,7 @@ export class BrowserFleet extends Construct {
 
   constructor(scope: Construct, id: string, props: BrowserFleetProps) {
     super(scope, id);
-    const { network, kafka, cache, storage, fleet } = props;
-    this.taskDefinition = new ecs.FargateTaskDefinition(this, 'Task', {
-      cpu: props.taskCpu,
-      memoryLimitMiB: props.taskMemoryMiB,
-      runtimePlatform: {
-        cpuArchitecture: ecs.CpuArchitecture.ARM64,
-        operatingSystemFamily: ecs.OperatingSystemFamily.LINUX,
-      },
-    });
+    const { fleet } = props;
     this.imageAsset = new ecrAssets.DockerImageAsset(this, 'Image', {
       directory: REPO_ROOT,
       file: 'functions/crawler/browser.Dockerfile',
@@ -112,72 +102,19 @@ export class BrowserFleet extends Construct {
       ],
       ignoreMode: IgnoreMode.DOCKER,
     });
-    const logGroup = new logs.LogGroup(this, 'Logs', {
-      retention: props.logRetention,
-      removalPolicy: RemovalPolicy.DESTROY,
-    });
-    this.taskDefinition.addContainer('browser', {
-      image: ecs.ContainerImage.fromDockerImageAsset(this.imageAsset),
-      essential: true,
-      logging: ecs.LogDrivers.awsLogs({ streamPrefix: 'browser', logGroup }),
-      environment: environment(
-        {
-          KAFKA_BROKERS: kafka.bootstrapBrokers,
-          KAFKA_TOPIC_PREFIX: kafka.topicPrefix,
-          KAFKA_SASL_MECHANISM: 'aws-msk-iam',
-          KAFKA_SSL: 'true',
-          KAFKA_CLIENT_ID: 'crawl-cluster-browser',
-          REDIS_HOST: cache.host,
-          REDIS_PORT: String(cache.port),
-          REDIS_TLS: 'true',
-          REDIS_CLUSTER: String(cache.clusterMode),
-          BODY_STORE_BUCKET: storage.bodies.bucketName,
-          SHUTDOWN_DEADLINE_MS: String(props.shutdownDeadlineMs),
-          CRAWLER_SPIDERS: 'browser',
-          BROWSER_CHROMIUM_PATH: '/usr/bin/chromium',
-          AWS_REGION: Stack.of(this).region,
-        },
-        props.runtimeEnv,
-      ),
-      secrets: { REDIS_PASSWORD: ecs.Secret.fromSecretsManager(cache.authToken) },
-      stopTimeout: Duration.seconds(stopTimeoutSeconds(props.shutdownDeadlineMs)),
-    });
-    acknowledgeRedisTask(this.taskDefinition);
-
-    const taskRole = this.taskDefinition.taskRole;
-    const appTopics = props.runtimeEnv.KAFKA_APPID_TOPICS === 'true';
-    kafka.grantProduce(taskRole, [
-      kafka.topics.crawledFirehose,
-      kafka.topics.outboundFirehose,
-      ...(appTopics ? [crawledAppTopic(kafka.topicPrefix, '*')] : []),
-    ]);
-    iam.Grant.addToPrincipal({
-      grantee: taskRole,
-      actions: ['s3:PutObject', 's3:AbortMultipartUpload'],
-      resourceArns: [storage.bodies.arnForObjects('*')],
-    });
-    acknowledge(
-      taskRole,
-      wildcardResource(this, storage.bodies.arnForObjects('*')),
-      'Browser crawlers write bodies under keys derived from the page (any key in the body bucket, write only).',
-    );
-
-    this.service = new ecs.FargateService(this, 'Service', {
+    // As the crawler fleet: no task until the backlog policy starts one (see ./crawler-service.ts).
+    const browsers = crawlerService(this, {
+      ...props,
       cluster: fleet.cluster,
-      taskDefinition: this.taskDefinition,
-      // As the crawler fleet: no task until the backlog policy starts one (see cdk/constructs/fleet.ts).
-      desiredCount: props.minTasks,
-      circuitBreaker: { enable: true, rollback: true },
-      minHealthyPercent: 100,
-      maxHealthyPercent: 200,
-      assignPublicIp: network.crawlerPublicIp,
-      vpcSubnets: network.crawlerSubnets,
-      securityGroups: [network.crawlerSecurityGroup],
-      propagateTags: ecs.PropagatedTagSource.SERVICE,
-      enableExecuteCommand: false,
+      serviceLinkedRole: fleet.serviceLinkedRole,
+      containerName: 'browser',
+      image: ecs.ContainerImage.fromDockerImageAsset(this.imageAsset),
+      kafkaClientId: 'crawl-cluster-browser',
+      environment: { CRAWLER_SPIDERS: 'browser', BROWSER_CHROMIUM_PATH: '/usr/bin/chromium' },
+      bodyWriters: 'Browser crawlers',
     });
-    this.service.node.addDependency(kafka.topicsResource);
-    if (fleet.serviceLinkedRole) this.service.node.addDependency(fleet.serviceLinkedRole);
+    this.taskDefinition = browsers.taskDefinition;
+    this.service = browsers.service;
     this.#autoscale(props, fleet);
   }
 

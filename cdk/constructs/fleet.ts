@@ -8,22 +8,22 @@
  */
 import { existsSync, readdirSync, statSync } from 'node:fs';
 import { join } from 'node:path';
-import { Duration, IgnoreMode, RemovalPolicy, Stack } from 'aws-cdk-lib';
+import { Duration, IgnoreMode, RemovalPolicy } from 'aws-cdk-lib';
 import * as appscaling from 'aws-cdk-lib/aws-applicationautoscaling';
 import * as cloudwatch from 'aws-cdk-lib/aws-cloudwatch';
 import * as ecr from 'aws-cdk-lib/aws-ecr';
 import * as ecrAssets from 'aws-cdk-lib/aws-ecr-assets';
 import * as ecs from 'aws-cdk-lib/aws-ecs';
 import * as iam from 'aws-cdk-lib/aws-iam';
-import * as logs from 'aws-cdk-lib/aws-logs';
+import type * as logs from 'aws-cdk-lib/aws-logs';
 import { Construct } from 'constructs';
 import { METRICS_NAMESPACE } from '../../functions/shared/observability.ts';
-import { crawledAppTopic } from '../../lib/kafka/topics.ts';
 import { REPO_ROOT } from '../../localstack/repo-root.ts';
-import { acknowledge, acknowledgeRedisTask, wildcardResource } from '../nag.ts';
-import { environment, type RuntimeEnv } from '../runtime-env.ts';
+import { acknowledge } from '../nag.ts';
+import type { RuntimeEnv } from '../runtime-env.ts';
 import type { Settings } from '../settings.ts';
 import type { Cache } from './cache.ts';
+import { crawlerService } from './crawler-service.ts';
 import type { Kafka } from './kafka.ts';
 import type { Network } from './network.ts';
 import type { Storage } from './storage.ts';
@@ -134,11 +134,6 @@ export function prebuiltImage(scope: Construct, uri: string): ecs.ContainerImage
   return ecs.ContainerImage.fromEcrRepository(repository, m[2] ?? m[3]);
 }
 
-/** SIGTERM to SIGKILL: the crawler's drain deadline plus time to flush the producer and exit; Fargate allows 120 s. */
-export function stopTimeoutSeconds(shutdownDeadlineMs: number): number {
-  return Math.min(120, Math.ceil(shutdownDeadlineMs / 1000) + 20);
-}
-
 /** The stats function's metrics (functions/stats/handler.ts), but the per-spider one. */
 export const STATS_METRICS = [
   'Backlog',
@@ -183,7 +178,7 @@ export class Fleet extends Construct {
   constructor(scope: Construct, id: string, props: FleetProps) {
     super(scope, id);
     this.maxTasks = props.maxTasks;
-    const { network, kafka, cache, storage } = props;
+    const { network, kafka } = props;
     this.cluster = new ecs.Cluster(this, 'Cluster', {
       vpc: network.vpc,
       containerInsightsV2: props.containerInsights ? ecs.ContainerInsights.ENABLED : ecs.ContainerInsights.DISABLED,
@@ -206,92 +201,29 @@ export class Fleet extends Construct {
       this.cluster.node.addDependency(this.serviceLinkedRole);
     }
 
-    this.taskDefinition = new ecs.FargateTaskDefinition(this, 'Task', {
-      cpu: props.taskCpu,
-      memoryLimitMiB: props.taskMemoryMiB,
-      runtimePlatform: {
-        cpuArchitecture: ecs.CpuArchitecture.ARM64,
-        operatingSystemFamily: ecs.OperatingSystemFamily.LINUX,
-      },
-    });
     if (props.crawlerImage !== undefined) this.image = prebuiltImage(this, props.crawlerImage);
     else {
       this.imageAsset = buildImage(this, props.crawlerPlugins);
       this.image = ecs.ContainerImage.fromDockerImageAsset(this.imageAsset);
     }
-    const logGroup = new logs.LogGroup(this, 'Logs', {
-      retention: props.logRetention,
-      removalPolicy: RemovalPolicy.DESTROY,
-    });
     const appTopics = props.runtimeEnv.KAFKA_APPID_TOPICS === 'true';
-    this.taskDefinition.addContainer('crawler', {
-      image: this.image,
-      essential: true,
-      logging: ecs.LogDrivers.awsLogs({ streamPrefix: 'crawler', logGroup }),
-      environment: environment(
-        {
-          KAFKA_BROKERS: kafka.bootstrapBrokers,
-          KAFKA_TOPIC_PREFIX: kafka.topicPrefix,
-          KAFKA_SASL_MECHANISM: 'aws-msk-iam',
-          KAFKA_SSL: 'true',
-          KAFKA_CLIENT_ID: 'crawl-cluster-crawler',
-          // A new app's per-app topics are created on first use with the partitions of the others.
-          ...(appTopics ? { KAFKA_TOPIC_PARTITIONS: String(kafka.topicPartitions) } : {}),
-          REDIS_HOST: cache.host,
-          REDIS_PORT: String(cache.port),
-          REDIS_TLS: 'true',
-          REDIS_CLUSTER: String(cache.clusterMode),
-          BODY_STORE_BUCKET: storage.bodies.bucketName,
-          SHUTDOWN_DEADLINE_MS: String(props.shutdownDeadlineMs),
-          // Adaptive slots between these (CRAWLER_CONCURRENCY=0, the default); see docs/design.md §8 "Fleet sizing".
-          CRAWLER_CONCURRENCY_MIN: String(props.crawlerConcurrencyMin),
-          CRAWLER_CONCURRENCY_MAX: String(props.crawlerConcurrencyMax),
-          AWS_REGION: Stack.of(this).region,
-        },
-        props.runtimeEnv,
-      ),
-      // Injected by the ECS agent at start; never in the task definition.
-      secrets: { REDIS_PASSWORD: ecs.Secret.fromSecretsManager(cache.authToken) },
-      stopTimeout: Duration.seconds(stopTimeoutSeconds(props.shutdownDeadlineMs)),
-    });
-    acknowledgeRedisTask(this.taskDefinition);
-
-    const taskRole = this.taskDefinition.taskRole;
-    kafka.grantProduce(taskRole, [
-      kafka.topics.crawledFirehose,
-      kafka.topics.outboundFirehose,
-      ...(appTopics ? [crawledAppTopic(kafka.topicPrefix, '*')] : []),
-    ]);
-    iam.Grant.addToPrincipal({
-      grantee: taskRole,
-      actions: ['s3:PutObject', 's3:AbortMultipartUpload'],
-      resourceArns: [storage.bodies.arnForObjects('*')],
-    });
-    acknowledge(
-      taskRole,
-      wildcardResource(this, storage.bodies.arnForObjects('*')),
-      'Crawlers write bodies under keys derived from the page (any key in the body bucket, write only).',
-    );
-
-    this.service = new ecs.FargateService(this, 'Service', {
+    const crawlers = crawlerService(this, {
+      ...props,
       cluster: this.cluster,
-      taskDefinition: this.taskDefinition,
-      // The first deploy starts no task (CloudFormation would start 1, and with the circuit breaker one bad start
-      // would roll the whole stack back): the scaling policy starts a crawler once requests are queued.
-      // CloudFormation sends the count again with every update of the service (a new image, say), which takes the
-      // fleet back to minTasks until the policy scales it out again, a few minutes later.
-      desiredCount: props.minTasks,
-      circuitBreaker: { enable: true, rollback: true },
-      minHealthyPercent: 100,
-      maxHealthyPercent: 200,
-      assignPublicIp: network.crawlerPublicIp,
-      vpcSubnets: network.crawlerSubnets,
-      securityGroups: [network.crawlerSecurityGroup],
-      propagateTags: ecs.PropagatedTagSource.SERVICE,
-      enableExecuteCommand: false,
+      serviceLinkedRole: this.serviceLinkedRole,
+      containerName: 'crawler',
+      image: this.image,
+      kafkaClientId: 'crawl-cluster-crawler',
+      topicPartitions: appTopics ? kafka.topicPartitions : undefined,
+      environment: {
+        // Adaptive slots between these (CRAWLER_CONCURRENCY=0, the default); see docs/design.md §8 "Fleet sizing".
+        CRAWLER_CONCURRENCY_MIN: String(props.crawlerConcurrencyMin),
+        CRAWLER_CONCURRENCY_MAX: String(props.crawlerConcurrencyMax),
+      },
+      bodyWriters: 'Crawlers',
     });
-    this.service.node.addDependency(kafka.topicsResource);
-    if (this.serviceLinkedRole) this.service.node.addDependency(this.serviceLinkedRole);
+    this.taskDefinition = crawlers.taskDefinition;
+    this.service = crawlers.service;
 
     this.#autoscale(props);
   }

@@ -12,10 +12,9 @@ import type * as s3 from 'aws-cdk-lib/aws-s3';
 import { Schedule, ScheduleExpression } from 'aws-cdk-lib/aws-scheduler';
 import { LambdaInvoke } from 'aws-cdk-lib/aws-scheduler-targets';
 import { Construct } from 'constructs';
-import { MSK_EVENT_SOURCE_MODE } from '../../functions/shared/msk.ts';
 import { METRICS_NAMESPACE } from '../../functions/shared/observability.ts';
 import { REDIS_PASSWORD_SECRET_ARN } from '../../functions/shared/secrets.ts';
-import { VARIABLES } from '../../lib/config/variables.ts';
+import { VARIABLES, type VariableName } from '../../lib/config/variables.ts';
 import { outboundAppTopic } from '../../lib/kafka/topics.ts';
 import { acknowledge, wildcardResource } from '../nag.ts';
 import { environment, type RuntimeEnv } from '../runtime-env.ts';
@@ -25,6 +24,9 @@ import { CrawlFunction } from './crawl-function.ts';
 import type { Kafka } from './kafka.ts';
 import type { Network } from './network.ts';
 import type { Storage } from './storage.ts';
+
+/** The variable telling the MSK-triggered functions their event sources' mode (functions/shared/msk.ts batchResult). */
+const MSK_EVENT_SOURCE_MODE = 'MSK_EVENT_SOURCE_MODE' satisfies VariableName;
 
 export interface FunctionsProps {
   network: Network;

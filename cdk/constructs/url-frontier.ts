@@ -5,17 +5,18 @@
  * It scales on CPU between its bounds and rolls back a failed deployment. It needs only Redis, which it reaches
  * exactly as the crawlers do (TLS, the AUTH token injected from Secrets Manager).
  */
-import { Duration, RemovalPolicy } from 'aws-cdk-lib';
+import { Duration } from 'aws-cdk-lib';
 import * as ec2 from 'aws-cdk-lib/aws-ec2';
 import * as ecs from 'aws-cdk-lib/aws-ecs';
 import * as elbv2 from 'aws-cdk-lib/aws-elasticloadbalancingv2';
 import type * as iam from 'aws-cdk-lib/aws-iam';
-import * as logs from 'aws-cdk-lib/aws-logs';
+import type * as logs from 'aws-cdk-lib/aws-logs';
 import { Construct } from 'constructs';
 import { acknowledge, acknowledgeRedisTask } from '../nag.ts';
 import { environment, type RuntimeEnv } from '../runtime-env.ts';
 import type { Settings } from '../settings.ts';
 import type { Cache } from './cache.ts';
+import { arm64TaskDefinition, taskLogGroup } from './crawler-service.ts';
 import type { Network } from './network.ts';
 import type { Storage } from './storage.ts';
 
@@ -94,18 +95,8 @@ export class UrlFrontier extends Construct {
     );
     network.allowTaskEndpoints(this.securityGroup, 'URL Frontier tasks');
 
-    this.taskDefinition = new ecs.FargateTaskDefinition(this, 'Task', {
-      cpu: props.taskCpu,
-      memoryLimitMiB: props.taskMemoryMiB,
-      runtimePlatform: {
-        cpuArchitecture: ecs.CpuArchitecture.ARM64,
-        operatingSystemFamily: ecs.OperatingSystemFamily.LINUX,
-      },
-    });
-    this.logGroup = new logs.LogGroup(this, 'Logs', {
-      retention: props.logRetention,
-      removalPolicy: RemovalPolicy.DESTROY,
-    });
+    this.taskDefinition = arm64TaskDefinition(this, props.taskCpu, props.taskMemoryMiB);
+    this.logGroup = taskLogGroup(this, props.logRetention);
     const container = this.taskDefinition.addContainer('url-frontier', {
       image: props.image,
       command: URL_FRONTIER_COMMAND,

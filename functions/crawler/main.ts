@@ -5,7 +5,6 @@
  * in-flight work within SHUTDOWN_DEADLINE_MS, flushes the producer and exits 0.
  */
 import { hostname } from 'node:os';
-import { setTimeout as sleep } from 'node:timers/promises';
 import { S3Client } from '@aws-sdk/client-s3';
 import { config } from '../../lib/config/index.ts';
 import { BODY_BUDGET_SHARE, BodyBudget } from '../../lib/crawl/body-budget.ts';
@@ -30,6 +29,7 @@ import { redisStatsStore } from '../../lib/monitor/stores.ts';
 import { createRedis, redisSettings } from '../../lib/redis/client.ts';
 import { Frontier } from '../../lib/redis/frontier.ts';
 import { frontierOptions } from '../../lib/redis/frontier-types.ts';
+import { settlesWithin } from '../../lib/timeout.ts';
 import { s3ClientSettings } from '../shared/aws.ts';
 import { createLogger, monitorLog } from '../shared/observability.ts';
 
@@ -216,7 +216,7 @@ shutdown = async (signal: string): Promise<void> => {
   }
   // What can still be open is a robots.txt lookup no request waits for any more: not worth waiting for.
   await browser?.close().catch(() => undefined);
-  await Promise.race([fetcher.close(), sleep(1000)]).catch(() => undefined);
+  await settlesWithin(fetcher.close(), 1000);
   s3?.destroy();
   redis.disconnect();
   process.exit(code);

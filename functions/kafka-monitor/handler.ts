@@ -26,7 +26,7 @@ export function kafkaMonitorHandler(context: () => Promise<MonitorContext>) {
     metrics.addMetric('RequestsForwarded', MetricUnit.Count, result.forwarded);
     metrics.addMetric('RequestsRejected', MetricUnit.Count, result.rejected);
     metrics.addMetric('RecordsFailed', MetricUnit.Count, result.failures.length);
-    return batchResult(result.failures);
+    return batchResult(result.failures, config().MSK_EVENT_SOURCE_MODE);
   })
     .use(injectLambdaContext(logger))
     .use(logMetrics(metrics));

@@ -22,7 +22,7 @@ export function redisMonitorHandler(context: () => Promise<MonitorContext>) {
     const result = await handleActions(await context(), decodeMskEvent(event));
     metrics.addMetric('Replies', MetricUnit.Count, result.replies.length);
     metrics.addMetric('RecordsFailed', MetricUnit.Count, result.failures.length);
-    return batchResult(result.failures);
+    return batchResult(result.failures, config().MSK_EVENT_SOURCE_MODE);
   })
     .use(injectLambdaContext(logger))
     .use(logMetrics(metrics));

@@ -74,12 +74,6 @@ export function toBatchResponse(failures: DecodedRecord[]): MskBatchResponse {
   };
 }
 
-/**
- * The variable the stack sets on the MSK-triggered functions to the mode of their event sources (cdk/constructs/
- * functions.ts, context `eventSourceMode`). Unset means provisioned, the stack's default.
- */
-export const MSK_EVENT_SOURCE_MODE = 'MSK_EVENT_SOURCE_MODE';
-
 /** Thrown by {@link batchResult} in on-demand mode: Lambda retries the whole batch. */
 export class BatchFailedError extends Error {
   constructor(failures: DecodedRecord[]) {
@@ -98,12 +92,11 @@ export class BatchFailedError extends Error {
  * outage included: there a failure throws instead, and Lambda retries the whole batch. That is safe because the
  * handlers are idempotent (a retried request is a duplicate, a retried reply the same reply) and never fail a record
  * for its content (poison is answered with a rejection).
+ * @param mode the event sources' mode: the handler's `MSK_EVENT_SOURCE_MODE` (lib/config/variables.ts, set by the
+ * stack from context `eventSourceMode`); unset means provisioned, the stack's default
  * @throws BatchFailedError in on-demand mode when any record failed
  */
-export function batchResult(
-  failures: DecodedRecord[],
-  mode: string | undefined = process.env[MSK_EVENT_SOURCE_MODE],
-): MskBatchResponse {
+export function batchResult(failures: DecodedRecord[], mode: string | undefined): MskBatchResponse {
   if (mode === 'on-demand' && failures.length > 0) throw new BatchFailedError(failures);
   return toBatchResponse(failures);
 }

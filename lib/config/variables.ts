@@ -86,6 +86,13 @@ export const VARIABLES = {
     description:
       'AWS emulator for S3, CloudWatch, Secrets Manager, signed with key test (empty: AWS; `local`: LocalStack).',
   },
+  MSK_EVENT_SOURCE_MODE: {
+    type: 'string',
+    default: 'provisioned',
+    enum: ['provisioned', 'on-demand'],
+    description:
+      'AWS, set by the stack (-c eventSourceMode): the mode of the MSK-triggered functions’ event sources; on-demand ones ignore a partial batch response, so a failed record fails the whole batch.',
+  },
 
   // Redis
   REDIS_HOST: { type: 'string', default: '127.0.0.1', minLength: 1, description: 'Redis / Valkey host.' },

@@ -11,6 +11,7 @@
  */
 import type { Browser, BrowserContext, Page } from 'playwright-core';
 import type { Log } from '../ports.ts';
+import { settlesWithin } from '../timeout.ts';
 
 /** Where nothing listens: the discard port on loopback, as the proxy every escaped request would have to use. */
 const BLACK_HOLE_PROXY = 'http://127.0.0.1:9';
@@ -136,7 +137,7 @@ export class BrowserPool {
 
   async #release(page: Page, entry: CrawlContext): Promise<void> {
     try {
-      const closed = await withTimeout(page.close({ runBeforeUnload: false }), CLOSE_TIMEOUT_MS);
+      const closed = await settlesWithin(page.close({ runBeforeUnload: false }), CLOSE_TIMEOUT_MS);
       if (!closed) await this.#kill('a page did not close');
     } catch {
       // A page of a browser that died: nothing left to close.
@@ -170,7 +171,7 @@ export class BrowserPool {
   }
 
   async #closeContext(entry: CrawlContext): Promise<void> {
-    const closed = await withTimeout(
+    const closed = await settlesWithin(
       entry.context.close().catch(() => undefined),
       CLOSE_TIMEOUT_MS,
     );
@@ -245,7 +246,7 @@ export class BrowserPool {
     this.#forget();
     const browser = await launching.catch(() => undefined);
     // playwright-core kills the process when it does not close in time.
-    await withTimeout(browser?.close() ?? Promise.resolve(), CLOSE_TIMEOUT_MS);
+    await settlesWithin(browser?.close() ?? Promise.resolve(), CLOSE_TIMEOUT_MS);
   }
 
   /** A page that hung or crashed the browser: it is killed and launched again for the next page. */
@@ -259,25 +260,6 @@ export class BrowserPool {
     this.#browser = undefined;
     this.#contexts.clear();
     const browser = await launching?.catch(() => undefined);
-    if (browser) await withTimeout(browser.close(), CLOSE_TIMEOUT_MS);
-  }
-}
-
-/** Whether `promise` settled within `ms` (its rejection counts as settled). */
-export async function withTimeout(promise: Promise<unknown>, ms: number): Promise<boolean> {
-  let timer: NodeJS.Timeout | undefined;
-  const timeout = new Promise<boolean>((resolve) => {
-    timer = setTimeout(() => resolve(false), ms);
-  });
-  try {
-    return await Promise.race([
-      promise.then(
-        () => true,
-        () => true,
-      ),
-      timeout,
-    ]);
-  } finally {
-    clearTimeout(timer);
+    if (browser) await settlesWithin(browser.close(), CLOSE_TIMEOUT_MS);
   }
 }

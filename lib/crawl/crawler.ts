@@ -10,10 +10,10 @@
  * Shutdown: `stop()` stops leasing, lets in-flight work finish until the deadline, then aborts what is
  * left and releases those leases back to the queue, so nothing is lost.
  */
-import { setTimeout as sleep } from 'node:timers/promises';
 import { failureCause } from '../errors.ts';
 import { perAppSenderFor } from '../kafka/per-app.ts';
 import type { Lease } from '../redis/frontier-types.ts';
+import { settlesWithin } from '../timeout.ts';
 import { PageCounters } from './crawler-counters.ts';
 import { crawlerSink, DEFAULT_PRODUCE_LINGER_MS, Delivery, type Processed } from './crawler-delivery.ts';
 import { PageFetch } from './crawler-fetch.ts';
@@ -229,12 +229,7 @@ export class Crawler {
     if (ahead.length > 0) await this.#o.frontier.release(ahead).catch(() => 0);
     // Workers end once their request is processed; the deliveries they left run on until stored.
     const all = Promise.all(this.#workers).then(() => Promise.all(this.#delivering));
-    const deadline = new AbortController();
-    const timedOut = await Promise.race([
-      all.then(() => false),
-      sleep(deadlineMs, true, { signal: deadline.signal }).catch(() => false),
-    ]);
-    deadline.abort();
+    const timedOut = !(await settlesWithin(all, deadlineMs));
     let released = 0;
     if (timedOut) {
       // Requests still being fetched go back to the queue; those already fetched are being published and
@@ -242,8 +237,9 @@ export class Crawler {
       const left = [...this.#inFlight].filter((f) => !f.fetched);
       for (const f of left) f.abort.abort();
       released = await this.#o.frontier.release(left.map((f) => f.lease)).catch(() => 0);
-      await all;
     }
+    // A worker's failure (none is expected: each settles its own) still ends the stop with it.
+    await all;
     await this.flushStats();
     return { released };
   }

@@ -21,6 +21,7 @@
  */
 import { Worker } from 'node:worker_threads';
 import { CrawlClusterError } from '../errors.ts';
+import { rejectAfter } from '../timeout.ts';
 import {
   BEAT_MS,
   type RunMessage,
@@ -326,9 +327,5 @@ export class SpiderSandbox {
  */
 export function withBudget<T>(value: T | PromiseLike<T>, ms: number, what: () => string): T | Promise<T> {
   if (typeof (value as Partial<PromiseLike<T>> | undefined)?.then !== 'function') return value as T;
-  let timer: NodeJS.Timeout | undefined;
-  const late = new Promise<never>((_, reject) => {
-    timer = setTimeout(() => reject(new SpiderBudgetError(what())), ms);
-  });
-  return Promise.race([value, late]).finally(() => clearTimeout(timer));
+  return rejectAfter(value as PromiseLike<T>, ms, () => new SpiderBudgetError(what()));
 }

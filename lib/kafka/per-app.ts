@@ -9,6 +9,7 @@
  */
 import type { Kafka } from 'kafkajs';
 import { type Log, type MessageSink, type OutMessage, silentLog } from '../ports.ts';
+import { rejectAfter } from '../timeout.ts';
 
 /** Whether a topic exists: resolves false when the cluster says it does not; rejects when it cannot tell. */
 export type TopicLookup = (topic: string) => Promise<boolean>;
@@ -227,15 +228,9 @@ export class PerAppSender {
   }
 }
 
-/** `promise`, or a rejection after `ms` (the work itself goes on). */
+/** `promise`, or a rejection after `ms` (the work itself goes on; a send abandoned here that fails later is dropped). */
 function bounded<T>(promise: Promise<T>, ms: number, what: string): Promise<T> {
-  let timer: NodeJS.Timeout | undefined;
-  const timeout = new Promise<never>((_, reject) => {
-    timer = setTimeout(() => reject(new Error(`${what}: no answer within ${ms} ms`)), ms);
-  });
-  // A send abandoned here may still fail later; nothing waits for it, so its rejection is dropped.
-  promise.catch(() => {});
-  return Promise.race([promise, timeout]).finally(() => clearTimeout(timer));
+  return rejectAfter(promise, ms, () => new Error(`${what}: no answer within ${ms} ms`));
 }
 
 /**

@@ -29,6 +29,7 @@
 import type { MSKEvent } from 'aws-lambda';
 import type { MskBatchResponse } from '../../functions/shared/msk.ts';
 import type { Consumer, EachBatchPayload, Kafka } from '../../lib/kafka/types.ts';
+import { settlesWithin } from '../../lib/timeout.ts';
 import {
   type ConsumerDownError,
   type ConsumerHealth,
@@ -324,7 +325,7 @@ export async function startMskSource(options: MskSourceOptions): Promise<MskSour
     dropBuffer();
     for (const t of resumeTimers) clearTimeout(t);
     resumeTimers.clear();
-    if (!(await within(tail, stopTimeoutMs))) {
+    if (!(await settlesWithin(tail, stopTimeoutMs))) {
       log('warn', 'msk source: handler still running at stop; its records will be delivered again', {
         topic,
         groupId,
@@ -333,8 +334,8 @@ export async function startMskSource(options: MskSourceOptions): Promise<MskSour
     }
     // A restart under way may be building a consumer: let it finish (its steps are bounded) so that the
     // consumer disconnected here is the last one.
-    await within(replacing ?? Promise.resolve(), stopTimeoutMs);
-    if (!(await within(consumer.disconnect(), stopTimeoutMs))) {
+    await settlesWithin(replacing ?? Promise.resolve(), stopTimeoutMs);
+    if (!(await settlesWithin(consumer.disconnect(), stopTimeoutMs))) {
       log('warn', 'msk source: consumer did not disconnect in time', { topic, groupId, stopTimeoutMs });
     }
   }
@@ -375,7 +376,7 @@ export async function startMskSource(options: MskSourceOptions): Promise<MskSour
       await c.subscribe({ topic, fromBeginning: startingPosition === 'TRIM_HORIZON' });
       await c.run({ autoCommit: false, eachBatchAutoResolve: false, eachBatch });
     } catch (error) {
-      await within(c.disconnect(), stopTimeoutMs);
+      await settlesWithin(c.disconnect(), stopTimeoutMs);
       throw error;
     }
   }
@@ -386,7 +387,7 @@ export async function startMskSource(options: MskSourceOptions): Promise<MskSour
       if (stopping) return;
       const old = consumer;
       // kafkajs disconnected it when it crashed; this only makes sure, and never waits long.
-      await within(old.disconnect(), stopTimeoutMs);
+      await settlesWithin(old.disconnect(), stopTimeoutMs);
       if (stopping) return;
       dropBuffer();
       for (const t of resumeTimers) clearTimeout(t);
@@ -414,25 +415,6 @@ export async function startMskSource(options: MskSourceOptions): Promise<MskSour
     },
     health: () => supervisor.health(),
   };
-}
-
-/** Resolves true when `promise` settles within `ms`, false otherwise (never rejects). */
-async function within(promise: Promise<unknown>, ms: number): Promise<boolean> {
-  let timer: NodeJS.Timeout | undefined;
-  const timeout = new Promise<false>((resolve) => {
-    timer = setTimeout(() => resolve(false), ms);
-  });
-  try {
-    return await Promise.race([
-      promise.then(
-        () => true,
-        () => true,
-      ),
-      timeout,
-    ]);
-  } finally {
-    clearTimeout(timer);
-  }
 }
 
 function positiveInteger(name: string, value: number): number {

@@ -6,6 +6,7 @@
  * call is still running is skipped: on one machine an overlapping run only competes with itself.
  */
 import type { ScheduledEvent } from 'aws-lambda';
+import { settlesWithin } from '../../lib/timeout.ts';
 import { errorFields, type RuntimeLog } from './log.ts';
 
 /**
@@ -96,15 +97,9 @@ export function startSchedule(options: ScheduleOptions): Schedule {
     clearInterval(timer);
     const current = running;
     if (!current) return;
-    let timeout: NodeJS.Timeout | undefined;
-    const finished = await Promise.race([
-      current.then(() => true),
-      new Promise<false>((resolve) => {
-        timeout = setTimeout(() => resolve(false), stopTimeoutMs);
-      }),
-    ]);
-    clearTimeout(timeout);
-    if (!finished) log('warn', `schedule ${name}: handler still running at stop`, { schedule: name, stopTimeoutMs });
+    // The run never rejects (its handler's failures are logged inside it).
+    if (!(await settlesWithin(current, stopTimeoutMs)))
+      log('warn', `schedule ${name}: handler still running at stop`, { schedule: name, stopTimeoutMs });
   }
 
   return {

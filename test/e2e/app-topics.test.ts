@@ -8,33 +8,20 @@
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';
 import { crawledAppTopic, outboundAppTopic } from '../../lib/kafka/topics.ts';
 import { type FixtureSite, startSite } from '../../localstack/site/site.ts';
-import { type Collector, completeNotice, crawlPages, startTestCluster, type TestCluster } from '../helpers/cluster.ts';
+import { type Collector, completeNotice, crawlPages, type E2eCluster, startE2eCluster } from '../helpers/cluster.ts';
 import { waitUntil } from '../helpers/services.ts';
 
 describe('per-app topics created on first use', () => {
   let site: FixtureSite;
-  let t: TestCluster;
+  let t: E2eCluster;
   let pages: Collector;
   let outbound: Collector;
   const appTopics: string[] = [];
 
   beforeAll(async () => {
     site = await startSite({ pages: 30, links: 3 });
-    t = await startTestCluster(
-      {
-        ALLOW_PRIVATE_NETWORKS: true,
-        CRAWLER_HOST_MAP: site.hostMap,
-        QUEUE_HITS: 1000,
-        QUEUE_WINDOW: 1,
-        QUEUE_MODERATED: false,
-        KAFKA_APPID_TOPICS: true,
-        KAFKA_APPID_TOPICS_MAX: 1,
-        LOG_LEVEL: 'WARN',
-      },
-      { crawlerWorkers: 1 },
-    );
-    pages = await t.collect(t.topics.crawledFirehose);
-    outbound = await t.collect(t.topics.outboundFirehose);
+    t = await startE2eCluster({ KAFKA_APPID_TOPICS: true, KAFKA_APPID_TOPICS_MAX: 1 }, { site });
+    ({ pages, outbound } = t);
   });
   afterAll(async () => {
     await t?.stop();

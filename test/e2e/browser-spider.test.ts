@@ -7,23 +7,26 @@
  */
 import { access, constants } from 'node:fs/promises';
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';
-import { redisSpiderTypeStore } from '../../lib/monitor/spider-types.ts';
-import type { RedisClient } from '../../lib/redis/client.ts';
 import { type FixtureSite, JS_PAGE_LINKS, startSite } from '../../localstack/site/site.ts';
-import { type Collector, completeNotice, crawlPages, startTestCluster, type TestCluster } from '../helpers/cluster.ts';
-import { type CrawlerProcess, startCrawlerProcess } from '../helpers/crawler-process.ts';
-import { clusterRedis, waitUntil } from '../helpers/services.ts';
+import {
+  type Collector,
+  completeNotice,
+  crawlPages,
+  type E2eCluster,
+  startE2eCluster,
+  startRegisteredWorkers,
+} from '../helpers/cluster.ts';
+import type { CrawlerProcess } from '../helpers/crawler-process.ts';
 
 const CHROMIUM = process.env.CHROMIUM_PATH ?? '/usr/bin/chromium';
 const APPID = 'browser-e2e';
 
 describe('the browser spider type', () => {
   let site: FixtureSite;
-  let t: TestCluster;
+  let t: E2eCluster;
   let pages: Collector;
   let outbound: Collector;
   let browserWorker: CrawlerProcess;
-  let redis: RedisClient;
   const jsUrl = () => `http://${site.hosts[0]}:${site.port}/js`;
 
   beforeAll(async () => {
@@ -31,28 +34,12 @@ describe('the browser spider type', () => {
       throw new Error(`The browser spider test needs Debian's chromium at ${CHROMIUM} (or set CHROMIUM_PATH).`);
     });
     site = await startSite({ pages: 10, links: 2 });
-    t = await startTestCluster(
-      {
-        ALLOW_PRIVATE_NETWORKS: true,
-        CRAWLER_HOST_MAP: site.hostMap,
-        QUEUE_HITS: 1000,
-        QUEUE_WINDOW: 1,
-        QUEUE_MODERATED: false,
-        BROWSER_CHROMIUM_PATH: CHROMIUM,
-        LOG_LEVEL: 'WARN',
-      },
-      { crawlerWorkers: 1 },
-    );
-    pages = await t.collect(t.topics.crawledFirehose);
-    outbound = await t.collect(t.topics.outboundFirehose);
-    browserWorker = startCrawlerProcess(t.vars, { CRAWLER_SPIDERS: 'browser', BROWSER_PAGES: 2 });
-    redis = clusterRedis();
-    const store = redisSpiderTypeStore(redis, t.vars.REDIS_KEY_PREFIX);
-    await waitUntil('the browser worker to register', async () => (await store.registered()).has('browser'), 30_000);
+    t = await startE2eCluster({ BROWSER_CHROMIUM_PATH: CHROMIUM }, { site });
+    ({ pages, outbound } = t);
+    [browserWorker] = await startRegisteredWorkers(t, 'browser', [{ CRAWLER_SPIDERS: 'browser', BROWSER_PAGES: 2 }]);
   }, 90_000);
   afterAll(async () => {
     await browserWorker?.stop();
-    redis?.disconnect();
     await t?.stop();
     await site?.close();
   });

@@ -12,7 +12,7 @@ import { ensureTopics } from '../../lib/kafka/client.ts';
 import { clusterTopicList, clusterTopics } from '../../lib/kafka/topics.ts';
 import { type FixtureSite, startSite } from '../../localstack/site/site.ts';
 import { clusterEnv, runCli, startCli } from '../helpers/cli.ts';
-import { startTestCluster, type TestCluster } from '../helpers/cluster.ts';
+import { startE2eCluster, startTestCluster, type TestCluster } from '../helpers/cluster.ts';
 import { testKafka, uniqueName, waitUntil } from '../helpers/services.ts';
 
 const APPID = 'cli-e2e';
@@ -25,17 +25,7 @@ describe('crawl-cluster crawl against a running cluster with one crawler worker'
 
   beforeAll(async () => {
     site = await startSite({ pages: 60, links: 4 });
-    t = await startTestCluster(
-      {
-        ALLOW_PRIVATE_NETWORKS: true,
-        CRAWLER_HOST_MAP: site.hostMap,
-        QUEUE_HITS: 1000,
-        QUEUE_WINDOW: 1,
-        QUEUE_MODERATED: false,
-        LOG_LEVEL: 'WARN',
-      },
-      { crawlerWorkers: 1 },
-    );
+    t = await startE2eCluster({}, { site });
     env = clusterEnv(t.vars);
     dir = await mkdtemp(join(tmpdir(), 'cli-crawl-'));
   });

@@ -7,7 +7,7 @@ import { createServer, type Server } from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { type FixtureSite, startSite } from '../../localstack/site/site.ts';
 import { clusterEnv, runCli } from '../helpers/cli.ts';
-import { startTestCluster, type TestCluster } from '../helpers/cluster.ts';
+import { startE2eCluster, type TestCluster } from '../helpers/cluster.ts';
 
 const APPID = 'cli-fail-e2e';
 const DENIED = 'robots.txt disallows this URL';
@@ -30,17 +30,7 @@ describe('the CLI beside a running cluster with one crawler worker', () => {
 
   beforeAll(async () => {
     site = await startSite({ pages: 20, links: 3 });
-    t = await startTestCluster(
-      {
-        ALLOW_PRIVATE_NETWORKS: true,
-        CRAWLER_HOST_MAP: site.hostMap,
-        QUEUE_HITS: 1000,
-        QUEUE_WINDOW: 1,
-        QUEUE_MODERATED: false,
-        LOG_LEVEL: 'WARN',
-      },
-      { crawlerWorkers: 1 },
-    );
+    t = await startE2eCluster({}, { site });
     env = clusterEnv(t.vars);
     held = await holdPort();
   });

@@ -9,33 +9,20 @@ import { QUIET_MAX_MS } from '../../lib/crawl/crawler-leasing.ts';
 import { Frontier } from '../../lib/redis/frontier.ts';
 import { frontierOptions } from '../../lib/redis/frontier-types.ts';
 import { type FixtureSite, startSite } from '../../localstack/site/site.ts';
-import { type Collector, completeNotice, crawlPages, startTestCluster, type TestCluster } from '../helpers/cluster.ts';
+import { type Collector, completeNotice, crawlPages, type E2eCluster, startE2eCluster } from '../helpers/cluster.ts';
 import { CONTRACT_PAGE_FIELDS } from '../helpers/contract.ts';
 import { clusterRedis, waitUntil } from '../helpers/services.ts';
 
 describe('crawling a fixture site with crawler worker processes', () => {
   let site: FixtureSite;
-  let t: TestCluster;
+  let t: E2eCluster;
   let pages: Collector;
   let outbound: Collector;
 
   beforeAll(async () => {
     site = await startSite({ pages: 120, links: 4 });
-    t = await startTestCluster(
-      {
-        ALLOW_PRIVATE_NETWORKS: true,
-        CRAWLER_HOST_MAP: site.hostMap,
-        QUEUE_HITS: 1000,
-        QUEUE_WINDOW: 1,
-        QUEUE_MODERATED: false,
-        RETRY_BASE_DELAY_MS: 100,
-        CRAWLER_CONCURRENCY: 8,
-        LOG_LEVEL: 'WARN',
-      },
-      { crawlerWorkers: 2 },
-    );
-    pages = await t.collect(t.topics.crawledFirehose);
-    outbound = await t.collect(t.topics.outboundFirehose);
+    t = await startE2eCluster({ RETRY_BASE_DELAY_MS: 100, CRAWLER_CONCURRENCY: 8 }, { site, crawlerWorkers: 2 });
+    ({ pages, outbound } = t);
   });
   afterAll(async () => {
     await t?.stop();

@@ -7,10 +7,13 @@ import { createMonitorDeps, type MonitorDeps } from '../../functions/shared/deps
 import { config, type Variables } from '../../lib/config/index.ts';
 import { createProducer } from '../../lib/kafka/client.ts';
 import { clusterTopics } from '../../lib/kafka/topics.ts';
+import { redisSpiderTypeStore } from '../../lib/monitor/spider-types.ts';
 import { silentLog } from '../../lib/ports.ts';
 import { type LocalCluster, startLocalCluster } from '../../localstack/runtime/cluster.ts';
 import type { RuntimeLog } from '../../localstack/runtime/log.ts';
-import { testKafka, uniqueName, waitUntil } from './services.ts';
+import type { FixtureSite } from '../../localstack/site/site.ts';
+import { type CrawlerProcess, startCrawlerProcess } from './crawler-process.ts';
+import { clusterRedis, testKafka, uniqueName, waitUntil } from './services.ts';
 
 export interface TestCluster {
   vars: Variables;
@@ -141,4 +144,73 @@ export function completeNotice(outbound: Collector, crawlid: string, timeoutMs =
     `crawl ${crawlid} to complete`,
     timeoutMs,
   );
+}
+
+/** A cluster for the crawling e2e and poison tests, with what it publishes collected from the start. */
+export interface E2eCluster extends TestCluster {
+  /** Every message on `<p>.crawled_firehose`. */
+  pages: Collector;
+  /** Every message on `<p>.outbound_firehose`. */
+  outbound: Collector;
+}
+
+/**
+ * Starts a local cluster that crawls as fast as it can (no politeness delay: 1000 fetches per second per domain,
+ * unmoderated), logs warnings only, and collects its pages and replies. With `site`, the crawlers reach the fixture
+ * site's host names on loopback. `overrides` win over all of these.
+ */
+export async function startE2eCluster(
+  overrides: Partial<Variables> = {},
+  options: { site?: Pick<FixtureSite, 'hostMap'>; crawlerWorkers?: number } = {},
+): Promise<E2eCluster> {
+  const t = await startTestCluster(
+    {
+      ...(options.site ? { ALLOW_PRIVATE_NETWORKS: true, CRAWLER_HOST_MAP: options.site.hostMap } : {}),
+      QUEUE_HITS: 1000,
+      QUEUE_WINDOW: 1,
+      QUEUE_MODERATED: false,
+      LOG_LEVEL: 'WARN',
+      ...overrides,
+    },
+    { crawlerWorkers: options.crawlerWorkers ?? 1 },
+  );
+  try {
+    return {
+      ...t,
+      pages: await t.collect(t.topics.crawledFirehose),
+      outbound: await t.collect(t.topics.outboundFirehose),
+    };
+  } catch (error) {
+    await t.stop();
+    throw error;
+  }
+}
+
+/**
+ * Starts crawler worker processes beside `t` (one for each entry of `workers`, with those variables on top of the
+ * cluster's) and waits until they have registered `spiderType`; stops them when they do not within `timeoutMs`.
+ */
+export async function startRegisteredWorkers<const W extends readonly Partial<Variables>[]>(
+  t: TestCluster,
+  spiderType: string,
+  workers: W,
+  timeoutMs = 30_000,
+): Promise<{ -readonly [K in keyof W]: CrawlerProcess }> {
+  const started = workers.map((overrides) => startCrawlerProcess(t.vars, overrides));
+  const redis = clusterRedis();
+  try {
+    const store = redisSpiderTypeStore(redis, t.vars.REDIS_KEY_PREFIX);
+    await waitUntil(
+      `the workers to register spider type ${spiderType}`,
+      async () => (await store.registered()).has(spiderType),
+      timeoutMs,
+    );
+    return started as { -readonly [K in keyof W]: CrawlerProcess };
+  } catch (error) {
+    await Promise.all(started.map((w) => w.stop()));
+    const output = started.map((w) => w.output().slice(-2000)).join('\n');
+    throw new Error(`${(error as Error).message}\n${output}`);
+  } finally {
+    redis.disconnect();
+  }
 }

@@ -12,11 +12,15 @@ import { access, constants } from 'node:fs/promises';
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';
-import { redisSpiderTypeStore } from '../../lib/monitor/spider-types.ts';
-import type { RedisClient } from '../../lib/redis/client.ts';
-import { type Collector, completeNotice, crawlPages, startTestCluster, type TestCluster } from '../helpers/cluster.ts';
-import { type CrawlerProcess, startCrawlerProcess } from '../helpers/crawler-process.ts';
-import { clusterRedis, waitUntil } from '../helpers/services.ts';
+import {
+  type Collector,
+  completeNotice,
+  crawlPages,
+  type E2eCluster,
+  startE2eCluster,
+  startRegisteredWorkers,
+} from '../helpers/cluster.ts';
+import type { CrawlerProcess } from '../helpers/crawler-process.ts';
 
 const CHROMIUM = process.env.CHROMIUM_PATH ?? '/usr/bin/chromium';
 const APPID = 'browser-poison';
@@ -53,10 +57,9 @@ const page = (script: string, body = '') => `<html><body>${body}<script>${script
 describe('hostile pages on a browser worker', () => {
   let site: Listening;
   let secret: Listening;
-  let t: TestCluster;
+  let t: E2eCluster;
   let pages: Collector;
   let outbound: Collector;
-  let redis: RedisClient;
   let worker: CrawlerProcess;
   const url = (path: string) => `http://${HOST}:${site.port}${path}`;
 
@@ -87,37 +90,26 @@ describe('hostile pages on a browser worker', () => {
       if (path === '/robots.txt') return ['text/plain', 'User-agent: *\nAllow: /\n'];
       return ['text/html', pagesByPath[path] ?? '<html><body><p>fine</p></body></html>'];
     });
-    t = await startTestCluster(
-      {
-        ALLOW_PRIVATE_NETWORKS: false,
-        QUEUE_HITS: 100_000,
-        QUEUE_WINDOW: 1,
-        QUEUE_MODERATED: false,
-        RETRY_TIMES: 1,
-        RETRY_BASE_DELAY_MS: 100,
-        LOG_LEVEL: 'WARN',
-      },
+    t = await startE2eCluster(
+      { ALLOW_PRIVATE_NETWORKS: false, QUEUE_HITS: 100_000, RETRY_TIMES: 1, RETRY_BASE_DELAY_MS: 100 },
       { crawlerWorkers: 0 },
     );
-    pages = await t.collect(t.topics.crawledFirehose);
-    outbound = await t.collect(t.topics.outboundFirehose);
-    redis = clusterRedis();
-    worker = startCrawlerProcess(t.vars, {
-      CRAWLER_SPIDERS: 'browser',
-      CRAWLER_HOST_MAP: `${HOST}=127.0.0.1,${SECRET_HOST}=127.0.0.1`,
-      CRAWLER_TRUSTED_HOSTS: HOST,
-      BROWSER_CHROMIUM_PATH: CHROMIUM,
-      BROWSER_PAGES: 2,
-      BROWSER_PAGE_TIMEOUT_MS: 5000,
-      BROWSER_PAGE_MEMORY_MB: 64,
-      BROWSER_MAX_REQUESTS: MAX_REQUESTS,
-    });
-    const store = redisSpiderTypeStore(redis, t.vars.REDIS_KEY_PREFIX);
-    await waitUntil('the browser worker to register', async () => (await store.registered()).has('browser'), 30_000);
+    ({ pages, outbound } = t);
+    [worker] = await startRegisteredWorkers(t, 'browser', [
+      {
+        CRAWLER_SPIDERS: 'browser',
+        CRAWLER_HOST_MAP: `${HOST}=127.0.0.1,${SECRET_HOST}=127.0.0.1`,
+        CRAWLER_TRUSTED_HOSTS: HOST,
+        BROWSER_CHROMIUM_PATH: CHROMIUM,
+        BROWSER_PAGES: 2,
+        BROWSER_PAGE_TIMEOUT_MS: 5000,
+        BROWSER_PAGE_MEMORY_MB: 64,
+        BROWSER_MAX_REQUESTS: MAX_REQUESTS,
+      },
+    ]);
   }, 90_000);
   afterAll(async () => {
     await worker?.stop();
-    redis?.disconnect();
     await t?.stop();
     for (const s of [site, secret]) await new Promise((resolve) => s?.server.close(resolve));
   });

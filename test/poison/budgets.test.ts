@@ -10,13 +10,20 @@
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';
+import type { Variables } from '../../lib/config/index.ts';
 import { MAX_SITEMAP_ENTRIES } from '../../lib/crawl/sitemap.ts';
-import { redisSpiderTypeStore } from '../../lib/monitor/spider-types.ts';
 import type { RedisClient } from '../../lib/redis/client.ts';
 import { Frontier } from '../../lib/redis/frontier.ts';
 import { frontierOptions } from '../../lib/redis/frontier-types.ts';
-import { type Collector, completeNotice, crawlPages, startTestCluster, type TestCluster } from '../helpers/cluster.ts';
-import { type CrawlerProcess, startCrawlerProcess } from '../helpers/crawler-process.ts';
+import {
+  type Collector,
+  completeNotice,
+  crawlPages,
+  type E2eCluster,
+  startE2eCluster,
+  startRegisteredWorkers,
+} from '../helpers/cluster.ts';
+import type { CrawlerProcess } from '../helpers/crawler-process.ts';
 import { clusterRedis, waitUntil } from '../helpers/services.ts';
 
 const APPID = 'budgets';
@@ -68,7 +75,7 @@ async function startSite(): Promise<{ server: Server; url: (path: string) => str
 }
 
 describe('page budgets through the local cluster', () => {
-  let t: TestCluster;
+  let t: E2eCluster;
   let site: Awaited<ReturnType<typeof startSite>>;
   let pages: Collector;
   let outbound: Collector;
@@ -77,38 +84,23 @@ describe('page budgets through the local cluster', () => {
 
   beforeAll(async () => {
     site = await startSite();
-    t = await startTestCluster(
-      {
-        ALLOW_PRIVATE_NETWORKS: true,
-        QUEUE_HITS: 100_000,
-        QUEUE_WINDOW: 1,
-        QUEUE_MODERATED: false,
-        RETRY_TIMES: 1,
-        RETRY_BASE_DELAY_MS: 100,
-        LOG_LEVEL: 'WARN',
-      },
+    t = await startE2eCluster(
+      { ALLOW_PRIVATE_NETWORKS: true, QUEUE_HITS: 100_000, RETRY_TIMES: 1, RETRY_BASE_DELAY_MS: 100 },
       { crawlerWorkers: 0 },
     );
-    pages = await t.collect(t.topics.crawledFirehose);
-    outbound = await t.collect(t.topics.outboundFirehose);
+    ({ pages, outbound } = t);
     redis = clusterRedis();
-    workers = [0, 1].map(() =>
-      startCrawlerProcess(t.vars, {
-        CRAWLER_HOST_MAP: site.hostMap,
-        CRAWLER_PLUGINS: 'test/fixtures/plugins/runaway.ts',
-        CRAWLER_CONCURRENCY: 4,
-        CRAWLER_PARSE_TIMEOUT_MS: 1500,
-        // The hog reaches 64 MiB in ~0.2 s (256 MiB took ~0.8 s, past 1.5 s on a busy machine): it runs out of memory
-        // well within its time budget, so the reason it is given up for is the memory one.
-        CRAWLER_PLUGIN_MEMORY_MB: 64,
-      }),
-    );
-    const store = redisSpiderTypeStore(redis, t.vars.REDIS_KEY_PREFIX);
-    await waitUntil(
-      'the workers to register the runaway spiders',
-      async () => (await store.registered()).has('loops'),
-      30_000,
-    );
+    const runaway: Partial<Variables> = {
+      CRAWLER_HOST_MAP: site.hostMap,
+      CRAWLER_PLUGINS: 'test/fixtures/plugins/runaway.ts',
+      CRAWLER_CONCURRENCY: 4,
+      CRAWLER_PARSE_TIMEOUT_MS: 1500,
+      // The hog reaches 64 MiB in ~0.2 s (256 MiB took ~0.8 s, past 1.5 s on a busy machine): it runs out of memory
+      // well within its time budget, so the reason it is given up for is the memory one.
+      CRAWLER_PLUGIN_MEMORY_MB: 64,
+    };
+    // The runaway plugins' spider types registered: `loops` among them.
+    workers = await startRegisteredWorkers(t, 'loops', [runaway, runaway]);
   }, 120_000);
   afterAll(async () => {
     await Promise.all(workers.map((w) => w.stop()));

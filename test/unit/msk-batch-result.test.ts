@@ -1,5 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { BatchFailedError, batchResult } from '../../functions/shared/msk.ts';
+import { loadConfig } from '../../lib/config/index.ts';
+import { ConfigError } from '../../lib/errors.ts';
 import type { DecodedRecord } from '../../lib/kafka/record.ts';
 
 const record = (partition: number, offset: number): DecodedRecord => ({
@@ -33,5 +35,13 @@ describe('batchResult: the answer of an MSK-triggered handler per event source m
   it('answers an empty list in both modes when nothing failed', () => {
     expect(batchResult([], 'on-demand')).toEqual({ batchItemFailures: [] });
     expect(batchResult([], 'provisioned')).toEqual({ batchItemFailures: [] });
+  });
+
+  it('takes its mode from lib/config: MSK_EVENT_SOURCE_MODE, provisioned when unset, a wrong value refused at start', () => {
+    expect(loadConfig({}).MSK_EVENT_SOURCE_MODE).toBe('provisioned');
+    const onDemand = loadConfig({ MSK_EVENT_SOURCE_MODE: 'on-demand' }).MSK_EVENT_SOURCE_MODE;
+    expect(() => batchResult([record(0, 1)], onDemand)).toThrow(BatchFailedError);
+    expect(() => loadConfig({ MSK_EVENT_SOURCE_MODE: 'ondemand' })).toThrow(ConfigError);
+    expect(() => loadConfig({ MSK_EVENT_SOURCE_MODE: 'ondemand' })).toThrow(/MSK_EVENT_SOURCE_MODE/);
   });
 });

@@ -189,19 +189,19 @@ describe('firehose partitions on MSK Serverless', () => {
     Object.values(synthStack(context).template.findResources('Custom::KafkaTopics'))[0]?.Properties.Partitions;
 
   it('are sized so maxTasks crawlers at their peak stay under 5 MB/s a partition', () => {
-    // 10 tasks x 850 pages/s x 28 KB / 8.3 (gzip) = 28 MB/s: 6 partitions.
-    expect(firehosePartitionsNeeded(10, 28, 8.3)).toBe(6);
+    // 10 tasks x 850 pages/s x 28 KB / 3.5 (gzip, as the crawl compresses) = 66 MB/s: 14 partitions.
+    expect(firehosePartitionsNeeded(10, 28, 3.5)).toBe(14);
     expect(firehosePartitionsNeeded(10, 28, 1)).toBe(47);
-    expect(partitions({})).toBe(6);
-    expect(partitions({ maxTasks: 4 })).toBe(3);
+    expect(partitions({})).toBe(14);
+    expect(partitions({ maxTasks: 4 })).toBe(6);
     expect(partitions({ runtimeEnv: { KAFKA_COMPRESSION: 'zstd' } })).toBe(3);
-    expect(partitions({ topicPartitions: 12 })).toBe(12);
+    expect(partitions({ topicPartitions: 20 })).toBe(20);
   });
 
   it('raise a value given too low, with a warning; provisioned MSK keeps the value', () => {
     const s = synthStack({ topicPartitions: 2 });
-    expect(Object.values(s.template.findResources('Custom::KafkaTopics'))[0]?.Properties.Partitions).toBe(6);
-    Annotations.fromStack(s.stack).hasWarning('*', Match.stringLikeRegexp('topicPartitions=2 raised to 6'));
+    expect(Object.values(s.template.findResources('Custom::KafkaTopics'))[0]?.Properties.Partitions).toBe(14);
+    Annotations.fromStack(s.stack).hasWarning('*', Match.stringLikeRegexp('topicPartitions=2 raised to 14'));
     expect(partitions({ kafka: 'provisioned', topicPartitions: 2 })).toBe(2);
   });
 });

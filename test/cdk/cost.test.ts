@@ -9,7 +9,7 @@ import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { parseContext } from '../../cdk/cost.ts';
 import { priceTemplate, UnpricedResourceError, unpricedTypes } from '../../cdk/cost-model.ts';
-import { ASSUMPTIONS } from '../../cdk/prices.ts';
+import { ASSUMPTIONS, COMPRESSION_RATIO } from '../../cdk/prices.ts';
 import { REPO_ROOT } from '../../localstack/repo-root.ts';
 import { type Cfn, synthStack } from './synth.ts';
 
@@ -116,7 +116,7 @@ describe('npm run cost', () => {
       r.per_million_pages.find((c) => c.component === 'MSK Serverless bytes in')?.usd_per_million_pages ?? 0;
     // 28 KB pages: 28.7 GB a million uncompressed, $0.10 a GB in.
     expect(bytesIn(none)).toBeCloseTo(2.867, 2);
-    expect(bytesIn(gzip)).toBeCloseTo(2.867 / 8.3, 2);
+    expect(bytesIn(gzip)).toBeCloseTo(2.867 / (COMPRESSION_RATIO.gzip as number), 2);
     expect(none.usd_per_million_pages).toBeGreaterThan(gzip.usd_per_million_pages);
     const bigger = priceTemplate(tpl('standard'), { pageKb: 56 });
     expect(bytesIn(bigger)).toBeCloseTo(2 * bytesIn(gzip), 2);

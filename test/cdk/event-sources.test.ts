@@ -75,7 +75,7 @@ describe('MSK event sources', () => {
     expect(resourceOf(s, s.stack.kafka.topicsResource).Properties).toMatchObject({
       Topics: Object.values(topics),
       // Sized for MSK Serverless's per-partition ingress (test/cdk/cost-flags.test.ts).
-      Partitions: 6,
+      Partitions: 14,
     });
   });
 

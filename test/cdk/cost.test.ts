@@ -99,6 +99,23 @@ describe('npm run cost', () => {
     expect(report.idle_usd_per_month).toBeCloseTo(priceTemplate(tpl('small')).idle_usd_per_month, 1);
   });
 
+  it("README's cost table and docs/cost.md carry what npm run cost prints for both profiles today", () => {
+    const readme = readFileSync(join(REPO_ROOT, 'README.md'), 'utf8');
+    const costDoc = readFileSync(join(REPO_ROOT, 'docs/cost.md'), 'utf8');
+    for (const [profile, row] of [
+      ['standard', '`standard` (the default)'],
+      ['small', '`small` (`-c profile=small`)'],
+    ] as const) {
+      const r = priceTemplate(tpl(profile));
+      const usd = (n: number) =>
+        `$${n.toLocaleString('en-US', { minimumFractionDigits: 2, maximumFractionDigits: 2 })}`;
+      expect(readme, profile).toContain(`| ${row} | ${usd(r.idle_usd_per_month)} | ${usd(r.usd_per_million_pages)} |`);
+      expect(costDoc, profile).toContain(
+        `**profile ${profile}**: idle floor **${usd(r.idle_usd_per_month)} a month**; a million pages add **${usd(r.usd_per_million_pages)}**`,
+      );
+    }
+  });
+
   it('counts the metrics each scheduled function publishes every run as its handler does', () => {
     for (const name of ['expire', 'stats', 'reclaim']) {
       const source = readFileSync(join(REPO_ROOT, 'functions', name, 'handler.ts'), 'utf8');

@@ -21,7 +21,7 @@
  * and without this and compares them. kafkajs is pinned (package.json). Where kafkajs is not a module of its own (the
  * Lambda functions' esbuild bundles), this does nothing.
  */
-import { createRequire } from 'node:module';
+import { kafkajsInternal } from './kafkajs-internal.ts';
 
 interface KafkajsEncoder {
   buf: Buffer;
@@ -37,16 +37,8 @@ interface KafkajsEncoderClass {
   prototype: KafkajsEncoder & Record<string, unknown>;
 }
 
-const require = createRequire(import.meta.url);
-
 /** kafkajs's Encoder class, or undefined where it cannot be loaded as a module of its own. */
-const KafkajsEncoder: KafkajsEncoderClass | undefined = (() => {
-  try {
-    return require('kafkajs/src/protocol/encoder.js') as KafkajsEncoderClass;
-  } catch {
-    return undefined;
-  }
-})();
+const KafkajsEncoder = kafkajsInternal<KafkajsEncoderClass>('src/protocol/encoder.js');
 
 /** The smallest power of two above `n` (kafkajs's `nextPowerOfTwo`, which the grown sizes keep). */
 function nextPowerOfTwo(n: number): number {

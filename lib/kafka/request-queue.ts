@@ -11,7 +11,7 @@
  * lib/kafka/client.ts imports this before kafkajs is used. Where kafkajs is not a module of its own (the Lambda
  * functions' esbuild bundles), this does nothing: there the process is frozen between invocations anyway.
  */
-import { createRequire } from 'node:module';
+import { kafkajsInternal } from './kafkajs-internal.ts';
 
 /** The part of kafkajs's RequestQueue the fix reads and writes. */
 interface KafkajsRequestQueue {
@@ -28,16 +28,8 @@ interface KafkajsRequestQueueClass {
 /** kafkajs's CHECK_PENDING_REQUESTS_INTERVAL: the soonest a pending request is looked at again (ms). */
 const CHECK_PENDING_REQUESTS_INTERVAL = 10;
 
-const require = createRequire(import.meta.url);
-
 /** kafkajs's RequestQueue class, or undefined where it cannot be loaded as a module of its own. */
-export const KafkajsRequestQueue: KafkajsRequestQueueClass | undefined = (() => {
-  try {
-    return require('kafkajs/src/network/requestQueue/index.js') as KafkajsRequestQueueClass;
-  } catch {
-    return undefined;
-  }
-})();
+export const KafkajsRequestQueue = kafkajsInternal<KafkajsRequestQueueClass>('src/network/requestQueue/index.js');
 
 /** Schedules one check of the pending requests when some are pending and none is scheduled; else nothing. */
 function scheduleCheckPendingRequests(this: KafkajsRequestQueue): void {

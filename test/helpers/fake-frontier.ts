@@ -7,6 +7,7 @@
 import { registrableDomain } from '../../lib/crawl/domain.ts';
 import { requestFingerprint } from '../../lib/crawl/fingerprint.ts';
 import { InfrastructureError } from '../../lib/errors.ts';
+import { seedEntry } from '../../lib/monitor/kafka-monitor.ts';
 import type { FrontierApi } from '../../lib/ports.ts';
 import type {
   CrawlInfo,
@@ -14,27 +15,14 @@ import type {
   CrawlSettings,
   DomainAction,
   EnqueueOutcome,
+  FrontierItem,
   QueueRequest,
 } from '../../lib/redis/frontier-types.ts';
 import type { CrawlRequest } from '../../lib/schemas/index.ts';
 
-/** One frontier entry, as `enqueue` takes it. */
-export type FrontierItem = { crawl: CrawlRef; request: QueueRequest };
-
-/** A seed entry: the crawl's settings (defaults filled as validation does) and its first request at depth 0. */
+/** A seed entry as the kafka-monitor makes it (seedEntry), with the defaults validation fills. */
 export function seed(fields: Partial<CrawlRequest> & Pick<CrawlRequest, 'appid' | 'crawlid' | 'url'>): FrontierItem {
-  const { url, ...rest } = fields;
-  const settings: CrawlSettings = { spiderid: 'link', priority: 1, maxdepth: 0, expires: 0, ...rest };
-  return {
-    crawl: { appid: settings.appid, crawlid: settings.crawlid, settings },
-    request: {
-      url,
-      domain: registrableDomain(url),
-      fingerprint: requestFingerprint(url),
-      priority: settings.priority,
-      depth: 0,
-    },
-  };
+  return seedEntry({ spiderid: 'link', priority: 1, maxdepth: 0, expires: 0, ...fields } as CrawlRequest);
 }
 
 /** A child entry of an existing crawl (no settings: refused when the crawl has ended). */

@@ -17,8 +17,8 @@
 import { describe, expect, test } from 'vitest';
 import type { FrontierApi } from '../../lib/ports.ts';
 import type { Frontier } from '../../lib/redis/frontier.ts';
-import type { CrawlSettings, Lease } from '../../lib/redis/frontier-types.ts';
-import { child, FakeFrontier, type FrontierItem, seed } from '../helpers/fake-frontier.ts';
+import type { CrawlSettings, FrontierItem, Lease } from '../../lib/redis/frontier-types.ts';
+import { child, FakeFrontier, seed } from '../helpers/fake-frontier.ts';
 import { frontierTestRedis, T0, testFrontier } from '../helpers/frontier.ts';
 
 const redis = frontierTestRedis();

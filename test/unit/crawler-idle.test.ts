@@ -1,16 +1,7 @@
 /** The crawler's idle workers (lib/crawl/crawler-idle.ts): one poller, the others asleep until woken. */
 import { describe, expect, it } from 'vitest';
 import { IDLE_BACKSTOP_POLLS, IdleWorkers, WAKE_ON_LEASE } from '../../lib/crawl/crawler-idle.ts';
-
-/** Resolves to whether `p` settled within `ms`. */
-async function settles(p: Promise<void>, ms: number): Promise<boolean> {
-  let done = false;
-  void p.then(() => {
-    done = true;
-  });
-  await new Promise((r) => setTimeout(r, ms));
-  return done;
-}
+import { settlesWithin as settles } from '../../lib/timeout.ts';
 
 describe('IdleWorkers', () => {
   it('the first idle worker polls on its timer; the next ones sleep past it', async () => {

@@ -1,6 +1,6 @@
 /**
  * A crawler worker process at its DEFAULT settings (adaptive concurrency, issue 32) on the simulated internet
- * (localstack/site/internet.ts: hosts on their own loopback addresses, ~300 ms per response): it grows past the 16
+ * (localstack/site/internet.ts: hosts on their own loopback addresses, ~300 ms per response): it grows past the
  * fetches at once it starts with, as far as the sites keep it busy, and every page it fetches arrives.
  */
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';
@@ -48,7 +48,7 @@ describe('adaptive concurrency on the simulated internet', () => {
     await net?.close();
   });
 
-  test('a worker at default settings grows past its starting 32 fetches at once, and loses no page', async () => {
+  test('a worker at default settings grows past the fetches at once it starts with (INITIAL_SLOTS), and loses no page', async () => {
     // One seed per host, two hops: hundreds of requests due at once on 30 sites that answer in ~300 ms each.
     const seeds = net.hosts.map((_, k) => k);
     await t.feed(seeds.map((n) => ({ url: net.url(n), appid: 'e2e', crawlid: 'web', maxdepth: 2 })));

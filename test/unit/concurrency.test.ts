@@ -13,7 +13,7 @@ const IDLE: LoadSignals = { loopDelayMs: 2, cpuShare: 0.1, heapShare: 0.1, rssSh
 const TICKS_PER_10_S = 20;
 
 describe('ConcurrencyController', () => {
-  it('grows while every slot is busy and the process has headroom: 32 to the 200 a slow site needs within 10 s', () => {
+  it('grows while every slot is busy and the process has headroom: 128 to the 200 a slow site needs within 10 s', () => {
     const c = new ConcurrencyController({ min: 4, max: 500 });
     expect(c.limit).toBe(INITIAL_SLOTS);
     let ticks = 0;
@@ -27,7 +27,7 @@ describe('ConcurrencyController', () => {
   });
 
   it('starts slow-start fast: doubles a tick while far from every budget, 32 to 256 in 3 ticks (0.75 s at half ticks)', () => {
-    const c = new ConcurrencyController({ min: 8, max: 256 });
+    const c = new ConcurrencyController({ min: 8, max: 256, initial: 32 });
     expect(c.ramping).toBe(true);
     const steps = Array.from({ length: 4 }, () => [c.tick(IDLE, c.limit).limit, c.ramping]);
     expect(steps).toEqual([
@@ -36,6 +36,9 @@ describe('ConcurrencyController', () => {
       [256, false],
       [256, false],
     ]);
+    // At its defaults it starts at 128: one busy tick takes it to the ceiling.
+    const d = new ConcurrencyController({ min: 8, max: 256 });
+    expect([d.limit, d.tick(IDLE, d.limit).limit, d.ramping]).toEqual([128, 256, false]);
   });
 
   it('ramps (the caller ticks faster) only until it grows other than by doubling or backs off; holding for work keeps it', () => {

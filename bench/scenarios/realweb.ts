@@ -14,6 +14,11 @@
  *   fetcher keeps (and our per-domain in-flight cap, CRAWLER_DOMAIN_CONCURRENCY): while a crawl's work sits on its few
  *   seed hosts, as in its first seconds, the raw loop at 200 fetches 50+ pages of one host at once, which no polite
  *   crawler does. The target is against `raw`; `ours_1w_vs_raw_capped` says how much of the gap the cap is;
+ * - `floor`: the publish floor (bench/lib/floor.ts) on the same internet: the raw loop at the same concurrency with the
+ *   crawler's fetcher, each page's message built and produced to Kafka as a worker does (BENCH_REALWEB_FLOOR, on by
+ *   default). Its CPU is this process's and the broker's: what any crawler that keeps the wire contract pays per page
+ *   without a frontier, so `floor_percore_vs_<peer>` says how far per core a contract-keeping crawler can lead a peer,
+ *   and `ours_1w_vs_floor_cpu` what our frontier, politeness and bookkeeping add;
  * - peers (bench/lib/peers.ts) at their own defaults, BENCH_PEERS (default `crawlee`; also `scrapy`,
  *   `scrapy-autothrottle`; `none`): Crawlee's AutoscaledPool, Scrapy's 16 / 8 per domain. Scrapy builds bench/.venv
  *   from PyPI on first use. Their timeouts are theirs (Crawlee 60 s x 4 tries, Scrapy 180 s x 3): on the dead host
@@ -33,16 +38,20 @@
  * process), `peak_rss_mb` (VmHWM; ours: the workers summed).
  *
  * Knobs: BENCH_REALWEB_HOSTS (50), BENCH_REALWEB_PAGES (3000), BENCH_REALWEB_LATENCY_MS (300, the median),
- * BENCH_REALWEB_LINKS (20), BENCH_REALWEB_SEED (1), BENCH_REALWEB_MAXDEPTH (3), BENCH_REALWEB_SEEDS (the fewest
+ * BENCH_REALWEB_LINKS (20), BENCH_REALWEB_FLOOR (true), BENCH_REALWEB_SEED (1), BENCH_REALWEB_MAXDEPTH (3), BENCH_REALWEB_SEEDS (the fewest
  * evenly spaced good seeds that reach 95 % of the pages), BENCH_REALWEB_WORKERS (1,2), BENCH_REALWEB_RAW_CONCURRENCY
  * (200), BENCH_REALWEB_RAW_PER_ORIGIN (16), BENCH_REALWEB_FIXED (16), BENCH_REALWEB_ROUNDS (3), BENCH_PEERS, BENCH_REALWEB_PEER_LIMIT_S (300),
  * BENCH_CRAWL_TIMEOUT_S (600).
  * Smoke: BENCH_REALWEB_HOSTS=10 BENCH_REALWEB_PAGES=300 BENCH_REALWEB_ROUNDS=1 BENCH_PEERS=none.
  */
+
+import { DELIVERIES_PER_FETCH } from '../../lib/crawl/crawler.ts';
 import type { InternetOptions } from '../../localstack/site/internet.ts';
 import { type ChildInternet, startInternetProcess } from '../../localstack/site/internet-server.ts';
 import { CpuMeter } from '../lib/cpu.ts';
-import { envInt, envIntList, envNumber } from '../lib/env.ts';
+import { envBool, envInt, envIntList, envNumber } from '../lib/env.ts';
+import { startFloorPublisher } from '../lib/floor.ts';
+import { benchKafka } from '../lib/kafka.ts';
 import { type PeerName, runPeer } from '../lib/peers.ts';
 import { type Ramp, ramp } from '../lib/ramp.ts';
 import { parseHostMap, rawCrawl } from '../lib/raw.ts';
@@ -85,10 +94,13 @@ export const headline: [string, string][] = [
   ['ours_fixed_1w_p90_pages_per_s', 'ours 1w fixed pages/s'],
   ['ours_1w_converge_s', 'ours 1w converge s'],
   ['ours_1w_cpu_ms_per_page', 'ours 1w CPU ms/page'],
+  ['floor_cpu_ms_per_page', 'publish floor CPU ms/page'],
+  ['ours_1w_vs_floor_cpu', 'ours 1w / publish floor CPU'],
   ['ours_1w_peak_rss_mb', 'ours 1w peak RSS MiB'],
   ...Object.keys(PEER_SYSTEMS).flatMap((p): [string, string][] => [
     [`${stem(p)}_p90_pages_per_s`, `${p} pages/s`],
     [`percore_vs_${stem(p)}`, `per core vs ${p}`],
+    [`floor_percore_vs_${stem(p)}`, `publish floor per core vs ${p}`],
   ]),
 ];
 
@@ -181,6 +193,7 @@ async function runSystem(ctx: ScenarioContext, system: string, r: Round, label: 
       ctx.progress(`${label}: ${rr.pages} pages, ${res.errors} errors, ${rr.p90PagesPerS.toFixed(0)} pages/s to 90 %`);
       return { ...systemNumbers(system, rr, cpu.bench ?? 0, undefined), [`${system}_errors`]: res.errors };
     }
+    if (system === 'floor') return await floorSystem(ctx, web, r, label);
     if (system.startsWith('ours_')) {
       const fixed = system === 'ours_fixed_1w' ? envInt('BENCH_REALWEB_FIXED', 16) : undefined;
       const res = await realwebPass(ctx, web, {
@@ -238,6 +251,46 @@ async function runSystem(ctx: ScenarioContext, system: string, r: Round, label: 
   }
 }
 
+/** The publish floor on this internet: the raw loop with the crawler's fetcher, every page published to Kafka. */
+async function floorSystem(ctx: ScenarioContext, web: ChildInternet, r: Round, label: string): Promise<Numbers> {
+  const kafka = await benchKafka(ctx);
+  const publisher = await startFloorPublisher(kafka.vars);
+  try {
+    const concurrency = envInt('BENCH_REALWEB_RAW_CONCURRENCY', 200);
+    const times: number[] = [];
+    const meter = new CpuMeter(() => ({ kafka: kafka.pid ? [kafka.pid] : [] }));
+    meter.start();
+    const res = await rawCrawl({
+      seeds: r.seeds.map(web.url),
+      maxdepth: r.maxdepth,
+      concurrency,
+      resolve: parseHostMap(web.hostMap),
+      client: 'fetcher',
+      publish: publisher.publish,
+      maxPublishing: concurrency * DELIVERIES_PER_FETCH,
+      progress: ctx.progress,
+      times,
+    });
+    const cpu = meter.stop();
+    const stored = await publisher.stored();
+    if (stored !== publisher.published())
+      ctx.note(`${label}: ${stored} messages stored of ${publisher.published()} published`);
+    const rr = ramp(times);
+    const per = (s: number | undefined) => round(((s ?? 0) * 1000) / Math.max(1, rr.pages), 3);
+    ctx.progress(
+      `${label}: ${rr.pages} pages published, ${res.errors} errors, ${rr.p90PagesPerS.toFixed(0)} pages/s to 90 %, CPU ms/page ${per(cpu.bench)} + Kafka ${per(cpu.kafka)}`,
+    );
+    return {
+      ...systemNumbers('floor', rr, (cpu.bench ?? 0) + (cpu.kafka ?? 0), undefined),
+      floor_errors: res.errors,
+      floor_crawler_cpu_ms_per_page: per(cpu.bench),
+      floor_kafka_cpu_ms_per_page: per(cpu.kafka),
+    };
+  } finally {
+    await publisher.close();
+  }
+}
+
 /** Ratios within one round: ours to raw, per core and pages/s against each peer. */
 function withinRound(n: Numbers, peers: string[]): Numbers {
   const num = (k: string) => (typeof n[k] === 'number' ? (n[k] as number) : Number.NaN);
@@ -247,7 +300,11 @@ function withinRound(n: Numbers, peers: string[]): Numbers {
     if (n[`${s}_p90_pages_per_s`] !== undefined) out[`${s}_vs_raw`] = round(num(`${s}_p90_pages_per_s`) / raw, 3);
   if (n.raw_capped_p90_pages_per_s !== undefined && n.ours_1w_p90_pages_per_s !== undefined)
     out.ours_1w_vs_raw_capped = round(num('ours_1w_p90_pages_per_s') / num('raw_capped_p90_pages_per_s'), 3);
+  if (n.floor_cpu_ms_per_page !== undefined && n.ours_1w_cpu_ms_per_page !== undefined)
+    out.ours_1w_vs_floor_cpu = round(num('ours_1w_cpu_ms_per_page') / num('floor_cpu_ms_per_page'), 3);
   for (const p of peers.map(stem)) {
+    if (n[`${p}_p90_pages_per_s`] !== undefined && n.floor_cpu_ms_per_page !== undefined)
+      out[`floor_percore_vs_${p}`] = round(num(`${p}_cpu_ms_per_page`) / num('floor_cpu_ms_per_page'), 3);
     if (n[`${p}_p90_pages_per_s`] === undefined || n.ours_1w_cpu_ms_per_page === undefined) continue;
     out[`percore_vs_${p}`] = round(num(`${p}_cpu_ms_per_page`) / num('ours_1w_cpu_ms_per_page'), 3);
     out[`speed_vs_${p}`] = round(num('ours_1w_p90_pages_per_s') / num(`${p}_p90_pages_per_s`), 3);
@@ -283,6 +340,7 @@ export async function run(ctx: ScenarioContext): Promise<Numbers> {
   const systems = [
     'raw',
     ...(envInt('BENCH_REALWEB_RAW_PER_ORIGIN', 16) > 0 ? ['raw_capped'] : []),
+    ...(envBool('BENCH_REALWEB_FLOOR', true) ? ['floor'] : []),
     ...envIntList('BENCH_REALWEB_WORKERS', [1, 2]).map((w) => `ours_${w}w`),
     ...(fixed > 0 ? ['ours_fixed_1w'] : []),
     ...peers,

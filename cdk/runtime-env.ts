@@ -40,9 +40,10 @@ export const REQUIRED_VARIABLES = {
 /**
  * Runtime defaults of the crawler fleet on AWS that differ from the local ones, and that context `runtimeEnv` may
  * still override (unlike the values the stack owns). Page messages are gzip-compressed: MSK bills every byte in
- * (Serverless) or stores it (provisioned), and a 28 KB article page shrinks about 8x (lib/kafka/codecs.ts). gzip
- * rather than zstd (about 20x) because every Scrapy Cluster client reads gzip, while its Python clients read zstd
- * only with the `zstandard` package installed; `runtimeEnv={"KAFKA_COMPRESSION":"zstd"}` when yours do.
+ * (Serverless) or stores it (provisioned), and the crawl's article pages shrink about 3.5x (cdk/prices.ts
+ * COMPRESSION_RATIO, docs/cost.md). gzip rather than zstd (about 16x) because every Scrapy Cluster client reads gzip,
+ * while its Python clients read zstd only with the `zstandard` package installed;
+ * `runtimeEnv={"KAFKA_COMPRESSION":"zstd"}` when yours do.
  */
 export const AWS_FLEET_DEFAULTS: RuntimeEnv = { KAFKA_COMPRESSION: 'gzip' };
 

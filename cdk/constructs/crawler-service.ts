@@ -1,7 +1,8 @@
 /**
  * What the crawler fleet (./fleet.ts) and the browser fleet (./browser-fleet.ts) share: a Fargate service of crawler
  * processes (functions/crawler/main.ts) in the fleet's ECS cluster, with its arm64 task, its log group, a container
- * that gets the Kafka, Redis and body-store connection variables and the Redis AUTH token as a secret, the task role's
+ * that gets the Kafka, Redis and body-store connection variables (with per-app topics on, KAFKA_TOPIC_PARTITIONS for
+ * the topics its processes create on first use) and the Redis AUTH token as a secret, the task role's
  * rights (produce pages and replies, write bodies) and a deployment circuit breaker that rolls back. Each fleet brings
  * its own image, the variables of its own and its scaling policy.
  */
@@ -60,8 +61,6 @@ export interface CrawlerServiceProps {
   image: ecs.ContainerImage;
   /** KAFKA_CLIENT_ID of its processes. */
   kafkaClientId: string;
-  /** The partitions of the per-app topics its processes create on first use (KAFKA_TOPIC_PARTITIONS); unset: none. */
-  topicPartitions?: number;
   /** The variables of this fleet's own, set by the stack (on top of the connection variables). */
   environment: RuntimeEnv;
   /** Who writes the bodies, for cdk-nag's acknowledgement of the bucket-wide write. */
@@ -88,8 +87,8 @@ export function crawlerService(
         KAFKA_SASL_MECHANISM: 'aws-msk-iam',
         KAFKA_SSL: 'true',
         KAFKA_CLIENT_ID: props.kafkaClientId,
-        // A new app's per-app topics are created on first use with the partitions of the others.
-        ...(props.topicPartitions === undefined ? {} : { KAFKA_TOPIC_PARTITIONS: String(props.topicPartitions) }),
+        // With per-app topics, a new app's topics are created on first use with the partitions of the others.
+        ...(appTopics ? { KAFKA_TOPIC_PARTITIONS: String(kafka.topicPartitions) } : {}),
         REDIS_HOST: cache.host,
         REDIS_PORT: String(cache.port),
         REDIS_TLS: 'true',

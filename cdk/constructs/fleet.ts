@@ -178,7 +178,7 @@ export class Fleet extends Construct {
   constructor(scope: Construct, id: string, props: FleetProps) {
     super(scope, id);
     this.maxTasks = props.maxTasks;
-    const { network, kafka } = props;
+    const { network } = props;
     this.cluster = new ecs.Cluster(this, 'Cluster', {
       vpc: network.vpc,
       containerInsightsV2: props.containerInsights ? ecs.ContainerInsights.ENABLED : ecs.ContainerInsights.DISABLED,
@@ -206,7 +206,6 @@ export class Fleet extends Construct {
       this.imageAsset = buildImage(this, props.crawlerPlugins);
       this.image = ecs.ContainerImage.fromDockerImageAsset(this.imageAsset);
     }
-    const appTopics = props.runtimeEnv.KAFKA_APPID_TOPICS === 'true';
     const crawlers = crawlerService(this, {
       ...props,
       cluster: this.cluster,
@@ -214,7 +213,6 @@ export class Fleet extends Construct {
       containerName: 'crawler',
       image: this.image,
       kafkaClientId: 'crawl-cluster-crawler',
-      topicPartitions: appTopics ? kafka.topicPartitions : undefined,
       environment: {
         // Adaptive slots between these (CRAWLER_CONCURRENCY=0, the default); see docs/design.md §8 "Fleet sizing".
         CRAWLER_CONCURRENCY_MIN: String(props.crawlerConcurrencyMin),

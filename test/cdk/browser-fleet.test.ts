@@ -51,6 +51,21 @@ describe('browser fleet', () => {
     expect((crawler.Environment as { Name: string }[]).some((x) => x.Name === 'CRAWLER_SPIDERS')).toBe(false);
   });
 
+  it('passes KAFKA_TOPIC_PARTITIONS as the crawler fleet does: the stack partitions with per-app topics, none without', () => {
+    const crawlerEnv = (syn: Synthesized): Record<string, string> => {
+      const c = resourceOf(syn, syn.stack.fleet.taskDefinition).Properties.ContainerDefinitions[0] as Cfn;
+      return Object.fromEntries((c.Environment as { Name: string; Value: string }[]).map((e) => [e.Name, e.Value]));
+    };
+    // Above what the serverless firehose needs at the default maxTasks, so the stack keeps it as given.
+    const on = synthStack({ browserFleet: true, topicPartitions: 97, runtimeEnv: { KAFKA_APPID_TOPICS: 'true' } });
+    expect(on.stack.kafka.topicPartitions).toBe(97);
+    expect(crawlerEnv(on).KAFKA_TOPIC_PARTITIONS).toBe('97');
+    expect(env(on).KAFKA_TOPIC_PARTITIONS).toBe('97');
+    expect(env(on).KAFKA_APPID_TOPICS).toBe('true');
+    expect(crawlerEnv(s)).not.toHaveProperty('KAFKA_TOPIC_PARTITIONS');
+    expect(env(s)).not.toHaveProperty('KAFKA_TOPIC_PARTITIONS');
+  });
+
   it('is a service of its own in the crawler cluster, with a 2-vCPU / 4 GiB task by default and a rollback breaker', () => {
     const fleet = s.stack.browserFleet;
     const svc = resourceOf(s, fleet?.service as never).Properties;

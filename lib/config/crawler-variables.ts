@@ -18,7 +18,7 @@ export const CRAWLER_VARIABLES = {
     default: 8,
     minimum: 1,
     maximum: 1000,
-    description: 'Fewest fetch slots of an adaptive crawler process (CRAWLER_CONCURRENCY=0); it starts at 32 or this.',
+    description: 'Fewest fetch slots of an adaptive crawler process (CRAWLER_CONCURRENCY=0); it starts at 128 or this.',
   },
   CRAWLER_CONCURRENCY_MAX: {
     type: 'integer',

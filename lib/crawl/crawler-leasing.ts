@@ -7,6 +7,7 @@
  */
 import type { CrawlerFrontier } from '../ports.ts';
 import type { Lease } from '../redis/frontier-types.ts';
+import { SCOUT_MAX_MS } from './crawler-idle.ts';
 
 /**
  * Most requests one lease call takes (for the workers waiting at once and those leased ahead). Lease calls are made
@@ -61,10 +62,12 @@ export interface LeasePumpOptions {
 export const QUIET_MAX_MS = 500;
 
 /**
- * How long workers that found nothing leasable but the domains they skip wait before asking again (they are woken
- * sooner when a skipped domain's request ends): the lease script answers "due now" for those domains.
+ * How long workers that found nothing leasable but the domains they skip wait before asking again: the lease script
+ * answers "due now" for those domains, but they stay skipped until one of their requests ends, and that wakes a
+ * worker (crawler.ts). So this is only the poller's longest pause (crawler-idle.ts SCOUT_MAX_MS): at 50 ms, a crawl's
+ * tail on a slow host (its requests at the cap for a minute) cost 20 lease calls a second.
  */
-export const EXCLUDED_RETRY_MS = 50;
+export const EXCLUDED_RETRY_MS = SCOUT_MAX_MS;
 
 export class LeasePump {
   readonly #o: LeasePumpOptions;

@@ -110,7 +110,7 @@ export class Crawler {
     this.#maxDelivering = () => options.maxDelivering ?? Math.max(1, this.#slots.limit * DELIVERIES_PER_FETCH);
     this.#gate = new DeliveryGate(o.now, o.idlePollMs);
     this.#domains = new DomainInFlight(o.domainConcurrency);
-    this.#idle = new IdleWorkers(o.idlePollMs);
+    this.#idle = new IdleWorkers(o.idlePollMs, Math.min(o.scoutPollMs, o.idlePollMs));
     this.#pump = new LeasePump({
       frontier: o.frontier,
       spiderTypes: o.spiderTypes,
@@ -250,14 +250,15 @@ export class Crawler {
   }
 
   async #work(index: number): Promise<void> {
-    const pollMs = Math.min(this.#o.scoutPollMs, this.#o.idlePollMs);
     while (!this.#stopping) {
       if (index >= this.#slots.limit) {
         this.#idle.resign(index);
         await this.#slots.park(index);
         continue;
       }
-      let waitMs = pollMs;
+      // After a look that leased nothing: when the next request may be due (ms from now; undefined: not known), or
+      // null after an error (then the loop backs off idlePollMs).
+      let dueInMs: number | undefined | null;
       const gate = this.#gate.wait();
       if (gate > 0) {
         // Delivery is down: nothing is leased (a page fetched now could not be published) until a probe gets through;
@@ -288,16 +289,18 @@ export class Crawler {
           continue;
         }
         if (probe) this.#gate.probeEnded();
-        if (r.nextDueMs !== null) waitMs = Math.max(5, Math.min(pollMs, r.nextDueMs - this.#o.now()));
+        dueInMs = r.nextDueMs === null ? undefined : r.nextDueMs - this.#o.now();
       } catch (error) {
         if (probe) this.#gate.probeEnded();
         if (this.#idle.speaksFor(index))
           this.#o.log.error('crawl loop error; backing off', { error: (error as Error).message });
-        waitMs = this.#o.idlePollMs;
+        dueInMs = null;
       }
       if (this.#stopping) break;
-      // Only one idle worker looks again on a timer; the others wait to be woken (crawler-idle.ts).
-      await this.#idle.idle(index, waitMs);
+      // Only one idle worker looks again on a timer, sooner while work keeps coming (crawler-idle.ts); the others
+      // wait to be woken.
+      if (dueInMs === null) await this.#idle.idle(index, this.#o.idlePollMs);
+      else await this.#idle.scout(index, dueInMs);
     }
     this.#idle.resign(index);
   }

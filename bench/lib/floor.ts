@@ -18,7 +18,39 @@ import { createKafka, createProducer, ensureTopics, kafkaSettings } from '../../
 import { producerSink } from '../../lib/kafka/sink.ts';
 import { clusterTopics } from '../../lib/kafka/topics.ts';
 import type { CrawlSettings } from '../../lib/redis/frontier-types.ts';
-import type { RawPublish } from './raw.ts';
+import { CpuMeter } from './cpu.ts';
+import { benchKafka } from './kafka.ts';
+import type { RawPublish, RawResult } from './raw.ts';
+import type { ScenarioContext } from './scenario.ts';
+
+export interface FloorRun<T> {
+  result: T;
+  /** CPU seconds from `startMeter` on: `bench` (this process: the loop and its publisher) and `kafka` (the broker). */
+  cpu: Record<string, number>;
+  /** Pages published, and messages stored on the topic (they should match). */
+  published: number;
+  stored: number;
+}
+
+/**
+ * One publish-floor pass as the scenarios run it: a fresh publisher over the bench's Kafka, `crawl` given its
+ * `publish` and a function that starts the CPU meter (this process and the broker), the publisher closed after.
+ */
+export async function floorRun<T extends RawResult>(
+  ctx: Pick<ScenarioContext, 'progress'>,
+  crawl: (publish: RawPublish, startMeter: () => void) => Promise<T>,
+): Promise<FloorRun<T>> {
+  const kafka = await benchKafka(ctx);
+  const publisher = await startFloorPublisher(kafka.vars);
+  try {
+    const meter = new CpuMeter(() => ({ kafka: kafka.pid ? [kafka.pid] : [] }));
+    const result = await crawl(publisher.publish, () => meter.start());
+    const cpu = meter.stop();
+    return { result, cpu, published: publisher.published(), stored: await publisher.stored() };
+  } finally {
+    await publisher.close();
+  }
+}
 
 export interface FloorPublisher {
   /** Builds a page's message and produces it; resolves once Kafka stored it. */

@@ -55,8 +55,7 @@ import { CpuMeter } from '../lib/cpu.ts';
 import { codecHeadline, codecNumbers, codecRows, codecWithinRound, crawlCodecs } from '../lib/crawl-codecs.ts';
 import { type CrawlPassResult, crawlPass, passNumbers } from '../lib/crawl-pass.ts';
 import { envBool, envInt, envIntList } from '../lib/env.ts';
-import { startFloorPublisher } from '../lib/floor.ts';
-import { benchKafka } from '../lib/kafka.ts';
+import { floorRun } from '../lib/floor.ts';
 import { PEERS, type PeerName, type PeerResult, runPeer } from '../lib/peers.ts';
 import { parseHostMap, rawPass, siteRawInputs } from '../lib/raw.ts';
 import { mergeRounds } from '../lib/rounds.ts';
@@ -269,28 +268,26 @@ async function runShape(
     // The publish floor (bench/lib/floor.ts): the raw loop with the crawler's fetcher, each page's message built and
     // produced to Kafka as a worker does. Its CPU is this process's; the broker's is counted apart.
     const floorOnce = async () => {
-      const kafka = await benchKafka(ctx);
-      const publisher = await startFloorPublisher(kafka.vars);
-      try {
-        const meter = new CpuMeter(() => ({ kafka: kafka.pid ? [kafka.pid] : [] }));
-        const r = await rawPass({
+      const {
+        result: r,
+        cpu,
+        published,
+        stored,
+      } = await floorRun(ctx, (publish, startMeter) =>
+        rawPass({
           ...crawlInputs,
           client: 'fetcher',
-          publish: publisher.publish,
+          publish,
           maxPublishing: concurrency * DELIVERIES_PER_FETCH,
-          beforeMeasure: () => meter.start(),
-        });
-        const cpu = meter.stop();
-        const stored = await publisher.stored();
-        if (r.errors > 0 || stored !== publisher.published())
-          ctx.note(
-            `${shape}: publish floor: ${r.errors} errors (${r.errorSamples.join('; ') || 'none'}), ${stored} messages stored of ${publisher.published()} published`,
-          );
-        const per = (s: number | undefined) => round(((s ?? 0) * 1000) / Math.max(1, r.pages), 3);
-        return { ...r, cpuMsPerPage: per(cpu.bench), kafkaCpuMsPerPage: per(cpu.kafka) };
-      } finally {
-        await publisher.close();
-      }
+          beforeMeasure: startMeter,
+        }),
+      );
+      if (r.errors > 0 || stored !== published)
+        ctx.note(
+          `${shape}: publish floor: ${r.errors} errors (${r.errorSamples.join('; ') || 'none'}), ${stored} messages stored of ${published} published`,
+        );
+      const per = (s: number | undefined) => round(((s ?? 0) * 1000) / Math.max(1, r.pages), 3);
+      return { ...r, cpuMsPerPage: per(cpu.bench), kafkaCpuMsPerPage: per(cpu.kafka) };
     };
     if (envBool('BENCH_FLOOR', true)) {
       const floor = await floorOnce();

@@ -50,8 +50,7 @@ import type { InternetOptions } from '../../localstack/site/internet.ts';
 import { type ChildInternet, startInternetProcess } from '../../localstack/site/internet-server.ts';
 import { CpuMeter } from '../lib/cpu.ts';
 import { envBool, envInt, envIntList, envNumber } from '../lib/env.ts';
-import { startFloorPublisher } from '../lib/floor.ts';
-import { benchKafka } from '../lib/kafka.ts';
+import { floorRun } from '../lib/floor.ts';
 import { type PeerName, runPeer } from '../lib/peers.ts';
 import { type Ramp, ramp } from '../lib/ramp.ts';
 import { parseHostMap, rawCrawl } from '../lib/raw.ts';
@@ -253,42 +252,34 @@ async function runSystem(ctx: ScenarioContext, system: string, r: Round, label: 
 
 /** The publish floor on this internet: the raw loop with the crawler's fetcher, every page published to Kafka. */
 async function floorSystem(ctx: ScenarioContext, web: ChildInternet, r: Round, label: string): Promise<Numbers> {
-  const kafka = await benchKafka(ctx);
-  const publisher = await startFloorPublisher(kafka.vars);
-  try {
-    const concurrency = envInt('BENCH_REALWEB_RAW_CONCURRENCY', 200);
-    const times: number[] = [];
-    const meter = new CpuMeter(() => ({ kafka: kafka.pid ? [kafka.pid] : [] }));
-    meter.start();
-    const res = await rawCrawl({
+  const concurrency = envInt('BENCH_REALWEB_RAW_CONCURRENCY', 200);
+  const times: number[] = [];
+  const run = await floorRun(ctx, (publish, startMeter) => {
+    startMeter();
+    return rawCrawl({
       seeds: r.seeds.map(web.url),
       maxdepth: r.maxdepth,
       concurrency,
       resolve: parseHostMap(web.hostMap),
       client: 'fetcher',
-      publish: publisher.publish,
+      publish,
       maxPublishing: concurrency * DELIVERIES_PER_FETCH,
       progress: ctx.progress,
       times,
     });
-    const cpu = meter.stop();
-    const stored = await publisher.stored();
-    if (stored !== publisher.published())
-      ctx.note(`${label}: ${stored} messages stored of ${publisher.published()} published`);
-    const rr = ramp(times);
-    const per = (s: number | undefined) => round(((s ?? 0) * 1000) / Math.max(1, rr.pages), 3);
-    ctx.progress(
-      `${label}: ${rr.pages} pages published, ${res.errors} errors, ${rr.p90PagesPerS.toFixed(0)} pages/s to 90 %, CPU ms/page ${per(cpu.bench)} + Kafka ${per(cpu.kafka)}`,
-    );
-    return {
-      ...systemNumbers('floor', rr, (cpu.bench ?? 0) + (cpu.kafka ?? 0), undefined),
-      floor_errors: res.errors,
-      floor_crawler_cpu_ms_per_page: per(cpu.bench),
-      floor_kafka_cpu_ms_per_page: per(cpu.kafka),
-    };
-  } finally {
-    await publisher.close();
-  }
+  });
+  if (run.stored !== run.published) ctx.note(`${label}: ${run.stored} messages stored of ${run.published} published`);
+  const rr = ramp(times);
+  const per = (s: number | undefined) => round(((s ?? 0) * 1000) / Math.max(1, rr.pages), 3);
+  ctx.progress(
+    `${label}: ${rr.pages} pages published, ${run.result.errors} errors, ${rr.p90PagesPerS.toFixed(0)} pages/s to 90 %, CPU ms/page ${per(run.cpu.bench)} + Kafka ${per(run.cpu.kafka)}`,
+  );
+  return {
+    ...systemNumbers('floor', rr, (run.cpu.bench ?? 0) + (run.cpu.kafka ?? 0), undefined),
+    floor_errors: run.result.errors,
+    floor_crawler_cpu_ms_per_page: per(run.cpu.bench),
+    floor_kafka_cpu_ms_per_page: per(run.cpu.kafka),
+  };
 }
 
 /** Ratios within one round: ours to raw, per core and pages/s against each peer. */

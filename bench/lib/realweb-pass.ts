@@ -7,6 +7,8 @@
  * page message's Kafka CreateTime (bench/lib/ramp.ts), with the CPU of every process involved and the workers' peak RSS.
  */
 import { randomBytes } from 'node:crypto';
+import { mkdirSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
 import type { Variables } from '../../lib/config/index.ts';
 import type { InternetGeometry } from '../../localstack/site/internet.ts';
 import { type BenchCluster, crawlToCompletion, readFirehose, startBenchCluster } from './cluster.ts';
@@ -94,6 +96,13 @@ export async function realwebPass(
     const total = progress.done + progress.failed;
     const times = await readArrivals(cluster, total, fedAt);
     const r = ramp(times);
+    // BENCH_REALWEB_TIMES_DIR: every page message's CreateTime (and when the crawl was fed) as <label>.json there, to
+    // bucket a crawl's first seconds (bench/PROFILE.md).
+    const timesDir = process.env.BENCH_REALWEB_TIMES_DIR;
+    if (timesDir) {
+      mkdirSync(timesDir, { recursive: true });
+      writeFileSync(join(timesDir, `${o.label.replaceAll(/[^\w.-]+/g, '_')}.json`), JSON.stringify({ fedAt, times }));
+    }
     ctx.progress(
       `${o.label}: ${r.pages} page messages (${progress.failed} failed), ${r.p90PagesPerS.toFixed(0)} pages/s to 90 %, ${r.pagesPerS.toFixed(0)} first→last, converged in ${r.convergeS} s, cpu ${JSON.stringify(cpu)}`,
     );

@@ -43,7 +43,8 @@ export async function pageMessage(page: PageItem, options: PageMessageOptions): 
     const contentType = options.response?.headers['content-type']?.[0];
     page.body_ref = await options.bodyStore.put(options.bodyKey(), full, contentType);
   }
-  const fitted = fitPageMessage(page, options.maxBytes, base64Body);
+  // Over the limit as it was serialized above, and a `body_ref` only adds to it: no need to serialize it whole again.
+  const fitted = fitPageMessage(page, options.maxBytes, base64Body, true);
   if (fitted === undefined) {
     throw new PageTooLargeError(`the page message does not fit ${options.maxBytes} bytes even without body and links`);
   }
@@ -83,13 +84,23 @@ function fitString(text: string, bytes: number, base64: boolean): string {
  * 4. `attrs`, as a last resort (**Ext** `attrs_truncated: true`): a crawl's attrs are bounded at validation,
  *    so only a crawl queued before those bounds can get here. Attrs of null (the request had none) stay null.
  * Links are kept before the body because the body can be offloaded (`body_ref`) and links cannot.
- * Linear in the page's size: one serialization of the page, one per link, a few of the body's prefix.
+ * Linear in the page's size: one serialization of the page (none when the caller knows it is over), one per link,
+ * a few of the body's prefix.
  * @param base64Body the body is base64 (`body_encoding: "base64"`: binary, or `KAFKA_BASE_64_ENCODE`): it is cut
  *   to whole quads.
+ * @param knownOver the caller has serialized the page and found it over `maxBytes` (a page over 1 MB takes a few
+ *   milliseconds a serialization).
  */
-export function fitPageMessage(page: PageItem, maxBytes: number, base64Body: boolean): string | undefined {
-  const whole = JSON.stringify(page);
-  if (Buffer.byteLength(whole, 'utf8') <= maxBytes) return whole;
+export function fitPageMessage(
+  page: PageItem,
+  maxBytes: number,
+  base64Body: boolean,
+  knownOver = false,
+): string | undefined {
+  if (!knownOver) {
+    const whole = JSON.stringify(page);
+    if (Buffer.byteLength(whole, 'utf8') <= maxBytes) return whole;
+  }
   const bare: PageItem = { ...page, body: '', links: [], body_truncated: true, links_truncated: true };
   let fixed = jsonBytes(bare) + FIT_SLACK_BYTES;
   if (fixed > maxBytes && bare.data !== undefined && bare.data !== null) {

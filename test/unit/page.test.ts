@@ -8,8 +8,8 @@ import {
   pythonCodec,
   titleCaseHeader,
 } from '../../lib/crawl/page.ts';
-import { fitPageMessage } from '../../lib/crawl/page-message.ts';
-import type { FetchResult } from '../../lib/crawl/types.ts';
+import { fitPageMessage, pageMessage } from '../../lib/crawl/page-message.ts';
+import type { FetchResult, PageItem } from '../../lib/crawl/types.ts';
 import { CONTRACT_PAGE_FIELDS, EXT_PAGE_FIELDS } from '../helpers/contract.ts';
 
 const NOW = Date.UTC(2026, 10, 22, 10, 0, 0, 7);
@@ -337,5 +337,28 @@ describe('fitPageMessage', () => {
     expect(fitPageMessage(hugeUrl, 20_000, false)).toBeUndefined();
 
     expect(fitPageMessage({ ...page, url: 'http://a.example/'.padEnd(30_000, 'x') }, 20_000, false)).toBeUndefined();
+  });
+
+  it('serializes a page over the limit whole only once on the way to its message', async () => {
+    const page = buildPage(request(), response({ text: 'x'.repeat(60_000) }), [], {
+      base64: false,
+      success: true,
+      now: NOW,
+    });
+    // The spider's data is serialized with every serialization of the whole page (and of its bare copy).
+    let serialized = 0;
+    const toJSON = () => {
+      serialized++;
+      return { n: 1 };
+    };
+    page.data = { toJSON } as unknown as PageItem['data'];
+    const expected = fitPageMessage(structuredClone({ ...page, data: { n: 1 } }), 20_000, false);
+    const message = await pageMessage(page, { maxBytes: 20_000, base64: false, bodyKey: () => 'k' });
+    expect(String(message.value)).toBe(expected);
+    // The check against the limit, the bare page's size, the fitted value: a second whole one is not made.
+    expect(serialized).toBe(3);
+    serialized = 0;
+    expect(fitPageMessage(page, 20_000, false, true)).toBe(expected);
+    expect(serialized).toBe(2);
   });
 });

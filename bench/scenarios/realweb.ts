@@ -330,7 +330,7 @@ export async function run(ctx: ScenarioContext): Promise<Numbers> {
   const fixed = envNumber('BENCH_REALWEB_FIXED', 16);
   const systems = [
     'raw',
-    ...(envInt('BENCH_REALWEB_RAW_PER_ORIGIN', 16) > 0 ? ['raw_capped'] : []),
+    ...(envNumber('BENCH_REALWEB_RAW_PER_ORIGIN', 16) > 0 ? ['raw_capped'] : []),
     ...(envBool('BENCH_REALWEB_FLOOR', true) ? ['floor'] : []),
     ...envIntList('BENCH_REALWEB_WORKERS', [1, 2]).map((w) => `ours_${w}w`),
     ...(fixed > 0 ? ['ours_fixed_1w'] : []),

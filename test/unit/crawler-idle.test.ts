@@ -21,7 +21,7 @@ describe('IdleWorkers', () => {
     const woken: number[] = [];
     for (let i = 0; i < 5; i++) void idle.idle(i, 60_000).then(() => woken.push(i));
     expect(idle.poller).toBe(0);
-    idle.leased(0);
+    idle.leased(0, true);
     expect(idle.poller).toBeUndefined();
     await new Promise((r) => setTimeout(r, 5));
     expect(woken).toEqual([0, 1].slice(0, WAKE_ON_LEASE));
@@ -67,12 +67,12 @@ describe('IdleWorkers', () => {
     const poller = idle.idle(0, 60_000);
     const other = idle.idle(1, 1);
     // The poller leaves without handing its turn on (a missed wake): the backstop bounds the sleeper's wait.
-    idle.leased(0);
+    idle.leased(0, true);
     idle.wakeAll();
     await poller;
     const again = idle.idle(2, 60_000);
     expect(idle.poller).toBe(2);
-    idle.leased(2);
+    idle.leased(2, true);
     expect(await settles(other, 4 * IDLE_BACKSTOP_POLLS + 30)).toBe(true);
     expect(idle.speaksFor(1)).toBe(true);
     idle.wakeAll();
@@ -97,7 +97,7 @@ describe('IdleWorkers', () => {
     await look(undefined);
     expect(pauses.at(-1)).toBeLessThan(10 + 40);
     // A lease anywhere (here worker 5's) puts the pause back to the scout interval.
-    idle.leased(5);
+    idle.leased(5, true);
     await look(60_000);
     expect(pauses.at(-1)).toBeLessThan(10 + 40);
   });

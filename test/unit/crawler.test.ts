@@ -28,6 +28,7 @@ import type {
   CrawlRef,
   CrawlSettings,
   Lease,
+  LeaseLeft,
   LeaseMany,
   QueueRequest,
 } from '../../lib/redis/frontier-types.ts';
@@ -115,9 +116,19 @@ class ScriptedFrontier implements CrawlerFrontier {
         if (options.perDomain && (taken.get(domain) ?? 0) >= options.perDomain) skip.add(domain);
       }
     }
-    const left = this.#leases.length > 0;
+    // As the script's `left`: more now in a domain the caller did not exclude and this call took nothing of, else
+    // only in domains this call took from, else only in the excluded ones.
+    const caller = new Set(options.exclude ?? []);
+    const open = this.#leases.filter((l) => !caller.has(l.domain));
+    const left: LeaseLeft = open.some((l) => !taken.has(l.domain))
+      ? 'more'
+      : open.length > 0
+        ? 'leased'
+        : this.#leases.length > 0
+          ? 'excluded'
+          : 'none';
     const later = this.dueLaterMs === undefined ? null : Date.now() + this.dueLaterMs;
-    return { leases, nextDueMs: left ? Date.now() : later, skipped: 0 };
+    return { leases, nextDueMs: open.length > 0 ? Date.now() : later, left, skipped: 0 };
   }
   async ack(
     l: Pick<Lease, 'handle'>,
@@ -874,7 +885,9 @@ describe('Crawler: leasing across spider types', () => {
     readonly asked: string[] = [];
     override async leaseMany(spider: string, max: number): Promise<LeaseMany> {
       this.asked.push(spider);
-      return spider === 'link' ? super.leaseMany(spider, max) : { leases: [], nextDueMs: null, skipped: 0 };
+      return spider === 'link'
+        ? super.leaseMany(spider, max)
+        : { leases: [], nextDueMs: null, left: 'none', skipped: 0 };
     }
   }
 

@@ -29,6 +29,26 @@ describe('IdleWorkers', () => {
     idle.wakeAll();
   });
 
+  it('a worker that leased the last due request wakes nobody, though it still gives up polling', async () => {
+    const idle = new IdleWorkers(1000);
+    const woken: number[] = [];
+    for (let i = 0; i < 5; i++) void idle.idle(i, 60_000).then(() => woken.push(i));
+    idle.leased(0, false);
+    expect(idle.poller).toBeUndefined();
+    await new Promise((r) => setTimeout(r, 5));
+    expect(woken).toEqual([]);
+    expect(idle.size).toBe(5);
+    idle.wakeAll();
+  });
+
+  it('work only in the domains at the cap (no due time): the poller keeps its doubling pause', async () => {
+    const idle = new IdleWorkers(1000, 10);
+    const at = performance.now();
+    // 10, 20, 40 ms: not the scout interval each time, as for no work at all.
+    for (let i = 0; i < 3; i++) await idle.scout(0, Number.POSITIVE_INFINITY);
+    expect(performance.now() - at).toBeGreaterThanOrEqual(70 - 5);
+  });
+
   it('a poller that resigns hands the turn on by waking one sleeper, which then polls', async () => {
     const idle = new IdleWorkers(1000);
     void idle.idle(3, 60_000);

@@ -27,7 +27,10 @@ class AnswerFrontier {
   readonly calls: { max: number; exclude: readonly string[] }[] = [];
   /** The first call answers once this settles (so that more workers wait for the next call meanwhile). */
   hold: Promise<void> = Promise.resolve();
-  constructor(readonly answers: Partial<LeaseMany>[]) {}
+  readonly answers: Partial<LeaseMany>[];
+  constructor(answers: Partial<LeaseMany>[]) {
+    this.answers = answers;
+  }
   async leaseMany(_spider: string, max: number, options: { exclude?: readonly string[] } = {}): Promise<LeaseMany> {
     this.calls.push({ max, exclude: options.exclude ?? [] });
     if (this.calls.length === 1) await this.hold;

@@ -188,10 +188,9 @@ export class LeasePump {
    * type was asked); `excludedOnly`: none did, and some type has ready work only in the excluded domains.
    * A type whose frontier had no work at all (not one whose work is only in the excluded domains: those become
    * leasable when one of their requests ends, which wakes a worker) is not asked again by any worker of this
-   * process for
-   * `scoutPollMs`, doubling while it stays empty up to {@link QUIET_MAX_MS} (its work is still picked up within
-   * that, as the scout picks up new work): a crawler serving
-   * several types, most of them idle, would otherwise make an empty lease call per idle type for every page.
+   * process for `scoutPollMs`, doubling while it stays empty up to {@link QUIET_MAX_MS} (its work is still picked
+   * up within that, as the scout picks up new work): a crawler serving several types, most of them idle, would
+   * otherwise make an empty lease call per idle type for every page.
    */
   async #lease(want: number): Promise<Round> {
     const types = this.#o.spiderTypes;

@@ -147,7 +147,9 @@ export type LeaseHandle = Pick<Lease, 'handle' | 'partition'>;
 export interface CrawlerFrontier {
   /**
    * Leases up to `max` due requests of a spider type, charging each domain's throttle; none of the domains in
-   * `exclude` (the caller's per-domain in-flight cap is reached) and at most `perDomain` of any one.
+   * `exclude` (the caller's per-domain in-flight cap is reached) and at most `perDomain` of any one. The answer's
+   * `left` says whether more is due now, or ready work is left only in the `exclude` domains (then `nextDueMs` is
+   * the next time other work may be due): lib/redis/frontier-types.ts LeaseLeft.
    */
   leaseMany(
     spider: string,

@@ -1,8 +1,9 @@
 /**
  * The crawler's idle workers (docs/design.md §5): a worker that finds nothing to lease sleeps here. One of them, the
  * poller, looks again on a timer (every `scoutPollMs`, or when the next request is due); the others sleep until they
- * are woken: by a worker that leased (it wakes {@link WAKE_ON_LEASE} more, each of which does the same when it leases
- * too, so a burst of new work fills the slots in doubling steps while a trickle wakes only the workers it can use),
+ * are woken: by a worker that leased while more was due (it wakes {@link WAKE_ON_LEASE} more, each of which does the
+ * same when it leases too, so a burst of new work fills the slots in doubling steps while a trickle wakes only the
+ * workers it can use; a lease that took the last due request wakes nobody),
  * by a domain dropping back under its in-flight cap, by the poller giving up its turn, or by stop. A long backstop
  * timer bounds a missed wake when nobody polls; while a poller is there, a sleeper whose backstop fires sleeps on.
  * 256 idle loops each polling on their own timer burned a tenth of a core in an idle process and made one lease call
@@ -67,7 +68,9 @@ export class IdleWorkers {
 
   /**
    * Worker `index` found nothing leasable; the next request may be due in `dueInMs` (undefined: no spider type has
-   * any work). The poller looks again then or after its pause, whichever is sooner, and its pause doubles (up to
+   * any work; Infinity: work is ready only in domains at this process's in-flight cap, and nothing else is due at a
+   * known time: one of their requests ending wakes a worker, crawler.ts). The poller looks again then or after its
+   * pause, whichever is sooner, and its pause doubles (up to
    * {@link SCOUT_MAX_MS}, or `scoutMs` when that is longer); with no work anywhere it looks again after `scoutMs`
    * (the lease pump then asks only the types whose own quiet pause is over: crawler-leasing.ts). Any other worker
    * sleeps as in {@link idle}.
@@ -81,13 +84,15 @@ export class IdleWorkers {
   }
 
   /**
-   * Worker `index` leased a request: it is no longer the poller, {@link WAKE_ON_LEASE} more wake, and the poller's
-   * pause is back to `scoutMs` (where work was found, more may follow soon).
+   * Worker `index` leased a request: it is no longer the poller, and the poller's pause is back to `scoutMs` (where
+   * work was found, more may follow soon). When `more` is due now (the lease answer said so: crawler-leasing.ts),
+   * {@link WAKE_ON_LEASE} more wake; when it took the last due request, none does (they would only find nothing:
+   * a lease call each).
    */
-  leased(index: number): void {
+  leased(index: number, more: boolean): void {
     if (this.#poller === index) this.#poller = undefined;
     this.#pauseMs = this.#scoutMs;
-    this.wake(WAKE_ON_LEASE);
+    if (more) this.wake(WAKE_ON_LEASE);
   }
 
   /** Worker `index` stops looking (parked above the limit, or ending): another sleeping worker takes over polling. */

@@ -7,7 +7,6 @@
  */
 import type { CrawlerFrontier } from '../ports.ts';
 import type { Lease } from '../redis/frontier-types.ts';
-import { SCOUT_MAX_MS } from './crawler-idle.ts';
 
 /**
  * Most requests one lease call takes (for the workers waiting at once and those leased ahead). Lease calls are made
@@ -29,7 +28,26 @@ export interface NextLease {
   lease?: Lease;
   /** When this process leased it (its `now`): a lease taken ahead waited in the buffer since. */
   leasedAt?: number;
+  /**
+   * With a lease: more is due now (the lease call said so, or requests wait in the buffer), so a sleeping worker
+   * woken now finds work (crawler-idle.ts `leased`).
+   */
+  more?: boolean;
   nextDueMs: number | null;
+  /**
+   * Without a lease: work is ready only in the domains this process excluded (at their in-flight cap). The worker
+   * sleeps until woken (one of their requests ends, a lease elsewhere, the poller) or `nextDueMs` if not null; the
+   * spider type is not quiet.
+   */
+  excludedOnly?: boolean;
+}
+
+/** What one round of lease calls brought (see {@link LeasePump}'s `#lease`). */
+interface Round {
+  leases: Lease[];
+  nextDueMs: number | null;
+  dueNow: boolean;
+  excludedOnly: boolean;
 }
 
 export interface LeasePumpOptions {
@@ -51,6 +69,8 @@ export interface LeasePumpOptions {
   exclude?: () => readonly string[];
   /** The most requests of one domain a lease call takes (the per-domain in-flight cap; 0: no limit). */
   perDomain?: number;
+  /** Requests of a domain in flight in this process now (for the cap: whether a domain leased from has room left). */
+  inFlight?: (domain: string) => number;
 }
 
 /**
@@ -60,14 +80,6 @@ export interface LeasePumpOptions {
  * picked up within this.
  */
 export const QUIET_MAX_MS = 500;
-
-/**
- * How long workers that found nothing leasable but the domains they skip wait before asking again: the lease script
- * answers "due now" for those domains, but they stay skipped until one of their requests ends, and that wakes a
- * worker (crawler.ts). So this is only the poller's longest pause (crawler-idle.ts SCOUT_MAX_MS): at 50 ms, a crawl's
- * tail on a slow host (its requests at the cap for a minute) cost 20 lease calls a second.
- */
-export const EXCLUDED_RETRY_MS = SCOUT_MAX_MS;
 
 export class LeasePump {
   readonly #o: LeasePumpOptions;
@@ -80,6 +92,8 @@ export class LeasePump {
   #takeIntervalMs = 1000;
   #lastTakenAt = 0;
   #turn = 0;
+  /** The last lease call's answer: more was due now. */
+  #dueNow = false;
   /** Spider types whose frontier had no work at all, until when they are not asked again (epoch ms). */
   readonly #quietUntil = new Map<string, number>();
   /** Their current pause (ms), doubling while they stay empty ({@link QUIET_MAX_MS}). */
@@ -100,7 +114,8 @@ export class LeasePump {
     if (ready) {
       this.#taken();
       if (!this.#leasing && this.#refill() > 0) void this.#rounds();
-      return Promise.resolve({ lease: ready.lease, leasedAt: ready.at, nextDueMs: null });
+      const more = this.#ready.length > 0 || this.#dueNow;
+      return Promise.resolve({ lease: ready.lease, leasedAt: ready.at, more, nextDueMs: null });
     }
     return new Promise((resolve, reject) => {
       this.#waiting.push({ resolve, reject });
@@ -135,25 +150,29 @@ export class LeasePump {
         if (this.#waiting.length === 0 && refill === 0) return;
         const want = Math.min(this.#waiting.length + refill, MAX_LEASE_BATCH);
         const at = this.#o.now();
-        let r: { leases: Lease[]; nextDueMs: number | null };
+        let r: Round;
         try {
           r = await this.#lease(want);
         } catch (error) {
           for (const w of this.#waiting.splice(0)) w.reject(error);
           return;
         }
+        this.#dueNow = r.dueNow;
         const served = this.#waiting.splice(0, r.leases.length);
+        const extra = r.leases.slice(served.length);
+        // Requests left for the buffer are more work now too.
+        const more = r.dueNow || (extra.length > 0 && !this.#o.stopping());
         served.forEach((w, i) => {
           this.#taken();
-          w.resolve({ lease: r.leases[i], leasedAt: at, nextDueMs: null });
+          w.resolve({ lease: r.leases[i], leasedAt: at, more, nextDueMs: null });
         });
-        const extra = r.leases.slice(served.length);
         if (this.#o.stopping()) {
           if (extra.length > 0) await this.#o.frontier.release(extra).catch(() => 0);
         } else for (const lease of extra) this.#ready.push({ lease, at });
         // Fewer were due than asked for: the others sleep until more may be, and nothing is leased ahead.
         if (r.leases.length < want) {
-          for (const w of this.#waiting.splice(0)) w.resolve({ nextDueMs: r.nextDueMs });
+          const idle = { nextDueMs: r.nextDueMs, ...(r.excludedOnly ? { excludedOnly: true } : {}) };
+          for (const w of this.#waiting.splice(0)) w.resolve(idle);
           return;
         }
       }
@@ -164,19 +183,25 @@ export class LeasePump {
 
   /**
    * Leases up to `want` requests from the spider types in turn, starting at a rotating one, until `want` are
-   * leased or every type was asked; `nextDueMs`: the earliest time more may be due (null: no type has work).
-   * A type whose frontier had no work at all is not asked again by any worker of this process for
-   * `scoutPollMs`, doubling while it stays empty up to {@link QUIET_MAX_MS} (its work is still picked up within
-   * that, as the scout picks up new work): a crawler serving
-   * several types, most of them idle, would otherwise make an empty lease call per idle type for every page.
+   * leased or every type was asked; `nextDueMs`: the earliest time more may be due (null: no type has work, or
+   * none but in the excluded domains); `dueNow`: a type said more is due now (or the batch filled before every
+   * type was asked); `excludedOnly`: none did, and some type has ready work only in the excluded domains.
+   * A type whose frontier had no work at all (not one whose work is only in the excluded domains: those become
+   * leasable when one of their requests ends, which wakes a worker) is not asked again by any worker of this
+   * process for `scoutPollMs`, doubling while it stays empty up to {@link QUIET_MAX_MS} (its work is still picked
+   * up within that, as the scout picks up new work): a crawler serving several types, most of them idle, would
+   * otherwise make an empty lease call per idle type for every page.
    */
-  async #lease(want: number): Promise<{ leases: Lease[]; nextDueMs: number | null }> {
+  async #lease(want: number): Promise<Round> {
     const types = this.#o.spiderTypes;
     const first = this.#turn++;
     const leases: Lease[] = [];
     let nextDueMs: number | null = null;
+    let dueNow = false;
+    let excludedOnly = false;
     const exclude = this.#o.exclude?.() ?? [];
-    for (let i = 0; i < types.length && leases.length < want; i++) {
+    let i = 0;
+    for (; i < types.length && leases.length < want; i++) {
       const spider = types[(first + i) % types.length] as string;
       const now = this.#o.now();
       const quiet = this.#quietUntil.get(spider);
@@ -188,7 +213,11 @@ export class LeasePump {
         ...(this.#o.perDomain ? { perDomain: this.#o.perDomain } : {}),
       });
       leases.push(...r.leases);
-      if (r.nextDueMs === null && r.leases.length === 0) {
+      // More of the domains just leased from is due only while they have room under the cap once these start.
+      const more = r.left === 'more' || (r.left === 'leased' && this.#room(r.leases));
+      if (more) dueNow = true;
+      else if (r.left === 'excluded' || r.left === 'leased') excludedOnly = true;
+      if (r.nextDueMs === null && r.leases.length === 0 && r.left !== 'excluded') {
         const scout = this.#o.scoutPollMs;
         const pause = Math.min(this.#quietFor.get(spider) ?? scout, Math.max(scout, QUIET_MAX_MS));
         this.#quietUntil.set(spider, now + pause);
@@ -196,12 +225,24 @@ export class LeasePump {
       } else {
         this.#quietUntil.delete(spider);
         this.#quietFor.delete(spider);
-        if (r.nextDueMs !== null) nextDueMs = nextDueMs === null ? r.nextDueMs : Math.min(nextDueMs, r.nextDueMs);
+        // 'leased' without room: its "now" is for domains at the cap; the worker sleeps until one of theirs ends.
+        const due = r.left === 'leased' && !more ? null : r.nextDueMs;
+        if (due !== null) nextDueMs = nextDueMs === null ? due : Math.min(nextDueMs, due);
       }
     }
-    // Only skipped domains were due: the script says "now", but they stay skipped until one of their requests ends.
-    if (leases.length === 0 && exclude.length > 0 && nextDueMs !== null)
-      nextDueMs = Math.max(nextDueMs, this.#o.now() + EXCLUDED_RETRY_MS);
-    return { leases, nextDueMs };
+    // The batch filled before every type was asked: the others may have work now.
+    if (i < types.length) dueNow = true;
+    return { leases, nextDueMs, dueNow, excludedOnly: excludedOnly && !dueNow };
+  }
+
+  /** True when some domain of `leases` stays under the per-domain cap once they are all in flight. */
+  #room(leases: readonly Lease[]): boolean {
+    const cap = this.#o.perDomain ?? 0;
+    const inFlight = this.#o.inFlight;
+    if (cap <= 0 || !inFlight) return true;
+    const batch = new Map<string, number>();
+    for (const l of leases) batch.set(l.domain, (batch.get(l.domain) ?? 0) + 1);
+    for (const [domain, n] of batch) if (inFlight(domain) + n < cap) return true;
+    return false;
   }
 }

@@ -122,6 +122,7 @@ export class Crawler {
       stopping: () => this.#stopping,
       exclude: () => this.#domains.full,
       perDomain: o.domainConcurrency,
+      inFlight: (domain) => this.#domains.count(domain),
     });
     this.#fetch = new PageFetch({
       frontier: o.frontier,
@@ -275,7 +276,7 @@ export class Crawler {
           break;
         }
         if (r.lease) {
-          this.#idle.leased(index);
+          this.#idle.leased(index, r.more ?? false);
           this.#slots.taken();
           const domain = r.lease.domain;
           this.#domains.start(domain);
@@ -289,7 +290,9 @@ export class Crawler {
           continue;
         }
         if (probe) this.#gate.probeEnded();
-        dueInMs = r.nextDueMs === null ? undefined : r.nextDueMs - this.#o.now();
+        // Only domains at their cap are ready: idle, but not for lack of work (crawler-idle.ts scout).
+        if (r.nextDueMs !== null) dueInMs = r.nextDueMs - this.#o.now();
+        else dueInMs = r.excludedOnly ? Number.POSITIVE_INFINITY : undefined;
       } catch (error) {
         if (probe) this.#gate.probeEnded();
         if (this.#idle.speaksFor(index))

@@ -124,10 +124,24 @@ export type LeaseResult =
       skipped: number;
     };
 
-/** What {@link Frontier.leaseMany} leased, and when more may be due (`nextDueMs`, epoch ms; null: no work at all). */
+/**
+ * What is left for the caller of {@link Frontier.leaseMany} (lib/redis/scripts/lease.lua's `left`):
+ * - `more`: more is due now (`nextDueMs` is the call's now), in a ready domain the caller did not exclude and the
+ *   call leased nothing of;
+ * - `leased`: more is due now, but only in domains the call leased from (those that reached `perDomain` included):
+ *   a caller with its own per-domain cap judges whether they are still leasable to it;
+ * - `excluded`: ready work only in the domains the caller excluded, nothing it may lease until it drops one of them;
+ *   `nextDueMs` is then when other work may be due (a throttle, a retry's backoff), null when none is;
+ * - `none`: no domain is ready (with IP scoping: none the caller's IP may fetch now).
+ */
+export type LeaseLeft = 'none' | 'more' | 'leased' | 'excluded';
+
+/** What {@link Frontier.leaseMany} leased, when more may be due, and what is left (see {@link LeaseLeft}). */
 export interface LeaseMany {
   leases: Lease[];
+  /** Epoch ms when more may be due (null: no work at all, or none but in the excluded domains). */
   nextDueMs: number | null;
+  left: LeaseLeft;
   skipped: number;
 }
 

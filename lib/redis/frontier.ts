@@ -35,6 +35,7 @@ import type {
   FrontierItem,
   FrontierOptions,
   Lease,
+  LeaseLeft,
   LeaseMany,
   LeaseResult,
 } from './frontier-types.ts';
@@ -110,9 +111,10 @@ export class Frontier implements FrontierApi, CrawlerFrontier {
   /**
    * Leases up to `max` due requests of a spider type in one script call, in the order single leases would have
    * taken them (a crawler leases for all of its workers that wait at once). `nextDueMs`: when more may be due
-   * (epoch ms; null: no work at all; now when all `max` were leased). `exclude`: domains to lease nothing of (the
-   * caller's per-domain in-flight cap is reached), `perDomain`: the most of one domain this call leases (0: no
-   * limit); the domains left keep their place for every other caller.
+   * (epoch ms; null: no work at all); `left`: whether more is due now, or ready work is left only in the `exclude`
+   * domains (frontier-types.ts LeaseLeft). `exclude`: domains to lease nothing of (the caller's per-domain in-flight cap is
+   * reached), `perDomain`: the most of one domain this call leases (0: no limit); the domains left keep their place
+   * for every other caller.
    */
   async leaseMany(
     spider: string,
@@ -139,7 +141,7 @@ export class Frontier implements FrontierApi, CrawlerFrontier {
       const hitMs = Number(r[2]);
       const due = Number(r[3]);
       const leases: Lease[] = [];
-      for (let i = 4; i + 1 < r.length; i += 2) {
+      for (let i = 5; i + 1 < r.length; i += 2) {
         const member = r[i] as Buffer;
         leases.push({
           handle: memberHandle(member),
@@ -149,10 +151,10 @@ export class Frontier implements FrontierApi, CrawlerFrontier {
           hitMs,
         });
       }
-      return { leases, nextDueMs: due < 0 ? null : due, skipped: Number(r[1] ?? 0) };
+      return { leases, nextDueMs: due < 0 ? null : due, skipped: Number(r[1] ?? 0), ...leftOf(r[4]) };
     }
     const due = Number(r[1]);
-    return { leases: [], nextDueMs: due < 0 ? null : due, skipped: Number(r[2] ?? 0) };
+    return { leases: [], nextDueMs: due < 0 ? null : due, skipped: Number(r[2] ?? 0), ...leftOf(r[3]) };
   }
 
   /**
@@ -405,4 +407,11 @@ export class Frontier implements FrontierApi, CrawlerFrontier {
   async backlog(spider: string, now = Date.now()): Promise<Record<string, number>> {
     return backlog(this.#calls, spider, now);
   }
+}
+
+/** lease.lua's `left` (its header). */
+const LEFT: readonly LeaseLeft[] = ['none', 'more', 'excluded', 'leased'];
+
+function leftOf(left: number | Buffer | undefined): Pick<LeaseMany, 'left'> {
+  return { left: LEFT[Number(left ?? 0)] ?? 'none' };
 }

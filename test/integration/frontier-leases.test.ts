@@ -291,7 +291,12 @@ describe('leaseMany', () => {
     // The rest of that second's turns, then nothing left: no work at all.
     expect((await many.leaseMany('link', 10, { now: T0 + 1000 })).leases).toHaveLength(3);
     for (const l of [...batch.leases, ...full.leases]) await many.ack(l, 'done', T0 + 1000);
-    expect(await many.leaseMany('link', 10, { now: T0 + 5000 })).toEqual({ leases: [], nextDueMs: null, skipped: 0 });
+    expect(await many.leaseMany('link', 10, { now: T0 + 5000 })).toEqual({
+      leases: [],
+      nextDueMs: null,
+      left: 'none',
+      skipped: 0,
+    });
   });
 });
 
@@ -308,8 +313,10 @@ describe('leaseMany: per-domain in-flight cap (issue 32)', () => {
       return m;
     };
     expect(byDomain(capped.leases)).toEqual({ 'a.com': 2, 'c.com': 2 });
-    // Only skipped domains are left due: "more now" (the crawler waits until one of its requests ends).
+    // Left ready: b.com (excluded) and a.com and c.com, which reached perDomain in this call: "more now", but only
+    // in domains this call leased from (the crawler, whose cap perDomain is, judges them: lease.lua's `left`).
     expect(capped.nextDueMs).toBe(T0);
+    expect(capped.left).toBe('leased');
     const rest = await frontier.leaseMany('link', 20, { now: T0 + 1 });
     expect(byDomain(rest.leases)).toEqual({ 'a.com': 4, 'b.com': 3, 'c.com': 1 });
     expect(rest.leases.filter((l) => l.domain === 'a.com').map((l) => l.url)).toEqual(urls(6, 'a.com').slice(2));

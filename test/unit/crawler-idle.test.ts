@@ -21,12 +21,32 @@ describe('IdleWorkers', () => {
     const woken: number[] = [];
     for (let i = 0; i < 5; i++) void idle.idle(i, 60_000).then(() => woken.push(i));
     expect(idle.poller).toBe(0);
-    idle.leased(0);
+    idle.leased(0, true);
     expect(idle.poller).toBeUndefined();
     await new Promise((r) => setTimeout(r, 5));
     expect(woken).toEqual([0, 1].slice(0, WAKE_ON_LEASE));
     expect(idle.size).toBe(5 - WAKE_ON_LEASE);
     idle.wakeAll();
+  });
+
+  it('a worker that leased the last due request wakes nobody, though it still gives up polling', async () => {
+    const idle = new IdleWorkers(1000);
+    const woken: number[] = [];
+    for (let i = 0; i < 5; i++) void idle.idle(i, 60_000).then(() => woken.push(i));
+    idle.leased(0, false);
+    expect(idle.poller).toBeUndefined();
+    await new Promise((r) => setTimeout(r, 5));
+    expect(woken).toEqual([]);
+    expect(idle.size).toBe(5);
+    idle.wakeAll();
+  });
+
+  it('work only in the domains at the cap (no due time): the poller keeps its doubling pause', async () => {
+    const idle = new IdleWorkers(1000, 10);
+    const at = performance.now();
+    // 10, 20, 40 ms: not the scout interval each time, as for no work at all.
+    for (let i = 0; i < 3; i++) await idle.scout(0, Number.POSITIVE_INFINITY);
+    expect(performance.now() - at).toBeGreaterThanOrEqual(70 - 5);
   });
 
   it('a poller that resigns hands the turn on by waking one sleeper, which then polls', async () => {
@@ -67,12 +87,12 @@ describe('IdleWorkers', () => {
     const poller = idle.idle(0, 60_000);
     const other = idle.idle(1, 1);
     // The poller leaves without handing its turn on (a missed wake): the backstop bounds the sleeper's wait.
-    idle.leased(0);
+    idle.leased(0, true);
     idle.wakeAll();
     await poller;
     const again = idle.idle(2, 60_000);
     expect(idle.poller).toBe(2);
-    idle.leased(2);
+    idle.leased(2, true);
     expect(await settles(other, 4 * IDLE_BACKSTOP_POLLS + 30)).toBe(true);
     expect(idle.speaksFor(1)).toBe(true);
     idle.wakeAll();
@@ -97,7 +117,7 @@ describe('IdleWorkers', () => {
     await look(undefined);
     expect(pauses.at(-1)).toBeLessThan(10 + 40);
     // A lease anywhere (here worker 5's) puts the pause back to the scout interval.
-    idle.leased(5);
+    idle.leased(5, true);
     await look(60_000);
     expect(pauses.at(-1)).toBeLessThan(10 + 40);
   });

@@ -28,6 +28,7 @@ import type {
   CrawlRef,
   CrawlSettings,
   Lease,
+  LeaseLeft,
   LeaseMany,
   QueueRequest,
 } from '../../lib/redis/frontier-types.ts';
@@ -115,9 +116,19 @@ class ScriptedFrontier implements CrawlerFrontier {
         if (options.perDomain && (taken.get(domain) ?? 0) >= options.perDomain) skip.add(domain);
       }
     }
-    const left = this.#leases.length > 0;
+    // As the script's `left`: more now in a domain the caller did not exclude and this call took nothing of, else
+    // only in domains this call took from, else only in the excluded ones.
+    const caller = new Set(options.exclude ?? []);
+    const open = this.#leases.filter((l) => !caller.has(l.domain));
+    const left: LeaseLeft = open.some((l) => !taken.has(l.domain))
+      ? 'more'
+      : open.length > 0
+        ? 'leased'
+        : this.#leases.length > 0
+          ? 'excluded'
+          : 'none';
     const later = this.dueLaterMs === undefined ? null : Date.now() + this.dueLaterMs;
-    return { leases, nextDueMs: left ? Date.now() : later, skipped: 0 };
+    return { leases, nextDueMs: open.length > 0 ? Date.now() : later, left, skipped: 0 };
   }
   async ack(
     l: Pick<Lease, 'handle'>,
@@ -874,7 +885,9 @@ describe('Crawler: leasing across spider types', () => {
     readonly asked: string[] = [];
     override async leaseMany(spider: string, max: number): Promise<LeaseMany> {
       this.asked.push(spider);
-      return spider === 'link' ? super.leaseMany(spider, max) : { leases: [], nextDueMs: null, skipped: 0 };
+      return spider === 'link'
+        ? super.leaseMany(spider, max)
+        : { leases: [], nextDueMs: null, left: 'none', skipped: 0 };
     }
   }
 
@@ -1519,6 +1532,54 @@ describe('Crawler: per-domain in-flight cap (issue 32)', () => {
       expect(deadPeak).toBeLessThanOrEqual(7);
     } finally {
       open();
+      await crawler.stop(1000);
+    }
+  });
+});
+
+describe('Crawler: a crawl’s tail on a domain at its cap', () => {
+  it('each request that ends lets one more of the domain start, without waking workers that would find nothing', async () => {
+    const drip = Array.from({ length: 12 }, (_, i) => lease(`http://drip.example/${i}`, { domain: 'drip.example' }));
+    const frontier = new ScriptedFrontier(drip);
+    const pending: (() => void)[] = [];
+    let open = false;
+    const crawler = testCrawler(frontier, {
+      concurrency: 16,
+      domainConcurrency: 2,
+      idlePollMs: 10_000,
+      scoutPollMs: 10_000,
+      fetcher: {
+        async fetch(q) {
+          if (!open) await new Promise<void>((resolve) => pending.push(resolve));
+          return htmlResponse(q.url, 'ok');
+        },
+        close: async () => undefined,
+      },
+    });
+    crawler.start();
+    try {
+      await waitFor(() => pending.length === 3);
+      await new Promise((r) => setTimeout(r, 30));
+      const asked = frontier.asks.length;
+      const starts: number[] = [];
+      for (let acked = 1; acked <= 8; acked++) {
+        pending.shift()?.();
+        await waitFor(() => frontier.acked.length === acked);
+        await new Promise((r) => setTimeout(r, 30));
+        starts.push(pending.length);
+      }
+      // The domain stays at its cap (2 x cap - 1 right after a lease call: crawler-leasing.ts) while requests end.
+      expect(starts.every((n) => n >= 2)).toBe(true);
+      // Two releases take it from 3 in flight to 1 under the cap: the worker whose request ended asks once (only the
+      // capped domain is ready), then the ending worker and the one it woke take one each. 12 calls for 8 ends; a
+      // lease that woke WAKE_ON_LEASE more workers each time, which found only the capped domain, made 20.
+      expect(frontier.asks.length - asked).toBeLessThanOrEqual(14);
+      open = true;
+      for (const resolve of pending.splice(0)) resolve();
+      await waitFor(() => frontier.settled);
+    } finally {
+      open = true;
+      for (const resolve of pending.splice(0)) resolve();
       await crawler.stop(1000);
     }
   });

@@ -70,10 +70,9 @@ export class IdleWorkers {
    * Worker `index` found nothing leasable; the next request may be due in `dueInMs` (undefined: no spider type has
    * any work; Infinity: work is ready only in domains at this process's in-flight cap, and nothing else is due at a
    * known time: one of their requests ending wakes a worker, crawler.ts). The poller looks again then or after its
-   * pause, whichever is sooner, and its pause doubles (up to
-   * {@link SCOUT_MAX_MS}, or `scoutMs` when that is longer); with no work anywhere it looks again after `scoutMs`
-   * (the lease pump then asks only the types whose own quiet pause is over: crawler-leasing.ts). Any other worker
-   * sleeps as in {@link idle}.
+   * pause, whichever is sooner, and its pause doubles (up to {@link SCOUT_MAX_MS}, or `scoutMs` when that is
+   * longer); with no work anywhere it looks again after `scoutMs` (the lease pump then asks only the types whose own
+   * quiet pause is over: crawler-leasing.ts). Any other worker sleeps as in {@link idle}.
    */
   scout(index: number, dueInMs: number | undefined): Promise<void> {
     if (this.#poller === undefined) this.#poller = index;

@@ -108,8 +108,11 @@ describe('IdleWorkers', () => {
       pauses.push(Math.round(performance.now() - at));
     };
     for (let i = 0; i < 4; i++) await look(60_000);
-    // 10, 20, 40, 80 ms (timers fire late, never early).
-    expect(pauses.map((ms, i) => ms >= 10 * 2 ** i && ms < 10 * 2 ** i + 40)).toEqual([true, true, true, true]);
+    // 10, 20, 40, 80 ms (timers fire late, or up to a millisecond early: libuv keeps its clock in whole ms).
+    expect(
+      pauses.map((ms, i) => ms >= 10 * 2 ** i - 2 && ms < 10 * 2 ** i + 40),
+      `pauses ${pauses.join(', ')}`,
+    ).toEqual([true, true, true, true]);
     // A request due sooner than the pause is asked for when it is due.
     await look(15);
     expect(pauses.at(-1)).toBeLessThan(15 + 40);

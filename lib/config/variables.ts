@@ -101,7 +101,8 @@ export const VARIABLES = {
     default: 7379,
     minimum: 1,
     maximum: 65535,
-    description: 'Port of the local cluster-mode Redis (one node, all 16384 slots).',
+    description:
+      'Port of the first of the three masters of the local cluster-mode Redis (they listen on it and the next two ports).',
   },
   CRAWL_KAFKA_PORT: {
     type: 'integer',

@@ -158,6 +158,7 @@ export class Crawler {
       now: o.now,
       log: o.log,
       onStored: () => this.#deliveryWorked(),
+      onAckFailed: (error) => this.#deliveryFailed(error),
     });
   }
 
@@ -238,6 +239,9 @@ export class Crawler {
       const left = [...this.#inFlight].filter((f) => !f.fetched);
       for (const f of left) f.abort.abort();
       released = await this.#o.frontier.release(left.map((f) => f.lease)).catch(() => 0);
+      // Acks kept through a Redis failure that outlasted the deadline: given up, their leases released (below) or,
+      // with Redis still gone, reclaimed once it is back.
+      this.#delivery.abandon();
     }
     // A worker's failure (none is expected: each settles its own) still ends the stop with it.
     await all;

@@ -74,6 +74,8 @@ class ScriptedFrontier implements CrawlerFrontier {
   readonly items: { spider: string; crawl: CrawlRef; request: QueueRequest }[] = [];
   /** Makes an ack with children throw this (before anything is stored). */
   enqueueError: Error | undefined;
+  /** How many acks with children {@link enqueueError} fails (default: all of them). */
+  enqueueErrorTimes = Number.POSITIVE_INFINITY;
   readonly #leases: Lease[];
   #total: number;
   constructor(leases: Lease[]) {
@@ -140,7 +142,7 @@ class ScriptedFrontier implements CrawlerFrontier {
     for (const [spider, items] of children ?? []) {
       if (items.length === 0) continue;
       this.events.push(`enqueue ${items.length}`);
-      if (this.enqueueError) throw this.enqueueError;
+      if (this.enqueueError && this.enqueueErrorTimes-- > 0) throw this.enqueueError;
       this.enqueued.push({ spider, urls: items.map((i) => i.request.url) });
       this.items.push(...items.map((i) => ({ spider, ...i })));
     }
@@ -285,6 +287,8 @@ async function crawl(
     maxMessageBytes?: number;
     appidTopics?: boolean;
     enqueueError?: Error;
+    /** How many acks with children `enqueueError` fails (default: all). */
+    enqueueErrorTimes?: number;
     /** Spiders registered besides the built-ins. */
     plugins?: Spider[];
     spider?: (url: string) => void;
@@ -299,6 +303,7 @@ async function crawl(
 ): Promise<Run> {
   const frontier = new ScriptedFrontier(leases);
   frontier.enqueueError = options.enqueueError;
+  if (options.enqueueErrorTimes !== undefined) frontier.enqueueErrorTimes = options.enqueueErrorTimes;
   if (options.turn !== undefined) frontier.turn = options.turn;
   const sink = new OrderedSink(frontier.events, options.refuse);
   const log = new RecordingLog();
@@ -734,21 +739,34 @@ describe('Crawler: delivery order and best-effort copies', () => {
     expect(r.sink.values('demo.crawled_app1')).toHaveLength(1);
   });
 
-  it('acks the page when Redis refuses its children with a script error (poison), logging it', async () => {
+  it('never acks a page done without its children: refused for good (poison), the request fails visibly', async () => {
     const l = lease('http://a.example/');
     const scriptError = Object.assign(new Error('ERR user_script:3: bad member'), { name: 'ReplyError' });
     const r = await crawl([l], (q) => htmlResponse(q.url, '<a href="/a">a</a>'), { enqueueError: scriptError });
-    expect(r.pages).toMatchObject([{ success: true }]);
-    expect(r.frontier.acked).toEqual([{ handle: l.handle, outcome: 'done' }]);
-    expect(r.log.at('warn').map((w) => w.message)).toContain('children refused; the page is published without them');
+    // Tried ACK_REFUSED_TRIES times with its children, then failed: a success:false page naming the refusal.
+    expect(r.frontier.events.filter((e) => e === 'enqueue 1')).toHaveLength(3);
+    expect(r.frontier.acked).toEqual([{ handle: l.handle, outcome: 'fail' }]);
+    expect(r.pages).toMatchObject([{ success: true }, { success: false }]);
+    expect(r.pages[1]?.exception).toContain('bad member');
+    expect(r.frontier.enqueued).toEqual([]);
   });
 
-  it('releases the page when Redis is unreachable for its children (it will be crawled again)', async () => {
+  it('keeps an ack that fails on infrastructure and tries it again, children and all, without releasing the page', async () => {
     const l = lease('http://a.example/');
-    const down = Object.assign(new Error('connect ECONNREFUSED 127.0.0.1:6379'), { code: 'ECONNREFUSED' });
-    const r = await crawl([l], (q) => htmlResponse(q.url, '<a href="/a">a</a>'), { enqueueError: down });
-    expect(r.frontier.released).toEqual([l.handle]);
-    expect(r.frontier.acked).toEqual([]);
+    const down = Object.assign(new Error('OOM command not allowed when used memory > maxmemory'), {
+      name: 'ReplyError',
+    });
+    const r = await crawl([l], (q) => htmlResponse(q.url, '<a href="/a">a</a>'), {
+      enqueueError: down,
+      enqueueErrorTimes: 3,
+    });
+    expect(r.frontier.released).toEqual([]);
+    expect(r.frontier.acked).toEqual([{ handle: l.handle, outcome: 'done' }]);
+    expect(r.frontier.enqueued).toEqual([{ spider: 'link', urls: ['http://a.example/a'] }]);
+    expect(r.pages).toHaveLength(1);
+    expect(r.log.at('warn').map((w) => w.message)).toContain(
+      'ack failed; kept and tried again while this process holds the lease',
+    );
   });
 });
 

@@ -181,6 +181,8 @@ export interface CrawlerFrontier {
   ): Promise<{ retried: boolean; handle: string | undefined }>;
   /** Gives back unfetched leases in their place: how many. */
   release(leases: LeaseHandle[], now?: number): Promise<number>;
+  /** Moves the deadline of leases still held to now + the lease duration: how many were extended. */
+  extend(leases: LeaseHandle[], now?: number): Promise<number>;
   /** Moves a late fetch's throttle hit to now: how long to wait for its turn, or null when it went back. */
   restamp(
     lease: Pick<Lease, 'handle' | 'partition' | 'hitMs'>,

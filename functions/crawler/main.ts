@@ -164,6 +164,7 @@ const crawler = new Crawler({
   adaptive: browser ? undefined : adaptiveConcurrency(vars, limits, () => bodyBudget.share),
   retryTimes: vars.RETRY_TIMES,
   retryBaseDelayMs: vars.RETRY_BASE_DELAY_MS,
+  leaseMs: vars.LEASE_TIMEOUT * 1000,
   userAgent: vars.USER_AGENT,
   ip: vars.EGRESS_IP || undefined,
   nodeId: `${hostname()}:${process.pid}`,

@@ -98,4 +98,9 @@ export interface CrawlerOptions {
   statsFlushMs?: number;
   /** Time between two heartbeats, each carrying the process's load report (crawler-load.ts). @default 10000 */
   heartbeatMs?: number;
+  /**
+   * The frontier's lease duration (ms; `LEASE_TIMEOUT` × 1000): leases held this long without an end are extended
+   * before it runs out (lease-keeper.ts). @default 120000
+   */
+  leaseMs?: number;
 }

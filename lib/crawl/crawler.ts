@@ -25,6 +25,7 @@ import type { CrawlerOptions } from './crawler-options.ts';
 import { FetchSlots } from './crawler-slots.ts';
 import { DomainInFlight } from './domain-inflight.ts';
 import { type CrawlFailure, decideFailure, type FailurePolicy } from './failure.ts';
+import { LeaseKeeper } from './lease-keeper.ts';
 import { failedPage } from './page.ts';
 import { mergeAttrs, splitRequestUrl } from './spider-run.ts';
 import { SpiderBudgetError } from './spider-sandbox.ts';
@@ -76,6 +77,7 @@ export class Crawler {
   readonly #pump: LeasePump;
   readonly #fetch: PageFetch;
   readonly #delivery: Delivery;
+  readonly #keeper: LeaseKeeper;
   readonly #counters: PageCounters;
   readonly #slots: FetchSlots;
   readonly #domains: DomainInFlight;
@@ -101,6 +103,7 @@ export class Crawler {
       produceLingerMs: DEFAULT_PRODUCE_LINGER_MS,
       statsFlushMs: 1000,
       heartbeatMs: 10_000,
+      leaseMs: 120_000,
       ...options,
     };
     this.#o = o;
@@ -144,6 +147,7 @@ export class Crawler {
       now: o.now,
       log: o.log,
     });
+    this.#keeper = new LeaseKeeper({ frontier: o.frontier, leaseMs: o.leaseMs, now: o.now, log: o.log });
     this.#delivery = new Delivery({
       frontier: o.frontier,
       sink: crawlerSink(o.sink, o.produceLingerMs, o.maxMessageBytes),
@@ -196,6 +200,7 @@ export class Crawler {
     beat();
     this.#heartbeat = setInterval(beat, this.#o.heartbeatMs);
     this.#heartbeat.unref();
+    this.#keeper.start();
     for (let i = 0; i < this.#slots.workers; i++) this.#workers.push(this.#work(i));
     this.#slots.start();
   }
@@ -245,6 +250,7 @@ export class Crawler {
     }
     // A worker's failure (none is expected: each settles its own) still ends the stop with it.
     await all;
+    this.#keeper.stop();
     await this.flushStats();
     return { released };
   }
@@ -369,6 +375,7 @@ export class Crawler {
   async #handleAll(lease: Lease, leasedAt: number, freed: () => void): Promise<void> {
     const flight: InFlight = { lease, leasedAt, abort: new AbortController(), fetched: false, freed };
     this.#inFlight.add(flight);
+    this.#keeper.hold(lease, leasedAt);
     const req = this.#request(lease);
     try {
       await this.#crawl(lease, req, flight);
@@ -394,6 +401,7 @@ export class Crawler {
       await this.#o.frontier.release([lease]).catch(() => undefined);
     } finally {
       this.#inFlight.delete(flight);
+      this.#keeper.drop(lease);
       freed();
     }
   }

@@ -11,6 +11,8 @@
  * - **ack**: the page was published (or failed for good); the request is done. Acking an expired lease
  *   whose request was reclaimed but not yet leased again still counts (no second fetch).
  * - **release**: give back unfetched leases; they keep their place (FIFO among equal priority).
+ * - **extend**: a crawler still working on its leases (a slow site, a delivery waiting on Kafka or a kept ack) moves
+ *   their deadline on, so only the leases of crawlers that died or stalled are reclaimed.
  * - **retry**: back in the queue at `priority - 10`, `retries + 1`, not before a backoff delay.
  * - **empty**: nothing is due now; `lease` says when the next domain or retry becomes due.
  * - **done** (a crawl): nothing queued and nothing leased; `ack` reports the moment it happens, once.
@@ -307,6 +309,25 @@ export class Frontier implements FrontierApi, CrawlerFrontier {
         p,
         [],
         idx.map((i) => memberBytes((leases[i] as Lease).handle)),
+        now,
+      );
+    }
+    return n;
+  }
+
+  /**
+   * Moves the deadline of leases this crawler still holds to `now` + the lease duration, one script call per
+   * partition: reclaim then takes back only the leases of crawlers that died or stalled. Leases no longer held are
+   * left alone. Returns how many were extended.
+   */
+  async extend(leases: Pick<Lease, 'handle' | 'partition'>[], now = Date.now()): Promise<number> {
+    let n = 0;
+    for (const { p, idx } of byPartition(leases, (l) => l.partition)) {
+      n += await this.#calls.run<number>(
+        'extend',
+        p,
+        [],
+        [this.#calls.options.leaseMs, ...idx.map((i) => memberBytes((leases[i] as Lease).handle))],
         now,
       );
     }

@@ -191,6 +191,11 @@ class ScriptedFrontier implements CrawlerFrontier {
     this.released.push(...ls.map((l) => l.handle));
     return ls.length;
   }
+  readonly extended: string[] = [];
+  async extend(ls: Pick<Lease, 'handle'>[]): Promise<number> {
+    this.extended.push(...ls.map((l) => l.handle));
+    return ls.length;
+  }
   /** What restamp answers (null: the turn was too far off, the request went back to its queue). */
   turn: { waitMs: number } | null = { waitMs: 0 };
   readonly restamped: { handle: string; hitMs: number | undefined; maxWaitMs: number }[] = [];

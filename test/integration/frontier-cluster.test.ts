@@ -52,6 +52,7 @@ async function exerciseFrontier(frontier: Frontier, spider: string): Promise<voi
   // The page's children: its own spider type's fold into the ack (ack-enqueue); with no children, a plain ack.
   const children = [{ crawl: childCrawl(a), request: queueRequest(`http://x-${spider}.com/4`, -9, 1) }];
   await frontier.ack(l1, 'done', T0 + 1, new Map([[spider, children]]));
+  await frontier.extend([l2], T0 + 1);
   await frontier.restamp(l2, { ip: '10.0.0.1', maxWaitMs: 10_000, now: T0 + 1 });
   await frontier.release([l2], T0 + 1);
   await frontier.retry(l3, 10, T0 + 1);

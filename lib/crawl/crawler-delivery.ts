@@ -94,6 +94,8 @@ export class Delivery {
   pages = 0;
   /** Acks tried again after a failure, since start. */
   ackRetries = 0;
+  /** Page messages being published: when each send began (this process's clock), in order. */
+  readonly #sending = new Set<{ at: number }>();
   /** Set by {@link abandon}: kept acks stop being tried. */
   #abandoned = false;
   /** Wakes the kept acks waiting out their backoff. */
@@ -101,6 +103,15 @@ export class Delivery {
 
   constructor(options: DeliveryOptions) {
     this.#o = options;
+  }
+
+  /**
+   * How long the oldest page message still being published has waited for Kafka (ms; 0 when none is): the broker's
+   * state as this process sees it, long before kafkajs gives up on a send.
+   */
+  publishWaitMs(now: number): number {
+    for (const { at } of this.#sending) return Math.max(0, now - at);
+    return 0;
   }
 
   /**
@@ -146,7 +157,13 @@ export class Delivery {
   ): Promise<void> {
     const o = this.#o;
     const topics = clusterTopics(o.topicPrefix);
-    await o.sink.send([{ topic: topics.crawledFirehose, messages: [message] }]);
+    const sending = { at: o.now() };
+    this.#sending.add(sending);
+    try {
+      await o.sink.send([{ topic: topics.crawledFirehose, messages: [message] }]);
+    } finally {
+      this.#sending.delete(sending);
+    }
     o.onStored();
     this.pages++;
     // Why it failed, for the dashboard: noted before the ack, so a crawl that completes has its reasons. Best effort.

@@ -5,6 +5,15 @@
  * reopens the gate, or closes it for twice as long (at most {@link MAX_DELIVERY_BACKOFF_MS}).
  */
 
+/**
+ * A page message still unstored after this long (ms) closes the gate as a failure would: a broker that went away
+ * is noticed in seconds, not after kafkajs's own retries give up, and the workers stop fetching pages they cannot
+ * publish. Well above a healthy publish (a linger and one acks=all round trip).
+ */
+export const PUBLISH_STALL_MS = 2000;
+/** How often the crawler looks at its oldest unstored page message (ms). */
+export const PUBLISH_STALL_CHECK_MS = 250;
+
 /** How long leasing stops after a first delivery failure on infrastructure, before one probe request (ms). */
 export const MIN_DELIVERY_BACKOFF_MS = 500;
 /** The longest leasing stops between two probes while delivery stays down (ms). */

@@ -7,6 +7,7 @@ import { describe, expect, it } from 'vitest';
 import { ConcurrencyController, type LoadSignals } from '../../lib/crawl/concurrency.ts';
 import { Crawler, DELIVERIES_PER_FETCH, RECLAIMED_TOO_OFTEN } from '../../lib/crawl/crawler.ts';
 import { MAX_CRAWL_DELAY_MS, MAX_RESTAMP_WAIT_MS, RESTAMP_AFTER_MS } from '../../lib/crawl/crawler-fetch.ts';
+import { PUBLISH_STALL_MS } from '../../lib/crawl/crawler-gate.ts';
 import { LEASE_AHEAD_MS, MAX_LEASE_BATCH, QUIET_MAX_MS } from '../../lib/crawl/crawler-leasing.ts';
 import { CRAWLER_TASK_KIND, type CrawlerLoad, parseCrawlerLoad } from '../../lib/crawl/crawler-load.ts';
 import type { CrawlerOptions } from '../../lib/crawl/crawler-options.ts';
@@ -1603,6 +1604,49 @@ describe('Crawler: a crawl’s tail on a domain at its cap', () => {
     } finally {
       open = true;
       for (const resolve of pending.splice(0)) resolve();
+      await crawler.stop(1000);
+    }
+  });
+});
+
+describe('Crawler: a publish that hangs (the broker gone, kafkajs still retrying)', () => {
+  it('closes the delivery gate after PUBLISH_STALL_MS and stops leasing until a page message is stored', async () => {
+    const frontier = new ScriptedFrontier(
+      Array.from({ length: 400 }, (_, i) => lease(`http://h${i % 40}.example/${i}`)),
+    );
+    let open!: () => void;
+    const opened = new Promise<void>((resolve) => {
+      open = resolve;
+    });
+    class HangingSink extends FakeSink {
+      override async send(batch: SentBatch): Promise<void> {
+        await opened;
+        await super.send(batch);
+      }
+    }
+    const { fetcher, count } = countingFetcher();
+    const log = new RecordingLog();
+    const crawler = testCrawler(frontier, { fetcher, sink: new HangingSink(), log, concurrency: 4 });
+    const started = Date.now();
+    crawler.start();
+    try {
+      await waitFor(
+        () => log.at('warn').some((l) => l.message === 'delivery failing; leasing stops until a probe gets through'),
+        PUBLISH_STALL_MS + 2000,
+      );
+      expect(Date.now() - started).toBeGreaterThanOrEqual(PUBLISH_STALL_MS - 50);
+      const warn = log.at('warn').find((l) => l.message.startsWith('delivery failing'));
+      expect(String(warn?.fields?.error)).toMatch(/Kafka has not stored a page message for \d+ ms/);
+      // Leasing stopped: no fetch but at most the one probe while the sink hangs.
+      const fetched = count();
+      await new Promise((r) => setTimeout(r, 600));
+      expect(count() - fetched).toBeLessThanOrEqual(1);
+      open();
+      await waitFor(() => frontier.settled, 20_000);
+      expect(log.at('info').map((l) => l.message)).toContain('delivery works again; leasing resumes');
+      expect(frontier.acked).toHaveLength(400);
+    } finally {
+      open();
       await crawler.stop(1000);
     }
   });

@@ -77,7 +77,7 @@ export async function runBombs(options: BombRunOptions): Promise<BombRun> {
         CRAWLER_CONCURRENCY: options.bombs,
         CRAWLER_DOMAIN_CONCURRENCY: options.bombs,
         BODY_STORE_DIR: store,
-        BODY_STORE_BUCKET: '',
+        LOCAL_BODY_STORE: 'dir',
         // Bombs are cut, not failed: no retry should be needed; a slow one is not retried either.
         RETRY_TIMES: 0,
       },

@@ -111,9 +111,10 @@ const topicLookup = kafkaTopicLookup(kafka);
 // ...and create a new app's topics then (KAFKA_APPID_TOPICS_MAX bounds how many apps).
 const createTopic = vars.KAFKA_APPID_TOPICS ? appTopicCreator(kafka, vars, log) : undefined;
 await producer.connect();
-// The task's CPU and memory (its cgroup on Fargate): adaptive concurrency measures against them, and bodies being
-// read may hold at most a quarter of the memory at once (lib/crawl/body-budget.ts).
-const limits = taskLimits();
+// The task's CPU and memory (the least of its own cgroup's limit, the task size the stack states and the machine's
+// memory): adaptive concurrency measures against them, and bodies in flight may hold at most a quarter of the
+// memory at once (lib/crawl/body-budget.ts).
+const limits = taskLimits(undefined, { taskBytes: vars.CRAWLER_TASK_MEMORY_MIB * 1024 * 1024 });
 const bodyBudget = new BodyBudget(Math.floor(limits.memoryBytes * BODY_BUDGET_SHARE));
 const fetcher = new UndiciFetcher({
   bodyBudget,
@@ -191,6 +192,8 @@ logger.info('crawler started', {
       ? vars.CRAWLER_CONCURRENCY
       : `adaptive ${Math.min(vars.CRAWLER_CONCURRENCY_MIN, vars.CRAWLER_CONCURRENCY_MAX)}-${vars.CRAWLER_CONCURRENCY_MAX}`,
   bodyStore: vars.BODY_STORE_BUCKET ? `s3://${vars.BODY_STORE_BUCKET}` : 'directory',
+  memoryBytes: limits.memoryBytes,
+  bodyBudgetBytes: bodyBudget.limitBytes,
 });
 
 let stopping = false;

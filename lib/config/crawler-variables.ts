@@ -155,7 +155,15 @@ export const CRAWLER_VARIABLES = {
     type: 'integer',
     default: 10_485_760,
     minimum: 1024,
-    description: 'Largest decoded body kept; longer bodies are cut and flagged `body_truncated`.',
+    description:
+      'Largest decoded body kept; a longer body is cut there, its page saying `body_truncated: true` and `body_cut: "max_body_bytes"`.',
+  },
+  CRAWLER_TASK_MEMORY_MIB: {
+    type: 'integer',
+    default: 0,
+    minimum: 0,
+    description:
+      "The task's memory (MiB) as its orchestrator sets it (the stack sets Fargate's task size; 0: unknown). The crawler's memory limit is the least of this, its cgroup's limit and the machine's memory; bodies in flight get a quarter of it.",
   },
   MAX_REDIRECTS: { type: 'integer', default: 5, minimum: 0, maximum: 20, description: 'Redirects followed per fetch.' },
   ALLOW_PRIVATE_NETWORKS: {

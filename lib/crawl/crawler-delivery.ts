@@ -136,6 +136,8 @@ export class Delivery {
         `${encodeURIComponent(page.appid)}/${encodeURIComponent(page.crawlid)}/${createHash('sha1').update(lease.handle).digest('hex')}`,
       response: processed?.response,
     });
+    // The message is built: the body no longer counts in the process's body budget.
+    processed?.response.release?.();
     const { appid, crawlid, spiderid, success } = page;
     const failure = success
       ? undefined

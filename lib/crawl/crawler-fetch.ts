@@ -107,6 +107,8 @@ export class PageFetch {
           headers: lease.crawl.headers,
           cookie: lease.crawl.cookie,
           crawl: `${lease.crawl.appid}/${lease.crawl.crawlid}`,
+          // The body counts in the process's body budget until the page is done with it (the crawler releases it).
+          holdBody: true,
         },
         signal,
       );
@@ -114,6 +116,17 @@ export class PageFetch {
       if (!signal.aborted && error instanceof FetchError) return { kind: 'fetch', error };
       throw error;
     }
+    try {
+      return await this.#processResponse(lease, req, response);
+    } catch (error) {
+      response.release?.();
+      throw error;
+    }
+  }
+
+  /** {@link process} once the response is here: a status to retry, or the page with its links, data and children. */
+  async #processResponse(lease: Lease, req: SpiderRequest, response: FetchResult): Promise<Processed | CrawlFailure> {
+    const o = this.#o;
     if (RETRY_STATUSES.has(response.status)) {
       return { kind: 'status', response, retryAfterMs: retryAfterMs(response.headers['retry-after']?.[0], o.now()) };
     }

@@ -463,11 +463,18 @@ export class Crawler {
     flight.freed();
     // Its domain's next turn was too far off: restamp put the request back in its queue, unfetched and uncounted.
     if (outcome === 'requeued') return;
-    if ('kind' in outcome) {
-      await this.#fail(lease, req, outcome);
-      return;
+    // The body's share of the body budget goes back once the page is done with it, whatever happens (delivery gives
+    // it back sooner, once the message is built).
+    const response = 'response' in outcome ? outcome.response : undefined;
+    try {
+      if ('kind' in outcome) {
+        await this.#fail(lease, req, outcome);
+        return;
+      }
+      await this.#delivery.deliver(lease, outcome.page, String(outcome.response.status), outcome);
+    } finally {
+      response?.release?.();
     }
-    await this.#delivery.deliver(lease, outcome.page, String(outcome.response.status), outcome);
   }
 
   /** Acts on a failure as {@link decideFailure} says. */

@@ -118,11 +118,13 @@ export class SpiderSandbox {
    */
   run(spider: string, request: SpiderRequest, response: FetchResult, links: Link[]): Promise<SandboxResult> {
     if (this.#closed) return Promise.reject(new Error('the spider sandbox is closed'));
+    // A function cannot cross to the thread: the body budget's release stays here, with the crawler.
+    const { release: _release, ...sent } = response;
     return new Promise((resolve, reject) => {
       const id = this.#nextId++;
       const call: Call = {
         id,
-        message: { type: 'run', id, spider, request, response, links },
+        message: { type: 'run', id, spider, request, response: sent, links },
         resolve,
         reject,
         deaths: 0,

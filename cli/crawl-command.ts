@@ -9,6 +9,7 @@ import type { WriteStream } from 'node:fs';
 import { type Command, CommanderError } from 'commander';
 import { config } from '../lib/config/index.ts';
 import { CrawlClusterError, SchemaValidationError } from '../lib/errors.ts';
+import { FRONTIER_STATE_LOST } from '../lib/monitor/state-watch.ts';
 import { type CrawlRequest, validateRequest } from '../lib/schemas/index.ts';
 import { closePagesFile, openPagesFile } from './crawl-pages-file.ts';
 import { offerStop } from './crawl-stop.ts';
@@ -79,7 +80,8 @@ export function registerCrawl(program: Command, out: Output): void {
         'Ctrl-C asks whether to stop the crawl in the cluster (when stdin is not a terminal it is stopped).',
         'Each failed page is shown as it comes with its reason (HTTP status, exception); the summary groups them by reason.',
         'Exit codes: 0 the crawl completed; 1 every page failed, --timeout, stopped by another client, refused by the cluster (e.g. the',
-        'URL is already in the dupefilter of this finished crawl: use a new crawlid), or Kafka unreachable',
+        "URL is already in the dupefilter of this finished crawl: use a new crawlid), the cluster lost the crawl's frontier state",
+        '("frontier state lost": its Redis was replaced or emptied; feed it again), or Kafka unreachable',
         '(within about 15 s); 2 invalid input; 130 interrupted by Ctrl-C.',
         'With --json: one JSON document {"status","appid","crawlid","pages","failed","seconds","failures"?,...} on stdout',
         '(status "failed" when the crawl completed but every page failed).',
@@ -275,7 +277,9 @@ class CrawlWatch {
 
   private onOutbound(message: Message): void {
     if (typeof message.uuid === 'string' && this.infoUuids.delete(message.uuid)) {
-      this.tally.info(message.total_pending);
+      // The crawl's queue is gone with the Redis that held it: its `complete` notice will never come.
+      if (message.error === FRONTIER_STATE_LOST) this.end({ kind: 'lost', reply: message });
+      else this.tally.info(message.total_pending);
       return;
     }
     if (this.replies.offer(message)) return;
@@ -319,6 +323,10 @@ class CrawlWatch {
         );
       case 'refused':
         throw new CrawlClusterError(`the cluster refused the crawl request: ${refusalReason(ending.rejection)}`);
+      case 'lost':
+        throw new CrawlClusterError(
+          `${FRONTIER_STATE_LOST}: the cluster no longer has this crawl's queue (${String(ending.reply.reason ?? 'no reason given')}); ${summary.pages + summary.failed} pages were delivered before; feed it again with a new crawlid`,
+        );
     }
   }
 }
@@ -343,6 +351,7 @@ function report(s: CrawlSummary, out: Output): void {
     interrupted: 'interrupted',
     stopped: 'stopped',
     refused: 'not crawled (refused)',
+    lost: 'not complete (frontier state lost)',
   }[s.status];
   out.info(
     `crawl ${s.crawlid} ${what}: ${s.pages} page${s.pages === 1 ? '' : 's'}, ${s.failed} failed in ${s.seconds.toFixed(1)} s (${s.pages_per_second.toFixed(1)} pages/s)`,

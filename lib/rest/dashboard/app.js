@@ -105,7 +105,8 @@ async function health() {
     badge.className = `badge ${h.node_health || ''}`;
     // The reason (e.g. frontier state lost, until acknowledged with `crawl-cluster ack-lost`) when not GREEN.
     badge.title =
-      h.reason || `Kafka ${h.kafka_connected ? 'connected' : 'down'}, Redis ${h.redis_connected ? 'connected' : 'down'}`;
+      h.reason ||
+      `Kafka ${h.kafka_connected ? 'connected' : 'down'}, Redis ${h.redis_connected ? 'connected' : 'down'}`;
   } catch {
     badge.textContent = 'unreachable';
     badge.className = 'badge RED';

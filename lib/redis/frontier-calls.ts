@@ -8,7 +8,7 @@ import type { RedisClient } from './client.ts';
 import type { FrontierOptions } from './frontier-types.ts';
 import { type PartitionRef, partitionKeyList, partitionTag, spiderPartitions, spidersKey } from './keys.ts';
 import { type LuaScript, runScript, runScriptBuffer, script } from './scripts.ts';
-import { markState } from './state-marker.ts';
+import { markState } from './state-epoch.ts';
 
 /** Spider types and partitions whose partitions and KEYS a frontier remembers. */
 const MEMO_MAX = 1000;

@@ -8,7 +8,6 @@
  * nothing. The watcher is lib/monitor/state-watch.ts; the loss record below is what health, `info` and the operator's
  * acknowledgement read.
  */
-import { randomBytes } from 'node:crypto';
 import type { SlotLoss, StateLossRecord, StateStore } from '../ports.ts';
 import type { RedisClient } from './client.ts';
 import { stateLossKey, stateMarkerKey } from './keys.ts';
@@ -19,19 +18,6 @@ import { runScript, script } from './scripts.ts';
  * for the crawls it names (a client that asks late); a new loss keeps it until acknowledged again.
  */
 export const LOSS_KEPT_AFTER_ACK_MS = 7 * 24 * 3600 * 1000;
-
-/** A new epoch id: the creation time and 48 random bits, so two creations never share one. */
-export function newEpoch(nowMs = Date.now()): string {
-  return `${nowMs.toString(36)}-${randomBytes(6).toString('hex')}`;
-}
-
-/**
- * Creates the marker of `tag` unless it exists (`SET NX`). @returns true when this call created it: the slot's state
- * starts (again) here.
- */
-export async function markState(redis: RedisClient, tag: string, nowMs = Date.now()): Promise<boolean> {
-  return (await redis.set(stateMarkerKey(tag), newEpoch(nowMs), 'NX')) === 'OK';
-}
 
 const LOST_FIELD = 'lost:';
 

@@ -34,7 +34,7 @@ import {
   statsTag,
 } from './keys.ts';
 import { runScript, script } from './scripts.ts';
-import { newEpoch } from './state-marker.ts';
+import { newEpoch } from './state-epoch.ts';
 
 /** The windows of the stats replies, in seconds, in reply order (docs/contract.md). */
 export const STATS_WINDOWS = ['900', '3600', '21600', '43200', '86400', '604800'] as const;

@@ -43,6 +43,11 @@ const NO_PAGE_HINT_MS = 30_000;
  * the pages it counts are waited for this long.
  */
 const LATE_PAGES_MS = 5000;
+/**
+ * How long after feeding a "frontier state lost" answer about a crawl never seen alive is taken for granted (until
+ * then it may be a new crawl whose seed is not queued yet, asked about while an older loss is on record).
+ */
+const LOST_GRACE_MS = 15_000;
 /** The exit code of a command ended by Ctrl-C, as shells report it. */
 const EXIT_INTERRUPTED = 130;
 
@@ -277,8 +282,7 @@ class CrawlWatch {
 
   private onOutbound(message: Message): void {
     if (typeof message.uuid === 'string' && this.infoUuids.delete(message.uuid)) {
-      // The crawl's queue is gone with the Redis that held it: its `complete` notice will never come.
-      if (message.error === FRONTIER_STATE_LOST) this.end({ kind: 'lost', reply: message });
+      if (message.error === FRONTIER_STATE_LOST) this.onLost(message);
       else this.tally.info(message.total_pending);
       return;
     }
@@ -294,6 +298,19 @@ class CrawlWatch {
     } else if (typeof message.error === 'string') {
       // The kafka-monitor refused the crawl request (duplicate, stopped, capped): no page or notice will follow.
       this.end({ kind: 'refused', rejection: message });
+    }
+  }
+
+  /**
+   * `info` says the crawl is unknown and its partition lost its state: its queue is gone with the Redis that held it,
+   * and its `complete` notice will never come. Believed once this crawl was seen alive (a page, or work pending),
+   * else only after {@link LOST_GRACE_MS}: a crawl fed while an older loss is on record is unknown too until the
+   * kafka-monitor has queued its seed.
+   */
+  private onLost(reply: Message): void {
+    const { lastPageAt, pending, started } = this.tally;
+    if (lastPageAt !== undefined || (pending ?? 0) > 0 || Date.now() - started >= LOST_GRACE_MS) {
+      this.end({ kind: 'lost', reply });
     }
   }
 

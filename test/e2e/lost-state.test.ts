@@ -3,7 +3,7 @@
  * Redis prefix is deleted while `crawl-cluster crawl` follows a crawl (the shared Redis is never flushed; the prefix
  * is the unit of detection, docs/design.md §12). The cluster must say so: an ERROR log line with the reason, health
  * RED with it until `crawl-cluster ack-lost`, `info` answering "frontier state lost", and the waiting CLI ending with
- * that message and exit code 1. A prefix that is new is never reported as lost.
+ * that message and exit code 1. A prefix that is new is never reported as lost, nor a crawl fed after the loss.
  */
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';
 import { createRestDeps, type RestDeps } from '../../functions/rest/deps.ts';
@@ -142,5 +142,12 @@ describe('frontier state lost mid-crawl (the prefix emptied under a running craw
       uuid: 'u-after-ack',
     });
     expect(again).toMatchObject({ error: 'frontier state lost', total_pending: 0 });
+
+    // A new crawl in the partition used again, fed while the old loss is on record: followed to its end, never lost.
+    const next = await runCli(['crawl', site.url(7), '--depth', '1', '--appid', APPID, '--crawlid', 'after-loss'], env);
+    expect(next.stderr).not.toContain('frontier state lost');
+    expect(next.code).toBe(0);
+    expect(next.stdout).toContain('crawl after-loss complete:');
+    expect((await health()).node_health).toBe('GREEN');
   });
 });

@@ -25,6 +25,7 @@ import { createKafka, createProducer, kafkaSettings } from '../../lib/kafka/clie
 import { kafkaTopicLookup } from '../../lib/kafka/per-app.ts';
 import { producerSink } from '../../lib/kafka/sink.ts';
 import { redisSpiderTypeStore } from '../../lib/monitor/spider-types.ts';
+import { redisStateWatch } from '../../lib/monitor/state-watch.ts';
 import { redisStatsStore } from '../../lib/monitor/stores.ts';
 import { createRedis, redisSettings } from '../../lib/redis/client.ts';
 import { Frontier } from '../../lib/redis/frontier.ts';
@@ -37,6 +38,8 @@ const vars = config();
 
 /** How often the task registers its spider types (as often as the crawler beats). */
 const SPIDER_TYPES_EVERY_MS = 10_000;
+/** How often a task reads the state markers of its partitions (docs/design.md §12): the heartbeat's rhythm. */
+const STATE_CHECK_EVERY_MS = 10_000;
 
 /** `host=ip,host2=ip` → a map (CRAWLER_HOST_MAP). */
 function hostMap(spec: string): Record<string, string> | undefined {
@@ -184,6 +187,21 @@ const registerTypes = () =>
 registerTypes();
 const registration = setInterval(registerTypes, SPIDER_TYPES_EVERY_MS);
 registration.unref();
+// A task lives across a cache node's replacement, so it is the first to see a partition's state marker vanish: the
+// loss is logged as ERROR and noted for health and `info` (lib/monitor/state-watch.ts). Best effort, like the beat.
+const stateWatch = redisStateWatch(redis, {
+  prefix: vars.REDIS_KEY_PREFIX,
+  typeEnabled: vars.SCHEDULER_TYPE_ENABLED,
+  log,
+  who: `crawler ${hostname()}:${process.pid}`,
+});
+const checkState = () =>
+  void stateWatch
+    .check(spiderTypes)
+    .catch((error: Error) => logger.warn('state markers not read', { error: error.message }));
+checkState();
+const stateChecks = setInterval(checkState, STATE_CHECK_EVERY_MS);
+stateChecks.unref();
 logger.info('crawler started', {
   node: process.version,
   spiderTypes,
@@ -204,6 +222,7 @@ shutdown = async (signal: string): Promise<void> => {
   let code = 0;
   try {
     clearInterval(registration);
+    clearInterval(stateChecks);
     const { released } = await crawler.stop(vars.SHUTDOWN_DEADLINE_MS);
     await closeSpiders(builtIns(), (spider, error) =>
       logger.warn('spider close() failed', { spider, error: (error as Error)?.message ?? String(error) }),

@@ -79,10 +79,13 @@ export class Frontier implements FrontierApi, CrawlerFrontier {
    */
   async enqueue(spider: string, items: readonly FrontierItem[], now = Date.now()): Promise<EnqueueOutcome[]> {
     if (items.length === 0) return [];
+    const groups = byPartition(items, (item) => this.partitionFor(spider, item.request.domain));
+    // The state marker first (docs/design.md §12): a partition never holds requests without one.
+    for (const { p } of groups) await this.#calls.mark(p);
     await this.#calls.register(spider);
     const out: EnqueueOutcome[] = new Array(items.length);
     const keyOf = crawlKeys(spider);
-    for (const { p, idx: whole } of byPartition(items, (item) => this.partitionFor(spider, item.request.domain)))
+    for (const { p, idx: whole } of groups)
       for (let from = 0; from < whole.length; from += MAX_FOLDED_CHILDREN) {
         // Bounded script calls: a sitemap's 50,000 URLs are 350,000 arguments, more than a call's stack can spread.
         const idx = whole.slice(from, from + MAX_FOLDED_CHILDREN);

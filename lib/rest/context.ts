@@ -5,7 +5,7 @@
  */
 import { setTimeout as delay } from 'node:timers/promises';
 import type { MonitorContext } from '../monitor/context.ts';
-import type { UrlFrontierView } from '../ports.ts';
+import type { StateStore, UrlFrontierView } from '../ports.ts';
 import type { Frontier } from '../redis/frontier.ts';
 import { MAX_REQUEST_BYTES } from '../schemas/index.ts';
 
@@ -81,6 +81,11 @@ export interface RestContext
   frontier?: DashboardFrontier;
   /** The URL Frontier API's crawls, whose queues the dashboard lists as spider type `url-frontier`. */
   urlFrontier?: Pick<UrlFrontierView, 'backlog'>;
+  /**
+   * The record of lost frontier state (lib/redis/state-marker.ts): `GET /` is RED with the reason while a loss is not
+   * acknowledged, `POST /ack-lost` acknowledges. Without it neither is shown.
+   */
+  lostState?: Pick<StateStore, 'record' | 'ack'>;
   /**
    * When this node started (epoch ms), for `uptime_sec`.
    * @default the time the router was created

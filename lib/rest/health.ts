@@ -2,12 +2,25 @@
  * `GET /`: Scrapy Cluster's health report. Both services are probed on every call (bounded), so the answer
  * says whether they answer now, not whether they did at start.
  */
+import type { SlotLoss } from '../ports.ts';
 import type { ResolvedRestOptions, RestContext } from './context.ts';
-import { jsonResponse, type RestResponse } from './envelope.ts';
+import { failure, jsonResponse, type RestResponse } from './envelope.ts';
 import { withTimeout } from './timeout.ts';
 
-/** GREEN: Kafka and Redis answer; YELLOW: one of them; RED: neither. */
+/**
+ * GREEN: Kafka and Redis answer; YELLOW: one of them; RED: neither, or frontier state was lost and no operator has
+ * acknowledged it yet (docs/design.md §12).
+ */
 export type NodeHealth = 'GREEN' | 'YELLOW' | 'RED';
+
+/** A loss of frontier state as the health report shows it. */
+export interface ReportedLoss {
+  /** The hash tag that was emptied. */
+  tag: string;
+  /** When it was detected (epoch s). */
+  lost_at: number;
+  reason: string;
+}
 
 /** Scrapy Cluster's index fields. */
 export interface HealthReport {
@@ -18,12 +31,41 @@ export interface HealthReport {
   /** This node's id (host:pid form of the heartbeats). */
   my_id: string;
   node_health: NodeHealth;
+  /** Why `node_health` is not GREEN, for a person (Ext); absent when it is GREEN. */
+  reason?: string;
+  /**
+   * Frontier state lost and not acknowledged (Ext), oldest first; absent when there is none. Acknowledge with
+   * `crawl-cluster ack-lost` or `POST /ack-lost`.
+   */
+  state_lost?: ReportedLoss[];
 }
 
-/** GREEN when both are connected, YELLOW when one is, RED when neither is. */
-export function nodeHealth(kafka: boolean, redis: boolean): NodeHealth {
+/** RED while frontier state loss is unacknowledged; else GREEN when both are connected, YELLOW when one is, RED when neither is. */
+export function nodeHealth(kafka: boolean, redis: boolean, stateLost = false): NodeHealth {
+  if (stateLost) return 'RED';
   if (kafka && redis) return 'GREEN';
   return kafka || redis ? 'YELLOW' : 'RED';
+}
+
+/** Why the health is what it is, for a person; undefined when all is well. */
+function healthReason(kafka: boolean, redis: boolean, lost: readonly SlotLoss[]): string | undefined {
+  const parts: string[] = [];
+  if (lost.length > 0) {
+    parts.push(`frontier state lost (not acknowledged): ${lost.map((l) => l.reason).join(' | ')}`);
+  }
+  if (!kafka) parts.push('Kafka does not answer');
+  if (!redis) parts.push('Redis does not answer');
+  return parts.length === 0 ? undefined : parts.join('; ');
+}
+
+/** The open losses of the record, or none when it cannot be read (Redis down is reported on its own). */
+async function openLosses(ctx: RestContext, ms: number): Promise<SlotLoss[]> {
+  if (!ctx.lostState) return [];
+  try {
+    return (await withTimeout(ctx.lostState.record(), ms, 'Redis (state)'))?.open ?? [];
+  } catch {
+    return [];
+  }
 }
 
 async function answers(probe: () => Promise<void>, ms: number, what: string): Promise<boolean> {
@@ -41,17 +83,43 @@ export async function checkHealth(
   options: ResolvedRestOptions,
   startedAt: number,
 ): Promise<HealthReport> {
-  const [kafka, redis] = await Promise.all([
+  const [kafka, redis, lost] = await Promise.all([
     answers(() => ctx.health.kafka(), options.probeTimeoutMs, 'Kafka'),
     answers(() => ctx.health.redis(), options.probeTimeoutMs, 'Redis'),
+    openLosses(ctx, options.probeTimeoutMs),
   ]);
-  return {
+  const report: HealthReport = {
     kafka_connected: kafka,
     redis_connected: redis,
     uptime_sec: Math.max(0, Math.floor((ctx.now() - startedAt) / 1000)),
     my_id: ctx.nodeId,
-    node_health: nodeHealth(kafka, redis),
+    node_health: nodeHealth(kafka, redis, lost.length > 0),
   };
+  const reason = healthReason(kafka, redis, lost);
+  if (reason !== undefined) report.reason = reason;
+  if (lost.length > 0) {
+    report.state_lost = lost.map((l) => ({ tag: l.tag, lost_at: Math.floor(l.at / 1000), reason: l.reason }));
+  }
+  return report;
+}
+
+/**
+ * `POST /ack-lost`: an operator acknowledges every frontier state loss noted so far (docs/design.md §12); health is
+ * GREEN again unless another loss comes. 200 with what was acknowledged (`acknowledged`: how many losses); 503 when
+ * this API has no state store.
+ */
+export async function ackLost(ctx: RestContext): Promise<RestResponse> {
+  if (!ctx.lostState) return failure(503, { message: 'This REST node does not read the frontier state record' });
+  const record = await ctx.lostState.ack(ctx.now());
+  const losses = record?.losses ?? [];
+  return jsonResponse(200, {
+    status: 'SUCCESS',
+    data: {
+      acknowledged: losses.length,
+      losses: losses.map((l) => ({ tag: l.tag, lost_at: Math.floor(l.at / 1000), reason: l.reason })),
+    },
+    error: null,
+  });
 }
 
 /**

@@ -5,9 +5,10 @@
  *
  * | Route | Methods | Answers |
  * |---|---|---|
- * | `/` | GET, POST | 200 health report (Scrapy Cluster's fields, plus the envelope) |
+ * | `/` | GET, POST | 200 health report (Scrapy Cluster's fields, plus the envelope; RED with `state_lost`) |
  * | `/feed` | POST | 200 `data: null` (crawl), the reply, or `{"poll_id"}`; 400 invalid; 500 Kafka/Redis down |
  * | `/poll` | POST | 200 the stored reply (once); 404 none; 400 invalid; 500 Redis down |
+ * | `/ack-lost` | POST | 200 frontier state losses acknowledged (health GREEN again); 503 no state record here |
  * | `/ui`, `/ui/api/...` | GET | the web dashboard and its JSON endpoints (lib/rest/dashboard.ts) |
  *
  * `/feed` and `/poll` take only a JSON Content-Type (`application/json` or `+json`, any parameters): anything
@@ -26,7 +27,7 @@ import { type ResolvedRestOptions, type RestContext, resolveRestOptions } from '
 import { dashboardRoutes } from './dashboard.ts';
 import { causeOf, failure, type RestRequest, type RestResponse } from './envelope.ts';
 import { feed } from './feed.ts';
-import { checkHealth, healthResponse } from './health.ts';
+import { ackLost, checkHealth, healthResponse } from './health.ts';
 import { checkBodySize, checkJsonContentType, invalidInput } from './input.ts';
 import { poll } from './poll.ts';
 import { withTimeout } from './timeout.ts';
@@ -59,6 +60,7 @@ export function createRestRouter(ctx: RestContext): RestRouter {
       }),
     },
     '/poll': { POST: jsonOnly(options, async (request) => ({ response: await poll(ctx, options, request.body) })) },
+    '/ack-lost': { POST: async () => ({ response: await ackLost(ctx) }) },
   };
   for (const [path, methods] of Object.entries(dashboardRoutes(ctx, options))) {
     routes[path] = {};

@@ -80,9 +80,9 @@ describe('cluster readiness', () => {
 
     const frontierScripts = allScripts()
       .map((s) => s.name)
-      // stats-incr, the URL frontier's uf-* scripts and the REST replies' reply-* scripts have tests of their own
-      // (url-frontier.test.ts for uf-*, the reply store's for reply-*).
-      .filter((n) => n !== 'stats-incr' && !n.startsWith('uf-') && !n.startsWith('reply-'));
+      // stats-incr, state-loss, the URL frontier's uf-* scripts and the REST replies' reply-* scripts have tests of
+      // their own (url-frontier.test.ts for uf-*, the reply store's for reply-*, state-marker.test.ts for state-loss).
+      .filter((n) => n !== 'stats-incr' && n !== 'state-loss' && !n.startsWith('uf-') && !n.startsWith('reply-'));
     expect(new Set(calls.map((c) => c.script))).toEqual(new Set(frontierScripts));
     for (const { script, keys } of calls) {
       const spider = keys[0]?.endsWith(':q:wandering') ? 'wandering' : 'link';
@@ -220,7 +220,7 @@ describe('Lua sources', () => {
     (
       'EXPIRE TYPE HDEL HEXISTS HGET HGETALL HINCRBY HKEYS HLEN HMGET HSET INCR INCRBY SADD SCARD SISMEMBER SMEMBERS SREM ' +
       'ZADD ZCARD ZCOUNT ZINCRBY ZMSCORE ZRANGE ZRANGEBYLEX ZRANGEBYSCORE ZREM ZREMRANGEBYLEX ZREMRANGEBYRANK ' +
-      'ZREMRANGEBYSCORE ZSCORE'
+      'ZREMRANGEBYSCORE ZSCORE PERSIST'
     ).split(' '),
   );
   /** Commands all of whose arguments are keys. */

@@ -24,6 +24,7 @@ afterAll(() => {
 
 import { restHandler } from '../../functions/rest/handler.ts';
 import { decodeHttpApiEvent, type HttpApiEvent } from '../../functions/rest/http-api.ts';
+import type { SlotLoss, StateLossRecord } from '../../lib/ports.ts';
 import type { RestContext, RestOptions } from '../../lib/rest/context.ts';
 import type { Envelope, RestResponse } from '../../lib/rest/envelope.ts';
 import { checkHostAndOrigin, defaultAllowedHosts } from '../../lib/rest/host-check.ts';
@@ -132,6 +133,49 @@ describe('GET / (health)', () => {
     const r = await restTest().call('POST', '/', '');
     expect(r.status).toBe(200);
     expect(r.json).toMatchObject({ node_health: 'GREEN', status: 'SUCCESS' });
+  });
+
+  it('answers RED with the reason while frontier state loss is not acknowledged; POST /ack-lost makes it GREEN', async () => {
+    const t = restTest();
+    const loss: SlotLoss = {
+      tag: '{k:f:link:0}',
+      epoch: 'e1',
+      at: TEST_NOW,
+      reason: 'frontier partition {k:f:link:0} was emptied',
+    };
+    let ackedAt: number | undefined;
+    const record = async (): Promise<StateLossRecord> => ({
+      losses: [loss],
+      open: ackedAt === undefined || loss.at > ackedAt ? [loss] : [],
+      ...(ackedAt === undefined ? {} : { ackedAt }),
+    });
+    t.ctx.lostState = {
+      record,
+      async ack(nowMs) {
+        ackedAt = nowMs;
+        return record();
+      },
+    };
+
+    const red = (await t.call('GET', '/')).json as unknown as Record<string, unknown>;
+    expect(red).toMatchObject({ kafka_connected: true, redis_connected: true, node_health: 'RED' });
+    expect(red.reason).toBe('frontier state lost (not acknowledged): frontier partition {k:f:link:0} was emptied');
+    expect(red.state_lost).toEqual([
+      { tag: '{k:f:link:0}', lost_at: Math.floor(TEST_NOW / 1000), reason: loss.reason },
+    ]);
+
+    t.clock.now += 1000;
+    const ack = await t.call('POST', '/ack-lost', '');
+    expect(ack.status).toBe(200);
+    expect(ack.json).toMatchObject({ status: 'SUCCESS', data: { acknowledged: 1 } });
+    const green = (await t.call('GET', '/')).json as unknown as Record<string, unknown>;
+    expect(green.node_health).toBe('GREEN');
+    expect(green.state_lost).toBeUndefined();
+    expect(green.reason).toBeUndefined();
+  });
+
+  it('answers POST /ack-lost 503 when the node has no state record', async () => {
+    expect((await restTest().call('POST', '/ack-lost', '')).status).toBe(503);
   });
 });
 

@@ -9,9 +9,9 @@
  */
 import { randomBytes } from 'node:crypto';
 import { setTimeout as sleep } from 'node:timers/promises';
-import { settlesWithin } from '../../lib/timeout.ts';
 import { startSite } from '../../localstack/site/site.ts';
 import { type BenchCluster, crawlToCompletion, startBenchCluster } from './cluster.ts';
+import { readUrls } from './firehose-urls.ts';
 import type { ScenarioContext } from './scenario.ts';
 
 export interface RedisFullDrillOptions {
@@ -109,30 +109,5 @@ export async function redisFullDrill(ctx: ScenarioContext, o: RedisFullDrillOpti
     await c?.redis.config('SET', 'maxmemory', '0').catch(() => undefined);
     await c?.stop();
     await site.close();
-  }
-}
-
-/** Counts the firehose's page messages per URL until `expected` distinct URLs were seen (or `timeoutS`). */
-async function readUrls(c: BenchCluster, expected: number, perUrl: Map<string, number>, timeoutS: number) {
-  const consumer = c.kafka.consumer({ groupId: `drill-${randomBytes(4).toString('hex')}`, maxWaitTimeInMs: 200 });
-  await consumer.connect();
-  try {
-    await consumer.subscribe({ topic: c.topics.crawledFirehose, fromBeginning: true });
-    let seen!: () => void;
-    const all = new Promise<void>((resolve) => {
-      seen = resolve;
-    });
-    await consumer.run({
-      eachMessage: async ({ message }) => {
-        const url = (JSON.parse(String(message.value)) as { url: string }).url;
-        perUrl.set(url, (perUrl.get(url) ?? 0) + 1);
-        if (perUrl.size >= expected) seen();
-      },
-    });
-    await settlesWithin(all, timeoutS * 1000);
-    // Late duplicates of the last pages arrive within a linger or two.
-    await sleep(1000);
-  } finally {
-    await consumer.disconnect();
   }
 }

@@ -5,9 +5,9 @@
  * (lib/kafka/batching-sink.ts), acks in folded calls: the acks of one turn of the event loop in one `ackMany`.
  * Per-app copies are best effort.
  *
- * An ack that fails is kept, with its children, and tried again with a backoff while this process holds the lease
- * (Redis full, a shard failing over, Redis gone for a while): the page is out, and releasing its lease would have it
- * fetched and published again. Only a process that dies leaves its leases to be reclaimed and fetched again. An ack
+ * A page message that Kafka does not store (the broker down) and an ack that fails (Redis full, a shard failing over,
+ * Redis gone for a while) are kept, the ack with its children, and tried again with a backoff while this process
+ * holds the lease (lease-keeper.ts extends it): releasing the lease would have the page fetched and published again. Only a process that dies leaves its leases to be reclaimed and fetched again. An ack
  * whose children Redis refuses for good is never stored without them: after {@link ACK_REFUSED_TRIES} tries it fails
  * the request (a visible `success:false` page), so no child is dropped unseen.
  */
@@ -35,8 +35,8 @@ export const ACK_RETRY_MAX_MS = 5000;
 /** Tries of an ack refused as poison (a script error, not infrastructure) before its request fails instead. */
 export const ACK_REFUSED_TRIES = 3;
 
-/** A kept ack was abandoned: the process is stopping and its deadline passed (the lease will be reclaimed). */
-export class AckAbandonedError extends InfrastructureError {}
+/** A kept page or ack was abandoned: the process is stopping and its deadline passed (its lease is released). */
+export class DeliveryAbandonedError extends InfrastructureError {}
 
 /** Room left in a produced batch for the record batch's own header. */
 const BATCH_OVERHEAD_BYTES = 1024;
@@ -82,8 +82,8 @@ export interface DeliveryOptions {
   log: Log;
   /** Called each time a page message was stored (the delivery gate opens). */
   onStored: () => void;
-  /** Called each time an ack failed on infrastructure and is kept to be tried again (the delivery gate closes). */
-  onAckFailed?: (error: unknown) => void;
+  /** Called each time a publish or an ack failed on infrastructure and is kept to be tried again (the gate closes). */
+  onDeliveryFailed?: (error: unknown) => void;
 }
 
 export class Delivery {
@@ -92,8 +92,8 @@ export class Delivery {
   #acks: PendingAck[] = [];
   /** Pages published since start. */
   pages = 0;
-  /** Acks tried again after a failure, since start. */
-  ackRetries = 0;
+  /** Publishes and acks tried again after a failure, since start. */
+  retries = 0;
   /** Page messages being published: when each send began (this process's clock), in order. */
   readonly #sending = new Set<{ at: number }>();
   /** Set by {@link abandon}: kept acks stop being tried. */
@@ -115,8 +115,8 @@ export class Delivery {
   }
 
   /**
-   * Stops trying kept acks (the crawler's stop, past its deadline): each ends with {@link AckAbandonedError}, its
-   * lease left to expire and be reclaimed.
+   * Stops trying kept pages and acks (the crawler's stop, past its deadline): each ends with
+   * {@link DeliveryAbandonedError} and the crawler releases its lease.
    */
   abandon(): void {
     this.#abandoned = true;
@@ -159,13 +159,15 @@ export class Delivery {
   ): Promise<void> {
     const o = this.#o;
     const topics = clusterTopics(o.topicPrefix);
-    const sending = { at: o.now() };
-    this.#sending.add(sending);
-    try {
-      await o.sink.send([{ topic: topics.crawledFirehose, messages: [message] }]);
-    } finally {
-      this.#sending.delete(sending);
-    }
+    await this.#kept('page', lease, 1, async () => {
+      const sending = { at: o.now() };
+      this.#sending.add(sending);
+      try {
+        await o.sink.send([{ topic: topics.crawledFirehose, messages: [message] }]);
+      } finally {
+        this.#sending.delete(sending);
+      }
+    });
     o.onStored();
     this.pages++;
     // Why it failed, for the dashboard: noted before the ack, so a crawl that completes has its reasons. Best effort.
@@ -196,36 +198,42 @@ export class Delivery {
   }
 
   /**
-   * {@link #ack}, tried again after a failure with a doubling backoff: on infrastructure until it is stored or
-   * {@link abandon}ed, on a refusal (poison) {@link ACK_REFUSED_TRIES} times, then the error is thrown for the
-   * crawler to fail the request. Logged once per kept ack, when it first fails and when it is stored.
+   * {@link #ack}, tried again after a failure (see {@link #kept}); a refusal (poison) is tried
+   * {@link ACK_REFUSED_TRIES} times, then thrown for the crawler to fail the request.
    */
-  async #ackKept(lease: Lease, outcome: 'done' | 'fail', children: ChildBatch | undefined): Promise<AckResult> {
+  #ackKept(lease: Lease, outcome: 'done' | 'fail', children: ChildBatch | undefined): Promise<AckResult> {
+    return this.#kept('ack', lease, ACK_REFUSED_TRIES, () => this.#ack(lease, outcome, children));
+  }
+
+  /**
+   * Runs `attempt` until it succeeds, trying again after an infrastructure failure with a doubling backoff (100 ms to
+   * 5 s) until {@link abandon}; a refusal (poison) is thrown at the `refusedTries`-th. Each failure on infrastructure
+   * closes the delivery gate ({@link DeliveryOptions.onDeliveryFailed}); logged when it first fails and when it
+   * succeeds after failing.
+   */
+  async #kept<T>(what: 'ack' | 'page', lease: Lease, refusedTries: number, attempt: () => Promise<T>): Promise<T> {
     const o = this.#o;
     let waitMs = ACK_RETRY_FIRST_MS;
     let refused = 0;
     let failures = 0;
     for (;;) {
       try {
-        const result = await this.#ack(lease, outcome, children);
-        if (failures > 0) o.log.info('kept ack stored', { url: lease.url, tries: failures + 1 });
+        const result = await attempt();
+        if (failures > 0) o.log.info(`kept ${what} stored`, { url: lease.url, tries: failures + 1 });
         return result;
       } catch (error) {
         const infrastructure = failureCause(error) === 'infrastructure';
-        if (!infrastructure && ++refused >= ACK_REFUSED_TRIES) throw error;
-        if (this.#abandoned) {
-          throw new AckAbandonedError(`ack abandoned at stop: ${(error as Error)?.message ?? String(error)}`, {
-            cause: error,
-          });
-        }
+        if (!infrastructure && ++refused >= refusedTries) throw error;
+        const message = (error as Error)?.message ?? String(error);
+        if (this.#abandoned) throw new DeliveryAbandonedError(`${what} abandoned at stop: ${message}`, { cause: error });
         if (failures++ === 0) {
-          o.log.warn('ack failed; kept and tried again while this process holds the lease', {
+          o.log.warn(`${what} not stored; kept and tried again while this process holds the lease`, {
             url: lease.url,
-            error: (error as Error)?.message ?? String(error),
+            error: message,
           });
         }
-        if (infrastructure) o.onAckFailed?.(error);
-        this.ackRetries++;
+        if (infrastructure) o.onDeliveryFailed?.(error);
+        this.retries++;
         await this.#pause(waitMs);
         waitMs = Math.min(waitMs * 2, ACK_RETRY_MAX_MS);
       }

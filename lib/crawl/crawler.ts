@@ -163,7 +163,7 @@ export class Crawler {
       now: o.now,
       log: o.log,
       onStored: () => this.#deliveryWorked(),
-      onAckFailed: (error) => this.#deliveryFailed(error),
+      onDeliveryFailed: (error) => this.#deliveryFailed(error),
     });
   }
 
@@ -248,8 +248,8 @@ export class Crawler {
       const left = [...this.#inFlight].filter((f) => !f.fetched);
       for (const f of left) f.abort.abort();
       released = await this.#o.frontier.release(left.map((f) => f.lease)).catch(() => 0);
-      // Acks kept through a Redis failure that outlasted the deadline: given up, their leases released (below) or,
-      // with Redis still gone, reclaimed once it is back.
+      // Pages and acks kept through a Kafka or Redis failure that outlasted the deadline: given up, their leases
+      // released (or, with Redis still gone, reclaimed once it is back).
       this.#delivery.abandon();
     }
     // A worker's failure (none is expected: each settles its own) still ends the stop with it.

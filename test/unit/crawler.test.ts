@@ -575,13 +575,27 @@ describe('Crawler: the failure decision in the loop', () => {
     expect(r.frontier.released).toEqual([]);
   });
 
-  it('releases, uncounted and unpublished, when Kafka is unreachable', async () => {
+  it('keeps the page while Kafka is unreachable and publishes it once Kafka is back: never released, fetched once', async () => {
     const l = lease('http://a.example/x');
     const down = Object.assign(new Error('Connection error: connect ECONNREFUSED'), { name: 'KafkaJSConnectionError' });
-    const r = await crawl([l], (q) => htmlResponse(q.url, 'ok'), { refuse: () => down });
-    expect(r.frontier.released).toEqual([l.handle]);
+    let refusals = 3;
+    let fetches = 0;
+    const r = await crawl(
+      [l],
+      (q) => {
+        fetches++;
+        return htmlResponse(q.url, 'ok');
+      },
+      { refuse: (topic) => (topic === FIREHOSE && refusals-- > 0 ? down : undefined) },
+    );
+    expect(fetches).toBe(1);
+    expect(r.frontier.released).toEqual([]);
     expect(r.frontier.retried).toEqual([]);
-    expect(r.frontier.acked).toEqual([]);
+    expect(r.frontier.acked).toEqual([{ handle: l.handle, outcome: 'done' }]);
+    expect(r.pages).toHaveLength(1);
+    expect(r.log.at('warn').map((w) => w.message)).toContain(
+      'page not stored; kept and tried again while this process holds the lease',
+    );
   });
 
   it('publishes a small give-up page when the broker refuses the page itself as too large', async () => {
@@ -771,7 +785,7 @@ describe('Crawler: delivery order and best-effort copies', () => {
     expect(r.frontier.enqueued).toEqual([{ spider: 'link', urls: ['http://a.example/a'] }]);
     expect(r.pages).toHaveLength(1);
     expect(r.log.at('warn').map((w) => w.message)).toContain(
-      'ack failed; kept and tried again while this process holds the lease',
+      'ack not stored; kept and tried again while this process holds the lease',
     );
   });
 });
@@ -1341,7 +1355,7 @@ describe('Crawler: leasing stops while delivery is down (issue 30 defect 4)', ()
     }
   }
 
-  it('fetches only a probe now and then while Kafka is down, and every remaining page once it is back', async () => {
+  it('fetches only a probe now and then while Kafka is down, keeps what it fetched, and publishes every page once it is back', async () => {
     const n = 200;
     const frontier = new ScriptedFrontier(Array.from({ length: n }, (_, i) => lease(`http://a.example/${i}`)));
     const sink = new DownSink();
@@ -1360,16 +1374,17 @@ describe('Crawler: leasing stops while delivery is down (issue 30 defect 4)', ()
     // The first pages in flight, then one probe per backoff (0.5 s, 1 s, ...): nowhere near the 200 an ungated
     // crawler fetched and released within the same 2 s.
     expect(fetchedWhileDown).toBeLessThan(16);
-    expect(frontier.released).toHaveLength(fetchedWhileDown);
+    // Kept, never released: each page fetched is published once Kafka is back, and fetched only that once.
+    expect(frontier.released).toEqual([]);
     expect(frontier.acked).toEqual([]);
     expect(crawler.gateClosings).toBe(1);
     expect(log.lines.some((l) => l.message.startsWith('delivery failing; leasing stops'))).toBe(true);
     sink.up();
     const deadline = Date.now() + 10_000;
-    while (frontier.acked.length < n - fetchedWhileDown && Date.now() < deadline)
-      await new Promise((r) => setTimeout(r, 5));
+    while (frontier.acked.length < n && Date.now() < deadline) await new Promise((r) => setTimeout(r, 5));
     await crawler.stop(1000);
-    expect(frontier.acked).toHaveLength(n - fetchedWhileDown);
+    expect(frontier.acked).toHaveLength(n);
+    expect(frontier.released).toEqual([]);
     expect(counting.count()).toBe(n);
     expect(log.lines.some((l) => l.message === 'delivery works again; leasing resumes')).toBe(true);
   }, 20_000);

@@ -90,7 +90,8 @@ export async function feedLines(options: FeedLinesOptions, out: Output, command:
     if (session !== undefined && !answers.settled()) await settlesWithin(settled, options.wait * 1000);
   } catch (error) {
     progress.stop();
-    throw stopped(error, { tally, topic, source: options.source, out });
+    const acked = { requests: batcher.acked, line: batcher.ackedThroughLine };
+    throw stopped(error, { tally, topic, source: options.source, out, acked });
   } finally {
     progress.stop();
     lines.close();
@@ -127,11 +128,19 @@ function plural(n: number, word: string): string {
 }
 
 /** The error a failed feed ends with: what failed, and where to resume when requests were sent. */
-function stopped(error: unknown, at: { tally: FeedTally; topic: string; source: string; out: Output }): unknown {
+function stopped(
+  error: unknown,
+  at: { tally: FeedTally; topic: string; source: string; out: Output; acked: { requests: number; line: number } },
+): unknown {
   const { tally, topic, source, out } = at;
   if (!(error instanceof FeedSendError)) {
-    if (!(error instanceof Error) || tally.valid === 0) return error;
-    return new CrawlClusterError(`${error.message}; nothing was sent`, { cause: error });
+    // Kafka unreachable or the topic missing at the first valid request, or the input failed to read.
+    if (!(error instanceof Error) || tally.lines === 0) return error;
+    const stored =
+      at.acked.requests === 0
+        ? 'nothing was sent'
+        : `Kafka acknowledged every request through line ${at.acked.line} (${plural(at.acked.requests, 'request')})`;
+    return new CrawlClusterError(`${error.message}; ${stored}`, { cause: error });
   }
   const k = error.ackedThroughLine;
   const input = source === '-' ? '<your input>' : source;

@@ -9,7 +9,7 @@ import { CrawlClusterError } from '../lib/errors.ts';
 import { clusterTopics } from '../lib/kafka/topics.ts';
 import { settlesWithin } from '../lib/timeout.ts';
 import { DEFAULT_FEED_BATCH_MESSAGES } from './feed-batcher.ts';
-import { checkTopic, FeedProducer } from './feed-kafka.ts';
+import { checkTopic, exitSoonAfterFailure, FeedProducer } from './feed-kafka.ts';
 import { feedLines } from './feed-lines.ts';
 import { type FeedItem, isRejection, rejectionLines, validateRequest } from './feed-validate.ts';
 import { FeedAnswers, type FeedRefusal, refusalLine } from './feed-wait.ts';
@@ -136,9 +136,12 @@ async function produce(client: CliKafka, topic: string, item: FeedItem): Promise
       producer.send([{ key: item.appid, value: item.value }]),
       `sending to ${topic} failed (the request may have been stored)`,
     );
-  } finally {
-    await producer.close();
+  } catch (error) {
+    void producer.close();
+    exitSoonAfterFailure();
+    throw error;
   }
+  await producer.close();
 }
 
 function report(out: Output, topic: string, item: FeedItem, heard?: { waited: number; refusals: FeedRefusal[] }): void {

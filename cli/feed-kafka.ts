@@ -54,3 +54,17 @@ export class FeedProducer {
     await quietly(this.#producer.disconnect());
   }
 }
+
+/** How long a failed feed may spend closing its connections before the process exits anyway. */
+const EXIT_GRACE_MS = 2000;
+
+/**
+ * Makes sure the process ends soon after a failed send; call it when the connections' close has started. A send
+ * abandoned at its deadline keeps kafkajs busy (its idempotent producer retries for ever) and a broker that stopped
+ * answering keeps its sockets open, so the process would never exit on its own. The timer does not hold the process:
+ * when nothing else does, it exits at once; otherwise after {@link EXIT_GRACE_MS}, with the exit code the command set
+ * (the error is printed by then).
+ */
+export function exitSoonAfterFailure(): void {
+  setTimeout(() => process.exit(process.exitCode ?? 1), EXIT_GRACE_MS).unref();
+}

@@ -13,7 +13,7 @@ import { CrawlClusterError } from '../lib/errors.ts';
 import { clusterTopics } from '../lib/kafka/topics.ts';
 import { settlesWithin } from '../lib/timeout.ts';
 import { FeedBatcher, FeedSendError } from './feed-batcher.ts';
-import { checkTopic, FeedProducer } from './feed-kafka.ts';
+import { checkTopic, exitSoonAfterFailure, FeedProducer } from './feed-kafka.ts';
 import { FeedTally, streamFeed } from './feed-stream.ts';
 import { type FeedRejection, rejectionLines } from './feed-validate.ts';
 import { FeedAnswers, refusalLine } from './feed-wait.ts';
@@ -52,6 +52,7 @@ export async function feedLines(options: FeedLinesOptions, out: Output, command:
   let producer: FeedProducer | undefined;
   let session: ClusterSession | undefined;
   let sent = false;
+  let failed = false;
   let wake: () => void = () => {};
   const settled = new Promise<void>((resolve) => {
     wake = resolve;
@@ -87,17 +88,21 @@ export async function feedLines(options: FeedLinesOptions, out: Output, command:
       },
     });
     sent = true;
+    progress.stop();
     if (session !== undefined && !answers.settled()) await settlesWithin(settled, options.wait * 1000);
   } catch (error) {
     progress.stop();
     const acked = { requests: batcher.acked, line: batcher.ackedThroughLine };
+    failed = true;
     throw stopped(error, { tally, topic, source: options.source, out, acked });
   } finally {
     progress.stop();
     lines.close();
     input.destroy();
-    await producer?.close();
-    await session?.close();
+    const cleanup = Promise.all([producer?.close(), session?.close().catch(() => {})]);
+    // After a failure the connections may never close (a broker that stopped answering): they get a grace period.
+    if (failed) exitSoonAfterFailure();
+    else await cleanup;
   }
   if (tally.valid === 0 && tally.invalid === 0)
     command.error('no request to send: the input is empty', { exitCode: 2 });
@@ -116,7 +121,7 @@ async function openInput(source: string, command: Command): Promise<Readable> {
 function progressText(tally: FeedTally, acked: number): string {
   const seconds = (Date.now() - tally.startedAt) / 1000;
   const rate = seconds > 0 ? Math.round(tally.lines / seconds) : 0;
-  return `feed: ${count(tally.lines)} lines read, ${count(acked)} requests sent, ${count(tally.invalid)} invalid lines skipped, ${count(rate)} lines/s`;
+  return `feed: ${plural(tally.lines, 'line')} read, ${plural(acked, 'request')} sent, ${plural(tally.invalid, 'invalid line')} skipped, ${count(rate)} lines/s`;
 }
 
 function count(n: number): string {

@@ -148,7 +148,7 @@ function stopped(
     return new CrawlClusterError(`${error.message}; ${stored}`, { cause: error });
   }
   const k = error.ackedThroughLine;
-  const input = source === '-' ? '<your input>' : source;
+  const input = source === '-' ? '<your input>' : shellWord(source);
   if (out.json) {
     out.data({
       topic,
@@ -172,6 +172,11 @@ function stopped(
     ].join('\n'),
     { cause: error },
   );
+}
+
+/** `path` as one word for a shell command line, quoted when it needs to be. */
+function shellWord(path: string): string {
+  return /^[\w./@%+=:,-]+$/.test(path) ? path : `'${path.replaceAll("'", "'\\''")}'`;
 }
 
 function report(

@@ -48,14 +48,18 @@ export class InFlightLimit {
 export function overloadedResponse(reason: OverloadReason, limit: number, retryAfterSec: number): RestResponse {
   const what =
     reason === 'in_flight'
-      ? `more than ${limit} requests are being handled`
-      : `more than ${limit} connections are open`;
+      ? `${count(limit, 'request')} already being handled, its limit`
+      : `${count(limit, 'connection')} already open, its limit`;
   return failure(
     503,
     {
-      message: `The REST service is overloaded (${what}); retry after ${retryAfterSec} s`,
+      message: `The REST service is overloaded (${what}); retry after ${count(retryAfterSec, 'second')}`,
       cause: reason === 'in_flight' ? 'REST_MAX_IN_FLIGHT' : 'REST_MAX_CONNECTIONS',
     },
     { headers: { 'retry-after': String(retryAfterSec) } },
   );
+}
+
+function count(n: number, noun: string): string {
+  return `${n} ${noun}${n === 1 ? '' : 's'}`;
 }

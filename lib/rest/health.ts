@@ -1,6 +1,8 @@
 /**
- * `GET /`: Scrapy Cluster's health report. Both services are probed on every call (bounded), so the answer
- * says whether they answer now, not whether they did at start.
+ * `GET /`: Scrapy Cluster's health report. Both services are probed for every call (bounded), so the answer
+ * says whether they answer now, not whether they did at start. Calls that arrive while a probe is running
+ * share its result instead of starting probes of their own ({@link createHealthCheck}), so a crowd of health
+ * checks costs one probe per service at a time.
  */
 import type { ResolvedRestOptions, RestContext } from './context.ts';
 import { jsonResponse, type RestResponse } from './envelope.ts';
@@ -35,16 +37,38 @@ async function answers(probe: () => Promise<void>, ms: number, what: string): Pr
   }
 }
 
-/** Probes both services in parallel, each bounded by `probeTimeoutMs`. */
-export async function checkHealth(
+/**
+ * One bounded probe at a time: a call while one runs gets that probe's result. The shared result settles within
+ * `ms` even when the probe never does, so a hung probe holds nobody longer than it would alone.
+ */
+function shared(probe: () => Promise<void>, ms: number, what: string): () => Promise<boolean> {
+  let running: Promise<boolean> | undefined;
+  return () => {
+    running ??= answers(probe, ms, what).finally(() => {
+      running = undefined;
+    });
+    return running;
+  };
+}
+
+/**
+ * The health check of one router: probes both services in parallel, each bounded by `probeTimeoutMs` and shared
+ * by the calls that arrive while it runs. Reads `ctx.health` at each probe, so a context's probes may be swapped.
+ */
+export function createHealthCheck(
   ctx: RestContext,
   options: ResolvedRestOptions,
   startedAt: number,
-): Promise<HealthReport> {
-  const [kafka, redis] = await Promise.all([
-    answers(() => ctx.health.kafka(), options.probeTimeoutMs, 'Kafka'),
-    answers(() => ctx.health.redis(), options.probeTimeoutMs, 'Redis'),
-  ]);
+): () => Promise<HealthReport> {
+  const kafkaProbe = shared(() => ctx.health.kafka(), options.probeTimeoutMs, 'Kafka');
+  const redisProbe = shared(() => ctx.health.redis(), options.probeTimeoutMs, 'Redis');
+  return async () => {
+    const [kafka, redis] = await Promise.all([kafkaProbe(), redisProbe()]);
+    return report(ctx, startedAt, kafka, redis);
+  };
+}
+
+function report(ctx: RestContext, startedAt: number, kafka: boolean, redis: boolean): HealthReport {
   return {
     kafka_connected: kafka,
     redis_connected: redis,

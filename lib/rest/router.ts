@@ -25,7 +25,7 @@ import { type ResolvedRestOptions, type RestContext, resolveRestOptions } from '
 import { dashboardRoutes } from './dashboard.ts';
 import { causeOf, failure, type RestRequest, type RestResponse } from './envelope.ts';
 import { feed } from './feed.ts';
-import { checkHealth, healthResponse } from './health.ts';
+import { createHealthCheck, healthResponse } from './health.ts';
 import { checkBodySize, checkJsonContentType, invalidInput } from './input.ts';
 import { poll } from './poll.ts';
 import { StatsTally } from './stats-tally.ts';
@@ -54,11 +54,12 @@ type Route = (request: RestRequest) => Promise<RouteResult>;
 export function createRestRouter(ctx: RestContext): RestRouter {
   const options = resolveRestOptions(ctx.options);
   const startedAt = ctx.startedAt ?? ctx.now();
+  const checkHealth = createHealthCheck(ctx, options, startedAt);
   const routes: Record<string, Record<string, Route>> = {
     '/': {
-      GET: async () => ({ response: healthResponse(await checkHealth(ctx, options, startedAt)) }),
+      GET: async () => ({ response: healthResponse(await checkHealth()) }),
       // Scrapy Cluster answered the index to POST as well.
-      POST: async () => ({ response: healthResponse(await checkHealth(ctx, options, startedAt)) }),
+      POST: async () => ({ response: healthResponse(await checkHealth()) }),
     },
     '/feed': {
       POST: jsonOnly(options, async (request) => {

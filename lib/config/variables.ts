@@ -84,7 +84,7 @@ export const VARIABLES = {
   },
   REST_MAX_CONNECTIONS: {
     type: 'integer',
-    default: 1000,
+    default: 4096,
     minimum: 1,
     maximum: 100_000,
     description:

@@ -63,7 +63,7 @@ export interface RestServerOptions {
   /**
    * Most open connections; the first request on one more is answered 503 with `Retry-After` and its connection
    * closed, and one more than twice this many is closed unanswered (REST_MAX_CONNECTIONS).
-   * @default 1000
+   * @default 4096
    */
   maxConnections?: number;
   /**
@@ -116,7 +116,8 @@ export async function startRestServer(options: RestServerOptions): Promise<RestS
   let open = 0;
   /** Connections accepted over `maxConnections`: their first request is refused and they are closed. */
   const excess = new WeakSet<Socket>();
-  const server: Server = createServer((req, res) => {
+  // The header and request timeouts are checked every second (node's default is every 30 s).
+  const server: Server = createServer({ connectionsCheckingInterval: 1000 }, (req, res) => {
     if (excess.has(req.socket)) {
       overload.refused('connections');
       send(res, crowded, true);

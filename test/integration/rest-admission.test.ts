@@ -1,7 +1,8 @@
 /**
  * The local REST server's bounds against real Redis and Kafka (localstack/runtime/rest-server.ts): past the
  * in-flight bound and past the connection bound a request is answered 503 with Retry-After at once, in the
- * API's envelope, and served again once a slot frees. Requests are held in flight deterministically: the
+ * API's envelope, and served again once a slot frees; a client slow to send its headers is cut with 408.
+ * Requests are held in flight deterministically: the
  * Redis health probe runs a BLPOP on a key of this test, on a connection of its own, until the test pushes.
  */
 import { connect, type Socket } from 'node:net';
@@ -49,7 +50,11 @@ describe('REST server bounds', () => {
   });
 
   /** A server whose Redis probe (every `GET /`) waits for one push to the gate. */
-  async function serve(bounds: { maxInFlight?: number; maxConnections?: number }): Promise<RestServer> {
+  async function serve(bounds: {
+    maxInFlight?: number;
+    maxConnections?: number;
+    headersTimeoutMs?: number;
+  }): Promise<RestServer> {
     const context: RestContext = {
       ...deps.ctx,
       health: {
@@ -129,7 +134,30 @@ describe('REST server bounds', () => {
     );
     for (const socket of idle) socket.destroy();
   });
+
+  it('answers 408 and closes a connection whose headers do not arrive within headersTimeoutMs', async () => {
+    const server = await serve({ headersTimeoutMs: 500 });
+    const slow = await open(server);
+    let text = '';
+    slow.setEncoding('utf8');
+    slow.on('data', (chunk: string) => {
+      text += chunk;
+    });
+    const started = Date.now();
+    slow.write(`GET / HTTP/1.1\r\nHost: 127.0.0.1:${server.port}\r\n`);
+    await closed(slow);
+    // The bound is checked every second.
+    expect(Date.now() - started).toBeLessThan(500 + 1000 + QUICK_MS);
+    expect(text).toMatch(/^HTTP\/1\.1 408 /);
+  });
 });
+
+function closed(socket: Socket): Promise<void> {
+  return new Promise((resolve) => {
+    if (socket.destroyed) resolve();
+    else socket.once('close', () => resolve());
+  });
+}
 
 function open(server: RestServer): Promise<Socket> {
   return new Promise((resolve, reject) => {

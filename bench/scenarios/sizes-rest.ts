@@ -41,6 +41,7 @@ export const headline: [string, string][] = [
   ['probe_p99_ms', 'probe p99 ms'],
   ['probe_200_share', 'probes 200'],
   ['probe_503_share', 'probes 503'],
+  ['probe_200_green_share', '200s GREEN'],
   ['probe_timeouts', 'probe timeouts'],
   ['recovery_s', 's to 200 after load'],
   ['server_peak_rss_mb', 'server peak RSS MB'],
@@ -59,21 +60,35 @@ interface Probe {
   ms: number;
   /** HTTP status, or 0 for no answer (timeout or connection error). */
   status: number;
+  /** node_health of a 200. */
+  health?: string;
 }
 
-/** One `GET /` on a connection of its own; never rejects. */
-function probe(url: string): Promise<{ ms: number; status: number }> {
+/** One `GET /` on a connection of its own; never rejects. `health` is the report's node_health of a 200. */
+function probe(url: string): Promise<{ ms: number; status: number; health?: string }> {
   const started = performance.now();
   return new Promise((resolve) => {
     let done = false;
-    const finish = (status: number) => {
+    const finish = (status: number, health?: string) => {
       if (done) return;
       done = true;
-      resolve({ ms: performance.now() - started, status });
+      resolve({ ms: performance.now() - started, status, health });
     };
     const req = request(`${url}/`, { agent: false, timeout: PROBE_TIMEOUT_MS }, (res) => {
-      res.resume();
-      res.once('end', () => finish(res.statusCode ?? 0));
+      let body = '';
+      res.setEncoding('utf8');
+      res.on('data', (chunk: string) => {
+        body += chunk;
+      });
+      res.once('end', () => {
+        let health: string | undefined;
+        try {
+          health = (JSON.parse(body) as { node_health?: string }).node_health;
+        } catch {
+          health = undefined;
+        }
+        finish(res.statusCode ?? 0, health);
+      });
       res.once('error', () => finish(0));
     });
     req.once('timeout', () => {
@@ -248,6 +263,10 @@ export async function run(ctx: ScenarioContext): Promise<Numbers> {
       probe_p90_ms: round(percentile(latencies, 90), 1),
       probe_p99_ms: round(percentile(latencies, 99), 1),
       probe_200_share: share((p) => p.status === 200),
+      probe_200_green_share: round(
+        measured.filter((p) => p.health === 'GREEN').length / measured.filter((p) => p.status === 200).length,
+        3,
+      ),
       probe_503_share: share((p) => p.status === 503),
       probe_timeouts: measured.filter((p) => p.status === 0).length,
       probe_200_p90_ms: p90Of(200),

@@ -97,7 +97,7 @@ export interface RestServer {
   close(): Promise<void>;
 }
 
-/** Least time between two warnings about requests refused over a bound. */
+/** Least time between two warnings about requests refused over a bound (logged by the stats timer). */
 const OVERLOAD_LOG_EVERY_MS = 10_000;
 
 /** Starts the server; resolves once it listens. */
@@ -178,8 +178,11 @@ export async function startRestServer(options: RestServerOptions): Promise<RestS
   const { port } = server.address() as AddressInfo;
   allowedHosts = options.allowedHosts ?? defaultAllowedHosts(host, port);
   const url = `http://${host.includes(':') ? `[${host}]` : host}:${port}`;
-  // Writes the request counts while idle too, so the node keeps beating.
-  const statsTimer = setInterval(() => router.flushStatsIfDue(), statsFlushMs);
+  // Writes the request counts while idle too, so the node keeps beating; logs refusals.
+  const statsTimer = setInterval(() => {
+    router.flushStatsIfDue();
+    overload.tick();
+  }, statsFlushMs);
   statsTimer.unref();
   log('info', `REST API listening on ${url}`);
   return {
@@ -201,31 +204,33 @@ export async function startRestServer(options: RestServerOptions): Promise<RestS
 type RefusalReason = 'in_flight' | 'connections' | 'dropped';
 
 /**
- * Counts requests refused over a bound and logs them: at the first refusal, then at most every
- * {@link OVERLOAD_LOG_EVERY_MS}, with the counts since the last line.
+ * Counts requests refused over a bound; {@link tick} (every second) logs them at most every
+ * {@link OVERLOAD_LOG_EVERY_MS}, with the counts since the last line, and `flush` logs what is left.
  */
-function overloadLog(log: RuntimeLog): { refused(reason: RefusalReason): void; flush(): void } {
+function overloadLog(log: RuntimeLog): { refused(reason: RefusalReason): void; tick(): void; flush(): void } {
   const counts: Record<RefusalReason, number> = { in_flight: 0, connections: 0, dropped: 0 };
   let since = 0;
   let lastLine = Number.NEGATIVE_INFINITY;
+  const total = () => counts.in_flight + counts.connections + counts.dropped;
   const flush = () => {
-    if (counts.in_flight + counts.connections + counts.dropped === 0) return;
+    if (total() === 0) return;
+    const now = Date.now();
     log('warn', 'rest: overloaded; requests answered 503 (dropped: connections closed unanswered)', {
       ...counts,
-      over_ms: Date.now() - since,
+      over_ms: now - since,
     });
+    lastLine = now;
     counts.in_flight = 0;
     counts.connections = 0;
     counts.dropped = 0;
   };
   return {
     refused(reason) {
-      const now = Date.now();
-      if (counts.in_flight + counts.connections + counts.dropped === 0) since = now;
+      if (total() === 0) since = Date.now();
       counts[reason] += 1;
-      if (now - lastLine < OVERLOAD_LOG_EVERY_MS) return;
-      lastLine = now;
-      flush();
+    },
+    tick() {
+      if (Date.now() - lastLine >= OVERLOAD_LOG_EVERY_MS) flush();
     },
     flush,
   };

@@ -25,6 +25,8 @@ describe('REST server bounds', () => {
   const gate = uniqueName('rest-gate');
   let entered = 0;
   const servers: RestServer[] = [];
+  /** The servers' warnings, with their fields. */
+  const warnings: { message: string; fields?: Record<string, unknown> }[] = [];
 
   beforeAll(() => {
     const base = config();
@@ -66,7 +68,15 @@ describe('REST server bounds', () => {
       },
       options: { probeTimeoutMs: 60_000 },
     };
-    const server = await startRestServer({ context, port: 0, retryAfterSec: 2, ...bounds });
+    const server = await startRestServer({
+      context,
+      port: 0,
+      retryAfterSec: 2,
+      log: (level, message, fields) => {
+        if (level === 'warn') warnings.push({ message, fields });
+      },
+      ...bounds,
+    });
     servers.push(server);
     return server;
   }
@@ -99,6 +109,10 @@ describe('REST server bounds', () => {
     });
     // The refused request never reached the router.
     expect(entered).toBe(1);
+    const warned = await waitUntil('the overload warning', () =>
+      warnings.find((w) => w.message.startsWith('rest: overloaded')),
+    );
+    expect(warned.fields).toMatchObject({ in_flight: 1, connections: 0, dropped: 0 });
 
     await release(1);
     const answer = await held;

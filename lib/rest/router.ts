@@ -15,9 +15,11 @@
  * valid JSON." (kind `invalid_json`), as Scrapy Cluster did.
  *
  * Every route: 404 for an unknown path, 405 (with `Allow`) for another method, 413 for a body over
- * `maxBodyBytes`, 500 for an unexpected error. Each request counts in `rest:total`, each failure in
- * `rest:fail`, each valid feed in `rest:plugin:<type>`; the node beats as kind `rest`. Both are best effort
- * and off the request path (./stats-tally.ts): an answer never waits on the stats write.
+ * `maxBodyBytes`, 500 for an unexpected error; over its bounds the local adapter answers 503 with
+ * `Retry-After` before the router is called (./admission.ts; on AWS API Gateway's throttling answers 429).
+ * Each request counts in `rest:total`, each failure in `rest:fail`, each valid feed in `rest:plugin:<type>`;
+ * the node beats as kind `rest`. Both are best effort and off the request path (./stats-tally.ts): an answer
+ * never waits on the stats write.
  */
 
 import { SchemaValidationError } from '../errors.ts';

@@ -52,11 +52,17 @@ export interface RestOptions {
    */
   sendTimeoutMs?: number;
   /**
-   * Bound of the best-effort stats update after each request (counters and heartbeat); a slow or
-   * unreachable Redis delays an answer by at most this much and never changes it.
+   * Bound of one best-effort stats write (counters and heartbeat, lib/rest/stats-tally.ts). Requests never
+   * wait on it; a write that has not answered by then is given up and its counts dropped.
    * @default 1000
    */
   statsTimeoutMs?: number;
+  /**
+   * Least time between two stats writes: requests add to counts in memory, and the first request after this
+   * interval (or the adapter's timer) writes them all in one round trip.
+   * @default 1000
+   */
+  statsFlushMs?: number;
   /**
    * Least time between two heartbeats of this node (kind `rest`); requests in between do not beat.
    * @default 30000
@@ -111,6 +117,7 @@ export function resolveRestOptions(options: RestOptions = {}): ResolvedRestOptio
     probeTimeoutMs: options.probeTimeoutMs ?? 2000,
     sendTimeoutMs: options.sendTimeoutMs ?? 10_000,
     statsTimeoutMs: options.statsTimeoutMs ?? 1000,
+    statsFlushMs: options.statsFlushMs ?? 1000,
     heartbeatEveryMs: options.heartbeatEveryMs ?? 30_000,
   };
 }

@@ -1,6 +1,8 @@
 /**
- * `GET /`: Scrapy Cluster's health report. Both services are probed on every call (bounded), so the answer
- * says whether they answer now, not whether they did at start.
+ * `GET /`: Scrapy Cluster's health report. Both services are probed for every call (bounded), so the answer
+ * says whether they answer now, not whether they did at start. Calls that arrive while a probe is running
+ * share its result instead of starting probes of their own ({@link createHealthCheck}), so a crowd of health
+ * checks costs one probe per service at a time.
  */
 import type { SlotLoss } from '../ports.ts';
 import type { ResolvedRestOptions, RestContext } from './context.ts';
@@ -77,18 +79,42 @@ async function answers(probe: () => Promise<void>, ms: number, what: string): Pr
   }
 }
 
-/** Probes both services in parallel, each bounded by `probeTimeoutMs`. */
-export async function checkHealth(
+/**
+ * One bounded call at a time: a call while one runs gets that call's result. The shared result settles within
+ * `ms` even when the call never does, so a hung probe holds nobody longer than it would alone.
+ */
+function shared<T>(call: () => Promise<T>): () => Promise<T> {
+  let running: Promise<T> | undefined;
+  return () => {
+    running ??= call().finally(() => {
+      running = undefined;
+    });
+    return running;
+  };
+}
+
+/**
+ * The health check of one router: probes both services and reads the state-loss record in parallel, each bounded
+ * by `probeTimeoutMs` and shared by the calls that arrive while it runs. Reads `ctx.health` at each probe, so a
+ * context's probes may be swapped.
+ */
+export function createHealthCheck(
   ctx: RestContext,
   options: ResolvedRestOptions,
   startedAt: number,
-): Promise<HealthReport> {
-  const [kafka, redis, lost] = await Promise.all([
-    answers(() => ctx.health.kafka(), options.probeTimeoutMs, 'Kafka'),
-    answers(() => ctx.health.redis(), options.probeTimeoutMs, 'Redis'),
-    openLosses(ctx, options.probeTimeoutMs),
-  ]);
-  const report: HealthReport = {
+): () => Promise<HealthReport> {
+  const ms = options.probeTimeoutMs;
+  const kafkaProbe = shared(() => answers(() => ctx.health.kafka(), ms, 'Kafka'));
+  const redisProbe = shared(() => answers(() => ctx.health.redis(), ms, 'Redis'));
+  const lossRead = shared(() => openLosses(ctx, ms));
+  return async () => {
+    const [kafka, redis, lost] = await Promise.all([kafkaProbe(), redisProbe(), lossRead()]);
+    return report(ctx, startedAt, kafka, redis, lost);
+  };
+}
+
+function report(ctx: RestContext, startedAt: number, kafka: boolean, redis: boolean, lost: SlotLoss[]): HealthReport {
+  const out: HealthReport = {
     kafka_connected: kafka,
     redis_connected: redis,
     uptime_sec: Math.max(0, Math.floor((ctx.now() - startedAt) / 1000)),
@@ -96,11 +122,11 @@ export async function checkHealth(
     node_health: nodeHealth(kafka, redis, lost.length > 0),
   };
   const reason = healthReason(kafka, redis, lost);
-  if (reason !== undefined) report.reason = reason;
+  if (reason !== undefined) out.reason = reason;
   if (lost.length > 0) {
-    report.state_lost = lost.map((l) => ({ tag: l.tag, lost_at: Math.floor(l.at / 1000), reason: l.reason }));
+    out.state_lost = lost.map((l) => ({ tag: l.tag, lost_at: Math.floor(l.at / 1000), reason: l.reason }));
   }
-  return report;
+  return out;
 }
 
 /**

@@ -44,6 +44,8 @@ interface RestTest {
   /** Called after each sleep (after the clock moved): tests store a reply from here. */
   onSleep: (count: number) => Promise<void> | void;
   up: { kafka: boolean | 'hang'; redis: boolean | 'hang' };
+  /** Writes the request counts held by the router (they are written off the request path). */
+  flush(): Promise<void>;
   /** Sends `content-type: application/json` unless `headers` says otherwise. */
   call(
     method: string,
@@ -81,6 +83,7 @@ function restTest(options: RestOptions = {}, startedAtAgoMs = 0): RestTest {
     sleeps,
     onSleep: () => {},
     up,
+    flush: () => router.flushStats(),
     async call(method, path, body, headers = { 'content-type': 'application/json' }) {
       const bytes =
         body === undefined || body instanceof Uint8Array
@@ -523,6 +526,7 @@ describe('JSON content type of POST /feed and /poll', () => {
       },
     });
     expect(t.ctx.sink.sendCalls).toBe(0);
+    await t.flush();
     expect(t.ctx.stats.lifetime('rest:fail')).toBe(1);
     expect(t.ctx.stats.lifetime('rest:plugin:crawl')).toBe(0);
   });
@@ -677,6 +681,7 @@ describe('stats and heartbeat', () => {
     await t.call('POST', '/feed', '{');
     await t.call('GET', '/nope');
     await t.call('GET', '/');
+    await t.flush();
     expect(t.ctx.stats.lifetime('rest:total')).toBe(6);
     expect(t.ctx.stats.lifetime('rest:fail')).toBe(2);
     expect(t.ctx.stats.lifetime('rest:plugin:crawl')).toBe(2);
@@ -690,6 +695,7 @@ describe('stats and heartbeat', () => {
     await t.call('GET', '/');
     t.clock.now += 30_000;
     await t.call('GET', '/');
+    await t.flush();
     expect(beat.mock.calls.map((c) => [c[0], c[1], c[2]])).toEqual([
       ['rest', TEST_NODE_ID, TEST_NOW],
       ['rest', TEST_NODE_ID, TEST_NOW + 30_000],
@@ -697,12 +703,18 @@ describe('stats and heartbeat', () => {
     expect(await t.ctx.stats.live('rest', t.clock.now, 300_000)).toEqual([TEST_NODE_ID]);
   });
 
-  it('answers as usual when the stats store is down, and logs a warning', async () => {
+  it('answers as usual when the stats store is down, logs a warning, and writes the counts once it is back', async () => {
     const t = restTest();
     t.ctx.stats.down = true;
     const r = await t.call('POST', '/feed', crawl);
     expect(r.status).toBe(200);
-    expect(t.ctx.log.at('warn').map((l) => l.message)).toEqual(['rest: stats update failed']);
+    await t.flush();
+    expect(new Set(t.ctx.log.at('warn').map((l) => l.message))).toEqual(new Set(['rest: stats update failed']));
+    expect(t.ctx.stats.lifetime('rest:total')).toBe(0);
+    t.ctx.stats.down = false;
+    await t.flush();
+    expect(t.ctx.stats.lifetime('rest:total')).toBe(1);
+    expect(t.ctx.stats.lifetime('rest:plugin:crawl')).toBe(1);
   });
 });
 

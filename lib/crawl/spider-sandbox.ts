@@ -254,8 +254,8 @@ export class SpiderSandbox {
     };
     t.ready.catch(() => undefined);
     worker.on('message', (m: ThreadMessage) => this.#onMessage(t, m, ready, failed));
-    worker.on('error', (error: Error) => {
-      failed(error);
+    worker.on('error', (error: unknown) => {
+      failed(error instanceof Error ? error : new Error(String(error)));
       this.#onDeath(t, this.#death(error, undefined));
     });
     worker.on('exit', (code) => {
@@ -373,14 +373,18 @@ export class SpiderSandbox {
   }
 
   /** What killed a thread, from its 'error' event (`error`) or, without one, its exit `code`. */
-  #death(error: Error | undefined, code: number | undefined): Death {
+  #death(error: unknown, code: number | undefined): Death {
     if ((error as { code?: string } | undefined)?.code === 'ERR_WORKER_OUT_OF_MEMORY') {
       return {
         oom: true,
         what: `ran out of memory (its heap limit, CRAWLER_PLUGIN_MEMORY_MB=${this.#o.memoryMb}; ERR_WORKER_OUT_OF_MEMORY)`,
       };
     }
-    if (error) return { oom: false, what: `died of an uncaught exception (${error.name}: ${error.message})` };
+    if (error !== undefined) {
+      // What a plugin's timer threw reaches here as it was thrown: an Error, or any other value.
+      const thrown = error instanceof Error ? `${error.name}: ${error.message}` : String(error);
+      return { oom: false, what: `died of an uncaught exception (${thrown})` };
+    }
     return { oom: false, what: `exited with code ${code}` };
   }
 

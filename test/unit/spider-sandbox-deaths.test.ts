@@ -134,15 +134,22 @@ describe('spider sandbox: a thread that dies charges only the page whose parse w
     expect(parses().get('http://a.example/late')).toBe(1);
   }, 30_000);
 
-  test('an uncaught exception in the thread fails the page in progress with that exception; queued pages succeed', async () => {
-    const { sandbox } = start(KILLERS);
-    await sandbox.start();
-    const [killed, ...rest] = await runAll(sandbox, 'stray-throw', [KILL, ...others(5)]);
-    expect(killed).toBe(
-      `SpiderBudgetError: spider "stray-throw": the spider thread died of an uncaught exception (TypeError: a plugin timer failed) while this page's parse was in progress; the thread was replaced`,
-    );
-    expect(rest).toEqual(others(5).map(() => 'ok'));
-  }, 30_000);
+  test.each([
+    ['stray-throw', 'TypeError: a plugin timer failed'],
+    ['stray-string', 'a plugin timer threw a string'],
+  ])(
+    'an uncaught exception in the thread (%s) fails the page in progress with what was thrown; queued pages succeed',
+    async (spider, thrown) => {
+      const { sandbox } = start(KILLERS);
+      await sandbox.start();
+      const [killed, ...rest] = await runAll(sandbox, spider, [KILL, ...others(5)]);
+      expect(killed).toBe(
+        `SpiderBudgetError: spider "${spider}": the spider thread died of an uncaught exception (${thrown}) while this page's parse was in progress; the thread was replaced`,
+      );
+      expect(rest).toEqual(others(5).map(() => 'ok'));
+    },
+    30_000,
+  );
 
   test('a plugin that exits its thread fails the page in progress with the exit code, not the time budget', async () => {
     const { sandbox } = start(KILLERS);

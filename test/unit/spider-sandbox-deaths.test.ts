@@ -164,19 +164,17 @@ describe('spider sandbox: a thread that dies charges only the page whose parse w
 });
 
 describe('spider sandbox: a thread that keeps dying ends every page in bounded time', () => {
-  test('a plugin that runs out of heap on every page: each page is charged once, after at most two parses', async () => {
+  test('a plugin that runs out of heap on every page: each page is charged once, after at most two parses, and no thread more is started', async () => {
     const { sandbox } = start(KILLERS);
     await sandbox.start();
-    const pages = others(6);
-    const started = Date.now();
+    const pages = others(4);
     const ends = await runAll(sandbox, 'heap-always', pages);
     expect(ends).toEqual(pages.map(() => expect.stringContaining(`the spider thread ${HEAP}`)));
     const counts = parses();
     expect(pages.map((u) => counts.get(u))).toEqual(pages.map(() => 2));
-    // The thread with all six in progress, then one per page run alone.
-    expect(sandbox.replaced).toBe(7);
-    expect(Date.now() - started).toBeLessThan(20_000);
-  }, 30_000);
+    // The thread with all four in progress, then one per page run alone: bounded, whatever the machine's speed.
+    expect(sandbox.replaced).toBe(5);
+  }, 60_000);
 
   test(`a thread that dies with no page in progress: its queued pages fail after ${MAX_UNBLAMED_DEATHS} such deaths, never parsed, saying so`, async () => {
     const { sandbox } = start(DYING);

@@ -158,6 +158,7 @@ const crawler = new Crawler({
     run: (spider, request, response, links) => (sandbox as SpiderSandbox).run(spider, request, response, links),
   },
   parseTimeoutMs: vars.CRAWLER_PARSE_TIMEOUT_MS,
+  maxLinks: vars.CRAWLER_MAX_LINKS,
   topicPrefix: vars.KAFKA_TOPIC_PREFIX,
   appidTopics: vars.KAFKA_APPID_TOPICS,
   base64: vars.KAFKA_BASE_64_ENCODE,

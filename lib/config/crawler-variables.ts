@@ -52,6 +52,14 @@ export const CRAWLER_VARIABLES = {
     description:
       "Heap limit (MiB) of the worker thread that runs plugin spiders' code: a plugin that allocates without end kills that thread, not the crawler; the page fails with the reason.",
   },
+  CRAWLER_MAX_LINKS: {
+    type: 'integer',
+    default: 10_000,
+    minimum: 1,
+    maximum: 100_000,
+    description:
+      "Distinct links read from one HTML page: extraction stops at the next one, the page carries the first ones with `links_stopped` saying why, and the crawler logs a warning with the page's URL.",
+  },
   BROWSER_CHROMIUM_PATH: {
     type: 'string',
     default: '/usr/bin/chromium',

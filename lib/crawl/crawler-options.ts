@@ -58,6 +58,11 @@ export interface CrawlerOptions {
    * is free (the sandbox enforces the same budget for plugins, synchronous code included). @default 30000
    */
   parseTimeoutMs?: number;
+  /**
+   * Distinct links read from one HTML page (`CRAWLER_MAX_LINKS`): a page with more carries the first ones, with
+   * `links_stopped`, and is logged. @default 10000
+   */
+  maxLinks?: number;
   /** @default 3 */
   retryTimes?: number;
   /** @default 2000 */

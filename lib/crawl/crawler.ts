@@ -24,6 +24,7 @@ import { CRAWLER_TASK_KIND, LoadWindow } from './crawler-load.ts';
 import type { CrawlerOptions } from './crawler-options.ts';
 import { FetchSlots } from './crawler-slots.ts';
 import { DomainInFlight } from './domain-inflight.ts';
+import { DEFAULT_MAX_LINKS } from './extract.ts';
 import { type CrawlFailure, decideFailure, type FailurePolicy } from './failure.ts';
 import { LeaseKeeper } from './lease-keeper.ts';
 import { failedPage } from './page.ts';
@@ -98,6 +99,7 @@ export class Crawler {
       retryTimes: 3,
       retryBaseDelayMs: 2000,
       parseTimeoutMs: 30_000,
+      maxLinks: DEFAULT_MAX_LINKS,
       now: Date.now,
       idlePollMs: 1000,
       scoutPollMs: 50,
@@ -135,6 +137,7 @@ export class Crawler {
       spiders: o.spiders,
       sandbox: o.sandbox,
       parseTimeoutMs: o.parseTimeoutMs,
+      maxLinks: o.maxLinks,
       base64: o.base64,
       userAgent: o.userAgent,
       ip: o.ip,

@@ -305,6 +305,7 @@ async function crawl(
     turn?: { waitMs: number } | null;
     sandbox?: CrawlerOptions['sandbox'];
     parseTimeoutMs?: number;
+    maxLinks?: number;
   } = {},
 ): Promise<Run> {
   const frontier = new ScriptedFrontier(leases);
@@ -343,6 +344,7 @@ async function crawl(
     ...(options.now ? { now: options.now } : {}),
     ...(options.sandbox ? { sandbox: options.sandbox } : {}),
     ...(options.parseTimeoutMs ? { parseTimeoutMs: options.parseTimeoutMs } : {}),
+    ...(options.maxLinks ? { maxLinks: options.maxLinks } : {}),
     sink,
     stats,
     spiders,
@@ -708,6 +710,69 @@ describe('Crawler: pages whose links are not used', () => {
     );
     expect(seen).toEqual([2, 2]);
     expect(r.pages.map((p) => p.links.length)).toEqual([2, 2]);
+  });
+});
+
+describe('Crawler: the links-per-page cap (CRAWLER_MAX_LINKS, issue 48 item 10)', () => {
+  /** A page of `n` distinct links, `/p/0` to `/p/<n-1>`. */
+  const manyLinks = (n: number) => Array.from({ length: n }, (_, i) => `<a href="/p/${i}">p${i}</a>`).join('');
+  const cutLines = (log: RecordingLog) => log.lines.filter((l) => l.message === 'page links cut at CRAWLER_MAX_LINKS');
+
+  it('a page with more links than a cap of 5 carries exactly 5, says why, queues 5 children and logs the cut once', async () => {
+    const l = lease('http://a.example/dir');
+    const r = await crawl([l], (q) => htmlResponse(q.url, manyLinks(12)), { maxLinks: 5 });
+    expect(r.pages).toHaveLength(1);
+    expect(r.pages[0]?.links.map((x) => x.url)).toEqual([0, 1, 2, 3, 4].map((i) => `http://a.example/p/${i}`));
+    expect(r.pages[0]?.links_stopped).toBe('link extraction stopped at 5 links');
+    expect(r.frontier.enqueued.flatMap((e) => e.urls)).toHaveLength(5);
+    expect(cutLines(r.log)).toEqual([
+      {
+        level: 'warn',
+        message: 'page links cut at CRAWLER_MAX_LINKS',
+        fields: { url: l.url, spider: 'link', found: 'more than 5', kept: 5, maxLinks: 5 },
+      },
+    ]);
+  });
+
+  it('a page with exactly the cap is not cut, and not logged', async () => {
+    const r = await crawl([lease('http://a.example/dir')], (q) => htmlResponse(q.url, manyLinks(5)), { maxLinks: 5 });
+    expect(r.pages[0]?.links).toHaveLength(5);
+    expect(r.pages[0]?.links_stopped).toBeUndefined();
+    expect(cutLines(r.log)).toEqual([]);
+  });
+
+  it('the default cap stays 10,000: a page of 10,001 links carries 10,000', async () => {
+    const l = lease('http://a.example/big');
+    const r = await crawl([l], (q) => htmlResponse(q.url, manyLinks(10_001)));
+    expect(r.pages[0]?.links).toHaveLength(10_000);
+    expect(r.pages[0]?.links_stopped).toBe('link extraction stopped at 10000 links');
+    expect(cutLines(r.log).map((x) => x.fields)).toEqual([
+      { url: l.url, spider: 'link', found: 'more than 10000', kept: 10_000, maxLinks: 10_000 },
+    ]);
+  });
+
+  it('a plugin page in the sandbox gets the capped links and is logged when its spider wants links, not otherwise', async () => {
+    const plug = { ...SETTINGS, spiderid: 'plug' };
+    const partition = { prefix: 't', scope: 'plug', partition: 0, spider: 'plug' };
+    const wants = lease('http://a.example/wants', { crawl: plug, partition });
+    const not = lease('http://a.example/not', { crawl: plug, partition });
+    const handed: number[] = [];
+    const r = await crawl([wants, not], (q) => htmlResponse(q.url, manyLinks(12)), {
+      maxLinks: 5,
+      plugins: [{ name: 'plug', parse: () => ({}) }],
+      sandbox: {
+        spiders: new Set(['plug']),
+        run: async (_spider, request, _response, links) => {
+          handed.push(links.length);
+          return { wantsLinks: request.url.endsWith('/wants'), follow: [], followDropped: 0 };
+        },
+      },
+    });
+    expect(handed).toEqual([5, 5]);
+    const byUrl = new Map(r.pages.map((p) => [p.url, p]));
+    expect(byUrl.get(wants.url)?.links).toHaveLength(5);
+    expect(byUrl.get(not.url)?.links).toEqual([]);
+    expect(cutLines(r.log).map((x) => x.fields?.url)).toEqual([wants.url]);
   });
 });
 

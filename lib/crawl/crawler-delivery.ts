@@ -225,7 +225,8 @@ export class Delivery {
         const infrastructure = failureCause(error) === 'infrastructure';
         if (!infrastructure && ++refused >= refusedTries) throw error;
         const message = (error as Error)?.message ?? String(error);
-        if (this.#abandoned) throw new DeliveryAbandonedError(`${what} abandoned at stop: ${message}`, { cause: error });
+        if (this.#abandoned)
+          throw new DeliveryAbandonedError(`${what} abandoned at stop: ${message}`, { cause: error });
         if (failures++ === 0) {
           o.log.warn(`${what} not stored; kept and tried again while this process holds the lease`, {
             url: lease.url,

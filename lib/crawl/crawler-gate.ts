@@ -78,3 +78,17 @@ export class DeliveryGate {
     return this.#now() - was.since;
   }
 }
+
+/**
+ * Watches the oldest page message still being published (`waitMs`, 0 when none is) every
+ * {@link PUBLISH_STALL_CHECK_MS}: past {@link PUBLISH_STALL_MS}, while the gate is open, `stalled` is called with the
+ * wait (the crawler closes the gate as on a failure). Returns the function that stops the watch.
+ */
+export function watchPublish(gate: DeliveryGate, waitMs: () => number, stalled: (waitMs: number) => void): () => void {
+  const timer = setInterval(() => {
+    const ms = waitMs();
+    if (ms >= PUBLISH_STALL_MS && !gate.closed) stalled(ms);
+  }, PUBLISH_STALL_CHECK_MS);
+  timer.unref();
+  return () => clearInterval(timer);
+}

@@ -17,7 +17,7 @@ import { settlesWithin } from '../timeout.ts';
 import { PageCounters } from './crawler-counters.ts';
 import { crawlerSink, DEFAULT_PRODUCE_LINGER_MS, Delivery, type Processed } from './crawler-delivery.ts';
 import { PageFetch } from './crawler-fetch.ts';
-import { DeliveryGate, PUBLISH_STALL_CHECK_MS, PUBLISH_STALL_MS } from './crawler-gate.ts';
+import { DeliveryGate, watchPublish } from './crawler-gate.ts';
 import { IdleWorkers } from './crawler-idle.ts';
 import { LeasePump } from './crawler-leasing.ts';
 import { CRAWLER_TASK_KIND, LoadWindow } from './crawler-load.ts';
@@ -74,7 +74,7 @@ export class Crawler {
   #stopping = false;
   #workers: Promise<void>[] = [];
   #heartbeat: NodeJS.Timeout | undefined;
-  #stallWatch: NodeJS.Timeout | undefined;
+  #unwatchPublish = () => {};
   readonly #gate: DeliveryGate;
   readonly #pump: LeasePump;
   readonly #fetch: PageFetch;
@@ -205,8 +205,11 @@ export class Crawler {
     this.#heartbeat = setInterval(beat, this.#o.heartbeatMs);
     this.#heartbeat.unref();
     this.#keeper.start();
-    this.#stallWatch = setInterval(() => this.#watchPublish(), PUBLISH_STALL_CHECK_MS);
-    this.#stallWatch.unref();
+    this.#unwatchPublish = watchPublish(
+      this.#gate,
+      () => this.#delivery.publishWaitMs(this.#o.now()),
+      (ms) => this.#deliveryFailed(new InfrastructureError(`Kafka has not stored a page message for ${ms} ms`)),
+    );
     for (let i = 0; i < this.#slots.workers; i++) this.#workers.push(this.#work(i));
     this.#slots.start();
   }
@@ -233,7 +236,7 @@ export class Crawler {
     this.#idle.wakeAll();
     this.#slots.stop();
     clearInterval(this.#heartbeat);
-    clearInterval(this.#stallWatch);
+    this.#unwatchPublish();
     // A crawler that stops is no longer live: its heartbeats go now, not at their TTL (the dashboard's fleet).
     await Promise.all(
       this.#o.spiderTypes.map((sp) => this.#o.stats.forget('crawler', `${sp}|${this.#o.nodeId}`)),
@@ -334,13 +337,6 @@ export class Crawler {
     // Requests leased ahead and not started go back at once for crawlers that can deliver.
     const ahead = this.#pump.drain();
     if (ahead.length > 0) void this.#o.frontier.release(ahead).catch(() => 0);
-  }
-
-  /** A page message unstored for {@link PUBLISH_STALL_MS}: the gate closes until one gets through. */
-  #watchPublish(): void {
-    const waitMs = this.#delivery.publishWaitMs(this.#o.now());
-    if (waitMs < PUBLISH_STALL_MS || this.#gate.closed) return;
-    this.#deliveryFailed(new InfrastructureError(`Kafka has not stored a page message for ${waitMs} ms`));
   }
 
   /** A page was stored: the gate opens if it was closed. */

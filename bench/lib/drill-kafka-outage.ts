@@ -39,6 +39,8 @@ export interface KafkaOutageDrillResult {
   fetchedWhileDown: number;
   /** Page fetches the site served from the stop until the crawlers stopped fetching (the first second without). */
   fetchedBeforeHalt: number;
+  /** From the stop to the last of those fetches (ms). */
+  haltMs: number;
   downSeconds: number;
   seconds: number;
   timedOut: boolean;
@@ -124,6 +126,7 @@ export async function kafkaOutageDrill(
       maxFetchesPerPage: Math.max(0, ...fetches),
       fetchedWhileDown: down.length,
       fetchedBeforeHalt: halt,
+      haltMs: halt === 0 ? 0 : (down[halt - 1] as number) - stoppedAt,
       downSeconds: (startedAt - stoppedAt) / 1000,
       seconds: progress.seconds,
       timedOut: progress.timedOut,

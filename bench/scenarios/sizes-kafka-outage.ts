@@ -23,6 +23,7 @@ export const headline: [string, string][] = [
   ['max_fetches_per_page', 'max fetches/page'],
   ['duplicate_share', 'duplicate share'],
   ['fetched_before_halt', 'fetched before halt'],
+  ['halt_ms', 'halt after stop (ms)'],
   ['fetched_while_down', 'fetched while down'],
   ['down_s', 'Kafka down (s)'],
   ['seconds', 'crawl (s)'],
@@ -50,6 +51,7 @@ export async function run(ctx: ScenarioContext): Promise<Numbers> {
     max_fetches_per_page: r.maxFetchesPerPage,
     fetched_while_down: r.fetchedWhileDown,
     fetched_before_halt: r.fetchedBeforeHalt,
+    halt_ms: r.haltMs,
     down_s: Number(r.downSeconds.toFixed(1)),
     seconds: Number(r.seconds.toFixed(1)),
   };

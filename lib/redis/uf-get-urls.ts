@@ -60,29 +60,64 @@ export async function getUrlsPacked(s: UfServer, req: GetUrlsRequest, emit: Emit
   const start = s.now();
   let produced = 0;
   const budget = () => (req.maxQueues > 0 ? req.maxQueues - produced : Number.POSITIVE_INFINITY);
-  while (budget() > 0) {
-    if (req.cancelled?.()) return;
-    const count = Math.min(budget(), CLAIM_MAX);
+  const claim = (count: number) => {
+    const next = claimDue(s, req.crawl, start, Math.min(count, CLAIM_MAX));
+    // A claim made ahead that is not awaited yet must not count as unhandled if a serve or an emit throws.
+    next.catch(() => undefined);
+    return next;
+  };
+  let pending: Promise<[string, string][] | undefined> | undefined = claim(budget());
+  while (pending) {
+    const queues: [string, string][] | undefined = await pending;
+    if (!queues || req.cancelled?.()) return;
+    // The next claim goes out while these queues are served, within the budget left beyond them: the claimed
+    // queues' crawls have moved on in `cdue`, so it takes others.
+    const room: number = budget() - queues.length;
+    pending = room > 0 ? claim(room) : undefined;
+    if (!(await serveClaimed(s, queues, req, emit, () => produced++))) return;
+    if (budget() <= 0) return;
+    pending ??= claim(budget());
+  }
+}
+
+/**
+ * Claims up to `count` due queues ([crawl, key], longest-due first) of `crawl`, or of the crawls `cdue` gives as due
+ * by `start` when no crawl is named; undefined when none is due.
+ */
+async function claimDue(
+  s: UfServer,
+  crawl: string | undefined,
+  start: number,
+  count: number,
+): Promise<[string, string][] | undefined> {
+  for (;;) {
     const crawls =
-      req.crawl !== undefined
-        ? [req.crawl]
-        : await s.redis.zrange(g.crawlDue, '-inf', String(start), 'BYSCORE', 'LIMIT', 0, count);
-    if (crawls.length === 0) return;
+      crawl !== undefined
+        ? [crawl]
+        : await s.redis.zrange(
+            urlFrontierGlobalKeys(s.prefix).crawlDue,
+            '-inf',
+            String(start),
+            'BYSCORE',
+            'LIMIT',
+            0,
+            count,
+          );
+    if (crawls.length === 0) return undefined;
     const claimed = await runScript<(number | string)[]>(
       s.redis,
       script('uf-claim'),
       urlFrontierClaimKeys(s.prefix, crawls),
       [start, count, CLAIM_MS, ...crawls],
     );
-    // None claimed: for every crawl named, its place in `cdue` was mended past `start`, so the next read moves on.
-    if (claimed.length === 0) {
-      if (req.crawl !== undefined) return;
-      continue;
+    if (claimed.length > 0) {
+      const queues: [string, string][] = [];
+      for (let i = 0; i < claimed.length; i += 2)
+        queues.push([crawls[Number(claimed[i]) - 1] as string, String(claimed[i + 1])]);
+      return queues;
     }
-    const queues: [string, string][] = [];
-    for (let i = 0; i < claimed.length; i += 2)
-      queues.push([crawls[Number(claimed[i]) - 1] as string, String(claimed[i + 1])]);
-    if (!(await serveClaimed(s, queues, req, emit, () => produced++))) return;
+    // None claimed: for every crawl named, its place in `cdue` was mended past `start`, so the next read moves on.
+    if (crawl !== undefined) return undefined;
   }
 }
 

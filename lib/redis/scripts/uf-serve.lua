@@ -43,6 +43,11 @@ local until_ms = tonumber(ARGV[3])
 local cap = tonumber(ARGV[4])
 local continuing = ARGV[5] == '1'
 local recheck = tonumber(ARGV[6])
+-- Frontier-wide, read once per call: the default delay, and whether any domain is blacklisted or overridden (most
+-- frontiers have neither, and each queue then skips the lookups).
+local default_delay = tonumber(redis.call('HGET', K.state, 'delay') or '1')
+local any_black = redis.call('EXISTS', K.black) == 1
+local any_cfg = redis.call('EXISTS', K.dcfg) == 1
 
 -- The earliest time (ms) the queue K points at may produce again, later than now; nil when it never will by itself
 -- (nothing scheduled or held). `wait`: a time it must wait for anyway (politeness, block), or nil.
@@ -76,12 +81,12 @@ local function serve()
   if blocked and blocked >= now then return '', 0, next_due(blocked + 1) end
   local domain = info[5] or QKEY
   local has_meta = info[6] ~= false
-  if redis.call('SISMEMBER', K.black, domain) == 1 then return '', 0, next_due(now + recheck) end
+  if any_black and redis.call('SISMEMBER', K.black, domain) == 1 then return '', 0, next_due(now + recheck) end
   if limit and limit > 0 and redis.call('SCARD', K.done) >= limit then return '', 0, nil end
-  if not delay then delay = tonumber(redis.call('HGET', K.state, 'delay') or '1') end
+  if not delay then delay = default_delay end
   -- take: how many URLs this serve may hand out (max, or the domain override's cap when smaller)
   local take = max
-  local cfg = redis.call('HGET', K.dcfg, domain)
+  local cfg = any_cfg and redis.call('HGET', K.dcfg, domain)
   if cfg then
     local hits, window, scale = string.match(cfg, '^([^,]*),([^,]*),([^,]*)$')
     hits, window, scale = tonumber(hits), tonumber(window), tonumber(scale)

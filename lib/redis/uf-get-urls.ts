@@ -108,7 +108,7 @@ async function claimDue(
       s.redis,
       script('uf-claim'),
       urlFrontierClaimKeys(s.prefix, crawls),
-      [start, count, CLAIM_MS, ...crawls],
+      [start, count, CLAIM_MS, crawl !== undefined ? 1 : 0, ...crawls],
     );
     if (claimed.length > 0) {
       const queues: [string, string][] = [];

@@ -73,7 +73,7 @@ end
 -- The packed URLs of the queue K points at ('' when it may not produce now), their number and the queue's next due
 -- time (nil: none).
 local function serve()
-  if not redis.call('ZSCORE', K.queues, QKEY) then return '', 0, nil end
+  -- A queue deleted since it was claimed has no keys left: it serves nothing and leaves `due` (no check needed).
   local lost = release_expired(now, 2 * cap)
   if lost > 0 and counted() then count_backlog(-lost) end
   local info = redis.call('HMGET', K.info, 'blocked', 'limit', 'last', 'delay', 'dom', 'meta')

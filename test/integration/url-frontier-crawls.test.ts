@@ -144,6 +144,27 @@ describe.each([
     expect(await anyCrawl(store)).toEqual(['y http://y.com/1']);
   });
 
+  test('a stale place in the index is mended by the next look; a crawl missing from it comes back when served by ID', async () => {
+    const clock = { now: T0 };
+    const store = newStore(() => clock.now);
+    const cdue = urlFrontierGlobalKeys(store.prefix).crawlDue;
+    await store.put([item('w', 'w.com', 'http://w.com/1', 'known', T0 / 1000 + 600)]);
+    // Too early (as an older server might leave it): nothing is served and the crawl moves to its real time.
+    await redis.zadd(cdue, 0, 'w');
+    expect(await anyCrawl(store)).toEqual([]);
+    expect(Number(await redis.zscore(cdue, 'w'))).toBe((T0 / 1000 + 600) * 1000);
+    // Missing: a GetURLs over every crawl does not see it, one naming it serves it and puts it back.
+    await store.put([item('m', 'm.com', 'http://m.com/1', 'discovered')]);
+    await redis.zrem(cdue, 'm');
+    expect(await anyCrawl(store)).toEqual([]);
+    const named: string[] = [];
+    await store.getUrls({ crawl: 'm', maxQueues: 0, maxUrlsPerQueue: 0, holdSeconds: 30 }, (u) => {
+      named.push(...u.map((x) => x.url));
+    });
+    expect(named).toEqual(['http://m.com/1']);
+    expect(Number(await redis.zscore(cdue, 'm'))).toBe(T0 + 30_000);
+  });
+
   test('a deleted crawl leaves the index and the total; the others are served as before', async () => {
     const store = newStore();
     await store.put([

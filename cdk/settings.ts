@@ -129,7 +129,10 @@ export interface Settings {
   shutdownDeadlineMs: number;
   /** REST API (HTTP API `$default` stage): steady requests per second across all callers. @default 50 */
   restRateLimit: number;
-  /** REST API: requests allowed in a burst above the steady rate. @default 100 */
+  /**
+   * REST API: requests allowed in a burst above the steady rate: the stage's counterpart of the local server's
+   * bound on requests in flight. @default REST_MAX_IN_FLIGHT of `runtimeEnv`, else its default (100), at most 5000
+   */
   restBurstLimit: number;
   /** Days large bodies stay in S3. @default 30 */
   bodyRetentionDays: number;
@@ -277,6 +280,24 @@ function runtimeEnv(get: Get): Partial<Record<VariableName, string>> {
   return out;
 }
 
+/**
+ * The REST bound on requests in flight (REST_MAX_IN_FLIGHT of `runtimeEnv`, else its default), as a stage burst:
+ * API Gateway admits that many requests at once before answering 429, as the local server answers 503.
+ */
+function restInFlight(env: Partial<Record<VariableName, string>>): number {
+  const spec = VARIABLES.REST_MAX_IN_FLIGHT;
+  const raw = env.REST_MAX_IN_FLIGHT;
+  if (raw === undefined) return spec.default;
+  const n = Number(raw);
+  if (!Number.isInteger(n) || n < spec.minimum || n > spec.maximum)
+    throw new SettingsError(
+      'runtimeEnv',
+      `REST_MAX_IN_FLIGHT must be an integer in [${spec.minimum}, ${spec.maximum}] (got ${JSON.stringify(raw)})`,
+    );
+  // API Gateway's largest stage burst.
+  return Math.min(n, 5000);
+}
+
 /** The profiles: `-c profile=<name>`. */
 export const PROFILE_NAMES = ['standard', 'small'] as const;
 export type Profile = (typeof PROFILE_NAMES)[number];
@@ -347,6 +368,7 @@ export function readSettings(source: Node | Record<string, unknown>): Settings {
   const maxPollers = int(get, 'maxPollers', 4, 1, 2000);
   if (maxPollers < minPollers) throw new SettingsError('maxPollers', 'must be at least minPollers');
   const cacheClusterMode = bool(get, 'cacheClusterMode', false);
+  const env = runtimeEnv(get);
   const minTasks = int(get, 'minTasks', 0, 0, 1000);
   const maxTasks = int(get, 'maxTasks', 10, 1, 1000);
   if (maxTasks < minTasks) throw new SettingsError('maxTasks', 'must be at least minTasks');
@@ -429,7 +451,7 @@ export function readSettings(source: Node | Record<string, unknown>): Settings {
     // Fargate allows at most 120 s between SIGTERM and SIGKILL; keep 20 s for the producer flush and exit.
     shutdownDeadlineMs: int(get, 'shutdownDeadlineMs', 60_000, VARIABLES.SHUTDOWN_DEADLINE_MS.minimum, 100_000),
     restRateLimit: int(get, 'restRateLimit', 50, 1, 10_000),
-    restBurstLimit: int(get, 'restBurstLimit', 100, 1, 5000),
+    restBurstLimit: int(get, 'restBurstLimit', restInFlight(env), 1, 5000),
     bodyRetentionDays: int(get, 'bodyRetentionDays', 30, 1, 3650),
     failedBatchRetentionDays: int(get, 'failedBatchRetentionDays', 30, 1, 3650),
     logRetentionDays: retention(get),
@@ -444,6 +466,6 @@ export function readSettings(source: Node | Record<string, unknown>): Settings {
     createEcsServiceLinkedRole: bool(get, 'createEcsServiceLinkedRole', false),
     createAutoScalingServiceLinkedRole: bool(get, 'createAutoScalingServiceLinkedRole', false),
     crawlerPlugins,
-    runtimeEnv: runtimeEnv(get),
+    runtimeEnv: env,
   };
 }

@@ -6,6 +6,7 @@
 import { Argument, type Command } from 'commander';
 import { config } from '../lib/config/index.ts';
 import { CrawlClusterError } from '../lib/errors.ts';
+import { FRONTIER_STATE_LOST } from '../lib/monitor/state-watch.ts';
 import { validateRequest } from '../lib/schemas/index.ts';
 import statsSchema from '../lib/schemas/stats.schema.json' with { type: 'json' };
 import { DEFAULT_APPID, positiveSeconds } from './options.ts';
@@ -109,6 +110,9 @@ async function ask(
       throw new CrawlClusterError(
         `no reply to the ${what} request within ${opts.timeout} s; ${noClusterHint(session.prefix)}`,
       );
+    }
+    if (reply.error === FRONTIER_STATE_LOST) {
+      throw new CrawlClusterError(`${FRONTIER_STATE_LOST}: ${String(reply.reason ?? 'no reason given')}`);
     }
     if (typeof reply.error === 'string') {
       const details = Array.isArray(reply.details)

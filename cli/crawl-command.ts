@@ -9,6 +9,7 @@ import type { WriteStream } from 'node:fs';
 import { type Command, CommanderError } from 'commander';
 import { config } from '../lib/config/index.ts';
 import { CrawlClusterError, SchemaValidationError } from '../lib/errors.ts';
+import { FRONTIER_STATE_LOST } from '../lib/monitor/state-watch.ts';
 import { type CrawlRequest, validateRequest } from '../lib/schemas/index.ts';
 import { closePagesFile, openPagesFile } from './crawl-pages-file.ts';
 import { offerStop } from './crawl-stop.ts';
@@ -42,6 +43,11 @@ const NO_PAGE_HINT_MS = 30_000;
  * the pages it counts are waited for this long.
  */
 const LATE_PAGES_MS = 5000;
+/**
+ * How long after feeding a "frontier state lost" answer about a crawl never seen alive is taken for granted (until
+ * then it may be a new crawl whose seed is not queued yet, asked about while an older loss is on record).
+ */
+const LOST_GRACE_MS = 15_000;
 /** The exit code of a command ended by Ctrl-C, as shells report it. */
 const EXIT_INTERRUPTED = 130;
 
@@ -79,7 +85,8 @@ export function registerCrawl(program: Command, out: Output): void {
         'Ctrl-C asks whether to stop the crawl in the cluster (when stdin is not a terminal it is stopped).',
         'Each failed page is shown as it comes with its reason (HTTP status, exception); the summary groups them by reason.',
         'Exit codes: 0 the crawl completed; 1 every page failed, --timeout, stopped by another client, refused by the cluster (e.g. the',
-        'URL is already in the dupefilter of this finished crawl: use a new crawlid), or Kafka unreachable',
+        "URL is already in the dupefilter of this finished crawl: use a new crawlid), the cluster lost the crawl's frontier state",
+        '("frontier state lost": its Redis was replaced or emptied; feed it again), or Kafka unreachable',
         '(within about 15 s); 2 invalid input; 130 interrupted by Ctrl-C.',
         'With --json: one JSON document {"status","appid","crawlid","pages","failed","seconds","failures"?,...} on stdout',
         '(status "failed" when the crawl completed but every page failed).',
@@ -275,7 +282,8 @@ class CrawlWatch {
 
   private onOutbound(message: Message): void {
     if (typeof message.uuid === 'string' && this.infoUuids.delete(message.uuid)) {
-      this.tally.info(message.total_pending);
+      if (message.error === FRONTIER_STATE_LOST) this.onLost(message);
+      else this.tally.info(message.total_pending);
       return;
     }
     if (this.replies.offer(message)) return;
@@ -290,6 +298,19 @@ class CrawlWatch {
     } else if (typeof message.error === 'string') {
       // The kafka-monitor refused the crawl request (duplicate, stopped, capped): no page or notice will follow.
       this.end({ kind: 'refused', rejection: message });
+    }
+  }
+
+  /**
+   * `info` says the crawl is unknown and its partition lost its state: its queue is gone with the Redis that held it,
+   * and its `complete` notice will never come. Believed once this crawl was seen alive (a page, or work pending),
+   * else only after {@link LOST_GRACE_MS}: a crawl fed while an older loss is on record is unknown too until the
+   * kafka-monitor has queued its seed.
+   */
+  private onLost(reply: Message): void {
+    const { lastPageAt, pending, started } = this.tally;
+    if (lastPageAt !== undefined || (pending ?? 0) > 0 || Date.now() - started >= LOST_GRACE_MS) {
+      this.end({ kind: 'lost', reply });
     }
   }
 
@@ -319,6 +340,10 @@ class CrawlWatch {
         );
       case 'refused':
         throw new CrawlClusterError(`the cluster refused the crawl request: ${refusalReason(ending.rejection)}`);
+      case 'lost':
+        throw new CrawlClusterError(
+          `${FRONTIER_STATE_LOST}: the cluster no longer has this crawl's queue (${String(ending.reply.reason ?? 'no reason given')}); ${summary.pages + summary.failed} pages were delivered before; feed it again with a new crawlid`,
+        );
     }
   }
 }
@@ -343,6 +368,7 @@ function report(s: CrawlSummary, out: Output): void {
     interrupted: 'interrupted',
     stopped: 'stopped',
     refused: 'not crawled (refused)',
+    lost: 'not complete (frontier state lost)',
   }[s.status];
   out.info(
     `crawl ${s.crawlid} ${what}: ${s.pages} page${s.pages === 1 ? '' : 's'}, ${s.failed} failed in ${s.seconds.toFixed(1)} s (${s.pages_per_second.toFixed(1)} pages/s)`,

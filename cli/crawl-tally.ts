@@ -12,7 +12,9 @@ export type Ending =
   | { kind: 'interrupted' }
   | { kind: 'stopped-elsewhere'; reply: Message }
   /** The cluster refused the crawl request (a rejection naming the crawl, e.g. `duplicate`): nothing will come. */
-  | { kind: 'refused'; rejection: Message };
+  | { kind: 'refused'; rejection: Message }
+  /** `info` answered "frontier state lost": the cluster lost the crawl's queue (docs/design.md §12); nothing will come. */
+  | { kind: 'lost'; reply: Message };
 
 /** Why a page failed, for a person: its HTTP status (when it had a response) and its `exception`. */
 export function failureReason(page: Message): string {
@@ -36,7 +38,7 @@ const MAX_REASONS = 20;
 /** The result document (`--json`) and the basis of the human summary. */
 export interface CrawlSummary {
   /** `failed`: the crawl completed, but every one of its pages failed (the command exits 1). */
-  status: 'complete' | 'failed' | 'timeout' | 'interrupted' | 'stopped' | 'refused';
+  status: 'complete' | 'failed' | 'timeout' | 'interrupted' | 'stopped' | 'refused' | 'lost';
   appid: string;
   crawlid: string;
   url: string;
@@ -54,6 +56,8 @@ export interface CrawlSummary {
   stop?: Message;
   /** The rejection that refused the crawl request, as it came. */
   rejection?: Message;
+  /** Why the cluster says the crawl's frontier state was lost (status `lost`). */
+  lost_reason?: string;
   /** The failed pages grouped by reason, most frequent first (at most 20 reasons; absent when none failed). */
   failures?: FailureGroup[];
 }
@@ -148,6 +152,7 @@ export class CrawlTally {
     if (extra.out !== undefined) summary.out = extra.out;
     if (ending.kind === 'complete') summary.notice = ending.notice;
     if (ending.kind === 'refused') summary.rejection = ending.rejection;
+    if (ending.kind === 'lost') summary.lost_reason = String(ending.reply.reason ?? ending.reply.error);
     if (extra.stop !== undefined) summary.stop = extra.stop;
     if (this.reasons.size > 0)
       summary.failures = [...this.reasons.values()].map((g) => ({ ...g })).sort((a, b) => b.count - a.count);

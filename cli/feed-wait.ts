@@ -32,13 +32,18 @@ export class FeedAnswers {
   readonly #answered = new Set<SentRequest>();
   readonly refusals: FeedRefusal[] = [];
 
-  constructor(items: readonly SentRequest[]) {
-    for (const item of items) {
-      if (item.uuid !== undefined) this.#byUuid.set(`${item.appid}\n${item.uuid}`, item);
-      else if (item.crawlid !== undefined) {
-        const key = `${item.appid}\n${item.crawlid}`;
-        this.#byCrawl.set(key, [...(this.#byCrawl.get(key) ?? []), item]);
-      }
+  constructor(items: readonly SentRequest[] = []) {
+    for (const item of items) this.track(item);
+  }
+
+  /** Adds a request sent (or about to be) whose answers are to be matched. */
+  track(item: SentRequest): void {
+    if (item.uuid !== undefined) this.#byUuid.set(`${item.appid}\n${item.uuid}`, item);
+    else if (item.crawlid !== undefined) {
+      const key = `${item.appid}\n${item.crawlid}`;
+      const same = this.#byCrawl.get(key);
+      if (same === undefined) this.#byCrawl.set(key, [item]);
+      else same.push(item);
     }
   }
 

@@ -220,7 +220,14 @@ async function startRest(
   const deps = createRestDeps('rest', monitorLog, vars, { waitForResponseMs: vars.WAIT_FOR_RESPONSE_TIME * 1000 });
   try {
     const context = { ...deps.ctx, health: withConsumerHealth(deps.ctx.health, consumers) };
-    const server = await startRestServer({ context, port, log });
+    const server = await startRestServer({
+      context,
+      port,
+      log,
+      maxInFlight: vars.REST_MAX_IN_FLIGHT,
+      maxConnections: vars.REST_MAX_CONNECTIONS,
+      retryAfterSec: vars.REST_RETRY_AFTER,
+    });
     return {
       async close() {
         await server.close();

@@ -5,6 +5,7 @@
 import { Command, CommanderError } from 'commander';
 import { PluginLoadError } from '../lib/crawl/spider-registry.ts';
 import { ConfigError, SchemaValidationError } from '../lib/errors.ts';
+import { registerAckLost } from './ack-lost-command.ts';
 import { registerActions } from './action-commands.ts';
 import { registerCrawl } from './crawl-command.ts';
 import { registerDemo } from './demo-command.ts';
@@ -45,6 +46,7 @@ export async function main(argv: string[]): Promise<number> {
   registerLocal(program, out);
   registerDemo(program, out);
   registerFrontier(program, out);
+  registerAckLost(program, out);
   try {
     await program.parseAsync(argv);
     return 0;

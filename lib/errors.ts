@@ -136,6 +136,14 @@ const REDIS_UNREACHABLE: ReadonlySet<string> = new Set([
   'AbortError',
 ]);
 
+/**
+ * Messages of ioredis's cluster client when its view of the cluster is wrong or unavailable (slots being refreshed, a
+ * shard failing over, too many redirections, a pipeline its routing split badly): the same command succeeds once the
+ * client has a good view again, so they are infrastructure, never a verdict on the input.
+ */
+const REDIS_CLUSTER_CLIENT =
+  /^(Failed to refresh slots cache|Cluster isn't ready|Too many Cluster redirections|None of startup nodes is available|All keys in the pipeline should belong to the same slots allocation group)/;
+
 /** Redis error replies that say the server is (temporarily) unable, not that the command was wrong. */
 const REDIS_TRANSIENT_REPLY =
   /^(LOADING|BUSY|TRYAGAIN|CLUSTERDOWN|MASTERDOWN|READONLY|MOVED|ASK|NOSCRIPT|OOM|NOREPLICAS)\b/;
@@ -178,6 +186,7 @@ export function failureCause(error: unknown): FailureCause {
     if (REDIS_UNREACHABLE.has(name)) return 'infrastructure';
     if (name === 'ReplyError') return REDIS_TRANSIENT_REPLY.test(message) ? 'infrastructure' : 'poison';
     if (message === 'Connection is closed.' || message.startsWith("Stream isn't writeable")) return 'infrastructure';
+    if (REDIS_CLUSTER_CLIENT.test(message)) return 'infrastructure';
     if (name === 'KafkaJSProtocolError') return KAFKA_POISON_TYPES.has(String(e.type)) ? 'poison' : 'infrastructure';
   }
   // kafkajs wraps what it retried; the protocol error inside (checked above) decides, else the broker failed.

@@ -80,6 +80,44 @@ export interface ReplyStore {
 }
 
 /**
+ * One hash tag whose crawl state was lost: a process had seen its state marker (lib/redis/state-marker.ts), and the
+ * marker is now gone or holds another epoch, so the slot was emptied since (a node replaced, a flush).
+ */
+export interface SlotLoss {
+  /** The hash tag: a frontier partition's (`{<prefix>:f:<scope>:<n>}`) or the stats slot's (`{<prefix>:stats}`). */
+  tag: string;
+  /** The epoch the process had seen. */
+  epoch: string;
+  /** The epoch found instead; absent when there was no marker. */
+  found?: string;
+  /** When it was detected (epoch ms). */
+  at: number;
+  /** What was lost and why it is known, for a person. */
+  reason: string;
+}
+
+/** What the store knows of lost state: every loss noted, and the operator's acknowledgement. */
+export interface StateLossRecord {
+  losses: SlotLoss[];
+  /** When an operator acknowledged (epoch ms); losses detected later are not acknowledged. */
+  ackedAt?: number;
+  /** The losses not acknowledged yet: health is RED while there is one. */
+  open: SlotLoss[];
+}
+
+/** The state markers and the loss record (lib/redis/state-marker.ts is the Redis one). */
+export interface StateStore {
+  /** The marker of each tag, in order (undefined: none). One GET per tag, each in its own slot. */
+  markers(tags: readonly string[]): Promise<(string | undefined)[]>;
+  /** Notes a loss; false when that loss (tag and lost epoch) was noted already, by this or another process. */
+  note(loss: SlotLoss): Promise<boolean>;
+  /** The loss record; undefined when nothing was ever lost (or the record expired after an acknowledgement). */
+  record(): Promise<StateLossRecord | undefined>;
+  /** Acknowledges every loss noted so far: the record is kept a while for `info`, health is GREEN again. */
+  ack(nowMs: number): Promise<StateLossRecord | undefined>;
+}
+
+/**
  * The frontier operations the monitors use (lib/redis/frontier.ts implements them over its Lua scripts and says what
  * each means across workers; test/helpers/fake-frontier.ts has the in-memory fake, held to the same answers by
  * test/integration/frontier-contract.test.ts). `now` is epoch ms; the Redis frontier uses Redis's clock unless told
@@ -183,6 +221,8 @@ export interface CrawlerFrontier {
   ): Promise<{ retried: boolean; handle: string | undefined }>;
   /** Gives back unfetched leases in their place: how many. */
   release(leases: LeaseHandle[], now?: number): Promise<number>;
+  /** Moves the deadline of leases still held to now + the lease duration: how many were extended. */
+  extend(leases: LeaseHandle[], now?: number): Promise<number>;
   /** Moves a late fetch's throttle hit to now: how long to wait for its turn, or null when it went back. */
   restamp(
     lease: Pick<Lease, 'handle' | 'partition' | 'hitMs'>,

@@ -66,6 +66,8 @@ export interface BenchClusterOptions {
   onBatch?: (fn: string, stats: MskBatchStats) => void;
   /** Origins crawled (`http://host:port`): their cached robots.txt is unlinked on stop. */
   origins?: string[];
+  /** How often expire, reclaim and stats run (ms). @default 60000 (AWS runs them every minute) */
+  scheduleEveryMs?: number;
 }
 
 export interface BenchCluster {
@@ -165,7 +167,7 @@ export async function startBenchCluster(ctx: ScenarioContext, o: BenchClusterOpt
       batchSize: o.batchSize ?? 100,
       maxBatchingWindowMs: o.batchingWindowMs ?? 100,
       // AWS runs expire / reclaim / stats every minute.
-      scheduleEveryMs: 60_000,
+      scheduleEveryMs: o.scheduleEveryMs ?? 60_000,
       kafka,
       crawlerWorkers: o.profileDir ? 0 : o.workers,
       workerEnv,

@@ -95,6 +95,8 @@ export function crawlerService(
         REDIS_CLUSTER: String(cache.clusterMode),
         BODY_STORE_BUCKET: storage.bodies.bucketName,
         SHUTDOWN_DEADLINE_MS: String(props.shutdownDeadlineMs),
+        // The task size: the crawler's memory limit (and its body budget) even where its cgroup does not show it.
+        CRAWLER_TASK_MEMORY_MIB: String(props.taskMemoryMiB),
         ...props.environment,
         AWS_REGION: Stack.of(scope).region,
       },

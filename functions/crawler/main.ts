@@ -25,6 +25,7 @@ import { createKafka, createProducer, kafkaSettings } from '../../lib/kafka/clie
 import { kafkaTopicLookup } from '../../lib/kafka/per-app.ts';
 import { producerSink } from '../../lib/kafka/sink.ts';
 import { redisSpiderTypeStore } from '../../lib/monitor/spider-types.ts';
+import { redisStateWatch } from '../../lib/monitor/state-watch.ts';
 import { redisStatsStore } from '../../lib/monitor/stores.ts';
 import { createRedis, redisSettings } from '../../lib/redis/client.ts';
 import { Frontier } from '../../lib/redis/frontier.ts';
@@ -37,6 +38,8 @@ const vars = config();
 
 /** How often the task registers its spider types (as often as the crawler beats). */
 const SPIDER_TYPES_EVERY_MS = 10_000;
+/** How often a task reads the state markers of its partitions (docs/design.md §12): the heartbeat's rhythm. */
+const STATE_CHECK_EVERY_MS = 10_000;
 
 /** `host=ip,host2=ip` → a map (CRAWLER_HOST_MAP). */
 function hostMap(spec: string): Record<string, string> | undefined {
@@ -111,9 +114,10 @@ const topicLookup = kafkaTopicLookup(kafka);
 // ...and create a new app's topics then (KAFKA_APPID_TOPICS_MAX bounds how many apps).
 const createTopic = vars.KAFKA_APPID_TOPICS ? appTopicCreator(kafka, vars, log) : undefined;
 await producer.connect();
-// The task's CPU and memory (its cgroup on Fargate): adaptive concurrency measures against them, and bodies being
-// read may hold at most a quarter of the memory at once (lib/crawl/body-budget.ts).
-const limits = taskLimits();
+// The task's CPU and memory (the least of its own cgroup's limit, the task size the stack states and the machine's
+// memory): adaptive concurrency measures against them, and bodies in flight may hold at most a quarter of the
+// memory at once (lib/crawl/body-budget.ts).
+const limits = taskLimits(undefined, { taskBytes: vars.CRAWLER_TASK_MEMORY_MIB * 1024 * 1024 });
 const bodyBudget = new BodyBudget(Math.floor(limits.memoryBytes * BODY_BUDGET_SHARE));
 const fetcher = new UndiciFetcher({
   bodyBudget,
@@ -154,6 +158,7 @@ const crawler = new Crawler({
     run: (spider, request, response, links) => (sandbox as SpiderSandbox).run(spider, request, response, links),
   },
   parseTimeoutMs: vars.CRAWLER_PARSE_TIMEOUT_MS,
+  maxLinks: vars.CRAWLER_MAX_LINKS,
   topicPrefix: vars.KAFKA_TOPIC_PREFIX,
   appidTopics: vars.KAFKA_APPID_TOPICS,
   base64: vars.KAFKA_BASE_64_ENCODE,
@@ -164,6 +169,7 @@ const crawler = new Crawler({
   adaptive: browser ? undefined : adaptiveConcurrency(vars, limits, () => bodyBudget.share),
   retryTimes: vars.RETRY_TIMES,
   retryBaseDelayMs: vars.RETRY_BASE_DELAY_MS,
+  leaseMs: vars.LEASE_TIMEOUT * 1000,
   userAgent: vars.USER_AGENT,
   ip: vars.EGRESS_IP || undefined,
   nodeId: `${hostname()}:${process.pid}`,
@@ -182,6 +188,21 @@ const registerTypes = () =>
 registerTypes();
 const registration = setInterval(registerTypes, SPIDER_TYPES_EVERY_MS);
 registration.unref();
+// A task lives across a cache node's replacement, so it is the first to see a partition's state marker vanish: the
+// loss is logged as ERROR and noted for health and `info` (lib/monitor/state-watch.ts). Best effort, like the beat.
+const stateWatch = redisStateWatch(redis, {
+  prefix: vars.REDIS_KEY_PREFIX,
+  typeEnabled: vars.SCHEDULER_TYPE_ENABLED,
+  log,
+  who: `crawler ${hostname()}:${process.pid}`,
+});
+const checkState = () =>
+  void stateWatch
+    .check(spiderTypes)
+    .catch((error: Error) => logger.warn('state markers not read', { error: error.message }));
+checkState();
+const stateChecks = setInterval(checkState, STATE_CHECK_EVERY_MS);
+stateChecks.unref();
 logger.info('crawler started', {
   node: process.version,
   spiderTypes,
@@ -190,6 +211,8 @@ logger.info('crawler started', {
       ? vars.CRAWLER_CONCURRENCY
       : `adaptive ${Math.min(vars.CRAWLER_CONCURRENCY_MIN, vars.CRAWLER_CONCURRENCY_MAX)}-${vars.CRAWLER_CONCURRENCY_MAX}`,
   bodyStore: vars.BODY_STORE_BUCKET ? `s3://${vars.BODY_STORE_BUCKET}` : 'directory',
+  memoryBytes: limits.memoryBytes,
+  bodyBudgetBytes: bodyBudget.limitBytes,
 });
 
 let stopping = false;
@@ -200,6 +223,7 @@ shutdown = async (signal: string): Promise<void> => {
   let code = 0;
   try {
     clearInterval(registration);
+    clearInterval(stateChecks);
     const { released } = await crawler.stop(vars.SHUTDOWN_DEADLINE_MS);
     await closeSpiders(builtIns(), (spider, error) =>
       logger.warn('spider close() failed', { spider, error: (error as Error)?.message ?? String(error) }),

@@ -18,6 +18,7 @@ import type { Log, MessageSink } from '../../lib/ports.ts';
 import { createRedis, type RedisClient, redisSettings } from '../../lib/redis/client.ts';
 import { Frontier } from '../../lib/redis/frontier.ts';
 import { frontierOptions } from '../../lib/redis/frontier-types.ts';
+import { redisStateStore } from '../../lib/redis/state-marker.ts';
 import { UrlFrontierStore } from '../../lib/redis/uf-store.ts';
 import type { HealthProbes, RestContext, RestOptions } from '../../lib/rest/context.ts';
 import { once } from '../shared/deps.ts';
@@ -81,6 +82,7 @@ export function createRestDeps(
     log,
     now: Date.now,
     health: health.probes,
+    lostState: redisStateStore(redis, vars.REDIS_KEY_PREFIX),
     frontier: new Frontier(redis, frontierOptions(vars)),
     urlFrontier: new UrlFrontierStore(redis, vars.REDIS_KEY_PREFIX),
     startedAt: Date.now(),

@@ -14,6 +14,7 @@ import { kafkaTopicLookup } from '../../lib/kafka/per-app.ts';
 import { producerSink } from '../../lib/kafka/sink.ts';
 import type { MonitorContext } from '../../lib/monitor/context.ts';
 import { fleetSpiderTypes } from '../../lib/monitor/spider-types.ts';
+import { redisStateWatch } from '../../lib/monitor/state-watch.ts';
 import { redisReplyStore, redisStatsStore } from '../../lib/monitor/stores.ts';
 import type { Log, MessageSink } from '../../lib/ports.ts';
 import { createRedis, redisSettings } from '../../lib/redis/client.ts';
@@ -80,6 +81,13 @@ export async function createMonitorDeps(
     appidTopics: vars.KAFKA_APPID_TOPICS,
     spiders: BUILT_IN_SPIDERS,
     spiderTypes: fleetSpiderTypes(redis, vars.REDIS_KEY_PREFIX, log),
+    // Module scope: a warm container remembers the markers it has seen across invocations (docs/design.md §12).
+    state: redisStateWatch(redis, {
+      prefix: vars.REDIS_KEY_PREFIX,
+      typeEnabled: vars.SCHEDULER_TYPE_ENABLED,
+      log,
+      who: name,
+    }),
     replyTtlSec: 300,
     nodeId: `${name}@${hostname()}:${process.pid}`,
     log,

@@ -52,6 +52,14 @@ export const CRAWLER_VARIABLES = {
     description:
       "Heap limit (MiB) of the worker thread that runs plugin spiders' code: a plugin that allocates without end kills that thread, not the crawler; the page fails with the reason.",
   },
+  CRAWLER_MAX_LINKS: {
+    type: 'integer',
+    default: 10_000,
+    minimum: 1,
+    maximum: 100_000,
+    description:
+      "Distinct links read from one HTML page: extraction stops at the next one, the page carries the first ones with `links_stopped` saying why, and the crawler logs a warning with the page's URL.",
+  },
   BROWSER_CHROMIUM_PATH: {
     type: 'string',
     default: '/usr/bin/chromium',
@@ -155,7 +163,15 @@ export const CRAWLER_VARIABLES = {
     type: 'integer',
     default: 10_485_760,
     minimum: 1024,
-    description: 'Largest decoded body kept; longer bodies are cut and flagged `body_truncated`.',
+    description:
+      'Largest decoded body kept; a longer body is cut there, its page saying `body_truncated: true` and `body_cut: "max_body_bytes"`.',
+  },
+  CRAWLER_TASK_MEMORY_MIB: {
+    type: 'integer',
+    default: 0,
+    minimum: 0,
+    description:
+      "The task's memory (MiB) as its orchestrator sets it (the stack sets Fargate's task size; 0: unknown). The crawler's memory limit is the least of this, its cgroup's limit and the machine's memory; bodies in flight get a quarter of it.",
   },
   MAX_REDIRECTS: { type: 'integer', default: 5, minimum: 0, maximum: 20, description: 'Redirects followed per fetch.' },
   ALLOW_PRIVATE_NETWORKS: {

@@ -74,6 +74,29 @@ export const VARIABLES = {
     maximum: 25,
     description: 'Seconds `POST /feed` waits for the reply to a request with a uuid before answering a poll_id.',
   },
+  REST_MAX_IN_FLIGHT: {
+    type: 'integer',
+    default: 100,
+    minimum: 1,
+    maximum: 10_000,
+    description:
+      'Most requests the local REST server handles at once; one more is answered 503 with Retry-After at once, never queued. On AWS the default burst of the API stage (`restBurstLimit`).',
+  },
+  REST_MAX_CONNECTIONS: {
+    type: 'integer',
+    default: 4096,
+    minimum: 1,
+    maximum: 100_000,
+    description:
+      'Most open connections to the local REST server; a connection past it gets 503 with Retry-After to its first request and is closed, and past twice it is closed unanswered.',
+  },
+  REST_RETRY_AFTER: {
+    type: 'integer',
+    default: 1,
+    minimum: 1,
+    maximum: 3600,
+    description: 'Seconds in the Retry-After header of the local REST server’s 503 answers (over a limit above).',
+  },
 
   // Logging
   LOG_LEVEL: {
@@ -101,7 +124,8 @@ export const VARIABLES = {
     default: 7379,
     minimum: 1,
     maximum: 65535,
-    description: 'Port of the local cluster-mode Redis (one node, all 16384 slots).',
+    description:
+      'Port of the first of the three masters of the local cluster-mode Redis (they listen on it and the next two ports).',
   },
   CRAWL_KAFKA_PORT: {
     type: 'integer',

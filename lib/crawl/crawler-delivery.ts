@@ -4,9 +4,15 @@
  * then its crawl's completion notice when the ack completed it, then its counters. Page messages go out in batches
  * (lib/kafka/batching-sink.ts), acks in folded calls: the acks of one turn of the event loop in one `ackMany`.
  * Per-app copies are best effort.
+ *
+ * A page message that Kafka does not store (the broker down) and an ack that fails (Redis full, a shard failing over,
+ * Redis gone for a while) are kept, the ack with its children, and tried again with a backoff while this process
+ * holds the lease (lease-keeper.ts extends it): releasing the lease would have the page fetched and published again. Only a process that dies leaves its leases to be reclaimed and fetched again. An ack
+ * whose children Redis refuses for good is never stored without them: after {@link ACK_REFUSED_TRIES} tries it fails
+ * the request (a visible `success:false` page), so no child is dropped unseen.
  */
 import { createHash } from 'node:crypto';
-import { failureCause, PartialBatchError } from '../errors.ts';
+import { failureCause, InfrastructureError, PartialBatchError } from '../errors.ts';
 import { batchingSink } from '../kafka/batching-sink.ts';
 import type { PerAppSender } from '../kafka/per-app.ts';
 import { clusterTopics, crawledAppTopic, isTopicSafeAppid, outboundAppTopic } from '../kafka/topics.ts';
@@ -21,6 +27,16 @@ import type { FetchResult, PageItem } from './types.ts';
 
 /** The default linger of page messages (ms): how long one waits for others to be produced with it. */
 export const DEFAULT_PRODUCE_LINGER_MS = 5;
+
+/** The first wait before a failed ack is tried again (ms); it doubles up to {@link ACK_RETRY_MAX_MS}. */
+export const ACK_RETRY_FIRST_MS = 100;
+/** The longest wait between two tries of a kept ack (ms). */
+export const ACK_RETRY_MAX_MS = 5000;
+/** Tries of an ack refused as poison (a script error, not infrastructure) before its request fails instead. */
+export const ACK_REFUSED_TRIES = 3;
+
+/** A kept page or ack was abandoned: the process is stopping and its deadline passed (its lease is released). */
+export class DeliveryAbandonedError extends InfrastructureError {}
 
 /** Room left in a produced batch for the record batch's own header. */
 const BATCH_OVERHEAD_BYTES = 1024;
@@ -66,6 +82,8 @@ export interface DeliveryOptions {
   log: Log;
   /** Called each time a page message was stored (the delivery gate opens). */
   onStored: () => void;
+  /** Called each time a publish or an ack failed on infrastructure and is kept to be tried again (the gate closes). */
+  onDeliveryFailed?: (error: unknown) => void;
 }
 
 export class Delivery {
@@ -74,14 +92,39 @@ export class Delivery {
   #acks: PendingAck[] = [];
   /** Pages published since start. */
   pages = 0;
+  /** Publishes and acks tried again after a failure, since start. */
+  retries = 0;
+  /** Page messages being published: when each send began (this process's clock), in order. */
+  readonly #sending = new Set<{ at: number }>();
+  /** Set by {@link abandon}: kept acks stop being tried. */
+  #abandoned = false;
+  /** Wakes the kept acks waiting out their backoff. */
+  readonly #wakers = new Set<() => void>();
 
   constructor(options: DeliveryOptions) {
     this.#o = options;
   }
 
   /**
-   * Publishes the page, then acks it with its children. Children that Redis refuses as poison are logged and dropped,
-   * and the page acked without them: the page is already out, and failing it now would publish it twice.
+   * How long the oldest page message still being published has waited for Kafka (ms; 0 when none is): the broker's
+   * state as this process sees it, long before kafkajs gives up on a send.
+   */
+  publishWaitMs(now: number): number {
+    for (const { at } of this.#sending) return Math.max(0, now - at);
+    return 0;
+  }
+
+  /**
+   * Stops trying kept pages and acks (the crawler's stop, past its deadline): each ends with
+   * {@link DeliveryAbandonedError} and the crawler releases its lease.
+   */
+  abandon(): void {
+    this.#abandoned = true;
+    for (const wake of this.#wakers) wake();
+  }
+
+  /**
+   * Publishes the page, then acks it with its children; an ack that fails is kept and tried again (module note).
    */
   async deliver(lease: Lease, page: PageItem, status: string, processed?: Processed): Promise<void> {
     const message = await pageMessage(page, {
@@ -93,6 +136,8 @@ export class Delivery {
         `${encodeURIComponent(page.appid)}/${encodeURIComponent(page.crawlid)}/${createHash('sha1').update(lease.handle).digest('hex')}`,
       response: processed?.response,
     });
+    // The message is built: the body no longer counts in the process's body budget.
+    processed?.response.release?.();
     const { appid, crawlid, spiderid, success } = page;
     const failure = success
       ? undefined
@@ -114,7 +159,15 @@ export class Delivery {
   ): Promise<void> {
     const o = this.#o;
     const topics = clusterTopics(o.topicPrefix);
-    await o.sink.send([{ topic: topics.crawledFirehose, messages: [message] }]);
+    await this.#kept('page', lease, 1, async () => {
+      const sending = { at: o.now() };
+      this.#sending.add(sending);
+      try {
+        await o.sink.send([{ topic: topics.crawledFirehose, messages: [message] }]);
+      } finally {
+        this.#sending.delete(sending);
+      }
+    });
     o.onStored();
     this.pages++;
     // Why it failed, for the dashboard: noted before the ack, so a crawl that completes has its reasons. Best effort.
@@ -124,7 +177,7 @@ export class Delivery {
         .catch((e: Error) => o.log.warn('noting a failed page failed', { error: e.message }));
     }
     if (o.appidTopics) await this.#sendPerApp(crawledAppTopic(o.topicPrefix, ids.appid), ids.appid, message);
-    const ack = await this.#ack(lease, success ? 'done' : 'fail', children);
+    const ack = await this.#ackKept(lease, success ? 'done' : 'fail', children);
     if (ack.complete) {
       const notice: OutMessage = {
         key: ids.appid,
@@ -145,9 +198,66 @@ export class Delivery {
   }
 
   /**
+   * {@link #ack}, tried again after a failure (see {@link #kept}); a refusal (poison) is tried
+   * {@link ACK_REFUSED_TRIES} times, then thrown for the crawler to fail the request.
+   */
+  #ackKept(lease: Lease, outcome: 'done' | 'fail', children: ChildBatch | undefined): Promise<AckResult> {
+    return this.#kept('ack', lease, ACK_REFUSED_TRIES, () => this.#ack(lease, outcome, children));
+  }
+
+  /**
+   * Runs `attempt` until it succeeds, trying again after an infrastructure failure with a doubling backoff (100 ms to
+   * 5 s) until {@link abandon}; a refusal (poison) is thrown at the `refusedTries`-th. Each failure on infrastructure
+   * closes the delivery gate ({@link DeliveryOptions.onDeliveryFailed}); logged when it first fails and when it
+   * succeeds after failing.
+   */
+  async #kept<T>(what: 'ack' | 'page', lease: Lease, refusedTries: number, attempt: () => Promise<T>): Promise<T> {
+    const o = this.#o;
+    let waitMs = ACK_RETRY_FIRST_MS;
+    let refused = 0;
+    let failures = 0;
+    for (;;) {
+      try {
+        const result = await attempt();
+        if (failures > 0) o.log.info(`kept ${what} stored`, { url: lease.url, tries: failures + 1 });
+        return result;
+      } catch (error) {
+        const infrastructure = failureCause(error) === 'infrastructure';
+        if (!infrastructure && ++refused >= refusedTries) throw error;
+        const message = (error as Error)?.message ?? String(error);
+        if (this.#abandoned)
+          throw new DeliveryAbandonedError(`${what} abandoned at stop: ${message}`, { cause: error });
+        if (failures++ === 0) {
+          o.log.warn(`${what} not stored; kept and tried again while this process holds the lease`, {
+            url: lease.url,
+            error: message,
+          });
+        }
+        if (infrastructure) o.onDeliveryFailed?.(error);
+        this.retries++;
+        await this.#pause(waitMs);
+        waitMs = Math.min(waitMs * 2, ACK_RETRY_MAX_MS);
+      }
+    }
+  }
+
+  /** Waits `ms`, or less when {@link abandon} is called meanwhile. */
+  #pause(ms: number): Promise<void> {
+    return new Promise((resolve) => {
+      const wake = () => {
+        clearTimeout(timer);
+        this.#wakers.delete(wake);
+        resolve();
+      };
+      const timer = setTimeout(wake, ms);
+      this.#wakers.add(wake);
+    });
+  }
+
+  /**
    * Acks a lease with its children, together with the other acks of the same turn of the event loop (the pages of
    * one Kafka batch are stored, and acked, at once): one frontier `ackMany`, one script call per partition instead
-   * of one per page. Children refused as poison are dropped (see {@link #ackAlone}).
+   * of one per page. A batch refused as poison is acked lease by lease, so only the lease at fault fails.
    */
   #ack(lease: Lease, outcome: 'done' | 'fail', children: ChildBatch | undefined): Promise<AckResult> {
     return new Promise((resolve, reject) => {
@@ -181,25 +291,9 @@ export class Delivery {
           continue;
         }
         const cause = partial ? partial.errors[i] : error;
-        if (failureCause(cause) === 'infrastructure' || (batch.length === 1 && !a.children)) a.reject(cause);
-        else await this.#ackAlone(a).then(a.resolve, a.reject);
+        if (failureCause(cause) === 'infrastructure' || batch.length === 1) a.reject(cause);
+        else await this.#o.frontier.ack(a.lease, a.outcome, this.#o.now(), a.children).then(a.resolve, a.reject);
       }
-    }
-  }
-
-  /** Acks one lease in its own frontier call; children refused as poison are dropped and the page acked without them. */
-  async #ackAlone(a: PendingAck): Promise<AckResult> {
-    const o = this.#o;
-    if (!a.children) return o.frontier.ack(a.lease, a.outcome, o.now());
-    try {
-      return await o.frontier.ack(a.lease, a.outcome, o.now(), a.children);
-    } catch (error) {
-      if (failureCause(error) === 'infrastructure') throw error;
-      o.log.warn('children refused; the page is published without them', {
-        url: a.lease.url,
-        error: (error as Error).message,
-      });
-      return o.frontier.ack(a.lease, a.outcome, o.now());
     }
   }
 

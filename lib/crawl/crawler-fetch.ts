@@ -10,7 +10,7 @@ import type { CrawlerFrontier, Log } from '../ports.ts';
 import type { Lease } from '../redis/frontier-types.ts';
 import { type ChildBatch, childRequests, type DroppedFollow } from './children.ts';
 import type { Processed } from './crawler-delivery.ts';
-import { extractPageLinks } from './extract.ts';
+import { extractPageLinks, type PageLinks } from './extract.ts';
 import { type CrawlFailure, RETRY_STATUSES } from './failure.ts';
 import { buildPage } from './page.ts';
 import type { RobotsCache } from './robots.ts';
@@ -56,6 +56,8 @@ export interface PageFetchOptions {
   spiders: ReadonlyMap<string, Spider>;
   sandbox?: SpiderSandboxPort;
   parseTimeoutMs: number;
+  /** Distinct links read from one HTML page (`CRAWLER_MAX_LINKS`; extract.ts). */
+  maxLinks: number;
   base64: boolean;
   userAgent: string;
   ip?: string;
@@ -107,6 +109,8 @@ export class PageFetch {
           headers: lease.crawl.headers,
           cookie: lease.crawl.cookie,
           crawl: `${lease.crawl.appid}/${lease.crawl.crawlid}`,
+          // The body counts in the process's body budget until the page is done with it (the crawler releases it).
+          holdBody: true,
         },
         signal,
       );
@@ -114,6 +118,17 @@ export class PageFetch {
       if (!signal.aborted && error instanceof FetchError) return { kind: 'fetch', error };
       throw error;
     }
+    try {
+      return await this.#processResponse(lease, req, response);
+    } catch (error) {
+      response.release?.();
+      throw error;
+    }
+  }
+
+  /** {@link process} once the response is here: a status to retry, or the page with its links, data and children. */
+  async #processResponse(lease: Lease, req: SpiderRequest, response: FetchResult): Promise<Processed | CrawlFailure> {
+    const o = this.#o;
     if (RETRY_STATUSES.has(response.status)) {
       return { kind: 'status', response, retryAfterMs: retryAfterMs(response.headers['retry-after']?.[0], o.now()) };
     }
@@ -121,10 +136,11 @@ export class PageFetch {
     const spider = o.spiders.get(spiderid);
     if (o.sandbox?.spiders.has(spiderid)) return this.#processSandboxed(lease, req, response, spiderid, spider);
     // A page whose links its spider does not use (the link spider's at maxdepth) is not parsed at all.
-    const extracted =
+    const extracted: PageLinks =
       response.text && isHtml(response) && wantsLinks(spider, req)
-        ? extractPageLinks(response.text, response.url)
-        : { links: [] as Link[] };
+        ? extractPageLinks(response.text, response.url, { maxLinks: o.maxLinks })
+        : { links: [] };
+    this.#logCut(req, spiderid, extracted);
     const page = buildPage({ ...req, spiderid }, response, extracted.links, {
       base64: o.base64,
       success: true,
@@ -157,9 +173,12 @@ export class PageFetch {
   ): Promise<Processed> {
     const o = this.#o;
     const sandbox = o.sandbox as SpiderSandboxPort;
-    const extracted =
-      response.text && isHtml(response) ? extractPageLinks(response.text, response.url) : { links: [] as Link[] };
+    const extracted: PageLinks =
+      response.text && isHtml(response)
+        ? extractPageLinks(response.text, response.url, { maxLinks: o.maxLinks })
+        : { links: [] };
     const result = await sandbox.run(spiderid, req, response, extracted.links);
+    if (result.wantsLinks) this.#logCut(req, spiderid, extracted);
     const page = buildPage({ ...req, spiderid }, response, result.wantsLinks ? extracted.links : [], {
       base64: o.base64,
       success: true,
@@ -178,6 +197,18 @@ export class PageFetch {
         dropped: result.followDropped,
       });
     return { page, response, children: this.#children(lease, req, spider, spiderid, result.follow) };
+  }
+
+  /** A page whose links were cut at `maxLinks` is logged: its URL, how many it had (more than the cap), the cap. */
+  #logCut(req: SpiderRequest, spiderid: string, extracted: PageLinks): void {
+    if (extracted.moreThan === undefined) return;
+    this.#o.log.warn('page links cut at CRAWLER_MAX_LINKS', {
+      url: req.url,
+      spider: spiderid,
+      found: `more than ${extracted.moreThan}`,
+      kept: extracted.links.length,
+      maxLinks: extracted.moreThan,
+    });
   }
 
   /** A page's children from its spider's follow entries; entries that cannot be queued are logged and dropped. */

@@ -5,6 +5,15 @@
  * reopens the gate, or closes it for twice as long (at most {@link MAX_DELIVERY_BACKOFF_MS}).
  */
 
+/**
+ * A page message still unstored after this long (ms) closes the gate as a failure would: a broker that went away
+ * is noticed in seconds, not after kafkajs's own retries give up, and the workers stop fetching pages they cannot
+ * publish. Well above a healthy publish (a linger and one acks=all round trip).
+ */
+export const PUBLISH_STALL_MS = 2000;
+/** How often the crawler looks at its oldest unstored page message (ms). */
+export const PUBLISH_STALL_CHECK_MS = 250;
+
 /** How long leasing stops after a first delivery failure on infrastructure, before one probe request (ms). */
 export const MIN_DELIVERY_BACKOFF_MS = 500;
 /** The longest leasing stops between two probes while delivery stays down (ms). */
@@ -68,4 +77,18 @@ export class DeliveryGate {
     this.#probing = false;
     return this.#now() - was.since;
   }
+}
+
+/**
+ * Watches the oldest page message still being published (`waitMs`, 0 when none is) every
+ * {@link PUBLISH_STALL_CHECK_MS}: past {@link PUBLISH_STALL_MS}, while the gate is open, `stalled` is called with the
+ * wait (the crawler closes the gate as on a failure). Returns the function that stops the watch.
+ */
+export function watchPublish(gate: DeliveryGate, waitMs: () => number, stalled: (waitMs: number) => void): () => void {
+  const timer = setInterval(() => {
+    const ms = waitMs();
+    if (ms >= PUBLISH_STALL_MS && !gate.closed) stalled(ms);
+  }, PUBLISH_STALL_CHECK_MS);
+  timer.unref();
+  return () => clearInterval(timer);
 }

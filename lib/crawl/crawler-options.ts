@@ -58,6 +58,11 @@ export interface CrawlerOptions {
    * is free (the sandbox enforces the same budget for plugins, synchronous code included). @default 30000
    */
   parseTimeoutMs?: number;
+  /**
+   * Distinct links read from one HTML page (`CRAWLER_MAX_LINKS`): a page with more carries the first ones, with
+   * `links_stopped`, and is logged. @default 10000
+   */
+  maxLinks?: number;
   /** @default 3 */
   retryTimes?: number;
   /** @default 2000 */
@@ -98,4 +103,9 @@ export interface CrawlerOptions {
   statsFlushMs?: number;
   /** Time between two heartbeats, each carrying the process's load report (crawler-load.ts). @default 10000 */
   heartbeatMs?: number;
+  /**
+   * The frontier's lease duration (ms; `LEASE_TIMEOUT` × 1000): leases held this long without an end are extended
+   * before it runs out (lease-keeper.ts). @default 120000
+   */
+  leaseMs?: number;
 }

@@ -10,21 +10,23 @@
  * Shutdown: `stop()` stops leasing, lets in-flight work finish until the deadline, then aborts what is
  * left and releases those leases back to the queue, so nothing is lost.
  */
-import { failureCause } from '../errors.ts';
+import { failureCause, InfrastructureError } from '../errors.ts';
 import { perAppSenderFor } from '../kafka/per-app.ts';
 import type { Lease } from '../redis/frontier-types.ts';
 import { settlesWithin } from '../timeout.ts';
 import { PageCounters } from './crawler-counters.ts';
 import { crawlerSink, DEFAULT_PRODUCE_LINGER_MS, Delivery, type Processed } from './crawler-delivery.ts';
 import { PageFetch } from './crawler-fetch.ts';
-import { DeliveryGate } from './crawler-gate.ts';
+import { DeliveryGate, watchPublish } from './crawler-gate.ts';
 import { IdleWorkers } from './crawler-idle.ts';
 import { LeasePump } from './crawler-leasing.ts';
 import { CRAWLER_TASK_KIND, LoadWindow } from './crawler-load.ts';
 import type { CrawlerOptions } from './crawler-options.ts';
 import { FetchSlots } from './crawler-slots.ts';
 import { DomainInFlight } from './domain-inflight.ts';
+import { DEFAULT_MAX_LINKS } from './extract.ts';
 import { type CrawlFailure, decideFailure, type FailurePolicy } from './failure.ts';
+import { LeaseKeeper } from './lease-keeper.ts';
 import { failedPage } from './page.ts';
 import { mergeAttrs, splitRequestUrl } from './spider-run.ts';
 import { SpiderBudgetError } from './spider-sandbox.ts';
@@ -72,10 +74,12 @@ export class Crawler {
   #stopping = false;
   #workers: Promise<void>[] = [];
   #heartbeat: NodeJS.Timeout | undefined;
+  #unwatchPublish = () => {};
   readonly #gate: DeliveryGate;
   readonly #pump: LeasePump;
   readonly #fetch: PageFetch;
   readonly #delivery: Delivery;
+  readonly #keeper: LeaseKeeper;
   readonly #counters: PageCounters;
   readonly #slots: FetchSlots;
   readonly #domains: DomainInFlight;
@@ -95,12 +99,14 @@ export class Crawler {
       retryTimes: 3,
       retryBaseDelayMs: 2000,
       parseTimeoutMs: 30_000,
+      maxLinks: DEFAULT_MAX_LINKS,
       now: Date.now,
       idlePollMs: 1000,
       scoutPollMs: 50,
       produceLingerMs: DEFAULT_PRODUCE_LINGER_MS,
       statsFlushMs: 1000,
       heartbeatMs: 10_000,
+      leaseMs: 120_000,
       ...options,
     };
     this.#o = o;
@@ -131,6 +137,7 @@ export class Crawler {
       spiders: o.spiders,
       sandbox: o.sandbox,
       parseTimeoutMs: o.parseTimeoutMs,
+      maxLinks: o.maxLinks,
       base64: o.base64,
       userAgent: o.userAgent,
       ip: o.ip,
@@ -144,6 +151,7 @@ export class Crawler {
       now: o.now,
       log: o.log,
     });
+    this.#keeper = new LeaseKeeper({ frontier: o.frontier, leaseMs: o.leaseMs, now: o.now, log: o.log });
     this.#delivery = new Delivery({
       frontier: o.frontier,
       sink: crawlerSink(o.sink, o.produceLingerMs, o.maxMessageBytes),
@@ -158,6 +166,7 @@ export class Crawler {
       now: o.now,
       log: o.log,
       onStored: () => this.#deliveryWorked(),
+      onDeliveryFailed: (error) => this.#deliveryFailed(error),
     });
   }
 
@@ -195,6 +204,12 @@ export class Crawler {
     beat();
     this.#heartbeat = setInterval(beat, this.#o.heartbeatMs);
     this.#heartbeat.unref();
+    this.#keeper.start();
+    this.#unwatchPublish = watchPublish(
+      this.#gate,
+      () => this.#delivery.publishWaitMs(this.#o.now()),
+      (ms) => this.#deliveryFailed(new InfrastructureError(`Kafka has not stored a page message for ${ms} ms`)),
+    );
     for (let i = 0; i < this.#slots.workers; i++) this.#workers.push(this.#work(i));
     this.#slots.start();
   }
@@ -221,6 +236,7 @@ export class Crawler {
     this.#idle.wakeAll();
     this.#slots.stop();
     clearInterval(this.#heartbeat);
+    this.#unwatchPublish();
     // A crawler that stops is no longer live: its heartbeats go now, not at their TTL (the dashboard's fleet).
     await Promise.all(
       this.#o.spiderTypes.map((sp) => this.#o.stats.forget('crawler', `${sp}|${this.#o.nodeId}`)),
@@ -238,9 +254,13 @@ export class Crawler {
       const left = [...this.#inFlight].filter((f) => !f.fetched);
       for (const f of left) f.abort.abort();
       released = await this.#o.frontier.release(left.map((f) => f.lease)).catch(() => 0);
+      // Pages and acks kept through a Kafka or Redis failure that outlasted the deadline: given up, their leases
+      // released (or, with Redis still gone, reclaimed once it is back).
+      this.#delivery.abandon();
     }
     // A worker's failure (none is expected: each settles its own) still ends the stop with it.
     await all;
+    this.#keeper.stop();
     await this.flushStats();
     return { released };
   }
@@ -365,6 +385,7 @@ export class Crawler {
   async #handleAll(lease: Lease, leasedAt: number, freed: () => void): Promise<void> {
     const flight: InFlight = { lease, leasedAt, abort: new AbortController(), fetched: false, freed };
     this.#inFlight.add(flight);
+    this.#keeper.hold(lease, leasedAt);
     const req = this.#request(lease);
     try {
       await this.#crawl(lease, req, flight);
@@ -390,6 +411,7 @@ export class Crawler {
       await this.#o.frontier.release([lease]).catch(() => undefined);
     } finally {
       this.#inFlight.delete(flight);
+      this.#keeper.drop(lease);
       freed();
     }
   }
@@ -440,11 +462,18 @@ export class Crawler {
     flight.freed();
     // Its domain's next turn was too far off: restamp put the request back in its queue, unfetched and uncounted.
     if (outcome === 'requeued') return;
-    if ('kind' in outcome) {
-      await this.#fail(lease, req, outcome);
-      return;
+    // The body's share of the body budget goes back once the page is done with it, whatever happens (delivery gives
+    // it back sooner, once the message is built).
+    const response = 'response' in outcome ? outcome.response : undefined;
+    try {
+      if ('kind' in outcome) {
+        await this.#fail(lease, req, outcome);
+        return;
+      }
+      await this.#delivery.deliver(lease, outcome.page, String(outcome.response.status), outcome);
+    } finally {
+      response?.release?.();
     }
-    await this.#delivery.deliver(lease, outcome.page, String(outcome.response.status), outcome);
   }
 
   /** Acts on a failure as {@link decideFailure} says. */

@@ -57,6 +57,8 @@ export class ExtractPass implements TokenizerCallbacks {
   /** Set when a late `<base href>` changes the base: the caller runs a second pass with it. */
   restartBase: string | undefined;
   stopped: string | undefined;
+  /** Stopped at maxLinks: the page has more. */
+  capped = false;
 
   readonly #records: LinkRecord[] = [];
   readonly #seen = new Set<string>();
@@ -213,6 +215,7 @@ export class ExtractPass implements TokenizerCallbacks {
     if (key === undefined || this.#seen.has(key)) return NO_OWNER;
     const { maxLinks } = this.#bounds;
     if (this.#records.length >= maxLinks) {
+      this.capped = true;
       this.#stop(`link extraction stopped at ${maxLinks} links`);
       return NO_OWNER;
     }

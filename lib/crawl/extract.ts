@@ -54,9 +54,12 @@ export interface PageLinks {
   links: Link[];
   /** A short human reason (`link extraction stopped at 10000 links`); absent when the whole page was read. */
   stopped?: string;
+  /** Set when the page has more than `maxLinks` links (to this cap): extraction stopped at the next one. */
+  moreThan?: number;
 }
 
-const DEFAULT_MAX_LINKS = 10_000;
+/** Distinct links read from one page unless told otherwise (`CRAWLER_MAX_LINKS` sets it for the crawler). */
+export const DEFAULT_MAX_LINKS = 10_000;
 const DEFAULT_MAX_LINK_TEXT_CHARS = 1_000;
 const DEFAULT_BUDGET_MS = 2_000;
 
@@ -96,7 +99,10 @@ export function extractPageLinks(html: string, pageUrl: string, options: Extract
     pass = new ExtractPass(html, page.href, pass.restartBase, bounds);
     pass.run();
   }
-  return pass.stopped === undefined ? { links: pass.links() } : { links: pass.links(), stopped: pass.stopped };
+  if (pass.stopped === undefined) return { links: pass.links() };
+  return pass.capped
+    ? { links: pass.links(), stopped: pass.stopped, moreThan: bounds.maxLinks }
+    : { links: pass.links(), stopped: pass.stopped };
 }
 
 /** The links of {@link extractPageLinks}, without the reason it stopped early, if it did. */

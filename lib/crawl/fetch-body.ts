@@ -78,9 +78,13 @@ function peek(stream: Readable): Promise<Buffer | undefined> {
   });
 }
 
+/** Why a body was cut: at `MAX_BODY_BYTES`, or because the memory budget of bodies in flight was full. */
+export type BodyCut = 'max_body_bytes' | 'memory_budget';
+
 interface BodyRead {
   body: Buffer;
-  truncated: boolean;
+  /** Why the body was cut, when it was. */
+  cut?: BodyCut;
   /** False when the body is still encoded with a coding we do not undo. */
   decoded: boolean;
 }
@@ -95,15 +99,18 @@ export async function readBody(
   codings: Coding[] | undefined,
   maxBytes: number,
   signal: AbortSignal,
-  /** Told the size of every decoded chunk kept (the process's body budget counts them). */
-  onBytes?: (bytes: number) => void,
+  /**
+   * Asked for room for every decoded chunk before it is kept (the process's body budget): reading waits while it
+   * waits, and stops with `memory_budget` when it answers false.
+   */
+  room?: (bytes: number) => Promise<boolean>,
 ): Promise<BodyRead> {
   let stream = raw;
   let decodeError: FetchError | undefined;
   try {
     for (const coding of [...(codings ?? [])].reverse()) {
       const first = await peek(stream);
-      if (first === undefined) return { body: Buffer.alloc(0), truncated: false, decoded: true };
+      if (first === undefined) return { body: Buffer.alloc(0), decoded: true };
       const inflater = decompressor(coding, first);
       inflater.once('error', (error: Error) => {
         // Only the decompressor's own verdict on the bytes; a socket error the pipeline passes on stays what it is.
@@ -115,24 +122,27 @@ export async function readBody(
     }
     const chunks: Buffer[] = [];
     let size = 0;
-    let truncated = false;
+    let cut: BodyCut | undefined;
     for await (const data of stream) {
       signal.throwIfAborted();
-      const chunk = data as Buffer;
-      const room = maxBytes - size;
-      if (chunk.length > room) {
-        if (room > 0) chunks.push(chunk.subarray(0, room));
-        onBytes?.(Math.max(0, room));
-        size = maxBytes;
-        truncated = true;
+      let chunk = data as Buffer;
+      const over = chunk.length > maxBytes - size;
+      if (over) chunk = chunk.subarray(0, maxBytes - size);
+      if (room && chunk.length > 0 && !(await room(chunk.length))) {
+        cut = 'memory_budget';
         break;
       }
-      chunks.push(chunk);
+      if (chunk.length > 0) chunks.push(chunk);
       size += chunk.length;
-      onBytes?.(chunk.length);
+      if (over) {
+        cut = 'max_body_bytes';
+        break;
+      }
     }
-    if (!truncated) await connectionReleased();
-    return { body: Buffer.concat(chunks, size), truncated, decoded: codings !== undefined };
+    if (cut === undefined) await connectionReleased();
+    const read: BodyRead = { body: Buffer.concat(chunks, size), decoded: codings !== undefined };
+    if (cut !== undefined) read.cut = cut;
+    return read;
   } catch (error) {
     throw decodeError ?? error;
   } finally {

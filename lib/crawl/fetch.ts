@@ -12,7 +12,7 @@
  */
 import { STATUS_CODES } from 'node:http';
 import { Agent, type Dispatcher } from 'undici';
-import type { BodyBudget } from './body-budget.ts';
+import { BODY_BYTE_COST, type BodyBudget, type BodyHold } from './body-budget.ts';
 import { decodeBody, detectCharset } from './charset.ts';
 import { connectionReleased, contentCodings, isTextual, readBody } from './fetch-body.ts';
 import { toFetchError } from './fetch-errors.ts';
@@ -61,13 +61,14 @@ export interface UndiciFetcherOptions {
    */
   totalTimeoutMs?: number;
   /**
-   * The process's budget for bodies being read (lib/crawl/body-budget.ts): a fetch starts only while it has room.
+   * The process's budget for bodies in flight (lib/crawl/body-budget.ts): a fetch starts only while it has room, and
+   * a body is read only as far as there is room (cut with `memory_budget` when nothing would ever give room back).
    * @default none
    */
   bodyBudget?: BodyBudget;
   /**
    * Largest body kept, counted on decoded (decompressed) bytes, so a compression bomb is cut too. Reading
-   * stops there and the result says `truncated: true`.
+   * stops there and the result says `truncated: true`, `cut: 'max_body_bytes'`.
    * @default 10485760 (10 MiB)
    */
   maxBodyBytes?: number;
@@ -225,7 +226,7 @@ export class UndiciFetcher implements Fetcher {
     const headers = responseHeaders(response.headers);
     const codings = contentCodings(firstHeader(response.headers['content-encoding']));
     const budget = this.#budget;
-    let counted = 0;
+    const hold = budget?.open();
     let read: Awaited<ReturnType<typeof readBody>>;
     try {
       read = await readBody(
@@ -233,16 +234,14 @@ export class UndiciFetcher implements Fetcher {
         codings,
         this.#maxBodyBytes,
         signal,
-        budget &&
-          ((n) => {
-            counted += n;
-            budget.take(n);
-          }),
+        budget && hold && ((n) => roomFor(budget, hold, n, signal)),
       );
-    } finally {
-      budget?.give(counted);
+    } catch (error) {
+      if (hold) budget?.release(hold);
+      throw error;
     }
-    const { body, truncated, decoded } = read;
+    if (hold) budget?.done(hold);
+    const { body, cut, decoded } = read;
     const contentType = firstHeader(response.headers['content-type']);
     const result: FetchResult = {
       requestUrl: request.url,
@@ -256,14 +255,33 @@ export class UndiciFetcher implements Fetcher {
         ...Object.fromEntries(Object.entries(sent).map(([k, v]) => [k, [v]])),
       },
       body,
-      truncated,
+      truncated: cut !== undefined,
       redirects,
       fetchedMs: Math.round(performance.now() - started),
     };
+    if (cut !== undefined) result.cut = cut;
     if (decoded && isTextual(contentType, body)) {
       result.encoding = detectCharset(contentType, body);
       result.text = decodeBody(body, result.encoding);
     }
+    if (hold && budget) {
+      if (request.holdBody) result.release = () => budget.release(hold);
+      else budget.release(hold);
+    }
     return result;
+  }
+}
+
+/**
+ * Room in the budget for `n` more decoded bytes of a body (each costing {@link BODY_BYTE_COST}). A body that was
+ * still waiting for room when the fetch's own deadline passed is cut there (false), not failed as a timeout: the
+ * server was not slow, the process was full.
+ */
+async function roomFor(budget: BodyBudget, hold: BodyHold, n: number, signal: AbortSignal): Promise<boolean> {
+  try {
+    return await budget.take(hold, n * BODY_BYTE_COST, signal);
+  } catch (error) {
+    if (error instanceof FetchError && error.kind === 'timeout' && signal.reason === error) return false;
+    throw error;
   }
 }

@@ -34,10 +34,13 @@ export async function pageMessage(page: PageItem, options: PageMessageOptions): 
   // Encoded once, here: the size check, the batching sink and kafkajs all take the bytes as they are (a string
   // value would be measured twice more and encoded again by kafkajs). A string of n UTF-16 units takes at most
   // 3n bytes, so only a page that may be over the limit is measured before it is encoded.
-  const json = JSON.stringify(page);
-  if (json.length * 3 <= options.maxBytes || Buffer.byteLength(json) <= options.maxBytes)
+  // A body longer in characters than the limit is over it in bytes: its JSON (6 bytes a character for a body of
+  // NULs) is never built.
+  const json = page.body.length > options.maxBytes ? undefined : JSON.stringify(page);
+  if (json !== undefined && (json.length * 3 <= options.maxBytes || Buffer.byteLength(json) <= options.maxBytes))
     return { key: page.appid, value: Buffer.from(json, 'utf8') };
   if (options.bodyStore && page.body.length > 0) {
+    // The body as fetched: the response's decoded bytes, which are the first `body_cut_bytes` when the fetcher cut it.
     const full = options.response?.body ?? Buffer.from(page.body, base64Body ? 'base64' : 'utf8');
     // The object keeps the response's content type (S3 serves it back with it); without a response, the store's default.
     const contentType = options.response?.headers['content-type']?.[0];
@@ -77,7 +80,8 @@ function fitString(text: string, bytes: number, base64: boolean): string {
 /**
  * The page as a Kafka message value of at most `maxBytes` (docs/design.md §10: messages always fit the broker's
  * limit), or undefined when even an empty body and no links do not fit. What is cut, in order:
- * 1. the body (`body_truncated: true`; the producer stores the whole body first when it has a body store);
+ * 1. the body (`body_truncated: true`, **Ext** `body_message_cut: true`; the producer stores the body as fetched
+ *    first when it has a body store);
  * 2. the links, keeping the first ones in document order (**Ext** `links_truncated: true`);
  * 3. the spider's `data` (**Ext** `data_truncated: true`, sent as `null`): bounded by the crawler
  *    (MAX_DATA_BYTES), so only a small message limit gets here;
@@ -101,7 +105,14 @@ export function fitPageMessage(
     const whole = JSON.stringify(page);
     if (Buffer.byteLength(whole, 'utf8') <= maxBytes) return whole;
   }
-  const bare: PageItem = { ...page, body: '', links: [], body_truncated: true, links_truncated: true };
+  const bare: PageItem = {
+    ...page,
+    body: '',
+    links: [],
+    body_truncated: true,
+    body_message_cut: true,
+    links_truncated: true,
+  };
   let fixed = jsonBytes(bare) + FIT_SLACK_BYTES;
   if (fixed > maxBytes && bare.data !== undefined && bare.data !== null) {
     bare.data = null;
@@ -132,9 +143,11 @@ export function fitPageMessage(
     fitted.links_truncated = true;
     room = 0;
   }
-  if (jsonBytes(page.body) > room + 2) {
+  // A body longer in characters than the room is over it in bytes, without serializing it.
+  if (page.body.length > room || jsonBytes(page.body) > room + 2) {
     fitted.body = fitString(page.body, room, base64Body);
     fitted.body_truncated = true;
+    fitted.body_message_cut = true;
   }
   const value = JSON.stringify(fitted);
   return Buffer.byteLength(value, 'utf8') <= maxBytes ? value : undefined;

@@ -133,8 +133,8 @@ function bodyOf(
  * without one (a fetch error, a robots.txt disallow), the response fields are empty and `status_code`
  * is null. Header names are Title-Case as Scrapy sends them ({@link titleCaseHeader}). `attrs` echoes the
  * crawl's (null when it has none, as Scrapy Cluster sends `None`). `body_ref` is the producer's business:
- * it offloads bodies too big for a message. `body_truncated` is set when the fetcher cut the body at
- * its size limit. With per-request attrs (a parent's follow entry set them), `attrs` echoes those merged over the
+ * it offloads bodies too big for a message. When the fetcher cut the body, `body_truncated` is set with `body_cut`
+ * (why: its size limit or the memory budget) and `body_cut_bytes` (the decoded bytes kept). With per-request attrs (a parent's follow entry set them), `attrs` echoes those merged over the
  * crawl's.
  */
 export function buildPage(
@@ -167,6 +167,10 @@ export function buildPage(
   if (bodyEncoding !== undefined) page.body_encoding = bodyEncoding;
   if (options.exception !== undefined) page.exception = options.exception;
   if (response?.truncated === true) page.body_truncated = true;
+  if (response?.cut !== undefined) {
+    page.body_cut = response.cut;
+    page.body_cut_bytes = response.body.length;
+  }
   return page;
 }
 

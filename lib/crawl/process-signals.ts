@@ -2,14 +2,16 @@
  * The load signals of this process (concurrency.ts's inputs), read from Node and the container: event-loop delay
  * (perf_hooks), CPU time (process.cpuUsage) against the task's CPU quota, V8 heap against its limit, RSS against the
  * task's memory. On Fargate and in Docker the limits are the cgroup's (cgroup v2 `cpu.max` and `memory.max`, v1
- * `cpu.cfs_quota_us` and `memory.limit_in_bytes`), not the host's cores and RAM; outside a limited cgroup they are
- * the machine's.
+ * `cpu.cfs_quota_us` and `memory.limit_in_bytes`), not the host's cores and RAM; on a host the memory limit is that
+ * of the process's own cgroup (a systemd scope, say: memory-limit.ts); outside a limited cgroup they are the
+ * machine's.
  */
 import { readFileSync } from 'node:fs';
 import { availableParallelism, totalmem } from 'node:os';
 import { type ELDHistogram, monitorEventLoopDelay } from 'node:perf_hooks';
 import { getHeapStatistics } from 'node:v8';
 import { ConcurrencyController, type LoadSignals } from './concurrency.ts';
+import { type MemoryLimitOptions, memoryLimit } from './memory-limit.ts';
 
 /** The CPU cores and memory bytes this process may use. */
 export interface TaskLimits {
@@ -27,10 +29,14 @@ function readText(path: string): string | undefined {
 
 /**
  * The task's limits from the cgroup files under `root` (tests pass a folder of their own), falling back to the
- * machine's cores and memory where no limit is set.
+ * machine's cores and memory where no limit is set. The memory is {@link memoryLimit}'s: the least of the limits of
+ * this process's own cgroup and those above it, the task's stated size (`memory.taskBytes`) and the machine's memory.
  */
-export function taskLimits(root = '/sys/fs/cgroup'): TaskLimits {
-  const machine = { cpus: availableParallelism(), memoryBytes: totalmem() };
+export function taskLimits(
+  root = '/sys/fs/cgroup',
+  memory: Omit<MemoryLimitOptions, 'root' | 'machineBytes'> = {},
+): TaskLimits {
+  const machineCpus = availableParallelism();
   let cpus: number | undefined;
   const cpuMax = readText(`${root}/cpu.max`)?.split(/\s+/);
   if (cpuMax && cpuMax[0] !== 'max') cpus = Number(cpuMax[0]) / Number(cpuMax[1] ?? 100_000);
@@ -39,16 +45,9 @@ export function taskLimits(root = '/sys/fs/cgroup'): TaskLimits {
     const period = Number(readText(`${root}/cpu/cpu.cfs_period_us`));
     if (quota > 0 && period > 0) cpus = quota / period;
   }
-  let memoryBytes: number | undefined;
-  const memMax = readText(`${root}/memory.max`) ?? readText(`${root}/memory/memory.limit_in_bytes`);
-  if (memMax && memMax !== 'max') memoryBytes = Number(memMax);
   return {
-    cpus: cpus !== undefined && Number.isFinite(cpus) && cpus > 0 ? Math.min(cpus, machine.cpus) : machine.cpus,
-    // cgroup v1 reports "no limit" as a huge number: the machine's memory is the real bound then.
-    memoryBytes:
-      memoryBytes !== undefined && Number.isFinite(memoryBytes) && memoryBytes > 0
-        ? Math.min(memoryBytes, machine.memoryBytes)
-        : machine.memoryBytes,
+    cpus: cpus !== undefined && Number.isFinite(cpus) && cpus > 0 ? Math.min(cpus, machineCpus) : machineCpus,
+    memoryBytes: memoryLimit({ ...memory, root, machineBytes: totalmem() }).bytes,
   };
 }
 

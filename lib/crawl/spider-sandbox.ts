@@ -10,8 +10,11 @@
  *   stale heartbeat and replaced the same way, charging the oldest page waiting on it;
  * - a parse whose promise never settles fails its page at the budget and frees its slot at once; the thread is
  *   replaced after {@link SpiderSandboxOptions.maxAbandoned} such pages, so what they hold cannot grow without end;
- * - the thread's heap is capped (`memoryMb`): a parse that allocates without end kills the thread, not the process;
- *   the page it was running fails, and a page that was on {@link MAX_THREAD_DEATHS} dead threads fails too.
+ * - the thread's heap is capped (`memoryMb`): a parse that allocates without end kills the thread, not the process.
+ *   When a thread dies on its own (out of memory, an uncaught exception, an exit) only the page whose parse was in
+ *   progress fails, with that cause in its exception; the pages queued behind it (sent, not yet taken by the thread)
+ *   run again on a new thread, uncharged ({@link SpiderSandbox} says how that page is found, and why a thread that
+ *   keeps dying cannot hold a page for ever).
  * A {@link SpiderBudgetError} is a failed try (lib/crawl/failure.ts `budget`): retried, then given up with its
  * reason. What a plugin throws stays what it was: a `success:false` page, not retried.
  *
@@ -30,6 +33,7 @@ import {
   SLOT_BEAT,
   SLOT_CALL,
   SLOT_CALL_START,
+  SLOT_RECEIVED,
   type SpiderThreadData,
   type ThreadMessage,
 } from './spider-thread-protocol.ts';
@@ -38,8 +42,11 @@ import type { FetchResult, Link, SpiderRequest } from './types.ts';
 /** A page's processing overran a budget enforced from outside it: a failed try (lib/crawl/failure.ts `budget`). */
 export class SpiderBudgetError extends CrawlClusterError {}
 
-/** A page that was running on this many threads that died (out of memory) fails, whichever page killed them. */
-export const MAX_THREAD_DEATHS = 2;
+/**
+ * A page queued on this many threads that died with no page in progress to blame fails: a thread that dies on its
+ * own whatever it runs (a plugin's stray timer that throws) still ends every page.
+ */
+export const MAX_UNBLAMED_DEATHS = 3;
 
 export type { SandboxResult };
 
@@ -69,8 +76,12 @@ interface Call {
   resolve: (r: SandboxResult) => void;
   reject: (e: Error) => void;
   timer?: NodeJS.Timeout;
-  /** Threads that died while this page was on them. */
-  deaths: number;
+  /** Its place in its current thread's send order: below the thread's SLOT_RECEIVED, the thread has taken it. */
+  seq: number;
+  /** Its parse was in progress, with others', on a thread that died with no page to blame: it runs alone next. */
+  suspect: boolean;
+  /** Threads that died with no page to blame while this page was queued on them. */
+  unblamed: number;
   /** When it was handed to the current thread (epoch ms). */
   sentAt: number;
 }
@@ -80,18 +91,44 @@ interface Thread {
   shared: Int32Array;
   base: number;
   ready: Promise<void>;
-  /** Pages handed to this thread and not settled. */
+  /** Pages handed to this thread and not settled, in the order they were sent. */
   calls: Map<number, Call>;
+  /** Run messages posted to it. */
+  sent: number;
   abandoned: number;
   dead: boolean;
 }
 
-/** The spiders of `CRAWLER_PLUGINS`, run in a worker thread with a time and memory budget (see the module doc). */
+/** Why a thread died on its own, as its 'error' event or exit code tells it. */
+interface Death {
+  oom: boolean;
+  /** What the thread did, after "the spider thread": `ran out of memory (...)`, `exited with code 7`. */
+  what: string;
+}
+
+/**
+ * The spiders of `CRAWLER_PLUGINS`, run in a worker thread with a time and memory budget (see the module doc).
+ *
+ * When the thread dies on its own, the page charged (a failed try, with the cause) is, in order: the one whose
+ * synchronous plugin code was running (the shared SLOT_CALL); else the only page the thread had taken and not
+ * finished (an async parse); else, out of memory with no page in progress, the page the thread was taking (its
+ * message is copied onto the thread's heap). When several async parses were in progress, none is charged: each runs
+ * again alone on the next thread, other pages held back meanwhile, so the one that kills a thread is then known.
+ * Pages the thread had not taken are never charged for its death, unless {@link MAX_UNBLAMED_DEATHS} threads died
+ * under them with nothing to blame. So every death charges a page, or makes its suspects run alone (each at most
+ * once), or counts towards that bound: a thread that dies on every page ends every page after a bounded number of
+ * deaths, and a page that kills its thread is charged each time, so it is retried and then given up.
+ */
 export class SpiderSandbox {
   readonly #o: Required<Omit<SpiderSandboxOptions, 'baseDir'>> & { baseDir: string };
   #thread: Thread | undefined;
   #nextId = 1;
   #closed = false;
+  /** Suspects waiting to run alone, and the one on the thread now. */
+  readonly #suspects: Call[] = [];
+  #alone: Call | undefined;
+  /** Pages held back while suspects run alone, in order. */
+  #held: Call[] = [];
   /** Threads replaced since start (for tests and logs). */
   replaced = 0;
 
@@ -113,19 +150,24 @@ export class SpiderSandbox {
 
   /**
    * Runs spider `spider`'s code on one page in the thread.
-   * @throws SpiderBudgetError when the page overran its time or memory budget (a failed try)
+   * @throws SpiderBudgetError when the page overran its time or memory budget, or its thread died under it (a
+   *   failed try; the message says which)
    * @throws Error with the spider's own message when its code threw (the page fails, not retried)
    */
   run(spider: string, request: SpiderRequest, response: FetchResult, links: Link[]): Promise<SandboxResult> {
     if (this.#closed) return Promise.reject(new Error('the spider sandbox is closed'));
+    // A function cannot cross to the thread: the body budget's release stays here, with the crawler.
+    const { release: _release, ...sent } = response;
     return new Promise((resolve, reject) => {
       const id = this.#nextId++;
       const call: Call = {
         id,
-        message: { type: 'run', id, spider, request, response, links },
+        message: { type: 'run', id, spider, request, response: sent, links },
         resolve,
         reject,
-        deaths: 0,
+        seq: 0,
+        suspect: false,
+        unblamed: 0,
         sentAt: 0,
       };
       void this.#send(call);
@@ -135,16 +177,19 @@ export class SpiderSandbox {
   /** Runs the plugins' `close()` hooks and ends the thread (bounded: at most 5 s). */
   async close(): Promise<void> {
     this.#closed = true;
+    const closed = new Error('the spider sandbox closed');
+    for (const call of [...this.#suspects.splice(0), ...this.#held.splice(0)]) call.reject(closed);
     const t = this.#thread;
     this.#thread = undefined;
     if (!t || t.dead) return;
-    for (const call of t.calls.values()) this.#settle(t, call, new Error('the spider sandbox closed'));
+    for (const call of t.calls.values()) this.#settle(t, call, closed);
+    // An exit from here on is this close, not a death.
+    t.dead = true;
     const exited = new Promise<void>((resolve) => t.worker.once('exit', () => resolve()));
     t.worker.postMessage({ type: 'close' });
     const timer = setTimeout(() => void t.worker.terminate(), 5000);
     await exited;
     clearTimeout(timer);
-    t.dead = true;
   }
 
   async #send(call: Call): Promise<void> {
@@ -152,20 +197,30 @@ export class SpiderSandbox {
     try {
       await t.ready;
     } catch (error) {
-      call.reject(new SpiderBudgetError(`the spider thread could not start: ${(error as Error).message}`));
+      this.#finish(call, new SpiderBudgetError(`the spider thread could not start: ${(error as Error).message}`));
+      return;
+    }
+    if (this.#closed) {
+      this.#finish(call, new Error('the spider sandbox is closed'));
+      return;
+    }
+    if (call !== this.#alone && (this.#alone !== undefined || this.#suspects.length > 0)) {
+      // A suspect runs alone: nothing else goes to its thread until it is done.
+      this.#held.push(call);
       return;
     }
     if (t.dead) {
       // Replaced while starting: go to the new one.
-      if (this.#closed) call.reject(new Error('the spider sandbox is closed'));
-      else void this.#send(call);
+      void this.#send(call);
       return;
     }
     t.calls.set(call.id, call);
+    call.seq = t.sent;
     call.sentAt = Date.now();
     call.timer = setTimeout(() => this.#overdue(t, call), this.#o.budgetMs);
     try {
       t.worker.postMessage(call.message);
+      t.sent++;
     } catch (error) {
       this.#settle(t, call, new Error(`the page cannot be handed to the spider thread: ${(error as Error).message}`));
     }
@@ -195,14 +250,19 @@ export class SpiderSandbox {
         failed = reject;
       }),
       calls: new Map(),
+      sent: 0,
       abandoned: 0,
       dead: false,
     };
     t.ready.catch(() => undefined);
     worker.on('message', (m: ThreadMessage) => this.#onMessage(t, m, ready, failed));
-    worker.on('error', (error: Error) => this.#onDeath(t, error, failed));
+    worker.on('error', (error: unknown) => {
+      failed(error instanceof Error ? error : new Error(String(error)));
+      this.#onDeath(t, this.#death(error, undefined));
+    });
     worker.on('exit', (code) => {
-      if (!t.dead) this.#onDeath(t, new Error(`the spider thread exited with code ${code}`), failed);
+      failed(new Error(`the spider thread exited with code ${code}`));
+      this.#onDeath(t, this.#death(undefined, code));
     });
     this.#thread = t;
     return t;
@@ -240,8 +300,31 @@ export class SpiderSandbox {
   #settle(t: Thread, call: Call, error: Error | undefined, result?: SandboxResult): void {
     clearTimeout(call.timer);
     t.calls.delete(call.id);
+    this.#finish(call, error, result);
+  }
+
+  /** Settles the page's promise; when it was the suspect running alone, the next one goes. */
+  #finish(call: Call, error: Error | undefined, result?: SandboxResult): void {
     if (error) call.reject(error);
     else call.resolve(result as SandboxResult);
+    if (call === this.#alone) {
+      this.#alone = undefined;
+      this.#next();
+    }
+  }
+
+  /** The next suspect, alone; when none is left, the pages held back meanwhile, in their order. */
+  #next(): void {
+    if (this.#alone !== undefined || this.#closed) return;
+    const suspect = this.#suspects.shift();
+    if (suspect) {
+      this.#alone = suspect;
+      void this.#send(suspect);
+      return;
+    }
+    const held = this.#held;
+    this.#held = [];
+    for (const call of held) void this.#send(call);
   }
 
   /** A page's budget ran out: decides whether its thread is stuck, busy with another page, or the page hangs. */
@@ -291,32 +374,84 @@ export class SpiderSandbox {
     this.#requeue(t);
   }
 
-  /** The thread died on its own (out of memory, a crash). */
-  #onDeath(t: Thread, error: Error, failed: (e: Error) => void): void {
-    failed(error);
+  /** What killed a thread, from its 'error' event (`error`) or, without one, its exit `code`. */
+  #death(error: unknown, code: number | undefined): Death {
+    if ((error as { code?: string } | undefined)?.code === 'ERR_WORKER_OUT_OF_MEMORY') {
+      return {
+        oom: true,
+        what: `ran out of memory (its heap limit, CRAWLER_PLUGIN_MEMORY_MB=${this.#o.memoryMb}; ERR_WORKER_OUT_OF_MEMORY)`,
+      };
+    }
+    if (error !== undefined) {
+      // What a plugin's timer threw reaches here as it was thrown: an Error, or any other value.
+      const thrown = error instanceof Error ? `${error.name}: ${error.message}` : String(error);
+      return { oom: false, what: `died of an uncaught exception (${thrown})` };
+    }
+    return { oom: false, what: `exited with code ${code}` };
+  }
+
+  /** The thread died on its own: charges the page that killed it, if known (see the class doc), requeues the rest. */
+  #onDeath(t: Thread, death: Death): void {
     if (t.dead) return;
     t.dead = true;
     this.replaced++;
-    const running = t.calls.get(Atomics.load(t.shared, SLOT_CALL));
-    const oom = (error as { code?: string }).code === 'ERR_WORKER_OUT_OF_MEMORY';
-    const why = oom ? `ran out of memory (CRAWLER_PLUGIN_MEMORY_MB=${this.#o.memoryMb})` : error.message;
-    this.#o.log.error('spider thread died', { reason: why, spider: running?.message.spider, pages: t.calls.size });
-    if (running) this.#settle(t, running, new SpiderBudgetError(this.#reason(running, why)));
-    for (const call of t.calls.values()) {
-      call.deaths++;
-      if (call.deaths >= MAX_THREAD_DEATHS) this.#settle(t, call, new SpiderBudgetError(this.#reason(call, why)));
+    const received = Atomics.load(t.shared, SLOT_RECEIVED);
+    const calls = [...t.calls.values()];
+    const started = calls.filter((c) => c.seq < received);
+    const culprit =
+      t.calls.get(Atomics.load(t.shared, SLOT_CALL)) ??
+      (started.length === 1 ? started[0] : undefined) ??
+      (started.length === 0 && death.oom ? calls.find((c) => c.seq === received) : undefined);
+    this.#o.log.error('spider thread died', {
+      reason: death.what,
+      spider: culprit?.message.spider,
+      url: culprit?.message.request.url,
+      pages: calls.length,
+      suspects: culprit || started.length < 2 ? undefined : started.map((c) => c.message.request.url).slice(0, 5),
+    });
+    if (culprit) {
+      this.#settle(
+        t,
+        culprit,
+        new SpiderBudgetError(
+          `spider "${culprit.message.spider}": the spider thread ${death.what} while this page's parse was in progress; the thread was replaced`,
+        ),
+      );
+    } else if (started.length > 1) {
+      for (const call of started) call.suspect = true;
+    } else {
+      for (const call of calls) {
+        call.unblamed++;
+        if (call.unblamed < MAX_UNBLAMED_DEATHS) continue;
+        this.#settle(
+          t,
+          call,
+          new SpiderBudgetError(
+            `spider "${call.message.spider}": ${call.unblamed} spider threads died while this page waited on them, the last one ${death.what}; the page was not parsed`,
+          ),
+        );
+      }
     }
     this.#requeue(t);
   }
 
+  /** Hands the pages left on dead thread `t` to a new one: suspects first, each alone, then the others in order. */
   #requeue(t: Thread): void {
     const left = [...t.calls.values()];
     t.calls.clear();
-    for (const call of left) {
-      clearTimeout(call.timer);
-      if (this.#closed) call.reject(new Error('the spider sandbox is closed'));
-      else void this.#send(call);
+    for (const call of left) clearTimeout(call.timer);
+    if (this.#closed) {
+      for (const call of left) call.reject(new Error('the spider sandbox is closed'));
+      return;
     }
+    if (this.#alone !== undefined && left.includes(this.#alone)) {
+      // The suspect running alone died with nothing to blame: it goes first again.
+      this.#suspects.unshift(this.#alone);
+      this.#alone = undefined;
+    }
+    for (const call of left) if (call.suspect && !this.#suspects.includes(call)) this.#suspects.push(call);
+    for (const call of left) if (!call.suspect) void this.#send(call);
+    this.#next();
   }
 }
 

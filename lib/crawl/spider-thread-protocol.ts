@@ -9,7 +9,9 @@ import type { FetchResult, FollowRequest, Link, SpiderRequest } from './types.ts
 export const SLOT_CALL = 0;
 export const SLOT_CALL_START = 1;
 export const SLOT_BEAT = 2;
-export const SHARED_SLOTS = 3;
+/** Run messages the thread has taken off its port: the pages sent after them are still queued, not started. */
+export const SLOT_RECEIVED = 3;
+export const SHARED_SLOTS = 4;
 
 /** How often the thread writes its heartbeat (ms). */
 export const BEAT_MS = 50;

@@ -6,7 +6,8 @@
  *
  * While a page's plugin code runs synchronously, its call id and start time are in the shared section slots, so the
  * sandbox can tell a stuck call from a busy thread. A heartbeat slot, written every {@link BEAT_MS} by this thread's
- * own event loop, tells a thread blocked outside such a section (an async parse that loops after an `await`).
+ * own event loop, tells a thread blocked outside such a section (an async parse that loops after an `await`). A count
+ * of the pages taken off the port tells the pages started (their parse in progress) from those still queued.
  */
 import { parentPort, workerData } from 'node:worker_threads';
 import { closeSpiders, loadSpiders, openSpiders } from './spider-registry.ts';
@@ -18,6 +19,7 @@ import {
   SLOT_BEAT,
   SLOT_CALL,
   SLOT_CALL_START,
+  SLOT_RECEIVED,
   type SpiderThreadData,
   type ThreadMessage,
 } from './spider-thread-protocol.ts';
@@ -85,6 +87,7 @@ async function main(): Promise<void> {
       ).finally(() => port.close());
       return;
     }
+    Atomics.add(shared, SLOT_RECEIVED, 1);
     void run(m);
   });
   port.postMessage({ type: 'ready', spiders: plugins.map((s) => s.name) } satisfies ThreadMessage);

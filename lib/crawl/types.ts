@@ -21,6 +21,12 @@ export interface FetchRequest {
    */
   crawl?: string;
   /**
+   * The body keeps its share of the process's body budget (lib/crawl/body-budget.ts) after the fetch, until the
+   * result's {@link FetchResult.release} is called: the crawler's pages hold their bodies until their message is built.
+   * Without it the share is given back as soon as the body is read. @default false
+   */
+  holdBody?: boolean;
+  /**
    * Redirects followed for this request, in place of the fetcher's own limit (robots.txt asks for the five
    * RFC 9309 §2.3.1.2 requires, whatever `MAX_REDIRECTS` says).
    * @default the fetcher's `maxRedirects`
@@ -46,8 +52,18 @@ export interface FetchResult {
   text?: string;
   /** The charset used to decode `text` (e.g. `utf-8`, `windows-1251`), or undefined for binary bodies. */
   encoding?: string;
-  /** True when the body was cut at the size limit. */
+  /** True when the body was cut ({@link FetchResult.cut} says why). */
   truncated: boolean;
+  /**
+   * Why the body was cut: at the fetcher's size limit (`max_body_bytes`), or because the process's budget of bodies in
+   * flight was full (`memory_budget`); absent when the body is whole.
+   */
+  cut?: 'max_body_bytes' | 'memory_budget';
+  /**
+   * Gives the body's share of the body budget back (idempotent); present when the request asked to
+   * {@link FetchRequest.holdBody} and the fetcher has a budget.
+   */
+  release?: () => void;
   /** Every URL redirected through, in order (empty when none). */
   redirects: string[];
   /** Milliseconds from the request to the end of the body. */
@@ -142,8 +158,24 @@ export interface PageItem {
   retry_times?: number;
   /** **Ext**: where the whole body is in the body store, when it was too big for the message. */
   body_ref?: string;
-  /** **Ext**: the body was cut (at the fetcher's size limit, or to fit the message limit). */
+  /**
+   * **Ext**: `body` is not the whole response body: the fetcher cut it ({@link PageItem.body_cut}), or the message
+   * carries only its first part ({@link PageItem.body_message_cut}). Either or both.
+   */
   body_truncated?: boolean;
+  /**
+   * **Ext**: why the fetcher stopped reading the response's body: `max_body_bytes` (its decoded bytes reached
+   * `MAX_BODY_BYTES`) or `memory_budget` (the process's budget of bodies in flight was full). What the message and the
+   * body store hold is then the first {@link PageItem.body_cut_bytes} decoded bytes of it.
+   */
+  body_cut?: 'max_body_bytes' | 'memory_budget';
+  /** **Ext**: with {@link PageItem.body_cut}, the decoded bytes kept. */
+  body_cut_bytes?: number;
+  /**
+   * **Ext**: the message carries only the first part of the body to fit `KAFKA_MAX_MESSAGE_BYTES`; the body as
+   * fetched is at {@link PageItem.body_ref} when a body store is set.
+   */
+  body_message_cut?: boolean;
   /** **Ext**: only the first links fit the message limit (the rest were still followed). */
   links_truncated?: boolean;
   /** **Ext**: `attrs` did not fit the message limit and is sent as `{}` (only when the request had attrs). */

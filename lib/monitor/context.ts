@@ -7,6 +7,7 @@ import { SchemaValidationError } from '../errors.ts';
 import type { FrontierApi, Log, MessageSink, ReplyStore, StatsStore, UrlFrontierView } from '../ports.ts';
 import { type ClassifiedRequest, parseRequest } from '../schemas/index.ts';
 import type { SpiderTypeSource } from './spider-types.ts';
+import type { StateWatch } from './state-watch.ts';
 
 export interface MonitorContext {
   frontier: FrontierApi;
@@ -32,6 +33,11 @@ export interface MonitorContext {
    * read once per batch, never per record (lib/monitor/spider-types.ts). @default {@link spiders}, fixed
    */
   spiderTypes?: SpiderTypeSource;
+  /**
+   * Watches the frontier's state markers (lib/monitor/state-watch.ts): the stats run and `info` check them, and
+   * `info` answers "frontier state lost" for a crawl of a partition that lost its state. Without it neither happens.
+   */
+  state?: StateWatch;
   /** Seconds a reply stays stored under its uuid for REST polling. @default 300 */
   replyTtlSec: number;
   /** This process's id in heartbeats (host:pid). */

@@ -64,7 +64,11 @@ export async function liveLoads(ctx: MonitorContext, nowMs: number): Promise<Cra
 export async function fleetMetrics(ctx: MonitorContext): Promise<FleetMetrics> {
   const backlog: Record<string, number> = {};
   let htmlBacklog = 0;
-  for (const spider of await ctx.frontier.spiders()) {
+  const spiders = await ctx.frontier.spiders();
+  // The stats run is one of the watchers of lost state (docs/design.md §12); it reads the markers it knows even when
+  // the spider registry itself was emptied.
+  await ctx.state?.check(spiders);
+  for (const spider of spiders) {
     backlog[spider] = Object.values(await ctx.frontier.backlog(spider)).reduce((s, n) => s + n, 0);
     if (htmlFleetServes(spider)) htmlBacklog += backlog[spider];
   }

@@ -3,10 +3,12 @@
  * `low_priority` / `high_priority` are the lowest and highest request priority queued for a domain.
  * `expires` is a string, as Scrapy Cluster sends it (it reads it back from Redis).
  */
+import type { SlotLoss } from '../ports.ts';
 import type { CrawlInfo } from '../redis/frontier-types.ts';
 import { type ActionRequest, URL_FRONTIER_SPIDERID } from '../schemas/index.ts';
 import { type MonitorContext, serverTime } from './context.ts';
 import type { Reply } from './replies.ts';
+import { FRONTIER_STATE_LOST } from './state-watch.ts';
 
 type DomainSummary = { low_priority: number; high_priority: number; total: number };
 
@@ -91,11 +93,27 @@ function appForm(base: Reply, request: ActionRequest, crawls: Record<string, Cra
   };
 }
 
+/**
+ * The crawl form for a crawl that is unknown because its partition lost its state (docs/design.md §12): zeros, and
+ * `error` "frontier state lost" with the reason and when it was detected (epoch s), so a client waiting for the
+ * crawl's `complete` notice, which will never come, stops waiting.
+ */
+function lostForm(base: Reply, request: ActionRequest, losses: SlotLoss[]): Reply {
+  const last = losses[losses.length - 1] as SlotLoss;
+  return {
+    ...crawlForm(base, request, undefined),
+    error: FRONTIER_STATE_LOST,
+    reason: last.reason,
+    lost_at: Math.floor(last.at / 1000),
+  };
+}
+
 const mapValues = <A, B>(o: Record<string, A>, f: (a: A) => B): Record<string, B> =>
   Object.fromEntries(Object.entries(o).map(([k, v]) => [k, f(v)]));
 
 /**
- * Answers an info request: the crawl form when it names a crawlid, else the app form. Spider ID `url-frontier`
+ * Answers an info request: the crawl form when it names a crawlid, else the app form. An unknown crawl of a partition
+ * whose state was lost gets the crawl form with `error` "frontier state lost" (lostForm). Spider ID `url-frontier`
  * answers for the URL Frontier API's crawls (crawl IDs as crawlids; the appid is only echoed: the API has no apps).
  */
 export async function infoReply(ctx: MonitorContext, request: ActionRequest): Promise<Reply> {
@@ -108,7 +126,13 @@ export async function infoReply(ctx: MonitorContext, request: ActionRequest): Pr
       : appForm(base, request, crawls);
   }
   if (request.crawlid !== undefined) {
+    // The redis-monitor is a watcher too: a loss since its last look is detected (and noted) before it answers.
+    await ctx.state?.check([request.spiderid]);
     const info = await ctx.frontier.crawlInfo(request.spiderid, request.appid, request.crawlid, ctx.now());
+    if (info === undefined && ctx.state) {
+      const losses = await ctx.state.lostFor(request.spiderid);
+      if (losses.length > 0) return lostForm(base, request, losses);
+    }
     return crawlForm(base, request, info && frontierSummary(info));
   }
   const infos = await ctx.frontier.appInfo(request.spiderid, request.appid, ctx.now());

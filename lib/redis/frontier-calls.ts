@@ -6,8 +6,9 @@
  */
 import type { RedisClient } from './client.ts';
 import type { FrontierOptions } from './frontier-types.ts';
-import { type PartitionRef, partitionKeyList, spiderPartitions, spidersKey } from './keys.ts';
+import { type PartitionRef, partitionKeyList, partitionTag, spiderPartitions, spidersKey } from './keys.ts';
 import { type LuaScript, runScript, runScriptBuffer, script } from './scripts.ts';
+import { markState } from './state-epoch.ts';
 
 /** Spider types and partitions whose partitions and KEYS a frontier remembers. */
 const MEMO_MAX = 1000;
@@ -79,6 +80,15 @@ export class FrontierCalls {
     if (this.#knownSpiders.has(spider)) return;
     await this.redis.sadd(spidersKey(this.options.prefix), spider);
     this.#knownSpiders.add(spider);
+  }
+
+  /**
+   * Creates partition `p`'s state marker unless it exists (lib/redis/state-marker.ts), before anything is queued
+   * there: one `SET NX` in the partition's slot. A marker created here means the partition starts (again) empty, so
+   * the spider type is registered again too (a registry emptied with it would hide its crawls from the periodic jobs).
+   */
+  async mark(p: PartitionRef): Promise<void> {
+    if (await markState(this.redis, partitionTag(p))) this.#knownSpiders.delete(p.spider);
   }
 
   #common(now: number): (string | number)[] {

@@ -11,6 +11,8 @@
  * - **ack**: the page was published (or failed for good); the request is done. Acking an expired lease
  *   whose request was reclaimed but not yet leased again still counts (no second fetch).
  * - **release**: give back unfetched leases; they keep their place (FIFO among equal priority).
+ * - **extend**: a crawler still working on its leases (a slow site, a delivery waiting on Kafka or a kept ack) moves
+ *   their deadline on, so only the leases of crawlers that died or stalled are reclaimed.
  * - **retry**: back in the queue at `priority - 10`, `retries + 1`, not before a backoff delay.
  * - **empty**: nothing is due now; `lease` says when the next domain or retry becomes due.
  * - **done** (a crawl): nothing queued and nothing leased; `ack` reports the moment it happens, once.
@@ -77,10 +79,13 @@ export class Frontier implements FrontierApi, CrawlerFrontier {
    */
   async enqueue(spider: string, items: readonly FrontierItem[], now = Date.now()): Promise<EnqueueOutcome[]> {
     if (items.length === 0) return [];
+    const groups = byPartition(items, (item) => this.partitionFor(spider, item.request.domain));
+    // The state marker first (docs/design.md §12): a partition never holds requests without one.
+    for (const { p } of groups) await this.#calls.mark(p);
     await this.#calls.register(spider);
     const out: EnqueueOutcome[] = new Array(items.length);
     const keyOf = crawlKeys(spider);
-    for (const { p, idx: whole } of byPartition(items, (item) => this.partitionFor(spider, item.request.domain)))
+    for (const { p, idx: whole } of groups)
       for (let from = 0; from < whole.length; from += MAX_FOLDED_CHILDREN) {
         // Bounded script calls: a sitemap's 50,000 URLs are 350,000 arguments, more than a call's stack can spread.
         const idx = whole.slice(from, from + MAX_FOLDED_CHILDREN);
@@ -307,6 +312,25 @@ export class Frontier implements FrontierApi, CrawlerFrontier {
         p,
         [],
         idx.map((i) => memberBytes((leases[i] as Lease).handle)),
+        now,
+      );
+    }
+    return n;
+  }
+
+  /**
+   * Moves the deadline of leases this crawler still holds to `now` + the lease duration, one script call per
+   * partition: reclaim then takes back only the leases of crawlers that died or stalled. Leases no longer held are
+   * left alone. Returns how many were extended.
+   */
+  async extend(leases: Pick<Lease, 'handle' | 'partition'>[], now = Date.now()): Promise<number> {
+    let n = 0;
+    for (const { p, idx } of byPartition(leases, (l) => l.partition)) {
+      n += await this.#calls.run<number>(
+        'extend',
+        p,
+        [],
+        [this.#calls.options.leaseMs, ...idx.map((i) => memberBytes((leases[i] as Lease).handle))],
         now,
       );
     }

@@ -21,6 +21,9 @@
  * - **Stats** `{<prefix>:stats}`: time-bucketed counters and heartbeats, never touched together with the
  *   frontier, so one slot of their own.
  * - **Replies** `<prefix>:reply:<uuid>`: single-key reads and writes; no tag needed.
+ * - **State markers** `<tag>:epoch`: one STRING per hash tag that holds crawl state (each frontier partition, the
+ *   stats slot), in that tag's own slot, so a shard replaced alone loses its marker with its data
+ *   (lib/redis/state-marker.ts; docs/design.md §12).
  *
  * Names inside a partition are short on purpose: they are repeated in every command.
  */
@@ -196,6 +199,24 @@ export function heartbeatReportKey(prefix: string, kind: string, id: string): st
  */
 export function failureLogKey(prefix: string, spiderid: string, appid: string, crawlid: string): string {
   return `${statsTag(prefix)}:fail:${spiderid}\0${appid}\0${crawlid}`;
+}
+
+/**
+ * STRING: the state marker of one hash tag (`tag` with its braces, e.g. {@link partitionTag} or {@link statsTag}):
+ * an epoch id written once, when the slot's state is first created, and never deleted or expired. Its own slot's
+ * data and the marker go together, so a marker that vanished or changed means that slot was emptied since
+ * (lib/redis/state-marker.ts).
+ */
+export function stateMarkerKey(tag: string): string {
+  return `${tag}:epoch`;
+}
+
+/**
+ * HASH: the record of lost frontier state (lib/redis/state-marker.ts): one field per hash tag whose marker vanished,
+ * `lost:<tag>` → JSON, and `acked` → epoch ms of the operator's acknowledgement. In the stats slot.
+ */
+export function stateLossKey(prefix: string): string {
+  return `${statsTag(prefix)}:lost`;
 }
 
 /** HASH: the replies stored under a request uuid for REST, one field per appid (reply-put.lua; with a TTL). */

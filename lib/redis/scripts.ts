@@ -6,6 +6,7 @@
 import { createHash } from 'node:crypto';
 import { readdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
+import { Cluster } from 'ioredis';
 import type { RedisClient } from './client.ts';
 
 const DIR = join(import.meta.dirname, 'scripts');
@@ -58,8 +59,15 @@ function commandOf(redis: RedisClient, s: LuaScript, buffer: boolean): ScriptCom
   if (!defined.has(redis)) {
     // defineCommand runs EVALSHA and falls back to EVAL on NOSCRIPT (after a restart or a failover), with
     // the keys routed by slot in cluster mode; numberOfKeys is left out so each call passes its own.
+    const names = [...SCRIPTS.values()].map((each) => `cc_${each.name.replaceAll('-', '_')}`);
     for (const each of SCRIPTS.values())
       redis.defineCommand(`cc_${each.name.replaceAll('-', '_')}`, { lua: each.source });
+    // ioredis's auto-pipelining groups a custom command by its first argument, here numkeys, not by its first key:
+    // scripts of partitions on two shards would share a pipeline and fail ("All keys in the pipeline should belong
+    // to the same slots allocation group"). In cluster mode each script is sent on its own, routed by its keys.
+    if (redis instanceof Cluster) {
+      redis.options.autoPipeliningIgnoredCommands = [...(redis.options.autoPipeliningIgnoredCommands ?? []), ...names];
+    }
     defined.add(redis);
   }
   const name = `cc_${s.name.replaceAll('-', '_')}${buffer ? 'Buffer' : ''}`;

@@ -25,8 +25,16 @@
  * (`heartbeatReportKey`) that expires with the beat, read back by id for the live members only.
  */
 import type { RedisClient } from './client.ts';
-import { heartbeatKey, heartbeatReportKey, statsCounterKey, statsRegistryKey } from './keys.ts';
+import {
+  heartbeatKey,
+  heartbeatReportKey,
+  stateMarkerKey,
+  statsCounterKey,
+  statsRegistryKey,
+  statsTag,
+} from './keys.ts';
 import { runScript, script } from './scripts.ts';
+import { newEpoch } from './state-epoch.ts';
 
 /** The windows of the stats replies, in seconds, in reply order (docs/contract.md). */
 export const STATS_WINDOWS = ['900', '3600', '21600', '43200', '86400', '604800'] as const;
@@ -197,7 +205,8 @@ export async function listStatNames(redis: RedisClient, prefix: string, namePref
  * The trim applies to every kind in the prefix: all kinds must share one TTL (the cluster's heartbeat
  * timeout); with different TTLs the shortest one also removes the other kinds' members early.
  *
- * With `report`, the beat also stores it (replacing the last one) for `ttlMs`, in the same round trip.
+ * With `report`, the beat also stores it (replacing the last one) for `ttlMs`, in the same round trip. Every beat
+ * also creates the stats slot's state marker when it is missing (lib/redis/state-marker.ts).
  *
  * @throws RangeError when `kind` contains a NUL character (the separator of kind and id).
  */
@@ -218,6 +227,8 @@ export async function heartbeat(
     .zadd(key, nowMs, `${kind}\0${id}`)
     .zremrangebyscore(key, '-inf', nowMs - ttlMs);
   if (report !== undefined) pipeline.set(heartbeatReportKey(prefix, kind, id), report, 'PX', ttlMs);
+  // The stats slot's state marker (lib/redis/state-marker.ts): created by the first beat, kept for ever.
+  pipeline.set(stateMarkerKey(statsTag(prefix)), newEpoch(nowMs), 'NX');
   const replies = await pipeline.exec();
   for (const [error] of replies ?? []) if (error) throw error;
 }

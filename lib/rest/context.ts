@@ -5,7 +5,7 @@
  */
 import { setTimeout as delay } from 'node:timers/promises';
 import type { MonitorContext } from '../monitor/context.ts';
-import type { UrlFrontierView } from '../ports.ts';
+import type { StateStore, UrlFrontierView } from '../ports.ts';
 import type { Frontier } from '../redis/frontier.ts';
 import { MAX_REQUEST_BYTES } from '../schemas/index.ts';
 
@@ -52,11 +52,17 @@ export interface RestOptions {
    */
   sendTimeoutMs?: number;
   /**
-   * Bound of the best-effort stats update after each request (counters and heartbeat); a slow or
-   * unreachable Redis delays an answer by at most this much and never changes it.
+   * Bound of one best-effort stats write (counters and heartbeat, lib/rest/stats-tally.ts). Requests never
+   * wait on it; a write that has not answered by then is given up and its counts dropped.
    * @default 1000
    */
   statsTimeoutMs?: number;
+  /**
+   * Least time between two stats writes: requests add to counts in memory, and the first request after this
+   * interval (or the adapter's timer) writes them all in one round trip.
+   * @default 1000
+   */
+  statsFlushMs?: number;
   /**
    * Least time between two heartbeats of this node (kind `rest`); requests in between do not beat.
    * @default 30000
@@ -82,6 +88,11 @@ export interface RestContext
   /** The URL Frontier API's crawls, whose queues the dashboard lists as spider type `url-frontier`. */
   urlFrontier?: Pick<UrlFrontierView, 'backlog'>;
   /**
+   * The record of lost frontier state (lib/redis/state-marker.ts): `GET /` is RED with the reason while a loss is not
+   * acknowledged, `POST /ack-lost` acknowledges. Without it neither is shown.
+   */
+  lostState?: Pick<StateStore, 'record' | 'ack'>;
+  /**
    * When this node started (epoch ms), for `uptime_sec`.
    * @default the time the router was created
    */
@@ -106,6 +117,7 @@ export function resolveRestOptions(options: RestOptions = {}): ResolvedRestOptio
     probeTimeoutMs: options.probeTimeoutMs ?? 2000,
     sendTimeoutMs: options.sendTimeoutMs ?? 10_000,
     statsTimeoutMs: options.statsTimeoutMs ?? 1000,
+    statsFlushMs: options.statsFlushMs ?? 1000,
     heartbeatEveryMs: options.heartbeatEveryMs ?? 30_000,
   };
 }

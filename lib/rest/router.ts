@@ -5,9 +5,10 @@
  *
  * | Route | Methods | Answers |
  * |---|---|---|
- * | `/` | GET, POST | 200 health report (Scrapy Cluster's fields, plus the envelope) |
+ * | `/` | GET, POST | 200 health report (Scrapy Cluster's fields, plus the envelope; RED with `state_lost`) |
  * | `/feed` | POST | 200 `data: null` (crawl), the reply, or `{"poll_id"}`; 400 invalid; 500 Kafka/Redis down |
  * | `/poll` | POST | 200 the stored reply (once); 404 none; 400 invalid; 500 Redis down |
+ * | `/ack-lost` | POST | 200 frontier state losses acknowledged (health GREEN again); 503 no state record here |
  * | `/ui`, `/ui/api/...` | GET | the web dashboard and its JSON endpoints (lib/rest/dashboard.ts) |
  *
  * `/feed` and `/poll` take only a JSON Content-Type (`application/json` or `+json`, any parameters): anything
@@ -15,24 +16,34 @@
  * valid JSON." (kind `invalid_json`), as Scrapy Cluster did.
  *
  * Every route: 404 for an unknown path, 405 (with `Allow`) for another method, 413 for a body over
- * `maxBodyBytes`, 500 for an unexpected error. Each request counts in `rest:total`, each failure in
- * `rest:fail`, each valid feed in `rest:plugin:<type>`; the node beats as kind `rest` (best effort).
+ * `maxBodyBytes`, 500 for an unexpected error; over its bounds the local adapter answers 503 with
+ * `Retry-After` before the router is called (./admission.ts; on AWS API Gateway's throttling answers 429).
+ * Each request counts in `rest:total`, each failure in `rest:fail`, each valid feed in `rest:plugin:<type>`;
+ * the node beats as kind `rest`. Both are best effort and off the request path (./stats-tally.ts): an answer
+ * never waits on the stats write.
  */
 
 import { SchemaValidationError } from '../errors.ts';
-import { HEARTBEAT_TTL_MS } from '../monitor/stats-report.ts';
-import type { StatsIncrement } from '../redis/stats.ts';
 import { type ResolvedRestOptions, type RestContext, resolveRestOptions } from './context.ts';
 import { dashboardRoutes } from './dashboard.ts';
 import { causeOf, failure, type RestRequest, type RestResponse } from './envelope.ts';
 import { feed } from './feed.ts';
-import { checkHealth, healthResponse } from './health.ts';
+import { ackLost, createHealthCheck, healthResponse } from './health.ts';
 import { checkBodySize, checkJsonContentType, invalidInput } from './input.ts';
 import { poll } from './poll.ts';
-import { withTimeout } from './timeout.ts';
+import { StatsTally } from './stats-tally.ts';
 
-/** The REST API as one function; build it once per context (it keeps the time of the last heartbeat). */
-export type RestRouter = (request: RestRequest) => Promise<RestResponse>;
+/**
+ * The REST API as one function; build it once per context (it holds the request counts between two writes).
+ * Requests start a write of the counts when one is due; an adapter that stays up also calls
+ * `flushStatsIfDue` from a timer (so an idle node still beats) and `flushStats` when it closes.
+ */
+export type RestRouter = ((request: RestRequest) => Promise<RestResponse>) & {
+  /** Writes the counts held now, after a running write ends; never rejects (failures are logged). */
+  flushStats(): Promise<void>;
+  /** Starts a write when none is running and `statsFlushMs` has passed since the last one; never waits. */
+  flushStatsIfDue(): void;
+};
 
 /** What a route produced: the answer and, for a valid feed, the plugin counter to bump. */
 interface RouteResult {
@@ -46,11 +57,12 @@ type Route = (request: RestRequest) => Promise<RouteResult>;
 export function createRestRouter(ctx: RestContext): RestRouter {
   const options = resolveRestOptions(ctx.options);
   const startedAt = ctx.startedAt ?? ctx.now();
+  const checkHealth = createHealthCheck(ctx, options, startedAt);
   const routes: Record<string, Record<string, Route>> = {
     '/': {
-      GET: async () => ({ response: healthResponse(await checkHealth(ctx, options, startedAt)) }),
+      GET: async () => ({ response: healthResponse(await checkHealth()) }),
       // Scrapy Cluster answered the index to POST as well.
-      POST: async () => ({ response: healthResponse(await checkHealth(ctx, options, startedAt)) }),
+      POST: async () => ({ response: healthResponse(await checkHealth()) }),
     },
     '/feed': {
       POST: jsonOnly(options, async (request) => {
@@ -59,6 +71,7 @@ export function createRestRouter(ctx: RestContext): RestRouter {
       }),
     },
     '/poll': { POST: jsonOnly(options, async (request) => ({ response: await poll(ctx, options, request.body) })) },
+    '/ack-lost': { POST: async () => ({ response: await ackLost(ctx) }) },
   };
   for (const [path, methods] of Object.entries(dashboardRoutes(ctx, options))) {
     routes[path] = {};
@@ -66,36 +79,29 @@ export function createRestRouter(ctx: RestContext): RestRouter {
       routes[path][method] = async (request) => ({ response: await handler(request) });
     }
   }
-  let lastBeat = Number.NEGATIVE_INFINITY;
+  const tally = new StatsTally(ctx, {
+    flushEveryMs: options.statsFlushMs,
+    timeoutMs: options.statsTimeoutMs,
+    heartbeatEveryMs: options.heartbeatEveryMs,
+  });
 
-  async function record(result: RouteResult): Promise<void> {
-    const increments: StatsIncrement[] = [{ name: 'rest:total' }];
-    if (result.response.status >= 400) increments.push({ name: 'rest:fail' });
-    if (result.plugin !== undefined) increments.push({ name: `rest:plugin:${result.plugin}` });
-    const now = ctx.now();
-    try {
-      await withTimeout(ctx.stats.increment(increments, now), options.statsTimeoutMs, 'Redis (stats)');
-      if (now - lastBeat >= options.heartbeatEveryMs) {
-        await withTimeout(
-          ctx.stats.beat('rest', ctx.nodeId, now, HEARTBEAT_TTL_MS),
-          options.statsTimeoutMs,
-          'Redis (heartbeat)',
-        );
-        lastBeat = now;
-      }
-    } catch (error) {
-      ctx.log.warn('rest: stats update failed', { error: causeOf(error) });
-    }
+  function record(result: RouteResult): void {
+    const names = ['rest:total'];
+    if (result.response.status >= 400) names.push('rest:fail');
+    if (result.plugin !== undefined) names.push(`rest:plugin:${result.plugin}`);
+    tally.add(names);
+    tally.flushIfDue();
   }
 
-  return async (request) => {
+  const router = async (request: RestRequest): Promise<RestResponse> => {
     const result = await route(routes, options, request).catch((error: unknown): RouteResult => {
       ctx.log.error('rest: unexpected error', { method: request.method, path: request.path, error: causeOf(error) });
       return { response: failure(500, { message: 'Unexpected error in the REST service', cause: causeOf(error) }) };
     });
-    await record(result);
+    record(result);
     return result.response;
   };
+  return Object.assign(router, { flushStats: () => tally.flush(), flushStatsIfDue: () => tally.flushIfDue() });
 }
 
 async function route(

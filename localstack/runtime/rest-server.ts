@@ -8,9 +8,20 @@
  * does not name this server is answered 421 (DNS rebinding), an Origin other than this server's own 403 (a
  * web page posting here), on every path, the dashboard included. Refused requests are not counted in the
  * `rest:*` stats.
+ *
+ * Under load nothing queues (lib/rest/admission.ts): past `maxInFlight` requests being handled, a request is
+ * answered 503 with `Retry-After` at once, before its body is read; past `maxConnections` open connections, a
+ * new connection's first request gets that 503 and the connection is closed, and past twice that many a new
+ * connection is closed unanswered. Idle keep-alive connections close after `keepAliveTimeoutMs`, and a client
+ * that has not sent its headers within `headersTimeoutMs` (or its whole request within 30 s) is cut, so slow
+ * clients cannot hold the connection slots. The request counters are written on a timer, never awaited by a
+ * request (lib/rest/stats-tally.ts). These 503s are not counted in the `rest:*` stats either; a warning says
+ * how many there were, at most every 10 s.
  */
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
-import type { AddressInfo } from 'node:net';
+import type { AddressInfo, Socket } from 'node:net';
+import { VARIABLES } from '../../lib/config/index.ts';
+import { InFlightLimit, overloadedResponse } from '../../lib/rest/admission.ts';
 import { type RestContext, resolveRestOptions } from '../../lib/rest/context.ts';
 import { failure, type RestRequest, type RestResponse } from '../../lib/rest/envelope.ts';
 import { checkHostAndOrigin, defaultAllowedHosts } from '../../lib/rest/host-check.ts';
@@ -45,7 +56,34 @@ export interface RestServerOptions {
    */
   allowedHosts?: readonly string[];
   /**
-   * One line per request that failed unexpectedly or was refused by the Host / Origin check, and on start.
+   * Most requests handled at once; one more is answered 503 with `Retry-After` at once (REST_MAX_IN_FLIGHT).
+   * @default 100
+   */
+  maxInFlight?: number;
+  /**
+   * Most open connections; the first request on one more is answered 503 with `Retry-After` and its connection
+   * closed, and one more than twice this many is closed unanswered (REST_MAX_CONNECTIONS).
+   * @default 4096
+   */
+  maxConnections?: number;
+  /**
+   * Seconds in the `Retry-After` header of a 503 over a bound (REST_RETRY_AFTER).
+   * @default 1
+   */
+  retryAfterSec?: number;
+  /**
+   * How long an idle keep-alive connection stays open after its last answer.
+   * @default 5000
+   */
+  keepAliveTimeoutMs?: number;
+  /**
+   * How long a client has to send a request's headers; the connection is closed after that.
+   * @default 10000
+   */
+  headersTimeoutMs?: number;
+  /**
+   * One line per request that failed unexpectedly or was refused by the Host / Origin check, one per 10 s
+   * with requests refused over a bound, and on start.
    * @default none
    */
   log?: RuntimeLog;
@@ -59,14 +97,39 @@ export interface RestServer {
   close(): Promise<void>;
 }
 
+/** Least time between two warnings about requests refused over a bound (logged by the stats timer). */
+const OVERLOAD_LOG_EVERY_MS = 10_000;
+
 /** Starts the server; resolves once it listens. */
 export async function startRestServer(options: RestServerOptions): Promise<RestServer> {
   const router = createRestRouter(options.context);
-  const { maxBodyBytes } = resolveRestOptions(options.context.options);
+  const { maxBodyBytes, statsFlushMs } = resolveRestOptions(options.context.options);
   const log = options.log ?? (() => {});
+  const maxConnections = options.maxConnections ?? VARIABLES.REST_MAX_CONNECTIONS.default;
+  const retryAfterSec = options.retryAfterSec ?? VARIABLES.REST_RETRY_AFTER.default;
+  const admission = new InFlightLimit(options.maxInFlight ?? VARIABLES.REST_MAX_IN_FLIGHT.default);
+  const busy = overloadedResponse('in_flight', admission.max, retryAfterSec);
+  const crowded = overloadedResponse('connections', maxConnections, retryAfterSec);
+  const overload = overloadLog(log);
   // Set once the port is known (before any request can arrive); empty refuses everything.
   let allowedHosts: readonly string[] = [];
-  const server: Server = createServer((req, res) => {
+  let open = 0;
+  /** Connections accepted over `maxConnections`: their first request is refused and they are closed. */
+  const excess = new WeakSet<Socket>();
+  // The header and request timeouts are checked every second (node's default is every 30 s).
+  const server: Server = createServer({ connectionsCheckingInterval: 1000 }, (req, res) => {
+    if (excess.has(req.socket)) {
+      overload.refused('connections');
+      send(res, crowded, true);
+      return;
+    }
+    if (!admission.tryEnter()) {
+      overload.refused('in_flight');
+      // An unread body is discarded by node:http once the answer is sent; the connection stays usable.
+      send(res, busy, false);
+      return;
+    }
+    res.once('close', () => admission.leave());
     readBody(req, maxBodyBytes)
       .then(async ({ body, complete }) => {
         const request = toRestRequest(req, body);
@@ -90,6 +153,18 @@ export async function startRestServer(options: RestServerOptions): Promise<RestS
         else res.destroy();
       });
   });
+  server.on('connection', (socket: Socket) => {
+    open += 1;
+    if (open > maxConnections) excess.add(socket);
+    socket.once('close', () => {
+      open -= 1;
+    });
+  });
+  // Past twice the bound node:http closes a new connection before any byte is read (it emits `drop`).
+  server.maxConnections = maxConnections * 2;
+  server.on('drop', () => overload.refused('dropped'));
+  server.keepAliveTimeout = options.keepAliveTimeoutMs ?? 5000;
+  server.headersTimeout = options.headersTimeoutMs ?? 10_000;
   // A slow upload must not hold a connection forever.
   server.requestTimeout = 30_000;
   const host = options.host ?? '127.0.0.1';
@@ -103,17 +178,61 @@ export async function startRestServer(options: RestServerOptions): Promise<RestS
   const { port } = server.address() as AddressInfo;
   allowedHosts = options.allowedHosts ?? defaultAllowedHosts(host, port);
   const url = `http://${host.includes(':') ? `[${host}]` : host}:${port}`;
+  // Writes the request counts while idle too, so the node keeps beating; logs refusals.
+  const statsTimer = setInterval(() => {
+    router.flushStatsIfDue();
+    overload.tick();
+  }, statsFlushMs);
+  statsTimer.unref();
   log('info', `REST API listening on ${url}`);
   return {
     url,
     port,
     async close() {
+      clearInterval(statsTimer);
       const closed = new Promise<void>((resolve) => server.close(() => resolve()));
       server.closeIdleConnections();
       const cut = setTimeout(() => server.closeAllConnections(), options.closeGraceMs ?? 6000);
       await closed;
       clearTimeout(cut);
+      overload.flush();
+      await router.flushStats();
     },
+  };
+}
+
+type RefusalReason = 'in_flight' | 'connections' | 'dropped';
+
+/**
+ * Counts requests refused over a bound; {@link tick} (every second) logs them at most every
+ * {@link OVERLOAD_LOG_EVERY_MS}, with the counts since the last line, and `flush` logs what is left.
+ */
+function overloadLog(log: RuntimeLog): { refused(reason: RefusalReason): void; tick(): void; flush(): void } {
+  const counts: Record<RefusalReason, number> = { in_flight: 0, connections: 0, dropped: 0 };
+  let since = 0;
+  let lastLine = Number.NEGATIVE_INFINITY;
+  const total = () => counts.in_flight + counts.connections + counts.dropped;
+  const flush = () => {
+    if (total() === 0) return;
+    const now = Date.now();
+    log('warn', 'rest: overloaded; requests answered 503 (dropped: connections closed unanswered)', {
+      ...counts,
+      over_ms: now - since,
+    });
+    lastLine = now;
+    counts.in_flight = 0;
+    counts.connections = 0;
+    counts.dropped = 0;
+  };
+  return {
+    refused(reason) {
+      if (total() === 0) since = Date.now();
+      counts[reason] += 1;
+    },
+    tick() {
+      if (Date.now() - lastLine >= OVERLOAD_LOG_EVERY_MS) flush();
+    },
+    flush,
   };
 }
 

@@ -1,7 +1,9 @@
 /**
- * Two local Redis servers from Debian's `redis-server`: a standalone one (append-only file on) and a
- * cluster-mode one (`cluster-enabled yes`, one node owning all 16384 slots) so that a script touching
- * keys of two slots fails the integration tier exactly as it would on ElastiCache (docs/design.md §3).
+ * Local Redis servers from Debian's `redis-server`: a standalone one (append-only file on) and a cluster-mode one of
+ * {@link CLUSTER_MASTERS} masters on consecutive ports (`cluster-enabled yes`, the slots split evenly), so that a
+ * script touching keys of two slots, and a pipeline whose keys live on two shards, fail the integration and e2e tiers
+ * exactly as they would on a multi-shard ElastiCache cluster (docs/design.md §3). One node owning every slot hid the
+ * second kind of mistake.
  */
 import { execFileSync, spawnSync } from 'node:child_process';
 import { mkdirSync, writeFileSync } from 'node:fs';
@@ -9,18 +11,27 @@ import { join } from 'node:path';
 import { Redis } from 'ioredis';
 import { ServiceStartError } from '../../lib/errors.ts';
 import type { Progress, ServiceStatus, ServicesLayout } from './layout.ts';
-import { bringUp, ownedPid, type ServiceSpec, serviceStatus, startService, stopProcess } from './processes.ts';
+import { bringUp, ownedPid, type ServiceSpec, serviceStatus, startService, stopProcess, waitFor } from './processes.ts';
 
 export type RedisKind = 'redis' | 'redis-cluster';
 
-function paths(layout: ServicesLayout, kind: RedisKind) {
-  const dir = join(layout.dir, kind);
+/** Masters of the local cluster-mode Redis, on `CRAWL_REDIS_CLUSTER_PORT` and the ports after it. */
+export const CLUSTER_MASTERS = 3;
+
+/** The nodes of a kind: one for the standalone Redis, {@link CLUSTER_MASTERS} for the cluster. */
+function nodesOf(kind: RedisKind): number[] {
+  return kind === 'redis' ? [0] : Array.from({ length: CLUSTER_MASTERS }, (_, i) => i);
+}
+
+/** Node 0 of the cluster keeps the directory of the one-node cluster it replaces (`redis-cluster`). */
+function paths(layout: ServicesLayout, kind: RedisKind, node = 0) {
+  const dir = join(layout.dir, node === 0 ? kind : `${kind}-${node + 1}`);
   return {
     dir,
     conf: join(dir, 'redis.conf'),
     pid: join(dir, 'redis.pid'),
     log: join(dir, 'redis.log'),
-    port: kind === 'redis' ? layout.redisPort : layout.redisClusterPort,
+    port: (kind === 'redis' ? layout.redisPort : layout.redisClusterPort) + node,
   };
 }
 
@@ -65,20 +76,12 @@ function ping(port: number): Promise<string> {
   return probe(port, (client) => client.ping());
 }
 
-function clusterReady(port: number): Promise<boolean> {
-  return probe(port, async (client) => {
-    const info = (await client.cluster('INFO')) as string;
-    if (info.includes('cluster_state:ok')) return true;
-    if (info.includes('cluster_slots_assigned:0')) await client.call('CLUSTER', 'ADDSLOTSRANGE', '0', '16383');
-    return false;
-  });
-}
-
 /** What bringUp / serviceStatus need of one Redis (processes.ts). */
-function spec(layout: ServicesLayout, kind: RedisKind, progress: Progress): ServiceSpec {
-  const p = paths(layout, kind);
+function spec(layout: ServicesLayout, kind: RedisKind, progress: Progress, node = 0): ServiceSpec {
+  const p = paths(layout, kind, node);
+  const name = node === 0 ? kind : `${kind}-${node + 1}`;
   return {
-    name: kind,
+    name,
     what: 'Redis',
     port: p.port,
     pidFile: p.pid,
@@ -122,29 +125,111 @@ function spec(layout: ServicesLayout, kind: RedisKind, progress: Progress): Serv
         );
       }
       writeFileSync(p.conf, `${lines.join('\n')}\n`);
-      progress(`${kind}: starting on 127.0.0.1:${p.port} (log ${p.log})`);
+      progress(`${name}: starting on 127.0.0.1:${p.port} (log ${p.log})`);
       // Errors before the log file is open (a bad config line) go to stderr, so stderr goes to the log too.
-      return startService(kind, bin, [p.conf], { out: p.log, pidFile: p.pid });
+      return startService(name, bin, [p.conf], { out: p.log, pidFile: p.pid });
     },
-    // A cluster node is ready once it owns every slot.
-    ready: async () => (await ping(p.port)) === 'PONG' && (kind !== 'redis-cluster' || (await clusterReady(p.port))),
+    // A cluster node answers before the cluster is formed; redisUp forms it once every node answers.
+    ready: async () => (await ping(p.port)) === 'PONG',
   };
 }
 
-/** Starts one Redis (idempotent) and waits for PING (and, in cluster mode, `cluster_state:ok`). */
-export function redisUp(layout: ServicesLayout, kind: RedisKind, progress: Progress): Promise<ServiceStatus> {
-  return bringUp(spec(layout, kind, progress), progress);
+/**
+ * Starts one Redis, or every node of the cluster (idempotent), and waits for PING; in cluster mode it then forms the
+ * cluster (clusterForm) and waits for `cluster_state:ok` on every node. The cluster's status is its first node's,
+ * with the address range of all of them.
+ */
+export async function redisUp(layout: ServicesLayout, kind: RedisKind, progress: Progress): Promise<ServiceStatus> {
+  const statuses: ServiceStatus[] = [];
+  for (const node of nodesOf(kind)) statuses.push(await bringUp(spec(layout, kind, progress, node), progress));
+  const first = statuses[0] as ServiceStatus;
+  if (kind === 'redis') return first;
+  const ports = nodesOf(kind).map((node) => paths(layout, kind, node).port);
+  await clusterForm(ports, layout.timeoutSec * 1000, progress);
+  return { ...first, address: clusterAddress(ports) };
 }
 
-/** Stops the Redis we started (if any). */
+/** Stops the Redis (every node of the cluster) we started, if any. */
 export async function redisDown(layout: ServicesLayout, kind: RedisKind, progress: Progress): Promise<void> {
-  const p = paths(layout, kind);
-  const pid = ownedPid(p.pid, p.conf);
-  if (pid === undefined) return;
-  progress(`${kind}: stopping pid ${pid}`);
-  await stopProcess(pid, p.pid);
+  for (const node of nodesOf(kind).reverse()) {
+    const p = paths(layout, kind, node);
+    const pid = ownedPid(p.pid, p.conf);
+    if (pid === undefined) continue;
+    progress(`${spec(layout, kind, progress, node).name}: stopping pid ${pid}`);
+    await stopProcess(pid, p.pid);
+  }
 }
 
-export function redisStatus(layout: ServicesLayout, kind: RedisKind): Promise<ServiceStatus> {
-  return serviceStatus(spec(layout, kind, () => {}));
+/** `running` only when every node is ours and running; otherwise the first node's state that is not. */
+export async function redisStatus(layout: ServicesLayout, kind: RedisKind): Promise<ServiceStatus> {
+  const statuses: ServiceStatus[] = [];
+  for (const node of nodesOf(kind)) statuses.push(await serviceStatus(spec(layout, kind, () => {}, node)));
+  const first = statuses[0] as ServiceStatus;
+  if (kind === 'redis') return first;
+  const ports = nodesOf(kind).map((node) => paths(layout, kind, node).port);
+  const off = statuses.find((s) => s.state !== 'running');
+  return off === undefined
+    ? { ...first, address: clusterAddress(ports) }
+    : { name: kind, state: off.state, address: clusterAddress(ports) };
+}
+
+function clusterAddress(ports: number[]): string {
+  return `127.0.0.1:${ports[0]}-${ports[ports.length - 1]}`;
+}
+
+/** `CLUSTER INFO` of a node as fields. */
+async function clusterInfo(port: number): Promise<Record<string, string>> {
+  const text = await probe(port, (client) => client.cluster('INFO') as Promise<string>);
+  return Object.fromEntries(
+    text
+      .split(/\r?\n/)
+      .filter((line) => line.includes(':'))
+      .map((line) => line.split(':', 2) as [string, string]),
+  );
+}
+
+/** Whether the node on `port` itself owns a slot (CLUSTER NODES, its `myself` line; others' slots gossip in). */
+async function ownsSlots(port: number): Promise<boolean> {
+  const text = await probe(port, (client) => client.cluster('NODES') as Promise<string>);
+  const mine = text.split('\n').find((line) => line.split(' ')[2]?.includes('myself'));
+  return (mine?.split(' ').length ?? 0) > 8;
+}
+
+/** The slot range of master `i` of `n`: 16384 slots split as redis-cli --cluster create splits them. */
+export function slotRange(i: number, n: number): [number, number] {
+  const per = 16384 / n;
+  return [Math.round(i * per), Math.round((i + 1) * per) - 1];
+}
+
+/**
+ * Forms the cluster of the nodes on `ports` (idempotent): node 0 meets the others, each node that owns no slot
+ * takes its share, and the call returns once every node says `cluster_state:ok` and knows all of them. A node 0
+ * left from the one-node layout (it alone owns every slot) holds only test data: it is emptied and reset first.
+ */
+async function clusterForm(ports: number[], timeoutMs: number, progress: Progress): Promise<void> {
+  const formed = async () => {
+    for (const port of ports) {
+      const info = await clusterInfo(port);
+      if (info.cluster_state !== 'ok' || Number(info.cluster_known_nodes) !== ports.length) return false;
+    }
+    return true;
+  };
+  if (await formed()) return;
+  const [first, ...others] = ports as [number, ...number[]];
+  const info = await clusterInfo(first);
+  if (Number(info.cluster_known_nodes) === 1 && Number(info.cluster_slots_assigned) === 16384) {
+    progress(`redis-cluster: resetting the one-node cluster on ${first} (test data) to form ${ports.length} masters`);
+    await probe(first, async (client) => {
+      await client.flushall();
+      await client.cluster('RESET', 'HARD');
+    });
+  }
+  progress(`redis-cluster: forming a cluster of ${ports.length} masters on ${clusterAddress(ports)}`);
+  for (const port of others) await probe(first, (client) => client.cluster('MEET', '127.0.0.1', port));
+  for (const [i, port] of ports.entries()) {
+    const [from, to] = slotRange(i, ports.length);
+    if (!(await ownsSlots(port)))
+      await probe(port, (client) => client.call('CLUSTER', 'ADDSLOTSRANGE', String(from), String(to)));
+  }
+  await waitFor(`redis-cluster on ${clusterAddress(ports)} (cluster_state:ok on every node)`, formed, timeoutMs, 250);
 }

@@ -41,11 +41,13 @@ describe('crawler plugins in the image', () => {
   it('names every top-level module of the directory, sorted, and nothing else', () => {
     expect(pluginBuildArgs(REPO_ROOT, 'test/fixtures/plugins').CRAWLER_PLUGINS.split(',')).toEqual([
       'plugins/bad-name.ts',
+      'plugins/dying-thread.ts',
       'plugins/failing-open.ts',
       'plugins/link-again.ts',
       'plugins/no-spider.ts',
       'plugins/plain.js',
       'plugins/runaway.ts',
+      'plugins/thread-killers.ts',
       'plugins/throwing.ts',
       'plugins/top-level-throw.ts',
     ]);

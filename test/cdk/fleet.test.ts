@@ -157,14 +157,19 @@ describe('crawler fleet', () => {
     expect(gapOf(alarm).expression).toBe('needed - tasks');
   });
 
-  it('runs 1 vCPU / 2 GiB tasks by default, with adaptive slots between the context bounds', () => {
+  it('runs 1 vCPU / 2 GiB tasks by default, with adaptive slots between the context bounds and the task size told', () => {
     const task = resourceOf(s, s.stack.fleet.taskDefinition).Properties;
     expect([task.Cpu, task.Memory]).toEqual(['1024', '2048']);
     const env = (syn: Synthesized) =>
       Object.fromEntries(
         (container(syn).Environment as { Name: string; Value: string }[]).map((e) => [e.Name, e.Value]),
       );
-    expect(env(s)).toMatchObject({ CRAWLER_CONCURRENCY_MIN: '8', CRAWLER_CONCURRENCY_MAX: '256' });
+    // The task size, so the crawler's memory limit (and its body budget) is the task's even where its cgroup hides it.
+    expect(env(s)).toMatchObject({
+      CRAWLER_CONCURRENCY_MIN: '8',
+      CRAWLER_CONCURRENCY_MAX: '256',
+      CRAWLER_TASK_MEMORY_MIB: '2048',
+    });
     expect(env(s).CRAWLER_CONCURRENCY).toBeUndefined();
     const bigger = synthStack({
       taskCpu: 2048,
@@ -172,7 +177,11 @@ describe('crawler fleet', () => {
       crawlerConcurrencyMin: 16,
       crawlerConcurrencyMax: 512,
     });
-    expect(env(bigger)).toMatchObject({ CRAWLER_CONCURRENCY_MIN: '16', CRAWLER_CONCURRENCY_MAX: '512' });
+    expect(env(bigger)).toMatchObject({
+      CRAWLER_CONCURRENCY_MIN: '16',
+      CRAWLER_CONCURRENCY_MAX: '512',
+      CRAWLER_TASK_MEMORY_MIB: '4096',
+    });
     expect(() => synthStack({ crawlerConcurrencyMin: 64, crawlerConcurrencyMax: 32 })).toThrow(/crawlerConcurrencyMax/);
     expect(() => synthStack({ runtimeEnv: { CRAWLER_CONCURRENCY_MAX: '64' } })).toThrow(/set by the stack/);
   });

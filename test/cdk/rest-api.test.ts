@@ -2,6 +2,7 @@ import { Match } from 'aws-cdk-lib/assertions';
 import { beforeAll, describe, expect, it } from 'vitest';
 import { HTTP_API_INTEGRATION_LIMIT_SECONDS } from '../../cdk/constructs/functions.ts';
 import { REQUIRED_VARIABLES } from '../../cdk/runtime-env.ts';
+import { VARIABLES } from '../../lib/config/index.ts';
 import { allStatements, type Cfn, logicalIdOf, resourceOf, type Synthesized, synthStack } from './synth.ts';
 
 let s: Synthesized;
@@ -83,6 +84,23 @@ describe('REST API', () => {
       ThrottlingRateLimit: 5,
       ThrottlingBurstLimit: 10,
     });
+  });
+
+  it('bursts the stage at the REST in-flight bound (REST_MAX_IN_FLIGHT) and follows an override of it', () => {
+    s.template.hasResourceProperties('AWS::ApiGatewayV2::Stage', {
+      DefaultRouteSettings: { ThrottlingBurstLimit: VARIABLES.REST_MAX_IN_FLIGHT.default },
+    });
+    const c = synthStack({ runtimeEnv: { REST_MAX_IN_FLIGHT: '40' } });
+    c.template.hasResourceProperties('AWS::ApiGatewayV2::Stage', {
+      DefaultRouteSettings: { ThrottlingRateLimit: 50, ThrottlingBurstLimit: 40 },
+    });
+    const wins = synthStack({ runtimeEnv: { REST_MAX_IN_FLIGHT: '40' }, restBurstLimit: 70 });
+    wins.template.hasResourceProperties('AWS::ApiGatewayV2::Stage', {
+      DefaultRouteSettings: { ThrottlingBurstLimit: 70 },
+    });
+    expect(() => synthStack({ runtimeEnv: { REST_MAX_IN_FLIGHT: '0' } })).toThrow(
+      /context "runtimeEnv": REST_MAX_IN_FLIGHT must be an integer in \[1, 10000\]/,
+    );
   });
 
   it('lets the function write only to <prefix>.incoming', () => {

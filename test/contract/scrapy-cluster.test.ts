@@ -101,7 +101,16 @@ describe("Scrapy Cluster's documented requests through the local cluster", () =>
           success: 'boolean',
           timestamp: 'string',
         },
-        { depth: 'int', fetched_ms: 'int', retry_times: 'int', body_truncated: 'boolean', body_encoding: 'string' },
+        {
+          depth: 'int',
+          fetched_ms: 'int',
+          retry_times: 'int',
+          body_truncated: 'boolean',
+          body_encoding: 'string',
+          body_cut: 'string',
+          body_cut_bytes: 'int',
+          body_message_cut: 'boolean',
+        },
       );
       // Scrapy's header names; values are lists of strings.
       expect(Object.keys(page.response_headers as Json)).toContain('Content-Type');

@@ -3,7 +3,10 @@
  * against a local cluster started in this process (the real handlers, one crawler worker, fresh prefixes) that crawls
  * the fixture site on loopback, whose robots.txt disallows /private/ (so a page there fails at once, unretried).
  */
+import { mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { createServer, type Server } from 'node:net';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { type FixtureSite, startSite } from '../../localstack/site/site.ts';
 import { clusterEnv, runCli } from '../helpers/cli.ts';
@@ -72,6 +75,30 @@ describe('the CLI beside a running cluster with one crawler worker', () => {
     expect(run.stderr).toMatch(/rejected by the cluster \(appid=cli-fail-e2e crawlid=all-failed\): duplicate: /);
     expect(run.stdout).toContain('; 1 rejected (above)');
     expect(run.stderr).toContain('error: the cluster rejected 1 of 1 request sent');
+  });
+
+  it('feed -f names the line of a request the cluster refuses after sending it, and exits 1', async () => {
+    // As above: the seed of the finished crawl is a duplicate; the line before it is accepted.
+    const dir = await mkdtemp(join(tmpdir(), 'cli-fail-feed-'));
+    try {
+      const file = join(dir, 'requests.jsonl');
+      const lines = [
+        { appid: APPID, crawlid: 'from-file', url: site.url(2) },
+        { appid: APPID, crawlid: 'all-failed', url: denied() },
+      ];
+      await writeFile(file, `${lines.map((l) => JSON.stringify(l)).join('\n')}\n`);
+
+      const run = await runCli(['feed', '--wait', '5', '-f', file], env);
+
+      expect(run.code).toBe(1);
+      expect(run.stderr).toMatch(
+        /line 2: rejected by the cluster \(appid=cli-fail-e2e crawlid=all-failed\): duplicate: /,
+      );
+      expect(run.stdout).toMatch(/sent 2 requests to \S+ \(2 crawl\) in [\d.]+ s; 1 rejected \(above\)/);
+      expect(run.stderr).toContain('error: the cluster rejected 1 of 2 requests sent');
+    } finally {
+      await rm(dir, { recursive: true, force: true });
+    }
   });
 
   it('feed of a request the cluster accepts says no rejection came, and exits 0', async () => {

@@ -250,7 +250,7 @@ describe('crawl-cluster feed', () => {
     ]);
   });
 
-  it('sends nothing from a file with one bad line, and names the line', async () => {
+  it('sends the valid lines of a file with one bad line, names the line it skipped, and exits 2', async () => {
     const dir = await mkdtemp(join(tmpdir(), 'clifd-'));
     try {
       const file = join(dir, 'requests.jsonl');
@@ -264,18 +264,25 @@ describe('crawl-cluster feed', () => {
       );
       const before = await endOffset(topics.incoming);
 
-      const run = await runCli(['feed', '--file', file]);
+      const run = await runCli(['feed', '--wait', '0', '--file', file]);
 
       expect(run.code).toBe(2);
       expect(run.stderr).toContain('line 2: /maxdepth must be <= 3 (schema)');
-      expect(run.stderr).toContain('1 of 3 requests invalid; nothing was sent');
-      expect(await endOffset(topics.incoming)).toBe(before);
+      expect(run.stderr).toContain('1 of 3 requests invalid; the other 2 requests were sent');
+      expect(run.stdout).toMatch(/sent 2 requests to \S+ \(2 crawl\) \(1 invalid line skipped\) in [\d.]+ s/);
+      expect(await endOffset(topics.incoming)).toBe(before + 2);
+      const messages = await readUntil(topics.incoming, (ms) =>
+        ms.some((m) => m.value?.toString().includes('"file-3"')),
+      );
+      const crawlids = messages.map((m) => JSON.parse(m.value?.toString() ?? '{}').crawlid);
+      expect(crawlids).toContain('file-1');
+      expect(crawlids).not.toContain('file-2');
     } finally {
       await rm(dir, { recursive: true, force: true });
     }
   });
 
-  it('sends every line of stdin (-) in one go, skipping blank lines', async () => {
+  it('sends every line of stdin (-), skipping blank lines', async () => {
     const before = await endOffset(topics.incoming);
     const input = [
       '{"appid":"app-feed","crawlid":"stdin-1","url":"http://example.com/1"}',

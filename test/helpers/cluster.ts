@@ -8,7 +8,7 @@ import { config, type Variables } from '../../lib/config/index.ts';
 import { createProducer } from '../../lib/kafka/client.ts';
 import { clusterTopics } from '../../lib/kafka/topics.ts';
 import { redisSpiderTypeStore } from '../../lib/monitor/spider-types.ts';
-import { silentLog } from '../../lib/ports.ts';
+import { type Log, silentLog } from '../../lib/ports.ts';
 import { type LocalCluster, startLocalCluster } from '../../localstack/runtime/cluster.ts';
 import type { RuntimeLog } from '../../localstack/runtime/log.ts';
 import type { FixtureSite } from '../../localstack/site/site.ts';
@@ -50,6 +50,8 @@ export async function startTestCluster(
     crawlerWorkers?: number;
     /** CloudWatch namespace of the stats metrics in LocalStack. @default METRICS_NAMESPACE */
     metricsNamespace?: string;
+    /** The log of the monitors' context (the handlers' log lines). @default silentLog */
+    monitorLog?: Log;
   } = {},
 ): Promise<TestCluster> {
   const base = config();
@@ -64,7 +66,7 @@ export async function startTestCluster(
     REDIS_KEY_PREFIX: uniqueName('k'),
     ...overrides,
   };
-  const deps = await createMonitorDeps('e2e', silentLog, vars);
+  const deps = await createMonitorDeps('e2e', options.monitorLog ?? silentLog, vars);
   const kafka = testKafka();
   const cluster = await startLocalCluster({
     vars,
@@ -161,7 +163,7 @@ export interface E2eCluster extends TestCluster {
  */
 export async function startE2eCluster(
   overrides: Partial<Variables> = {},
-  options: { site?: Pick<FixtureSite, 'hostMap'>; crawlerWorkers?: number } = {},
+  options: { site?: Pick<FixtureSite, 'hostMap'>; crawlerWorkers?: number; monitorLog?: Log } = {},
 ): Promise<E2eCluster> {
   const t = await startTestCluster(
     {
@@ -172,7 +174,7 @@ export async function startE2eCluster(
       LOG_LEVEL: 'WARN',
       ...overrides,
     },
-    { crawlerWorkers: options.crawlerWorkers ?? 1 },
+    { crawlerWorkers: options.crawlerWorkers ?? 1, monitorLog: options.monitorLog },
   );
   try {
     return {

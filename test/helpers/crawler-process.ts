@@ -22,17 +22,25 @@ export interface CrawlerProcess {
   stop(signal?: NodeJS.Signals): Promise<{ code: number | null; signal: NodeJS.Signals | null; atMs: number }>;
 }
 
-/** Starts a crawler worker with the cluster's `vars` changed by `overrides`. */
-export function startCrawlerProcess(vars: Variables, overrides: Partial<Variables> = {}): CrawlerProcess {
+/**
+ * Starts a crawler worker with the cluster's `vars` changed by `overrides`. `wrap` turns its command line into the
+ * one to run (a memory cgroup's, test/helpers/memory-cgroup.ts), which must end by executing it in the same process.
+ */
+export function startCrawlerProcess(
+  vars: Variables,
+  overrides: Partial<Variables> = {},
+  wrap: (argv: string[]) => string[] = (argv) => argv,
+): CrawlerProcess {
   const env = envOf({ ...vars, ...overrides }, process.env);
-  const child = spawn(
+  const [command, ...args] = wrap([
     crawlerNode(vars.CRAWLER_NODE),
-    [...CRAWLER_NODE_FLAGS, join(REPO_ROOT, 'functions', 'crawler', 'main.ts')],
-    {
-      env,
-      stdio: ['ignore', 'pipe', 'pipe'],
-    },
-  );
+    ...CRAWLER_NODE_FLAGS,
+    join(REPO_ROOT, 'functions', 'crawler', 'main.ts'),
+  ]);
+  const child = spawn(command as string, args, {
+    env,
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
   let out = '';
   const keep = (chunk: Buffer) => {
     out = (out + chunk.toString('utf8')).slice(-64 * 1024);

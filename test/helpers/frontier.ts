@@ -10,7 +10,15 @@ import { requestFingerprint } from '../../lib/crawl/fingerprint.ts';
 import type { RedisClient } from '../../lib/redis/client.ts';
 import { Frontier } from '../../lib/redis/frontier.ts';
 import type { CrawlRef, CrawlSettings, FrontierOptions, Lease, QueueRequest } from '../../lib/redis/frontier-types.ts';
-import { dupefilterKey, partitionKeyList, partitionKeys, spiderPartitions, spidersKey } from '../../lib/redis/keys.ts';
+import {
+  dupefilterKey,
+  partitionKeyList,
+  partitionKeys,
+  partitionTag,
+  spiderPartitions,
+  spidersKey,
+  stateMarkerKey,
+} from '../../lib/redis/keys.ts';
 import { clusterRedis, uniqueName } from './services.ts';
 
 /** The fixed clock the frontier tests start from (epoch ms, a whole second). */
@@ -61,7 +69,11 @@ export async function dropTestFrontiers(redis: RedisClient): Promise<void> {
       for (const p of spiderPartitions(prefix, spider, typeEnabled)) {
         const crawls = await redis.hkeys(partitionKeys(p).crawlRefs);
         // One slot per partition, so one multi-key DEL is fine even in cluster mode.
-        await redis.del(...partitionKeyList(p), ...crawls.map((ck) => dupefilterKey(p, ck)));
+        await redis.del(
+          ...partitionKeyList(p),
+          stateMarkerKey(partitionTag(p)),
+          ...crawls.map((ck) => dupefilterKey(p, ck)),
+        );
       }
     }
     await redis.del(spidersKey(prefix));

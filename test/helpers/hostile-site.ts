@@ -5,6 +5,7 @@
  */
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
+import { gzipSync } from 'node:zlib';
 
 export interface HostileSite {
   /** `http://<host>:<port><path>`. */
@@ -38,6 +39,16 @@ const PAGES: Record<string, () => [string, string | Buffer]> = {
 
 export const HOSTILE_PATHS = Object.keys(PAGES).filter((p) => p !== '/ok');
 
+/** Decoded size of a compression bomb: 20 MiB of NUL bytes, text/plain, about 20 KB gzipped. */
+export const BOMB_BYTES = 20 * 1024 * 1024;
+
+/** `/bomb/<anything>`: a compression bomb of {@link BOMB_BYTES}, one URL per bomb a crawl needs. */
+export function bombPath(n: number): string {
+  return `/bomb/${n}`;
+}
+
+let bomb: Buffer | undefined;
+
 export async function startHostileSite(host = 'hostile.test'): Promise<HostileSite> {
   const built = new Map<string, [string, string | Buffer]>();
   const hits = new Map<string, number>();
@@ -46,6 +57,11 @@ export async function startHostileSite(host = 'hostile.test'): Promise<HostileSi
     hits.set(path, (hits.get(path) ?? 0) + 1);
     if (path === '/robots.txt') {
       res.writeHead(200, { 'content-type': 'text/plain' }).end('User-agent: *\nAllow: /\n');
+      return;
+    }
+    if (path.startsWith('/bomb/')) {
+      bomb ??= gzipSync(Buffer.alloc(BOMB_BYTES));
+      res.writeHead(200, { 'content-type': 'text/plain', 'content-encoding': 'gzip' }).end(bomb);
       return;
     }
     const make = PAGES[path];

@@ -10,7 +10,7 @@ import { join } from 'node:path';
 import type { Kafka } from 'kafkajs';
 import { config } from '../../lib/config/index.ts';
 import { createKafka } from '../../lib/kafka/client.ts';
-import { kafkaDown, kafkaUp } from '../../localstack/services/kafka-service.ts';
+import { kafkaDown, kafkaStatus, kafkaUp } from '../../localstack/services/kafka-service.ts';
 import { type ServicesLayout, servicesLayout } from '../../localstack/services/layout.ts';
 import { freePort } from '../../localstack/services/processes.ts';
 
@@ -26,6 +26,10 @@ export interface PrivateKafka {
   stop(): Promise<void>;
   /** Stops it and deletes its directory. */
   remove(): Promise<void>;
+  /** Freezes the broker's process (SIGSTOP): connections stay open and nothing answers, as on a stalled host. */
+  freeze(): Promise<void>;
+  /** Lets a frozen broker run again (SIGCONT). */
+  thaw(): Promise<void>;
 }
 
 /** Starts a broker of the test's own on free ports. */
@@ -51,6 +55,11 @@ export async function startPrivateKafka(): Promise<PrivateKafka> {
   });
   const progress = (m: string) => process.stderr.write(`[private kafka] ${m}\n`);
   const brokers = `127.0.0.1:${port}`;
+  const signal = async (name: NodeJS.Signals): Promise<void> => {
+    const { pid } = await kafkaStatus(layout);
+    if (pid === undefined) throw new Error('the private broker is not running');
+    process.kill(pid, name);
+  };
   const broker: PrivateKafka = {
     brokers,
     port,
@@ -59,7 +68,10 @@ export async function startPrivateKafka(): Promise<PrivateKafka> {
       await kafkaUp(layout, progress);
     },
     stop: () => kafkaDown(layout, progress),
+    freeze: () => signal('SIGSTOP'),
+    thaw: () => signal('SIGCONT'),
     async remove() {
+      await signal('SIGCONT').catch(() => undefined);
       await kafkaDown(layout, progress).catch(() => undefined);
       rmSync(dir, { recursive: true, force: true });
     },

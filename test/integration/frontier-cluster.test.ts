@@ -52,6 +52,7 @@ async function exerciseFrontier(frontier: Frontier, spider: string): Promise<voi
   // The page's children: its own spider type's fold into the ack (ack-enqueue); with no children, a plain ack.
   const children = [{ crawl: childCrawl(a), request: queueRequest(`http://x-${spider}.com/4`, -9, 1) }];
   await frontier.ack(l1, 'done', T0 + 1, new Map([[spider, children]]));
+  await frontier.extend([l2], T0 + 1);
   await frontier.restamp(l2, { ip: '10.0.0.1', maxWaitMs: 10_000, now: T0 + 1 });
   await frontier.release([l2], T0 + 1);
   await frontier.retry(l3, 10, T0 + 1);
@@ -79,9 +80,9 @@ describe('cluster readiness', () => {
 
     const frontierScripts = allScripts()
       .map((s) => s.name)
-      // stats-incr, the URL frontier's uf-* scripts and the REST replies' reply-* scripts have tests of their own
-      // (url-frontier.test.ts for uf-*, the reply store's for reply-*).
-      .filter((n) => n !== 'stats-incr' && !n.startsWith('uf-') && !n.startsWith('reply-'));
+      // stats-incr, state-loss, the URL frontier's uf-* scripts and the REST replies' reply-* scripts have tests of
+      // their own (url-frontier.test.ts for uf-*, the reply store's for reply-*, state-marker.test.ts for state-loss).
+      .filter((n) => n !== 'stats-incr' && n !== 'state-loss' && !n.startsWith('uf-') && !n.startsWith('reply-'));
     expect(new Set(calls.map((c) => c.script))).toEqual(new Set(frontierScripts));
     for (const { script, keys } of calls) {
       const spider = keys[0]?.endsWith(':q:wandering') ? 'wandering' : 'link';
@@ -151,6 +152,61 @@ describe('cluster readiness', () => {
   });
 });
 
+describe('a cluster of several shards', () => {
+  /** The master that serves `key`'s slot (CLUSTER SLOTS ranges, by port). */
+  async function shardOf(key: string): Promise<number> {
+    const slot = Number(await redis.cluster('KEYSLOT', key));
+    const ranges = (await redis.cluster('SLOTS')) as unknown as [number, number, [string, number]][];
+    const range = ranges.find(([from, to]) => slot >= from && slot <= to);
+    if (!range) throw new Error(`no shard serves slot ${slot}`);
+    return range[2][1];
+  }
+
+  test('the cluster-mode Redis of the tests has three masters, each serving a third of the slots', async () => {
+    const masters = (redis as Cluster).nodes('master');
+    expect(masters).toHaveLength(3);
+    const ranges = (await redis.cluster('SLOTS')) as unknown as [number, number][];
+    const owned = ranges.reduce((sum, [from, to]) => sum + (to - from + 1), 0);
+    expect(owned).toBe(16384);
+  });
+
+  test('frontier calls of partitions on different shards, issued together, all succeed with exact counts', async () => {
+    const frontier = testFrontier(redis);
+    // Spider types on every shard: ioredis auto-pipelines the calls of one event-loop turn, and its grouping put
+    // scripts of two shards into one pipeline, which it then refused ("same slots allocation group").
+    const spiders = Array.from({ length: 12 }, (_, i) => `s${i}`);
+    const shards = new Set(
+      await Promise.all(spiders.map((s) => shardOf(partitionKeys(frontier.partitionFor(s)).queue))),
+    );
+    expect(shards.size).toBe(3);
+    const perSpider = 5;
+    await Promise.all(
+      spiders.map((spider) => {
+        const crawl = seedCrawl('app', `c-${spider}`, { spiderid: spider });
+        const items = Array.from({ length: perSpider }, (_, i) => ({
+          crawl: i === 0 ? crawl : childCrawl(crawl),
+          request: queueRequest(`http://h${i}-${spider}.example/${i}`),
+        }));
+        return frontier.enqueue(spider, items, T0);
+      }),
+    );
+    const leases = await Promise.all(spiders.map((spider) => leaseAll(frontier, spider, T0)));
+    expect(leases.map((l) => l.length)).toEqual(spiders.map(() => perSpider));
+    const acks = await Promise.all(
+      leases.flatMap((ls, k) =>
+        ls.map((lease) => {
+          const spider = spiders[k] as string;
+          const child = { crawl: childCrawl(lease.crawl), request: queueRequest(`${lease.url}/child`, -9, 1) };
+          return frontier.ack(lease, 'done', T0 + 1, new Map([[spider, [child]]]));
+        }),
+      ),
+    );
+    expect(acks.every((a) => a.children?.size === 1)).toBe(true);
+    const children = await Promise.all(spiders.map((spider) => leaseAll(frontier, spider, T0 + 2)));
+    expect(children.map((l) => l.length)).toEqual(spiders.map(() => perSpider));
+  });
+});
+
 describe('Lua sources', () => {
   const files = [
     ...readdirSync(SCRIPTS_DIR)
@@ -164,7 +220,7 @@ describe('Lua sources', () => {
     (
       'EXPIRE TYPE HDEL HEXISTS HGET HGETALL HINCRBY HKEYS HLEN HMGET HSET INCR INCRBY SADD SCARD SISMEMBER SMEMBERS SREM ' +
       'ZADD ZCARD ZCOUNT ZINCRBY ZMSCORE ZRANGE ZRANGEBYLEX ZRANGEBYSCORE ZREM ZREMRANGEBYLEX ZREMRANGEBYRANK ' +
-      'ZREMRANGEBYSCORE ZSCORE'
+      'ZREMRANGEBYSCORE ZSCORE PERSIST'
     ).split(' '),
   );
   /** Commands all of whose arguments are keys. */

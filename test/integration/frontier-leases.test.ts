@@ -373,3 +373,35 @@ describe('ackMany', () => {
     expect(await counts(frontier)).toEqual({ queued: 0, leased: 0, done: 6, failed: 0 });
   });
 });
+
+describe('extending leases', () => {
+  test('an extended lease outlives its first deadline; once its new one passes, reclaim takes it back', async () => {
+    const frontier = testFrontier(redis, { leaseMs: LEASE_MS });
+    await queue(frontier, urls(3));
+    const leases = await leaseAll(frontier, 'link', T0);
+    expect(leases).toHaveLength(3);
+    const [kept, acked, lapsed] = leases as [Lease, Lease, Lease];
+    await frontier.ack(acked, 'done', T0 + 1000);
+    // Two thirds into the lease: the first is extended; the acked one is not leased any more and stays done.
+    expect(await frontier.extend([kept, acked], T0 + 20_000)).toBe(1);
+    // Past the first deadline: only the lease nobody extended goes back.
+    expect(await frontier.reclaim('link', T0 + LEASE_MS + 1)).toBe(1);
+    expect(await counts(frontier)).toEqual({ queued: 1, leased: 1, done: 1, failed: 0 });
+    const again = await leaseAll(frontier, 'link', T0 + LEASE_MS + 2);
+    expect(again.map((l) => l.url)).toEqual([lapsed.url]);
+    // Past the extended deadline (T0 + 20 s + LEASE_MS), the kept lease is reclaimed too.
+    expect(await frontier.reclaim('link', T0 + 20_000 + LEASE_MS - 1)).toBe(0);
+    expect(await frontier.reclaim('link', T0 + 20_000 + LEASE_MS + 1)).toBe(1);
+  });
+
+  test('extending a released or reclaimed lease does not bring it back', async () => {
+    const frontier = testFrontier(redis, { leaseMs: LEASE_MS });
+    await queue(frontier, urls(2));
+    const [released, reclaimed] = (await leaseAll(frontier, 'link', T0)) as [Lease, Lease];
+    await frontier.release([released], T0 + 1);
+    await frontier.extend([reclaimed], T0 + 2);
+    expect(await frontier.reclaim('link', T0 + LEASE_MS + 10)).toBe(1);
+    expect(await frontier.extend([released, reclaimed], T0 + LEASE_MS + 20)).toBe(0);
+    expect(await counts(frontier)).toEqual({ queued: 2, leased: 0, done: 0, failed: 0 });
+  });
+});

@@ -6,6 +6,9 @@
  *   worker dies or hangs, and a normal crawl fed afterwards completes (every worker hung in turn, for good).
  * - Parses whose promise never settles, more of them than the workers have slots: each given up, and a normal crawl
  *   afterwards completes (each attempt leaked its slot for the life of the process).
+ * - A plugin that runs out of heap on one page among 20 text/plain pages (test/fixtures/plugins/thread-killers.ts):
+ *   only that page is given up, naming the heap; each of the 20 is fetched once (issue 48 item 7: a page queued on
+ *   two dead threads was charged, and 12 of 20 were fetched 4 times and given up).
  */
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
@@ -32,10 +35,22 @@ const LINKS = 10_000;
 const SITEMAP_URLS = 1_000_000;
 
 /** `/many`: 10,000 links to `/p/<i>`; `/p/<i>`, `/ok/<i>`: tiny pages; anything else: a page with no links. */
-async function startSite(): Promise<{ server: Server; url: (path: string) => string; hostMap: string }> {
+async function startSite(): Promise<{
+  server: Server;
+  url: (path: string) => string;
+  hostMap: string;
+  hits: Map<string, number>;
+}> {
   const many = `<html><body>${Array.from({ length: LINKS }, (_, i) => `<a href="/p/${i}">p${i}</a>`).join('')}</body></html>`;
+  const hits = new Map<string, number>();
   const server = createServer((req, res) => {
     const path = req.url ?? '/';
+    hits.set(path, (hits.get(path) ?? 0) + 1);
+    if (path === '/kill' || path.startsWith('/text/')) {
+      res.setHeader('content-type', 'text/plain');
+      res.end('plain text');
+      return;
+    }
     res.setHeader('content-type', 'text/html');
     if (path === '/robots.txt') {
       res.writeHead(404).end();
@@ -71,7 +86,7 @@ async function startSite(): Promise<{ server: Server; url: (path: string) => str
     ).join('')}</urlset>`;
     return xml;
   };
-  return { server, url: (path) => `http://${HOST}:${port}${path}`, hostMap: `${HOST}=127.0.0.1` };
+  return { server, url: (path) => `http://${HOST}:${port}${path}`, hostMap: `${HOST}=127.0.0.1`, hits };
 }
 
 describe('page budgets through the local cluster', () => {
@@ -180,6 +195,43 @@ describe('page budgets through the local cluster', () => {
     }
     allAlive();
     await normalCrawl('after-later-hog');
+  }, 150_000);
+
+  test('a plugin that runs out of heap on one page among 20 text pages: only it is given up, naming the heap; the 20 are fetched once each', async () => {
+    // A worker of its own, with the default 30 s parse budget: the heap, not a budget raced on a busy machine, ends
+    // the page.
+    const [killer] = await startRegisteredWorkers(t, 'heap-async', [
+      {
+        CRAWLER_HOST_MAP: site.hostMap,
+        CRAWLER_PLUGINS: 'test/fixtures/plugins/thread-killers.ts',
+        CRAWLER_CONCURRENCY: 4,
+        CRAWLER_PLUGIN_MEMORY_MB: 64,
+      },
+    ]);
+    workers.push(killer);
+    const text = Array.from({ length: 20 }, (_, i) => `/text/${i}`);
+    // One crawl per page: each completes on its own, so a page fetched again cannot hide behind another's notice.
+    await t.feed(
+      ['/kill', ...text].map((path, i) => ({
+        url: site.url(path),
+        appid: APPID,
+        crawlid: `deaths-${i}`,
+        spiderid: 'heap-async',
+        maxdepth: 0,
+      })),
+    );
+    const killed = await completeNotice(outbound, 'deaths-0', 90_000);
+    expect(killed).toMatchObject({ total_pages: 0, total_failed: 1 });
+    const exception = String(crawlPages(pages, 'deaths-0')[0]?.exception);
+    expect(exception).toContain('the spider thread ran out of memory (its heap limit, CRAWLER_PLUGIN_MEMORY_MB=64');
+    expect(exception).not.toContain('CRAWLER_PARSE_TIMEOUT_MS');
+    for (let i = 1; i <= text.length; i++) {
+      expect(await completeNotice(outbound, `deaths-${i}`, 30_000)).toMatchObject({ total_pages: 1, total_failed: 0 });
+    }
+    expect(text.map((path) => site.hits.get(path))).toEqual(text.map(() => 1));
+    // RETRY_TIMES=1: fetched twice, killing a thread each time.
+    expect(site.hits.get('/kill')).toBe(2);
+    allAlive();
   }, 150_000);
 
   // Last: its 50,000 pages keep the workers busy until the cluster stops.

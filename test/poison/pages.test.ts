@@ -53,7 +53,14 @@ describe('hostile pages through the local cluster', () => {
     await admin.disconnect();
     pages = await t.collect(t.topics.crawledFirehose);
     outbound = await t.collect(t.topics.outboundFirehose);
-    worker = startCrawlerProcess(t.vars, { CRAWLER_HOST_MAP: site.hostMap, CRAWLER_CONCURRENCY: 4 });
+    // A links cap of its own (CRAWLER_MAX_LINKS, 10,000 by default) and its warnings printed: the cap goes from the
+    // environment to the page, and the cut is logged.
+    worker = startCrawlerProcess(t.vars, {
+      CRAWLER_HOST_MAP: site.hostMap,
+      CRAWLER_CONCURRENCY: 4,
+      CRAWLER_MAX_LINKS: 5000,
+      LOG_LEVEL: 'WARN',
+    });
     const crawlids = HOSTILE_PATHS.map((path) => `hostile${path.replaceAll('/', '-')}`);
     // At maxdepth 1 each page is spidered (a page at maxdepth is not parsed at all: lib/crawl/spiders/link.ts), and
     // deny_regex keeps its links from being followed, so each crawl is its one hostile page.
@@ -87,13 +94,20 @@ describe('hostile pages through the local cluster', () => {
     expect(site.hits.get(path)).toBe(1);
   });
 
-  test('a page of 500,000 links is published with its first 10,000 links and a cut body, saying why', () => {
+  test('a page of 500,000 links is published with its first CRAWLER_MAX_LINKS (5,000) links and a cut body, saying why, and logged once', () => {
     const [page] = crawlPages(pages, 'hostile-links-500k');
     expect(page).toMatchObject({ success: true, body_truncated: true });
-    expect(String(page?.links_stopped)).toContain('10000 links');
+    expect(page?.links_stopped).toBe('link extraction stopped at 5000 links');
     const links = page?.links as { url: string }[];
-    expect(links).toHaveLength(10_000);
+    expect(links).toHaveLength(5000);
     expect(links[0]?.url).toBe(site.url('/l/0'));
+    // One line per page cut (this one and the page of 100,000 links), with its URL, what it had and the cap.
+    const cuts = worker
+      .output()
+      .split('\n')
+      .filter((line) => line.includes('page links cut at CRAWLER_MAX_LINKS') && line.includes(page?.url as string));
+    expect(cuts, worker.output().slice(-2000)).toHaveLength(1);
+    expect(cuts[0]).toContain('more than 5000');
   });
 
   test('1,000,000 nested divs and 200,000 spans in a link still give their link', () => {

@@ -37,6 +37,14 @@ describe('loadConfig', () => {
     expect(vars.REDIS_PORT).toBe(6379);
   });
 
+  it('CRAWLER_MAX_LINKS: 10,000 by default, any whole number from 1 to 100,000, else refused by name', () => {
+    expect(loadConfig({}).CRAWLER_MAX_LINKS).toBe(10_000);
+    expect(loadConfig({ CRAWLER_MAX_LINKS: '50' }).CRAWLER_MAX_LINKS).toBe(50);
+    expect(loadConfig({ CRAWLER_MAX_LINKS: '100000' }).CRAWLER_MAX_LINKS).toBe(100_000);
+    for (const bad of ['0', '100001', 'many'])
+      expect(configError({ CRAWLER_MAX_LINKS: bad }).variable).toBe('CRAWLER_MAX_LINKS');
+  });
+
   it('coerces integer variables from strings, ignoring surrounding spaces', () => {
     const vars = loadConfig({ QUEUE_HITS: '25', REDIS_PORT: ' 16379 ', KAFKA_TOPIC_PARTITIONS: '12' });
     expect(vars.QUEUE_HITS).toBe(25);

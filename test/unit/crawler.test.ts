@@ -7,6 +7,7 @@ import { describe, expect, it } from 'vitest';
 import { ConcurrencyController, type LoadSignals } from '../../lib/crawl/concurrency.ts';
 import { Crawler, DELIVERIES_PER_FETCH, RECLAIMED_TOO_OFTEN } from '../../lib/crawl/crawler.ts';
 import { MAX_CRAWL_DELAY_MS, MAX_RESTAMP_WAIT_MS, RESTAMP_AFTER_MS } from '../../lib/crawl/crawler-fetch.ts';
+import { PUBLISH_STALL_MS } from '../../lib/crawl/crawler-gate.ts';
 import { LEASE_AHEAD_MS, MAX_LEASE_BATCH, QUIET_MAX_MS } from '../../lib/crawl/crawler-leasing.ts';
 import { CRAWLER_TASK_KIND, type CrawlerLoad, parseCrawlerLoad } from '../../lib/crawl/crawler-load.ts';
 import type { CrawlerOptions } from '../../lib/crawl/crawler-options.ts';
@@ -74,6 +75,8 @@ class ScriptedFrontier implements CrawlerFrontier {
   readonly items: { spider: string; crawl: CrawlRef; request: QueueRequest }[] = [];
   /** Makes an ack with children throw this (before anything is stored). */
   enqueueError: Error | undefined;
+  /** How many acks with children {@link enqueueError} fails (default: all of them). */
+  enqueueErrorTimes = Number.POSITIVE_INFINITY;
   readonly #leases: Lease[];
   #total: number;
   constructor(leases: Lease[]) {
@@ -140,7 +143,7 @@ class ScriptedFrontier implements CrawlerFrontier {
     for (const [spider, items] of children ?? []) {
       if (items.length === 0) continue;
       this.events.push(`enqueue ${items.length}`);
-      if (this.enqueueError) throw this.enqueueError;
+      if (this.enqueueError && this.enqueueErrorTimes-- > 0) throw this.enqueueError;
       this.enqueued.push({ spider, urls: items.map((i) => i.request.url) });
       this.items.push(...items.map((i) => ({ spider, ...i })));
     }
@@ -187,6 +190,11 @@ class ScriptedFrontier implements CrawlerFrontier {
   }
   async release(ls: Pick<Lease, 'handle'>[]): Promise<number> {
     this.released.push(...ls.map((l) => l.handle));
+    return ls.length;
+  }
+  readonly extended: string[] = [];
+  async extend(ls: Pick<Lease, 'handle'>[]): Promise<number> {
+    this.extended.push(...ls.map((l) => l.handle));
     return ls.length;
   }
   /** What restamp answers (null: the turn was too far off, the request went back to its queue). */
@@ -285,6 +293,8 @@ async function crawl(
     maxMessageBytes?: number;
     appidTopics?: boolean;
     enqueueError?: Error;
+    /** How many acks with children `enqueueError` fails (default: all). */
+    enqueueErrorTimes?: number;
     /** Spiders registered besides the built-ins. */
     plugins?: Spider[];
     spider?: (url: string) => void;
@@ -295,10 +305,12 @@ async function crawl(
     turn?: { waitMs: number } | null;
     sandbox?: CrawlerOptions['sandbox'];
     parseTimeoutMs?: number;
+    maxLinks?: number;
   } = {},
 ): Promise<Run> {
   const frontier = new ScriptedFrontier(leases);
   frontier.enqueueError = options.enqueueError;
+  if (options.enqueueErrorTimes !== undefined) frontier.enqueueErrorTimes = options.enqueueErrorTimes;
   if (options.turn !== undefined) frontier.turn = options.turn;
   const sink = new OrderedSink(frontier.events, options.refuse);
   const log = new RecordingLog();
@@ -332,6 +344,7 @@ async function crawl(
     ...(options.now ? { now: options.now } : {}),
     ...(options.sandbox ? { sandbox: options.sandbox } : {}),
     ...(options.parseTimeoutMs ? { parseTimeoutMs: options.parseTimeoutMs } : {}),
+    ...(options.maxLinks ? { maxLinks: options.maxLinks } : {}),
     sink,
     stats,
     spiders,
@@ -564,13 +577,27 @@ describe('Crawler: the failure decision in the loop', () => {
     expect(r.frontier.released).toEqual([]);
   });
 
-  it('releases, uncounted and unpublished, when Kafka is unreachable', async () => {
+  it('keeps the page while Kafka is unreachable and publishes it once Kafka is back: never released, fetched once', async () => {
     const l = lease('http://a.example/x');
     const down = Object.assign(new Error('Connection error: connect ECONNREFUSED'), { name: 'KafkaJSConnectionError' });
-    const r = await crawl([l], (q) => htmlResponse(q.url, 'ok'), { refuse: () => down });
-    expect(r.frontier.released).toEqual([l.handle]);
+    let refusals = 3;
+    let fetches = 0;
+    const r = await crawl(
+      [l],
+      (q) => {
+        fetches++;
+        return htmlResponse(q.url, 'ok');
+      },
+      { refuse: (topic) => (topic === FIREHOSE && refusals-- > 0 ? down : undefined) },
+    );
+    expect(fetches).toBe(1);
+    expect(r.frontier.released).toEqual([]);
     expect(r.frontier.retried).toEqual([]);
-    expect(r.frontier.acked).toEqual([]);
+    expect(r.frontier.acked).toEqual([{ handle: l.handle, outcome: 'done' }]);
+    expect(r.pages).toHaveLength(1);
+    expect(r.log.at('warn').map((w) => w.message)).toContain(
+      'page not stored; kept and tried again while this process holds the lease',
+    );
   });
 
   it('publishes a small give-up page when the broker refuses the page itself as too large', async () => {
@@ -686,6 +713,69 @@ describe('Crawler: pages whose links are not used', () => {
   });
 });
 
+describe('Crawler: the links-per-page cap (CRAWLER_MAX_LINKS, issue 48 item 10)', () => {
+  /** A page of `n` distinct links, `/p/0` to `/p/<n-1>`. */
+  const manyLinks = (n: number) => Array.from({ length: n }, (_, i) => `<a href="/p/${i}">p${i}</a>`).join('');
+  const cutLines = (log: RecordingLog) => log.lines.filter((l) => l.message === 'page links cut at CRAWLER_MAX_LINKS');
+
+  it('a page with more links than a cap of 5 carries exactly 5, says why, queues 5 children and logs the cut once', async () => {
+    const l = lease('http://a.example/dir');
+    const r = await crawl([l], (q) => htmlResponse(q.url, manyLinks(12)), { maxLinks: 5 });
+    expect(r.pages).toHaveLength(1);
+    expect(r.pages[0]?.links.map((x) => x.url)).toEqual([0, 1, 2, 3, 4].map((i) => `http://a.example/p/${i}`));
+    expect(r.pages[0]?.links_stopped).toBe('link extraction stopped at 5 links');
+    expect(r.frontier.enqueued.flatMap((e) => e.urls)).toHaveLength(5);
+    expect(cutLines(r.log)).toEqual([
+      {
+        level: 'warn',
+        message: 'page links cut at CRAWLER_MAX_LINKS',
+        fields: { url: l.url, spider: 'link', found: 'more than 5', kept: 5, maxLinks: 5 },
+      },
+    ]);
+  });
+
+  it('a page with exactly the cap is not cut, and not logged', async () => {
+    const r = await crawl([lease('http://a.example/dir')], (q) => htmlResponse(q.url, manyLinks(5)), { maxLinks: 5 });
+    expect(r.pages[0]?.links).toHaveLength(5);
+    expect(r.pages[0]?.links_stopped).toBeUndefined();
+    expect(cutLines(r.log)).toEqual([]);
+  });
+
+  it('the default cap stays 10,000: a page of 10,001 links carries 10,000', async () => {
+    const l = lease('http://a.example/big');
+    const r = await crawl([l], (q) => htmlResponse(q.url, manyLinks(10_001)));
+    expect(r.pages[0]?.links).toHaveLength(10_000);
+    expect(r.pages[0]?.links_stopped).toBe('link extraction stopped at 10000 links');
+    expect(cutLines(r.log).map((x) => x.fields)).toEqual([
+      { url: l.url, spider: 'link', found: 'more than 10000', kept: 10_000, maxLinks: 10_000 },
+    ]);
+  });
+
+  it('a plugin page in the sandbox gets the capped links and is logged when its spider wants links, not otherwise', async () => {
+    const plug = { ...SETTINGS, spiderid: 'plug' };
+    const partition = { prefix: 't', scope: 'plug', partition: 0, spider: 'plug' };
+    const wants = lease('http://a.example/wants', { crawl: plug, partition });
+    const not = lease('http://a.example/not', { crawl: plug, partition });
+    const handed: number[] = [];
+    const r = await crawl([wants, not], (q) => htmlResponse(q.url, manyLinks(12)), {
+      maxLinks: 5,
+      plugins: [{ name: 'plug', parse: () => ({}) }],
+      sandbox: {
+        spiders: new Set(['plug']),
+        run: async (_spider, request, _response, links) => {
+          handed.push(links.length);
+          return { wantsLinks: request.url.endsWith('/wants'), follow: [], followDropped: 0 };
+        },
+      },
+    });
+    expect(handed).toEqual([5, 5]);
+    const byUrl = new Map(r.pages.map((p) => [p.url, p]));
+    expect(byUrl.get(wants.url)?.links).toHaveLength(5);
+    expect(byUrl.get(not.url)?.links).toEqual([]);
+    expect(cutLines(r.log).map((x) => x.fields?.url)).toEqual([wants.url]);
+  });
+});
+
 describe('Crawler: the wandering spider', () => {
   it('follows one link past maxdepth 0 and sends its step in attrs, as Scrapy Cluster does', async () => {
     const settings = { ...SETTINGS, spiderid: 'wandering', maxdepth: 0, attrs: { tag: 'w' } };
@@ -734,21 +824,34 @@ describe('Crawler: delivery order and best-effort copies', () => {
     expect(r.sink.values('demo.crawled_app1')).toHaveLength(1);
   });
 
-  it('acks the page when Redis refuses its children with a script error (poison), logging it', async () => {
+  it('never acks a page done without its children: refused for good (poison), the request fails visibly', async () => {
     const l = lease('http://a.example/');
     const scriptError = Object.assign(new Error('ERR user_script:3: bad member'), { name: 'ReplyError' });
     const r = await crawl([l], (q) => htmlResponse(q.url, '<a href="/a">a</a>'), { enqueueError: scriptError });
-    expect(r.pages).toMatchObject([{ success: true }]);
-    expect(r.frontier.acked).toEqual([{ handle: l.handle, outcome: 'done' }]);
-    expect(r.log.at('warn').map((w) => w.message)).toContain('children refused; the page is published without them');
+    // Tried ACK_REFUSED_TRIES times with its children, then failed: a success:false page naming the refusal.
+    expect(r.frontier.events.filter((e) => e === 'enqueue 1')).toHaveLength(3);
+    expect(r.frontier.acked).toEqual([{ handle: l.handle, outcome: 'fail' }]);
+    expect(r.pages).toMatchObject([{ success: true }, { success: false }]);
+    expect(r.pages[1]?.exception).toContain('bad member');
+    expect(r.frontier.enqueued).toEqual([]);
   });
 
-  it('releases the page when Redis is unreachable for its children (it will be crawled again)', async () => {
+  it('keeps an ack that fails on infrastructure and tries it again, children and all, without releasing the page', async () => {
     const l = lease('http://a.example/');
-    const down = Object.assign(new Error('connect ECONNREFUSED 127.0.0.1:6379'), { code: 'ECONNREFUSED' });
-    const r = await crawl([l], (q) => htmlResponse(q.url, '<a href="/a">a</a>'), { enqueueError: down });
-    expect(r.frontier.released).toEqual([l.handle]);
-    expect(r.frontier.acked).toEqual([]);
+    const down = Object.assign(new Error('OOM command not allowed when used memory > maxmemory'), {
+      name: 'ReplyError',
+    });
+    const r = await crawl([l], (q) => htmlResponse(q.url, '<a href="/a">a</a>'), {
+      enqueueError: down,
+      enqueueErrorTimes: 3,
+    });
+    expect(r.frontier.released).toEqual([]);
+    expect(r.frontier.acked).toEqual([{ handle: l.handle, outcome: 'done' }]);
+    expect(r.frontier.enqueued).toEqual([{ spider: 'link', urls: ['http://a.example/a'] }]);
+    expect(r.pages).toHaveLength(1);
+    expect(r.log.at('warn').map((w) => w.message)).toContain(
+      'ack not stored; kept and tried again while this process holds the lease',
+    );
   });
 });
 
@@ -1317,7 +1420,7 @@ describe('Crawler: leasing stops while delivery is down (issue 30 defect 4)', ()
     }
   }
 
-  it('fetches only a probe now and then while Kafka is down, and every remaining page once it is back', async () => {
+  it('fetches only a probe now and then while Kafka is down, keeps what it fetched, and publishes every page once it is back', async () => {
     const n = 200;
     const frontier = new ScriptedFrontier(Array.from({ length: n }, (_, i) => lease(`http://a.example/${i}`)));
     const sink = new DownSink();
@@ -1336,16 +1439,17 @@ describe('Crawler: leasing stops while delivery is down (issue 30 defect 4)', ()
     // The first pages in flight, then one probe per backoff (0.5 s, 1 s, ...): nowhere near the 200 an ungated
     // crawler fetched and released within the same 2 s.
     expect(fetchedWhileDown).toBeLessThan(16);
-    expect(frontier.released).toHaveLength(fetchedWhileDown);
+    // Kept, never released: each page fetched is published once Kafka is back, and fetched only that once.
+    expect(frontier.released).toEqual([]);
     expect(frontier.acked).toEqual([]);
     expect(crawler.gateClosings).toBe(1);
     expect(log.lines.some((l) => l.message.startsWith('delivery failing; leasing stops'))).toBe(true);
     sink.up();
     const deadline = Date.now() + 10_000;
-    while (frontier.acked.length < n - fetchedWhileDown && Date.now() < deadline)
-      await new Promise((r) => setTimeout(r, 5));
+    while (frontier.acked.length < n && Date.now() < deadline) await new Promise((r) => setTimeout(r, 5));
     await crawler.stop(1000);
-    expect(frontier.acked).toHaveLength(n - fetchedWhileDown);
+    expect(frontier.acked).toHaveLength(n);
+    expect(frontier.released).toEqual([]);
     expect(counting.count()).toBe(n);
     expect(log.lines.some((l) => l.message === 'delivery works again; leasing resumes')).toBe(true);
   }, 20_000);
@@ -1580,6 +1684,49 @@ describe('Crawler: a crawl’s tail on a domain at its cap', () => {
     } finally {
       open = true;
       for (const resolve of pending.splice(0)) resolve();
+      await crawler.stop(1000);
+    }
+  });
+});
+
+describe('Crawler: a publish that hangs (the broker gone, kafkajs still retrying)', () => {
+  it('closes the delivery gate after PUBLISH_STALL_MS and stops leasing until a page message is stored', async () => {
+    const frontier = new ScriptedFrontier(
+      Array.from({ length: 400 }, (_, i) => lease(`http://h${i % 40}.example/${i}`)),
+    );
+    let open!: () => void;
+    const opened = new Promise<void>((resolve) => {
+      open = resolve;
+    });
+    class HangingSink extends FakeSink {
+      override async send(batch: SentBatch): Promise<void> {
+        await opened;
+        await super.send(batch);
+      }
+    }
+    const { fetcher, count } = countingFetcher();
+    const log = new RecordingLog();
+    const crawler = testCrawler(frontier, { fetcher, sink: new HangingSink(), log, concurrency: 4 });
+    const started = Date.now();
+    crawler.start();
+    try {
+      await waitFor(
+        () => log.at('warn').some((l) => l.message === 'delivery failing; leasing stops until a probe gets through'),
+        PUBLISH_STALL_MS + 2000,
+      );
+      expect(Date.now() - started).toBeGreaterThanOrEqual(PUBLISH_STALL_MS - 50);
+      const warn = log.at('warn').find((l) => l.message.startsWith('delivery failing'));
+      expect(String(warn?.fields?.error)).toMatch(/Kafka has not stored a page message for \d+ ms/);
+      // Leasing stopped: no fetch but at most the one probe while the sink hangs.
+      const fetched = count();
+      await new Promise((r) => setTimeout(r, 600));
+      expect(count() - fetched).toBeLessThanOrEqual(1);
+      open();
+      await waitFor(() => frontier.settled, 20_000);
+      expect(log.at('info').map((l) => l.message)).toContain('delivery works again; leasing resumes');
+      expect(frontier.acked).toHaveLength(400);
+    } finally {
+      open();
       await crawler.stop(1000);
     }
   });

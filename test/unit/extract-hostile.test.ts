@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { extractLinks, extractPageLinks } from '../../lib/crawl/extract.ts';
+import { DEFAULT_MAX_LINKS, extractLinks, extractPageLinks } from '../../lib/crawl/extract.ts';
 
 // Pages built to hang, exhaust or crash a worker (docs/design.md §10). Wall time is never asserted: the time
 // budget is tested with an injected clock, and the big pages use an unlimited budget so a slow machine
@@ -74,6 +74,20 @@ describe('extractPageLinks on hostile pages', () => {
     expect(links).toHaveLength(10_000);
     expect(links.at(-1)).toEqual({ url: 'http://www.example.com/p/9999', text: 'page 9999' });
     expect(stopped).toBe('link extraction stopped at 10000 links');
+  });
+
+  it('says a page cut at maxLinks has more than that many links; a page cut by the time budget does not', () => {
+    const html = Array.from({ length: 8 }, (_, i) => `<a href="/p/${i}">page ${i}</a>`).join('');
+    const cut = extractPageLinks(html, PAGE, { maxLinks: 5 });
+    expect(cut.links).toHaveLength(5);
+    expect(cut.moreThan).toBe(5);
+    expect(extractPageLinks(html, PAGE).moreThan).toBeUndefined();
+    expect(DEFAULT_MAX_LINKS).toBe(10_000);
+    let clock = 0;
+    const big = Array.from({ length: 50_000 }, (_, i) => `<p><a href="/p/${i}">page ${i}</a></p>`).join('');
+    const timed = extractPageLinks(big, PAGE, { budgetMs: 5, now: () => clock++, maxLinks: 100_000 });
+    expect(timed.stopped).toBe('link extraction stopped after 5 ms (time budget)');
+    expect(timed.moreThan).toBeUndefined();
   });
 
   it('is not stopped by maxLinks when the page has exactly that many distinct links (duplicates do not count)', () => {

@@ -172,6 +172,12 @@ describe('failureCause', () => {
     ['a Redis LOADING reply', shaped('ReplyError', 'LOADING Redis is loading the dataset in memory')],
     ['a Redis CLUSTERDOWN reply', shaped('ReplyError', 'CLUSTERDOWN The cluster is down')],
     ['a kafkajs connection error', shaped('KafkaJSConnectionError', 'Connection error: connect ECONNREFUSED')],
+    ['ioredis refreshing the slots of a cluster', new Error('Failed to refresh slots cache.')],
+    ['ioredis with no cluster yet', new Error("Cluster isn't ready and enableOfflineQueue options is false")],
+    [
+      'ioredis splitting a pipeline over two shards',
+      new Error('All keys in the pipeline should belong to the same slots allocation group'),
+    ],
     [
       'kafkajs retries exhausted on a leader election',
       shaped('KafkaJSNumberOfRetriesExceeded', 'retries', {

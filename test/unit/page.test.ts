@@ -1,4 +1,4 @@
-import { describe, expect, it } from 'vitest';
+import { describe, expect, it, vi } from 'vitest';
 import {
   BINARY_ENCODING,
   buildPage,
@@ -184,10 +184,17 @@ describe('buildPage', () => {
     expect(page.retry_times).toBe(3);
   });
 
-  it('flags a body the fetcher cut at its size limit', () => {
-    const page = buildPage(request(), response({ truncated: true }), [], { base64: false, success: true, now: NOW });
-    expect(page.body_truncated).toBe(true);
-    expect(buildPage(request(), response(), [], { base64: false, success: true }).body_truncated).toBeUndefined();
+  it('flags a body the fetcher cut and says why and where: at MAX_BODY_BYTES or for the memory budget', () => {
+    const body = Buffer.alloc(4096, 'a');
+    const cut = response({ truncated: true, cut: 'max_body_bytes', body, text: body.toString() });
+    const page = buildPage(request(), cut, [], { base64: false, success: true, now: NOW });
+    expect(page).toMatchObject({ body_truncated: true, body_cut: 'max_body_bytes', body_cut_bytes: 4096 });
+    const budget = buildPage(request(), { ...cut, cut: 'memory_budget' }, [], { base64: false, success: true });
+    expect(budget).toMatchObject({ body_truncated: true, body_cut: 'memory_budget', body_cut_bytes: 4096 });
+    const whole = buildPage(request(), response(), [], { base64: false, success: true });
+    expect(whole).not.toHaveProperty('body_truncated');
+    expect(whole).not.toHaveProperty('body_cut');
+    expect(whole).not.toHaveProperty('body_cut_bytes');
   });
 });
 
@@ -288,6 +295,23 @@ describe('pageTimestamp', () => {
 describe('fitPageMessage', () => {
   const bytes = (s: string | undefined) => Buffer.byteLength(String(s));
 
+  it('says a body cut to fit the message apart from one the fetcher cut (body_message_cut), keeping body_cut', () => {
+    const text = 'x'.repeat(50_000);
+    const fetched = response({ text, body: Buffer.from(text), truncated: true, cut: 'max_body_bytes' });
+    const page = buildPage(request(), fetched, [], { base64: false, success: true, now: NOW });
+    const fitted = JSON.parse(String(fitPageMessage(page, 20_000, false)));
+    expect(fitted).toMatchObject({
+      body_truncated: true,
+      body_message_cut: true,
+      body_cut: 'max_body_bytes',
+      body_cut_bytes: 50_000,
+    });
+    const fits = buildPage(request(), fetched, [], { base64: false, success: true, now: NOW });
+    const sent = JSON.parse(String(fitPageMessage(fits, 1_000_000, false)));
+    expect(sent).toMatchObject({ body_truncated: true, body_cut: 'max_body_bytes' });
+    expect(sent).not.toHaveProperty('body_message_cut');
+  });
+
   it('returns the page unchanged when it fits', () => {
     const page = buildPage(request(), response(), [], { base64: false, success: true, now: NOW });
     expect(fitPageMessage(page, 1_000_000, false)).toBe(JSON.stringify(page));
@@ -355,10 +379,53 @@ describe('fitPageMessage', () => {
     const expected = fitPageMessage(structuredClone({ ...page, data: { n: 1 } }), 20_000, false);
     const message = await pageMessage(page, { maxBytes: 20_000, base64: false, bodyKey: () => 'k' });
     expect(String(message.value)).toBe(expected);
-    // The check against the limit, the bare page's size, the fitted value: a second whole one is not made.
-    expect(serialized).toBe(3);
+    // A body longer than the limit is over it without a check: the bare page's size, the fitted value.
+    expect(serialized).toBe(2);
     serialized = 0;
     expect(fitPageMessage(page, 20_000, false, true)).toBe(expected);
     expect(serialized).toBe(2);
+  });
+
+  it('stores a bomb body as fetched and never serializes it whole (NULs take 6 JSON bytes a character)', async () => {
+    const body = Buffer.alloc(2 * 1024 * 1024);
+    const fetched = response({ body, text: body.toString('latin1'), truncated: true, cut: 'max_body_bytes' });
+    const page = buildPage(request(), fetched, [], { base64: false, success: true, now: NOW });
+    const stored: Buffer[] = [];
+    const bodyStore = {
+      put: async (_key: string, b: Buffer) => {
+        stored.push(b);
+        return 's3://bucket/k';
+      },
+    };
+    let longest = 0;
+    const stringify = JSON.stringify;
+    const spy = vi.spyOn(JSON, 'stringify').mockImplementation((...args: Parameters<typeof stringify>) => {
+      const out = stringify(...args);
+      longest = Math.max(longest, out?.length ?? 0);
+      return out;
+    });
+    try {
+      const message = await pageMessage(page, {
+        maxBytes: 100_000,
+        base64: false,
+        bodyStore,
+        bodyKey: () => 'k',
+        response: fetched,
+      });
+      expect(message.value.length).toBeLessThanOrEqual(100_000);
+      const sent = JSON.parse(String(message.value));
+      expect(sent).toMatchObject({
+        body_ref: 's3://bucket/k',
+        body_truncated: true,
+        body_message_cut: true,
+        body_cut: 'max_body_bytes',
+        body_cut_bytes: body.length,
+      });
+    } finally {
+      spy.mockRestore();
+    }
+    expect(stored).toEqual([body]);
+    // Prefixes of the body as long as the message may be are serialized, never the 2 MiB body (12 MB of JSON).
+    expect(longest).toBeLessThan(1_000_000);
   });
 });

@@ -24,6 +24,7 @@ afterAll(() => {
 
 import { restHandler } from '../../functions/rest/handler.ts';
 import { decodeHttpApiEvent, type HttpApiEvent } from '../../functions/rest/http-api.ts';
+import type { SlotLoss, StateLossRecord } from '../../lib/ports.ts';
 import type { RestContext, RestOptions } from '../../lib/rest/context.ts';
 import type { Envelope, RestResponse } from '../../lib/rest/envelope.ts';
 import { checkHostAndOrigin, defaultAllowedHosts } from '../../lib/rest/host-check.ts';
@@ -43,6 +44,8 @@ interface RestTest {
   /** Called after each sleep (after the clock moved): tests store a reply from here. */
   onSleep: (count: number) => Promise<void> | void;
   up: { kafka: boolean | 'hang'; redis: boolean | 'hang' };
+  /** Writes the request counts held by the router (they are written off the request path). */
+  flush(): Promise<void>;
   /** Sends `content-type: application/json` unless `headers` says otherwise. */
   call(
     method: string,
@@ -80,6 +83,7 @@ function restTest(options: RestOptions = {}, startedAtAgoMs = 0): RestTest {
     sleeps,
     onSleep: () => {},
     up,
+    flush: () => router.flushStats(),
     async call(method, path, body, headers = { 'content-type': 'application/json' }) {
       const bytes =
         body === undefined || body instanceof Uint8Array
@@ -132,6 +136,49 @@ describe('GET / (health)', () => {
     const r = await restTest().call('POST', '/', '');
     expect(r.status).toBe(200);
     expect(r.json).toMatchObject({ node_health: 'GREEN', status: 'SUCCESS' });
+  });
+
+  it('answers RED with the reason while frontier state loss is not acknowledged; POST /ack-lost makes it GREEN', async () => {
+    const t = restTest();
+    const loss: SlotLoss = {
+      tag: '{k:f:link:0}',
+      epoch: 'e1',
+      at: TEST_NOW,
+      reason: 'frontier partition {k:f:link:0} was emptied',
+    };
+    let ackedAt: number | undefined;
+    const record = async (): Promise<StateLossRecord> => ({
+      losses: [loss],
+      open: ackedAt === undefined || loss.at > ackedAt ? [loss] : [],
+      ...(ackedAt === undefined ? {} : { ackedAt }),
+    });
+    t.ctx.lostState = {
+      record,
+      async ack(nowMs) {
+        ackedAt = nowMs;
+        return record();
+      },
+    };
+
+    const red = (await t.call('GET', '/')).json as unknown as Record<string, unknown>;
+    expect(red).toMatchObject({ kafka_connected: true, redis_connected: true, node_health: 'RED' });
+    expect(red.reason).toBe('frontier state lost (not acknowledged): frontier partition {k:f:link:0} was emptied');
+    expect(red.state_lost).toEqual([
+      { tag: '{k:f:link:0}', lost_at: Math.floor(TEST_NOW / 1000), reason: loss.reason },
+    ]);
+
+    t.clock.now += 1000;
+    const ack = await t.call('POST', '/ack-lost', '');
+    expect(ack.status).toBe(200);
+    expect(ack.json).toMatchObject({ status: 'SUCCESS', data: { acknowledged: 1 } });
+    const green = (await t.call('GET', '/')).json as unknown as Record<string, unknown>;
+    expect(green.node_health).toBe('GREEN');
+    expect(green.state_lost).toBeUndefined();
+    expect(green.reason).toBeUndefined();
+  });
+
+  it('answers POST /ack-lost 503 when the node has no state record', async () => {
+    expect((await restTest().call('POST', '/ack-lost', '')).status).toBe(503);
   });
 });
 
@@ -479,6 +526,7 @@ describe('JSON content type of POST /feed and /poll', () => {
       },
     });
     expect(t.ctx.sink.sendCalls).toBe(0);
+    await t.flush();
     expect(t.ctx.stats.lifetime('rest:fail')).toBe(1);
     expect(t.ctx.stats.lifetime('rest:plugin:crawl')).toBe(0);
   });
@@ -633,6 +681,7 @@ describe('stats and heartbeat', () => {
     await t.call('POST', '/feed', '{');
     await t.call('GET', '/nope');
     await t.call('GET', '/');
+    await t.flush();
     expect(t.ctx.stats.lifetime('rest:total')).toBe(6);
     expect(t.ctx.stats.lifetime('rest:fail')).toBe(2);
     expect(t.ctx.stats.lifetime('rest:plugin:crawl')).toBe(2);
@@ -646,6 +695,7 @@ describe('stats and heartbeat', () => {
     await t.call('GET', '/');
     t.clock.now += 30_000;
     await t.call('GET', '/');
+    await t.flush();
     expect(beat.mock.calls.map((c) => [c[0], c[1], c[2]])).toEqual([
       ['rest', TEST_NODE_ID, TEST_NOW],
       ['rest', TEST_NODE_ID, TEST_NOW + 30_000],
@@ -653,12 +703,18 @@ describe('stats and heartbeat', () => {
     expect(await t.ctx.stats.live('rest', t.clock.now, 300_000)).toEqual([TEST_NODE_ID]);
   });
 
-  it('answers as usual when the stats store is down, and logs a warning', async () => {
+  it('answers as usual when the stats store is down, logs a warning, and writes the counts once it is back', async () => {
     const t = restTest();
     t.ctx.stats.down = true;
     const r = await t.call('POST', '/feed', crawl);
     expect(r.status).toBe(200);
-    expect(t.ctx.log.at('warn').map((l) => l.message)).toEqual(['rest: stats update failed']);
+    await t.flush();
+    expect(new Set(t.ctx.log.at('warn').map((l) => l.message))).toEqual(new Set(['rest: stats update failed']));
+    expect(t.ctx.stats.lifetime('rest:total')).toBe(0);
+    t.ctx.stats.down = false;
+    await t.flush();
+    expect(t.ctx.stats.lifetime('rest:total')).toBe(1);
+    expect(t.ctx.stats.lifetime('rest:plugin:crawl')).toBe(1);
   });
 });
 

@@ -45,7 +45,7 @@ const BASE = location.pathname.replace(/\/ui\/?$/, '');
 
 /**
  * The fields of `GET /` (the health report) the page shows.
- * @typedef {{ node_health?: string, kafka_connected?: boolean, redis_connected?: boolean }} Health
+ * @typedef {{ node_health?: string, kafka_connected?: boolean, redis_connected?: boolean, reason?: string }} Health
  */
 
 /** @param {string} prefix */

@@ -103,7 +103,10 @@ async function health() {
     const h = r.json ?? {};
     badge.textContent = h.node_health || 'unknown';
     badge.className = `badge ${h.node_health || ''}`;
-    badge.title = `Kafka ${h.kafka_connected ? 'connected' : 'down'}, Redis ${h.redis_connected ? 'connected' : 'down'}`;
+    // The reason (e.g. frontier state lost, until acknowledged with `crawl-cluster ack-lost`) when not GREEN.
+    badge.title =
+      h.reason ||
+      `Kafka ${h.kafka_connected ? 'connected' : 'down'}, Redis ${h.redis_connected ? 'connected' : 'down'}`;
   } catch {
     badge.textContent = 'unreachable';
     badge.className = 'badge RED';

@@ -165,6 +165,8 @@ export interface FrontierApi {
 export interface UrlFrontierView {
   /** URLs not yet completed (scheduled or held) per crawl ID, per queue key; one crawl or all. O(queues). */
   backlog(crawl?: string): Promise<Record<string, Record<string, number>>>;
+  /** URLs not yet completed over every crawl, from a kept total: O(1), for the stats run (lib/redis/uf-store.ts). */
+  backlogTotal(): Promise<number>;
   /** Deletes a crawl and all its URLs. @returns how many URLs were deleted */
   deleteCrawl(crawl: string): Promise<number>;
   /** Applies a domain throttle override or blacklist change to the queues whose domain it names. */

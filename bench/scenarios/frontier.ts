@@ -30,24 +30,17 @@
  *
  * Sizes: BENCH_FRONTIER_URLS, BENCH_FRONTIER_QUEUES, BENCH_FRONTIER_WINDOW. Redis: bench/lib/redis.ts (`BENCH_REDIS`).
  */
-import { spawn } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
-import { once } from 'node:events';
-import { existsSync, mkdtempSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
-import { setTimeout as sleep } from 'node:timers/promises';
-import { fileURLToPath } from 'node:url';
 import * as grpc from '@grpc/grpc-js';
 import { startUrlFrontierServer, type UrlFrontierServer } from '../../functions/url-frontier/server.ts';
 import { UrlFrontierStore } from '../../lib/redis/uf-store.ts';
 import { urlFrontierClientConstructor } from '../../lib/url-frontier/definition.ts';
-import { freePort, portOpen } from '../../localstack/services/processes.ts';
 import { CpuMeter } from '../lib/cpu.ts';
 import { memoryUsage, type ScriptStats, scriptStats, usedMemory } from '../lib/redis.ts';
 import { mergeRounds } from '../lib/rounds.ts';
 import type { Numbers, ScenarioContext, Target } from '../lib/scenario.ts';
 import { msSince, nowNs, round } from '../lib/timing.ts';
+import { type Client, serveAsProcess, startReference, unaryCall } from '../lib/uf-servers.ts';
 
 export const description = 'URL Frontier API (gRPC): PutURLs and GetURLs URLs/s end to end, Redis bytes per known URL';
 
@@ -82,55 +75,6 @@ function urlOf(i: number, queues: number): string {
   const section = SECTIONS[i % SECTIONS.length] as string;
   const slug = SLUG.slice(0, 10 + ((i * 7) % 30));
   return `https://${host}/${section}/${slug}-${i.toString(36)}.html`;
-}
-
-type Client = grpc.Client & Record<string, (...args: unknown[]) => unknown>;
-
-const CLI = fileURLToPath(new URL('../../bin/crawl-cluster.ts', import.meta.url));
-
-/** `crawl-cluster frontier serve` in a child process over the Redis at `redisAddress`: its address and a stop. */
-async function serveAsProcess(
-  redisAddress: string,
-  prefix: string,
-): Promise<{ address: string; pid: number | undefined; close: () => Promise<void> }> {
-  const [host, port] = redisAddress.split(':') as [string, string];
-  const child = spawn(process.execPath, [CLI, 'frontier', 'serve', '--port', '0', '--prefix', prefix, '--json'], {
-    env: { ...process.env, REDIS_HOST: host, REDIS_PORT: port, REDIS_CLUSTER: 'false', LOG_LEVEL: 'WARN' },
-    stdio: ['ignore', 'pipe', 'inherit'],
-  });
-  let out = '';
-  child.stdout.setEncoding('utf8');
-  const address = await new Promise<string>((resolve, reject) => {
-    const timer = setTimeout(() => reject(new Error(`frontier serve did not start in 30 s: ${out}`)), 30_000);
-    child.once('exit', (code) => reject(new Error(`frontier serve exited ${code}: ${out}`)));
-    child.stdout.on('data', (d: string) => {
-      out += d;
-      const m = out.match(/"address":\s*"([^"]+)"/);
-      if (m) {
-        clearTimeout(timer);
-        resolve(m[1] as string);
-      }
-    });
-  });
-  return {
-    address,
-    pid: child.pid,
-    async close() {
-      if (child.exitCode !== null) return;
-      child.kill('SIGTERM');
-      await once(child, 'exit');
-    },
-  };
-}
-
-function unaryCall<Res>(client: Client, method: string, req: object): Promise<Res> {
-  return new Promise((resolve, reject) => {
-    (client[method] as (req: object, cb: (e: grpc.ServiceError | null, res: Res) => void) => void).call(
-      client,
-      req,
-      (error, res) => (error ? reject(error) : resolve(res)),
-    );
-  });
 }
 
 /** PutURLs of `n` discovered URLs on one stream, at most `window` unacked; resolves with the ack tally. */
@@ -195,45 +139,6 @@ function getUrls(client: Client, crawlID: string, perQueue: number, hold: number
     call.on('error', reject);
     call.on('end', () => resolve(n));
   });
-}
-
-/**
- * The crawler-commons reference service from a jar built outside this repository
- * (`BENCH_FRONTIER_REFERENCE_JAR`, e.g. `service/target/urlfrontier-service-2.6.jar` of a clone of
- * crawler-commons/url-frontier built with `mvn package`), on a free port with its RocksDB in a temporary directory.
- */
-async function startReference(
-  jar: string,
-): Promise<{ address: string; pid: number | undefined; close: () => Promise<void> }> {
-  if (!existsSync(jar)) throw new Error(`BENCH_FRONTIER_REFERENCE_JAR: no file ${jar}`);
-  const dir = mkdtempSync(join(tmpdir(), 'uf-reference-'));
-  const port = await freePort();
-  const child = spawn('java', ['-jar', jar, '-p', String(port)], { cwd: dir, stdio: ['ignore', 'ignore', 'pipe'] });
-  let err = '';
-  child.stderr.setEncoding('utf8');
-  child.stderr.on('data', (d: string) => {
-    err = (err + d).slice(-2000);
-  });
-  const deadline = Date.now() + 60_000;
-  while (!(await portOpen(port))) {
-    if (child.exitCode !== null) throw new Error(`reference service exited ${child.exitCode}: ${err}`);
-    if (Date.now() > deadline) {
-      child.kill('SIGKILL');
-      throw new Error(`reference service did not listen on ${port} in 60 s: ${err}`);
-    }
-    await sleep(250);
-  }
-  return {
-    address: `127.0.0.1:${port}`,
-    pid: child.pid,
-    async close() {
-      if (child.exitCode === null) {
-        child.kill('SIGTERM');
-        await once(child, 'exit');
-      }
-      rmSync(dir, { recursive: true, force: true });
-    },
-  };
 }
 
 export async function run(ctx: ScenarioContext): Promise<Numbers> {

@@ -13,7 +13,7 @@ import { CRAWLER_TASK_KIND, type CrawlerLoad, parseCrawlerLoad } from '../crawl/
 import { BROWSER_SPIDER } from '../crawl/spiders/browser.ts';
 import type { MonitorContext } from './context.ts';
 import { type FleetLoad, fleetLoad, freshLoads } from './fleet-sizing.ts';
-import { HEARTBEAT_TTL_MS, urlFrontierBacklog } from './stats-report.ts';
+import { HEARTBEAT_TTL_MS } from './stats-report.ts';
 
 /** The numbers the stats function publishes as metrics (per spider type and in total). */
 export interface FleetMetrics extends FleetLoad {
@@ -76,8 +76,8 @@ export async function fleetMetrics(ctx: MonitorContext): Promise<FleetMetrics> {
   const now = ctx.now();
   const liveCrawlers = (await ctx.stats.live('crawler', now, HEARTBEAT_TTL_MS)).length;
   const load = fleetLoad((await liveLoads(ctx, now)).filter(isHtmlTask), htmlBacklog);
-  let urlFrontierTotal = 0;
-  for (const n of (await urlFrontierBacklog(ctx.urlFrontier)).values()) urlFrontierTotal += n;
+  // The kept total: one command, however many crawls and queues the URL Frontier holds.
+  const urlFrontierTotal = (await ctx.urlFrontier?.backlogTotal()) ?? 0;
   return {
     backlog,
     totalBacklog,

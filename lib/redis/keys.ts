@@ -258,8 +258,19 @@ export function urlFrontierTag(prefix: string): string {
 export interface UrlFrontierGlobalKeys {
   /** SET of crawl IDs that have at least one queue. */
   crawls: string;
-  /** HASH `active` (1/0), `delay` (default politeness, s); `seq` (the old rotation's counter) in older frontiers. */
+  /**
+   * HASH `active` (1/0), `delay` (default politeness, s), `backlog` (URLs scheduled or held in the counted queues:
+   * see the queue info's `counted`), `indexed` (1 once every crawl is in `crawlDue` and every queue counted),
+   * `icursor` (the SSCAN cursor of the walk that indexes an older frontier, scripts/uf-index.lua); `seq` (the old
+   * rotation's counter) in older frontiers.
+   */
   state: string;
+  /**
+   * ZSET crawl ID → the earliest time in its `due` (epoch ms): GetURLs over every crawl looks only at the crawls whose
+   * time has come (scripts/uf-claim.lua), so its cost does not grow with the crawls that have nothing due. Every
+   * script that changes a crawl's `due` puts the crawl here (or takes it out when its `due` is empty).
+   */
+  crawlDue: string;
   /** HASH domain → `hits,window,scale`: the Kafka API's domain throttle overrides, for the queues of that domain. */
   domainConfig: string;
   /** SET of domains blacklisted through the Kafka API: their queues keep their URLs but are never served. */
@@ -268,7 +279,13 @@ export interface UrlFrontierGlobalKeys {
 
 export function urlFrontierGlobalKeys(prefix: string): UrlFrontierGlobalKeys {
   const t = urlFrontierTag(prefix);
-  return { crawls: `${t}:crawls`, state: `${t}:state`, domainConfig: `${t}:dcfg`, blacklist: `${t}:black` };
+  return {
+    crawls: `${t}:crawls`,
+    state: `${t}:state`,
+    crawlDue: `${t}:cdue`,
+    domainConfig: `${t}:dcfg`,
+    blacklist: `${t}:black`,
+  };
 }
 
 /** The keys of one crawl of a URL frontier. */
@@ -311,7 +328,9 @@ export interface UrlFrontierQueueKeys {
   /**
    * HASH `delay` (s), `blocked` (epoch ms), `limit`, `last` (last produced, epoch ms), `dom` (the queue key's
    * registrable domain, which domain overrides and the blacklist name), `meta` (1 once any URL of the queue was
-   * stored with metadata: GetURLs reads metadata only then).
+   * stored with metadata: GetURLs reads metadata only then), `counted` (1 once the queue's URLs scheduled or held are
+   * in the frontier's `backlog` total: from its creation, or, in a frontier stored before the total existed, from
+   * the walk of scripts/uf-index.lua).
    */
   info: string;
 }
@@ -328,15 +347,20 @@ export function urlFrontierQueueKeys(prefix: string, crawl: string, key: string)
   };
 }
 
-/**
- * The KEYS of a URL frontier script over queues of one crawl (scripts/includes/uf.lua), in order: crawls, state,
- * queues, due, the domain config and blacklist, then each queue's six keys (created, sched, held, hdate, done,
- * info). All in one hash tag, so one call may take any number of the crawl's queues.
- */
-export function urlFrontierScriptKeys(prefix: string, crawl: string, queues: readonly string[]): string[] {
+/** The frontier-wide KEYS every URL frontier script over queues starts with (scripts/includes/uf.lua), in order. */
+export function urlFrontierScriptGlobals(prefix: string): string[] {
   const g = urlFrontierGlobalKeys(prefix);
+  return [g.crawls, g.state, g.domainConfig, g.blacklist, g.crawlDue];
+}
+
+/**
+ * One crawl's group of KEYS in a URL frontier script (scripts/includes/uf.lua): its queues and due, then each queue's
+ * six keys (created, sched, held, hdate, done, info). All in one hash tag, so one call may take any number of crawls
+ * and queues.
+ */
+export function urlFrontierCrawlGroup(prefix: string, crawl: string, queues: readonly string[]): string[] {
   const c = urlFrontierCrawlKeys(prefix, crawl);
-  const out = [g.crawls, g.state, c.queues, c.due, g.domainConfig, g.blacklist];
+  const out = [c.queues, c.due];
   for (const key of queues) {
     const q = urlFrontierQueueKeys(prefix, crawl, key);
     out.push(q.created, q.sched, q.held, q.hdate, q.done, q.info);
@@ -344,7 +368,40 @@ export function urlFrontierScriptKeys(prefix: string, crawl: string, queues: rea
   return out;
 }
 
-/** {@link urlFrontierScriptKeys} of one queue (12 keys). */
+/**
+ * The KEYS of a URL frontier script over queues of one crawl (scripts/includes/uf.lua), in order: crawls, state, the
+ * domain config and blacklist, the crawls' due index, then the crawl's group ({@link urlFrontierCrawlGroup}).
+ */
+export function urlFrontierScriptKeys(prefix: string, crawl: string, queues: readonly string[]): string[] {
+  return [...urlFrontierScriptGlobals(prefix), ...urlFrontierCrawlGroup(prefix, crawl, queues)];
+}
+
+/** The KEYS of scripts/uf-claim.lua: the crawls' due index, then each crawl's due and legacy rotation. */
+export function urlFrontierClaimKeys(prefix: string, crawls: readonly string[]): string[] {
+  const out = [urlFrontierGlobalKeys(prefix).crawlDue];
+  for (const crawl of crawls) {
+    const c = urlFrontierCrawlKeys(prefix, crawl);
+    out.push(c.due, c.legacyRotation);
+  }
+  return out;
+}
+
+/**
+ * The KEYS of scripts/uf-index.lua: state, the crawls' due index, the crawl's queues, due and legacy rotation, then
+ * each queue's sched, held and info.
+ */
+export function urlFrontierIndexKeys(prefix: string, crawl: string, queues: readonly string[]): string[] {
+  const g = urlFrontierGlobalKeys(prefix);
+  const c = urlFrontierCrawlKeys(prefix, crawl);
+  const out = [g.state, g.crawlDue, c.queues, c.due, c.legacyRotation];
+  for (const key of queues) {
+    const q = urlFrontierQueueKeys(prefix, crawl, key);
+    out.push(q.sched, q.held, q.info);
+  }
+  return out;
+}
+
+/** {@link urlFrontierScriptKeys} of one queue (13 keys). */
 export function urlFrontierQueueKeyList(prefix: string, crawl: string, key: string): string[] {
   return urlFrontierScriptKeys(prefix, crawl, [key]);
 }

@@ -2,26 +2,29 @@
  * The URL Frontier API's state, all in Redis (it survives restarts and is shared by every server instance):
  * crawls, queues per crawl, URLs per queue with metadata, next-fetch and creation dates and the completed flag,
  * holds (leases), per-queue delay / blockedUntil / crawl limit / lastProduced, the default delay and the active
- * flag. Keys: keys.ts (one hash tag per prefix); atomic steps: scripts/uf-*.lua; its model uf-model.ts, its admin reads
- * uf-inspect.ts.
+ * flag, and two frontier-wide indexes: crawls by earliest due time and the backlog total. Keys: keys.ts (one hash tag
+ * per prefix); atomic steps: scripts/uf-*.lua; its model uf-model.ts, its admin reads uf-inspect.ts, the walk that
+ * indexes an older frontier uf-index.ts.
  */
 
 import type { UrlFrontierView } from '../ports.ts';
 import type { RedisClient } from './client.ts';
 import type { DomainAction } from './frontier-types.ts';
 import {
+  urlFrontierCrawlGroup,
   urlFrontierCrawlKeys,
   urlFrontierGlobalKeys,
   urlFrontierQueueKeyList,
   urlFrontierQueueKeys,
+  urlFrontierScriptGlobals,
   urlFrontierScriptKeys,
 } from './keys.ts';
 import { runScript, runScriptBuffer, script } from './scripts.ts';
+import { getUrlsPacked } from './uf-get-urls.ts';
+import { UrlFrontierIndex } from './uf-index.ts';
 import { countUrls, createdPages, listUrls, urlStatus } from './uf-inspect.ts';
 import {
   BLACKLIST_RECHECK_MS,
-  CLAIM_MAX,
-  CLAIM_MS,
   type GetUrlsRequest,
   ITEMS_PER_CALL,
   inChunks,
@@ -33,8 +36,6 @@ import {
   type QueueStats,
   queueDomain,
   SERVE_CAP,
-  SERVE_WAVE,
-  SERVE_WAVES_AHEAD,
   type ServedUrl,
   servedUrls,
   splitCreated,
@@ -46,12 +47,15 @@ export class UrlFrontierStore implements UrlFrontierView {
   readonly redis: RedisClient;
   readonly prefix: string;
   readonly #now: () => number;
+  /** The walk that indexes a frontier stored by an older version (uf-index.ts). */
+  readonly index: UrlFrontierIndex;
 
   /** @param now the clock, epoch ms (injectable for tests) */
   constructor(redis: RedisClient, prefix: string, now: () => number = Date.now) {
     this.redis = redis;
     this.prefix = prefix;
     this.#now = now;
+    this.index = new UrlFrontierIndex(redis, prefix);
   }
 
   #keys(crawl: string, key: string): string[] {
@@ -160,109 +164,65 @@ export class UrlFrontierStore implements UrlFrontierView {
    * {@link serveQueues} with each queue's URLs left in uf-serve's packed form (for encoders that take bytes), at most
    * {@link SERVE_CAP} per queue; `continuing` serves queues again in the same GetURLs (see uf-serve.lua).
    */
-  async servePacked(
+  servePacked(
     crawl: string,
     keys: string[],
     maxUrls: number,
     holdSeconds: number,
     continuing = false,
   ): Promise<PackedQueue[]> {
-    const now = this.#now();
-    const [replies, counts] = await runScriptBuffer<[Buffer[], number[]]>(
-      this.redis,
-      script('uf-serve'),
-      urlFrontierScriptKeys(this.prefix, crawl, keys),
-      [crawl, now, maxUrls, now + holdSeconds * 1000, SERVE_CAP, continuing ? 1 : 0, BLACKLIST_RECHECK_MS, ...keys],
-    );
-    return keys.map((key, q) => ({ crawl, key, packed: replies[q] ?? Buffer.alloc(0), count: counts[q] ?? 0 }));
+    return this.serveGroups([{ crawl, keys }], maxUrls, holdSeconds, continuing);
   }
 
-  /**
-   * A served queue, then, while it gave {@link SERVE_CAP} URLs (it has more due and the client set no lower max),
-   * the same queue served again within this GetURLs: each script call stays short, however much a client asks.
-   */
-  async #emitServed(
-    queue: PackedQueue,
-    req: GetUrlsRequest,
-    emit: (queue: PackedQueue) => void | Promise<void>,
-  ): Promise<void> {
-    let q = queue;
-    await emit(q);
-    while (q.count === SERVE_CAP && !req.cancelled?.()) {
-      [q] = (await this.servePacked(q.crawl, [q.key], req.maxUrlsPerQueue, req.holdSeconds, true)) as [PackedQueue];
-      if (q.count === 0) return;
-      await emit(q);
+  /** {@link servePacked} over queues of several crawls in one script call: the queues in `groups` order. */
+  async serveGroups(
+    groups: readonly { crawl: string; keys: string[] }[],
+    maxUrls: number,
+    holdSeconds: number,
+    continuing = false,
+  ): Promise<PackedQueue[]> {
+    const now = this.#now();
+    const keys = urlFrontierScriptGlobals(this.prefix);
+    const args: (string | number)[] = [
+      now,
+      maxUrls,
+      now + holdSeconds * 1000,
+      SERVE_CAP,
+      continuing ? 1 : 0,
+      BLACKLIST_RECHECK_MS,
+    ];
+    for (const { crawl, keys: queues } of groups) {
+      keys.push(...urlFrontierCrawlGroup(this.prefix, crawl, queues));
+      args.push(crawl, queues.length, ...queues);
     }
+    const [replies, counts] = await runScriptBuffer<[Buffer[], number[]]>(this.redis, script('uf-serve'), keys, args);
+    const out: PackedQueue[] = [];
+    for (const { crawl, keys: queues } of groups)
+      for (const key of queues) {
+        const q = out.length;
+        out.push({ crawl, key, packed: replies[q] ?? Buffer.alloc(0), count: counts[q] ?? 0 });
+      }
+    return out;
   }
 
   /**
    * GetURLs: one queue with `key`, else the queues of the crawl (or of every crawl) whose time in the `due` index has
-   * come, the longest-due first, each at most once, stopping once `maxQueues` queues produced. Queues with nothing
-   * due are never looked at, so the cost is O(log q + queues looked at), not O(queues of the crawl). Calls `emit` per
-   * served queue.
+   * come, the longest-due first (across crawls too), each at most once, stopping once `maxQueues` queues produced.
+   * Queues with nothing due are never looked at, nor crawls with nothing due (the `cdue` index), so the cost is
+   * O(log c + queues looked at), not O(queues) or O(crawls). Calls `emit` per served queue (uf-get-urls.ts).
    */
   async getUrls(req: GetUrlsRequest, emit: (urls: ServedUrl[]) => void | Promise<void>): Promise<void> {
-    await this.getUrlsPacked(req, (queue) => emit(servedUrls(queue)));
+    await getUrlsPacked(this, req, (queue) => emit(servedUrls(queue)));
   }
 
   /** {@link getUrls} with each served queue's URLs in uf-serve's packed form. */
-  async getUrlsPacked(req: GetUrlsRequest, emit: (queue: PackedQueue) => void | Promise<void>): Promise<void> {
-    if (!(await this.active())) return;
-    if (req.key !== undefined) {
-      if (req.crawl === undefined) return;
-      const [queue] = await this.servePacked(req.crawl, [req.key], req.maxUrlsPerQueue, req.holdSeconds);
-      if (queue && queue.count > 0) await this.#emitServed(queue, req, emit);
-      return;
-    }
-    const crawls = req.crawl !== undefined ? [req.crawl] : await this.crawls();
-    // Claims are of the queues due by this request's start: a queue looked at is placed after the time it was served
-    // (uf-serve.lua), so it is not claimed again by this request, and the loop ends.
-    const start = this.#now();
-    let produced = 0;
-    const budget = () => (req.maxQueues > 0 ? req.maxQueues - produced : Number.POSITIVE_INFINITY);
-    for (const crawl of crawls) {
-      const { due, legacyRotation } = urlFrontierCrawlKeys(this.prefix, crawl);
-      while (budget() > 0) {
-        if (req.cancelled?.()) return;
-        const keys = await runScript<string[]>(
-          this.redis,
-          script('uf-claim'),
-          [due, legacyRotation],
-          [start, Math.min(budget(), CLAIM_MAX), CLAIM_MS],
-        );
-        if (keys.length === 0) break;
-        // The queues go out in waves of SERVE_WAVE (one script call each), SERVE_WAVES_AHEAD waves in flight, so
-        // the stream is written while Redis still serves the later queues (one call for every queue would hold
-        // back the first URL until Redis served the last queue).
-        const waves: Promise<PackedQueue[]>[] = [];
-        let next = 0;
-        const launch = () => {
-          while (waves.length < SERVE_WAVES_AHEAD && next < keys.length && !req.cancelled?.()) {
-            const wave = this.servePacked(
-              crawl,
-              keys.slice(next, next + SERVE_WAVE),
-              req.maxUrlsPerQueue,
-              req.holdSeconds,
-            );
-            next += SERVE_WAVE;
-            // Replies that are not awaited yet must not count as unhandled if an earlier emit throws.
-            wave.catch(() => undefined);
-            waves.push(wave);
-          }
-        };
-        launch();
-        for (let wave = waves.shift(); wave; wave = waves.shift()) {
-          launch();
-          for (const queue of await wave) {
-            if (req.cancelled?.()) return;
-            if (queue.count === 0) continue;
-            produced++;
-            await this.#emitServed(queue, req, emit);
-          }
-        }
-      }
-      if (budget() <= 0) return;
-    }
+  getUrlsPacked(req: GetUrlsRequest, emit: (queue: PackedQueue) => void | Promise<void>): Promise<void> {
+    return getUrlsPacked(this, req, emit);
+  }
+
+  /** The store's clock, epoch ms. */
+  now(): number {
+    return this.#now();
   }
 
   async deleteQueue(crawl: string, key: string): Promise<number> {
@@ -272,6 +232,20 @@ export class UrlFrontierStore implements UrlFrontierView {
   async deleteCrawl(crawl: string): Promise<number> {
     const removed = await inChunks(await this.queues(crawl), (key) => this.deleteQueue(crawl, key));
     return removed.reduce((a, b) => a + b, 0);
+  }
+
+  /**
+   * URLs not completed (scheduled or held) over every crawl, from the kept total: O(1). In a frontier stored by an
+   * older version, each call first walks it for up to a second ({@link UrlFrontierIndex}); until the walk ends the
+   * total counts only the queues walked so far.
+   */
+  async backlogTotal(): Promise<number> {
+    const g = urlFrontierGlobalKeys(this.prefix);
+    const [indexed, total] = await this.redis.hmget(g.state, 'indexed', 'backlog');
+    this.index.saw(indexed);
+    if (this.index.indexed) return Number(total ?? 0);
+    await this.index.walk();
+    return Number((await this.redis.hget(g.state, 'backlog')) ?? 0);
   }
 
   /** URLs not completed (scheduled or held) per crawl, per queue key; one pipeline, O(queues). */
@@ -434,10 +408,13 @@ export class UrlFrontierStore implements UrlFrontierView {
    * next GetURLs (out of `due` when it has nothing).
    */
   async #setAndWake(crawl: string, key: string, field: string, value: number): Promise<void> {
+    const now = this.#now();
+    // The crawl's earliest due time becomes at most now: `cdue` follows with LT.
     await this.redis
       .multi()
       .hset(urlFrontierQueueKeys(this.prefix, crawl, key).info, field, value)
-      .zadd(urlFrontierCrawlKeys(this.prefix, crawl).due, this.#now(), key)
+      .zadd(urlFrontierCrawlKeys(this.prefix, crawl).due, now, key)
+      .zadd(urlFrontierGlobalKeys(this.prefix).crawlDue, 'LT', now, crawl)
       .exec();
   }
 
@@ -464,7 +441,7 @@ export class UrlFrontierStore implements UrlFrontierView {
   /** Every key name this store may have created (for tests' cleanup; never used in production paths). */
   async knownKeys(): Promise<string[]> {
     const g = urlFrontierGlobalKeys(this.prefix);
-    const out: string[] = [g.crawls, g.state, g.domainConfig, g.blacklist];
+    const out: string[] = [g.crawls, g.state, g.crawlDue, g.domainConfig, g.blacklist];
     for (const crawl of await this.crawls()) {
       out.push(...Object.values(urlFrontierCrawlKeys(this.prefix, crawl)));
       for (const key of await this.queues(crawl))

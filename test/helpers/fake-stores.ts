@@ -270,6 +270,12 @@ export class FakeUrlFrontier implements UrlFrontierView {
     return queues ? { [crawl]: { ...queues } } : {};
   }
 
+  async backlogTotal(): Promise<number> {
+    let n = 0;
+    for (const queues of Object.values(this.crawls)) for (const v of Object.values(queues)) n += v;
+    return n;
+  }
+
   async deleteCrawl(crawl: string): Promise<number> {
     const n = Object.values(this.crawls[crawl] ?? {}).reduce((s, v) => s + v, 0);
     delete this.crawls[crawl];

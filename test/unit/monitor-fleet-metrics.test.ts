@@ -166,6 +166,14 @@ describe('fleetMetrics', () => {
     expect(await fleetMetrics(ctx)).toMatchObject({ totalBacklog: 4, backlogPerTask: 4, urlFrontierBacklog: 5 });
   });
 
+  it("reads the URL Frontier's kept total, never its per-queue backlog (O(queues) over every crawl)", async () => {
+    const urlFrontier = new FakeUrlFrontier({ c1: { 'a.com': 3 } });
+    urlFrontier.backlog = () => Promise.reject(new Error('the stats run read every queue of every crawl'));
+    const ctx = testContext({ urlFrontier });
+
+    expect(await fleetMetrics(ctx)).toMatchObject({ urlFrontierBacklog: 3 });
+  });
+
   it('reports zeros for an empty frontier', async () => {
     expect(await fleetMetrics(testContext())).toEqual({
       backlog: {},

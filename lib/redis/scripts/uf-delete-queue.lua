@@ -2,23 +2,27 @@
   URL frontier: delete one queue and all its URLs (DeleteQueue, DeleteCrawl); the crawl disappears with its
   last queue.
 
-  KEYS[1..6]   the crawl's keys (includes/uf.lua)
-  KEYS[7..]    the queue's six keys, KEYS[7..12], read by use_queue(1, ...) (includes/uf.lua)
+  KEYS[1..5]   the frontier-wide keys, KEYS[6..7] the crawl's (includes/uf.lua)
+  KEYS[8..]    the queue's six keys, KEYS[8..13], read by use_queue(1, ...) (includes/uf.lua)
   ARGV[1]      crawl ID
   ARGV[2]      queue key
 
-  Returns the number of URLs removed (active and completed); 0 for an unknown queue.
+  Returns the number of URLs removed (active and completed); 0 for an unknown queue. The crawl's place in `cdue` and
+  the backlog total (a counted queue) follow.
   Cost: O(1) commands; UNLINK frees the O(n) memory in a background thread.
 ]]
 --- @include "uf"
 
+use_crawl(6, ARGV[1])
 use_queue(1, ARGV[2])
 
 if not redis.call('ZSCORE', K.queues, QKEY) then return 0 end
 local n = redis.call('HLEN', K.created)
+if counted() then count_backlog(-(redis.call('ZCARD', K.sched) + redis.call('ZCARD', K.held))) end
 -- UNLINK: a queue of millions of URLs is freed in the background, not while every other client waits
 redis.call('UNLINK', K.created, K.sched, K.held, K.hdate, K.done, K.info)
 redis.call('ZREM', K.queues, QKEY)
 redis.call('ZREM', K.due, QKEY)
+sync_crawl()
 if redis.call('ZCARD', K.queues) == 0 then redis.call('SREM', K.crawls, CRAWL) end
 return n

@@ -6,7 +6,7 @@
   metadata), and the queue's info gets `meta` = 1 once any URL comes with metadata. URLs are members
   (lib/redis/uf-model.ts urlMember: the queue's host prefix cut off).
 
-  KEYS[1..6]   the crawl's keys, then KEYS[6i+1..6i+6] queue i's keys (includes/uf.lua)
+  KEYS[1..5]   the frontier-wide keys, KEYS[6..7] the crawl's, then KEYS[6i+2..6i+7] queue i's (includes/uf.lua)
   ARGV[1]      crawl ID
   ARGV[2]      now (epoch s)
   ARGV[3..]    per queue i, in KEYS order: queue key, the key's registrable domain (stored with a new queue, for
@@ -16,11 +16,13 @@
   Returns one status per item, in ARGV order: 0 stored (OK), 1 already known (SKIPPED). Items of one queue are
   applied in order, so a duplicate inside a call is SKIPPED.
   A queue that got a URL is due (in `due`) no later than its earliest scheduled URL; one left with nothing scheduled
-  or held leaves `due`.
+  or held leaves `due`; the crawl's place in `cdue` follows. The frontier's `backlog` total follows the URLs that
+  become or stop being scheduled or held, in counted queues.
   Cost: O(log n) per item and O(log q) per queue, one call for every queue of a batch.
 ]]
 --- @include "uf"
 
+use_crawl(6, ARGV[1])
 local now = tonumber(ARGV[2])
 local out = {}
 local i = 3
@@ -32,9 +34,12 @@ while i + 2 <= #ARGV do
   local stop = i + 3 + 4 * tonumber(ARGV[i + 2]) -- just past the queue's items
   local ensured = false
   local flagged = false -- info `meta` set in this call
+  local in_total = false -- the queue is counted in the backlog total
+  local delta = 0 -- URLs that became scheduled or held, less those that stopped being either
   local function ensure()
     if not ensured then
       ensure_queue(domain)
+      in_total = counted()
       ensured = true
     end
   end
@@ -54,6 +59,7 @@ while i + 2 <= #ARGV do
         ensure()
         redis.call('HSET', K.created, url, created_value(now, meta))
         redis.call('ZADD', K.sched, now, url)
+        delta = delta + 1
         out[#out + 1] = 0
       end
     else
@@ -61,20 +67,25 @@ while i + 2 <= #ARGV do
       local created = now
       if old then created = split_created(old) end
       redis.call('HSET', K.created, url, created_value(created, meta))
-      redis.call('ZREM', K.held, url)
+      local was_held = redis.call('ZREM', K.held, url)
       redis.call('HDEL', K.hdate, url)
       if date == 0 then
-        redis.call('ZREM', K.sched, url)
+        delta = delta - was_held - redis.call('ZREM', K.sched, url)
         redis.call('SADD', K.done, url)
       else
         redis.call('SREM', K.done, url)
-        redis.call('ZADD', K.sched, date, url)
+        -- ZADD counts 1 for a URL that was not scheduled: it joins the backlog unless it was held
+        delta = delta + redis.call('ZADD', K.sched, date, url) - was_held
       end
       out[#out + 1] = 0
     end
     i = i + 4
   end
   -- a URL scheduled or a hold released: the queue is due by its earliest URL; all completed: out of `due` (O(log q))
-  if ensured then wake_queue() end
+  if ensured then
+    wake_queue()
+    if in_total then count_backlog(delta) end
+  end
 end
+sync_crawl()
 return out

@@ -1,5 +1,5 @@
 --[[
-  URL frontier: serve queues of one crawl for GetURLs, several per call. For each queue: releases expired holds (at
+  URL frontier: serve queues for GetURLs, several per call, of one crawl or several. For each queue: releases expired holds (at
   most 2 × cap per call, the earliest first), then checks that the queue is not blocked, its domain not blacklisted
   (the Kafka API's blacklist), under its crawl limit, past its politeness delay since it last produced, and below
   max URLs in flight; takes the due URLs
@@ -11,25 +11,25 @@
   handed out. (Max URLs in flight stays the client's `max`.)
   Every queue served or looked at gets its place in `due` (includes/uf.lua): the earliest time it may produce again
   (its next scheduled URL, its politeness delay, its block, its first hold to end when it is at `max` in flight or
-  has nothing scheduled, a recheck in ARGV[7] ms when its domain is blacklisted), always later than now, or none
+  has nothing scheduled, a recheck in ARGV[6] ms when its domain is blacklisted), always later than now, or none
   when it has nothing scheduled or held or is at its crawl limit: GetURLs (uf-claim.lua) never looks at it again
   until a put, a hold, SetDelay, BlockQueueUntil, SetCrawlLimit or PurgeURLs brings it back. A queue's due time
   is not brought forward when the default delay or a domain override is lowered: it comes at the latest when the
-  old one would have ended.
+  old one would have ended. Each crawl's place in `cdue` follows its `due`.
 
-  KEYS[1..6]   the crawl's keys, then KEYS[6i+1..6i+6] queue i's keys (includes/uf.lua)
-  ARGV[1]      crawl ID
-  ARGV[2]      now (epoch ms)
-  ARGV[3]      max URLs per queue (0: no limit), the client's
-  ARGV[4]      held until (epoch ms)
-  ARGV[5]      cap: the most URLs this call takes from one queue (> 0), so that no call runs long whatever the
-               client asks; a queue that gave `cap` URLs is served again with ARGV[6] = 1
-  ARGV[6]      1: a continuation of the same GetURLs for queues that gave `cap` URLs (no politeness delay check,
+  KEYS[1..5]   the frontier-wide keys, then per crawl its group: its two keys and its queues' six keys each, in
+               ARGV order (includes/uf.lua; keys.ts urlFrontierCrawlGroup)
+  ARGV[1]      now (epoch ms)
+  ARGV[2]      max URLs per queue (0: no limit), the client's
+  ARGV[3]      held until (epoch ms)
+  ARGV[4]      cap: the most URLs this call takes from one queue (> 0), so that no call runs long whatever the
+               client asks; a queue that gave `cap` URLs is served again with ARGV[5] = 1
+  ARGV[5]      1: a continuation of the same GetURLs for queues that gave `cap` URLs (no politeness delay check,
                at most max minus in flight; a queue with a domain override gives nothing more), else 0
-  ARGV[7]      ms before a queue of a blacklisted domain is looked at again (the blacklist has no index by queue)
-  ARGV[8..]    the queue keys, in KEYS order
+  ARGV[6]      ms before a queue of a blacklisted domain is looked at again (the blacklist has no index by queue)
+  ARGV[7..]    per crawl, in KEYS order: crawl ID, queue count n, then its n queue keys
 
-  Returns two arrays: one string per queue (per URL served, `<byte length>:<member><byte length>:<metadata JSON,
+  Returns two arrays, over the queues of every crawl in ARGV order: one string per queue (per URL served, `<byte length>:<member><byte length>:<metadata JSON,
   '' for none>`: one bulk reply per queue instead of two per URL; empty when the queue is not eligible), and the
   number of URLs per queue.
   Cost: O(expired holds × log n + served × log n) per queue, served ≤ cap, in a few variadic calls per 500 URLs,
@@ -37,12 +37,17 @@
 ]]
 --- @include "uf"
 
-local now = tonumber(ARGV[2])
-local max = tonumber(ARGV[3])
-local until_ms = tonumber(ARGV[4])
-local cap = tonumber(ARGV[5])
-local continuing = ARGV[6] == '1'
-local recheck = tonumber(ARGV[7])
+local now = tonumber(ARGV[1])
+local max = tonumber(ARGV[2])
+local until_ms = tonumber(ARGV[3])
+local cap = tonumber(ARGV[4])
+local continuing = ARGV[5] == '1'
+local recheck = tonumber(ARGV[6])
+-- Frontier-wide, read once per call: the default delay, and whether any domain is blacklisted or overridden (most
+-- frontiers have neither, and each queue then skips the lookups).
+local default_delay = tonumber(redis.call('HGET', K.state, 'delay') or '1')
+local any_black = redis.call('EXISTS', K.black) == 1
+local any_cfg = redis.call('EXISTS', K.dcfg) == 1
 
 -- The earliest time (ms) the queue K points at may produce again, later than now; nil when it never will by itself
 -- (nothing scheduled or held). `wait`: a time it must wait for anyway (politeness, block), or nil.
@@ -68,19 +73,20 @@ end
 -- The packed URLs of the queue K points at ('' when it may not produce now), their number and the queue's next due
 -- time (nil: none).
 local function serve()
-  if not redis.call('ZSCORE', K.queues, QKEY) then return '', 0, nil end
-  release_expired(now, 2 * cap)
+  -- A queue deleted since it was claimed has no keys left: it serves nothing and leaves `due` (no check needed).
+  local lost = release_expired(now, 2 * cap)
+  if lost > 0 and counted() then count_backlog(-lost) end
   local info = redis.call('HMGET', K.info, 'blocked', 'limit', 'last', 'delay', 'dom', 'meta')
   local blocked, limit, last, delay = tonumber(info[1]), tonumber(info[2]), tonumber(info[3]), tonumber(info[4])
   if blocked and blocked >= now then return '', 0, next_due(blocked + 1) end
   local domain = info[5] or QKEY
   local has_meta = info[6] ~= false
-  if redis.call('SISMEMBER', K.black, domain) == 1 then return '', 0, next_due(now + recheck) end
+  if any_black and redis.call('SISMEMBER', K.black, domain) == 1 then return '', 0, next_due(now + recheck) end
   if limit and limit > 0 and redis.call('SCARD', K.done) >= limit then return '', 0, nil end
-  if not delay then delay = tonumber(redis.call('HGET', K.state, 'delay') or '1') end
+  if not delay then delay = default_delay end
   -- take: how many URLs this serve may hand out (max, or the domain override's cap when smaller)
   local take = max
-  local cfg = redis.call('HGET', K.dcfg, domain)
+  local cfg = any_cfg and redis.call('HGET', K.dcfg, domain)
   if cfg then
     local hits, window, scale = string.match(cfg, '^([^,]*),([^,]*),([^,]*)$')
     hits, window, scale = tonumber(hits), tonumber(window), tonumber(scale)
@@ -141,14 +147,24 @@ local function serve()
 end
 
 local replies, counts = {}, {}
-for q = 1, #ARGV - 7 do
-  use_queue(q, ARGV[q + 7])
-  local due
-  replies[q], counts[q], due = serve()
-  if due then
-    redis.call('ZADD', K.due, due, QKEY)
-  else
-    redis.call('ZREM', K.due, QKEY)
+local a = 7 -- the current crawl's ARGV
+local k = 6 -- the current crawl's group in KEYS
+while a <= #ARGV do
+  use_crawl(k, ARGV[a])
+  local n = tonumber(ARGV[a + 1])
+  for q = 1, n do
+    use_queue(q, ARGV[a + 1 + q])
+    local due, r
+    r = #replies + 1
+    replies[r], counts[r], due = serve()
+    if due then
+      redis.call('ZADD', K.due, due, QKEY)
+    else
+      redis.call('ZREM', K.due, QKEY)
+    end
   end
+  sync_crawl()
+  a = a + 2 + n
+  k = k + 2 + 6 * n
 end
 return { replies, counts }

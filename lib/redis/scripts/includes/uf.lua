@@ -1,48 +1,84 @@
 --[[
-  URL frontier (lib/url-frontier): the keys of one call's queues and the helpers its scripts share. A call names
-  the crawl-wide keys once and then six keys per queue (lib/redis/keys.ts urlFrontierScriptKeys); a script that
-  works on several queues points K at each in turn with use_queue(i, key).
+  URL frontier (lib/url-frontier): the keys of one call's crawls and queues and the helpers its scripts share. A call
+  names the frontier-wide keys once, then per crawl a group: the crawl's two keys and six keys per queue
+  (lib/redis/keys.ts urlFrontierScriptKeys, urlFrontierCrawlGroup); a script points K at a crawl with
+  use_crawl(at, crawl) and at each queue in turn with use_queue_at(at, key), or, over one crawl at KEYS[6..],
+  use_queue(i, key).
 
   KEYS[1]  crawls   SET of crawl IDs
-  KEYS[2]  state    HASH active, delay
-  KEYS[3]  queues   ZSET the crawl's queue keys (score 0)
-  KEYS[4]  due      ZSET queue key -> epoch ms from which the queue may produce (GetURLs claims the due ones;
+  KEYS[2]  state    HASH active, delay, backlog (URLs scheduled or held in counted queues), indexed, icursor
+  KEYS[3]  dcfg     HASH domain -> 'hits,window,scale' (the Kafka API's domain overrides)
+  KEYS[4]  black    SET blacklisted domains
+  KEYS[5]  cdue     ZSET crawl ID -> the earliest time in its `due` (GetURLs over every crawl claims the due ones)
+  KEYS[c..]         a crawl's group, from c (6 for a call over one crawl):
+           queues   ZSET the crawl's queue keys (score 0)
+           due      ZSET queue key -> epoch ms from which the queue may produce (GetURLs claims the due ones;
                     a queue with nothing scheduled or held is not in it, so an exhausted queue costs GetURLs nothing)
-  KEYS[5]  dcfg     HASH domain -> 'hits,window,scale' (the Kafka API's domain overrides)
-  KEYS[6]  black    SET blacklisted domains
-  then per queue i (i = 1, 2, ...), at KEYS[6 * i + 1 .. 6 * i + 6]:
+           then per queue i (i = 1, 2, ...), at KEYS[c + 6i - 4 .. c + 6i + 1]:
            created  HASH url -> '<creation date (s)>[\t<metadata JSON>]'
            (every url here is a member: lib/redis/uf-model.ts urlMember, the queue's host prefix cut off)
            sched    ZSET url -> next-fetch date (s), not held
            held     ZSET url -> held until (ms)
            hdate    HASH url -> next-fetch date of a held URL
            done     SET completed URLs
-           info     HASH delay, blocked, limit, last, dom, meta
-  ARGV[1]  crawl ID (every script that includes this)
+           info     HASH delay, blocked, limit, last, dom, meta, counted
 ]]
 local K = {
   crawls = KEYS[1],
   state = KEYS[2],
-  queues = KEYS[3],
-  due = KEYS[4],
-  dcfg = KEYS[5],
-  black = KEYS[6],
-  -- created, sched, held, hdate, done, info: set by use_queue, which every script calls before using them
+  dcfg = KEYS[3],
+  black = KEYS[4],
+  cdue = KEYS[5],
+  -- queues, due: set by use_crawl; created, sched, held, hdate, done, info: set by use_queue_at
 }
-local CRAWL = ARGV[1]
--- The queue key of the queue K points at.
+-- The crawl ID and queue key K points at.
+local CRAWL = nil
 local QKEY = nil
+-- K's crawl group starts at KEYS[CBASE].
+local CBASE = 6
 
--- Points K's per-queue keys, and QKEY, at the call's i-th queue (1-based), whose key is `key`.
-local function use_queue(i, key)
-  local b = 6 * i
-  K.created = KEYS[b + 1]
-  K.sched = KEYS[b + 2]
-  K.held = KEYS[b + 3]
-  K.hdate = KEYS[b + 4]
-  K.done = KEYS[b + 5]
-  K.info = KEYS[b + 6]
+-- Points K's crawl keys, and CRAWL, at the crawl whose group starts at KEYS[at].
+local function use_crawl(at, crawl)
+  CBASE = at
+  K.queues = KEYS[at]
+  K.due = KEYS[at + 1]
+  CRAWL = crawl
+end
+
+-- Points K's per-queue keys, and QKEY, at the queue whose six keys start at KEYS[at], whose key is `key`.
+local function use_queue_at(at, key)
+  K.created = KEYS[at]
+  K.sched = KEYS[at + 1]
+  K.held = KEYS[at + 2]
+  K.hdate = KEYS[at + 3]
+  K.done = KEYS[at + 4]
+  K.info = KEYS[at + 5]
   QKEY = key
+end
+
+-- Points K's per-queue keys at the i-th queue (1-based) of K's crawl group.
+local function use_queue(i, key)
+  use_queue_at(CBASE + 6 * i - 4, key)
+end
+
+-- Whether the queue K points at is in the frontier's `backlog` total (info `counted`).
+local function counted()
+  return redis.call('HGET', K.info, 'counted') == '1'
+end
+
+-- Adds `n` (may be negative) to the frontier's `backlog` total, for a counted queue.
+local function count_backlog(n)
+  if n ~= 0 then redis.call('HINCRBY', K.state, 'backlog', n) end
+end
+
+-- Puts K's crawl in `cdue` at the earliest time in its `due`, or takes it out when its `due` is empty (O(log c)).
+local function sync_crawl()
+  local first = redis.call('ZRANGE', K.due, 0, 0, 'WITHSCORES')
+  if first[2] then
+    redis.call('ZADD', K.cdue, first[2], CRAWL)
+  else
+    redis.call('ZREM', K.cdue, CRAWL)
+  end
 end
 
 -- A `created` field value: the creation date, and a tab and the metadata JSON when there is metadata.
@@ -60,8 +96,10 @@ end
 
 -- Puts held URLs whose hold ended (held until <= now ms) back into the schedule at their date, at most `limit`
 -- (the earliest ended; the rest on a later call), so one call stays short however many holds ended at once.
--- In chunks of 500, one variadic call per structure (unpack's stack is bounded).
+-- In chunks of 500, one variadic call per structure (unpack's stack is bounded). Returns how many left the backlog
+-- (a held URL without its date, which no script leaves: 0 unless a key was edited by hand).
 local function release_expired(now, limit)
+  local lost = 0
   local expired = redis.call('ZRANGEBYSCORE', K.held, '-inf', now, 'LIMIT', 0, limit)
   for from = 1, #expired, 500 do
     local urls = {}
@@ -77,13 +115,20 @@ local function release_expired(now, limit)
       end
     end
     if #sched > 0 then redis.call('ZADD', K.sched, unpack(sched)) end
+    lost = lost + #urls - #sched / 2
   end
+  return lost
 end
 
--- Registers the queue (and its crawl) if new, with its domain. (It joins `due` once it has a URL scheduled.)
+-- Registers the queue (and its crawl) if new, with its domain, counted in the backlog total from the start. (It
+-- joins `due` once it has a URL scheduled.) The first crawl of a frontier marks it indexed: nothing older is left to
+-- index (uf-index.lua).
 local function ensure_queue(domain)
   if redis.call('ZADD', K.queues, 'NX', 0, QKEY) == 1 then
-    redis.call('SADD', K.crawls, CRAWL)
+    if redis.call('SADD', K.crawls, CRAWL) == 1 and redis.call('SCARD', K.crawls) == 1 then
+      redis.call('HSET', K.state, 'indexed', 1)
+    end
+    redis.call('HSET', K.info, 'counted', 1)
     if domain and domain ~= '' and domain ~= QKEY then redis.call('HSET', K.info, 'dom', domain) end
   end
 end

@@ -1,0 +1,254 @@
+/**
+ * The URL Frontier store over many crawls (issue 48, items 2 and 9), on the standalone and the cluster-mode Redis:
+ * GetURLs over every crawl costs the same whatever the crawls that have nothing due (the `cdue` index), serves the
+ * longest-due queue first across crawls, and the stats run's backlog total is one command, kept exact by every
+ * script; a frontier stored before either index existed is walked once, a page at a time, and then served whole.
+ */
+import { afterAll, afterEach, describe, expect, test } from 'vitest';
+import type { RedisClient } from '../../lib/redis/client.ts';
+import { urlFrontierGlobalKeys, urlFrontierQueueKeys } from '../../lib/redis/keys.ts';
+import type { GetUrlsRequest, PutItem } from '../../lib/redis/uf-model.ts';
+import { UrlFrontierStore } from '../../lib/redis/uf-store.ts';
+import { recordCommands } from '../helpers/scripts.ts';
+import { clusterRedis, standaloneRedis, uniqueName } from '../helpers/services.ts';
+
+const T0 = Date.UTC(2026, 10, 23, 12, 0, 0);
+
+const item = (crawl: string, key: string, url: string, kind: 'discovered' | 'known', date = 0): PutItem => ({
+  crawl,
+  key,
+  url,
+  kind,
+  date,
+  metadata: {},
+});
+
+/** GetURLs over every crawl (no crawl in the request), each served URL as `crawl url`, in the order served. */
+async function anyCrawl(store: UrlFrontierStore, over: Partial<GetUrlsRequest> = {}): Promise<string[]> {
+  const out: string[] = [];
+  await store.getUrls({ maxQueues: 0, maxUrlsPerQueue: 0, holdSeconds: 30, ...over }, (urls) => {
+    for (const u of urls) out.push(`${u.crawl} ${u.url}`);
+  });
+  return out;
+}
+
+/** The backlog as the O(queues) read counts it, summed over every crawl and queue. */
+async function countedBacklog(store: UrlFrontierStore): Promise<number> {
+  let n = 0;
+  for (const queues of Object.values(await store.backlog())) for (const v of Object.values(queues)) n += v;
+  return n;
+}
+
+/** What a frontier stored by an older version lacks: the crawls' due index, the total, the counted flags. */
+async function asOlderFrontier(redis: RedisClient, store: UrlFrontierStore): Promise<void> {
+  const g = urlFrontierGlobalKeys(store.prefix);
+  await redis.del(g.crawlDue);
+  await redis.hdel(g.state, 'indexed', 'backlog', 'icursor');
+  for (const crawl of await store.crawls())
+    for (const key of await store.queues(crawl))
+      await redis.hdel(urlFrontierQueueKeys(store.prefix, crawl, key).info, 'counted');
+}
+
+describe.each([
+  ['standalone', standaloneRedis],
+  ['cluster mode', clusterRedis],
+])('URL Frontier store over many crawls (%s Redis)', (_name, connect) => {
+  const redis = connect();
+  const stores: UrlFrontierStore[] = [];
+
+  afterEach(async () => {
+    for (const store of stores.splice(0)) {
+      const keys = await store.knownKeys();
+      for (let i = 0; i < keys.length; i += 1000) await redis.unlink(...keys.slice(i, i + 1000));
+    }
+  });
+  afterAll(() => redis.disconnect());
+
+  function newStore(now?: () => number): UrlFrontierStore {
+    const store = new UrlFrontierStore(redis, uniqueName('ufc'), now);
+    stores.push(store);
+    return store;
+  }
+
+  /** `n` crawls of one queue and one URL each, all served and then completed: nothing in them is due, ever. */
+  async function exhaustedCrawls(n: number): Promise<UrlFrontierStore> {
+    const store = newStore();
+    const crawls = Array.from({ length: n }, (_, i) => `crawl-${i}`);
+    await store.put(crawls.map((c) => item(c, 'a.com', 'http://a.com/', 'discovered')));
+    expect(await anyCrawl(store)).toHaveLength(n);
+    await store.put(crawls.map((c) => item(c, 'a.com', 'http://a.com/', 'known', 0)));
+    return store;
+  }
+
+  /** The commands of one empty GetURLs over every crawl, and the KEYS its script calls named. */
+  async function emptyAnyCrawl(store: UrlFrontierStore): Promise<{ commands: number; keys: number }> {
+    const sent = await recordCommands(redis, async () => expect(await anyCrawl(store, { maxQueues: 1 })).toEqual([]));
+    const keys = sent.filter((c) => c.name === 'evalsha' || c.name === 'eval').map((c) => Number(c.args[1]));
+    return { commands: sent.length, keys: keys.reduce((a, b) => a + b, 0) };
+  }
+
+  test('an empty GetURLs over every crawl sends as few commands over 2,000 exhausted crawls as over 20', async () => {
+    const small = await emptyAnyCrawl(await exhaustedCrawls(20));
+    const large = await emptyAnyCrawl(await exhaustedCrawls(2000));
+    expect(large).toEqual(small);
+    // The state (active, indexed) and the crawls' due index (none due): no crawl is looked at.
+    expect(large).toEqual({ commands: 2, keys: 0 });
+  });
+
+  test('the one due crawl among 2,000 exhausted ones is served by one read of the index, a claim and a serve', async () => {
+    const store = await exhaustedCrawls(2000);
+    await store.put([item('crawl-1234', 'due.com', 'http://due.com/x', 'discovered')]);
+    let got: string[] = [];
+    const sent = await recordCommands(redis, async () => {
+      got = await anyCrawl(store);
+    });
+    expect(got).toEqual(['crawl-1234 http://due.com/x']);
+    // HMGET state, ZRANGE cdue (1 crawl), claim, serve, ZRANGE cdue (none left).
+    expect(sent.length).toBeLessThanOrEqual(5);
+  });
+
+  test('the longest-due queue goes first across crawls, not crawl by crawl', async () => {
+    const clock = { now: T0 };
+    const store = newStore(() => clock.now);
+    const s = T0 / 1000;
+    // Crawl a's queues are due at +1, +3, +5 s, crawl b's one queue at +2 s: a crawl with many queues due does not
+    // starve another.
+    await store.put([
+      item('a', 'a1.com', 'http://a1.com/', 'known', s + 1),
+      item('a', 'a3.com', 'http://a3.com/', 'known', s + 3),
+      item('a', 'a5.com', 'http://a5.com/', 'known', s + 5),
+      item('b', 'b2.com', 'http://b2.com/', 'known', s + 2),
+    ]);
+    clock.now = T0 + 10_000;
+    const order: string[] = [];
+    for (let i = 0; i < 5; i++) order.push(...(await anyCrawl(store, { maxQueues: 1 })));
+    expect(order).toEqual(['a http://a1.com/', 'b http://b2.com/', 'a http://a3.com/', 'a http://a5.com/']);
+  });
+
+  test('held URLs of every crawl come back when their holds end, not before', async () => {
+    const clock = { now: T0 };
+    const store = newStore(() => clock.now);
+    await store.put([
+      item('x', 'x.com', 'http://x.com/1', 'discovered'),
+      item('y', 'y.com', 'http://y.com/1', 'discovered'),
+    ]);
+    expect((await anyCrawl(store, { holdSeconds: 10 })).sort()).toEqual(['x http://x.com/1', 'y http://y.com/1']);
+    clock.now += 9_999;
+    expect(await anyCrawl(store)).toEqual([]);
+    clock.now += 2;
+    expect((await anyCrawl(store)).sort()).toEqual(['x http://x.com/1', 'y http://y.com/1']);
+    // Completed while held: the crawl leaves the index, and the other one is served alone once its hold ends.
+    await store.put([item('x', 'x.com', 'http://x.com/1', 'known', 0)]);
+    expect(await redis.zscore(urlFrontierGlobalKeys(store.prefix).crawlDue, 'x')).toBeNull();
+    clock.now += 30_001;
+    expect(await anyCrawl(store)).toEqual(['y http://y.com/1']);
+  });
+
+  test('a stale place in the index is mended by the next look; a crawl missing from it comes back when served by ID', async () => {
+    const clock = { now: T0 };
+    const store = newStore(() => clock.now);
+    const cdue = urlFrontierGlobalKeys(store.prefix).crawlDue;
+    await store.put([item('w', 'w.com', 'http://w.com/1', 'known', T0 / 1000 + 600)]);
+    // Too early (as an older server might leave it): nothing is served and the crawl moves to its real time.
+    await redis.zadd(cdue, 0, 'w');
+    expect(await anyCrawl(store)).toEqual([]);
+    expect(Number(await redis.zscore(cdue, 'w'))).toBe((T0 / 1000 + 600) * 1000);
+    // Missing: a GetURLs over every crawl does not see it, one naming it serves it and puts it back.
+    await store.put([item('m', 'm.com', 'http://m.com/1', 'discovered')]);
+    await redis.zrem(cdue, 'm');
+    expect(await anyCrawl(store)).toEqual([]);
+    const named: string[] = [];
+    await store.getUrls({ crawl: 'm', maxQueues: 0, maxUrlsPerQueue: 0, holdSeconds: 30 }, (u) => {
+      named.push(...u.map((x) => x.url));
+    });
+    expect(named).toEqual(['http://m.com/1']);
+    expect(Number(await redis.zscore(cdue, 'm'))).toBe(T0 + 30_000);
+  });
+
+  test('a deleted crawl leaves the index and the total; the others are served as before', async () => {
+    const store = newStore();
+    await store.put([
+      item('gone', 'a.com', 'http://a.com/1', 'discovered'),
+      item('gone', 'b.com', 'http://b.com/1', 'discovered'),
+      item('kept', 'a.com', 'http://a.com/1', 'discovered'),
+    ]);
+    expect(await store.backlogTotal()).toBe(3);
+    expect(await store.deleteCrawl('gone')).toBe(2);
+    expect(await redis.zscore(urlFrontierGlobalKeys(store.prefix).crawlDue, 'gone')).toBeNull();
+    expect(await store.backlogTotal()).toBe(1);
+    expect(await anyCrawl(store)).toEqual(['kept http://a.com/1']);
+  });
+
+  test('the backlog total is one command and matches the per-queue count through put, serve, complete, purge, delete', async () => {
+    const clock = { now: T0 };
+    const store = newStore(() => clock.now);
+    const check = async (expected: number) => {
+      let total = -1;
+      const sent = await recordCommands(redis, async () => {
+        total = await store.backlogTotal();
+      });
+      expect(sent).toHaveLength(1);
+      expect(total).toBe(expected);
+      expect(await countedBacklog(store)).toBe(expected);
+    };
+    await store.put([
+      item('c', 'a.com', 'http://a.com/1', 'discovered'),
+      item('c', 'a.com', 'http://a.com/1', 'discovered'),
+      item('c', 'a.com', 'http://a.com/2', 'discovered'),
+      item('d', 'b.com', 'http://b.com/1', 'known', T0 / 1000 + 60),
+      item('d', 'b.com', 'http://b.com/done', 'known', 0),
+    ]);
+    await check(3);
+    // Held URLs stay in the backlog; a known update of a held URL releases it (still one).
+    expect(await anyCrawl(store)).toHaveLength(2);
+    await check(3);
+    await store.put([item('c', 'a.com', 'http://a.com/1', 'known', T0 / 1000)]);
+    await check(3);
+    // Completed (held or scheduled) leave it; a completed URL scheduled again comes back.
+    await store.put([
+      item('c', 'a.com', 'http://a.com/1', 'known', 0),
+      item('d', 'b.com', 'http://b.com/1', 'known', 0),
+    ]);
+    await check(1);
+    await store.put([item('d', 'b.com', 'http://b.com/done', 'known', T0 / 1000)]);
+    await check(2);
+    clock.now += 1000;
+    expect(await store.purge('c', undefined, 0)).toBe(2);
+    await check(1);
+    expect(await store.deleteQueue('d', 'b.com')).toBe(2);
+    await check(0);
+  });
+
+  test('a frontier stored before the indexes is walked a page at a time, then served whole and counted exactly', async () => {
+    const store = newStore();
+    const crawls = Array.from({ length: 1200 }, (_, i) => `old-${i}`);
+    await store.put(crawls.map((c) => item(c, 'a.com', `http://a.com/${c}`, 'discovered')));
+    await asOlderFrontier(redis, store);
+    // A new store, as a server of the new version starting on it.
+    const upgraded = new UrlFrontierStore(redis, store.prefix);
+    expect(await upgraded.index.step()).toBe(false);
+    // A put mid-walk, into every crawl: walked queues count it at once, the others when the walk reaches them.
+    await upgraded.put(crawls.map((c) => item(c, 'a.com', `http://a.com/${c}/2`, 'discovered')));
+    let steps = 1;
+    while (!(await upgraded.index.step())) steps++;
+    expect(steps).toBeGreaterThan(1);
+    expect(await upgraded.backlogTotal()).toBe(2400);
+    expect(await countedBacklog(upgraded)).toBe(2400);
+    const served = await anyCrawl(upgraded);
+    expect(served).toHaveLength(2400);
+    expect(new Set(served.map((s) => s.split(' ')[0])).size).toBe(1200);
+  });
+
+  test('GetURLs over every crawl of an older frontier walks it first and serves every crawl', async () => {
+    const store = newStore();
+    await store.put([
+      item('p', 'a.com', 'http://a.com/1', 'discovered'),
+      item('q', 'b.com', 'http://b.com/1', 'discovered'),
+    ]);
+    await asOlderFrontier(redis, store);
+    const upgraded = new UrlFrontierStore(redis, store.prefix);
+    expect((await anyCrawl(upgraded)).sort()).toEqual(['p http://a.com/1', 'q http://b.com/1']);
+    expect(await redis.hget(urlFrontierGlobalKeys(store.prefix).state, 'indexed')).toBe('1');
+    expect(await upgraded.backlogTotal()).toBe(2);
+  });
+});

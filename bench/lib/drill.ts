@@ -2,7 +2,7 @@
  * Fault drills (issue 48 items 4 and 5): a crawl of the fixture site through the real path (bench/lib/cluster.ts),
  * interrupted once its crawl has done `after` pages by a disruption that holds for `forS` seconds:
  *
- * - `redis-full`: the bench's private Redis refuses every write (`CONFIG SET maxmemory` to what it uses now, with
+ * - `redis-full`: the bench's private Redis refuses every write (`CONFIG SET maxmemory` 1 byte, with
  *   `maxmemory-policy noeviction`, as ElastiCache runs the frontier): leases, acks, children;
  * - `kafka-down`: the crawl's broker (test/helpers/private-kafka.ts, a broker of the drill's own) is stopped, with
  *   short leases (`LEASE_TIMEOUT` 5 s) and reclaim every second, so that a lease left to lapse while its page waits on
@@ -77,10 +77,14 @@ async function disrupt(
   progress: (m: string) => void,
 ): Promise<() => Promise<void>> {
   if (o.disruption === 'redis-full') {
+    // 1 byte: over the limit for the whole window, whatever acks free or client buffers come and go, as a node that
+    // filled up is. Redis then refuses every command that may grow memory, and a script's first such write; a script
+    // whose first write frees (an ack's ZREM of its lease) may go on writing, so acks without children still pass.
     const used = Number(/used_memory:(\d+)/.exec(String(await redis.info('memory')))?.[1]);
+    const limit = 1;
     await redis.config('SET', 'maxmemory-policy', 'noeviction');
-    await redis.config('SET', 'maxmemory', String(used));
-    progress(`  Redis full (maxmemory ${used} bytes) for ${o.forS} s`);
+    await redis.config('SET', 'maxmemory', String(limit));
+    progress(`  Redis full (maxmemory ${limit} bytes, ${used} used) for ${o.forS} s`);
     return async () => {
       await redis.config('SET', 'maxmemory', '0');
       progress('  Redis has room again');
@@ -136,8 +140,11 @@ export async function runDrill(ctx: ScenarioContext, o: DrillOptions): Promise<D
         if ((info?.done ?? 0) + (info?.failed ?? 0) >= o.after) break;
         await sleep(100);
       }
-      const from = Date.now();
       const end = await disrupt(o, cluster.redis, broker, ctx.progress);
+      // From the moment the disruption is in effect.
+      const from = Date.now();
+      const info = await cluster.frontier.crawlInfo('link', 'bench', crawlid).catch(() => undefined);
+      ctx.progress(`  disrupted with ${(info?.done ?? 0) + (info?.failed ?? 0)} pages done`);
       await sleep(o.forS * 1000);
       await end();
       return { from, to: Date.now() };

@@ -5,7 +5,7 @@
  */
 import { decodeCounters, mergeInfos } from './crawl-info.ts';
 import type { FrontierCalls } from './frontier-calls.ts';
-import type { CrawlInfo, CrawlSettings, DomainAction } from './frontier-types.ts';
+import type { CrawlInfo, CrawlSettings, DomainAction, QueueSummary } from './frontier-types.ts';
 import { crawlKey, dupefilterKey, type PartitionRef, partitionKeys } from './keys.ts';
 
 /** At most this many counters of stopped crawls are settled per sweep-finished.lua call (~5 ms of Redis). */
@@ -125,14 +125,86 @@ export async function configureDomain(
   }
 }
 
-/** `Frontier.backlog`: queued requests per domain, summed over the spider type's partitions. */
-export async function backlog(calls: FrontierCalls, spider: string, now: number): Promise<Record<string, number>> {
-  const out: Record<string, number> = {};
+/** Fields per HSCAN page of a domain-count HASH: each command returns about this many, whatever the domains. */
+export const BACKLOG_PAGE = 500;
+
+/**
+ * `Frontier.queueSummary`: the kept total and domain count of each partition (backlog-total.lua, O(1)), summed, and
+ * the `top` domains with the most queued requests, from the domain counts read a page at a time (HSCAN): bounded
+ * commands, O(domains) across them. Not a snapshot: a page shows its domains as they are when it is read.
+ */
+export async function queueSummary(
+  calls: FrontierCalls,
+  spider: string,
+  top: number,
+  now: number,
+): Promise<QueueSummary> {
+  let queued = 0;
+  let domains = 0;
+  const busiest = new Busiest(top);
   for (const p of calls.partitionsOf(spider)) {
     // Stopped crawls' requests leave the backlog when their counters are settled: do that first.
     await sweep(calls, p, 'stopped', now);
-    const h = await calls.redis.hgetall(partitionKeys(p).domainCounts);
-    for (const [d, n] of Object.entries(h)) out[d] = (out[d] ?? 0) + Number(n);
+    const [total, count] = await calls.run<[number, number]>('backlog-total', p, [], [], now);
+    queued += Number(total);
+    domains += Number(count);
+    if (top > 0) await scanDomainCounts(calls, p, (domain, n) => busiest.offer(domain, n));
+  }
+  return { queued, domains, busiest: busiest.list() };
+}
+
+/** `Frontier.backlog`: queued requests per domain, summed over the spider type's partitions, read a page at a time. */
+export async function backlog(calls: FrontierCalls, spider: string, now: number): Promise<Record<string, number>> {
+  const out: Record<string, number> = {};
+  for (const p of calls.partitionsOf(spider)) {
+    await sweep(calls, p, 'stopped', now);
+    await scanDomainCounts(calls, p, (d, n) => {
+      out[d] = n;
+    });
   }
   return out;
+}
+
+/**
+ * Every domain of a partition's domain counts with its count, {@link BACKLOG_PAGE} fields per command. HSCAN may
+ * repeat a field (a rehash between pages): the callbacks take the last count they are given for a domain.
+ */
+async function scanDomainCounts(
+  calls: FrontierCalls,
+  p: PartitionRef,
+  each: (domain: string, n: number) => void,
+): Promise<void> {
+  const key = partitionKeys(p).domainCounts;
+  let cursor = '0';
+  do {
+    const [next, flat] = await calls.redis.hscan(key, cursor, 'COUNT', BACKLOG_PAGE);
+    for (let i = 0; i + 1 < flat.length; i += 2) each(flat[i] as string, Number(flat[i + 1]));
+    cursor = next;
+  } while (cursor !== '0');
+}
+
+/** The `size` domains with the most queued requests (ties: by name), kept in O(size) memory over any number offered. */
+class Busiest {
+  readonly #size: number;
+  #kept = new Map<string, number>();
+
+  constructor(size: number) {
+    this.#size = Math.max(0, Math.floor(size));
+  }
+
+  offer(domain: string, n: number): void {
+    if (this.#size === 0 || n <= 0) return;
+    this.#kept.set(domain, n);
+    if (this.#kept.size >= 4 * this.#size + 1000) this.#kept = new Map(this.#sorted().slice(0, this.#size));
+  }
+
+  list(): { domain: string; backlog: number }[] {
+    return this.#sorted()
+      .slice(0, this.#size)
+      .map(([domain, backlog]) => ({ domain, backlog }));
+  }
+
+  #sorted(): [string, number][] {
+    return [...this.#kept].sort((a, b) => b[1] - a[1] || a[0].localeCompare(b[0]));
+  }
 }

@@ -1,7 +1,7 @@
 --[[
   Queue info for crawls, from counters (never a queue scan).
 
-  KEYS[1..18]  partition keys (includes/frontier.lua)
+  KEYS[1..19]  partition keys (includes/frontier.lua)
   ARGV[1..5]   common frontier arguments
   ARGV[6]      'crawl' (ARGV[7] = crawl key) or 'app' (ARGV[7] = appid)
   ARGV[8]      spider type (mode 'app': only that spider type's crawls of the app)

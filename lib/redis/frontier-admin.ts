@@ -74,9 +74,20 @@ export async function dueCrawls(
   return out;
 }
 
+/** Most crawl counters (a domain at a priority) one info.lua call returns; a crawl with more is read in pages. */
+export const INFO_PAGE = 2000;
+/** Most crawls one info.lua call lists (mode `app`). */
+const INFO_CRAWLS = 200;
+
+/** A crawl as info.lua lists it (its header). */
+type InfoRow = [string, number, number, number, number, number, string, string, number, number];
+
 /**
  * info.lua's answer for one crawl (`mode` crawl, `id` its crawl key) or every crawl of an app (`mode` app, `id`
- * the appid) on every partition of the spider type; {@link mergeInfos} sums a crawl's partitions.
+ * the appid) on every partition of the spider type; {@link mergeInfos} sums a crawl's partitions. Each call returns
+ * at most {@link INFO_PAGE} counters and `INFO_CRAWLS` crawls; the rest come in further calls, so a crawl over
+ * 100,000 domains is many bounded commands. Not a snapshot: counts that change between two pages can leave a domain
+ * out of one answer (queued, leased, done and failed are each read at once, and exact).
  */
 export async function crawlInfos(
   calls: FrontierCalls,
@@ -87,19 +98,57 @@ export async function crawlInfos(
 ): Promise<CrawlInfo[]> {
   const out: CrawlInfo[] = [];
   for (const p of calls.partitionsOf(spider)) {
-    const rows = await calls.run<[string, number, number, number, number, number, string][]>(
+    let after = '';
+    do {
+      const [cursor, ...rows] = await calls.run<[string, ...InfoRow[]]>(
+        'info',
+        p,
+        [],
+        [mode, id, spider, INFO_PAGE, INFO_CRAWLS, after],
+        now,
+      );
+      for (const [settings, queued, leased, done, failed, base, counters, ref, read, more] of rows) {
+        const domains =
+          more === 1
+            ? await pagedCounters(calls, p, spider, ref, counters, Number(read), base, now)
+            : decodeCounters(counters, base);
+        out.push({ settings: JSON.parse(settings) as CrawlSettings, queued, leased, done, failed, domains });
+      }
+      after = cursor;
+    } while (after !== '');
+  }
+  return mergeInfos(out);
+}
+
+/**
+ * A crawl's counters past info.lua's first page, read a page at a time (mode `counters`). A counter seen twice
+ * (pages shift when counts change between them) counts once.
+ */
+async function pagedCounters(
+  calls: FrontierCalls,
+  p: PartitionRef,
+  spider: string,
+  ref: string,
+  first: string,
+  firstRead: number,
+  base: number,
+  now: number,
+): Promise<CrawlInfo['domains']> {
+  const seen = new Set<string>();
+  const domains = decodeCounters(first, base, seen);
+  let read = firstRead;
+  for (;;) {
+    const [packed, n, more] = await calls.run<[string, number, number]>(
       'info',
       p,
       [],
-      [mode, id, spider],
+      ['counters', ref, spider, INFO_PAGE, 0, read],
       now,
     );
-    for (const [settings, queued, leased, done, failed, base, counters] of rows) {
-      const domains = decodeCounters(counters, base);
-      out.push({ settings: JSON.parse(settings) as CrawlSettings, queued, leased, done, failed, domains });
-    }
+    decodeCounters(packed, base, seen, domains);
+    read += Number(n);
+    if (more !== 1 || Number(n) === 0) return domains;
   }
-  return mergeInfos(out);
 }
 
 /** `Frontier.configureDomain`: domain-config.lua on every partition of every spider type known or named. */

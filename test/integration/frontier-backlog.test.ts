@@ -11,6 +11,7 @@ import { STATS_TOP_DOMAINS, statsPayload } from '../../lib/monitor/stats-report.
 import { redisStatsStore } from '../../lib/monitor/stores.ts';
 import type { RedisClient } from '../../lib/redis/client.ts';
 import type { Frontier } from '../../lib/redis/frontier.ts';
+import { INFO_PAGE } from '../../lib/redis/frontier-admin.ts';
 import type { FrontierItem } from '../../lib/redis/frontier-types.ts';
 import { partitionKeys } from '../../lib/redis/keys.ts';
 import {
@@ -22,7 +23,7 @@ import {
   T0,
   testFrontier,
 } from '../helpers/frontier.ts';
-import { recordCommands } from '../helpers/scripts.ts';
+import { recordCommands, recordScriptCalls } from '../helpers/scripts.ts';
 import { clusterRedis, standaloneRedis, uniqueName } from '../helpers/services.ts';
 
 const clients: [string, RedisClient][] = [
@@ -192,5 +193,53 @@ describe.each(clients)('the backlog stats read on %s Redis', (_mode, redis) => {
     await leaseAll(frontier, 'link', T0 + 1, { max: 7 });
     await queueDomains(frontier, 2, 1, 50);
     expect((await frontier.queueSummary('link', 0, T0 + 2)).queued).toBe(140);
+  });
+});
+
+/** Counters in an info.lua reply: each packed string holds `member \x01 score` pairs joined by `\x01`. */
+function countersIn(reply: unknown): number {
+  if (Array.isArray(reply)) return reply.reduce((n: number, r) => n + countersIn(r), 0);
+  return typeof reply === 'string' && reply.includes('\x01') ? reply.split('\x01').length / 2 : 0;
+}
+
+describe.each(clients)('crawl info on %s Redis', (_mode, redis) => {
+  test('a crawl over 3,000 domains at two priorities is answered whole, no call returning more than a page of counters', async () => {
+    const frontier = testFrontier(redis);
+    const crawl = seedCrawl('app', 'big');
+    const items: FrontierItem[] = [];
+    for (let i = 0; i < 3000; i++)
+      for (const priority of [1, 5])
+        items.push({
+          crawl: items.length === 0 ? crawl : childCrawl(crawl),
+          request: queueRequest(`http://d${i}.com/${priority}`, priority),
+        });
+    await frontier.enqueue('link', items, T0);
+
+    let info: Awaited<ReturnType<Frontier['crawlInfo']>>;
+    const sent = (await recordCommands(redis, async () => {
+      info = await frontier.crawlInfo('link', 'app', 'big', T0);
+    })) as unknown as { promise: Promise<unknown> }[];
+    const pages = await Promise.all(sent.map(async (c) => countersIn(await c.promise)));
+    expect(Math.max(...pages)).toBeLessThanOrEqual(INFO_PAGE);
+    expect(pages.reduce((a, b) => a + b, 0)).toBe(6000);
+    expect(info?.queued).toBe(6000);
+    expect(Object.keys(info?.domains ?? {})).toHaveLength(3000);
+    expect(info?.domains['d1234.com']).toEqual({ priorities: { 1: 1, 5: 1 }, total: 2 });
+  });
+
+  test('an app of 450 crawls is listed whole, in calls of bounded size', async () => {
+    const frontier = testFrontier(redis);
+    const items: FrontierItem[] = Array.from({ length: 450 }, (_, i) => ({
+      crawl: seedCrawl('app', `c${i}`),
+      request: queueRequest(`http://d${i % 7}.com/${i}`),
+    }));
+    await frontier.enqueue('link', items, T0);
+    let infos: Awaited<ReturnType<Frontier['appInfo']>> = {};
+    const calls = await recordScriptCalls(redis, async () => {
+      infos = await frontier.appInfo('link', 'app', T0);
+    });
+    expect(calls.filter((c) => c.script === 'info')).toHaveLength(3);
+    expect(Object.keys(infos)).toHaveLength(450);
+    expect(infos.c449).toMatchObject({ queued: 1, domains: { 'd1.com': { total: 1 } } });
   });
 });

@@ -9,7 +9,7 @@ import type { CrawlInfo, CrawlSettings, DomainAction, QueueSummary } from './fro
 import { crawlKey, dupefilterKey, type PartitionRef, partitionKeys } from './keys.ts';
 
 /** At most this many counters of stopped crawls are settled per sweep-finished.lua call (~5 ms of Redis). */
-const SETTLE_BUDGET = 5000;
+export const SETTLE_BUDGET = 5000;
 
 /** `Frontier.stop`: stop.lua on every partition of the spider type. */
 export async function stopCrawl(

@@ -11,7 +11,7 @@ import { STATS_TOP_DOMAINS, statsPayload } from '../../lib/monitor/stats-report.
 import { redisStatsStore } from '../../lib/monitor/stores.ts';
 import type { RedisClient } from '../../lib/redis/client.ts';
 import type { Frontier } from '../../lib/redis/frontier.ts';
-import { INFO_PAGE } from '../../lib/redis/frontier-admin.ts';
+import { INFO_PAGE, SETTLE_BUDGET } from '../../lib/redis/frontier-admin.ts';
 import type { FrontierItem } from '../../lib/redis/frontier-types.ts';
 import { partitionKeys } from '../../lib/redis/keys.ts';
 import {
@@ -241,5 +241,38 @@ describe.each(clients)('crawl info on %s Redis', (_mode, redis) => {
     expect(calls.filter((c) => c.script === 'info')).toHaveLength(3);
     expect(Object.keys(infos)).toHaveLength(450);
     expect(infos.c449).toMatchObject({ queued: 1, domains: { 'd1.com': { total: 1 } } });
+  });
+});
+
+describe.each(clients)('the finished-crawl sweep on %s Redis', (_mode, redis) => {
+  test('a completed crawl with a page cap over 12,000 domains is dropped in calls settling at most a budget each', async () => {
+    const frontier = testFrontier(redis);
+    const crawl = seedCrawl('app', 'capped', { domain_max_pages: 1 });
+    const items: FrontierItem[] = Array.from({ length: 12_000 }, (_, i) => ({
+      crawl: i === 0 ? crawl : childCrawl(crawl),
+      request: queueRequest(`http://d${i}.com/`),
+    }));
+    for (let i = 0; i < items.length; i += 5000) await frontier.enqueue('link', items.slice(i, i + 5000), T0);
+    for (;;) {
+      const { leases } = await frontier.leaseMany('link', 100, { now: T0 });
+      if (leases.length === 0) break;
+      await frontier.ackMany(
+        leases.map((lease) => ({ lease, outcome: 'done' as const })),
+        T0,
+      );
+    }
+    expect(await frontier.crawlInfo('link', 'app', 'capped', T0)).toMatchObject({ queued: 0, done: 12_000 });
+
+    const p = frontier.partitionFor('link');
+    const calls = await recordScriptCalls(redis, async () => {
+      expect(await frontier.sweepFinished('link', T0 + 3_600_000)).toBe(1);
+    });
+    // 12,000 page-cap counters, at most SETTLE_BUDGET a call.
+    expect(calls.filter((c) => c.script === 'sweep-finished').length).toBeGreaterThanOrEqual(
+      Math.ceil(12_000 / SETTLE_BUDGET),
+    );
+    expect(await redis.zcard(partitionKeys(p).crawlIndex)).toBe(0);
+    expect(await redis.zcard(partitionKeys(p).finished)).toBe(0);
+    expect(await frontier.crawlInfo('link', 'app', 'capped', T0 + 3_600_000)).toBeUndefined();
   });
 });

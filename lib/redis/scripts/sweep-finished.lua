@@ -4,10 +4,11 @@
     settled, a chunk at a time: each domain's backlog (K.dcount, and the total K.qtotal) loses what the crawl
     had queued there, then the counters are deleted; when none is left the ref is free;
   - completed crawls (an ack left nothing queued or leased; ack.lua put them in K.finished at completion +
-    the dupefilter TTL), once due and still idle: all their records are dropped (drop_crawl,
-    drop_counters). Their dupefilters have expired on their own by then. A crawl swept here is unknown
-    afterwards: late children are refused (unknown_crawl), a new seed starts it afresh. One that got work
-    meanwhile left K.finished when it did; one found with work anyway is only taken out of K.finished.
+    the dupefilter TTL), once due and still idle: all their records are dropped (drop_crawl), and their
+    per-domain counters (page caps) as a stopped crawl's are, within the same budget. Their dupefilters have
+    expired on their own by then. A crawl swept here is unknown afterwards: late children are refused
+    (unknown_crawl), a new seed starts it afresh. One that got work meanwhile left K.finished when it did; one
+    found with work anyway is only taken out of K.finished.
 
   KEYS[1..19]  partition keys (includes/frontier.lua)
   ARGV[1..5]   common frontier arguments
@@ -91,8 +92,17 @@ for _, ref in ipairs(due) do
     local c = redis.call('HMGET', K.counts, ref .. '\0q', ref .. '\0l')
     if tonumber(c[1] or 0) <= 0 and tonumber(c[2] or 0) <= 0 then
       drop_crawl(ref, record)
-      drop_counters(ref)
       swept = swept + 1
+      -- Its per-domain counters (page caps: one per domain) go within the budget, as a stopped crawl's do; the
+      -- rest wait in K.finished at score 0, which keeps the ref taken until they are gone.
+      local n, done = settle_stopped(ref, budget)
+      budget = budget - n
+      if not done then
+        redis.call('ZADD', K.finished, 0, ref)
+        more = 1
+        break
+      end
+      redis.call('ZREM', K.finished, ref)
     else
       redis.call('ZREM', K.finished, ref)
     end

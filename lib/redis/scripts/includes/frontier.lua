@@ -435,7 +435,7 @@ local function app_member(record, ref)
 end
 
 -- Removes a crawl's records: settings, ref, app index entry, expiry entry, crawl counters. Not its
--- per-domain counters in K.cidx (drop_counters: at once, or later by the sweep), nor its queued requests
+-- per-domain counters in K.cidx (settled by sweep-finished.lua in bounded chunks), nor its queued requests
 -- (dropped when a lease meets them: lazy purge), nor its dupefilter (a key of its own, the caller's).
 local function drop_crawl(ref, record)
   local member = app_member(record, ref)
@@ -445,13 +445,6 @@ local function drop_crawl(ref, record)
   if member then redis.call('ZREM', K.apps, member) end
   redis.call('HDEL', K.settings, ref)
   redis.call('ZREM', K.expiry, ref)
-end
-
--- Removes a ref's per-domain counters (K.cidx) and its K.finished entry: after this the ref is free.
-local function drop_counters(ref)
-  local base = vnum(ref) * CB
-  redis.call('ZREMRANGEBYSCORE', K.cidx, base, base + CB - 1)
-  redis.call('ZREM', K.finished, ref)
 end
 
 -- Puts a leased (or reclaimed) request back in its queue, unchanged: it keeps its FIFO place.

@@ -244,7 +244,7 @@ describe.each(clients)('crawl info on %s Redis', (_mode, redis) => {
   });
 });
 
-describe.each(clients)('the finished-crawl sweep on %s Redis', (_mode, redis) => {
+describe.each(clients)('the expire path on %s Redis', (_mode, redis) => {
   test('a completed crawl with a page cap over 12,000 domains is dropped in calls settling at most a budget each', async () => {
     const frontier = testFrontier(redis);
     const crawl = seedCrawl('app', 'capped', { domain_max_pages: 1 });
@@ -274,5 +274,30 @@ describe.each(clients)('the finished-crawl sweep on %s Redis', (_mode, redis) =>
     expect(await redis.zcard(partitionKeys(p).crawlIndex)).toBe(0);
     expect(await redis.zcard(partitionKeys(p).finished)).toBe(0);
     expect(await frontier.crawlInfo('link', 'app', 'capped', T0 + 3_600_000)).toBeUndefined();
+  });
+
+  test('a stop drops at most 100 run-out stops, so none deletes a whole quiet spell of them in one command', async () => {
+    const frontier = testFrontier(redis, { stopTtlMs: 1000 });
+    await frontier.enqueue(
+      'link',
+      Array.from({ length: 150 }, (_, i) => ({
+        crawl: seedCrawl('app', `c${i}`),
+        request: queueRequest(`http://d${i}.com/`),
+      })),
+      T0,
+    );
+    for (let i = 0; i < 150; i++) await frontier.stop('link', 'app', `c${i}`, T0 + 1);
+    const stopped = partitionKeys(frontier.partitionFor('link')).stopped;
+    expect(await redis.zcard(stopped)).toBe(150);
+    await frontier.stop('link', 'app', 'late', T0 + 60_000);
+    expect(await redis.zcard(stopped)).toBe(150 - 100 + 1);
+    // A run-out stop still in the set refuses nothing.
+    expect(
+      await frontier.enqueue(
+        'link',
+        [{ crawl: seedCrawl('app', 'c149'), request: queueRequest('http://x.com/') }],
+        T0 + 60_000,
+      ),
+    ).toEqual(['queued']);
   });
 });

@@ -21,11 +21,11 @@
  * keeps showing the crawls it saw (stopped or gone, pending 0) until it is reloaded.
  *
  * **Bounded work.** Every answer reads registries and counters, never the keyspace: the spider registry
- * (SMEMBERS), per spider the app's crawl counters (info.lua, O(crawls of the app × domains)) and the
- * backlog (`Frontier.queueSummary`: kept totals, and the busiest domains from the per-domain counts read in pages of
- * 500, so no command grows with the domains; it first settles stopped crawls' counters in bounded chunks, as the
- * `queue` stats do), the stats name registry and one HMGET per crawler counter, and the heartbeat
- * set. Each Redis call is bounded by `probeTimeoutMs`; Redis down is answered 500. At most
+ * (SMEMBERS), per spider the app's crawl counters (info.lua: O(crawls of the app × domains), in calls of at most
+ * 2,000 counters and 200 crawls) and the backlog (`Frontier.queueSummary`: kept totals, and the busiest domains from
+ * the per-domain counts read in pages of 500, so no command grows with the domains; it first settles stopped crawls'
+ * counters in bounded chunks, as the `queue` stats do), the stats name registry and one HMGET per crawler counter,
+ * and the heartbeat set. Each Redis call is bounded by `probeTimeoutMs`; Redis down is answered 500. At most
  * {@link MAX_CRAWLS} crawls are listed (running first).
  *
  * **Throughput.** The counters keep per-window totals in buckets; the `900` window's 15 buckets of 60 s are

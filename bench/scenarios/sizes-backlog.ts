@@ -35,7 +35,7 @@ export const description = 'Sizes: backlog/stats reads at 1M queued requests ove
 
 export const targets: Target[] = [
   { metric: 'stats_run_slowest_command_ms', op: '<=', value: 10, label: 'stats run slowest cmd ms' },
-  { metric: 'slowest_command_ms', op: '<=', value: 10, label: 'slowest cmd ms (all reads)' },
+  { metric: 'slowest_command_ms', op: '<=', value: 10, label: 'slowest cmd ms (all reads, median of runs)' },
   { metric: 'stats_run_ms', op: '<', value: 1000, label: 'stats run ms' },
 ];
 
@@ -54,6 +54,9 @@ export const headline: [string, string][] = [
   ['info_ms', 'info ms'],
   ['stop_settle_ms', 'stop + settle ms'],
   ['slowest_command_ms', 'slowest cmd ms (all reads)'],
+  ['queue_stats_commands_over_10ms', 'queue stats cmds > 10 ms'],
+  ['info_commands_over_10ms', 'info cmds > 10 ms'],
+  ['stop_settle_slowest_command_ms', 'stop + settle slowest cmd ms'],
   ['old_hgetall_ms', 'old: HGETALL counts ms'],
   ['old_info_range_ms', 'old: info range ms'],
 ];
@@ -69,9 +72,14 @@ function envInt(name: string, fallback: number): number {
 /** One SLOWLOG entry: id, time, duration (µs), arguments. */
 type SlowEntry = [number, number, number, string[], ...unknown[]];
 
-/** The slowest command SLOWLOG holds since its last reset (logging everything): its µs and its command. */
-async function slowest(redis: RedisClient): Promise<{ us: number; command: string; commands: number }> {
-  const entries = (await redis.call('SLOWLOG', 'GET', '-1')) as SlowEntry[];
+/**
+ * The commands SLOWLOG holds since its last reset (logging everything), the bench's own SLOWLOG and CONFIG left out:
+ * the slowest (µs and what it was), how many, and how many took over 10 ms.
+ */
+async function slowest(redis: RedisClient) {
+  const entries = ((await redis.call('SLOWLOG', 'GET', '-1')) as SlowEntry[]).filter(
+    (e) => !/^(slowlog|config)$/i.test(String(e[3][0])),
+  );
   let best: SlowEntry | undefined;
   for (const e of entries) if (!best || e[2] > best[2]) best = e;
   const command = best
@@ -80,7 +88,12 @@ async function slowest(redis: RedisClient): Promise<{ us: number; command: strin
         .map((a) => String(a).slice(0, 24))
         .join(' ')
     : '';
-  return { us: best?.[2] ?? 0, command, commands: entries.length };
+  return {
+    us: best?.[2] ?? 0,
+    command,
+    commands: entries.length,
+    over10ms: entries.filter((e) => e[2] > 10_000).length,
+  };
 }
 
 export async function run(ctx: ScenarioContext): Promise<Numbers> {
@@ -115,25 +128,45 @@ export async function run(ctx: ScenarioContext): Promise<Numbers> {
   for (const s of allScripts()) await redis.script('LOAD', s.source);
   if (private_) await redis.call('CONFIG', 'SET', 'slowlog-max-len', '100000');
   let slowestOverall = 0;
-  /** Runs a read with SLOWLOG logging every command: its wall ms, its slowest command (ms) and how many it sent. */
-  const measure = async (name: string, read: () => Promise<unknown>) => {
-    if (private_) {
-      await redis.call('CONFIG', 'SET', 'slowlog-log-slower-than', '0');
-      await redis.call('SLOWLOG', 'RESET');
+  /**
+   * Runs a read `runs` times with SLOWLOG logging every command: its wall ms (median), its slowest command (ms; the
+   * median over the runs, and the worst), and how many commands it sent. The machine is shared: a command the OS
+   * preempts shows in SLOWLOG as slow, so one run's slowest is noisy; a read whose own commands are slow is slow in
+   * every run.
+   */
+  const measure = async (name: string, read: () => Promise<unknown>, runs = 3) => {
+    const walls: number[] = [];
+    const worst: number[] = [];
+    let last = { us: 0, command: '', commands: 0, over10ms: 0 };
+    let over = 0;
+    for (let i = 0; i < runs; i++) {
+      if (private_) {
+        await redis.call('CONFIG', 'SET', 'slowlog-log-slower-than', '0');
+        await redis.call('SLOWLOG', 'RESET');
+      }
+      const t = nowNs();
+      await read();
+      walls.push(msSince(t));
+      if (private_) {
+        await redis.call('CONFIG', 'SET', 'slowlog-log-slower-than', '10000');
+        last = await slowest(redis);
+        worst.push(last.us / 1000);
+        over += last.over10ms;
+      }
     }
-    const t = nowNs();
-    await read();
-    const ms = msSince(t);
-    out[`${name}_ms`] = round(ms, 1);
+    const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)] as number;
+    out[`${name}_ms`] = round(median(walls), 1);
     if (private_) {
-      await redis.call('CONFIG', 'SET', 'slowlog-log-slower-than', '10000');
-      const s = await slowest(redis);
-      out[`${name}_slowest_command_ms`] = round(s.us / 1000, 2);
-      out[`${name}_slowest_command`] = s.command;
-      out[`${name}_commands`] = s.commands;
-      slowestOverall = Math.max(slowestOverall, s.us / 1000);
-      ctx.progress(`  ${name}: ${ms.toFixed(1)} ms, ${s.commands} commands, slowest ${s.us} µs (${s.command})`);
-    } else ctx.progress(`  ${name}: ${ms.toFixed(1)} ms`);
+      out[`${name}_slowest_command_ms`] = round(median(worst), 2);
+      out[`${name}_slowest_command_max_ms`] = round(Math.max(...worst), 2);
+      out[`${name}_slowest_command`] = last.command;
+      out[`${name}_commands`] = last.commands;
+      out[`${name}_commands_over_10ms`] = over;
+      slowestOverall = Math.max(slowestOverall, median(worst));
+      ctx.progress(
+        `  ${name}: ${median(walls).toFixed(1)} ms, ${last.commands} commands, slowest ${worst.map((w) => w.toFixed(2)).join(' / ')} ms (${last.command}), ${over} over 10 ms`,
+      );
+    } else ctx.progress(`  ${name}: ${median(walls).toFixed(1)} ms`);
   };
 
   try {
@@ -211,19 +244,27 @@ export async function run(ctx: ScenarioContext): Promise<Numbers> {
       await frontier.sweepFinished(SPIDER);
       await frontier.reclaim(SPIDER);
     });
-    await measure('stop_settle', async () => {
-      out.stop_purged = (await frontier.stop(SPIDER, 'bench-app', 'stop-me')).purged;
-      out.after_stop_backlog = (await frontier.queueSummary(SPIDER)).queued;
-    });
+    await measure(
+      'stop_settle',
+      async () => {
+        out.stop_purged = (await frontier.stop(SPIDER, 'bench-app', 'stop-me')).purged;
+        out.after_stop_backlog = (await frontier.queueSummary(SPIDER)).queued;
+      },
+      1,
+    );
     out.slowest_command_ms = round(slowestOverall, 2);
     // What the reads were before: one command each over the whole structure.
     const mainBase = (await redis.hget(pk.crawlRefs, crawlKey('bench-app', 'main', SPIDER))) ?? '';
-    await measure('old_hgetall', () => redis.hgetall(pk.domainCounts));
+    await measure('old_hgetall', () => redis.hgetall(pk.domainCounts), 1);
     if (mainBase.length === 1) {
       const digit = mainBase.charCodeAt(0);
       const refnum = digit < 58 ? digit - 48 : digit < 91 ? digit - 55 : digit - 61;
       const base = refnum * 536870912;
-      await measure('old_info_range', () => redis.zrangebyscore(pk.crawlIndex, base, base + 536870911, 'WITHSCORES'));
+      await measure(
+        'old_info_range',
+        () => redis.zrangebyscore(pk.crawlIndex, base, base + 536870911, 'WITHSCORES'),
+        1,
+      );
     }
     return out;
   } finally {

@@ -245,10 +245,10 @@ describe.each(clients)('crawl info on %s Redis', (_mode, redis) => {
 });
 
 describe.each(clients)('the expire path on %s Redis', (_mode, redis) => {
-  test('a completed crawl with a page cap over 12,000 domains is dropped in calls settling at most a budget each', async () => {
+  test('a completed crawl with a page cap over 5,000 domains is dropped in calls settling at most a budget each', async () => {
     const frontier = testFrontier(redis);
     const crawl = seedCrawl('app', 'capped', { domain_max_pages: 1 });
-    const items: FrontierItem[] = Array.from({ length: 12_000 }, (_, i) => ({
+    const items: FrontierItem[] = Array.from({ length: 5000 }, (_, i) => ({
       crawl: i === 0 ? crawl : childCrawl(crawl),
       request: queueRequest(`http://d${i}.com/`),
     }));
@@ -261,15 +261,15 @@ describe.each(clients)('the expire path on %s Redis', (_mode, redis) => {
         T0,
       );
     }
-    expect(await frontier.crawlInfo('link', 'app', 'capped', T0)).toMatchObject({ queued: 0, done: 12_000 });
+    expect(await frontier.crawlInfo('link', 'app', 'capped', T0)).toMatchObject({ queued: 0, done: 5000 });
 
     const p = frontier.partitionFor('link');
     const calls = await recordScriptCalls(redis, async () => {
       expect(await frontier.sweepFinished('link', T0 + 3_600_000)).toBe(1);
     });
-    // 12,000 page-cap counters, at most SETTLE_BUDGET a call.
+    // 5,000 page-cap counters, at most SETTLE_BUDGET a call.
     expect(calls.filter((c) => c.script === 'sweep-finished').length).toBeGreaterThanOrEqual(
-      Math.ceil(12_000 / SETTLE_BUDGET),
+      Math.ceil(5000 / SETTLE_BUDGET),
     );
     expect(await redis.zcard(partitionKeys(p).crawlIndex)).toBe(0);
     expect(await redis.zcard(partitionKeys(p).finished)).toBe(0);

@@ -210,9 +210,9 @@ export async function backlog(calls: FrontierCalls, spider: string, now: number)
   const out: Record<string, number> = {};
   for (const p of calls.partitionsOf(spider)) {
     await sweep(calls, p, 'stopped', now);
-    await scanDomainCounts(calls, p, (d, n) => {
-      out[d] = n;
-    });
+    const here = new Map<string, number>();
+    await scanDomainCounts(calls, p, (d, n) => here.set(d, n));
+    for (const [d, n] of here) out[d] = (out[d] ?? 0) + n;
   }
   return out;
 }

@@ -28,7 +28,7 @@ import { Frontier } from '../../lib/redis/frontier.ts';
 import { type CrawlRef, type FrontierItem, frontierOptions } from '../../lib/redis/frontier-types.ts';
 import { crawlKey, dupefilterKey, partitionKeys, spidersKey } from '../../lib/redis/keys.ts';
 import { allScripts } from '../../lib/redis/scripts.ts';
-import { memoryUsage, usedMemory } from '../lib/redis.ts';
+import { commandBreakdown, commandStats, memoryUsage, usedMemory } from '../lib/redis.ts';
 import type { Numbers, ScenarioContext, Target } from '../lib/scenario.ts';
 import { msSince, nowNs, round } from '../lib/timing.ts';
 
@@ -190,6 +190,7 @@ export async function run(ctx: ScenarioContext): Promise<Numbers> {
     let over = 0;
     let cpuWorst = { name: '', ms: 0 };
     let cpuOver = 0;
+    const commands0 = await commandStats(redis);
     for (let i = 0; i < runs; i++) {
       if (private_) {
         await redis.call('CONFIG', 'SET', 'slowlog-log-slower-than', '0');
@@ -211,6 +212,7 @@ export async function run(ctx: ScenarioContext): Promise<Numbers> {
         over += last.over10ms;
       }
     }
+    out[`${name}_server_breakdown`] = commandBreakdown(commands0, await commandStats(redis));
     const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)] as number;
     out[`${name}_ms`] = round(median(walls), 1);
     if (private_) {

@@ -9,10 +9,10 @@ import type { CrawlInfo, CrawlSettings, DomainAction, QueueSummary } from './fro
 import { crawlKey, dupefilterKey, type PartitionRef, partitionKeys } from './keys.ts';
 
 /**
- * At most this many counters of stopped (or swept) crawls are settled per sweep-finished.lua call: about 1 ms of
- * Redis on a quiet machine, well inside the 10 ms no command may take.
+ * At most this many counters of stopped (or swept) crawls are settled per sweep-finished.lua call: a few ms of Redis
+ * (its Lua work per counter is most of it), inside the 10 ms no command may take.
  */
-export const SETTLE_BUDGET = 1000;
+export const SETTLE_BUDGET = 500;
 
 /** `Frontier.stop`: stop.lua on every partition of the spider type. */
 export async function stopCrawl(

@@ -285,10 +285,11 @@ function printQueues(out: Output, queues: Message): void {
     // The queue is named on its total row only; its domains follow under it.
     rows.push([queue, `(${plural(q.num_domains ?? 0, 'domain')})`, String(q.spider_backlog ?? 0)]);
     const domains = Array.isArray(q.domains) ? (q.domains as { domain?: string; backlog?: number }[]) : [];
-    for (const d of domains.slice(0, MAX_QUEUE_DOMAINS)) rows.push(['', String(d.domain), String(d.backlog ?? 0)]);
-    if (domains.length > MAX_QUEUE_DOMAINS) {
-      rows.push(['', `... ${plural(domains.length - MAX_QUEUE_DOMAINS, 'more domain')}`, '']);
-    }
+    const shown = domains.slice(0, MAX_QUEUE_DOMAINS);
+    for (const d of shown) rows.push(['', String(d.domain), String(d.backlog ?? 0)]);
+    // The reply lists only the busiest domains (docs/contract.md); num_domains counts them all.
+    const more = Math.max(Number(q.num_domains ?? 0), domains.length) - shown.length;
+    if (more > 0) rows.push(['', `... ${plural(more, 'more domain')}`, '']);
   }
   if (rows.length > 0) printTable(out, ['QUEUE', 'DOMAIN', 'BACKLOG'], rows);
 }

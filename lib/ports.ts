@@ -15,6 +15,7 @@ import type {
   FrontierItem,
   Lease,
   LeaseMany,
+  QueueSummary,
 } from './redis/frontier-types.ts';
 import type { PartitionRef } from './redis/keys.ts';
 import type { MinuteCount, StatsCounts, StatsIncrement } from './redis/stats.ts';
@@ -147,8 +148,11 @@ export interface FrontierApi {
   ): Promise<void>;
   /** The spider types that ever had work. */
   spiders(): Promise<string[]>;
-  /** Queued requests per domain of a spider type. */
-  backlog(spider: string, now?: number): Promise<Record<string, number>>;
+  /**
+   * Queued requests and domains of a spider type, from kept counters, with the `top` busiest domains (0: none;
+   * O(domains) in bounded pages when asked for).
+   */
+  queueSummary(spider: string, top?: number, now?: number): Promise<QueueSummary>;
   /** Crawls whose expiry has passed (at most `limit`). */
   dueCrawls(spider: string, now?: number, limit?: number): Promise<CrawlSettings[]>;
   /** Returns expired leases to their queues (one retry counted each): how many. */

@@ -6,7 +6,7 @@
  * serves (every one but `browser`) and its tasks are those whose reports do not name `browser`. The browser fleet
  * (cdk/constructs/browser-fleet.ts) scales on its own figure, the `SpiderBacklog` of `browser` per running task
  * (docs/spiders-browser.md "Who runs it").
- * Reads: the spider types' backlog (O(domains)), the live heartbeats and the reports of the live tasks (one MGET):
+ * Reads: the spider types' backlog (kept totals, O(1) per partition), the live heartbeats and the reports of the live tasks (one MGET):
  * never a listing of the keyspace or of a queue.
  */
 import { CRAWLER_TASK_KIND, type CrawlerLoad, parseCrawlerLoad } from '../crawl/crawler-load.ts';
@@ -69,7 +69,7 @@ export async function fleetMetrics(ctx: MonitorContext): Promise<FleetMetrics> {
   // the spider registry itself was emptied.
   await ctx.state?.check(spiders);
   for (const spider of spiders) {
-    backlog[spider] = Object.values(await ctx.frontier.backlog(spider)).reduce((s, n) => s + n, 0);
+    backlog[spider] = (await ctx.frontier.queueSummary(spider)).queued;
     if (htmlFleetServes(spider)) htmlBacklog += backlog[spider];
   }
   const totalBacklog = Object.values(backlog).reduce((s, n) => s + n, 0);

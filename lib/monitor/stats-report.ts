@@ -18,6 +18,12 @@ import type { StatsCounts, StatsIncrement } from '../redis/stats.ts';
 import { type StatsType, URL_FRONTIER_SPIDERID } from '../schemas/index.ts';
 import type { MonitorContext } from './context.ts';
 
+/**
+ * Most domains a `queue` stats reply lists under a spider type (`domains`, the busiest first): the reply is one Kafka
+ * message, and 100,000 domains would be about 4 MB. `num_domains` and `spider_backlog` still count them all.
+ */
+export const STATS_TOP_DOMAINS = 1000;
+
 /** Heartbeats older than this are not live. */
 export const HEARTBEAT_TTL_MS = 300_000;
 
@@ -127,13 +133,13 @@ async function queueStats(ctx: MonitorContext) {
   const queues: Record<string, unknown> = {};
   let total = 0;
   for (const spider of await ctx.frontier.spiders()) {
-    const backlog = await ctx.frontier.backlog(spider);
-    const domains = Object.entries(backlog)
-      .map(([domain, n]) => ({ domain, backlog: n }))
-      .sort((a, b) => b.backlog - a.backlog || a.domain.localeCompare(b.domain));
-    const spiderBacklog = domains.reduce((s, d) => s + d.backlog, 0);
-    total += spiderBacklog;
-    queues[`queue_${spider}`] = { spider_backlog: spiderBacklog, num_domains: domains.length, domains };
+    const summary = await ctx.frontier.queueSummary(spider, STATS_TOP_DOMAINS);
+    total += summary.queued;
+    queues[`queue_${spider}`] = {
+      spider_backlog: summary.queued,
+      num_domains: summary.domains,
+      domains: summary.busiest,
+    };
   }
   // The URL Frontier API's queues, as one more spider type (keys summed over its crawls), when it has any.
   const uf = await urlFrontierBacklog(ctx.urlFrontier);
@@ -146,7 +152,7 @@ async function queueStats(ctx: MonitorContext) {
     queues[`queue_${URL_FRONTIER_SPIDERID}`] = {
       spider_backlog: spiderBacklog,
       num_domains: domains.length,
-      domains,
+      domains: domains.slice(0, STATS_TOP_DOMAINS),
     };
   }
   return { queues: { total_backlog: total, ...queues } };

@@ -8,10 +8,16 @@ import { decodePriority } from './member.ts';
  * Decodes a crawl's counters as info.lua returns them: its K.cidx range joined into one string,
  * `member \x01 score \x01 ...`, where a member is `<ref>\0<domain>\0<pe>` (queued requests at a priority;
  * count = score - base) or `<ref>\0<domain>` (a page-cap counter, not reported).
- * One pass with indexOf, no intermediate arrays: a crawl over 10k domains has ~35k entries.
+ * One pass with indexOf, no intermediate arrays: a crawl over 10k domains has ~35k entries (read in pages, info.lua).
  */
-export function decodeCounters(packed: string, base: number): CrawlInfo['domains'] {
-  const domains: CrawlInfo['domains'] = {};
+export function decodeCounters(
+  packed: string,
+  base: number,
+  /** Counters (domain and priority) already decoded: given, a counter in it is skipped, and the others added. */
+  seen?: Set<string>,
+  /** Adds to these (a crawl's earlier pages). */
+  domains: CrawlInfo['domains'] = {},
+): CrawlInfo['domains'] {
   const end = packed.length;
   let i = 0;
   while (i < end) {
@@ -30,7 +36,8 @@ export function decodeCounters(packed: string, base: number): CrawlInfo['domains
     }
     // A server that formats doubles differently (exponent notation) still parses, only slower.
     if (!digits) score = Number(packed.slice(memberEnd + 1, j));
-    if (b >= 0 && b < memberEnd) {
+    if (b >= 0 && b < memberEnd && !seen?.has(packed.slice(a + 1, memberEnd))) {
+      seen?.add(packed.slice(a + 1, memberEnd));
       const d = packed.slice(a + 1, b);
       const prio = decodePriority(packed.slice(b + 1, memberEnd));
       const n = score - base;

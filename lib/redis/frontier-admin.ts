@@ -5,11 +5,14 @@
  */
 import { decodeCounters, mergeInfos } from './crawl-info.ts';
 import type { FrontierCalls } from './frontier-calls.ts';
-import type { CrawlInfo, CrawlSettings, DomainAction } from './frontier-types.ts';
+import type { CrawlInfo, CrawlSettings, DomainAction, QueueSummary } from './frontier-types.ts';
 import { crawlKey, dupefilterKey, type PartitionRef, partitionKeys } from './keys.ts';
 
-/** At most this many counters of stopped crawls are settled per sweep-finished.lua call (~5 ms of Redis). */
-const SETTLE_BUDGET = 5000;
+/**
+ * At most this many counters of stopped (or swept) crawls are settled per sweep-finished.lua call: a few ms of Redis
+ * (its Lua work per counter is most of it), inside the 10 ms no command may take.
+ */
+export const SETTLE_BUDGET = 500;
 
 /** `Frontier.stop`: stop.lua on every partition of the spider type. */
 export async function stopCrawl(
@@ -74,9 +77,20 @@ export async function dueCrawls(
   return out;
 }
 
+/** Most crawl counters (a domain at a priority) one info.lua call returns; a crawl with more is read in pages. */
+export const INFO_PAGE = 1000;
+/** Most crawls one info.lua call lists (mode `app`). */
+const INFO_CRAWLS = 200;
+
+/** A crawl as info.lua lists it (its header). */
+type InfoRow = [string, number, number, number, number, number, string, string, number, number];
+
 /**
  * info.lua's answer for one crawl (`mode` crawl, `id` its crawl key) or every crawl of an app (`mode` app, `id`
- * the appid) on every partition of the spider type; {@link mergeInfos} sums a crawl's partitions.
+ * the appid) on every partition of the spider type; {@link mergeInfos} sums a crawl's partitions. Each call returns
+ * at most {@link INFO_PAGE} counters and `INFO_CRAWLS` crawls; the rest come in further calls, so a crawl over
+ * 100,000 domains is many bounded commands. Not a snapshot: counts that change between two pages can leave a domain
+ * out of one answer (queued, leased, done and failed are each read at once, and exact).
  */
 export async function crawlInfos(
   calls: FrontierCalls,
@@ -87,19 +101,57 @@ export async function crawlInfos(
 ): Promise<CrawlInfo[]> {
   const out: CrawlInfo[] = [];
   for (const p of calls.partitionsOf(spider)) {
-    const rows = await calls.run<[string, number, number, number, number, number, string][]>(
+    let after = '';
+    do {
+      const [cursor, ...rows] = await calls.run<[string, ...InfoRow[]]>(
+        'info',
+        p,
+        [],
+        [mode, id, spider, INFO_PAGE, INFO_CRAWLS, after],
+        now,
+      );
+      for (const [settings, queued, leased, done, failed, base, counters, ref, read, more] of rows) {
+        const domains =
+          more === 1
+            ? await pagedCounters(calls, p, spider, ref, counters, Number(read), base, now)
+            : decodeCounters(counters, base);
+        out.push({ settings: JSON.parse(settings) as CrawlSettings, queued, leased, done, failed, domains });
+      }
+      after = cursor;
+    } while (after !== '');
+  }
+  return mergeInfos(out);
+}
+
+/**
+ * A crawl's counters past info.lua's first page, read a page at a time (mode `counters`). A counter seen twice
+ * (pages shift when counts change between them) counts once.
+ */
+async function pagedCounters(
+  calls: FrontierCalls,
+  p: PartitionRef,
+  spider: string,
+  ref: string,
+  first: string,
+  firstRead: number,
+  base: number,
+  now: number,
+): Promise<CrawlInfo['domains']> {
+  const seen = new Set<string>();
+  const domains = decodeCounters(first, base, seen);
+  let read = firstRead;
+  for (;;) {
+    const [packed, n, more] = await calls.run<[string, number, number]>(
       'info',
       p,
       [],
-      [mode, id, spider],
+      ['counters', ref, spider, INFO_PAGE, 0, read],
       now,
     );
-    for (const [settings, queued, leased, done, failed, base, counters] of rows) {
-      const domains = decodeCounters(counters, base);
-      out.push({ settings: JSON.parse(settings) as CrawlSettings, queued, leased, done, failed, domains });
-    }
+    decodeCounters(packed, base, seen, domains);
+    read += Number(n);
+    if (more !== 1 || Number(n) === 0) return domains;
   }
-  return mergeInfos(out);
 }
 
 /** `Frontier.configureDomain`: domain-config.lua on every partition of every spider type known or named. */
@@ -125,14 +177,87 @@ export async function configureDomain(
   }
 }
 
-/** `Frontier.backlog`: queued requests per domain, summed over the spider type's partitions. */
-export async function backlog(calls: FrontierCalls, spider: string, now: number): Promise<Record<string, number>> {
-  const out: Record<string, number> = {};
+/** Fields per HSCAN page of a domain-count HASH: each command returns about this many, whatever the domains. */
+export const BACKLOG_PAGE = 500;
+
+/**
+ * `Frontier.queueSummary`: the kept total and domain count of each partition (backlog-total.lua, O(1)), summed, and
+ * the `top` domains with the most queued requests, from the domain counts read a page at a time (HSCAN): bounded
+ * commands, O(domains) across them. Not a snapshot: a page shows its domains as they are when it is read.
+ */
+export async function queueSummary(
+  calls: FrontierCalls,
+  spider: string,
+  top: number,
+  now: number,
+): Promise<QueueSummary> {
+  let queued = 0;
+  let domains = 0;
+  const busiest = new Busiest(top);
   for (const p of calls.partitionsOf(spider)) {
     // Stopped crawls' requests leave the backlog when their counters are settled: do that first.
     await sweep(calls, p, 'stopped', now);
-    const h = await calls.redis.hgetall(partitionKeys(p).domainCounts);
-    for (const [d, n] of Object.entries(h)) out[d] = (out[d] ?? 0) + Number(n);
+    const [total, count] = await calls.run<[number, number]>('backlog-total', p, [], [], now);
+    queued += Number(total);
+    domains += Number(count);
+    if (top > 0) await scanDomainCounts(calls, p, (domain, n) => busiest.offer(domain, n));
+  }
+  return { queued, domains, busiest: busiest.list() };
+}
+
+/** `Frontier.backlog`: queued requests per domain, summed over the spider type's partitions, read a page at a time. */
+export async function backlog(calls: FrontierCalls, spider: string, now: number): Promise<Record<string, number>> {
+  const out: Record<string, number> = {};
+  for (const p of calls.partitionsOf(spider)) {
+    await sweep(calls, p, 'stopped', now);
+    const here = new Map<string, number>();
+    await scanDomainCounts(calls, p, (d, n) => here.set(d, n));
+    for (const [d, n] of here) out[d] = (out[d] ?? 0) + n;
   }
   return out;
+}
+
+/**
+ * Every domain of a partition's domain counts with its count, {@link BACKLOG_PAGE} fields per command. HSCAN may
+ * repeat a field (a rehash between pages): the callbacks take the last count they are given for a domain.
+ */
+async function scanDomainCounts(
+  calls: FrontierCalls,
+  p: PartitionRef,
+  each: (domain: string, n: number) => void,
+): Promise<void> {
+  const key = partitionKeys(p).domainCounts;
+  let cursor = '0';
+  do {
+    const [next, flat] = await calls.redis.hscan(key, cursor, 'COUNT', BACKLOG_PAGE);
+    for (let i = 0; i + 1 < flat.length; i += 2) each(flat[i] as string, Number(flat[i + 1]));
+    cursor = next;
+  } while (cursor !== '0');
+}
+
+/** The `size` domains with the most queued requests (ties: by name), kept in O(size) memory however many are offered. */
+class Busiest {
+  readonly #size: number;
+  #kept = new Map<string, number>();
+
+  constructor(size: number) {
+    this.#size = Math.max(0, Math.floor(size));
+  }
+
+  offer(domain: string, n: number): void {
+    if (this.#size === 0 || n <= 0) return;
+    this.#kept.set(domain, n);
+    if (this.#kept.size >= 2 * this.#size + 2000) this.#kept = new Map(this.#sorted().slice(0, this.#size));
+  }
+
+  list(): { domain: string; backlog: number }[] {
+    return this.#sorted()
+      .slice(0, this.#size)
+      .map(([domain, backlog]) => ({ domain, backlog }));
+  }
+
+  #sorted(): [string, number][] {
+    // Ties by code unit, not localeCompare: a 100,000-domain stats read sorts often, and domains are ASCII.
+    return [...this.#kept].sort((a, b) => b[1] - a[1] || (a[0] < b[0] ? -1 : a[0] > b[0] ? 1 : 0));
+  }
 }

@@ -168,4 +168,14 @@ export interface CrawlInfo {
   domains: Record<string, { priorities: Record<number, number>; total: number }>;
 }
 
+/** A spider type's backlog as stats and the dashboard show it (`Frontier.queueSummary`). */
+export interface QueueSummary {
+  /** Queued requests (delayed retries included, leased ones not), from a kept total. */
+  queued: number;
+  /** Domains with any queued request. */
+  domains: number;
+  /** The domains with the most queued requests, most first (ties by name), as many as asked for. */
+  busiest: { domain: string; backlog: number }[];
+}
+
 export type DomainAction = 'domain-update' | 'domain-remove' | 'blacklist-update' | 'blacklist-remove';

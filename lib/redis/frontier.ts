@@ -26,7 +26,15 @@ import { ackGroup, allOwn, byChildren, MAX_FOLDED_CHILDREN, ownChildren } from '
 import type { RedisClient } from './client.ts';
 import { DupeCache } from './dupe-cache.ts';
 import { crawlKeys, enqueueArgs, outcomeOf } from './enqueue-args.ts';
-import { backlog, configureDomain, crawlInfos, dueCrawls, stopCrawl, sweepFinished } from './frontier-admin.ts';
+import {
+  backlog,
+  configureDomain,
+  crawlInfos,
+  dueCrawls,
+  queueSummary,
+  stopCrawl,
+  sweepFinished,
+} from './frontier-admin.ts';
 import { byPartition, FrontierCalls, samePartition } from './frontier-calls.ts';
 import type {
   AckResult,
@@ -40,6 +48,7 @@ import type {
   LeaseLeft,
   LeaseMany,
   LeaseResult,
+  QueueSummary,
 } from './frontier-types.ts';
 import { crawlKey, type PartitionRef, partitionKeys } from './keys.ts';
 import { memberBytes, memberHandle, parseMember } from './member.ts';
@@ -380,7 +389,7 @@ export class Frontier implements FrontierApi, CrawlerFrontier {
    * Stops a crawl: purges its queued requests (returns how many), refuses its later children for
    * `stopTtlMs`, and returns its settings (undefined when it was not queued here). O(log n), whatever the
    * crawl's size: the purged requests are dropped when a lease meets them, and their counters settled by
-   * the next {@link sweepFinished} or {@link backlog}.
+   * the next {@link sweepFinished} or {@link queueSummary}.
    */
   async stop(spider: string, appid: string, crawlid: string, now = Date.now()) {
     return stopCrawl(this.#calls, spider, appid, crawlid, now);
@@ -427,7 +436,20 @@ export class Frontier implements FrontierApi, CrawlerFrontier {
     return configureDomain(this.#calls, action, domain, limits, now, alsoSpiders);
   }
 
-  /** Queued requests per domain of a spider type (O(domains)). */
+  /**
+   * A spider type's backlog for stats and the dashboard: queued requests and domains with any, from kept counters
+   * (O(1) per partition), and the `top` domains with the most queued requests (0: none), read from the domain
+   * counts a page at a time (every command bounded, O(domains) across them). Settles stopped crawls' counters first,
+   * in bounded steps.
+   */
+  async queueSummary(spider: string, top = 0, now = Date.now()): Promise<QueueSummary> {
+    return queueSummary(this.#calls, spider, top, now);
+  }
+
+  /**
+   * Queued requests per domain of a spider type, every domain (for tools and tests; stats and the dashboard use
+   * {@link queueSummary}): O(domains), read a page at a time.
+   */
   async backlog(spider: string, now = Date.now()): Promise<Record<string, number>> {
     return backlog(this.#calls, spider, now);
   }

@@ -78,7 +78,7 @@ export interface PartitionKeys {
   crawlIndex: string;
   /** ZSET, lexicographic: `<spider>\0<appid>\0<ref>` — the crawls of an app, per spider type. */
   appIndex: string;
-  /** HASH domain → queued count (for queue stats, O(domains)). */
+  /** HASH domain → queued count: HLEN is the domain count; stats page through it (HSCAN) for the busiest. */
   domainCounts: string;
   /** ZSET crawl ref → `expires` (epoch s), only crawls that expire. */
   expiry: string;
@@ -90,6 +90,12 @@ export interface PartitionKeys {
    * takes it out again.
    */
   finished: string;
+  /**
+   * STRING: the partition's queued requests of the spider type in total, kept equal to the sum of
+   * {@link domainCounts} by every script that changes it, so stats read the backlog in O(1) (`Frontier.queueSummary`).
+   * A partition written before it existed has none until the first stats read adds it up (backlog-total.lua).
+   */
+  queuedTotal: string;
 }
 
 /** The hash tag of a partition. */
@@ -120,6 +126,7 @@ export function partitionKeys(p: PartitionRef): PartitionKeys {
     expiry: `${t}:expiry`,
     stopped: `${t}:stopped`,
     finished: `${t}:finished`,
+    queuedTotal: `${t}:qn:${s}`,
   };
 }
 

@@ -71,7 +71,7 @@ export interface RestOptions {
 }
 
 /** The frontier reads of the web dashboard (`/ui/api/...`): counters and registries only, never a scan. */
-export type DashboardFrontier = Pick<Frontier, 'spiders' | 'appInfo' | 'backlog'>;
+export type DashboardFrontier = Pick<Frontier, 'spiders' | 'appInfo' | 'queueSummary'>;
 
 /** The REST API's context: the monitor context's parts it uses, plus health probes and options. */
 export interface RestContext

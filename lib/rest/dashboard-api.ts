@@ -50,6 +50,7 @@ export interface DashboardCrawls {
 /** `GET /ui/api/queues`: the backlog, and the domains holding most of it. */
 export interface DashboardQueues {
   total_backlog: number;
+  /** Domains with queued requests, per spider type, summed (a domain queued under two spider types counts twice). */
   num_domains: number;
   /** The domains with the most queued requests, most first. */
   top: { spiderid: string; domain: string; backlog: number }[];

@@ -21,10 +21,11 @@
  * keeps showing the crawls it saw (stopped or gone, pending 0) until it is reloaded.
  *
  * **Bounded work.** Every answer reads registries and counters, never the keyspace: the spider registry
- * (SMEMBERS), per spider the app's crawl counters (info.lua, O(crawls of the app × domains)) and the
- * per-domain backlog (one HGETALL, O(domains); it first settles stopped crawls' counters in bounded chunks,
- * as the `queue` stats do), the stats name registry and one HMGET per crawler counter, and the heartbeat
- * set. Each Redis call is bounded by `probeTimeoutMs`; Redis down is answered 500. At most
+ * (SMEMBERS), per spider the app's crawl counters (info.lua: O(crawls of the app × domains), in calls of at most
+ * 1,000 counters and 200 crawls) and the backlog (`Frontier.queueSummary`: kept totals, and the busiest domains from
+ * the per-domain counts read in pages of 500, so no command grows with the domains; it first settles stopped crawls'
+ * counters in bounded chunks, as the `queue` stats do), the stats name registry and one HMGET per crawler counter,
+ * and the heartbeat set. Each Redis call is bounded by `probeTimeoutMs`; Redis down is answered 500. At most
  * {@link MAX_CRAWLS} crawls are listed (running first).
  *
  * **Throughput.** The counters keep per-window totals in buckets; the `900` window's 15 buckets of 60 s are
@@ -232,19 +233,22 @@ class DashboardReader {
     const now = this.#ctx.now();
     const spiders = known ?? (await this.#bound(frontier.spiders()));
     const all: DashboardQueues['top'] = [];
+    let total = 0;
+    let domains = 0;
     for (const spiderid of spiders) {
-      const backlog = await this.#bound(frontier.backlog(spiderid, now));
-      for (const [domain, n] of Object.entries(backlog)) if (n > 0) all.push({ spiderid, domain, backlog: n });
+      const summary = await this.#bound(frontier.queueSummary(spiderid, top, now));
+      total += summary.queued;
+      domains += summary.domains;
+      for (const { domain, backlog } of summary.busiest) all.push({ spiderid, domain, backlog });
     }
     // The URL Frontier API's queues (summed over its crawls), as spider type `url-frontier`.
-    for (const [domain, n] of await this.#bound(urlFrontierBacklog(this.#ctx.urlFrontier)))
+    for (const [domain, n] of await this.#bound(urlFrontierBacklog(this.#ctx.urlFrontier))) {
       all.push({ spiderid: URL_FRONTIER_SPIDERID, domain, backlog: n });
+      total += n;
+      domains += 1;
+    }
     all.sort((a, b) => b.backlog - a.backlog || a.domain.localeCompare(b.domain));
-    return {
-      total_backlog: all.reduce((s, d) => s + d.backlog, 0),
-      num_domains: new Set(all.map((d) => d.domain)).size,
-      top: all.slice(0, top),
-    };
+    return { total_backlog: total, num_domains: domains, top: all.slice(0, top) };
   }
 
   async fleet(): Promise<DashboardFleet> {

@@ -17,6 +17,7 @@ import type {
   EnqueueOutcome,
   FrontierItem,
   QueueRequest,
+  QueueSummary,
 } from '../../lib/redis/frontier-types.ts';
 import type { CrawlRequest } from '../../lib/schemas/index.ts';
 
@@ -215,14 +216,17 @@ export class FakeFrontier implements FrontierApi {
     return [...this.#spiders].sort();
   }
 
-  async backlog(spider: string): Promise<Record<string, number>> {
-    this.#enter('backlog');
-    const out: Record<string, number> = {};
+  async queueSummary(spider: string, top = 0): Promise<QueueSummary> {
+    this.#enter('queueSummary');
+    const per: Record<string, number> = {};
     for (const [key, crawl] of this.#crawls) {
       if (!key.startsWith(`${spider}\0`)) continue;
-      for (const r of crawl.queued) out[r.domain] = (out[r.domain] ?? 0) + 1;
+      for (const r of crawl.queued) per[r.domain] = (per[r.domain] ?? 0) + 1;
     }
-    return out;
+    const all = Object.entries(per)
+      .map(([domain, backlog]) => ({ domain, backlog }))
+      .sort((a, b) => b.backlog - a.backlog || a.domain.localeCompare(b.domain));
+    return { queued: all.reduce((s, d) => s + d.backlog, 0), domains: all.length, busiest: all.slice(0, top) };
   }
 
   async dueCrawls(spider: string, now = Date.now(), limit = 1000): Promise<CrawlSettings[]> {

@@ -63,6 +63,7 @@ async function exerciseFrontier(frontier: Frontier, spider: string): Promise<voi
   await frontier.crawlInfo(spider, 'app', `${spider}-a`, T0 + 3);
   await frontier.appInfo(spider, 'app', T0 + 3);
   await frontier.dueCrawls(spider, T0 + 20_000);
+  await frontier.queueSummary(spider, 10, T0 + 20_000);
   await frontier.stop(spider, 'app', `${spider}-a`, T0 + 20_000);
   await frontier.sweepFinished(spider, T0 + 3_600_000);
 }
@@ -218,9 +219,9 @@ describe('Lua sources', () => {
   /** Commands whose keys are exactly their first argument. */
   const FIRST_ARG_KEY = new Set(
     (
-      'EXPIRE TYPE HDEL HEXISTS HGET HGETALL HINCRBY HKEYS HLEN HMGET HSET INCR INCRBY SADD SCARD SISMEMBER SMEMBERS SREM ' +
-      'ZADD ZCARD ZCOUNT ZINCRBY ZMSCORE ZRANGE ZRANGEBYLEX ZRANGEBYSCORE ZREM ZREMRANGEBYLEX ZREMRANGEBYRANK ' +
-      'ZREMRANGEBYSCORE ZSCORE PERSIST'
+      'EXPIRE TYPE GET SET HDEL HEXISTS HGET HGETALL HINCRBY HKEYS HLEN HMGET HSET HVALS INCR INCRBY SADD SCARD ' +
+      'SISMEMBER SMEMBERS SREM ZADD ZCARD ZCOUNT ZINCRBY ZMSCORE ZRANGE ZRANGEBYLEX ZRANGEBYSCORE ZREM ' +
+      'ZREMRANGEBYLEX ZREMRANGEBYRANK ZREMRANGEBYSCORE ZSCORE PERSIST'
     ).split(' '),
   );
   /** Commands all of whose arguments are keys. */
@@ -290,6 +291,7 @@ describe('Lua sources', () => {
       expiry: 'expiry',
       stopped: 'stopped',
       finished: 'finished',
+      queuedTotal: 'qtotal',
     };
     const order = Object.keys(partitionKeys({ prefix: 'p', scope: 's', partition: 0, spider: 'link' }));
     expect(entries).toEqual(order.map((name, i) => [luaName[name as keyof PartitionKeys], i + 1]));

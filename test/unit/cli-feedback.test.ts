@@ -149,6 +149,20 @@ describe('printStats and printInfo', () => {
     ]);
   });
 
+  it('counts the domains the reply left out as more domains (it lists only the busiest)', () => {
+    const { out, lines } = captured();
+    printStats(out, {
+      stats: 'queue',
+      appid: 'cli',
+      server_time: 0,
+      queues: {
+        total_backlog: 5000,
+        queue_link: { spider_backlog: 5000, num_domains: 2500, domains: [{ domain: 'a.example', backlog: 2 }] },
+      },
+    });
+    expect(lines()).toContainEqual(expect.stringMatching(/\.\.\. 2499 more domains/));
+  });
+
   it('says under the info table that the priorities are the seed one, 10 lower per hop', () => {
     const { out, lines } = captured();
     printInfo(out, {

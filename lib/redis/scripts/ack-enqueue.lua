@@ -7,8 +7,8 @@
   means an ack that queued work never reports the crawl complete. Several pages of one Kafka batch go in one call
   (their children in one batch, in page order): each as if acked alone after all the children were queued.
 
-  KEYS[1..18]  partition keys (includes/frontier.lua)
-  KEYS[18+i]   dupefilter HASH of the i-th crawl of the children
+  KEYS[1..19]  partition keys (includes/frontier.lua)
+  KEYS[19+i]   dupefilter HASH of the i-th crawl of the children
   ARGV[1..5]   common frontier arguments
   ARGV[6]      L, the number of leases
   ARGV[7..]    L pairs: member (the lease handle), outcome 'done' | 'fail'

@@ -6,7 +6,7 @@
   Several leases in one call (a crawler acks the pages of one Kafka batch together) are acked in order, each
   exactly as if alone.
 
-  KEYS[1..18]  partition keys (includes/frontier.lua)
+  KEYS[1..19]  partition keys (includes/frontier.lua)
   ARGV[1..5]   common frontier arguments
   ARGV[6]      dupefilter TTL (s): a crawl an ack completes is swept that long after (K.finished)
   ARGV[7..]    pairs: member (the lease handle), outcome 'done' | 'fail'

@@ -2,7 +2,7 @@
   Change a domain's throttle or blacklist in one partition; the domain is rescheduled at once, so the
   change applies to every crawler at its next lease.
 
-  KEYS[1..18]  partition keys (includes/frontier.lua)
+  KEYS[1..19]  partition keys (includes/frontier.lua)
   ARGV[1..5]   common frontier arguments
   ARGV[6]      action: domain-update | domain-remove | blacklist-update | blacklist-remove
   ARGV[7]      domain

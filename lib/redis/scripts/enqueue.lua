@@ -15,8 +15,8 @@
   fingerprint costs about 7 bytes plus a share of a hash entry whatever the crawl's size, and each check
   or insert reads one bucket of a few hundred bytes.
 
-  KEYS[1..18]       partition keys (includes/frontier.lua)
-  KEYS[18+i]        dupefilter HASH of the i-th crawl of ARGV
+  KEYS[1..19]       partition keys (includes/frontier.lua)
+  KEYS[19+i]        dupefilter HASH of the i-th crawl of ARGV
   ARGV[1..5]        common frontier arguments
   ARGV[6..]         the batch, read at computed offsets by includes/enqueue.lua (enqueue_requests(a0), a0 = 6):
   ARGV[6]           dupefilter TTL (s), refreshed on every enqueue

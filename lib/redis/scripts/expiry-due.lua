@@ -2,7 +2,7 @@
   The crawls of a spider type whose `expires` has passed, for the expiry function to stop one by one.
   (Spider types that share a partition share its expiry index, so others' crawls are skipped.)
 
-  KEYS[1..18]  partition keys (includes/frontier.lua)
+  KEYS[1..19]  partition keys (includes/frontier.lua)
   ARGV[1..5]   common frontier arguments
   ARGV[6]      at most this many
   ARGV[7]      spider type

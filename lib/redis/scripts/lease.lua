@@ -4,7 +4,7 @@
   hit is recorded only when a request is leased. A leased request stays invisible to others until it is acked,
   released or reclaimed.
 
-  KEYS[1..18]  partition keys (includes/frontier.lua)
+  KEYS[1..19]  partition keys (includes/frontier.lua)
   ARGV[1..5]   common frontier arguments (includes/frontier.lua)
   ARGV[6]      lease duration (ms)
   ARGV[7]      egress IP of the caller ('' when throttles are not IP-scoped)

@@ -3,7 +3,7 @@
   their queues for another crawler, in their place, with one more retry counted (the crawler gives up a
   request whose retries exceed its limit without fetching it).
 
-  KEYS[1..18]  partition keys (includes/frontier.lua)
+  KEYS[1..19]  partition keys (includes/frontier.lua)
   ARGV[1..5]   common frontier arguments
   ARGV[6]      at most this many per call
 

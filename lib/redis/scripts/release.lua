@@ -2,7 +2,7 @@
   Release leased requests back to their queues unchanged (they keep their FIFO place): a crawler shutting
   down gives back what it did not fetch. No throttle hit is refunded.
 
-  KEYS[1..18]  partition keys (includes/frontier.lua)
+  KEYS[1..19]  partition keys (includes/frontier.lua)
   ARGV[1..5]   common frontier arguments
   ARGV[6..]    members (lease handles)
 

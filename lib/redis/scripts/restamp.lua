@@ -5,7 +5,7 @@
   later lease took the turn meanwhile, the fetch waits for the next turn instead; when that is too far off, or
   the domain is held or throttled to 0 hits by now, the lease goes back to its queue unfetched (hit taken back).
 
-  KEYS[1..18]  partition keys (includes/frontier.lua)
+  KEYS[1..19]  partition keys (includes/frontier.lua)
   ARGV[1..5]   common frontier arguments (includes/frontier.lua)
   ARGV[6]      the lease's member (lease handle)
   ARGV[7]      egress IP of the caller ('' when throttles are not IP-scoped)

@@ -3,7 +3,7 @@
   the backoff delay passes (held in the delayed set; lease moves it back when due). Possibly fetched by
   another crawler.
 
-  KEYS[1..18]  partition keys (includes/frontier.lua)
+  KEYS[1..19]  partition keys (includes/frontier.lua)
   ARGV[1..5]   common frontier arguments
   ARGV[6]      member (the lease handle)
   ARGV[7]      delay (ms)

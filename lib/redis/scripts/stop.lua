@@ -7,8 +7,8 @@
   then the ref sits in K.finished at score 0 and is not reused. Leased requests may finish; their acks
   find the crawl gone.
 
-  KEYS[1..18]  partition keys (includes/frontier.lua)
-  KEYS[19]     the crawl's dupefilter
+  KEYS[1..19]  partition keys (includes/frontier.lua)
+  KEYS[20]     the crawl's dupefilter
   ARGV[1..5]   common frontier arguments
   ARGV[6]      crawl key
   ARGV[7]      how long the crawl key stays stopped (ms)
@@ -19,9 +19,13 @@
 --- @include "frontier"
 
 local ckey = ARGV[6]
-redis.call('ZREMRANGEBYSCORE', K.stopped, '-inf', NOW)
+-- Stops that have run out go a hundred at a time (they sort first): each stop adds one, so the set drains, and no
+-- stop after a quiet spell deletes every stop of the spell in one command. One that stays a while is harmless:
+-- enqueue compares its time with now.
+local gone = math.min(redis.call('ZCOUNT', K.stopped, '-inf', NOW), 100)
+if gone > 0 then redis.call('ZREMRANGEBYRANK', K.stopped, 0, gone - 1) end
 redis.call('ZADD', K.stopped, NOW + tonumber(ARGV[7]), ckey)
-redis.call('UNLINK', KEYS[19])
+redis.call('UNLINK', KEYS[20])
 local ref = redis.call('HGET', K.refs, ckey)
 if not ref then return {0, ''} end
 

@@ -11,7 +11,7 @@
     then              number of requests R; then R groups of 7:
                         crawl index (1..C), fingerprint (8 bytes), domain, priority, depth, retries,
                         member tail (lib/redis/member.ts: the URL relative to its scheme and domain)
-  and the dupefilter HASH of the i-th crawl from KEYS[18 + i]. Returns the list of R codes, and a list of C entries:
+  and the dupefilter HASH of the i-th crawl from KEYS[19 + i]. Returns the list of R codes, and a list of C entries:
   the crawl's dupefilter token (a string; '' when it has no dupefilter) or, for a refused crawl, its code.
 
   Dupefilter tokens (lib/redis/dupe-cache.ts): field 'g' of a dupefilter HASH names its generation, a sequence
@@ -33,7 +33,7 @@ local function check_claims(a0)
   for i = 1, tonumber(ARGV[a0 + 2]) do
     local claim = ARGV[a + 5]
     if claim ~= '' then
-      if ARGV[a + 2] == '' and redis.call('HGET', KEYS[18 + i], 'g') == claim then
+      if ARGV[a + 2] == '' and redis.call('HGET', KEYS[19 + i], 'g') == claim then
         CLAIMED[i] = claim
       else
         stale[#stale + 1] = i
@@ -168,7 +168,7 @@ local function enqueue_requests(a0)
   for i = 1, ncrawls do
     local c = {
       key = ARGV[a], appid = ARGV[a + 1], settings = ARGV[a + 2], expires = tonumber(ARGV[a + 3]),
-      cap = tonumber(ARGV[a + 4]), dupe = KEYS[18 + i], token = CLAIMED[i],
+      cap = tonumber(ARGV[a + 4]), dupe = KEYS[19 + i], token = CLAIMED[i],
     }
     a = a + 6
     local stop_until = redis.call('ZSCORE', K.stopped, c.key)
@@ -275,16 +275,19 @@ local function enqueue_requests(a0)
     added[#added + 1] = n
     scores[#scores + 1] = best[domain]
   end
+  total_kept()
   for i = 1, #domains, 1000 do
     local j = math.min(i + 999, #domains)
-    -- Backlog per domain.
+    -- Backlog per domain, and in total.
     local backlog = redis.call('HMGET', K.dcount, unpack(domains, i, j))
-    local set = {}
+    local set, sum = {}, 0
     for k = i, j do
       set[#set + 1] = domains[k]
       set[#set + 1] = tonumber(backlog[k - i + 1] or 0) + added[k]
+      sum = sum + added[k]
     end
     redis.call('HSET', K.dcount, unpack(set))
+    add_total(sum)
     -- A domain is rescheduled only when it must be: a ready domain when a new request beats its head (its
     -- score), an idle (or blacklisted) domain always; a waiting domain stays until its throttle allows.
     local ready = redis.call('ZMSCORE', K.ready, unpack(domains, i, j))

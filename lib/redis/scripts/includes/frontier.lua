@@ -1,7 +1,7 @@
 --[[
   Shared frontier helpers, included (by the loader, at `--- @include "frontier"`) at the top of every
-  frontier script. Every script that includes this declares the 18 partition keys, in the order of
-  PartitionKeys in keys.ts, as KEYS[1..18], and the common arguments as ARGV[1..5]:
+  frontier script. Every script that includes this declares the 19 partition keys, in the order of
+  PartitionKeys in keys.ts, as KEYS[1..19], and the common arguments as ARGV[1..5]:
     ARGV[1] now (epoch ms, or 'T': Redis's TIME)              ARGV[2] default hits     ARGV[3] default window (s)
     ARGV[4] moderated (1|0), optionally ':<throttle margin ms>'
     ARGV[5] ip scoping (1|0): throttle per egress IP, checked at lease time
@@ -27,7 +27,7 @@ local K = {
   queue = KEYS[1], ready = KEYS[2], waiting = KEYS[3], delayed = KEYS[4], leases = KEYS[5],
   throttle = KEYS[6], dcfg = KEYS[7], black = KEYS[8], seq = KEYS[9], refs = KEYS[10],
   settings = KEYS[11], counts = KEYS[12], cidx = KEYS[13], apps = KEYS[14], dcount = KEYS[15],
-  expiry = KEYS[16], stopped = KEYS[17], finished = KEYS[18],
+  expiry = KEYS[16], stopped = KEYS[17], finished = KEYS[18], qtotal = KEYS[19],
 }
 -- ARGV[1] 'T': the time is Redis's own (TIME), so every crawler's throttle is measured on one clock.
 local NOW
@@ -375,11 +375,35 @@ local function queued_field(ref, domain, pe)
   return ref .. '\0' .. domain .. '\0' .. pe
 end
 
--- Counters of queued requests (queued + delayed): per crawl/domain/priority for info, per crawl, per domain.
+-- Whether K.qtotal (the sum of K.dcount) is kept: it is once it exists, and in a partition with no K.dcount yet.
+-- A partition written before the total existed has K.dcount and no K.qtotal: nothing is added until
+-- backlog-total.lua adds it up. Asked before this script changes K.dcount (the answer is remembered for the call).
+local qtotal_kept
+local function total_kept()
+  if qtotal_kept == nil then
+    qtotal_kept = redis.call('EXISTS', K.qtotal) == 1 or redis.call('EXISTS', K.dcount) == 0
+  end
+  return qtotal_kept
+end
+
+-- Adds `by` to K.qtotal when it is kept (total_kept must have been asked before K.dcount changed).
+local function add_total(by)
+  if by ~= 0 and qtotal_kept then redis.call('INCRBY', K.qtotal, by) end
+end
+
+-- Counters of queued requests (queued + delayed): per crawl/domain/priority for info, per crawl, per domain, and
+-- the total. A domain's count is dropped at 0 (never kept below), so the total moves by what the domain's did.
 local function count_queued(r, by)
   cidx_add(vnum(r.ref), queued_field(r.ref, r.domain, r.pe), by)
   redis.call('HINCRBY', K.counts, r.ref .. '\0q', by)
-  if redis.call('HINCRBY', K.dcount, r.domain, by) <= 0 then redis.call('HDEL', K.dcount, r.domain) end
+  total_kept()
+  local n = redis.call('HINCRBY', K.dcount, r.domain, by)
+  if n <= 0 then
+    redis.call('HDEL', K.dcount, r.domain)
+    add_total(by - n)
+  else
+    add_total(by)
+  end
 end
 
 -- The crawl record of a ref: its settings value, or nil.
@@ -411,7 +435,7 @@ local function app_member(record, ref)
 end
 
 -- Removes a crawl's records: settings, ref, app index entry, expiry entry, crawl counters. Not its
--- per-domain counters in K.cidx (drop_counters: at once, or later by the sweep), nor its queued requests
+-- per-domain counters in K.cidx (settled by sweep-finished.lua in bounded chunks), nor its queued requests
 -- (dropped when a lease meets them: lazy purge), nor its dupefilter (a key of its own, the caller's).
 local function drop_crawl(ref, record)
   local member = app_member(record, ref)
@@ -421,13 +445,6 @@ local function drop_crawl(ref, record)
   if member then redis.call('ZREM', K.apps, member) end
   redis.call('HDEL', K.settings, ref)
   redis.call('ZREM', K.expiry, ref)
-end
-
--- Removes a ref's per-domain counters (K.cidx) and its K.finished entry: after this the ref is free.
-local function drop_counters(ref)
-  local base = vnum(ref) * CB
-  redis.call('ZREMRANGEBYSCORE', K.cidx, base, base + CB - 1)
-  redis.call('ZREM', K.finished, ref)
 end
 
 -- Puts a leased (or reclaimed) request back in its queue, unchanged: it keeps its FIFO place.

@@ -101,3 +101,49 @@ export async function startReference(
     },
   };
 }
+
+/**
+ * PutURLs of `n` items on one stream (`item(i)`, a DiscoveredURLItem or the like), at most `window` unacked, writing
+ * again once half the window is acked or the stream drains: the ack tally by status.
+ */
+export function streamPutUrls(
+  client: Client,
+  n: number,
+  item: (i: number) => object,
+  window: number,
+  progress: (m: string) => void,
+): Promise<Record<string, number>> {
+  return new Promise((resolve, reject) => {
+    const call = (client.PutURLs as () => grpc.ClientDuplexStream<object, { status: string }>).call(client);
+    const tally: Record<string, number> = {};
+    let sent = 0;
+    let acked = 0;
+    let lastReport = Date.now();
+    let draining = false;
+    const pump = () => {
+      draining = false;
+      while (sent < n && sent - acked < window) {
+        const ok = call.write(item(sent));
+        sent++;
+        if (!ok) {
+          draining = true;
+          call.once('drain', pump);
+          return;
+        }
+      }
+      if (sent === n) call.end();
+    };
+    call.on('data', (ack: { status: string }) => {
+      acked++;
+      tally[ack.status] = (tally[ack.status] ?? 0) + 1;
+      if (Date.now() - lastReport > 5000) {
+        lastReport = Date.now();
+        progress(`  acked ${acked.toLocaleString('en-US')}`);
+      }
+      if (sent < n && !draining && sent - acked <= window / 2) pump();
+    });
+    call.on('error', reject);
+    call.on('end', () => (acked === n ? resolve(tally) : reject(new Error(`PutURLs: ${acked} acks for ${n} items`))));
+    pump();
+  });
+}

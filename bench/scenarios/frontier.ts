@@ -40,7 +40,7 @@ import { memoryUsage, type ScriptStats, scriptStats, usedMemory } from '../lib/r
 import { mergeRounds } from '../lib/rounds.ts';
 import type { Numbers, ScenarioContext, Target } from '../lib/scenario.ts';
 import { msSince, nowNs, round } from '../lib/timing.ts';
-import { type Client, serveAsProcess, startReference, unaryCall } from '../lib/uf-servers.ts';
+import { type Client, serveAsProcess, startReference, streamPutUrls, unaryCall } from '../lib/uf-servers.ts';
 
 export const description = 'URL Frontier API (gRPC): PutURLs and GetURLs URLs/s end to end, Redis bytes per known URL';
 
@@ -86,40 +86,11 @@ function putUrls(
   window: number,
   progress: (m: string) => void,
 ): Promise<Record<string, number>> {
-  return new Promise((resolve, reject) => {
-    const call = (client.PutURLs as () => grpc.ClientDuplexStream<object, { ID: string; status: string }>).call(client);
-    const tally: Record<string, number> = {};
-    let sent = 0;
-    let acked = 0;
-    let lastReport = Date.now();
-    let draining = false;
-    const pump = () => {
-      draining = false;
-      while (sent < n && sent - acked < window) {
-        const url = urlOf(sent, queues);
-        sent++;
-        const ok = call.write({ ID: url, discovered: { info: { url, key: '', crawlID, metadata: {} } } });
-        if (!ok) {
-          draining = true;
-          call.once('drain', pump);
-          return;
-        }
-      }
-      if (sent === n) call.end();
-    };
-    call.on('data', (ack: { status: string }) => {
-      acked++;
-      tally[ack.status] = (tally[ack.status] ?? 0) + 1;
-      if (Date.now() - lastReport > 5000) {
-        lastReport = Date.now();
-        progress(`  acked ${acked.toLocaleString('en-US')}`);
-      }
-      if (sent < n && !draining && sent - acked <= window / 2) pump();
-    });
-    call.on('error', reject);
-    call.on('end', () => (acked === n ? resolve(tally) : reject(new Error(`PutURLs: ${acked} acks for ${n} URLs`))));
-    pump();
-  });
+  const item = (i: number) => {
+    const url = urlOf(i, queues);
+    return { ID: url, discovered: { info: { url, key: '', crawlID, metadata: {} } } };
+  };
+  return streamPutUrls(client, n, item, window, progress);
 }
 
 /** One GetURLs call: the number of URLs served. */

@@ -22,7 +22,7 @@ import { UrlFrontierStore } from '../../lib/redis/uf-store.ts';
 import { urlFrontierClientConstructor } from '../../lib/url-frontier/definition.ts';
 import type { Numbers, ScenarioContext, Target } from '../lib/scenario.ts';
 import { msSince, nowNs, round } from '../lib/timing.ts';
-import { type Client, serveAsProcess, startReference } from '../lib/uf-servers.ts';
+import { type Client, serveAsProcess, startReference, streamPutUrls } from '../lib/uf-servers.ts';
 
 export const description =
   'URL Frontier API over many crawls of one URL each: GetURLs over every crawl, URLs/s and empty-call ms; the stats read';
@@ -60,40 +60,10 @@ function putCrawls(
   window: number,
   progress: (m: string) => void,
 ): Promise<Record<string, number>> {
-  return new Promise((resolve, reject) => {
-    const call = (client.PutURLs as () => grpc.ClientDuplexStream<object, { status: string }>).call(client);
-    const tally: Record<string, number> = {};
-    let sent = 0;
-    let acked = 0;
-    let lastReport = Date.now();
-    let draining = false;
-    const pump = () => {
-      draining = false;
-      while (sent < crawls && sent - acked < window) {
-        const url = urlOf(sent);
-        const ok = call.write({ discovered: { info: { url, key: '', crawlID: `${run}-${sent}`, metadata: {} } } });
-        sent++;
-        if (!ok) {
-          draining = true;
-          call.once('drain', pump);
-          return;
-        }
-      }
-      if (sent === crawls) call.end();
-    };
-    call.on('data', (ack: { status: string }) => {
-      acked++;
-      tally[ack.status] = (tally[ack.status] ?? 0) + 1;
-      if (Date.now() - lastReport > 5000) {
-        lastReport = Date.now();
-        progress(`  acked ${acked.toLocaleString('en-US')}`);
-      }
-      if (sent < crawls && !draining && sent - acked <= window / 2) pump();
-    });
-    call.on('error', reject);
-    call.on('end', () => (acked === crawls ? resolve(tally) : reject(new Error(`PutURLs: ${acked} acks`))));
-    pump();
+  const item = (i: number) => ({
+    discovered: { info: { url: urlOf(i), key: '', crawlID: `${run}-${i}`, metadata: {} } },
   });
+  return streamPutUrls(client, crawls, item, window, progress);
 }
 
 /** One GetURLs over every crawl: the number of URLs served. */

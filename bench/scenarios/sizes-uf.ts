@@ -20,6 +20,7 @@ import * as grpc from '@grpc/grpc-js';
 import { urlFrontierGlobalKeys } from '../../lib/redis/keys.ts';
 import { UrlFrontierStore } from '../../lib/redis/uf-store.ts';
 import { urlFrontierClientConstructor } from '../../lib/url-frontier/definition.ts';
+import { envInt } from '../lib/env.ts';
 import type { Numbers, ScenarioContext, Target } from '../lib/scenario.ts';
 import { msSince, nowNs, round } from '../lib/timing.ts';
 import { type Client, serveAsProcess, startReference, streamPutUrls } from '../lib/uf-servers.ts';
@@ -44,11 +45,6 @@ export const headline: [string, string][] = [
   ['backlog_total_ms', 'stats read ms'],
   ['walk_s', 'index walk s'],
 ];
-
-function envInt(name: string, fallback: number): number {
-  const v = Number(process.env[name]);
-  return Number.isInteger(v) && v > 0 ? v : fallback;
-}
 
 const urlOf = (i: number) => `https://site${i}.example.com/`;
 

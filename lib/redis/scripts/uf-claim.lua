@@ -38,7 +38,8 @@ local found = {}
 -- per crawl: the due queues read (up to `limit`), and whether that was all of them
 local read, all = {}, {}
 for i = 1, crawls do
-  local due, rot = KEYS[2 * i], KEYS[2 * i + 1]
+  local due = KEYS[2 * i]
+  local rot = KEYS[2 * i + 1]
   if legacy and redis.call('EXISTS', rot) == 1 then
     if redis.call('EXISTS', due) == 0 then redis.call('ZUNIONSTORE', due, 1, rot, 'WEIGHTS', 0) end
     redis.call('DEL', rot)
@@ -60,7 +61,9 @@ end)
 local out = {}
 for j = 1, math.min(count, #found) do
   local f = found[j]
-  redis.call('ZADD', KEYS[2 * f[2]], until_ms, f[3])
+  local at = 2 * f[2]
+  local claimed_due = KEYS[at]
+  redis.call('ZADD', claimed_due, until_ms, f[3])
   out[#out + 1] = f[2]
   out[#out + 1] = f[3]
 end

@@ -17,7 +17,11 @@
   Returns the number of queues counted by this call.
   Cost: O(queues named + log c).
 ]]
-local state, cdue, queues, due, rot = KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5]
+local state = KEYS[1]
+local cdue = KEYS[2]
+local queues = KEYS[3]
+local due = KEYS[4]
+local rot = KEYS[5]
 local crawl = ARGV[1]
 
 if redis.call('EXISTS', rot) == 1 then

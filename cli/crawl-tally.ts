@@ -159,3 +159,10 @@ export class CrawlTally {
     return summary;
   }
 }
+
+/** What a rejection says, for a person: its kind and its first detail's message. */
+export function refusalReason(rejection: Message): string {
+  const details = Array.isArray(rejection.details) ? (rejection.details as { message?: unknown }[]) : [];
+  const first = typeof details[0]?.message === 'string' ? details[0].message : undefined;
+  return first === undefined ? String(rejection.error) : `${String(rejection.error)}: ${first}`;
+}

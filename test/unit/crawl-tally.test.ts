@@ -1,6 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { refusalReason } from '../../cli/crawl-command.ts';
-import { CrawlTally } from '../../cli/crawl-tally.ts';
+import { CrawlTally, refusalReason } from '../../cli/crawl-tally.ts';
 
 describe('CrawlTally (what `crawl` knows of the crawl it follows)', () => {
   it('counts a redelivered page once, by URL', () => {

@@ -300,6 +300,7 @@ describe('handleIncoming: rejections', () => {
       ]),
       appid: 'testapp',
       uuid: 'bad-1',
+      crawlid: 'abc125',
       raw: '{"url": "http://example.com/", "appid": "testapp", "crawlid": "abc125", "priority": 101, "uuid": "bad-1"}',
       source: { topic: INCOMING, partition: 1, offset: 7 },
       server_time: TEST_NOW_SEC,

@@ -26,6 +26,7 @@ import type { CrawlRef, EnqueueOutcome, QueueRequest } from '../redis/frontier-t
 import type { StatsIncrement } from '../redis/stats.ts';
 import type { ClassifiedRequest, CrawlRequest } from '../schemas/index.ts';
 import { type MonitorContext, serverTime, spiderAwareParser } from './context.ts';
+import { rejectionLogFor } from './rejection-log.ts';
 import { type Reply, sendReplies } from './replies.ts';
 import { recordBatchStats } from './stats-report.ts';
 
@@ -348,6 +349,8 @@ export async function handleIncoming(ctx: MonitorContext, records: DecodedRecord
     ]);
     result.forwarded = forwards.length;
     result.rejected = rejections.length;
+    const rejectionLog = rejectionLogFor(ctx.log);
+    for (const r of rejections) rejectionLog.note(r, ctx.now());
   } catch (error) {
     ctx.log.error('producing forwards and rejections failed; these records will be delivered again', {
       records: forwards.length + rejections.length,

@@ -285,7 +285,7 @@ class CrawlWatch {
     if (typeof message.uuid === 'string' && this.infoUuids.delete(message.uuid)) {
       if (message.error === FRONTIER_STATE_LOST) this.onLost(message);
       else if (typeof message.error === 'string') this.onInfoError(message);
-      else this.tally.info(message.total_pending);
+      else this.tally.info(message.total_pending, message);
       return;
     }
     if (this.replies.offer(message)) return;

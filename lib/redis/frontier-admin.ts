@@ -3,7 +3,7 @@
  * crawl, sweeping finished crawls, the expiry index, info answers, domain configuration and the backlog. The
  * `Frontier` methods of the same names (lib/redis/frontier.ts) say what each means; these are their bodies.
  */
-import { decodeCounters, mergeInfos } from './crawl-info.ts';
+import { decodeCounters, decodeWaits, mergeInfos } from './crawl-info.ts';
 import type { FrontierCalls } from './frontier-calls.ts';
 import type { CrawlInfo, CrawlSettings, DomainAction } from './frontier-types.ts';
 import { crawlKey, dupefilterKey, type PartitionRef, partitionKeys } from './keys.ts';
@@ -87,16 +87,27 @@ export async function crawlInfos(
 ): Promise<CrawlInfo[]> {
   const out: CrawlInfo[] = [];
   for (const p of calls.partitionsOf(spider)) {
-    const rows = await calls.run<[string, number, number, number, number, number, string][]>(
+    const rows = await calls.run<[string, number, number, number, number, number, string, number[]][]>(
       'info',
       p,
       [],
       [mode, id, spider],
       now,
     );
-    for (const [settings, queued, leased, done, failed, base, counters] of rows) {
+    for (const [settings, queued, leased, done, failed, base, counters, waits] of rows) {
       const domains = decodeCounters(counters, base);
-      out.push({ settings: JSON.parse(settings) as CrawlSettings, queued, leased, done, failed, domains });
+      const info: CrawlInfo = {
+        settings: JSON.parse(settings) as CrawlSettings,
+        queued,
+        leased,
+        done,
+        failed,
+        domains,
+      };
+      const w = waits === undefined || waits.length !== 5 ? undefined : decodeWaits(waits);
+      // Only when something waits: a crawl being fetched as fast as it can reads as before.
+      if (w !== undefined && (w.throttledDomains > 0 || w.retrying > 0)) info.waits = w;
+      out.push(info);
     }
   }
   return mergeInfos(out);

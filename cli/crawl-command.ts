@@ -13,7 +13,7 @@ import { FRONTIER_STATE_LOST } from '../lib/monitor/state-watch.ts';
 import { type CrawlRequest, validateRequest } from '../lib/schemas/index.ts';
 import { closePagesFile, openPagesFile } from './crawl-pages-file.ts';
 import { offerStop } from './crawl-stop.ts';
-import { type CrawlSummary, CrawlTally, type Ending, failureReason } from './crawl-tally.ts';
+import { type CrawlSummary, CrawlTally, type Ending, failureReason, refusalReason } from './crawl-tally.ts';
 import { DEFAULT_APPID, integerOption, positiveSeconds } from './options.ts';
 import type { Output } from './output.ts';
 import { ProgressLine } from './progress-line.ts';
@@ -165,6 +165,7 @@ class CrawlWatch {
   private readonly tally = new CrawlTally();
   private lastInfoAt = 0;
   private hinted = false;
+  private infoErrorSaid = false;
   private end!: (ending: Ending) => void;
   private fail!: (error: Error) => void;
   private readonly ended: Promise<Ending>;
@@ -283,7 +284,8 @@ class CrawlWatch {
   private onOutbound(message: Message): void {
     if (typeof message.uuid === 'string' && this.infoUuids.delete(message.uuid)) {
       if (message.error === FRONTIER_STATE_LOST) this.onLost(message);
-      else this.tally.info(message.total_pending);
+      else if (typeof message.error === 'string') this.onInfoError(message);
+      else this.tally.info(message.total_pending, message);
       return;
     }
     if (this.replies.offer(message)) return;
@@ -295,9 +297,24 @@ class CrawlWatch {
       setTimeout(() => this.end({ kind: 'complete', notice: message }), LATE_PAGES_MS).unref();
     } else if (message.action === 'stop') {
       this.end({ kind: 'stopped-elsewhere', reply: message });
-    } else if (typeof message.error === 'string') {
-      // The kafka-monitor refused the crawl request (duplicate, stopped, capped): no page or notice will follow.
+    } else if (typeof message.error === 'string' && message.uuid === undefined) {
+      // The kafka-monitor refused the crawl request (duplicate, stopped, capped, unknown_spider, ...): no page or
+      // notice will follow. One with a uuid refused some client's action about this crawl, not the crawl.
       this.end({ kind: 'refused', rejection: message });
+    }
+  }
+
+  /**
+   * An error in reply to an info poll is no pending count. A kafka-monitor rejection of it (it has `source`) refuses
+   * what the crawl request carries too (the same appid, crawlid and spiderid, e.g. `unknown_spider`): the crawl ends
+   * refused, whichever of the two rejections comes first. Any other error is said once and the polls go on.
+   */
+  private onInfoError(reply: Message): void {
+    if (reply.source !== undefined) {
+      this.end({ kind: 'refused', rejection: reply });
+    } else if (!this.infoErrorSaid) {
+      this.infoErrorSaid = true;
+      this.progress?.note(`the cluster answered the pending-count poll with an error: ${String(reply.error)}`);
     }
   }
 
@@ -346,13 +363,6 @@ class CrawlWatch {
         );
     }
   }
-}
-
-/** What a rejection says, for a person: its kind and its first detail's message. */
-export function refusalReason(rejection: Message): string {
-  const details = Array.isArray(rejection.details) ? (rejection.details as { message?: unknown }[]) : [];
-  const first = typeof details[0]?.message === 'string' ? details[0].message : undefined;
-  return first === undefined ? String(rejection.error) : `${String(rejection.error)}: ${first}`;
 }
 
 /** The summary for a person (or, with --json, the document). */

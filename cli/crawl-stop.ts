@@ -3,6 +3,7 @@
  * a terminal), else stops it, and waits a while for the stop's reply.
  */
 import { createInterface } from 'node:readline';
+import { refusalReason } from './crawl-tally.ts';
 import type { Output } from './output.ts';
 import { type ClusterSession, type Message, noClusterHint, type ReplyWaiter, requestUuid } from './reply-wait.ts';
 
@@ -38,6 +39,10 @@ export async function offerStop(
   const answer = await reply;
   if (answer === undefined) {
     out.error(`no reply to the stop request within ${STOP_REPLY_MS / 1000} s; ${noClusterHint(session.prefix)}`);
+  } else if (typeof answer.error === 'string') {
+    // A rejection (e.g. the crawl's unknown spider) or a failure: nothing was purged, and the reply says why.
+    out.error(`the cluster did not stop crawl ${crawlid}: ${refusalReason(answer)}`);
+    return undefined;
   } else {
     out.progress(
       `stopped crawl ${crawlid}: purged ${answer.total_purged} pending request${answer.total_purged === 1 ? '' : 's'}`,

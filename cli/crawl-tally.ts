@@ -74,6 +74,8 @@ export class CrawlTally {
   started: number;
   firstAnswerAt: number | undefined;
   lastPageAt: number | undefined;
+  /** Why pending pages wait, as the last info reply said (empty when nothing waits). */
+  waits = '';
   readonly #now: () => number;
 
   constructor(now: () => number = Date.now) {
@@ -98,10 +100,11 @@ export class CrawlTally {
     return true;
   }
 
-  /** An info reply: the cluster answered, with this many pending. */
-  info(totalPending: unknown): void {
+  /** An info reply: the cluster answered, with this many pending, and why they wait (`throttled`, `retrying`). */
+  info(totalPending: unknown, reply: Message = {}): void {
     this.firstAnswerAt ??= this.#now();
     if (typeof totalPending === 'number') this.pending = totalPending;
+    this.waits = waitsOf(reply);
   }
 
   /** The `complete` notice arrived. */
@@ -127,7 +130,8 @@ export class CrawlTally {
 
   statusLine(): string {
     const pending = this.pending === undefined ? '?' : String(this.pending);
-    return `pages ${this.succeeded.size}, failed ${this.failed.size}, pending ${pending}, ${this.rate().toFixed(1)} pages/s, ${this.elapsedSeconds().toFixed(0)} s`;
+    const waits = this.pending === 0 || this.waits === '' ? '' : `; ${this.waits}`;
+    return `pages ${this.succeeded.size}, failed ${this.failed.size}, pending ${pending}, ${this.rate().toFixed(1)} pages/s, ${this.elapsedSeconds().toFixed(0)} s${waits}`;
   }
 
   summary(
@@ -158,4 +162,32 @@ export class CrawlTally {
       summary.failures = [...this.reasons.values()].map((g) => ({ ...g })).sort((a, b) => b.count - a.count);
     return summary;
   }
+}
+
+/** What a rejection says, for a person: its kind and its first detail's message. */
+export function refusalReason(rejection: Message): string {
+  const details = Array.isArray(rejection.details) ? (rejection.details as { message?: unknown }[]) : [];
+  const first = typeof details[0]?.message === 'string' ? details[0].message : undefined;
+  return first === undefined ? String(rejection.error) : `${String(rejection.error)}: ${first}`;
+}
+
+/**
+ * Why pending pages wait, for a person, from an info reply's `throttled` and `retrying` (docs/contract.md): e.g.
+ * `waiting on the domain throttle (1 domain, next in 5.2 s); 1 page waits for a retry (attempt 3, next in 8 s)`.
+ */
+export function waitsOf(reply: Message): string {
+  const parts: string[] = [];
+  const t = reply.throttled as { domains?: unknown; next_in_s?: unknown } | undefined;
+  if (t && typeof t.domains === 'number' && t.domains > 0) {
+    parts.push(
+      `waiting on the domain throttle (${t.domains} domain${t.domains === 1 ? '' : 's'}, next in ${String(t.next_in_s)} s)`,
+    );
+  }
+  const r = reply.retrying as { requests?: unknown; attempt?: unknown; next_in_s?: unknown } | undefined;
+  if (r && typeof r.requests === 'number' && r.requests > 0) {
+    parts.push(
+      `${r.requests} page${r.requests === 1 ? '' : 's'} wait${r.requests === 1 ? 's' : ''} for a retry (attempt ${String(r.attempt)}, next in ${String(r.next_in_s)} s)`,
+    );
+  }
+  return parts.join('; ');
 }

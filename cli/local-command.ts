@@ -24,6 +24,8 @@ interface LocalOptions extends LocalAwsOptions {
 const EXIT_FAILED = 1;
 /** Bound of each connection close at shutdown: a broker that went away must not hold the process. */
 const CLOSE_TIMEOUT_MS = 10_000;
+/** After a failed start, the time the error has to be printed before `local` exits whatever still holds it. */
+const START_FAILURE_EXIT_MS = 500;
 /**
  * Shutdown's bound beyond SHUTDOWN_DEADLINE_MS (the workers' drain): the workers' kill grace, a running handler
  * call and the disconnects. Past it, `local` exits anyway.
@@ -131,10 +133,13 @@ export function registerLocal(program: Command, out: Output): void {
           onFatal: (error) => fatal?.(error),
         });
       } catch (error) {
-        // A cluster that cannot start (LocalStack or Kafka not answering) leaves nothing open behind the error.
+        // A cluster that cannot start (LocalStack or Kafka not answering) closes what it opened, each close bounded,
+        // and exits soon after the error is printed: kafkajs keeps reconnect timers and sockets of a broker it never
+        // reached, and the process would otherwise hang after the error.
         await closeServers();
-        await deps?.close();
-        throw error;
+        await bounded(deps?.close(), 'monitor connections', log);
+        setTimeout(() => process.exit(process.exitCode ?? EXIT_FAILED), START_FAILURE_EXIT_MS).unref();
+        throw startFailure(error, vars);
       }
       log('info', 'press Ctrl-C to stop');
       const signalled = new Promise<undefined>((resolve) => {
@@ -165,6 +170,22 @@ export function registerLocal(program: Command, out: Output): void {
       // or socket alive after its disconnect, and `local` then hung after "stopped" until SIGKILL.
       process.exit(error ? EXIT_FAILED : 0);
     });
+}
+
+/**
+ * Why `local` did not start, for a person: what failed, at which address, and what to do. A Kafka that cannot be
+ * reached (kafkajs's errors are named `KafkaJS...`) is named with its brokers.
+ */
+export function startFailure(error: unknown, vars: Pick<Variables, 'KAFKA_BROKERS'>): Error {
+  const e = error as Error;
+  if (typeof e?.name === 'string' && e.name.startsWith('KafkaJS')) {
+    return new CrawlClusterError(
+      `local did not start: cannot reach Kafka at ${vars.KAFKA_BROKERS} (KAFKA_BROKERS): ${e.message}. ` +
+        'Start the local services with `crawl-cluster services up`, or set KAFKA_BROKERS to a broker that runs.',
+      { cause: error },
+    );
+  }
+  return error instanceof Error ? error : new Error(String(error));
 }
 
 /**

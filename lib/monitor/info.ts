@@ -4,7 +4,7 @@
  * `expires` is a string, as Scrapy Cluster sends it (it reads it back from Redis).
  */
 import type { SlotLoss } from '../ports.ts';
-import type { CrawlInfo } from '../redis/frontier-types.ts';
+import type { CrawlInfo, CrawlWaits } from '../redis/frontier-types.ts';
 import { type ActionRequest, URL_FRONTIER_SPIDERID } from '../schemas/index.ts';
 import { type MonitorContext, serverTime } from './context.ts';
 import type { Reply } from './replies.ts';
@@ -27,10 +27,36 @@ interface CrawlSummary {
   domains: Record<string, DomainSummary>;
   total: number;
   expires?: number;
+  waits?: CrawlWaits;
 }
 
 function frontierSummary(info: CrawlInfo): CrawlSummary {
-  return { domains: domainSummaries(info), total: info.queued, expires: info.settings.expires };
+  const summary: CrawlSummary = { domains: domainSummaries(info), total: info.queued, expires: info.settings.expires };
+  if (info.waits !== undefined) summary.waits = info.waits;
+  return summary;
+}
+
+/** Seconds from `now` (ms) to `dueMs`, one decimal, never negative. */
+const secondsUntil = (dueMs: number, now: number) => Math.max(0, Math.round((dueMs - now) / 100) / 10);
+
+/**
+ * The crawl form's `throttled` and `retrying` (docs/contract.md), present only when something waits: why pending
+ * requests are not fetched now.
+ */
+function waitFields(waits: CrawlWaits | undefined, now: number): Reply {
+  const out: Reply = {};
+  if (waits === undefined) return out;
+  if (waits.throttledDomains > 0) {
+    out.throttled = { domains: waits.throttledDomains, next_in_s: secondsUntil(waits.throttleDueMs, now) };
+  }
+  if (waits.retrying > 0) {
+    out.retrying = {
+      requests: waits.retrying,
+      attempt: waits.retries + 1,
+      next_in_s: secondsUntil(waits.retryDueMs, now),
+    };
+  }
+  return out;
 }
 
 /**
@@ -49,7 +75,7 @@ function urlFrontierSummary(queues: Record<string, number>): CrawlSummary {
 }
 
 /** The crawl form of an info reply (zeros for an unknown crawl). */
-function crawlForm(base: Reply, request: ActionRequest, crawl: CrawlSummary | undefined): Reply {
+function crawlForm(base: Reply, request: ActionRequest, crawl: CrawlSummary | undefined, now = 0): Reply {
   const domains = crawl?.domains ?? {};
   const reply: Reply = {
     ...base,
@@ -58,6 +84,7 @@ function crawlForm(base: Reply, request: ActionRequest, crawl: CrawlSummary | un
     total_pending: crawl?.total ?? 0,
     total_domains: Object.keys(domains).length,
     domains,
+    ...waitFields(crawl?.waits, now),
   };
   if (crawl?.expires) reply.expires = String(crawl.expires);
   return reply;
@@ -133,7 +160,7 @@ export async function infoReply(ctx: MonitorContext, request: ActionRequest): Pr
       const losses = await ctx.state.lostFor(request.spiderid);
       if (losses.length > 0) return lostForm(base, request, losses);
     }
-    return crawlForm(base, request, info && frontierSummary(info));
+    return crawlForm(base, request, info && frontierSummary(info), ctx.now());
   }
   const infos = await ctx.frontier.appInfo(request.spiderid, request.appid, ctx.now());
   return appForm(base, request, mapValues(infos, frontierSummary));

@@ -26,6 +26,7 @@ import type { CrawlRef, EnqueueOutcome, QueueRequest } from '../redis/frontier-t
 import type { StatsIncrement } from '../redis/stats.ts';
 import type { ClassifiedRequest, CrawlRequest } from '../schemas/index.ts';
 import { type MonitorContext, serverTime, spiderAwareParser } from './context.ts';
+import { rejectionLogFor } from './rejection-log.ts';
 import { type Reply, sendReplies } from './replies.ts';
 import { recordBatchStats } from './stats-report.ts';
 
@@ -44,8 +45,13 @@ export interface IncomingResult {
 /** A rejection message (docs/contract.md "Rejections"). */
 export interface Rejection extends Reply {
   error: RejectionKind;
-  /** The crawl a valid crawl request was refused for (stopped, capped, duplicate): its client follows it by crawlid. */
+  /**
+   * The request's crawl: the one a valid crawl request was refused for (stopped, capped, duplicate), or the one an
+   * invalid request named (echoed when sane), so a client following that crawl hears of the refusal.
+   */
   crawlid?: string;
+  /** The request's `spiderid`, echoed when sane (an `unknown_spider` rejection names what it did not know). */
+  spiderid?: string;
   details: RejectionDetail[];
   raw: string;
   source: { topic: string; partition: number; offset: number };
@@ -66,13 +72,19 @@ export function utf8Prefix(bytes: Buffer, max: number): string {
   return bytes.subarray(0, end).toString('utf8');
 }
 
-/** The longest `appid` or `uuid` a rejection echoes (and uses as its Kafka key); the schemas allow 40. */
+/**
+ * The longest `appid`, `uuid`, `crawlid` or `spiderid` a rejection echoes (the appid is its Kafka key); the schemas
+ * allow 40.
+ */
 export const MAX_ECHOED_ID_CHARS = 100;
 
 /** An id worth echoing: a string short enough to be a real one and well-formed (it becomes a Kafka key). */
 function echoable(value: unknown): string | undefined {
   return typeof value === 'string' && value.length <= MAX_ECHOED_ID_CHARS && value.isWellFormed() ? value : undefined;
 }
+
+/** The ids a rejection echoes from its request, so whoever follows the request (by uuid) or its crawl hears. */
+const ECHOED_IDS = ['appid', 'uuid', 'crawlid', 'spiderid'] as const;
 
 function rejection(
   ctx: MonitorContext,
@@ -93,14 +105,14 @@ function rejection(
     try {
       const parsed = JSON.parse(record.value.toString('utf8')) as unknown;
       if (parsed && typeof parsed === 'object' && !Array.isArray(parsed)) {
-        const { appid, uuid } = parsed as { appid?: unknown; uuid?: unknown };
-        const a = echoable(appid);
-        const u = echoable(uuid);
-        if (a !== undefined) r.appid = a;
-        if (u !== undefined) r.uuid = u;
+        const ids = parsed as Record<string, unknown>;
+        for (const name of ECHOED_IDS) {
+          const value = echoable(ids[name]);
+          if (value !== undefined) r[name] = value;
+        }
       }
     } catch {
-      // not JSON: no appid to echo
+      // not JSON: no id to echo
     }
   }
   return r;
@@ -325,7 +337,7 @@ export async function handleIncoming(ctx: MonitorContext, records: DecodedRecord
   if (rejections.length > 0) stats.push({ name: 'kafka-monitor:fail', by: rejections.length });
 
   // Forwards and rejections: one produce call. A rejection reaches outbound too when its client waits there: one
-  // with appid and uuid, and a refused crawl request's (it has no uuid; its client follows the crawlid).
+  // with appid and uuid, or with appid and crawlid (a client following that crawl reads outbound, not rejected).
   const rejectionReplies: Reply[] = rejections.filter(
     (r) => r.appid !== undefined && (r.uuid !== undefined || r.crawlid !== undefined),
   );
@@ -337,6 +349,8 @@ export async function handleIncoming(ctx: MonitorContext, records: DecodedRecord
     ]);
     result.forwarded = forwards.length;
     result.rejected = rejections.length;
+    const rejectionLog = rejectionLogFor(ctx.log);
+    for (const r of rejections) rejectionLog.note(r, ctx.now());
   } catch (error) {
     ctx.log.error('producing forwards and rejections failed; these records will be delivered again', {
       records: forwards.length + rejections.length,

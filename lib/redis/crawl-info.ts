@@ -1,7 +1,7 @@
 /**
  * Decoding what info.lua returns into {@link CrawlInfo} (lib/redis/frontier.ts `crawlInfo` / `appInfo`).
  */
-import type { CrawlInfo } from './frontier-types.ts';
+import type { CrawlInfo, CrawlWaits } from './frontier-types.ts';
 import { decodePriority } from './member.ts';
 
 /**
@@ -54,6 +54,26 @@ export function decodeCounters(
   return domains;
 }
 
+/** info.lua's `waits` of one crawl on one partition. */
+export function decodeWaits(w: number[]): CrawlWaits {
+  const [throttledDomains = 0, throttleDueMs = 0, retrying = 0, retryDueMs = 0, retries = 0] = w.map(Number);
+  return { throttledDomains, throttleDueMs, retrying, retryDueMs, retries };
+}
+
+/** The waits of two partitions of one crawl as one: counts summed, the earlier due time (0 is none) kept. */
+function mergeWaits(a: CrawlWaits | undefined, b: CrawlWaits | undefined): CrawlWaits | undefined {
+  if (a === undefined || b === undefined) return a ?? b;
+  const earlier = (x: number, y: number) => (x === 0 ? y : y === 0 ? x : Math.min(x, y));
+  const retryDueMs = earlier(a.retryDueMs, b.retryDueMs);
+  return {
+    throttledDomains: a.throttledDomains + b.throttledDomains,
+    throttleDueMs: earlier(a.throttleDueMs, b.throttleDueMs),
+    retrying: a.retrying + b.retrying,
+    retryDueMs,
+    retries: retryDueMs === a.retryDueMs ? a.retries : b.retries,
+  };
+}
+
 /** Sums the per-partition infos of the same crawl. */
 export function mergeInfos(infos: CrawlInfo[]): CrawlInfo[] {
   const byCrawl = new Map<string, CrawlInfo>();
@@ -68,6 +88,8 @@ export function mergeInfos(infos: CrawlInfo[]): CrawlInfo[] {
     acc.leased += info.leased;
     acc.done += info.done;
     acc.failed += info.failed;
+    const waits = mergeWaits(acc.waits, info.waits);
+    if (waits !== undefined) acc.waits = waits;
     for (const [d, e] of Object.entries(info.domains)) {
       const a = acc.domains[d] ?? { priorities: {}, total: 0 };
       for (const [prio, n] of Object.entries(e.priorities))

@@ -3,7 +3,7 @@
  * crawl, sweeping finished crawls, the expiry index, info answers, domain configuration and the backlog. The
  * `Frontier` methods of the same names (lib/redis/frontier.ts) say what each means; these are their bodies.
  */
-import { decodeCounters, mergeInfos } from './crawl-info.ts';
+import { decodeCounters, decodeWaits, mergeInfos } from './crawl-info.ts';
 import type { FrontierCalls } from './frontier-calls.ts';
 import type { CrawlInfo, CrawlSettings, DomainAction, QueueSummary } from './frontier-types.ts';
 import { crawlKey, dupefilterKey, type PartitionRef, partitionKeys } from './keys.ts';
@@ -83,7 +83,7 @@ export const INFO_PAGE = 1000;
 const INFO_CRAWLS = 200;
 
 /** A crawl as info.lua lists it (its header). */
-type InfoRow = [string, number, number, number, number, number, string, string, number, number];
+type InfoRow = [string, number, number, number, number, number, string, string, number, number, number[]];
 
 /**
  * info.lua's answer for one crawl (`mode` crawl, `id` its crawl key) or every crawl of an app (`mode` app, `id`
@@ -110,12 +110,23 @@ export async function crawlInfos(
         [mode, id, spider, INFO_PAGE, INFO_CRAWLS, after],
         now,
       );
-      for (const [settings, queued, leased, done, failed, base, counters, ref, read, more] of rows) {
+      for (const [settings, queued, leased, done, failed, base, counters, ref, read, more, waits] of rows) {
         const domains =
           more === 1
             ? await pagedCounters(calls, p, spider, ref, counters, Number(read), base, now)
             : decodeCounters(counters, base);
-        out.push({ settings: JSON.parse(settings) as CrawlSettings, queued, leased, done, failed, domains });
+        const info: CrawlInfo = {
+          settings: JSON.parse(settings) as CrawlSettings,
+          queued,
+          leased,
+          done,
+          failed,
+          domains,
+        };
+        const w = waits === undefined || waits.length !== 5 ? undefined : decodeWaits(waits);
+        // Only when something waits: a crawl being fetched as fast as it can reads as before.
+        if (w !== undefined && (w.throttledDomains > 0 || w.retrying > 0)) info.waits = w;
+        out.push(info);
       }
       after = cursor;
     } while (after !== '');

@@ -166,6 +166,25 @@ export interface CrawlInfo {
   failed: number;
   /** Queued requests per domain and priority. */
   domains: Record<string, { priorities: Record<number, number>; total: number }>;
+  /**
+   * Why queued requests wait, when some do (only for one crawl asked by its crawlid; bounded reads, see
+   * {@link CrawlWaits}).
+   */
+  waits?: CrawlWaits;
+}
+
+/**
+ * Why a crawl's queued requests are not leased now, from bounded reads (info.lua): its domains (of the first 64 it
+ * has counters for) parked by the domain throttle or a Retry-After hold, and its requests among the partition's 100
+ * earliest waiting for a retry. Times are epoch ms, 0 for none.
+ */
+export interface CrawlWaits {
+  throttledDomains: number;
+  throttleDueMs: number;
+  retrying: number;
+  retryDueMs: number;
+  /** Retries already made of the request due first: its next fetch is attempt `retries + 1`. */
+  retries: number;
 }
 
 /** A spider type's backlog as stats and the dashboard show it (`Frontier.queueSummary`). */

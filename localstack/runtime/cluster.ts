@@ -107,7 +107,13 @@ async function startWithAws(options: LocalClusterOptions, aws: LocalAwsRuntime |
   const kafka = options.kafka ?? createKafka(kafkaSettings(vars));
   const topics = clusterTopics(vars.KAFKA_TOPIC_PREFIX);
   const admin = kafka.admin();
-  await admin.connect();
+  try {
+    await admin.connect();
+  } catch (error) {
+    // Its sockets and retry timers to a broker never reached go too, so the caller can exit.
+    await admin.disconnect().catch(() => {});
+    throw error;
+  }
   try {
     const created = await ensureTopics(admin, clusterTopicList(vars.KAFKA_TOPIC_PREFIX), vars.KAFKA_TOPIC_PARTITIONS);
     if (created.length > 0) log('info', 'created topics', { topics: created });

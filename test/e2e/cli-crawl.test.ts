@@ -298,6 +298,20 @@ describe('info, stop, stats and crawl without a running cluster', () => {
     expect(run.ms).toBeLessThan(15_000);
   });
 
+  it('local exits 1 within 15 s when Kafka is unreachable, naming the brokers and what to do', async () => {
+    const run = startCli(
+      ['local', '--no-localstack', '--rest-port', '0', '--frontier-port', '0'],
+      { ...env, KAFKA_BROKERS: '127.0.0.1:1', CRAWLER_WORKERS: '0' },
+      30_000,
+    );
+    const { code, ms } = await run.exited;
+
+    expect(code).toBe(1);
+    expect(run.stderr()).toContain('error: local did not start: cannot reach Kafka at 127.0.0.1:1 (KAFKA_BROKERS)');
+    expect(run.stderr()).toContain('crawl-cluster services up');
+    expect(ms).toBeLessThan(15_000);
+  });
+
   it('every command describes its options in --help', async () => {
     const expected: Record<string, string[]> = {
       crawl: [

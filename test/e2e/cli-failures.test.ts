@@ -110,6 +110,33 @@ describe('the CLI beside a running cluster with one crawler worker', () => {
     expect(run.stdout).toContain('(appid=cli-fail-e2e crawlid=accepted); no rejection within 2 s');
   });
 
+  it('crawl of a spider the cluster does not run ends at once: not crawled (refused) with the reason, exit 1', async () => {
+    const run = await runCli(
+      ['crawl', site.url(3), '--appid', APPID, '--crawlid', 'no-spider', '--spiderid', 'nosuch'],
+      env,
+    );
+
+    expect(run.code).toBe(1);
+    expect(run.ms).toBeLessThan(20_000);
+    expect(run.stdout).toContain('crawl no-spider not crawled (refused): 0 pages, 0 failed');
+    expect(run.stderr).toMatch(/error: the cluster refused the crawl request: unknown_spider: /);
+    expect(run.stderr).not.toContain('pending ?');
+  });
+
+  it('feed of a request for a spider the cluster does not run prints its rejection as it comes, and exits 1', async () => {
+    const request = { appid: APPID, crawlid: 'feed-no-spider', url: site.url(4), spiderid: 'nosuch' };
+
+    const run = await runCli(['feed', JSON.stringify(request), '--wait', '15'], env);
+
+    expect(run.code).toBe(1);
+    expect(run.stderr).toMatch(
+      /rejected by the cluster \(appid=cli-fail-e2e crawlid=feed-no-spider\): unknown_spider: /,
+    );
+    expect(run.stdout).toContain('; 1 rejected (above)');
+    // The rejection ends the wait: it does not run its 15 s.
+    expect(run.ms).toBeLessThan(14_000);
+  });
+
   it('info, stop and stats take the same default appid as crawl (cli)', async () => {
     const run = await runCli(['info', '--crawlid', 'nothing-here'], env);
 

@@ -1,6 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { refusalReason } from '../../cli/crawl-command.ts';
-import { CrawlTally } from '../../cli/crawl-tally.ts';
+import { CrawlTally, refusalReason } from '../../cli/crawl-tally.ts';
 
 describe('CrawlTally (what `crawl` knows of the crawl it follows)', () => {
   it('counts a redelivered page once, by URL', () => {
@@ -59,5 +58,24 @@ describe('CrawlTally (what `crawl` knows of the crawl it follows)', () => {
     expect(s).toMatchObject({ status: 'refused', pages: 0, rejection });
     expect(refusalReason(rejection)).toBe("duplicate: the URL is already in this crawl's dupefilter");
     expect(refusalReason({ error: 'stopped' })).toBe('stopped');
+  });
+
+  it('adds to the status line why pending pages wait, as the last info reply said, and drops it once none do', () => {
+    const tally = new CrawlTally(() => 0);
+    tally.info(3, {
+      throttled: { domains: 1, next_in_s: 5.2 },
+      retrying: { requests: 1, attempt: 3, next_in_s: 8 },
+    });
+    expect(tally.statusLine()).toBe(
+      'pages 0, failed 0, pending 3, 0.0 pages/s, 0 s; waiting on the domain throttle (1 domain, next in 5.2 s); 1 page waits for a retry (attempt 3, next in 8 s)',
+    );
+
+    tally.info(2, { throttled: { domains: 2, next_in_s: 1 } });
+    expect(tally.statusLine()).toContain(
+      'pending 2, 0.0 pages/s, 0 s; waiting on the domain throttle (2 domains, next in 1 s)',
+    );
+
+    tally.info(2, {});
+    expect(tally.statusLine()).toBe('pages 0, failed 0, pending 2, 0.0 pages/s, 0 s');
   });
 });

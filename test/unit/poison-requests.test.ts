@@ -126,6 +126,28 @@ describe('handleIncoming with hostile requests', () => {
     expect(ctx.sink.keys(FIREHOSE)).toEqual([appid]);
   });
 
+  it('echoes the crawlid and spiderid of any rejected request, and sends one with appid and crawlid to outbound', async () => {
+    const ctx = testContext();
+    const request = { ...crawl(), crawlid: 'c-bad', spiderid: 'link', priority: 101 };
+    await handleIncoming(ctx, recordsOf(INCOMING, [request]));
+    const [r] = ctx.sink.values(REJECTED);
+    expect(r).toMatchObject({ error: 'schema', appid: 'testapp', crawlid: 'c-bad', spiderid: 'link' });
+    expect(r?.uuid).toBeUndefined();
+    // Its client follows the crawl on outbound, not the rejected topic.
+    expect(ctx.sink.values(FIREHOSE)).toEqual([r]);
+  });
+
+  it(`echoes no crawlid or spiderid over ${MAX_ECHOED_ID_CHARS} characters or not a string`, async () => {
+    const ctx = testContext();
+    const value = JSON.stringify({ ...crawl(), crawlid: 'c'.repeat(600_000), spiderid: 7 });
+    await handleIncoming(ctx, recordsOf(INCOMING, [value]));
+    const [r] = ctx.sink.values(REJECTED);
+    expect(r).toMatchObject({ error: 'schema', appid: 'testapp' });
+    expect(r?.crawlid).toBeUndefined();
+    expect(r?.spiderid).toBeUndefined();
+    expect(ctx.sink.messages(REJECTED)[0]?.value.length).toBeLessThan(16_384);
+  });
+
   it('rejects deeply nested attrs as a schema error, and the valid crawl behind it in the batch is queued', async () => {
     const ctx = testContext();
     const deep = `{"appid":"testapp","crawlid":"c1","url":"http://example.com/","attrs":${nestedJson(10_000)}}`;

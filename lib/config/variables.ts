@@ -170,6 +170,12 @@ export const VARIABLES = {
     default: '',
     description: 'Python 3.10 to 3.13 for LocalStack’s virtualenv (empty: python3.11, else python3).',
   },
+  CRAWL_CACHE_DIR: {
+    type: 'string',
+    default: '',
+    description:
+      'Where LocalStack’s virtualenv is built once per machine and shared by every services directory (empty: ~/.cache/crawl-cluster).',
+  },
 
   // Local runtime (`crawl-cluster local` and `demo`)
   CRAWLER_NODE: {

@@ -22,7 +22,10 @@ export function failureReason(page: Message): string {
   const status = typeof page.status_code === 'number' ? `HTTP ${page.status_code}` : undefined;
   const msg = typeof page.status_msg === 'string' && page.status_msg !== '' ? ` ${page.status_msg}` : '';
   const exception = typeof page.exception === 'string' && page.exception !== '' ? page.exception : undefined;
-  if (status !== undefined && exception !== undefined) return `${status}${msg}: ${exception}`;
+  // The crawler's exception for an HTTP error already names the status (`HTTP 500 Internal Server Error`): once is enough.
+  if (status !== undefined && exception !== undefined) {
+    return exception.startsWith(status) ? exception : `${status}${msg}: ${exception}`;
+  }
   return exception ?? (status === undefined ? 'no reason given' : `${status}${msg}`);
 }
 

@@ -4,8 +4,12 @@
  */
 import { App, Validations } from 'aws-cdk-lib';
 import { AwsSolutionsChecks } from 'cdk-nag';
+import { credentialsHint } from './credentials-hint.ts';
 import { readSettings } from './settings.ts';
 import { CrawlClusterStack } from './stack.ts';
+
+const hint = credentialsHint(process.env);
+if (hint !== undefined) process.stderr.write(`${hint}\n`);
 
 const app = new App();
 new CrawlClusterStack(app, app.node.tryGetContext('stackName') ?? 'CrawlCluster', {

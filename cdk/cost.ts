@@ -94,18 +94,18 @@ export function markdown(report: CostReport, title: string): string {
   ].join('\n');
 }
 
-function text(report: CostReport, title: string): string {
+/** The text table of `npm run cost`; the unit price column is as wide as its longest price, never cut. */
+export function costText(report: CostReport, title: string): string {
   const rows = billed(report);
   const w = Math.max(...rows.map((r) => what(r).length), 20);
+  const price = (r: ResourceCost) => `${usd(r.unit_usd, r.unit_usd < 0.01 ? 6 : 4)}/${r.unit}`;
+  const pw = Math.max(...rows.map((r) => price(r).length), 'unit price'.length);
   const lines = [
     `${title} (${PRICES_REGION} list prices of ${PRICES_DATE}, cdk/prices.ts; 730 h a month, nothing crawled)`,
     '',
-    `${'what'.padEnd(w)}  ${'unit price'.padStart(26)}  ${'$/month'.padStart(9)}`,
-    ...rows.map(
-      (r) =>
-        `${what(r).padEnd(w)}  ${`${usd(r.unit_usd, r.unit_usd < 0.01 ? 6 : 4)}/${r.unit}`.slice(0, 26).padStart(26)}  ${usd(r.idle_usd_per_month).padStart(9)}`,
-    ),
-    `${'idle floor'.padEnd(w)}  ${''.padStart(26)}  ${usd(report.idle_usd_per_month).padStart(9)}`,
+    `${'what'.padEnd(w)}  ${'unit price'.padStart(pw)}  ${'$/month'.padStart(9)}`,
+    ...rows.map((r) => `${what(r).padEnd(w)}  ${price(r).padStart(pw)}  ${usd(r.idle_usd_per_month).padStart(9)}`),
+    `${'idle floor'.padEnd(w)}  ${''.padStart(pw)}  ${usd(report.idle_usd_per_month).padStart(9)}`,
     '',
     `per million pages (${report.compression} page messages, ÷${report.compression_ratio}):`,
     ...report.per_million_pages.map(
@@ -160,7 +160,7 @@ function main(argv: string[]): void {
   const title = `profile ${String(context.profile ?? 'standard')}${Object.keys(context).length > (context.profile ? 1 : 0) ? ' with -c flags' : ''}`;
   if (values.json) console.log(JSON.stringify(report, null, 2));
   else if (values.markdown) console.log(markdown(report, title));
-  else console.log(text(report, title));
+  else console.log(costText(report, title));
 }
 
 if (import.meta.main) {

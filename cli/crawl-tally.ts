@@ -3,6 +3,7 @@
  * once), the last pending count, the `complete` notice, and from these the progress line and the summary.
  * No I/O, so the rules of when a crawl is done are unit-testable.
  */
+import { countStatusClass, type StatusClassCounts } from './crawl-summary.ts';
 import type { Message } from './reply-wait.ts';
 
 /** How a watched crawl ended. */
@@ -21,7 +22,10 @@ export function failureReason(page: Message): string {
   const status = typeof page.status_code === 'number' ? `HTTP ${page.status_code}` : undefined;
   const msg = typeof page.status_msg === 'string' && page.status_msg !== '' ? ` ${page.status_msg}` : '';
   const exception = typeof page.exception === 'string' && page.exception !== '' ? page.exception : undefined;
-  if (status !== undefined && exception !== undefined) return `${status}${msg}: ${exception}`;
+  // The crawler's exception for an HTTP error already names the status (`HTTP 500 Internal Server Error`): once is enough.
+  if (status !== undefined && exception !== undefined) {
+    return exception.startsWith(status) ? exception : `${status}${msg}: ${exception}`;
+  }
   return exception ?? (status === undefined ? 'no reason given' : `${status}${msg}`);
 }
 
@@ -60,6 +64,8 @@ export interface CrawlSummary {
   lost_reason?: string;
   /** The failed pages grouped by reason, most frequent first (at most 20 reasons; absent when none failed). */
   failures?: FailureGroup[];
+  /** Pages by HTTP status class (`2xx`, `4xx`, ...) and `failed` (no HTTP status); classes without a page absent. */
+  status_classes: StatusClassCounts;
 }
 
 export class CrawlTally {
@@ -67,6 +73,8 @@ export class CrawlTally {
   readonly failed = new Set<string>();
   /** Failed pages by reason, in order of first sight. */
   readonly reasons = new Map<string, FailureGroup>();
+  /** Pages by outcome class (cli/crawl-summary.ts). */
+  readonly statusClasses: StatusClassCounts = {};
   /** The last pending count the cluster reported. */
   pending: number | undefined;
   /** The crawl's `complete` notice, once read. */
@@ -88,6 +96,7 @@ export class CrawlTally {
     const url = String(page.url);
     if (this.succeeded.has(url) || this.failed.has(url)) return false;
     (page.success === false ? this.failed : this.succeeded).add(url);
+    countStatusClass(this.statusClasses, page);
     if (page.success === false) {
       const reason = failureReason(page);
       const key = this.reasons.has(reason) || this.reasons.size < MAX_REASONS ? reason : 'other reasons';
@@ -151,6 +160,7 @@ export class CrawlTally {
       failed: this.failed.size,
       seconds: Math.round(this.elapsedSeconds() * 1000) / 1000,
       pages_per_second: Math.round(this.rate() * 100) / 100,
+      status_classes: { ...this.statusClasses },
     };
     if (this.pending !== undefined) summary.pending = this.pending;
     if (extra.out !== undefined) summary.out = extra.out;

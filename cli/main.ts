@@ -2,6 +2,7 @@
  * The `crawl-cluster` command line. Every command has `--help`; `--json` switches any command to one
  * machine-readable JSON document on stdout. Exit codes: 0 success, 1 failure, 2 invalid usage or input.
  */
+import { readFileSync } from 'node:fs';
 import { Command, CommanderError } from 'commander';
 import { PluginLoadError } from '../lib/crawl/spider-registry.ts';
 import { ConfigError, SchemaValidationError } from '../lib/errors.ts';
@@ -28,12 +29,19 @@ function quietOnClosedPipe(stream: NodeJS.WriteStream): void {
   });
 }
 
+/** The package's version, from package.json beside cli/ (what `crawl-cluster --version` prints). */
+function packageVersion(): string {
+  const manifest = JSON.parse(readFileSync(new URL('../package.json', import.meta.url), 'utf8')) as { version: string };
+  return manifest.version;
+}
+
 export async function main(argv: string[]): Promise<number> {
   quietOnClosedPipe(process.stdout);
   const json = argv.includes('--json');
   const out = createOutput(json);
   const program = new Command('crawl-cluster')
     .description('Scrapy Cluster reborn: a distributed on-demand crawler on Kafka, Redis, Lambda and Fargate')
+    .version(packageVersion(), '-V, --version', 'print the version of crawl-cluster and exit')
     .option('--json', 'print one machine-readable JSON document instead of human output')
     .showHelpAfterError()
     .exitOverride();

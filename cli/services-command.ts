@@ -30,6 +30,10 @@ export function registerServices(program: Command, out: Output): void {
       if (out.json) out.data(statuses);
       else {
         printTable(out, ['service', 'state', 'address', 'pid', 'log'], statusRows(statuses));
+        // Said again below the table: the line during start scrolls away.
+        for (const s of statuses.filter((s) => s.state === 'external')) {
+          out.info(`WARN ${s.name} on ${s.address} is not ours (external): see the WARN line above`);
+        }
         out.info(`all services ready in ${((Date.now() - started) / 1000).toFixed(1)} s; data in ${layout.dir}`);
       }
     });

@@ -47,12 +47,31 @@ export function loadConfig(env: Readonly<Record<string, string | undefined>> = p
       input[name] = raw;
     }
   }
+  // Which ports were given, before the schema fills in the defaults.
+  const kafkaPortGiven = 'CRAWL_KAFKA_PORT' in input;
+  const redisPortGiven = 'CRAWL_REDIS_PORT' in input;
   if (!validate(input)) {
     const first = validate.errors?.[0];
     const name = first?.instancePath.slice(1) || 'environment';
     throw new ConfigError(name, `${first?.message ?? 'is invalid'} (got ${JSON.stringify(env[name])})`);
   }
-  return input as Variables;
+  return withDerivedDefaults(input as Variables, { kafkaPortGiven, redisPortGiven, env });
+}
+
+/**
+ * One knob per port: moving the local Kafka or Redis with CRAWL_KAFKA_PORT / CRAWL_REDIS_PORT also points the clients
+ * at it, unless KAFKA_BROKERS / REDIS_PORT are set themselves (those always win). KAFKA_BROKERS then defaults to
+ * `127.0.0.1:<CRAWL_KAFKA_PORT>` and REDIS_PORT to CRAWL_REDIS_PORT.
+ */
+function withDerivedDefaults(
+  vars: Variables,
+  given: { kafkaPortGiven: boolean; redisPortGiven: boolean; env: Readonly<Record<string, string | undefined>> },
+): Variables {
+  if (given.kafkaPortGiven && given.env.KAFKA_BROKERS === undefined) {
+    vars.KAFKA_BROKERS = `127.0.0.1:${vars.CRAWL_KAFKA_PORT}`;
+  }
+  if (given.redisPortGiven && (given.env.REDIS_PORT ?? '').trim() === '') vars.REDIS_PORT = vars.CRAWL_REDIS_PORT;
+  return vars;
 }
 
 let cached: Variables | undefined;

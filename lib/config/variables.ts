@@ -117,7 +117,7 @@ export const VARIABLES = {
     default: 6379,
     minimum: 1,
     maximum: 65535,
-    description: 'Port of the local standalone Redis.',
+    description: 'Port of the local standalone Redis; also the default of REDIS_PORT when that is not set.',
   },
   CRAWL_REDIS_CLUSTER_PORT: {
     type: 'integer',
@@ -132,7 +132,8 @@ export const VARIABLES = {
     default: 9092,
     minimum: 1,
     maximum: 65535,
-    description: 'Port of the local Kafka broker.',
+    description:
+      'Port of the local Kafka broker; also makes KAFKA_BROKERS default to 127.0.0.1:<port> when that is not set.',
   },
   CRAWL_KAFKA_CONTROLLER_PORT: {
     type: 'integer',
@@ -169,6 +170,12 @@ export const VARIABLES = {
     type: 'string',
     default: '',
     description: 'Python 3.10 to 3.13 for LocalStack’s virtualenv (empty: python3.11, else python3).',
+  },
+  CRAWL_CACHE_DIR: {
+    type: 'string',
+    default: '',
+    description:
+      'Where LocalStack’s virtualenv is built once per machine and shared by every services directory (empty: ~/.cache/crawl-cluster).',
   },
 
   // Local runtime (`crawl-cluster local` and `demo`)

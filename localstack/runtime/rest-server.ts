@@ -184,7 +184,8 @@ export async function startRestServer(options: RestServerOptions): Promise<RestS
     overload.tick();
   }, statsFlushMs);
   statsTimer.unref();
-  log('info', `REST API listening on ${url}`);
+  // The dashboard's address in full: the bare REST address shows only the health document in a browser.
+  log('info', `REST API listening on ${url}; dashboard: ${url}/ui`);
   return {
     url,
     port,

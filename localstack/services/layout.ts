@@ -18,6 +18,8 @@ export interface ServicesLayout {
   localstackPort: number;
   /** The Python that builds LocalStack's virtualenv; '' to look for one. */
   localstackPython: string;
+  /** CRAWL_CACHE_DIR: where the shared LocalStack virtualenv is built; '' for ~/.cache/crawl-cluster. */
+  cacheDir: string;
   /** Seconds to wait for each service to become ready. */
   timeoutSec: number;
 }
@@ -34,6 +36,7 @@ export function servicesLayout(
     | 'CRAWL_LOCALSTACK'
     | 'CRAWL_LOCALSTACK_PORT'
     | 'CRAWL_LOCALSTACK_PYTHON'
+    | 'CRAWL_CACHE_DIR'
     | 'CRAWL_SERVICES_TIMEOUT'
   >,
 ): ServicesLayout {
@@ -47,6 +50,7 @@ export function servicesLayout(
     localstack: vars.CRAWL_LOCALSTACK,
     localstackPort: vars.CRAWL_LOCALSTACK_PORT,
     localstackPython: vars.CRAWL_LOCALSTACK_PYTHON,
+    cacheDir: vars.CRAWL_CACHE_DIR,
     timeoutSec: vars.CRAWL_SERVICES_TIMEOUT,
   };
 }

@@ -5,14 +5,15 @@
  * function's metrics), CloudWatch Logs and Secrets Manager (an optional Redis password).
  *
  * The virtualenv is built from localstack/localstack-requirements.txt (every package pinned) and rebuilt only when
- * that file or the Python changes (a sha256 of both is kept in the virtualenv). Ready means
+ * that file or the Python changes (a sha256 of both is kept in the virtualenv). It is built once per machine in the
+ * cache directory (venv-cache.ts) and linked from the services directory, so clones and CI share it. Ready means
  * `/_localstack/health` reports each of those services running: they are loaded at start, not on their first call.
  * LocalStack keeps its state in memory (the open-source edition has no persistence), so a restart empties the
  * buckets, metrics and secrets.
  */
 import { spawn, spawnSync } from 'node:child_process';
 import { createHash } from 'node:crypto';
-import { createWriteStream, existsSync, mkdirSync, readFileSync, rmSync } from 'node:fs';
+import { createWriteStream, existsSync, mkdirSync, readFileSync, rmSync, symlinkSync } from 'node:fs';
 import { writeFile } from 'node:fs/promises';
 import { get } from 'node:http';
 import { join } from 'node:path';
@@ -29,6 +30,7 @@ import {
   startService,
   stopProcess,
 } from './processes.ts';
+import { cacheDir, lockVenvBuild, sharedVenvDir } from './venv-cache.ts';
 
 export const LOCALSTACK_REQUIREMENTS = join(REPO_ROOT, 'localstack', 'localstack-requirements.txt');
 
@@ -39,6 +41,9 @@ export const LOCALSTACK_SERVICES = ['s3', 'cloudwatch', 'logs', 'secretsmanager'
 const PYTHON_MIN = [3, 10] as const;
 const PYTHON_MAX = [3, 13] as const;
 
+/** The file in a virtualenv that holds the hash of what it was built from. */
+const MARKER = '.crawl-cluster-requirements';
+
 function paths(layout: ServicesLayout) {
   const dir = join(layout.dir, 'localstack');
   const venv = join(dir, 'venv');
@@ -47,7 +52,7 @@ function paths(layout: ServicesLayout) {
     venv,
     /** The virtualenv's interpreter: its path in the command line tells our LocalStack from another. */
     python: join(venv, 'bin', 'python'),
-    marker: join(venv, '.crawl-cluster-requirements'),
+    marker: join(venv, MARKER),
     pipLog: join(dir, 'pip.log'),
     /** LocalStack's FILESYSTEM_ROOT: its cache, temporary files and object bodies. */
     filesystem: join(dir, 'filesystem'),
@@ -158,7 +163,7 @@ function requirementCount(): number {
 }
 
 /** `pip install -r` into the virtualenv, its output in pip.log, a progress line every 10 s. */
-async function pipInstall(p: ReturnType<typeof paths>, progress: Progress): Promise<void> {
+async function pipInstall(p: { python: string; pipLog: string }, progress: Progress): Promise<void> {
   const total = requirementCount();
   const started = Date.now();
   let collected = 0;
@@ -211,27 +216,45 @@ async function pipInstall(p: ReturnType<typeof paths>, progress: Progress): Prom
   progress(`localstack: pip: ${total} packages installed in ${seconds()} s`);
 }
 
-/** Builds the virtualenv unless one built from the same requirements and Python is there. */
+/**
+ * Links the services directory's virtualenv to the shared one built from the same requirements and Python, building
+ * that first unless it is there. A virtualenv of the services directory's own that is current is kept.
+ */
 async function ensureVenv(layout: ServicesLayout, p: ReturnType<typeof paths>, progress: Progress): Promise<void> {
   const python = findPython(layout, progress);
   const want = buildHash(python);
   if (existsSync(p.python) && readText(p.marker) === want) return;
-  progress(
-    `localstack: building its virtualenv in ${p.venv} with ${python.command} ${python.version} from ` +
-      'localstack/localstack-requirements.txt (first run, or the requirements changed; takes a minute or two)',
-  );
-  rmSync(p.venv, { recursive: true, force: true });
-  mkdirSync(p.dir, { recursive: true });
-  const venv = spawnSync(python.command, ['-m', 'venv', p.venv], { encoding: 'utf8' });
-  if (venv.status !== 0) {
-    const said = `${venv.stderr ?? ''}${venv.stdout ?? ''}`.trim().split('\n').slice(-3).join(' ');
-    throw new ServiceStartError(
-      `localstack: \`${python.command} -m venv\` failed (${said || `code ${venv.status}`}); on Debian: sudo apt-get install -y python3-venv`,
-    );
+  const shared = sharedVenvDir(cacheDir(layout.cacheDir), want);
+  const sharedPython = join(shared, 'bin', 'python');
+  if (!(existsSync(sharedPython) && readText(join(shared, MARKER)) === want)) {
+    mkdirSync(join(shared, '..'), { recursive: true });
+    const release = lockVenvBuild(shared);
+    try {
+      progress(
+        `localstack: building its virtualenv in ${shared} with ${python.command} ${python.version} from ` +
+          'localstack/localstack-requirements.txt (first run on this machine, or the requirements changed; takes a minute or two)',
+      );
+      rmSync(shared, { recursive: true, force: true });
+      const venv = spawnSync(python.command, ['-m', 'venv', shared], { encoding: 'utf8' });
+      if (venv.status !== 0) {
+        const said = `${venv.stderr ?? ''}${venv.stdout ?? ''}`.trim().split('\n').slice(-3).join(' ');
+        throw new ServiceStartError(
+          `localstack: \`${python.command} -m venv\` failed (${said || `code ${venv.status}`}); on Debian: sudo apt-get install -y python3-venv`,
+        );
+      }
+      mkdirSync(p.dir, { recursive: true });
+      await pipInstall({ python: sharedPython, pipLog: p.pipLog }, progress);
+      // Last: an interrupted build has no marker and is redone by the next `up`.
+      await writeFile(join(shared, MARKER), `${want}\n`);
+    } finally {
+      release();
+    }
+  } else {
+    progress(`localstack: using the virtualenv ${shared} (built before from the same requirements)`);
   }
-  await pipInstall(p, progress);
-  // Last: an interrupted build has no marker and is redone by the next `up`.
-  await writeFile(p.marker, `${want}\n`);
+  mkdirSync(p.dir, { recursive: true });
+  rmSync(p.venv, { recursive: true, force: true });
+  symlinkSync(shared, p.venv);
 }
 
 /**

@@ -278,6 +278,18 @@ export interface ServiceSpec {
 }
 
 /**
+ * The loud line `services up` prints when it uses a service it did not start: a developer's own Redis or Kafka on the
+ * default port is easy to miss, and its data, settings and lifetime are not ours (`services down` leaves it running).
+ */
+export function foreignServiceWarning(spec: Pick<ServiceSpec, 'name' | 'what' | 'port' | 'portVariable'>): string {
+  return (
+    `WARN ${spec.name}: port ${spec.port} already has a ${spec.what} that is not ours (not started by \`services up\`): ` +
+    `using it as it is, with its own data and settings; \`services down\` will not stop it. ` +
+    `To run ours instead, stop it or set ${spec.portVariable} to a free port`
+  );
+}
+
+/**
  * `services up` of one service: ours already running (maybe still starting), a compatible stranger on the port
  * (used as it is: `external`), or a fresh start; then waits until it is ready. A process that dies while
  * starting (ours from now or from an earlier `up`) fails at once, with the last lines of its logs.
@@ -294,7 +306,7 @@ export async function bringUp(spec: ServiceSpec, progress: (message: string) => 
         `${spec.name}: port ${spec.port} is taken by something that is not ${spec.what} (${why}); stop it or set ${spec.portVariable}`,
       );
     }
-    progress(`${spec.name}: a ${spec.what} not started by us already answers on ${address}; using it`);
+    progress(foreignServiceWarning(spec));
     external = true;
   } else if (pid === undefined) {
     started = await spec.start();

@@ -53,6 +53,24 @@ describe('the CLI beside a running cluster with one crawler worker', () => {
     expect(run.stderr).toContain('error: every page of the crawl failed (1); the reasons are above');
   });
 
+  it('crawl counts a 404 page in the summary by status class, though the page is delivered as ok', async () => {
+    // The fixture site has 20 pages: /p/99 answers 404 "not here".
+    const missing = site.url(99);
+
+    const run = await runCli(['crawl', missing, '--appid', APPID, '--crawlid', 'broken-link'], env);
+
+    expect(run.code).toBe(0);
+    expect(run.stdout).toContain('crawl broken-link complete: 1 page, 0 failed in ');
+    expect(run.stdout).toContain('by status: 1 4xx\n');
+  });
+
+  it('crawl --json counts a robots.txt denial (no HTTP status) as failed in status_classes', async () => {
+    const run = await runCli(['crawl', denied(), '--appid', APPID, '--crawlid', 'denied-classes', '--json'], env);
+
+    expect(run.code).toBe(1);
+    expect(JSON.parse(run.stdout)).toMatchObject({ status_classes: { failed: 1 } });
+  });
+
   it('crawl --json says status failed with the failures grouped by reason', async () => {
     const run = await runCli(['crawl', denied(), '--appid', APPID, '--crawlid', 'all-failed-json', '--json'], env);
 

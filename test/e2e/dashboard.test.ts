@@ -245,6 +245,12 @@ describe('the web dashboard in headless Chromium', () => {
     const points = ((await page.getAttribute('#chart polyline', 'points')) ?? '').split(' ');
     expect(points.length).toBeGreaterThanOrEqual(14);
     expect(await page.locator('#chart text').allTextContents()).toContain('200');
+    // The counters of every app, not only the watched one, and said so.
+    expect(await page.locator('h2', { hasText: 'Throughput' }).textContent()).toBe('Throughput (all apps)');
+    // A few refreshes after a load are too short a span for a rate (it would read 0 between the crawlers' batches):
+    // the last whole minute is shown until 10 s are measured.
+    await page.waitForTimeout(5000);
+    expect(await page.textContent('#rate-now')).toMatch(/pages\/min in the last whole minute$/);
     expect(browserErrors).toEqual([]);
   }, 60_000);
 

@@ -23,9 +23,20 @@ describe('crawl-cluster local: the URL Frontier API', () => {
     const base = config();
     const prefix = uniqueName('k');
     const port = await freePort();
+    let restPort = await freePort();
+    while (restPort === port) restPort = await freePort();
     const child = spawn(
       process.execPath,
-      ['bin/crawl-cluster.ts', 'local', '--rest-port', '0', '--frontier-port', String(port), '--schedule-every', '60'],
+      [
+        'bin/crawl-cluster.ts',
+        'local',
+        '--rest-port',
+        String(restPort),
+        '--frontier-port',
+        String(port),
+        '--schedule-every',
+        '60',
+      ],
       {
         cwd: repoRoot,
         env: {
@@ -55,6 +66,9 @@ describe('crawl-cluster local: the URL Frontier API', () => {
     try {
       await waitUntil('local to start', () => stderr.includes('press Ctrl-C to stop'), 60_000);
       expect(stderr).toContain(`URL Frontier API listening on 127.0.0.1:${port}`);
+      expect(stderr).toContain(
+        `REST API listening on http://127.0.0.1:${restPort}; dashboard: http://127.0.0.1:${restPort}/ui`,
+      );
 
       const unary = <T>(method: string, req: object) =>
         new Promise<T>((resolve, reject) =>

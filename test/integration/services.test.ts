@@ -5,6 +5,7 @@ import {
   mkdtempSync,
   readdirSync,
   readFileSync,
+  readlinkSync,
   rmSync,
   symlinkSync,
   writeFileSync,
@@ -18,6 +19,7 @@ import { config } from '../../lib/config/index.ts';
 import { REPO_ROOT } from '../../localstack/repo-root.ts';
 import { layoutFrom } from '../../localstack/services/index.ts';
 import { localstackHealth } from '../../localstack/services/localstack-service.ts';
+import { sharedVenvDir } from '../../localstack/services/venv-cache.ts';
 import { clusterRedis, createTestTopics, testKafka, uniqueName, waitUntil } from '../helpers/services.ts';
 
 describe('local services', () => {
@@ -299,27 +301,31 @@ describe('services up when a service cannot start', () => {
 
 /** `services up`/`down` in a directory and on ports of its own, with LocalStack. */
 describe.skipIf(!config().CRAWL_LOCALSTACK)('services up and down with LocalStack', () => {
-  test('LocalStack from an existing virtualenv: up starts it (health checked), status lists it, down stops it', {
+  test('LocalStack from the shared virtualenv in the cache: up links it (nothing built), starts it, status lists it, down stops it', {
     timeout: 120_000,
   }, async () => {
     const dir = mkdtempSync(join(tmpdir(), 'services-localstack-'));
+    const cache = mkdtempSync(join(tmpdir(), 'services-cache-'));
     const running = layoutFrom(config()).dir;
-    // The jars and the virtualenv of the running services, so that nothing is downloaded.
-    for (const [from, to] of [
-      [join(running, 'kafka', 'libs'), join(dir, 'kafka', 'libs')],
-      [join(running, 'localstack', 'venv'), join(dir, 'localstack', 'venv')],
-    ] as const) {
-      if (!existsSync(from)) continue;
-      mkdirSync(join(to, '..'), { recursive: true });
-      symlinkSync(from, to);
+    // The jars of the running services, so that nothing is downloaded; their virtualenv stands as the cache's
+    // entry for the same build (the marker in it is the sha256 of the requirements and the Python).
+    const runningVenv = join(running, 'localstack', 'venv');
+    const build = readFileSync(join(runningVenv, '.crawl-cluster-requirements'), 'utf8').trim();
+    const shared = sharedVenvDir(cache, build);
+    symlinkSync(runningVenv, shared);
+    if (existsSync(join(running, 'kafka', 'libs'))) {
+      mkdirSync(join(dir, 'kafka'), { recursive: true });
+      symlinkSync(join(running, 'kafka', 'libs'), join(dir, 'kafka', 'libs'));
     }
-    const env = await servicesEnv(dir, {});
+    const env = await servicesEnv(dir, { CRAWL_CACHE_DIR: cache });
     try {
       const up = await runServices('up', env);
       expect(up.code, up.stderr).toBe(0);
       expect(up.stderr).toContain(`localstack: ready on 127.0.0.1:${env.CRAWL_LOCALSTACK_PORT}`);
-      // Reused: the virtualenv was built from the same requirements and Python.
+      // Reused: the cache held a virtualenv built from the same requirements and Python.
       expect(up.stderr).not.toContain('building its virtualenv');
+      expect(up.stderr).toContain(`localstack: using the virtualenv ${shared}`);
+      expect(readlinkSync(join(dir, 'localstack', 'venv'))).toBe(shared);
       const health = await localstackHealth(Number(env.CRAWL_LOCALSTACK_PORT));
       expect(health.services.s3).toBe('running');
       const status = await runServices('status', env);
@@ -334,6 +340,7 @@ describe.skipIf(!config().CRAWL_LOCALSTACK)('services up and down with LocalStac
     } finally {
       await runServices('down', env);
       rmSync(dir, { recursive: true, force: true });
+      rmSync(cache, { recursive: true, force: true });
     }
   });
 });

@@ -22,10 +22,16 @@ function captured(): { out: ReturnType<typeof createOutput>; lines: () => string
 }
 
 describe('failureReason', () => {
-  it('says the HTTP status and the exception of a page that got a response', () => {
+  it('names an HTTP error once when the exception already says it', () => {
     expect(
       failureReason({ status_code: 503, status_msg: 'Service Unavailable', exception: 'HTTP 503 Service Unavailable' }),
-    ).toBe('HTTP 503 Service Unavailable: HTTP 503 Service Unavailable');
+    ).toBe('HTTP 503 Service Unavailable');
+  });
+
+  it('keeps the status before an exception that does not name it', () => {
+    expect(failureReason({ status_code: 200, status_msg: 'OK', exception: 'body too large' })).toBe(
+      'HTTP 200 OK: body too large',
+    );
   });
 
   it('says only the exception of a page without a response', () => {

@@ -37,6 +37,22 @@ describe('loadConfig', () => {
     expect(vars.REDIS_PORT).toBe(6379);
   });
 
+  it('CRAWL_KAFKA_PORT alone also points KAFKA_BROKERS at 127.0.0.1 on that port', () => {
+    expect(loadConfig({ CRAWL_KAFKA_PORT: '19092' }).KAFKA_BROKERS).toBe('127.0.0.1:19092');
+    expect(loadConfig({ CRAWL_KAFKA_PORT: '' }).KAFKA_BROKERS).toBe('127.0.0.1:9092');
+  });
+
+  it('KAFKA_BROKERS set wins over the one derived from CRAWL_KAFKA_PORT', () => {
+    expect(loadConfig({ CRAWL_KAFKA_PORT: '19092', KAFKA_BROKERS: 'b1:9092' }).KAFKA_BROKERS).toBe('b1:9092');
+  });
+
+  it('CRAWL_REDIS_PORT alone also sets REDIS_PORT; REDIS_PORT set wins', () => {
+    expect(loadConfig({ CRAWL_REDIS_PORT: '16379' }).REDIS_PORT).toBe(16379);
+    expect(loadConfig({ CRAWL_REDIS_PORT: '16379', REDIS_PORT: '6400' }).REDIS_PORT).toBe(6400);
+    expect(loadConfig({ CRAWL_REDIS_PORT: '16379', REDIS_PORT: '' }).REDIS_PORT).toBe(16379);
+    expect(loadConfig({ REDIS_PORT: '6400' }).CRAWL_REDIS_PORT).toBe(6379);
+  });
+
   it('CRAWLER_MAX_LINKS: 10,000 by default, any whole number from 1 to 100,000, else refused by name', () => {
     expect(loadConfig({}).CRAWLER_MAX_LINKS).toBe(10_000);
     expect(loadConfig({ CRAWLER_MAX_LINKS: '50' }).CRAWLER_MAX_LINKS).toBe(50);

@@ -43,6 +43,7 @@ describe('CrawlTally (what `crawl` knows of the crawl it follows)', () => {
         seconds: 2,
         pages_per_second: 1,
         out: 'p.jsonl',
+        status_classes: {},
       },
     );
     expect(tally.statusLine()).toBe('pages 2, failed 0, pending 7, 1.0 pages/s, 2 s');

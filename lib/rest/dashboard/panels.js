@@ -10,6 +10,12 @@
 /** The span of the throughput chart: the 15 minutes the counters keep per minute (`throughput.minutes`). */
 const CHART_MS = 15 * 60 * 1000;
 
+/**
+ * The shortest span a rate is measured over. The crawlers add to the counters in batches, so a rate over a shorter
+ * span (the first refreshes after the page loads) reads 0 during a crawl; until then the last whole minute is shown.
+ */
+const MIN_RATE_SPAN_MS = 10000;
+
 /** @typedef {{ t: number, total: number }} Sample */
 /** @typedef {{ t: number, rate: number }} RatePoint */
 
@@ -94,12 +100,12 @@ function renderThroughput(t, now) {
   const points = [];
   samples.forEach((s, i) => {
     if (i === 0) return;
-    // Over at least 10 s where there are samples that old: a rate over one 2 s refresh jitters.
+    // Over at least MIN_RATE_SPAN_MS: a rate over one 2 s refresh jitters, and reads 0 between two batches.
     let j = i - 1;
-    while (j > 0 && s.t - item(samples, j).t < 10000) j--;
+    while (j > 0 && s.t - item(samples, j).t < MIN_RATE_SPAN_MS) j--;
     const base = item(samples, j);
     const dt = s.t - base.t;
-    if (dt > 0) points.push({ t: s.t, rate: ((s.total - base.total) / dt) * 60000 });
+    if (dt >= MIN_RATE_SPAN_MS) points.push({ t: s.t, rate: ((s.total - base.total) / dt) * 60000 });
   });
   // The history the counters keep: one point per whole minute (the minute under way is still filling), at its end,
   // before the first rate measured since the page loaded.

@@ -248,8 +248,15 @@ describe('the web dashboard in headless Chromium', () => {
     // The counters of every app, not only the watched one, and said so.
     expect(await page.locator('h2', { hasText: 'Throughput' }).textContent()).toBe('Throughput (all apps)');
     // A few refreshes after a load are too short a span for a rate (it would read 0 between the crawlers' batches):
-    // the last whole minute is shown until 10 s are measured.
-    await page.waitForTimeout(5000);
+    // the last whole minute is shown until 10 s are measured. Two refreshes after the load (each redraws `#updated`,
+    // a clock with seconds, every 2 s) are such a span.
+    for (let i = 0; i < 2; i++) {
+      const before = await page.textContent('#updated');
+      await page
+        .locator('#updated')
+        .filter({ hasNotText: before ?? '' })
+        .waitFor({ timeout: 10_000 });
+    }
     expect(await page.textContent('#rate-now')).toMatch(/pages\/min in the last whole minute$/);
     expect(browserErrors).toEqual([]);
   }, 60_000);

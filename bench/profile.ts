@@ -10,11 +10,10 @@ import { join } from 'node:path';
 import { startSiteProcess } from '../localstack/site/process.ts';
 import { rankedTable, summarizeCpuProfile } from './lib/cpuprofile.ts';
 import { crawlPass } from './lib/crawl-pass.ts';
-import { type BenchRedis, openBenchRedis } from './lib/redis.ts';
 import { BENCH_DIR } from './lib/results.ts';
 import { onCrawlerNode } from './lib/runtime.ts';
-import type { ScenarioContext } from './lib/scenario.ts';
 import { benchConcurrency, benchPageShapes, benchSiteOptions, seedPlan } from './lib/site-config.ts';
+import { standaloneContext } from './lib/standalone-context.ts';
 
 onCrawlerNode();
 
@@ -22,17 +21,9 @@ const dir = join(BENCH_DIR, 'profile');
 rmSync(dir, { recursive: true, force: true });
 mkdirSync(dir, { recursive: true });
 const started = Date.now();
-let redis: BenchRedis | undefined;
-const ctx: ScenarioContext = {
-  name: 'profile',
-  progress: (m) => process.stderr.write(`[profile ${((Date.now() - started) / 1000).toFixed(1).padStart(6)}s] ${m}\n`),
-  redis: async () => {
-    redis ??= await openBenchRedis(ctx.progress);
-    return redis;
-  },
-  input() {},
-  note() {},
-};
+const { ctx, close } = standaloneContext('profile', (m) =>
+  process.stderr.write(`[profile ${((Date.now() - started) / 1000).toFixed(1).padStart(6)}s] ${m}\n`),
+);
 
 // The first of BENCH_PAGE_SHAPES (default article).
 const options = benchSiteOptions(undefined, benchPageShapes(['article'])[0]);
@@ -51,7 +42,7 @@ try {
   });
 } finally {
   await site.close();
-  await redis?.close();
+  await close();
 }
 const profiles = readdirSync(dir).filter((f) => f.endsWith('.cpuprofile'));
 if (profiles.length === 0) throw new Error(`no .cpuprofile written to ${dir}`);

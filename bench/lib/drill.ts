@@ -10,7 +10,7 @@
  *
  * Afterwards it counts what a client and the site saw: page messages per URL on the firehose, fetches per page, pages
  * fetched after the disruption began, and whether the crawl completed with every page. Used by the `sizes-redis-full`
- * and `sizes-kafka-outage` scenarios at production size and by e2e tests at a small one (drillContext).
+ * and `sizes-kafka-outage` scenarios at production size and by e2e tests at a small one (bench/lib/standalone-context.ts).
  */
 import { randomBytes } from 'node:crypto';
 import { setTimeout as sleep } from 'node:timers/promises';
@@ -20,7 +20,6 @@ import { settlesWithin } from '../../lib/timeout.ts';
 import { startSite } from '../../localstack/site/site.ts';
 import { type PrivateKafka, startPrivateKafka } from '../../test/helpers/private-kafka.ts';
 import { type BenchCluster, crawlToCompletion, startBenchCluster } from './cluster.ts';
-import { type BenchRedis, openBenchRedis } from './redis.ts';
 import type { ScenarioContext } from './scenario.ts';
 
 export type Disruption = 'redis-full' | 'kafka-down';
@@ -206,23 +205,6 @@ export function drillNumbers(r: DrillResult): Record<string, number> {
     disrupted_s: Number(r.disruptedS.toFixed(1)),
     seconds: Number(r.seconds.toFixed(1)),
   };
-}
-
-/** A scenario context for a drill run by a test: progress kept for failure messages, the bench's private Redis. */
-export function drillContext(name: string): { ctx: ScenarioContext; lines: string[]; close(): Promise<void> } {
-  let bench: BenchRedis | undefined;
-  const lines: string[] = [];
-  const ctx: ScenarioContext = {
-    name,
-    progress: (m) => lines.push(m),
-    redis: async () => {
-      bench ??= await openBenchRedis((m) => lines.push(m));
-      return bench;
-    },
-    input: () => {},
-    note: () => {},
-  };
-  return { ctx, lines, close: async () => bench?.close() };
 }
 
 /** Counts the firehose's page messages per URL until `expected` distinct URLs were seen (or `timeoutS`). */

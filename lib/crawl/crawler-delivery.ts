@@ -28,10 +28,10 @@ import type { FetchResult, PageItem } from './types.ts';
 /** The default linger of page messages (ms): how long one waits for others to be produced with it. */
 export const DEFAULT_PRODUCE_LINGER_MS = 5;
 
-/** The first wait before a failed ack is tried again (ms); it doubles up to {@link ACK_RETRY_MAX_MS}. */
-export const ACK_RETRY_FIRST_MS = 100;
-/** The longest wait between two tries of a kept ack (ms). */
-export const ACK_RETRY_MAX_MS = 5000;
+/** The first wait before a kept page or ack is tried again (ms); it doubles up to {@link KEPT_RETRY_MAX_MS}. */
+const KEPT_RETRY_FIRST_MS = 100;
+/** The longest wait between two tries of a kept page or ack (ms). */
+const KEPT_RETRY_MAX_MS = 5000;
 /** Tries of an ack refused as poison (a script error, not infrastructure) before its request fails instead. */
 export const ACK_REFUSED_TRIES = 3;
 
@@ -92,8 +92,6 @@ export class Delivery {
   #acks: PendingAck[] = [];
   /** Pages published since start. */
   pages = 0;
-  /** Publishes and acks tried again after a failure, since start. */
-  retries = 0;
   /** Page messages being published: when each send began (this process's clock), in order. */
   readonly #sending = new Set<{ at: number }>();
   /** Set by {@link abandon}: kept acks stop being tried. */
@@ -213,7 +211,7 @@ export class Delivery {
    */
   async #kept<T>(what: 'ack' | 'page', lease: Lease, refusedTries: number, attempt: () => Promise<T>): Promise<T> {
     const o = this.#o;
-    let waitMs = ACK_RETRY_FIRST_MS;
+    let waitMs = KEPT_RETRY_FIRST_MS;
     let refused = 0;
     let failures = 0;
     for (;;) {
@@ -234,9 +232,8 @@ export class Delivery {
           });
         }
         if (infrastructure) o.onDeliveryFailed?.(error);
-        this.retries++;
         await this.#pause(waitMs);
-        waitMs = Math.min(waitMs * 2, ACK_RETRY_MAX_MS);
+        waitMs = Math.min(waitMs * 2, KEPT_RETRY_MAX_MS);
       }
     }
   }

@@ -8,9 +8,11 @@
  * during the outage was fetched again once it was over.
  */
 import { afterAll, expect, test } from 'vitest';
-import { drillContext, runDrill } from '../../bench/lib/drill.ts';
+import { runDrill } from '../../bench/lib/drill.ts';
+import { standaloneContext } from '../../bench/lib/standalone-context.ts';
 
-const { ctx, lines, close } = drillContext('fault-drills');
+const lines: string[] = [];
+const { ctx, close } = standaloneContext('fault-drills', (m) => lines.push(m));
 
 afterAll(close);
 

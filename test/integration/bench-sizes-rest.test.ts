@@ -5,8 +5,8 @@
  * the load, no stats write fails, and its memory stays far under the target.
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { openBenchRedis } from '../../bench/lib/redis.ts';
-import type { Numbers, ScenarioContext } from '../../bench/lib/scenario.ts';
+import type { Numbers } from '../../bench/lib/scenario.ts';
+import { standaloneContext } from '../../bench/lib/standalone-context.ts';
 import { run } from '../../bench/scenarios/sizes-rest.ts';
 
 const ENV = { BENCH_REST_CLIENTS: '40', BENCH_REST_LOAD_S: '5', REST_MAX_IN_FLIGHT: '4', BENCH_REDIS: 'private' };
@@ -27,26 +27,12 @@ describe('bench sizes-rest at a CI size', () => {
   });
 
   it('refuses past the bound with 503, answers every probe, and serves a 200 after the load', async () => {
-    const opened: { close(): Promise<void> }[] = [];
-    const inputs: Record<string, unknown> = {};
-    const ctx: ScenarioContext = {
-      name: 'sizes-rest',
-      progress: () => {},
-      redis: async () => {
-        const redis = await openBenchRedis(() => {});
-        opened.push(redis);
-        return redis;
-      },
-      input: (name, value) => {
-        inputs[name] = value;
-      },
-      note: () => {},
-    };
+    const { ctx, inputs, close } = standaloneContext('sizes-rest', () => {});
     let numbers: Numbers;
     try {
       numbers = await run(ctx);
     } finally {
-      for (const redis of opened) await redis.close();
+      await close();
     }
     expect(inputs.clients).toBe(40);
     expect(numbers.probes).toBeGreaterThan(10);

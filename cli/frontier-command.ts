@@ -2,7 +2,7 @@ import type { Command } from 'commander';
 import { startUrlFrontierServer } from '../functions/url-frontier/server.ts';
 import { config } from '../lib/config/index.ts';
 import { createRedis, redisSettings } from '../lib/redis/client.ts';
-import { UrlFrontierStore } from '../lib/redis/uf-store.ts';
+import { UrlFrontierStore } from '../lib/redis/url-frontier/store.ts';
 import { integerOption } from './options.ts';
 import type { Output } from './output.ts';
 

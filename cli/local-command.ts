@@ -1,6 +1,6 @@
 import type { Command } from 'commander';
 import { config, quietLocalMetrics, type Variables } from '../lib/config/index.ts';
-import { loadSpiders, pluginList } from '../lib/crawl/spider-registry.ts';
+import { loadSpiders, pluginList } from '../lib/crawl/spiders/registry.ts';
 import { CrawlClusterError } from '../lib/errors.ts';
 import type { Log } from '../lib/ports.ts';
 import { settlesWithin } from '../lib/timeout.ts';

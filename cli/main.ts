@@ -4,7 +4,7 @@
  */
 import { readFileSync } from 'node:fs';
 import { Command, CommanderError } from 'commander';
-import { PluginLoadError } from '../lib/crawl/spider-registry.ts';
+import { PluginLoadError } from '../lib/crawl/spiders/registry.ts';
 import { ConfigError, SchemaValidationError } from '../lib/errors.ts';
 import { registerAckLost } from './ack-lost-command.ts';
 import { registerActions } from './action-commands.ts';

@@ -162,14 +162,14 @@ export interface FrontierApi {
 }
 
 /**
- * The URL Frontier API's crawls (lib/redis/uf-store.ts) as the Kafka side sees them: their backlog for info,
+ * The URL Frontier API's crawls (lib/redis/url-frontier/store.ts) as the Kafka side sees them: their backlog for info,
  * stats, the dashboard and the metrics; stop; and the domain blacklist and throttle overrides, which apply to
  * its queues too.
  */
 export interface UrlFrontierView {
   /** URLs not yet completed (scheduled or held) per crawl ID, per queue key; one crawl or all. O(queues). */
   backlog(crawl?: string): Promise<Record<string, Record<string, number>>>;
-  /** URLs not yet completed over every crawl, from a kept total: O(1), for the stats run (lib/redis/uf-store.ts). */
+  /** URLs not yet completed over every crawl, from a kept total: O(1), for the stats run (lib/redis/url-frontier/store.ts). */
   backlogTotal(): Promise<number>;
   /** Deletes a crawl and all its URLs. @returns how many URLs were deleted */
   deleteCrawl(crawl: string): Promise<number>;

@@ -2,7 +2,7 @@
  * The publish floor (issue 15): what a crawler that keeps the wire contract cannot do without, measured as one
  * loop. It is the raw loop (bench/lib/raw.ts) with the crawler's own fetcher, and each page then built into its
  * page message and produced to Kafka exactly as a crawler worker does it: `buildPage` (lib/crawl/page.ts),
- * `pageMessage` (page-message.ts) and the worker's batching sink (lib/crawl/crawler.ts `crawlerSink`, same linger,
+ * `pageMessage` (page-message.ts) and the worker's batching sink (lib/crawl/crawler/crawler.ts `crawlerSink`, same linger,
  * batch limit and compression) over the kafkajs producer (lib/kafka/client.ts, with its encoder and CRC-32C).
  *
  * What the floor leaves out is what a worker adds on top of it: the Redis frontier (leases, acks, children and
@@ -11,9 +11,9 @@
  */
 import { randomBytes } from 'node:crypto';
 import type { Variables } from '../../lib/config/index.ts';
-import { crawlerSink, DEFAULT_PRODUCE_LINGER_MS } from '../../lib/crawl/crawler-delivery.ts';
+import { crawlerSink, DEFAULT_PRODUCE_LINGER_MS } from '../../lib/crawl/crawler/delivery.ts';
+import { pageMessage } from '../../lib/crawl/crawler/page-message.ts';
 import { buildPage } from '../../lib/crawl/page.ts';
-import { pageMessage } from '../../lib/crawl/page-message.ts';
 import { createKafka, createProducer, ensureTopics, kafkaSettings } from '../../lib/kafka/client.ts';
 import { producerSink } from '../../lib/kafka/sink.ts';
 import { clusterTopics } from '../../lib/kafka/topics.ts';

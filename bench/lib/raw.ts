@@ -1,6 +1,6 @@
 /**
  * The physical limit of a crawl (issue 8 `raw`): fetch + the crawler's own link extraction
- * (lib/crawl/extract.ts `extractLinks`, on the pages whose links are followed: depth < maxdepth) in a tight loop at a fixed concurrency, breadth first from the seeds
+ * (lib/crawl/extract/links.ts `extractLinks`, on the pages whose links are followed: depth < maxdepth) in a tight loop at a fixed concurrency, breadth first from the seeds
  * to `maxdepth` with an in-memory seen-set, no Redis, no Kafka, no politeness.
  *
  * Two clients:
@@ -14,9 +14,9 @@
  * `maxDelivering`), and a page counts when its publish has settled.
  */
 import { Agent } from 'undici';
-import { extractLinks } from '../../lib/crawl/extract.ts';
-import { UndiciFetcher } from '../../lib/crawl/fetch.ts';
-import { guardedLookup } from '../../lib/crawl/ssrf.ts';
+import { extractLinks } from '../../lib/crawl/extract/links.ts';
+import { UndiciFetcher } from '../../lib/crawl/fetch/fetcher.ts';
+import { guardedLookup } from '../../lib/crawl/fetch/ssrf.ts';
 import type { FetchResult, Link } from '../../lib/crawl/types.ts';
 import { type PageClock, pageClock } from './pace.ts';
 import { benchWarmupMaxdepth, type SeedPlan, type Warmup } from './site-config.ts';

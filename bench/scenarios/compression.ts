@@ -4,7 +4,7 @@
  * over Node's built-in `zlib.zstdCompress`, bench/lib/codecs.ts) — on the local Kafka broker.
  *
  * - Messages: BENCH_COMPRESSION_MESSAGES (2000) real page messages, built as the crawler builds them
- *   (UndiciFetcher → extractLinks → lib/crawl/page.ts buildPage → lib/crawl/page-message.ts pageMessage)
+ *   (UndiciFetcher → extractLinks → lib/crawl/page.ts buildPage → lib/crawl/crawler/page-message.ts pageMessage)
  *   from distinct fixture pages of the BENCH_COMPRESSION_SHAPE (article) shape, before anything is timed.
  * - Two ways of producing each codec, on a fresh 1-partition topic each (acks=all, idempotent, as
  *   lib/kafka/client.ts createProducer): `batch` = sendBatch of BENCH_COMPRESSION_BATCH (16) messages per
@@ -21,10 +21,10 @@
  */
 import { randomBytes } from 'node:crypto';
 import { config } from '../../lib/config/index.ts';
-import { extractLinks } from '../../lib/crawl/extract.ts';
-import { UndiciFetcher } from '../../lib/crawl/fetch.ts';
+import { pageMessage } from '../../lib/crawl/crawler/page-message.ts';
+import { extractLinks } from '../../lib/crawl/extract/links.ts';
+import { UndiciFetcher } from '../../lib/crawl/fetch/fetcher.ts';
 import { buildPage } from '../../lib/crawl/page.ts';
-import { pageMessage } from '../../lib/crawl/page-message.ts';
 import { createKafka, createProducer, kafkaSettings } from '../../lib/kafka/client.ts';
 import type { Kafka, Producer } from '../../lib/kafka/types.ts';
 import type { CrawlSettings } from '../../lib/redis/frontier-types.ts';

@@ -33,7 +33,7 @@
 import { randomBytes } from 'node:crypto';
 import * as grpc from '@grpc/grpc-js';
 import { startUrlFrontierServer, type UrlFrontierServer } from '../../functions/url-frontier/server.ts';
-import { UrlFrontierStore } from '../../lib/redis/uf-store.ts';
+import { UrlFrontierStore } from '../../lib/redis/url-frontier/store.ts';
 import { urlFrontierClientConstructor } from '../../lib/url-frontier/definition.ts';
 import { CpuMeter } from '../lib/cpu.ts';
 import { memoryUsage, type ScriptStats, scriptStats, usedMemory } from '../lib/redis.ts';

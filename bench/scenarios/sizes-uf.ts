@@ -7,7 +7,7 @@
  *    every URL was served: URLs/s end to end;
  * 3. with every URL held, `BENCH_UF_EMPTY_CALLS` (default 5) GetURLs over every crawl that find nothing: ms each;
  * 4. ours only: the stats run's URL Frontier read (UrlFrontierStore.backlogTotal, one command) in ms, and the walk
- *    that indexes a frontier stored by an older version (uf-index.ts), forced over the same crawls by clearing the
+ *    that indexes a frontier stored by an older version (lib/redis/url-frontier/index-walk.ts), forced over the same crawls by clearing the
  *    frontier's `indexed` mark: seconds for the C crawls.
  *
  * Ours runs as its own process (`crawl-cluster frontier serve`) over the benchmark Redis (bench/lib/redis.ts; the
@@ -18,7 +18,7 @@
 import { randomBytes } from 'node:crypto';
 import * as grpc from '@grpc/grpc-js';
 import { urlFrontierGlobalKeys } from '../../lib/redis/keys.ts';
-import { UrlFrontierStore } from '../../lib/redis/uf-store.ts';
+import { UrlFrontierStore } from '../../lib/redis/url-frontier/store.ts';
 import { urlFrontierClientConstructor } from '../../lib/url-frontier/definition.ts';
 import { envInt } from '../lib/env.ts';
 import type { Numbers, ScenarioContext, Target } from '../lib/scenario.ts';

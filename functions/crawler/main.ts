@@ -7,18 +7,18 @@
 import { hostname } from 'node:os';
 import { S3Client } from '@aws-sdk/client-s3';
 import { config } from '../../lib/config/index.ts';
-import { BODY_BUDGET_SHARE, BodyBudget } from '../../lib/crawl/body-budget.ts';
-import { type BodyStore, directoryBodyStore, s3BodyStore } from '../../lib/crawl/body-store.ts';
-import { browserFetcher, browserPages } from '../../lib/crawl/browser-worker.ts';
-import { Crawler } from '../../lib/crawl/crawler.ts';
-import { UndiciFetcher } from '../../lib/crawl/fetch.ts';
-import { adaptiveConcurrency, taskLimits } from '../../lib/crawl/process-signals.ts';
-import { RobotsCache } from '../../lib/crawl/robots.ts';
-import { closeSpiders, loadSpiders, openSpiders, pluginList } from '../../lib/crawl/spider-registry.ts';
-import { SpiderSandbox } from '../../lib/crawl/spider-sandbox.ts';
+import { browserFetcher, browserPages } from '../../lib/crawl/browser/worker.ts';
+import { Crawler } from '../../lib/crawl/crawler/crawler.ts';
+import { adaptiveConcurrency, taskLimits } from '../../lib/crawl/crawler/load-signals.ts';
+import { startStallWatchdog } from '../../lib/crawl/crawler/stall-watchdog.ts';
+import { BODY_BUDGET_SHARE, BodyBudget } from '../../lib/crawl/fetch/body-budget.ts';
+import { type BodyStore, directoryBodyStore, s3BodyStore } from '../../lib/crawl/fetch/body-store.ts';
+import { UndiciFetcher } from '../../lib/crawl/fetch/fetcher.ts';
+import { RobotsCache } from '../../lib/crawl/fetch/robots.ts';
 import { BROWSER_SPIDER } from '../../lib/crawl/spiders/browser.ts';
 import { BUILT_IN_SPIDERS } from '../../lib/crawl/spiders/index.ts';
-import { startStallWatchdog } from '../../lib/crawl/stall-watchdog.ts';
+import { closeSpiders, loadSpiders, openSpiders, pluginList } from '../../lib/crawl/spiders/registry.ts';
+import { SpiderSandbox } from '../../lib/crawl/spiders/sandbox.ts';
 import type { Spider } from '../../lib/crawl/types.ts';
 import { appTopicCreator } from '../../lib/kafka/app-topics.ts';
 import { createKafka, createProducer, kafkaSettings } from '../../lib/kafka/client.ts';
@@ -116,7 +116,7 @@ const createTopic = vars.KAFKA_APPID_TOPICS ? appTopicCreator(kafka, vars, log) 
 await producer.connect();
 // The task's CPU and memory (the least of its own cgroup's limit, the task size the stack states and the machine's
 // memory): adaptive concurrency measures against them, and bodies in flight may hold at most a quarter of the
-// memory at once (lib/crawl/body-budget.ts).
+// memory at once (lib/crawl/fetch/body-budget.ts).
 const limits = taskLimits(undefined, { taskBytes: vars.CRAWLER_TASK_MEMORY_MIB * 1024 * 1024 });
 const bodyBudget = new BodyBudget(Math.floor(limits.memoryBytes * BODY_BUDGET_SHARE));
 const fetcher = new UndiciFetcher({

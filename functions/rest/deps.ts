@@ -19,7 +19,7 @@ import { createRedis, type RedisClient, redisSettings } from '../../lib/redis/cl
 import { Frontier } from '../../lib/redis/frontier.ts';
 import { frontierOptions } from '../../lib/redis/frontier-types.ts';
 import { redisStateStore } from '../../lib/redis/state-marker.ts';
-import { UrlFrontierStore } from '../../lib/redis/uf-store.ts';
+import { UrlFrontierStore } from '../../lib/redis/url-frontier/store.ts';
 import type { HealthProbes, RestContext, RestOptions } from '../../lib/rest/context.ts';
 import { once } from '../shared/deps.ts';
 import { type SecretReader, withRedisPassword } from '../shared/secrets.ts';

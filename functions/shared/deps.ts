@@ -20,7 +20,7 @@ import type { Log, MessageSink } from '../../lib/ports.ts';
 import { createRedis, redisSettings } from '../../lib/redis/client.ts';
 import { Frontier } from '../../lib/redis/frontier.ts';
 import { frontierOptions } from '../../lib/redis/frontier-types.ts';
-import { UrlFrontierStore } from '../../lib/redis/uf-store.ts';
+import { UrlFrontierStore } from '../../lib/redis/url-frontier/store.ts';
 import { type SecretReader, withRedisPassword } from './secrets.ts';
 
 export interface MonitorDeps {

@@ -6,7 +6,7 @@
  */
 import { config } from '../../lib/config/index.ts';
 import { createRedis, redisSettings } from '../../lib/redis/client.ts';
-import { UrlFrontierStore } from '../../lib/redis/uf-store.ts';
+import { UrlFrontierStore } from '../../lib/redis/url-frontier/store.ts';
 import { startUrlFrontierServer } from './server.ts';
 
 /** The port the load balancer forwards to (TCP). */

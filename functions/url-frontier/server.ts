@@ -4,7 +4,7 @@
  */
 import { networkInterfaces } from 'node:os';
 import * as grpc from '@grpc/grpc-js';
-import type { UrlFrontierStore } from '../../lib/redis/uf-store.ts';
+import type { UrlFrontierStore } from '../../lib/redis/url-frontier/store.ts';
 import { SERVER_OPTIONS, urlFrontierServiceDefinition } from '../../lib/url-frontier/definition.ts';
 import { ReadBudget } from '../../lib/url-frontier/read-budget.ts';
 import { PUT_BUFFER_BYTES, urlFrontierHandlers } from '../../lib/url-frontier/service.ts';

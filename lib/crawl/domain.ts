@@ -3,7 +3,7 @@
  * tldts; IP literals and `localhost` are their own domain).
  */
 import { parse as parseHostname } from 'tldts';
-import { normalizedHost } from './url.ts';
+import { normalizedHost } from './extract/url.ts';
 
 // ICANN section only (tldts default), as Scrapy Cluster's scheduler did: it built queue keys from
 // `tldextract.TLDExtract()`, whose `include_psl_private_domains` defaults to False. So every

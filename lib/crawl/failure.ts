@@ -31,7 +31,7 @@ export type CrawlFailure =
   /** robots.txt refused the URL; `reason` says whether it disallows it or could not be read. */
   | { kind: 'robots'; reason: string }
   /**
-   * The page's processing overran a budget enforced from outside it (lib/crawl/spider-sandbox.ts): a spider's parse
+   * The page's processing overran a budget enforced from outside it (lib/crawl/spiders/sandbox.ts): a spider's parse
    * that ran or waited past its time budget, or the spider thread that ran out of memory. Counted as a failed try
    * and retried (the page may be slow only under load); given up with `reason` after the last retry.
    */

@@ -3,7 +3,7 @@
  * method and body, stored compactly).
  */
 import { createHash, hash } from 'node:crypto';
-import { canonicalizeUrl } from './url.ts';
+import { canonicalizeUrl } from './extract/url.ts';
 
 /** Length in bytes of a {@link requestFingerprint}. */
 export const FINGERPRINT_BYTES = 8;

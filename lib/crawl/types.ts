@@ -17,11 +17,11 @@ export interface FetchRequest {
   cookie?: string;
   /**
    * The crawl the request belongs to (`appid/crawlid`): the browser fetcher renders each crawl's pages in a context
-   * of its own (lib/crawl/browser-pool.ts). @default none
+   * of its own (lib/crawl/browser/pool.ts). @default none
    */
   crawl?: string;
   /**
-   * The body keeps its share of the process's body budget (lib/crawl/body-budget.ts) after the fetch, until the
+   * The body keeps its share of the process's body budget (lib/crawl/fetch/body-budget.ts) after the fetch, until the
    * result's {@link FetchResult.release} is called: the crawler's pages hold their bodies until their message is built.
    * Without it the share is given back as soon as the body is read. @default false
    */
@@ -299,7 +299,7 @@ export interface SpiderOpenContext {
 /**
  * A spider plugin (docs/spiders.md): maps a response to data and requests to follow; the page message
  * itself is built by the crawler. Built-in spiders (lib/crawl/spiders) and plugins (`CRAWLER_PLUGINS`) are the
- * same thing, registered the same way (lib/crawl/spider-registry.ts).
+ * same thing, registered the same way (lib/crawl/spiders/registry.ts).
  *
  * Across workers: a spider object lives in every crawler process that serves its type, and any of them may handle
  * any request of that type; keep no state between pages that another process would need (put it in `attrs`).

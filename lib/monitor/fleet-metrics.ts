@@ -1,6 +1,6 @@
 /**
  * The fleet metrics the stats job (functions/stats) publishes: backlog per spider type, live crawlers, and what the
- * crawler tasks sustain, from the load report each task's heartbeat carries (lib/crawl/crawler-load.ts), with the
+ * crawler tasks sustain, from the load report each task's heartbeat carries (lib/crawl/crawler/load-report.ts), with the
  * tasks the backlog needs (fleet-sizing.ts): the signal the fleet scales on (docs/design.md §8 "Fleet sizing").
  * The fleet sized here is the HTML crawler fleet (cdk/constructs/fleet.ts): its backlog is that of the spider types it
  * serves (every one but `browser`) and its tasks are those whose reports do not name `browser`. The browser fleet
@@ -9,7 +9,7 @@
  * Reads: the spider types' backlog (kept totals, O(1) per partition), the live heartbeats and the reports of the live tasks (one MGET):
  * never a listing of the keyspace or of a queue.
  */
-import { CRAWLER_TASK_KIND, type CrawlerLoad, parseCrawlerLoad } from '../crawl/crawler-load.ts';
+import { CRAWLER_TASK_KIND, type CrawlerLoad, parseCrawlerLoad } from '../crawl/crawler/load-report.ts';
 import { BROWSER_SPIDER } from '../crawl/spiders/browser.ts';
 import type { MonitorContext } from './context.ts';
 import { type FleetLoad, fleetLoad, freshLoads } from './fleet-sizing.ts';

@@ -1,5 +1,5 @@
 /**
- * How many crawler tasks the backlog needs, from what the running tasks report they sustain (lib/crawl/crawler-load.ts;
+ * How many crawler tasks the backlog needs, from what the running tasks report they sustain (lib/crawl/crawler/load-report.ts;
  * docs/design.md §8 "Fleet sizing"). Pure: the stats function reads the reports and the backlog, this decides.
  *
  * - A task is **saturated** in a tick when its slots are held by one of its budgets (event-loop delay, CPU, heap,
@@ -14,7 +14,7 @@
  *   share) at {@link TARGET_LOAD} each, never more than it runs and at least one while anything is queued.
  * - No task reporting and a backlog: one (it will measure); no backlog: none (the fleet's floor applies).
  */
-import type { CrawlerLoad } from '../crawl/crawler-load.ts';
+import type { CrawlerLoad } from '../crawl/crawler/load-report.ts';
 
 /** A report older than this is of a task that stopped beating (crawlers beat every 10 s). */
 export const REPORT_FRESH_MS = 60_000;

@@ -10,8 +10,8 @@
  */
 
 import { registrableDomain } from '../crawl/domain.ts';
+import { InvalidUrlError } from '../crawl/extract/url.ts';
 import { requestFingerprint } from '../crawl/fingerprint.ts';
-import { InvalidUrlError } from '../crawl/url.ts';
 import {
   capDetails,
   failureCause,

@@ -10,7 +10,7 @@
  *   only HTTP codes are reported as statuses, see {@link byStatus}).
  * Heartbeats: kind `kafka-monitor` / `redis-monitor` / `rest` (id host:pid), kind `crawler` (id `<spider>|<host>|<pid>`),
  * and kind `crawler-task` (id host:pid), whose beat carries the process's load report for the fleet sizing
- * (lib/crawl/crawler-load.ts, read by fleet-metrics.ts).
+ * (lib/crawl/crawler/load-report.ts, read by fleet-metrics.ts).
  */
 
 import type { UrlFrontierView } from '../ports.ts';

@@ -74,9 +74,9 @@ export function frontierOptions(vars: Variables): FrontierOptions {
 /** One request to queue. */
 export interface QueueRequest {
   url: string;
-  /** Registrable domain (lib/crawl/url.ts `registrableDomain`): the queue and throttle key. */
+  /** Registrable domain (lib/crawl/extract/url.ts `registrableDomain`): the queue and throttle key. */
   domain: string;
-  /** 8-byte fingerprint of the canonical request (lib/crawl/url.ts `requestFingerprint`). */
+  /** 8-byte fingerprint of the canonical request (lib/crawl/extract/url.ts `requestFingerprint`). */
   fingerprint: Buffer;
   priority: number;
   depth: number;

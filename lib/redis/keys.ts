@@ -320,7 +320,7 @@ export interface UrlFrontierQueueKeys {
   /**
    * HASH url → `<creation date (epoch s)>[\t<metadata JSON>]` (`{name: [values]}`, left out when empty): every URL
    * of the queue, active or completed. One field per URL for both, to keep Redis memory per URL low. In every key
-   * of a queue a URL is its member form (lib/redis/uf-model.ts `urlMember`: the `http(s)://<queue key>`
+   * of a queue a URL is its member form (lib/redis/url-frontier/model.ts `urlMember`: the `http(s)://<queue key>`
    * prefix replaced by one byte).
    */
   created: string;

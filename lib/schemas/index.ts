@@ -354,7 +354,7 @@ function toDetail(error: ErrorObject, action: unknown): RejectionDetail[] {
   return [{ path, message }];
 }
 
-/** The longest URL the cluster queues: a seed's (validated here) and a child's (lib/crawl/crawler.ts). */
+/** The longest URL the cluster queues: a seed's (validated here) and a child's (lib/crawl/crawler/crawler.ts). */
 export const MAX_URL_LENGTH = 2048;
 const HAS_SCHEME = /^[a-z][a-z0-9+.-]*:/i;
 // `localhost:8080/x` looks like a scheme to HAS_SCHEME but is a host and port.
@@ -409,7 +409,7 @@ const DOMAIN_CHARACTERS = /^[\p{L}\p{M}\p{N}.:[\]_-]+$/u;
 
 /**
  * The host a domain config request names, as a URL's host name is normalized (the crawler's throttle keys start from
- * it, lib/crawl/url.ts): lower-cased, punycode, IPv4 in dotted decimal, IPv6 without brackets, no trailing dot, no
+ * it, lib/crawl/extract/url.ts): lower-cased, punycode, IPv4 in dotted decimal, IPv6 without brackets, no trailing dot, no
  * port. Any host is one, as in Scrapy Cluster: `ebay.com`, `127.0.0.1`, `::1`, `localhost`, an intranet name.
  * Undefined when it is not a host at all. (The redis-monitor then keys it by registrable domain, as the crawler.)
  */

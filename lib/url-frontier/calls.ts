@@ -16,7 +16,7 @@ import {
   queueKeyOf,
   type UrlRecord,
   validQueueKey,
-} from '../redis/uf-model.ts';
+} from '../redis/url-frontier/model.ts';
 import { wireFacts } from './definition.ts';
 import { FrameWriter } from './frames.ts';
 import type { ReadBudget } from './read-budget.ts';

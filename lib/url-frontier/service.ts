@@ -1,6 +1,6 @@
 import type * as grpc from '@grpc/grpc-js';
-import { normaliseCrawl, type PutItem, type PutStatus, queueKeyOf } from '../redis/uf-model.ts';
-import type { UrlFrontierStore } from '../redis/uf-store.ts';
+import { normaliseCrawl, type PutItem, type PutStatus, queueKeyOf } from '../redis/url-frontier/model.ts';
+import type { UrlFrontierStore } from '../redis/url-frontier/store.ts';
 import {
   bidi,
   checkFields,

@@ -12,7 +12,7 @@
  * Each message is framed as gRPC sends it: a 0 byte (not compressed) and its length as a 4-byte big-endian
  * integer.
  */
-import type { Metadata, PackedQueue } from '../redis/uf-model.ts';
+import type { Metadata, PackedQueue } from '../redis/url-frontier/model.ts';
 
 const HTTP = Buffer.from('http://');
 const HTTPS = Buffer.from('https://');
@@ -112,7 +112,7 @@ export function encodeServedFrames(queue: PackedQueue): Buffer {
   const out = Buffer.allocUnsafe(bound);
   let at = 0;
   for (const [memberAt, memberLen, meta] of urls) {
-    // URL bytes: the member with its one-byte code expanded back to `http(s)://<key>` (lib/redis/uf-model.ts urlMember).
+    // URL bytes: the member with its one-byte code expanded back to `http(s)://<key>` (lib/redis/url-frontier/model.ts urlMember).
     const code = memberLen > 0 ? packed[memberAt] : undefined;
     const scheme = code === 1 ? HTTP : code === 2 ? HTTPS : undefined;
     const skip = code !== undefined && code <= 2 ? 1 : 0;

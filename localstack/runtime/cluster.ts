@@ -15,7 +15,7 @@ import type { MskBatchResponse } from '../../functions/shared/msk.ts';
 import { METRICS_NAMESPACE } from '../../functions/shared/observability.ts';
 import { statsHandler } from '../../functions/stats/handler.ts';
 import { processEnvironment, type Variables } from '../../lib/config/index.ts';
-import { loadSpiders, pluginList } from '../../lib/crawl/spider-registry.ts';
+import { loadSpiders, pluginList } from '../../lib/crawl/spiders/registry.ts';
 import { createKafka, ensureTopics, kafkaSettings } from '../../lib/kafka/client.ts';
 import { clusterTopicList, clusterTopics } from '../../lib/kafka/topics.ts';
 import type { Kafka } from '../../lib/kafka/types.ts';

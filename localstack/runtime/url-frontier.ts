@@ -5,7 +5,7 @@
 import { startUrlFrontierServer } from '../../functions/url-frontier/server.ts';
 import type { Variables } from '../../lib/config/index.ts';
 import { createRedis, redisSettings } from '../../lib/redis/client.ts';
-import { UrlFrontierStore } from '../../lib/redis/uf-store.ts';
+import { UrlFrontierStore } from '../../lib/redis/url-frontier/store.ts';
 import type { RuntimeLog } from './log.ts';
 
 export interface LocalUrlFrontier {

@@ -5,7 +5,7 @@
  */
 import { execFileSync } from 'node:child_process';
 import { afterAll, beforeAll, describe, expect, onTestFinished, test } from 'vitest';
-import { QUIET_MAX_MS } from '../../lib/crawl/crawler-leasing.ts';
+import { QUIET_MAX_MS } from '../../lib/crawl/crawler/leasing.ts';
 import { Frontier } from '../../lib/redis/frontier.ts';
 import { frontierOptions } from '../../lib/redis/frontier-types.ts';
 import { type FixtureSite, startSite } from '../../localstack/site/site.ts';

@@ -7,7 +7,7 @@ import { fileURLToPath } from 'node:url';
 import * as grpc from '@grpc/grpc-js';
 import { afterAll, describe, expect, it } from 'vitest';
 import { config } from '../../lib/config/index.ts';
-import { UrlFrontierStore } from '../../lib/redis/uf-store.ts';
+import { UrlFrontierStore } from '../../lib/redis/url-frontier/store.ts';
 import { urlFrontierClientConstructor } from '../../lib/url-frontier/definition.ts';
 import { freePort } from '../../localstack/services/processes.ts';
 import { clusterRedis, uniqueName, waitUntil } from '../helpers/services.ts';

@@ -4,7 +4,7 @@
  * fetches at once it starts with, as far as the sites keep it busy, and every page it fetches arrives.
  */
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';
-import { INITIAL_SLOTS } from '../../lib/crawl/concurrency.ts';
+import { INITIAL_SLOTS } from '../../lib/crawl/crawler/concurrency.ts';
 import { liveLoads } from '../../lib/monitor/fleet-metrics.ts';
 import { type Internet, startInternet } from '../../localstack/site/internet-server.ts';
 import { type Collector, completeNotice, crawlPages, startTestCluster, type TestCluster } from '../helpers/cluster.ts';

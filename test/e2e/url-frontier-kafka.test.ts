@@ -6,8 +6,8 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createRestDeps } from '../../functions/rest/deps.ts';
 import { silentLog } from '../../lib/ports.ts';
-import type { PutItem, ServedUrl } from '../../lib/redis/uf-model.ts';
-import { UrlFrontierStore } from '../../lib/redis/uf-store.ts';
+import type { PutItem, ServedUrl } from '../../lib/redis/url-frontier/model.ts';
+import { UrlFrontierStore } from '../../lib/redis/url-frontier/store.ts';
 import { createRestRouter } from '../../lib/rest/router.ts';
 import { type Collector, startTestCluster, type TestCluster } from '../helpers/cluster.ts';
 import { clusterRedis } from '../helpers/services.ts';

@@ -1,5 +1,5 @@
 /**
- * The body budget (lib/crawl/body-budget.ts) on real fetches over loopback: while the bodies in flight fill the
+ * The body budget (lib/crawl/fetch/body-budget.ts) on real fetches over loopback: while the bodies in flight fill the
  * process's budget, a new fetch waits before it sends anything, and starts as soon as one of them finishes; a fetch
  * aborted while it waits ends with the abort's reason and takes no room. A body held by its page (`holdBody`) counts
  * until released: a body read meanwhile pauses rather than overrun the budget, and when only bodies being read fill
@@ -8,8 +8,8 @@
 import { createServer, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';
-import { BodyBudget } from '../../lib/crawl/body-budget.ts';
-import { UndiciFetcher } from '../../lib/crawl/fetch.ts';
+import { BodyBudget } from '../../lib/crawl/fetch/body-budget.ts';
+import { UndiciFetcher } from '../../lib/crawl/fetch/fetcher.ts';
 
 describe('the body budget of a real fetcher', () => {
   let server: Server;

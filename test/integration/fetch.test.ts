@@ -8,7 +8,7 @@ import { createServer, type IncomingMessage, type Server, type ServerResponse } 
 import type { AddressInfo, Socket } from 'node:net';
 import { brotliCompressSync, deflateRawSync, deflateSync, gzipSync } from 'node:zlib';
 import { afterAll, afterEach, beforeAll, describe, expect, test } from 'vitest';
-import { UndiciFetcher, type UndiciFetcherOptions } from '../../lib/crawl/fetch.ts';
+import { UndiciFetcher, type UndiciFetcherOptions } from '../../lib/crawl/fetch/fetcher.ts';
 import { FetchError, type FetchRequest } from '../../lib/crawl/types.ts';
 
 const MiB = 1024 * 1024;

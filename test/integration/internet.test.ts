@@ -6,7 +6,7 @@
  */
 import { request } from 'node:http';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { extractLinks } from '../../lib/crawl/extract.ts';
+import { extractLinks } from '../../lib/crawl/extract/links.ts';
 import { type Internet, startInternet, startInternetProcess } from '../../localstack/site/internet-server.ts';
 
 const OPTIONS = {

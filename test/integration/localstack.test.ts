@@ -18,7 +18,7 @@ import { CreateSecretCommand, DeleteSecretCommand, SecretsManagerClient } from '
 import { afterAll, describe, expect, test } from 'vitest';
 import { s3ClientSettings } from '../../functions/shared/aws.ts';
 import { config } from '../../lib/config/index.ts';
-import { s3BodyStore } from '../../lib/crawl/body-store.ts';
+import { s3BodyStore } from '../../lib/crawl/fetch/body-store.ts';
 import { ConfigError, InfrastructureError } from '../../lib/errors.ts';
 import type { FleetMetrics } from '../../lib/monitor/fleet-metrics.ts';
 import { cloudWatchStatsPublisher } from '../../localstack/runtime/cloudwatch-stats.ts';

@@ -5,7 +5,7 @@
 import { describe, expect, it } from 'vitest';
 import { createMonitorDeps } from '../../functions/shared/deps.ts';
 import { config } from '../../lib/config/index.ts';
-import { CRAWLER_TASK_KIND, LoadWindow } from '../../lib/crawl/crawler-load.ts';
+import { CRAWLER_TASK_KIND, LoadWindow } from '../../lib/crawl/crawler/load-report.ts';
 import { fleetMetrics } from '../../lib/monitor/fleet-metrics.ts';
 import { reclaimLeases } from '../../lib/monitor/reclaim-leases.ts';
 import { silentLog } from '../../lib/ports.ts';
@@ -29,7 +29,7 @@ describe('monitor deps without Kafka', () => {
     try {
       expect(Date.now() - started).toBeLessThan(5000);
       expect(await fleetMetrics(deps.ctx)).toMatchObject({ totalBacklog: 0, liveCrawlers: 0, urlFrontierBacklog: 0 });
-      // A crawler process's heartbeat with its load report, as lib/crawl/crawler.ts beats it, reaches the metrics.
+      // A crawler process's heartbeat with its load report, as lib/crawl/crawler/crawler.ts beats it, reaches the metrics.
       const now = Date.now();
       const window = new LoadWindow();
       window.begin(now - 20_000);

@@ -7,8 +7,8 @@
 import { afterAll, afterEach, describe, expect, test } from 'vitest';
 import type { RedisClient } from '../../lib/redis/client.ts';
 import { urlFrontierGlobalKeys, urlFrontierQueueKeys } from '../../lib/redis/keys.ts';
-import type { GetUrlsRequest, PutItem } from '../../lib/redis/uf-model.ts';
-import { UrlFrontierStore } from '../../lib/redis/uf-store.ts';
+import type { GetUrlsRequest, PutItem } from '../../lib/redis/url-frontier/model.ts';
+import { UrlFrontierStore } from '../../lib/redis/url-frontier/store.ts';
 import { recordCommands } from '../helpers/scripts.ts';
 import { clusterRedis, standaloneRedis, uniqueName } from '../helpers/services.ts';
 

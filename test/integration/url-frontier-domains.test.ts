@@ -5,8 +5,8 @@
  */
 import { afterAll, afterEach, describe, expect, test } from 'vitest';
 import { urlFrontierQueueKeys } from '../../lib/redis/keys.ts';
-import { type PutItem, queueDomain, SERVE_CAP, type ServedUrl } from '../../lib/redis/uf-model.ts';
-import { UrlFrontierStore } from '../../lib/redis/uf-store.ts';
+import { type PutItem, queueDomain, SERVE_CAP, type ServedUrl } from '../../lib/redis/url-frontier/model.ts';
+import { UrlFrontierStore } from '../../lib/redis/url-frontier/store.ts';
 import { clusterRedis, uniqueName } from '../helpers/services.ts';
 
 const redis = clusterRedis();

@@ -14,7 +14,7 @@ import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';
 import type { Variables } from '../../lib/config/index.ts';
-import { MAX_SITEMAP_ENTRIES } from '../../lib/crawl/sitemap.ts';
+import { MAX_SITEMAP_ENTRIES } from '../../lib/crawl/extract/sitemap.ts';
 import type { RedisClient } from '../../lib/redis/client.ts';
 import { Frontier } from '../../lib/redis/frontier.ts';
 import { frontierOptions } from '../../lib/redis/frontier-types.ts';

@@ -1,10 +1,10 @@
 /**
- * The body budget (lib/crawl/body-budget.ts): bytes count from the first read until released, a read waits for room
+ * The body budget (lib/crawl/fetch/body-budget.ts): bytes count from the first read until released, a read waits for room
  * while another body will give some back, and when every body in the budget is one being read and all wait, the one
  * holding the most is cut instead.
  */
 import { describe, expect, it } from 'vitest';
-import { BodyBudget } from '../../lib/crawl/body-budget.ts';
+import { BodyBudget } from '../../lib/crawl/fetch/body-budget.ts';
 
 /** Settles the promise's state after the pending microtasks: 'pending', or what it resolved to. */
 async function state<T>(promise: Promise<T>): Promise<T | 'pending'> {

@@ -9,7 +9,7 @@ import {
   directoryBodyStore,
   type S3PutClient,
   s3BodyStore,
-} from '../../lib/crawl/body-store.ts';
+} from '../../lib/crawl/fetch/body-store.ts';
 
 /** An S3 that keeps what it was sent; `fail` makes the next send reject like the SDK does. */
 function fakeS3(): S3PutClient & { sent: PutObjectCommandInput[]; fail?: Error } {

@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
-import { chromiumArgs } from '../../lib/crawl/browser-pool.ts';
-import { browserPages, MAX_AUTO_PAGES } from '../../lib/crawl/browser-worker.ts';
+import { chromiumArgs } from '../../lib/crawl/browser/pool.ts';
+import { browserPages, MAX_AUTO_PAGES } from '../../lib/crawl/browser/worker.ts';
 
 const GiB = 1024 ** 3;
 

@@ -5,7 +5,7 @@ import {
   detectCharset,
   META_SCAN_BYTES,
   normalizeCharset,
-} from '../../lib/crawl/charset.ts';
+} from '../../lib/crawl/fetch/charset.ts';
 
 const html = (head: string, body = '') =>
   Buffer.from(`<!doctype html><html><head>${head}</head><body>${body}`, 'latin1');

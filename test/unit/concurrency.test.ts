@@ -1,13 +1,13 @@
 /**
- * The adaptive concurrency controller (lib/crawl/concurrency.ts) on fake signals, tick by tick (a tick is 500 ms in
- * the crawler), and the task limits read from cgroup files (lib/crawl/process-signals.ts).
+ * The adaptive concurrency controller (lib/crawl/crawler/concurrency.ts) on fake signals, tick by tick (a tick is 500 ms in
+ * the crawler), and the task limits read from cgroup files (lib/crawl/crawler/load-signals.ts).
  */
 import { mkdirSync, mkdtempSync, writeFileSync } from 'node:fs';
 import { availableParallelism, tmpdir, totalmem } from 'node:os';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { ConcurrencyController, INITIAL_SLOTS, type LoadSignals } from '../../lib/crawl/concurrency.ts';
-import { ProcessSignals, taskLimits } from '../../lib/crawl/process-signals.ts';
+import { ConcurrencyController, INITIAL_SLOTS, type LoadSignals } from '../../lib/crawl/crawler/concurrency.ts';
+import { ProcessSignals, taskLimits } from '../../lib/crawl/crawler/load-signals.ts';
 
 const IDLE: LoadSignals = { loopDelayMs: 2, cpuShare: 0.1, heapShare: 0.1, rssShare: 0.1, bodyShare: 0 };
 const TICKS_PER_10_S = 20;

@@ -6,7 +6,7 @@
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { NOT_RETRIED } from '../../lib/crawl/fetch-errors.ts';
+import { NOT_RETRIED } from '../../lib/crawl/fetch/errors.ts';
 import { FetchError, type FetchErrorKind } from '../../lib/crawl/types.ts';
 
 const ROOT = join(import.meta.dirname, '../..');

@@ -1,6 +1,6 @@
-/** The crawler's idle workers (lib/crawl/crawler-idle.ts): one poller, the others asleep until woken. */
+/** The crawler's idle workers (lib/crawl/crawler/idle.ts): one poller, the others asleep until woken. */
 import { describe, expect, it } from 'vitest';
-import { IDLE_BACKSTOP_POLLS, IdleWorkers, SCOUT_MAX_MS, WAKE_ON_LEASE } from '../../lib/crawl/crawler-idle.ts';
+import { IDLE_BACKSTOP_POLLS, IdleWorkers, SCOUT_MAX_MS, WAKE_ON_LEASE } from '../../lib/crawl/crawler/idle.ts';
 import { settlesWithin as settles } from '../../lib/timeout.ts';
 
 describe('IdleWorkers', () => {

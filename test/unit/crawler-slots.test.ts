@@ -1,7 +1,7 @@
-/** The crawler's fetch slots (lib/crawl/crawler-slots.ts): the controller's ticks, faster while it ramps up. */
+/** The crawler's fetch slots (lib/crawl/crawler/slots.ts): the controller's ticks, faster while it ramps up. */
 import { describe, expect, it } from 'vitest';
-import { ConcurrencyController, type LoadSignals } from '../../lib/crawl/concurrency.ts';
-import { FetchSlots } from '../../lib/crawl/crawler-slots.ts';
+import { ConcurrencyController, type LoadSignals } from '../../lib/crawl/crawler/concurrency.ts';
+import { FetchSlots } from '../../lib/crawl/crawler/slots.ts';
 import { RecordingLog } from '../helpers/fake-stores.ts';
 
 const IDLE: LoadSignals = { loopDelayMs: 5, cpuShare: 0.1, heapShare: 0.1, rssShare: 0.1, bodyShare: 0 };

@@ -4,16 +4,16 @@
  * (messages always fit, per-app copies best effort, page before children, nothing released for poison).
  */
 import { describe, expect, it } from 'vitest';
-import { ConcurrencyController, type LoadSignals } from '../../lib/crawl/concurrency.ts';
-import { Crawler, DELIVERIES_PER_FETCH, RECLAIMED_TOO_OFTEN } from '../../lib/crawl/crawler.ts';
-import { MAX_CRAWL_DELAY_MS, MAX_RESTAMP_WAIT_MS, RESTAMP_AFTER_MS } from '../../lib/crawl/crawler-fetch.ts';
-import { PUBLISH_STALL_MS } from '../../lib/crawl/crawler-gate.ts';
-import { LEASE_AHEAD_MS, MAX_LEASE_BATCH, QUIET_MAX_MS } from '../../lib/crawl/crawler-leasing.ts';
-import { CRAWLER_TASK_KIND, type CrawlerLoad, parseCrawlerLoad } from '../../lib/crawl/crawler-load.ts';
-import type { CrawlerOptions } from '../../lib/crawl/crawler-options.ts';
-import type { RobotsDecision } from '../../lib/crawl/robots.ts';
-import { type SandboxResult, SpiderBudgetError } from '../../lib/crawl/spider-sandbox.ts';
+import { ConcurrencyController, type LoadSignals } from '../../lib/crawl/crawler/concurrency.ts';
+import { Crawler, DELIVERIES_PER_FETCH, RECLAIMED_TOO_OFTEN } from '../../lib/crawl/crawler/crawler.ts';
+import { MAX_CRAWL_DELAY_MS, MAX_RESTAMP_WAIT_MS, RESTAMP_AFTER_MS } from '../../lib/crawl/crawler/fetch-slot.ts';
+import { PUBLISH_STALL_MS } from '../../lib/crawl/crawler/gate.ts';
+import { LEASE_AHEAD_MS, MAX_LEASE_BATCH, QUIET_MAX_MS } from '../../lib/crawl/crawler/leasing.ts';
+import { CRAWLER_TASK_KIND, type CrawlerLoad, parseCrawlerLoad } from '../../lib/crawl/crawler/load-report.ts';
+import type { CrawlerOptions } from '../../lib/crawl/crawler/options.ts';
+import type { RobotsDecision } from '../../lib/crawl/fetch/robots.ts';
 import builtInSpiders from '../../lib/crawl/spiders/index.ts';
+import { type SandboxResult, SpiderBudgetError } from '../../lib/crawl/spiders/sandbox.ts';
 import {
   FetchError,
   type FetchRequest,
@@ -1672,7 +1672,7 @@ describe('Crawler: a crawl’s tail on a domain at its cap', () => {
         await new Promise((r) => setTimeout(r, 30));
         starts.push(pending.length);
       }
-      // The domain stays at its cap (2 x cap - 1 right after a lease call: crawler-leasing.ts) while requests end.
+      // The domain stays at its cap (2 x cap - 1 right after a lease call: lib/crawl/crawler/leasing.ts) while requests end.
       expect(starts.every((n) => n >= 2)).toBe(true);
       // Two releases take it from 3 in flight to 1 under the cap: the worker whose request ended asks once (only the
       // capped domain is ready), then the ending worker and the one it woke take one each. 12 calls for 8 ends; a

@@ -7,7 +7,7 @@
  * 1. A markdown link `[text](target)` whose target has no scheme and is not an anchor: resolved against the
  *    markdown file's folder.
  * 2. Anywhere else (prose, code spans, fenced commands), a token that starts with one of the repository's own
- *    top-level folders followed by `/` (`lib/crawl/fetch.ts`, `bench/results/*.json`, `localstack/`), not inside a
+ *    top-level folders followed by `/` (`lib/crawl/fetch/fetcher.ts`, `bench/results/*.json`, `localstack/`), not inside a
  *    URL or an absolute path. Folders .gitignore lists (`.services/`, `.toolchain/`, `node_modules/`) are a
  *    machine's run-time state, not the tree, and absolute paths (`/app/plugins`) are a container's or the user's.
  * 3. A fenced block that opens with `package.json` is a layout tree: a line starting with `name/`, indented one
@@ -205,13 +205,13 @@ describe('repository paths named in README.md and docs/*.md', () => {
 
   it('reports a path that does not exist, by every rule, and passes the ones that do', () => {
     const doc = [
-      'See [the design](design.md) and [gone](gone.md#x), `lib/crawl/extract.ts` and lib/nowhere.ts.',
+      'See [the design](design.md) and [gone](gone.md#x), `lib/crawl/extract/links.ts` and lib/nowhere.ts.',
       'Globs: `bench/results/*.json`, `lib/missing/<name>.ts`; not ours: https://x.org/lib/a.ts, /app/lib/x,',
       '`.services/redis/redis.log`, @scope/lib/x.',
       '```',
       'package.json  tsconfig.json',
       'lib/          the core · shell/',
-      '  crawl/        extract.ts · gone.ts · spiders/ · nowhere/<name>.ts · *.ts',
+      '  crawl/        links.ts · gone.ts · spiders/ · nowhere/<name>.ts · *.ts',
       '  local/        the local runtime',
       '                kafka/',
       'bin/          one line into cli/main.ts and localstack/nope',
@@ -231,7 +231,7 @@ describe('repository paths named in README.md and docs/*.md', () => {
       '10: localstack/nope',
     ]);
     expect(checked).toEqual(
-      expect.arrayContaining(['docs/design.md', 'lib/crawl/extract.ts', 'bench/results/', 'lib/crawl/spiders/']),
+      expect.arrayContaining(['docs/design.md', 'lib/crawl/extract/links.ts', 'bench/results/', 'lib/crawl/spiders/']),
     );
     expect(checked).toContain('bench/RESULTS.md');
     expect(checked.filter((p) => p.includes('services') || p.includes('app/'))).toEqual([]);

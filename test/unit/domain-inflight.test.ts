@@ -1,6 +1,6 @@
-/** The per-domain in-flight count of a crawler process (lib/crawl/domain-inflight.ts). */
+/** The per-domain in-flight count of a crawler process (lib/crawl/crawler/domain-inflight.ts). */
 import { describe, expect, it } from 'vitest';
-import { DomainInFlight, MAX_EXCLUDED } from '../../lib/crawl/domain-inflight.ts';
+import { DomainInFlight, MAX_EXCLUDED } from '../../lib/crawl/crawler/domain-inflight.ts';
 
 describe('DomainInFlight', () => {
   it('lists a domain while it has its cap of requests in flight, and says when it drops back under', () => {

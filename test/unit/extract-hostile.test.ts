@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { DEFAULT_MAX_LINKS, extractLinks, extractPageLinks } from '../../lib/crawl/extract.ts';
+import { DEFAULT_MAX_LINKS, extractLinks, extractPageLinks } from '../../lib/crawl/extract/links.ts';
 
 // Pages built to hang, exhaust or crash a worker (docs/design.md §10). Wall time is never asserted: the time
 // budget is tested with an injected clock, and the big pages use an unlimited budget so a slow machine

@@ -1,5 +1,5 @@
 /**
- * lib/crawl/extract-pass.ts replays htmlparser2's Parser over its Tokenizer with copies of the Parser's tables (the
+ * lib/crawl/extract/pass.ts replays htmlparser2's Parser over its Tokenizer with copies of the Parser's tables (the
  * elements an opening tag closes, void elements, foreign-context elements and HTML integration points). The library
  * keeps those tables private, so this reads them from the installed package's own Parser.js, as it runs, and fails
  * when a version changes them (or moves them where this cannot find them): the copies must then be redone.
@@ -8,7 +8,7 @@ import { readFileSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import { runInNewContext } from 'node:vm';
 import { describe, expect, it } from 'vitest';
-import { PARSER_TABLES } from '../../lib/crawl/html-parser-tables.ts';
+import { PARSER_TABLES } from '../../lib/crawl/extract/tables.ts';
 
 /** The tables copied, named as in htmlparser2's Parser.js and in {@link PARSER_TABLES} alike. */
 const TABLES = [
@@ -46,7 +46,7 @@ function plain(table: unknown): unknown {
   throw new Error(`not a Map or Set: ${String(table)}`);
 }
 
-describe("html-parser-tables.ts's copies of htmlparser2's Parser tables", () => {
+describe("lib/crawl/extract/tables.ts's copies of htmlparser2's Parser tables", () => {
   const library = libraryTables();
 
   it('finds the tables in the installed Parser.js', () => {

@@ -1,6 +1,6 @@
 import { readFileSync } from 'node:fs';
 import { describe, expect, it } from 'vitest';
-import { extractLinks, extractPageLinks } from '../../lib/crawl/extract.ts';
+import { extractLinks, extractPageLinks } from '../../lib/crawl/extract/links.ts';
 
 function fixture(name: string): string {
   return readFileSync(new URL(`../fixtures/html/${name}`, import.meta.url), 'utf8');

@@ -5,7 +5,7 @@ import {
   LINK_FILTER_CACHE_SIZE,
   linkFilter,
   shouldFollow,
-} from '../../lib/crawl/filters.ts';
+} from '../../lib/crawl/extract/filters.ts';
 import type { CrawlSettings } from '../../lib/redis/frontier-types.ts';
 
 function settings(rules: Partial<CrawlSettings> = {}): CrawlSettings {

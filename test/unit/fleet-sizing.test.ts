@@ -1,11 +1,11 @@
 /**
  * Fleet sizing from what the tasks report (issue 32): the load window a crawler's heartbeat reports
- * (lib/crawl/crawler-load.ts), fed tick by tick on a fake clock, and the tasks the backlog needs from the tasks'
+ * (lib/crawl/crawler/load-report.ts), fed tick by tick on a fake clock, and the tasks the backlog needs from the tasks'
  * reports (lib/monitor/fleet-sizing.ts).
  */
 import { describe, expect, it } from 'vitest';
-import type { SlotBound } from '../../lib/crawl/concurrency.ts';
-import { type CrawlerLoad, LoadWindow, parseCrawlerLoad } from '../../lib/crawl/crawler-load.ts';
+import type { SlotBound } from '../../lib/crawl/crawler/concurrency.ts';
+import { type CrawlerLoad, LoadWindow, parseCrawlerLoad } from '../../lib/crawl/crawler/load-report.ts';
 import { DRAIN_TARGET_S, fleetLoad, freshLoads, REPORT_FRESH_MS } from '../../lib/monitor/fleet-sizing.ts';
 
 const T = Date.UTC(2026, 2, 2, 12, 0, 0);

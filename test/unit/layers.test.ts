@@ -128,7 +128,7 @@ const PATCHING_FIXTURE = [
 describe('layers', () => {
   it('reads the whole tree', () => {
     expect(graph.size).toBeGreaterThan(150);
-    expect(graph.get('lib/crawl/crawler-leasing.ts')).toContain('lib/ports.ts');
+    expect(graph.get('lib/crawl/crawler/leasing.ts')).toContain('lib/ports.ts');
   });
 
   it('lib/ (the core) imports only lib/', () => {
@@ -213,6 +213,37 @@ describe('layers', () => {
     expect(offenders(inside('crawl'), (t) => !inside('monitor')(t) && !inside('rest')(t))).toEqual([]);
     expect(offenders(inside('monitor'), (t) => !inside('rest')(t))).toEqual([]);
     expect(offenders(inside('schemas'), (t) => !inside('crawl')(t) && !inside('monitor')(t))).toEqual([]);
+  });
+
+  it('lib/crawl is in rooms by stage, each importing only the stages below it (docs/layout.md)', () => {
+    // The room of a lib/crawl file: its sub-folder, or '' for the few files every stage shares.
+    const room = (path: string) => {
+      const parts = path.split('/');
+      return parts[0] === 'lib' && parts[1] === 'crawl' ? (parts.length > 3 ? (parts[2] as string) : '') : undefined;
+    };
+    const below: Record<string, string[]> = {
+      '': ['extract'],
+      extract: [''],
+      fetch: ['', 'extract'],
+      spiders: ['', 'extract'],
+      browser: ['', 'extract', 'fetch', 'spiders'],
+      crawler: ['', 'extract', 'fetch', 'spiders'],
+    };
+    const rooms = new Set(sources('lib/crawl').map((f) => room(f) as string));
+    expect([...rooms].sort()).toEqual(Object.keys(below).sort());
+    const wrong = [...graph].flatMap(([file, targets]) => {
+      const from = room(file);
+      if (from === undefined) return [];
+      return targets
+        .filter((t) => {
+          const to = room(t);
+          return to !== undefined && to !== from && !(below[from] ?? []).includes(to);
+        })
+        .map((t) => `${file} -> ${t}`);
+    });
+    expect(wrong).toEqual([]);
+    const flat = sources('lib/crawl').filter((f) => room(f) === '');
+    expect(flat.length).toBeLessThanOrEqual(15);
   });
 
   it('cites only documents in the repository (docs/), never the team notes beside it', () => {

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { LeaseKeeper } from '../../lib/crawl/lease-keeper.ts';
+import { LeaseKeeper } from '../../lib/crawl/crawler/lease-keeper.ts';
 import type { Lease } from '../../lib/redis/frontier-types.ts';
 import { RecordingLog } from '../helpers/fake-stores.ts';
 

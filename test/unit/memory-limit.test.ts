@@ -1,12 +1,12 @@
 /**
- * The crawler's memory limit (lib/crawl/memory-limit.ts): the process's own cgroup (v2 or v1, from /proc/self/cgroup)
+ * The crawler's memory limit (lib/crawl/fetch/memory-limit.ts): the process's own cgroup (v2 or v1, from /proc/self/cgroup)
  * and those above it, the task's stated size and the machine's memory, whichever is least.
  */
 import { mkdirSync, mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { cgroupMemoryBytes, memoryLimit } from '../../lib/crawl/memory-limit.ts';
+import { cgroupMemoryBytes, memoryLimit } from '../../lib/crawl/fetch/memory-limit.ts';
 
 const GiB = 1024 ** 3;
 

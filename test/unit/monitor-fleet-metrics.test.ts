@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { CRAWLER_TASK_KIND, type CrawlerLoad } from '../../lib/crawl/crawler-load.ts';
+import { CRAWLER_TASK_KIND, type CrawlerLoad } from '../../lib/crawl/crawler/load-report.ts';
 import { fleetMetrics } from '../../lib/monitor/fleet-metrics.ts';
 import { HEARTBEAT_TTL_MS } from '../../lib/monitor/stats-report.ts';
 import { child, seed } from '../helpers/fake-frontier.ts';

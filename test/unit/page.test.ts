@@ -1,4 +1,5 @@
 import { describe, expect, it, vi } from 'vitest';
+import { fitPageMessage, pageMessage } from '../../lib/crawl/crawler/page-message.ts';
 import {
   BINARY_ENCODING,
   buildPage,
@@ -8,7 +9,6 @@ import {
   pythonCodec,
   titleCaseHeader,
 } from '../../lib/crawl/page.ts';
-import { fitPageMessage, pageMessage } from '../../lib/crawl/page-message.ts';
 import type { FetchResult, PageItem } from '../../lib/crawl/types.ts';
 import { CONTRACT_PAGE_FIELDS, EXT_PAGE_FIELDS } from '../helpers/contract.ts';
 

@@ -1,10 +1,10 @@
 /**
- * Sitemaps (lib/crawl/sitemap.ts) and the `sitemap` spider (lib/crawl/spiders/sitemap.ts): robots.txt lines,
+ * Sitemaps (lib/crawl/extract/sitemap.ts) and the `sitemap` spider (lib/crawl/spiders/sitemap.ts): robots.txt lines,
  * indexes, gzip, `<lastmod>`, the bounds, and hostile XML (no entity expansion).
  */
 import { gzipSync } from 'node:zlib';
 import { describe, expect, it } from 'vitest';
-import { parseSitemap, robotsSitemaps, SitemapError, sitemapXml } from '../../lib/crawl/sitemap.ts';
+import { parseSitemap, robotsSitemaps, SitemapError, sitemapXml } from '../../lib/crawl/extract/sitemap.ts';
 import { sitemapSpider, sitemapTarget } from '../../lib/crawl/spiders/sitemap.ts';
 import type { FetchResult, SpiderResult } from '../../lib/crawl/types.ts';
 

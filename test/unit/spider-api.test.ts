@@ -1,5 +1,5 @@
 /**
- * The spider API's contract (lib/crawl/types.ts `Spider`, spider-run.ts, children.ts): what a follow entry's
+ * The spider API's contract (lib/crawl/types.ts `Spider`, lib/crawl/spiders/run.ts, children.ts): what a follow entry's
  * priority, attrs, dont_filter and spider mean once queued, the bounds on them, and the lazily built document.
  */
 import { describe, expect, it } from 'vitest';
@@ -8,9 +8,9 @@ import {
   type DroppedFollow,
   MAX_FOLLOW_PRIORITY,
   MIN_FOLLOW_PRIORITY,
-} from '../../lib/crawl/children.ts';
+} from '../../lib/crawl/crawler/children.ts';
 import { requestFingerprint } from '../../lib/crawl/fingerprint.ts';
-import { mergeAttrs, putData, queuedUrl, runSpider, splitRequestUrl } from '../../lib/crawl/spider-run.ts';
+import { mergeAttrs, putData, queuedUrl, runSpider, splitRequestUrl } from '../../lib/crawl/spiders/run.ts';
 import type { FetchResult, FollowRequest, PageItem, Spider, SpiderRequest } from '../../lib/crawl/types.ts';
 import type { CrawlSettings, Lease } from '../../lib/redis/frontier-types.ts';
 

@@ -1,5 +1,5 @@
 /**
- * The spider registry (lib/crawl/spider-registry.ts): built-ins and CRAWLER_PLUGINS modules loaded the same way,
+ * The spider registry (lib/crawl/spiders/registry.ts): built-ins and CRAWLER_PLUGINS modules loaded the same way,
  * and every way a plugin can be broken failing at load with the module's name and the reason.
  */
 import { join } from 'node:path';
@@ -12,7 +12,7 @@ import {
   pluginList,
   pluginSpecifier,
   spidersOf,
-} from '../../lib/crawl/spider-registry.ts';
+} from '../../lib/crawl/spiders/registry.ts';
 import type { Spider } from '../../lib/crawl/types.ts';
 
 const ROOT = join(import.meta.dirname, '../..');

@@ -8,7 +8,7 @@ import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, beforeEach, describe, expect, test } from 'vitest';
-import { MAX_UNBLAMED_DEATHS, SpiderBudgetError, SpiderSandbox } from '../../lib/crawl/spider-sandbox.ts';
+import { MAX_UNBLAMED_DEATHS, SpiderBudgetError, SpiderSandbox } from '../../lib/crawl/spiders/sandbox.ts';
 import type { SpiderRequest } from '../../lib/crawl/types.ts';
 import { RecordingLog } from '../helpers/fake-stores.ts';
 import { htmlResponse } from '../helpers/fakes.ts';

@@ -4,7 +4,7 @@
  * pages waiting on the same thread run on its replacement, uncharged; the crawler's own event loop never stops.
  */
 import { afterEach, describe, expect, test } from 'vitest';
-import { SpiderBudgetError, SpiderSandbox, withBudget } from '../../lib/crawl/spider-sandbox.ts';
+import { SpiderBudgetError, SpiderSandbox, withBudget } from '../../lib/crawl/spiders/sandbox.ts';
 import type { FetchResult, SpiderRequest } from '../../lib/crawl/types.ts';
 import { RecordingLog } from '../helpers/fake-stores.ts';
 import { htmlResponse } from '../helpers/fakes.ts';

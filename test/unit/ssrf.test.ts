@@ -6,7 +6,7 @@ import {
   isPublicAddress,
   type LookupFunction,
   literalAddress,
-} from '../../lib/crawl/ssrf.ts';
+} from '../../lib/crawl/fetch/ssrf.ts';
 import { FetchError } from '../../lib/crawl/types.ts';
 
 /** [address, public?]: each blocked range with the addresses just inside and just outside both ends. */

@@ -1,11 +1,11 @@
 /**
- * The crawler's stall watchdog (lib/crawl/stall-watchdog.ts): a process whose event loop stops is killed from its
+ * The crawler's stall watchdog (lib/crawl/crawler/stall-watchdog.ts): a process whose event loop stops is killed from its
  * watchdog thread (SIGKILL, one line on stderr), so its supervisor starts a new one; a live process is left alone.
  */
 import { spawn } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
 import { describe, expect, test } from 'vitest';
-import { startStallWatchdog } from '../../lib/crawl/stall-watchdog.ts';
+import { startStallWatchdog } from '../../lib/crawl/crawler/stall-watchdog.ts';
 
 const BLOCKS = fileURLToPath(new URL('../fixtures/stall/blocks.ts', import.meta.url));
 

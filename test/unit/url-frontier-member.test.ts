@@ -1,10 +1,10 @@
 /**
- * How the URL Frontier store writes a URL inside its queue's keys (lib/redis/uf-model.ts urlMember): the
+ * How the URL Frontier store writes a URL inside its queue's keys (lib/redis/url-frontier/model.ts urlMember): the
  * queue's own `http(s)://<key>` prefix becomes one byte, everything else is kept; always reversible, and URLs of
  * one queue keep their order.
  */
 import { describe, expect, it } from 'vitest';
-import { memberUrl, unpackServed, urlMember } from '../../lib/redis/uf-model.ts';
+import { memberUrl, unpackServed, urlMember } from '../../lib/redis/url-frontier/model.ts';
 
 const KEY = 'www.example.com';
 

@@ -6,7 +6,7 @@
 import { EventEmitter } from 'node:events';
 import type * as grpc from '@grpc/grpc-js';
 import { describe, expect, test } from 'vitest';
-import { type Metadata, type PackedQueue, servedUrls, urlMember } from '../../lib/redis/uf-model.ts';
+import { type Metadata, type PackedQueue, servedUrls, urlMember } from '../../lib/redis/url-frontier/model.ts';
 import { urlFrontierServiceDefinition } from '../../lib/url-frontier/definition.ts';
 import { FrameWriter } from '../../lib/url-frontier/frames.ts';
 import { encodeServedFrames } from '../../lib/url-frontier/wire.ts';

@@ -2,8 +2,8 @@ import { createHash } from 'node:crypto';
 import { readFileSync } from 'node:fs';
 import { describe, expect, it } from 'vitest';
 import { registrableDomain } from '../../lib/crawl/domain.ts';
+import { canonicalizeUrl, InvalidUrlError } from '../../lib/crawl/extract/url.ts';
 import { FINGERPRINT_BYTES, requestFingerprint } from '../../lib/crawl/fingerprint.ts';
-import { canonicalizeUrl, InvalidUrlError } from '../../lib/crawl/url.ts';
 import { CrawlClusterError, failureCause } from '../../lib/errors.ts';
 
 interface Vector {

@@ -1,6 +1,6 @@
 /**
  * The built-in spiders, as a plugin module: the crawler loads this module first, exactly as it loads each module
- * of `CRAWLER_PLUGINS` (lib/crawl/spider-registry.ts). Adding a built-in spider: a file in this folder, and its
+ * of `CRAWLER_PLUGINS` (lib/crawl/spiders/registry.ts). Adding a built-in spider: a file in this folder, and its
  * export in the list below; nothing else names it.
  */
 import type { Spider } from '../types.ts';

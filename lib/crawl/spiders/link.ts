@@ -4,7 +4,7 @@
  * links of a page at the crawl's maxdepth, so such a page is not parsed at all (its message has `links: []`, as
  * Scrapy Cluster's link spider sends it).
  */
-import { shouldFollow } from '../filters.ts';
+import { shouldFollow } from '../extract/filters.ts';
 import type { Spider, SpiderContext, SpiderResult } from '../types.ts';
 
 export const linkSpider: Spider = {

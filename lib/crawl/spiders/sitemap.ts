@@ -11,11 +11,17 @@
  *
  * Each sitemap page's `data` is `{ sitemap: { kind, urls, truncated, error?, entries: [{ loc, lastmod? }] } }`:
  * every entry's `<lastmod>` (the entries listed as far as MAX_SITEMAP_DATA_BYTES allows, `urls` counting them all).
- * Bounds and hostile input: lib/crawl/sitemap.ts. The spider bounds its own walk (the nesting), so the crawl's
+ * Bounds and hostile input: lib/crawl/extract/sitemap.ts. The spider bounds its own walk (the nesting), so the crawl's
  * `maxdepth` applies only to the spider the pages are handed to (with maxdepth 0, the listed pages and nothing more).
  */
 import { Buffer } from 'node:buffer';
-import { MAX_ROBOTS_SITEMAPS, parseSitemap, robotsSitemaps, type SitemapEntry, sitemapXml } from '../sitemap.ts';
+import {
+  MAX_ROBOTS_SITEMAPS,
+  parseSitemap,
+  robotsSitemaps,
+  type SitemapEntry,
+  sitemapXml,
+} from '../extract/sitemap.ts';
 import type { FollowRequest, Spider, SpiderContext, SpiderResult } from '../types.ts';
 
 /** Levels of sitemap below robots.txt that are followed: an index, a nested index, then its sitemaps. */

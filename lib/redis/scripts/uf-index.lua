@@ -1,6 +1,6 @@
 --[[
   URL frontier: indexes part of a crawl of a frontier stored before the crawls' due index and the backlog total
-  existed (the store walks every crawl once, in pages; lib/redis/uf-index.ts). Puts the crawl in `cdue` at the
+  existed (the store walks every crawl once, in pages; lib/redis/url-frontier/index-walk.ts). Puts the crawl in `cdue` at the
   earliest time in its `due` (migrating the older `rot` first, as uf-claim.lua does), and adds each named queue that
   is not counted yet to the backlog total, marking it counted. Idempotent, so two servers walking at once, or a walk
   over crawls that newer code created (already indexed), count nothing twice.

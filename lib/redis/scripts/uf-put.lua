@@ -4,7 +4,7 @@
   metadata and schedule, releases its hold, and with date 0 becomes completed. The creation date is set on first
   store only; `created` holds '<creation date>\t<metadata JSON>' per URL (just the date when there is no
   metadata), and the queue's info gets `meta` = 1 once any URL comes with metadata. URLs are members
-  (lib/redis/uf-model.ts urlMember: the queue's host prefix cut off).
+  (lib/redis/url-frontier/model.ts urlMember: the queue's host prefix cut off).
 
   KEYS[1..5]   the frontier-wide keys, KEYS[6..7] the crawl's, then KEYS[6i+2..6i+7] queue i's (includes/uf.lua)
   ARGV[1]      crawl ID

@@ -16,7 +16,7 @@
                     a queue with nothing scheduled or held is not in it, so an exhausted queue costs GetURLs nothing)
            then per queue i (i = 1, 2, ...), at KEYS[c + 6i - 4 .. c + 6i + 1]:
            created  HASH url -> '<creation date (s)>[\t<metadata JSON>]'
-           (every url here is a member: lib/redis/uf-model.ts urlMember, the queue's host prefix cut off)
+           (every url here is a member: lib/redis/url-frontier/model.ts urlMember, the queue's host prefix cut off)
            sched    ZSET url -> next-fetch date (s), not held
            held     ZSET url -> held until (ms)
            hdate    HASH url -> next-fetch date of a held URL

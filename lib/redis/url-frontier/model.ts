@@ -1,0 +1,236 @@
+/**
+ * The URL Frontier store's model (lib/redis/url-frontier/store.ts): what it stores and serves (URL items, served URLs, packed
+ * queues, records, stats), the members that encode a URL within its queue, queue keys and their domains, and the
+ * bounds of its script calls and scans.
+ */
+import { registrableDomain } from '../../crawl/domain.ts';
+
+/** Metadata of a URL: name → values. */
+export type Metadata = Record<string, string[]>;
+
+/** One URL to store: discovered (added if unknown) or known (overwrites; date 0 = completed). */
+export interface PutItem {
+  crawl: string;
+  key: string;
+  url: string;
+  kind: 'discovered' | 'known';
+  /** Next-fetch date, epoch s (known only; 0 = completed). */
+  date: number;
+  metadata: Metadata;
+}
+
+export type PutStatus = 'OK' | 'SKIPPED';
+
+export interface ServedUrl {
+  crawl: string;
+  key: string;
+  url: string;
+  metadata: Metadata;
+}
+
+/**
+ * The URLs uf-serve.lua handed out from one queue, as it packs them: per URL `<byte length>:<member>` and
+ * `<byte length>:<metadata JSON, empty for none>` (members: {@link urlMember}).
+ */
+export interface PackedQueue {
+  crawl: string;
+  key: string;
+  packed: Buffer;
+  /** How many URLs `packed` holds. */
+  count: number;
+}
+
+export interface UrlRecord {
+  crawl: string;
+  key: string;
+  url: string;
+  metadata: Metadata;
+  /** Next-fetch date, epoch s; 0 when completed. */
+  date: number;
+  /** Creation date, epoch s. */
+  created: number;
+}
+
+export interface QueueStats {
+  size: number;
+  inProcess: number;
+  completed: number;
+  activeQueues: number;
+  numberOfQueues: number;
+}
+
+export interface GetUrlsRequest {
+  /** One crawl, or undefined for every crawl. */
+  crawl?: string;
+  /** One queue (requires `crawl`). */
+  key?: string;
+  maxUrlsPerQueue: number;
+  maxQueues: number;
+  /** Seconds a served URL stays held. */
+  holdSeconds: number;
+  /** True once the client is gone: no more queues are served (URLs already taken stay held until they expire). */
+  cancelled?: () => boolean;
+}
+
+export const QUEUE_KEY_MAX = 255;
+
+/**
+ * `fn` over every item, {@link SCAN_PAGE} at a time (each page's Redis commands pipelined together), so a crawl
+ * of 100,000 queues does not put 100,000 × 4 commands in flight at once. Results in input order.
+ */
+export async function inChunks<T, R>(items: readonly T[], fn: (item: T) => Promise<R>): Promise<R[]> {
+  const out: R[] = [];
+  for (let i = 0; i < items.length; i += SCAN_PAGE)
+    out.push(...(await Promise.all(items.slice(i, i + SCAN_PAGE).map(fn))));
+  return out;
+}
+
+/** HSCAN page (and ZMSCORE/HMGET batch) size of the admin reads over a whole queue. */
+export const SCAN_PAGE = 1000;
+
+/** PutURLs: queues and items stored by one script call at most. */
+export const QUEUES_PER_CALL = 256;
+export const ITEMS_PER_CALL = 1000;
+
+/**
+ * GetURLs: the most URLs one script call takes from one queue (a queue with more due is served again, see
+ * uf-serve.lua), so one call holds Redis for milliseconds, not seconds, whatever a client asks.
+ */
+export const SERVE_CAP = 1000;
+
+/** GetURLs: queues served per script call, and calls in flight at once. */
+export const SERVE_WAVE = 16;
+export const SERVE_WAVES_AHEAD = 4;
+
+/** GetURLs: due queues claimed per uf-claim call (the waves in flight at once). */
+export const CLAIM_MAX = SERVE_WAVE * SERVE_WAVES_AHEAD;
+
+/**
+ * GetURLs: how long a claimed queue is kept from other GetURLs calls until uf-serve places it (it does so within
+ * milliseconds; the claim only matters when a server dies or a client cancels in between, and costs them this delay).
+ */
+export const CLAIM_MS = 2000;
+
+/**
+ * GetURLs: how often a queue of a blacklisted domain is looked at again (nothing indexes queues by domain, so a
+ * blacklist entry's removal is seen this late at most; each such queue costs one look per interval, not per call).
+ */
+export const BLACKLIST_RECHECK_MS = 1000;
+
+/** The crawl ID as the API normalises it: blank means `DEFAULT`, anything else unchanged. */
+export function normaliseCrawl(crawl: string | undefined): string {
+  return !crawl || crawl.trim() === '' ? 'DEFAULT' : crawl;
+}
+
+/** The queue key derived from a URL (its host, as the reference cuts it), or undefined when there is none. */
+export function queueKeyOf(url: string): string | undefined {
+  let rest = url;
+  const scheme = rest.indexOf('://');
+  if (scheme >= 0) rest = rest.slice(scheme + 3);
+  for (const sep of [':', '/', '?', '&']) {
+    const at = rest.indexOf(sep);
+    if (at >= 0) rest = rest.slice(0, at);
+  }
+  return rest === '' ? undefined : rest;
+}
+
+/** A queue key the store accepts: non-empty and at most 255 characters. */
+export function validQueueKey(key: string): boolean {
+  return key.length > 0 && key.length <= QUEUE_KEY_MAX;
+}
+
+export function parseMetadata(json: string | null | undefined): Metadata {
+  if (!json || json === '{}') return {};
+  try {
+    return JSON.parse(json) as Metadata;
+  } catch {
+    return {};
+  }
+}
+
+/** Splits uf-serve's packed reply (`<byte length>:<bytes>` repeated) into its strings. */
+export function unpackServed(packed: Buffer | null | undefined): string[] {
+  const out: string[] = [];
+  if (!packed) return out;
+  let at = 0;
+  while (at < packed.length) {
+    const colon = packed.indexOf(0x3a, at);
+    if (colon < 0) throw new Error('uf-serve: malformed reply');
+    const len = Number(packed.toString('latin1', at, colon));
+    const end = colon + 1 + len;
+    if (!Number.isInteger(len) || end > packed.length) throw new Error('uf-serve: malformed reply');
+    out.push(packed.toString('utf8', colon + 1, end));
+    at = end;
+  }
+  return out;
+}
+
+/** The URLs of a {@link PackedQueue}. */
+export function servedUrls(queue: PackedQueue): ServedUrl[] {
+  const { crawl, key } = queue;
+  const out: ServedUrl[] = [];
+  const fields = unpackServed(queue.packed);
+  for (let i = 0; i < fields.length; i += 2)
+    out.push({ crawl, key, url: memberUrl(key, fields[i] as string), metadata: parseMetadata(fields[i + 1]) });
+  return out;
+}
+
+/** Metadata as stored after the creation date: nothing for none (the common case), else its JSON. */
+export function metadataValue(metadata: Metadata): string {
+  for (const _ in metadata) return JSON.stringify(metadata);
+  return '';
+}
+
+/** Splits a `created` field value `<creation date>\t<metadata JSON>` (see redis/keys.ts). */
+export function splitCreated(value: string | null | undefined): { created: number; metadata: string } {
+  if (value === null || value === undefined) return { created: 0, metadata: '{}' };
+  const tab = value.indexOf('\t');
+  if (tab < 0) return { created: Number(value), metadata: '{}' };
+  return { created: Number(value.slice(0, tab)), metadata: value.slice(tab + 1) };
+}
+
+/**
+ * The form a URL takes inside its queue's Redis keys (redis/keys.ts): a URL `http://<key>…` or `https://<key>…`
+ * (the host is the queue key, as it is whenever the client leaves the key empty) loses that prefix for one byte,
+ * 0x01 or 0x02, which sort in the same order as the prefixes did. Every other URL is kept as it is (a 0x00 byte
+ * is put before one that starts with a byte ≤ 0x02, so nothing is ambiguous). The host is in every URL of a
+ * queue and in its key name, so storing it once per URL in two structures was a third of the bytes per URL.
+ */
+export function urlMember(key: string, url: string): string {
+  for (const [code, scheme] of MEMBER_PREFIXES) {
+    const prefix = `${scheme}${key}`;
+    if (url.startsWith(prefix)) {
+      const next = url.charCodeAt(prefix.length);
+      // Only at a host boundary: `http://a.com` must not eat the start of `http://a.com.evil/`.
+      if (Number.isNaN(next) || next === 0x2f || next === 0x3f || next === 0x3a || next === 0x23)
+        return code + url.slice(prefix.length);
+    }
+  }
+  return url.charCodeAt(0) <= 2 ? `\u0000${url}` : url;
+}
+
+/** The URL of a member of `key`'s queue (the inverse of {@link urlMember}). */
+export function memberUrl(key: string, member: string): string {
+  const c = member.charCodeAt(0);
+  if (c === 1) return `http://${key}${member.slice(1)}`;
+  if (c === 2) return `https://${key}${member.slice(1)}`;
+  if (c === 0) return member.slice(1);
+  return member;
+}
+
+export const MEMBER_PREFIXES: [string, string][] = [
+  ['\u0001', 'http://'],
+  ['\u0002', 'https://'],
+];
+
+/**
+ * The registrable domain of a queue key that is a host name (what the Kafka API's domain overrides and blacklist
+ * name); any other key is its own domain.
+ */
+export function queueDomain(key: string): string {
+  try {
+    return registrableDomain(key);
+  } catch {
+    return key;
+  }
+}

@@ -138,11 +138,14 @@ const REDIS_UNREACHABLE: ReadonlySet<string> = new Set([
 
 /**
  * Messages of ioredis's cluster client when its view of the cluster is wrong or unavailable (slots being refreshed, a
- * shard failing over, too many redirections, a pipeline its routing split badly): the same command succeeds once the
- * client has a good view again, so they are infrastructure, never a verdict on the input.
+ * shard failing over, too many redirections): the same command succeeds once the client has a good view again, so
+ * they are infrastructure, never a verdict on the input. Not among them: "All keys in the pipeline should belong to
+ * the same slots allocation group", ioredis refusing a pipeline whose keys live on two shards. Every pipeline of ours
+ * stays in one hash tag (lib/redis/keys.ts), so that refusal is a bug of ours that fails the same way every time:
+ * poison, so the work gets a visible outcome instead of being retried for ever.
  */
 const REDIS_CLUSTER_CLIENT =
-  /^(Failed to refresh slots cache|Cluster isn't ready|Too many Cluster redirections|None of startup nodes is available|All keys in the pipeline should belong to the same slots allocation group)/;
+  /^(Failed to refresh slots cache|Cluster isn't ready|Too many Cluster redirections|None of startup nodes is available)/;
 
 /** Redis error replies that say the server is (temporarily) unable, not that the command was wrong. */
 const REDIS_TRANSIENT_REPLY =

@@ -175,10 +175,6 @@ describe('failureCause', () => {
     ['ioredis refreshing the slots of a cluster', new Error('Failed to refresh slots cache.')],
     ['ioredis with no cluster yet', new Error("Cluster isn't ready and enableOfflineQueue options is false")],
     [
-      'ioredis splitting a pipeline over two shards',
-      new Error('All keys in the pipeline should belong to the same slots allocation group'),
-    ],
-    [
       'kafkajs retries exhausted on a leader election',
       shaped('KafkaJSNumberOfRetriesExceeded', 'retries', {
         originalError: shaped('KafkaJSProtocolError', 'leader', { type: 'NOT_LEADER_FOR_PARTITION' }),
@@ -195,6 +191,10 @@ describe('failureCause', () => {
     ['a stack overflow', new RangeError('Maximum call stack size exceeded')],
     ['a TypeError', new TypeError("Cannot read properties of undefined (reading 'x')")],
     ['a thrown string', 'boom'],
+    [
+      'ioredis refusing a pipeline over two shards (our own bug)',
+      new Error('All keys in the pipeline should belong to the same slots allocation group'),
+    ],
   ])('calls %s poison', (_, error) => {
     expect(failureCause(error)).toBe('poison');
   });

@@ -88,6 +88,7 @@ export async function createMonitorDeps(
       log,
       who: name,
     }),
+    maxMessageBytes: vars.KAFKA_MAX_MESSAGE_BYTES,
     replyTtlSec: 300,
     nodeId: `${name}@${hostname()}:${process.pid}`,
     log,

@@ -38,6 +38,8 @@ export interface MonitorContext {
    * `info` answers "frontier state lost" for a crawl of a partition that lost its state. Without it neither happens.
    */
   state?: StateWatch;
+  /** The largest reply value (`KAFKA_MAX_MESSAGE_BYTES`): a bigger reply is cut to fit. @default 1000000 */
+  maxMessageBytes?: number;
   /** Seconds a reply stays stored under its uuid for REST polling. @default 300 */
   replyTtlSec: number;
   /** This process's id in heartbeats (host:pid). */

@@ -7,6 +7,7 @@ import { perAppSenderFor } from '../kafka/per-app.ts';
 import { clusterTopics, isTopicSafeAppid, outboundAppTopic } from '../kafka/topics.ts';
 import type { OutMessage } from '../ports.ts';
 import type { MonitorContext } from './context.ts';
+import { replyValue } from './reply-fit.ts';
 
 export type Reply = Record<string, unknown> & { appid?: string; uuid?: string };
 
@@ -31,6 +32,14 @@ function splitReplies(ctx: MonitorContext, replies: Reply[]): { firehose: Batch;
   return { firehose: all.filter((b) => b.topic === firehose), perApp: all.filter((b) => b.topic !== firehose) };
 }
 
+/** The largest reply value when the context does not say (`KAFKA_MAX_MESSAGE_BYTES`'s default). */
+const DEFAULT_MAX_MESSAGE_BYTES = 1_000_000;
+
+/** A reply as sent and stored: cut to fit a Kafka message when it would not (lib/monitor/reply-fit.ts). */
+function sentValue(ctx: Pick<MonitorContext, 'maxMessageBytes'>, r: Reply): string {
+  return replyValue(r, ctx.maxMessageBytes ?? DEFAULT_MAX_MESSAGE_BYTES);
+}
+
 /** The topic batches for a list of replies (keyed by appid). */
 export function replyBatches(ctx: MonitorContext, replies: Reply[]): Batch {
   const firehose = clusterTopics(ctx.topicPrefix).outboundFirehose;
@@ -41,7 +50,7 @@ export function replyBatches(ctx: MonitorContext, replies: Reply[]): Batch {
     byTopic.set(topic, list);
   };
   for (const r of replies) {
-    const m: OutMessage = { key: typeof r.appid === 'string' ? r.appid : null, value: JSON.stringify(r) };
+    const m: OutMessage = { key: typeof r.appid === 'string' ? r.appid : null, value: sentValue(ctx, r) };
     add(firehose, m);
     if (ctx.appidTopics && typeof r.appid === 'string' && isTopicSafeAppid(r.appid)) {
       add(outboundAppTopic(ctx.topicPrefix, r.appid), m);
@@ -55,7 +64,7 @@ export async function storeReplies(ctx: MonitorContext, replies: Reply[]): Promi
   const withUuid = replies.filter((r) => typeof r.uuid === 'string' && r.uuid.length > 0);
   await Promise.all(
     withUuid.map((r) =>
-      ctx.replies.put(r.uuid as string, JSON.stringify(r), ctx.replyTtlSec, typeof r.appid === 'string' ? r.appid : ''),
+      ctx.replies.put(r.uuid as string, sentValue(ctx, r), ctx.replyTtlSec, typeof r.appid === 'string' ? r.appid : ''),
     ),
   );
 }

@@ -80,6 +80,34 @@ describe('monitors through Kafka and Redis', () => {
     expect((r.crawlids as Record<string, unknown>).burst).toMatchObject({ total: 1000, distinct_domains: 1 });
   });
 
+  test('info on a crawl of 25,000 domains answers within the message limit with the busiest domains', async () => {
+    // About 2 MB as Scrapy Cluster would send it: more than the broker takes (it would refuse the reply).
+    const DOMAINS = 25_000;
+    const requests = Array.from({ length: DOMAINS }, (_, i) => ({
+      url: `http://a-rather-long-domain-name-${i}.com/${i % 7 === 0 ? 'busy' : 'page'}`,
+      appid: 'app5',
+      crawlid: 'c-wide',
+    }));
+    // Every seventh domain gets a second request, so it is among the busiest.
+    const busy = requests.filter((_, i) => i % 7 === 0).map((r) => ({ ...r, url: `${r.url}/2` }));
+    for (let i = 0; i < requests.length; i += 5000) await t.feed(requests.slice(i, i + 5000));
+    await t.feed(busy);
+    const queued = DOMAINS + busy.length;
+    await waitUntil(
+      'the wide crawl to be queued',
+      async () => ((await t.deps.ctx.frontier.crawlInfo('link', 'app5', 'c-wide'))?.queued ?? 0) >= queued,
+      120_000,
+    );
+    await t.feed([{ action: 'info', appid: 'app5', uuid: 'u-wide', crawlid: 'c-wide', spiderid: 'link' }]);
+    const r = await reply('u-wide');
+    expect(Buffer.byteLength(JSON.stringify(r))).toBeLessThanOrEqual(1_000_000);
+    expect(r).toMatchObject({ crawlid: 'c-wide', total_pending: queued, total_domains: DOMAINS });
+    const listed = Object.entries(r.domains as Record<string, { total: number }>);
+    expect((r.cut as { domains_per_crawl: number }).domains_per_crawl).toBe(listed.length);
+    expect(listed.length).toBeGreaterThan(busy.length);
+    expect(listed.filter(([, d]) => d.total === 2)).toHaveLength(busy.length);
+  }, 180_000);
+
   test('stop purges the crawl, answers with the count, and refuses later requests of it', async () => {
     await t.feed([
       { url: 'http://stop.example.org/1', appid: 'app3', crawlid: 'c-stop' },

@@ -23,9 +23,9 @@ export interface PartitionRef {
 /** One request to queue. */
 export interface QueueRequest {
   url: string;
-  /** Registrable domain (lib/crawl/extract/url.ts `registrableDomain`): the queue and throttle key. */
+  /** Registrable domain (lib/crawl/domain.ts `registrableDomain`): the queue and throttle key. */
   domain: string;
-  /** 8-byte fingerprint of the canonical request (lib/crawl/extract/url.ts `requestFingerprint`). */
+  /** 8-byte fingerprint of the canonical request (lib/crawl/fingerprint.ts `requestFingerprint`). */
   fingerprint: Buffer;
   priority: number;
   depth: number;

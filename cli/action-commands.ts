@@ -7,6 +7,7 @@ import { Argument, type Command } from 'commander';
 import { config } from '../lib/config/index.ts';
 import { CrawlClusterError } from '../lib/errors.ts';
 import { FRONTIER_STATE_LOST } from '../lib/monitor/state-watch.ts';
+import { isObject } from '../lib/schemas/bounds.ts';
 import { validateRequest } from '../lib/schemas/index.ts';
 import statsSchema from '../lib/schemas/stats.schema.json' with { type: 'json' };
 import { DEFAULT_APPID, positiveSeconds } from './options.ts';
@@ -292,8 +293,4 @@ function printQueues(out: Output, queues: Message): void {
     if (more > 0) rows.push(['', `... ${plural(more, 'more domain')}`, '']);
   }
   if (rows.length > 0) printTable(out, ['QUEUE', 'DOMAIN', 'BACKLOG'], rows);
-}
-
-function isObject(value: unknown): value is Message {
-  return typeof value === 'object' && value !== null && !Array.isArray(value);
 }

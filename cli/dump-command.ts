@@ -10,6 +10,7 @@ import type { Command } from 'commander';
 import { config } from '../lib/config/index.ts';
 import { CrawlClusterError } from '../lib/errors.ts';
 import type { Admin, Consumer } from '../lib/kafka/types.ts';
+import { isObject } from '../lib/schemas/bounds.ts';
 import {
   bounded,
   cliKafka,
@@ -69,10 +70,6 @@ function withoutBody(record: Record<string, unknown>): Record<string, unknown> {
     else copy[key] = v;
   }
   return copy;
-}
-
-function isObject(value: unknown): value is Record<string, unknown> {
-  return typeof value === 'object' && value !== null && !Array.isArray(value);
 }
 
 /** `crawled_firehose` → `<prefix>.crawled_firehose`; a name with a dot is already a full topic name. */

@@ -11,6 +11,7 @@ import { CrawlClusterError } from '../lib/errors.ts';
 import { createProducer } from '../lib/kafka/client.ts';
 import { type ClusterTopics, clusterTopics } from '../lib/kafka/topics.ts';
 import type { Admin, Consumer, Producer } from '../lib/kafka/types.ts';
+import { isObject } from '../lib/schemas/bounds.ts';
 import {
   bounded,
   type CliKafka,
@@ -243,7 +244,7 @@ function parseObject(text: string | undefined): Message | undefined {
   if (text === undefined) return undefined;
   try {
     const value: unknown = JSON.parse(text);
-    return typeof value === 'object' && value !== null && !Array.isArray(value) ? (value as Message) : undefined;
+    return isObject(value) ? value : undefined;
   } catch {
     return undefined;
   }

@@ -1,11 +1,10 @@
 /**
  * The narrow interfaces the core takes from whoever runs it (docs/style.md §4: the caller owns connections):
- * a log, the stats and reply stores, a message sink, and the frontier operations each part uses. Entry points
+ * a log, the stats, reply and robots.txt stores, a message sink, and the frontier operations each part uses. Entry points
  * (functions/, localstack/) back them with Powertools, Redis and kafkajs; unit tests with in-memory fakes
  * (test/helpers/fakes.ts and the modules it puts together). Nothing here opens a connection.
  */
 
-import type { CrawlKey, FailureNote } from './redis/failure-log.ts';
 import type {
   AckResult,
   CrawlInfo,
@@ -15,10 +14,10 @@ import type {
   FrontierItem,
   Lease,
   LeaseMany,
+  PartitionRef,
   QueueSummary,
-} from './redis/frontier-types.ts';
-import type { PartitionRef } from './redis/keys.ts';
-import type { MinuteCount, StatsCounts, StatsIncrement } from './redis/stats.ts';
+} from './frontier-model.ts';
+import type { CrawlKey, FailureNote, MinuteCount, StatsCounts, StatsIncrement } from './stats-model.ts';
 
 /** Structured log lines; the adapters back it with Powertools Logger, tests with an array. */
 export interface Log {
@@ -78,6 +77,17 @@ export interface ReplyStore {
    * after `after` ({@link mark}), else the newest of any appid (`POST /poll`, which knows only the uuid).
    */
   take(uuid: string, only?: { appid: string; after: number }): Promise<string | undefined>;
+}
+
+/**
+ * The fleet-wide robots.txt cache (lib/redis/robots-store.ts is the Redis one): one value per origin, which expires on
+ * its own. lib/crawl/fetch/robots.ts decides what a value holds and how long it is trusted.
+ */
+export interface RobotsStore {
+  /** The value stored for `origin`; undefined when there is none (never stored, or expired). */
+  get(origin: string): Promise<string | undefined>;
+  /** Stores `value` for `origin`, replacing any, for `ttlMs`. */
+  set(origin: string, value: string, ttlMs: number): Promise<void>;
 }
 
 /**
@@ -193,7 +203,7 @@ export interface CrawlerFrontier {
    * Leases up to `max` due requests of a spider type, charging each domain's throttle; none of the domains in
    * `exclude` (the caller's per-domain in-flight cap is reached) and at most `perDomain` of any one. The answer's
    * `left` says whether more is due now, or ready work is left only in the `exclude` domains (then `nextDueMs` is
-   * the next time other work may be due): lib/redis/frontier-types.ts LeaseLeft.
+   * the next time other work may be due): lib/frontier-model.ts LeaseLeft.
    */
   leaseMany(
     spider: string,

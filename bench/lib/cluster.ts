@@ -29,7 +29,7 @@ import type { Kafka, Producer } from '../../lib/kafka/types.ts';
 import { redisStatsStore } from '../../lib/monitor/stores.ts';
 import type { RedisClient } from '../../lib/redis/client.ts';
 import { Frontier } from '../../lib/redis/frontier.ts';
-import { frontierOptions } from '../../lib/redis/frontier-types.ts';
+import { frontierOptions } from '../../lib/redis/frontier-options.ts';
 import {
   crawlKey,
   dupefilterKey,

@@ -23,15 +23,10 @@ import { randomBytes } from 'node:crypto';
 import { config } from '../../lib/config/index.ts';
 import { registrableDomain } from '../../lib/crawl/domain.ts';
 import { requestFingerprint } from '../../lib/crawl/fingerprint.ts';
+import type { CrawlRef, CrawlSettings, EnqueueOutcome, QueueRequest } from '../../lib/frontier-model.ts';
 import type { RedisClient } from '../../lib/redis/client.ts';
 import { Frontier } from '../../lib/redis/frontier.ts';
-import {
-  type CrawlRef,
-  type CrawlSettings,
-  type EnqueueOutcome,
-  frontierOptions,
-  type QueueRequest,
-} from '../../lib/redis/frontier-types.ts';
+import { frontierOptions } from '../../lib/redis/frontier-options.ts';
 import { crawlKey, dupefilterKey, partitionKeys, spidersKey } from '../../lib/redis/keys.ts';
 import { allScripts } from '../../lib/redis/scripts.ts';
 import { prng } from '../../localstack/site/prng.ts';
@@ -376,10 +371,10 @@ export async function run(ctx: ScenarioContext): Promise<Numbers> {
           left--;
           const now = clock();
           const t = nowNs();
-          const r = await frontier.lease(SPIDER, { now });
+          const r = await frontier.leaseMany(SPIDER, 1, { now });
           samples.push(msSince(t));
           skipped += r.skipped;
-          if (!r.leased) empty++;
+          if (r.leases.length === 0) empty++;
         }
       };
       await Promise.all(Array.from({ length: callers }, worker));

@@ -29,7 +29,8 @@ import { redisStateWatch } from '../../lib/monitor/state-watch.ts';
 import { redisStatsStore } from '../../lib/monitor/stores.ts';
 import { createRedis, redisSettings } from '../../lib/redis/client.ts';
 import { Frontier } from '../../lib/redis/frontier.ts';
-import { frontierOptions } from '../../lib/redis/frontier-types.ts';
+import { frontierOptions } from '../../lib/redis/frontier-options.ts';
+import { redisRobotsStore } from '../../lib/redis/robots-store.ts';
 import { settlesWithin } from '../../lib/timeout.ts';
 import { s3ClientSettings } from '../shared/aws.ts';
 import { createLogger, monitorLog } from '../shared/observability.ts';
@@ -140,7 +141,9 @@ const bodyStore: BodyStore | undefined = s3
     ? directoryBodyStore(vars.BODY_STORE_DIR)
     : undefined;
 
-const robots = vars.ROBOTSTXT_OBEY ? new RobotsCache({ redis, prefix: vars.REDIS_KEY_PREFIX, fetcher }) : undefined;
+const robots = vars.ROBOTSTXT_OBEY
+  ? new RobotsCache({ store: redisRobotsStore(redis, vars.REDIS_KEY_PREFIX), fetcher })
+  : undefined;
 // A browser worker renders its pages in headless Chromium; every request they make goes through `fetcher`.
 const browser = browserWorker
   ? browserFetcher(vars, { fetcher, robots, memoryBytes: limits.memoryBytes, log })

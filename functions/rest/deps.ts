@@ -17,7 +17,7 @@ import { redisReplyStore, redisStatsStore } from '../../lib/monitor/stores.ts';
 import type { Log, MessageSink } from '../../lib/ports.ts';
 import { createRedis, type RedisClient, redisSettings } from '../../lib/redis/client.ts';
 import { Frontier } from '../../lib/redis/frontier.ts';
-import { frontierOptions } from '../../lib/redis/frontier-types.ts';
+import { frontierOptions } from '../../lib/redis/frontier-options.ts';
 import { redisStateStore } from '../../lib/redis/state-marker.ts';
 import { UrlFrontierStore } from '../../lib/redis/url-frontier/store.ts';
 import type { HealthProbes, RestContext, RestOptions } from '../../lib/rest/context.ts';

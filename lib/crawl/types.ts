@@ -5,7 +5,7 @@
 
 import type { CheerioAPI } from 'cheerio/slim';
 import { CrawlClusterError } from '../errors.ts';
-import type { CrawlSettings } from '../redis/frontier-types.ts';
+import type { CrawlSettings } from '../frontier-model.ts';
 
 /** One HTTP fetch. Cookies and extra headers come from the crawl request. */
 export interface FetchRequest {

@@ -3,8 +3,8 @@
  * `low_priority` / `high_priority` are the lowest and highest request priority queued for a domain.
  * `expires` is a string, as Scrapy Cluster sends it (it reads it back from Redis).
  */
+import type { CrawlInfo, CrawlWaits } from '../frontier-model.ts';
 import type { SlotLoss } from '../ports.ts';
-import type { CrawlInfo, CrawlWaits } from '../redis/frontier-types.ts';
 import { type ActionRequest, URL_FRONTIER_SPIDERID } from '../schemas/index.ts';
 import { type MonitorContext, serverTime } from './context.ts';
 import type { Reply } from './replies.ts';

@@ -19,12 +19,12 @@ import {
   type RejectionKind,
   SchemaValidationError,
 } from '../errors.ts';
+import type { CrawlRef, EnqueueOutcome, QueueRequest } from '../frontier-model.ts';
 import type { DecodedRecord } from '../kafka/record.ts';
 import { clusterTopics } from '../kafka/topics.ts';
 import type { OutMessage } from '../ports.ts';
-import type { CrawlRef, EnqueueOutcome, QueueRequest } from '../redis/frontier-types.ts';
-import type { StatsIncrement } from '../redis/stats.ts';
 import type { ClassifiedRequest, CrawlRequest } from '../schemas/index.ts';
+import type { StatsIncrement } from '../stats-model.ts';
 import { type MonitorContext, serverTime, spiderAwareParser } from './context.ts';
 import { rejectionLogFor } from './rejection-log.ts';
 import { type Reply, sendReplies } from './replies.ts';

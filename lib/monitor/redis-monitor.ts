@@ -7,8 +7,8 @@
 import { registrableDomain } from '../crawl/domain.ts';
 import { failureCause } from '../errors.ts';
 import type { DecodedRecord } from '../kafka/record.ts';
-import type { StatsIncrement } from '../redis/stats.ts';
 import { type ClassifiedRequest, type DomainConfigRequest, URL_FRONTIER_SPIDERID } from '../schemas/index.ts';
+import type { StatsIncrement } from '../stats-model.ts';
 import { type MonitorContext, serverTime, spiderAwareParser } from './context.ts';
 import { infoReply } from './info.ts';
 import { type Reply, sendReplies, storeReplies } from './replies.ts';

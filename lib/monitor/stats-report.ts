@@ -14,8 +14,8 @@
  */
 
 import type { UrlFrontierView } from '../ports.ts';
-import type { StatsCounts, StatsIncrement } from '../redis/stats.ts';
 import { type StatsType, URL_FRONTIER_SPIDERID } from '../schemas/index.ts';
+import type { StatsCounts, StatsIncrement } from '../stats-model.ts';
 import type { MonitorContext } from './context.ts';
 
 /**

@@ -5,11 +5,10 @@
  * `Frontier.ackMany` (lib/redis/frontier.ts), which decide what folds; the crawl dupefilter cache
  * (dupe-cache.ts) leaves known duplicates out of the call.
  */
+import type { AckResult, FrontierItem, Lease, PartitionRef } from '../frontier-model.ts';
 import type { DupeCache } from './dupe-cache.ts';
 import { crawlKeys, enqueueArgs, outcomeOf } from './enqueue-args.ts';
 import { type FrontierCalls, type ScriptArg, samePartition } from './frontier-calls.ts';
-import type { AckResult, FrontierItem, Lease } from './frontier-types.ts';
-import type { PartitionRef } from './keys.ts';
 import { memberBytes } from './member.ts';
 
 /**

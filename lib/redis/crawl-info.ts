@@ -1,7 +1,7 @@
 /**
  * Decoding what info.lua returns into {@link CrawlInfo} (lib/redis/frontier.ts `crawlInfo` / `appInfo`).
  */
-import type { CrawlInfo, CrawlWaits } from './frontier-types.ts';
+import type { CrawlInfo, CrawlWaits } from '../frontier-model.ts';
 import { decodePriority } from './member.ts';
 
 /**

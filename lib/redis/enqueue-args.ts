@@ -3,10 +3,10 @@
  * include): the dupefilter KEYS and the ARGV that encode crawls and requests, and the per-request codes the
  * scripts answer, read back as {@link EnqueueOutcome}s.
  */
+import type { CrawlRef, EnqueueOutcome, FrontierItem, PartitionRef } from '../frontier-model.ts';
 import type { DupeCache } from './dupe-cache.ts';
 import type { ScriptArg } from './frontier-calls.ts';
-import type { CrawlRef, EnqueueOutcome, FrontierItem } from './frontier-types.ts';
-import { crawlKey, dupefilterKey, type PartitionRef } from './keys.ts';
+import { crawlKey, dupefilterKey } from './keys.ts';
 import { memberTail } from './member.ts';
 
 /** enqueue.lua's code per request → its outcome. */

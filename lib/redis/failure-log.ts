@@ -5,6 +5,7 @@
  * failure. One pipelined round trip per failed page (a successful page costs nothing); reads are one LRANGE per
  * crawl asked about, in one pipeline.
  */
+import type { CrawlKey, FailureNote } from '../stats-model.ts';
 import type { RedisClient } from './client.ts';
 import { failureLogKey } from './keys.ts';
 
@@ -14,23 +15,6 @@ export const FAILURES_KEPT = 20;
 export const FAILURE_LOG_TTL_S = 86_400;
 /** The longest exception text kept. */
 const MAX_EXCEPTION_CHARS = 300;
-
-/** Which crawl. */
-export interface CrawlKey {
-  spiderid: string;
-  appid: string;
-  crawlid: string;
-}
-
-/** One failed page, as the dashboard shows it. */
-export interface FailureNote {
-  url: string;
-  /** The last HTTP status, when the request got a response. */
-  status_code: number | null;
-  exception: string;
-  /** Epoch ms. */
-  at: number;
-}
 
 /** Pushes a failed page onto its crawl's list, trims the list and renews its TTL (one pipeline). */
 export async function noteFailure(

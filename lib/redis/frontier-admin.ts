@@ -3,10 +3,10 @@
  * crawl, sweeping finished crawls, the expiry index, info answers, domain configuration and the backlog. The
  * `Frontier` methods of the same names (lib/redis/frontier.ts) say what each means; these are their bodies.
  */
+import type { CrawlInfo, CrawlSettings, DomainAction, PartitionRef, QueueSummary } from '../frontier-model.ts';
 import { decodeCounters, decodeWaits, mergeInfos } from './crawl-info.ts';
 import type { FrontierCalls } from './frontier-calls.ts';
-import type { CrawlInfo, CrawlSettings, DomainAction, QueueSummary } from './frontier-types.ts';
-import { crawlKey, dupefilterKey, type PartitionRef, partitionKeys } from './keys.ts';
+import { crawlKey, dupefilterKey, partitionKeys } from './keys.ts';
 
 /**
  * At most this many counters of stopped (or swept) crawls are settled per sweep-finished.lua call: a few ms of Redis

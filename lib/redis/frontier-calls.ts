@@ -4,9 +4,10 @@
  * registry of spider types that ever had work; and the grouping of a batch by partition, one script call each.
  * The frontier and the modules it delegates to (ack-fold.ts, frontier-admin.ts) run scripts only through this.
  */
+import type { PartitionRef } from '../frontier-model.ts';
 import type { RedisClient } from './client.ts';
-import type { FrontierOptions } from './frontier-types.ts';
-import { type PartitionRef, partitionKeyList, partitionTag, spiderPartitions, spidersKey } from './keys.ts';
+import type { FrontierOptions } from './frontier-options.ts';
+import { partitionKeyList, partitionTag, spiderPartitions, spidersKey } from './keys.ts';
 import { type LuaScript, runScript, runScriptBuffer, script } from './scripts.ts';
 import { markState } from './state-epoch.ts';
 

@@ -21,6 +21,19 @@
  * - A crawl is identified by spider type, appid and crawlid (keys.ts `crawlKey`).
  */
 import { PartialBatchError } from '../errors.ts';
+import type {
+  AckResult,
+  CrawlInfo,
+  CrawlSettings,
+  DomainAction,
+  EnqueueOutcome,
+  FrontierItem,
+  Lease,
+  LeaseLeft,
+  LeaseMany,
+  PartitionRef,
+  QueueSummary,
+} from '../frontier-model.ts';
 import type { CrawlerFrontier, FrontierApi } from '../ports.ts';
 import { ackGroup, allOwn, byChildren, MAX_FOLDED_CHILDREN, ownChildren } from './ack-fold.ts';
 import type { RedisClient } from './client.ts';
@@ -36,25 +49,9 @@ import {
   sweepFinished,
 } from './frontier-admin.ts';
 import { byPartition, FrontierCalls, samePartition } from './frontier-calls.ts';
-import type {
-  AckResult,
-  CrawlInfo,
-  CrawlSettings,
-  DomainAction,
-  EnqueueOutcome,
-  FrontierItem,
-  FrontierOptions,
-  Lease,
-  LeaseLeft,
-  LeaseMany,
-  LeaseResult,
-  QueueSummary,
-} from './frontier-types.ts';
-import { crawlKey, type PartitionRef, partitionKeys } from './keys.ts';
+import type { FrontierOptions } from './frontier-options.ts';
+import { crawlKey, partitionKeys } from './keys.ts';
 import { memberBytes, memberHandle, parseMember } from './member.ts';
-
-/** Kept importable from here, where {@link Frontier.enqueue} takes it. */
-export type { FrontierItem } from './frontier-types.ts';
 
 export class Frontier implements FrontierApi, CrawlerFrontier {
   /** Every script call goes through this (lib/redis/frontier-calls.ts): KEYS, common ARGV, the spider registry. */
@@ -113,20 +110,11 @@ export class Frontier implements FrontierApi, CrawlerFrontier {
     return out;
   }
 
-  /** Leases the next due request of a spider type (see the module doc). */
-  async lease(spider: string, options: { ip?: string; now?: number } = {}): Promise<LeaseResult> {
-    const r = await this.leaseMany(spider, 1, options);
-    const [lease] = r.leases;
-    return lease
-      ? { leased: true, lease, skipped: r.skipped }
-      : { leased: false, nextDueMs: r.nextDueMs, skipped: r.skipped };
-  }
-
   /**
    * Leases up to `max` due requests of a spider type in one script call, in the order single leases would have
    * taken them (a crawler leases for all of its workers that wait at once). `nextDueMs`: when more may be due
    * (epoch ms; null: no work at all); `left`: whether more is due now, or ready work is left only in the `exclude`
-   * domains (frontier-types.ts LeaseLeft). `exclude`: domains to lease nothing of (the caller's per-domain in-flight cap is
+   * domains (lib/frontier-model.ts LeaseLeft). `exclude`: domains to lease nothing of (the caller's per-domain in-flight cap is
    * reached), `perDomain`: the most of one domain this call leases (0: no limit); the domains left keep their place
    * for every other caller.
    */

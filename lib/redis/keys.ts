@@ -28,18 +28,7 @@
  * Names inside a partition are short on purpose: they are repeated in every command.
  */
 import { createHash } from 'node:crypto';
-
-/**
- * Identifies one spider type's frontier inside one partition: the throttle scope (the spider type, or
- * `all`), the partition number, and the spider type whose queue this is. Spider types that share a
- * scope share the slot, the throttle state and the crawl records, but each has its own queue.
- */
-export interface PartitionRef {
-  prefix: string;
-  scope: string;
-  partition: number;
-  spider: string;
-}
+import type { PartitionRef } from '../frontier-model.ts';
 
 /** The fixed keys of one frontier partition, in the order every script declares them. */
 export interface PartitionKeys {

@@ -24,6 +24,13 @@
  * `nowMs - lastBeat < ttlMs`. A beat may carry a report (a crawler process's load): one STRING per member
  * (`heartbeatReportKey`) that expires with the beat, read back by id for the live members only.
  */
+import {
+  type MinuteCount,
+  STATS_WINDOWS,
+  type StatsCounts,
+  type StatsIncrement,
+  type StatsWindow,
+} from '../stats-model.ts';
 import type { RedisClient } from './client.ts';
 import {
   heartbeatKey,
@@ -36,31 +43,11 @@ import {
 import { runScript, script } from './scripts.ts';
 import { newEpoch } from './state-epoch.ts';
 
-/** The windows of the stats replies, in seconds, in reply order (docs/contract.md). */
-export const STATS_WINDOWS = ['900', '3600', '21600', '43200', '86400', '604800'] as const;
-
-/** A window of the stats replies, in seconds. */
-export type StatsWindow = (typeof STATS_WINDOWS)[number];
-
 /** Buckets per window: the window's count misses at most one bucket (W / 15 seconds) of its oldest events. */
 export const BUCKETS_PER_WINDOW = 15;
 
 /** The most fields a counter's HASH ever holds: B buckets and one `last` marker per window, plus `lifetime`. */
 export const MAX_FIELDS_PER_COUNTER = STATS_WINDOWS.length * (BUCKETS_PER_WINDOW + 1) + 1;
-
-/** One counter's counts: one per window (see the module note for the error bound) and the lifetime total. */
-export type StatsCounts = Record<StatsWindow | 'lifetime', number>;
-
-/** An increment of one counter. */
-export interface StatsIncrement {
-  /** The counter name, e.g. `kafka-monitor:total` or `crawler:<machine>:200`. */
-  name: string;
-  /**
-   * How much to add: an integer ≥ 0. With 0 the name is registered and nothing is counted.
-   * @default 1
-   */
-  by?: number;
-}
 
 const LIFETIME_FIELD = 'lifetime';
 const WINDOW_LIST = STATS_WINDOWS.join(',');
@@ -150,12 +137,6 @@ export async function readStats(
     result[name] = counts;
   });
   return result;
-}
-
-/** One minute of a counter's history: the `900` window's bucket that starts at `startMs`. */
-export interface MinuteCount {
-  startMs: number;
-  count: number;
 }
 
 /**

@@ -38,8 +38,8 @@
  */
 import { SchemaValidationError } from '../errors.ts';
 import { HEARTBEAT_TTL_MS, urlFrontierBacklog } from '../monitor/stats-report.ts';
-import type { StatsCounts } from '../redis/stats.ts';
 import { URL_FRONTIER_SPIDERID } from '../schemas/index.ts';
+import type { StatsCounts } from '../stats-model.ts';
 import type { DashboardFrontier, ResolvedRestOptions, RestContext } from './context.ts';
 import type {
   DashboardCrawl,

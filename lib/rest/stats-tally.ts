@@ -10,7 +10,7 @@
  */
 import { HEARTBEAT_TTL_MS } from '../monitor/stats-report.ts';
 import type { Log, StatsStore } from '../ports.ts';
-import type { StatsIncrement } from '../redis/stats.ts';
+import type { StatsIncrement } from '../stats-model.ts';
 import { rejectAfter } from '../timeout.ts';
 import { causeOf } from './envelope.ts';
 

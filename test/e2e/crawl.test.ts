@@ -7,7 +7,7 @@ import { execFileSync } from 'node:child_process';
 import { afterAll, beforeAll, describe, expect, onTestFinished, test } from 'vitest';
 import { QUIET_MAX_MS } from '../../lib/crawl/crawler/leasing.ts';
 import { Frontier } from '../../lib/redis/frontier.ts';
-import { frontierOptions } from '../../lib/redis/frontier-types.ts';
+import { frontierOptions } from '../../lib/redis/frontier-options.ts';
 import { type FixtureSite, startSite } from '../../localstack/site/site.ts';
 import { type Collector, completeNotice, crawlPages, type E2eCluster, startE2eCluster } from '../helpers/cluster.ts';
 import { CONTRACT_PAGE_FIELDS } from '../helpers/contract.ts';

@@ -7,10 +7,11 @@
  */
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';
 import { createRestDeps, type RestDeps } from '../../functions/rest/deps.ts';
+import type { PartitionRef } from '../../lib/frontier-model.ts';
 import { infoReply } from '../../lib/monitor/info.ts';
 import type { Log } from '../../lib/ports.ts';
 import type { RedisClient } from '../../lib/redis/client.ts';
-import { type PartitionRef, partitionTag, spiderPartitions } from '../../lib/redis/keys.ts';
+import { partitionTag, spiderPartitions } from '../../lib/redis/keys.ts';
 import { createRestRouter, type RestRouter } from '../../lib/rest/router.ts';
 import { type FixtureSite, startSite } from '../../localstack/site/site.ts';
 import { clusterEnv, runCli, startCli } from '../helpers/cli.ts';

@@ -5,7 +5,7 @@
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';
 import { kafkaMonitorHandler } from '../../functions/kafka-monitor/handler.ts';
 import { encodeMskEvent } from '../../functions/shared/msk.ts';
-import { STATS_WINDOWS } from '../../lib/redis/stats.ts';
+import { STATS_WINDOWS } from '../../lib/stats-model.ts';
 import { lambdaContext } from '../../localstack/runtime/lambda-context.ts';
 import { type Collector, startTestCluster, type TestCluster } from '../helpers/cluster.ts';
 import { uniqueName, waitUntil } from '../helpers/services.ts';

@@ -7,8 +7,6 @@
 import { registrableDomain } from '../../lib/crawl/domain.ts';
 import { requestFingerprint } from '../../lib/crawl/fingerprint.ts';
 import { InfrastructureError } from '../../lib/errors.ts';
-import { seedEntry } from '../../lib/monitor/kafka-monitor.ts';
-import type { FrontierApi } from '../../lib/ports.ts';
 import type {
   CrawlInfo,
   CrawlRef,
@@ -18,7 +16,9 @@ import type {
   FrontierItem,
   QueueRequest,
   QueueSummary,
-} from '../../lib/redis/frontier-types.ts';
+} from '../../lib/frontier-model.ts';
+import { seedEntry } from '../../lib/monitor/kafka-monitor.ts';
+import type { FrontierApi } from '../../lib/ports.ts';
 import type { CrawlRequest } from '../../lib/schemas/index.ts';
 
 /** A seed entry as the kafka-monitor makes it (seedEntry), with the defaults validation fills. */

@@ -4,10 +4,11 @@
  * documents (lib/ports.ts) in the simplest form, and the stores have a switch to fail as when Redis is unreachable.
  */
 import { InfrastructureError } from '../../lib/errors.ts';
+import type { DomainAction } from '../../lib/frontier-model.ts';
 import type { Log, MessageSink, OutMessage, ReplyStore, StatsStore, UrlFrontierView } from '../../lib/ports.ts';
-import { type CrawlKey, FAILURES_KEPT, type FailureNote } from '../../lib/redis/failure-log.ts';
-import type { DomainAction } from '../../lib/redis/frontier-types.ts';
-import { type MinuteCount, STATS_WINDOWS, type StatsCounts, type StatsIncrement } from '../../lib/redis/stats.ts';
+import { FAILURES_KEPT } from '../../lib/redis/failure-log.ts';
+import type { CrawlKey, FailureNote } from '../../lib/stats-model.ts';
+import { type MinuteCount, STATS_WINDOWS, type StatsCounts, type StatsIncrement } from '../../lib/stats-model.ts';
 
 const LEGAL_TOPIC = /^[a-zA-Z0-9._-]{1,249}$/;
 

@@ -7,9 +7,10 @@
 import { afterAll, afterEach } from 'vitest';
 import { registrableDomain } from '../../lib/crawl/domain.ts';
 import { requestFingerprint } from '../../lib/crawl/fingerprint.ts';
+import type { CrawlRef, CrawlSettings, Lease, QueueRequest } from '../../lib/frontier-model.ts';
 import type { RedisClient } from '../../lib/redis/client.ts';
 import { Frontier } from '../../lib/redis/frontier.ts';
-import type { CrawlRef, CrawlSettings, FrontierOptions, Lease, QueueRequest } from '../../lib/redis/frontier-types.ts';
+import type { FrontierOptions } from '../../lib/redis/frontier-options.ts';
 import {
   dupefilterKey,
   partitionKeyList,
@@ -99,6 +100,24 @@ export function queueRequest(url: string, priority = 1, depth = 0, retries = 0):
   return { url, domain: registrableDomain(url), fingerprint: requestFingerprint(url), priority, depth, retries };
 }
 
+/** One lease, or when something may be due (epoch ms; null: no work at all). */
+export type LeaseResult =
+  | { leased: true; lease: Lease; skipped: number }
+  | { leased: false; nextDueMs: number | null; skipped: number };
+
+/** Leases the next due request of a spider type: {@link Frontier.leaseMany} of one, as the tests read it. */
+export async function leaseOne(
+  frontier: Frontier,
+  spider: string,
+  options: { ip?: string; now?: number } = {},
+): Promise<LeaseResult> {
+  const r = await frontier.leaseMany(spider, 1, options);
+  const [lease] = r.leases;
+  return lease
+    ? { leased: true, lease, skipped: r.skipped }
+    : { leased: false, nextDueMs: r.nextDueMs, skipped: r.skipped };
+}
+
 /** Leases until nothing is due at `now` (at most `max` leases), in lease order. */
 export async function leaseAll(
   frontier: Frontier,
@@ -109,7 +128,7 @@ export async function leaseAll(
   const out: Lease[] = [];
   const max = options.max ?? 10_000;
   while (out.length < max) {
-    const r = await frontier.lease(spider, { now, ip: options.ip });
+    const r = await leaseOne(frontier, spider, { now, ip: options.ip });
     if (!r.leased) break;
     out.push(r.lease);
   }
@@ -139,7 +158,7 @@ export async function simulateLeasers(
   await Promise.all(
     Array.from({ length: leasers }, async (_, leaser) => {
       for (let at = start; at < start + durationMs; at += stepMs) {
-        const r = await frontier.lease(spider, { now: at, ip: ips?.[leaser] });
+        const r = await leaseOne(frontier, spider, { now: at, ip: ips?.[leaser] });
         if (r.leased) out.push({ at, leaser, lease: r.lease });
         await arrive();
       }

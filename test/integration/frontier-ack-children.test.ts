@@ -1,8 +1,8 @@
 import { describe, expect, test } from 'vitest';
 import { PartialBatchError } from '../../lib/errors.ts';
+import type { CrawlRef, Lease, QueueRequest } from '../../lib/frontier-model.ts';
 import { MAX_FOLDED_CHILDREN } from '../../lib/redis/ack-fold.ts';
 import type { Frontier } from '../../lib/redis/frontier.ts';
-import type { CrawlRef, Lease, QueueRequest } from '../../lib/redis/frontier-types.ts';
 import {
   childCrawl,
   frontierTestRedis,

@@ -5,6 +5,7 @@
  * requests. On real Redis, standalone and cluster mode.
  */
 import { afterAll, afterEach, describe, expect, test } from 'vitest';
+import type { FrontierItem } from '../../lib/frontier-model.ts';
 import type { MonitorContext } from '../../lib/monitor/context.ts';
 import { fleetMetrics } from '../../lib/monitor/fleet-metrics.ts';
 import { STATS_TOP_DOMAINS, statsPayload } from '../../lib/monitor/stats-report.ts';
@@ -12,7 +13,6 @@ import { redisStatsStore } from '../../lib/monitor/stores.ts';
 import type { RedisClient } from '../../lib/redis/client.ts';
 import type { Frontier } from '../../lib/redis/frontier.ts';
 import { INFO_PAGE, SETTLE_BUDGET } from '../../lib/redis/frontier-admin.ts';
-import type { FrontierItem } from '../../lib/redis/frontier-types.ts';
 import { partitionKeys } from '../../lib/redis/keys.ts';
 import {
   childCrawl,

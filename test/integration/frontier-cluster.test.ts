@@ -2,8 +2,8 @@ import { readdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import type { Cluster } from 'ioredis';
 import { describe, expect, test } from 'vitest';
+import type { Lease } from '../../lib/frontier-model.ts';
 import type { Frontier } from '../../lib/redis/frontier.ts';
-import type { Lease } from '../../lib/redis/frontier-types.ts';
 import {
   crawlKey,
   dupefilterKey,

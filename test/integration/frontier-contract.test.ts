@@ -15,9 +15,9 @@
  * registration), nor what its `limit` cuts off.
  */
 import { describe, expect, test } from 'vitest';
+import type { CrawlSettings, FrontierItem, Lease } from '../../lib/frontier-model.ts';
 import type { FrontierApi } from '../../lib/ports.ts';
 import type { Frontier } from '../../lib/redis/frontier.ts';
-import type { CrawlSettings, FrontierItem, Lease } from '../../lib/redis/frontier-types.ts';
 import { child, FakeFrontier, seed } from '../helpers/fake-frontier.ts';
 import { frontierTestRedis, T0, testFrontier } from '../helpers/frontier.ts';
 

@@ -4,8 +4,8 @@
  * frontier without the cache answers, with the same queue afterwards.
  */
 import { describe, expect, test } from 'vitest';
+import type { AckResult, CrawlRef, Lease, QueueRequest } from '../../lib/frontier-model.ts';
 import type { Frontier } from '../../lib/redis/frontier.ts';
-import type { AckResult, CrawlRef, Lease, QueueRequest } from '../../lib/redis/frontier-types.ts';
 import { crawlKey, dupefilterKey } from '../../lib/redis/keys.ts';
 import {
   childCrawl,

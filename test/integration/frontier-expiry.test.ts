@@ -4,7 +4,7 @@
  * timer's stop then announces it with every such request counted, and the crawl never looks complete before.
  */
 import { describe, expect, test } from 'vitest';
-import type { CrawlRef, Lease } from '../../lib/redis/frontier-types.ts';
+import type { CrawlRef, Lease } from '../../lib/frontier-model.ts';
 import { childCrawl, frontierTestRedis, queueRequest, seedCrawl, T0, testFrontier } from '../helpers/frontier.ts';
 
 const redis = frontierTestRedis();

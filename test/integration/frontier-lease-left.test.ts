@@ -1,5 +1,5 @@
 /**
- * What lease.lua says is left for its caller (its header's `left`; lib/redis/frontier-types.ts LeaseLeft): more due
+ * What lease.lua says is left for its caller (its header's `left`; lib/frontier-model.ts LeaseLeft): more due
  * now only while a ready domain the caller may lease is left, and a distinct answer when the ready work is only in
  * the domains it excluded (the crawler's domains at their in-flight cap), so that it neither wakes workers for
  * nothing nor mistakes those domains for no work at all.

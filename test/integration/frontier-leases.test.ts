@@ -1,10 +1,11 @@
 import { describe, expect, test } from 'vitest';
+import type { CrawlRef, Lease } from '../../lib/frontier-model.ts';
 import type { Frontier } from '../../lib/redis/frontier.ts';
-import type { CrawlRef, Lease } from '../../lib/redis/frontier-types.ts';
 import {
   childCrawl,
   frontierTestRedis,
   leaseAll,
+  leaseOne,
   queueRequest,
   seedCrawl,
   T0,
@@ -84,12 +85,12 @@ describe('frontier leases', () => {
     expect(info?.queued).toBe(1);
     expect(info?.leased).toBe(0);
 
-    expect(await frontier.lease('link', { now: T0 + 5099 })).toEqual({
+    expect(await leaseOne(frontier, 'link', { now: T0 + 5099 })).toEqual({
       leased: false,
       nextDueMs: T0 + 5100,
       skipped: 0,
     });
-    const again = await frontier.lease('link', { now: T0 + 5100 });
+    const again = await leaseOne(frontier, 'link', { now: T0 + 5100 });
     expect(again.leased && again.lease).toMatchObject({
       url: 'http://a.com/flaky',
       domain: 'a.com',
@@ -272,7 +273,7 @@ describe('leaseMany', () => {
     await queue(many, all);
     const one: string[] = [];
     for (;;) {
-      const r = await single.lease('link', { now: T0 });
+      const r = await leaseOne(single, 'link', { now: T0 });
       if (!r.leased) break;
       one.push(r.lease.url);
     }

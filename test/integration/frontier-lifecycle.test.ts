@@ -1,11 +1,12 @@
 import { describe, expect, test } from 'vitest';
+import type { CrawlRef, Lease, QueueRequest } from '../../lib/frontier-model.ts';
 import type { Frontier } from '../../lib/redis/frontier.ts';
-import type { CrawlRef, Lease, QueueRequest } from '../../lib/redis/frontier-types.ts';
 import { crawlKey, partitionKeys } from '../../lib/redis/keys.ts';
 import {
   childCrawl,
   frontierTestRedis,
   leaseAll,
+  leaseOne,
   queueRequest,
   seedCrawl,
   T0,
@@ -28,7 +29,7 @@ async function drain(frontier: Frontier, now: number): Promise<{ leases: Lease[]
   const leases: Lease[] = [];
   let skipped = 0;
   for (;;) {
-    const r = await frontier.lease('link', { now });
+    const r = await leaseOne(frontier, 'link', { now });
     skipped += r.skipped;
     if (!r.leased) return { leases, skipped };
     leases.push(r.lease);
@@ -145,15 +146,19 @@ describe('stop', () => {
       ]),
       T0,
     );
-    const first = await frontier.lease('link', { now: T0 });
+    const first = await leaseOne(frontier, 'link', { now: T0 });
     expect(first.leased && first.lease.url).toBe('http://y.com/1');
     expect((await frontier.stop('link', 'app', 'a', T0)).purged).toBe(10);
 
-    expect(await frontier.lease('link', { now: T0 })).toEqual({ leased: false, nextDueMs: T0, skipped: 5 });
-    expect(await frontier.lease('link', { now: T0 })).toEqual({ leased: false, nextDueMs: T0, skipped: 5 });
-    const third = await frontier.lease('link', { now: T0 });
+    expect(await leaseOne(frontier, 'link', { now: T0 })).toEqual({ leased: false, nextDueMs: T0, skipped: 5 });
+    expect(await leaseOne(frontier, 'link', { now: T0 })).toEqual({ leased: false, nextDueMs: T0, skipped: 5 });
+    const third = await leaseOne(frontier, 'link', { now: T0 });
     expect(third.leased && [third.lease.url, third.skipped]).toEqual(['http://x.com/b', 0]);
-    expect(await frontier.lease('link', { now: T0 })).toEqual({ leased: false, nextDueMs: T0 + 10_000, skipped: 0 });
+    expect(await leaseOne(frontier, 'link', { now: T0 })).toEqual({
+      leased: false,
+      nextDueMs: T0 + 10_000,
+      skipped: 0,
+    });
   });
 });
 

@@ -4,12 +4,13 @@
  * (the `now` of each call) except where Redis's clock is the point.
  */
 import { describe, expect, test } from 'vitest';
+import type { Lease } from '../../lib/frontier-model.ts';
 import type { Frontier } from '../../lib/redis/frontier.ts';
-import type { Lease } from '../../lib/redis/frontier-types.ts';
 import { partitionKeys } from '../../lib/redis/keys.ts';
 import {
   childCrawl,
   frontierTestRedis,
+  leaseOne,
   maxInWindow,
   queueRequest,
   seedCrawl,
@@ -74,9 +75,9 @@ describe('exact politeness', () => {
     await fill(frontier, ['a.com'], 3, await redisNow());
     const before = await redisNow();
     // A caller whose clock is an hour ahead still gets a lease now, and the next one a minute after Redis's now.
-    const first = await frontier.lease('link', { now: before + 3_600_000 });
+    const first = await leaseOne(frontier, 'link', { now: before + 3_600_000 });
     expect(first.leased).toBe(true);
-    const second = await frontier.lease('link', { now: before + 3_600_000 });
+    const second = await leaseOne(frontier, 'link', { now: before + 3_600_000 });
     expect(second.leased).toBe(false);
     const due = (second as { nextDueMs: number }).nextDueMs;
     expect(due).toBeGreaterThanOrEqual(before + 60_000);
@@ -86,7 +87,7 @@ describe('exact politeness', () => {
   test('a Retry-After holds the whole domain for every leaser; other domains go on; it ends on time', async () => {
     const frontier = testFrontier(redis);
     await fill(frontier, ['busy.com', 'calm.org'], 5);
-    const first = await frontier.lease('link', { now: T0 });
+    const first = await leaseOne(frontier, 'link', { now: T0 });
     expect(first.leased).toBe(true);
     if (!first.leased) return;
     const busy = first.lease.domain;
@@ -95,7 +96,7 @@ describe('exact politeness', () => {
     const during = await simulateLeasers(frontier, 'link', { leasers: 3, start: T0, durationMs: 29_900, stepMs: 100 });
     expect(during.length).toBeGreaterThan(0);
     expect(during.filter((l) => l.lease.domain === busy)).toEqual([]);
-    const after = await frontier.lease('link', { now: T0 + 30_000 });
+    const after = await leaseOne(frontier, 'link', { now: T0 + 30_000 });
     expect(after.leased && after.lease.domain).toBe(busy);
     // The hold is gone once it passed (a field of the throttle hash, removed lazily).
     const throttle = partitionKeys(frontier.partitionFor('link')).throttle;
@@ -105,13 +106,13 @@ describe('exact politeness', () => {
   test('a shorter Retry-After never shortens a longer hold', async () => {
     const frontier = testFrontier(redis);
     await fill(frontier, ['busy.com'], 5);
-    const a = await frontier.lease('link', { now: T0 });
-    const b = await frontier.lease('link', { now: T0 });
+    const a = await leaseOne(frontier, 'link', { now: T0 });
+    const b = await leaseOne(frontier, 'link', { now: T0 });
     if (!a.leased || !b.leased) throw new Error('expected two leases');
     await frontier.retry(a.lease, 1000, T0, 60_000);
     await frontier.retry(b.lease, 1000, T0, 5_000);
-    expect((await frontier.lease('link', { now: T0 + 59_000 })).leased).toBe(false);
-    expect((await frontier.lease('link', { now: T0 + 60_000 })).leased).toBe(true);
+    expect((await leaseOne(frontier, 'link', { now: T0 + 59_000 })).leased).toBe(false);
+    expect((await leaseOne(frontier, 'link', { now: T0 + 60_000 })).leased).toBe(true);
   });
 
   test('Crawl-delay is a minimum spacing for its domain, the stricter of it and the throttle, and can be lifted', async () => {
@@ -138,17 +139,17 @@ describe('exact politeness', () => {
     const frontier = testFrontier(redis, { hits: 1000, windowSec: 1, moderated: false, throttleMarginMs: 100 });
     await fill(frontier, ['a.com'], 10);
     const throttle = partitionKeys(frontier.partitionFor('link')).throttle;
-    for (const at of [T0, T0 + 10, T0 + 20]) expect((await frontier.lease('link', { now: at })).leased).toBe(true);
+    for (const at of [T0, T0 + 10, T0 + 20]) expect((await leaseOne(frontier, 'link', { now: at })).leased).toBe(true);
     expect(await throttleLog(throttle, 'a.com')).toEqual([T0, T0 + 10, T0 + 20]);
     // 1,110 ms after the first fetch: it and the second are out of the window + margin (1,100 ms); the third stays.
-    expect((await frontier.lease('link', { now: T0 + 1110 })).leased).toBe(true);
+    expect((await leaseOne(frontier, 'link', { now: T0 + 1110 })).leased).toBe(true);
     expect(await throttleLog(throttle, 'a.com')).toEqual([T0 + 20, T0 + 1110]);
     // An hour later only the new fetch is left, and a Crawl-delay (+ margin) still counts from the latest fetch.
     await frontier.setCrawlDelay(frontier.partitionFor('link'), 'a.com', 5000);
-    expect((await frontier.lease('link', { now: T0 + 3_600_000 })).leased).toBe(true);
+    expect((await leaseOne(frontier, 'link', { now: T0 + 3_600_000 })).leased).toBe(true);
     expect(await throttleLog(throttle, 'a.com')).toEqual([T0 + 3_600_000]);
-    expect((await frontier.lease('link', { now: T0 + 3_605_099 })).leased).toBe(false);
-    expect((await frontier.lease('link', { now: T0 + 3_605_100 })).leased).toBe(true); // + the 100 ms margin
+    expect((await leaseOne(frontier, 'link', { now: T0 + 3_605_099 })).leased).toBe(false);
+    expect((await leaseOne(frontier, 'link', { now: T0 + 3_605_100 })).leased).toBe(true); // + the 100 ms margin
   });
 
   test('a big sliding-window log is read by position: 20,000 fetches in the window, the next lease waits for the first to leave it', async () => {
@@ -158,10 +159,10 @@ describe('exact politeness', () => {
     // 20,000 fetches 2 ms apart from T0 (the last at T0 + 39,998), as a busy domain's log holds them.
     const times = Array.from({ length: 20_000 }, (_, i) => T0 + 2 * i);
     await redis.hset(throttle, 'a.com', times.map((t) => String(t).padStart(13, '0')).join(''));
-    expect((await frontier.lease('link', { now: T0 + 40_000 })).leased).toBe(false);
+    expect((await leaseOne(frontier, 'link', { now: T0 + 40_000 })).leased).toBe(false);
     // The oldest leaves the window (60 s + 100 ms margin) at T0 + 60,100.
-    expect((await frontier.lease('link', { now: T0 + 60_099 })).leased).toBe(false);
-    expect((await frontier.lease('link', { now: T0 + 60_100 })).leased).toBe(true);
+    expect((await leaseOne(frontier, 'link', { now: T0 + 60_099 })).leased).toBe(false);
+    expect((await leaseOne(frontier, 'link', { now: T0 + 60_100 })).leased).toBe(true);
     // That lease cut what fell out of the window (only the first: T0 + 2 is still in it) and appended its own.
     const log = (await throttleLog(throttle, 'a.com')) ?? [];
     expect(log).toHaveLength(20_000);
@@ -175,8 +176,8 @@ describe('exact politeness', () => {
     const throttle = partitionKeys(frontier.partitionFor('link')).throttle;
     await redis.hset(throttle, 'a.com', `${T0},${T0 + 10},${T0 + 20}`);
     // Three in the window: the next is due when the first leaves it (T0 + 1,100).
-    expect((await frontier.lease('link', { now: T0 + 1099 })).leased).toBe(false);
-    expect((await frontier.lease('link', { now: T0 + 1100 })).leased).toBe(true);
+    expect((await leaseOne(frontier, 'link', { now: T0 + 1099 })).leased).toBe(false);
+    expect((await leaseOne(frontier, 'link', { now: T0 + 1100 })).leased).toBe(true);
     expect(await throttleLog(throttle, 'a.com')).toEqual([T0 + 10, T0 + 20, T0 + 1100]);
   });
 
@@ -186,8 +187,8 @@ describe('exact politeness', () => {
     const throttle = partitionKeys(frontier.partitionFor('link')).throttle;
     await redis.hset(throttle, 'a.com', [T0, T0 + 50].map((t) => String(t).padStart(13, '0')).join(''));
     // Spacing (1,000 + 100) / 10 = 110 ms after the latest (T0 + 50).
-    expect((await frontier.lease('link', { now: T0 + 159 })).leased).toBe(false);
-    expect((await frontier.lease('link', { now: T0 + 160 })).leased).toBe(true);
+    expect((await leaseOne(frontier, 'link', { now: T0 + 159 })).leased).toBe(false);
+    expect((await leaseOne(frontier, 'link', { now: T0 + 160 })).leased).toBe(true);
     expect(await throttleLog(throttle, 'a.com')).toEqual([T0 + 160]);
   });
 
@@ -205,31 +206,31 @@ describe('exact politeness', () => {
     const frontier = testFrontier(redis, { hits: 10, windowSec: 1, moderated: true });
     await fill(frontier, ['slow.com', 'other.com'], 3);
     const p = frontier.partitionFor('link');
-    const first = await frontier.lease('link', { now: T0 });
+    const first = await leaseOne(frontier, 'link', { now: T0 });
     expect(first.leased && first.lease.domain).toBe('slow.com');
     // slow.com now waits until T0 + 100 (the throttle's spacing); its Crawl-delay arrives meanwhile.
     await frontier.setCrawlDelay(p, 'slow.com', 2000);
     const leased: string[] = [];
     for (let at = T0 + 100; at < T0 + 2000; at += 100) {
-      const r = await frontier.lease('link', { now: at });
+      const r = await leaseOne(frontier, 'link', { now: at });
       if (r.leased) leased.push(r.lease.domain);
     }
     expect(leased).not.toContain('slow.com');
     expect(leased).toContain('other.com');
-    const due = await frontier.lease('link', { now: T0 + 2000 });
+    const due = await leaseOne(frontier, 'link', { now: T0 + 2000 });
     expect(due.leased && due.lease.domain).toBe('slow.com');
   });
 });
 
 describe('restamp: the throttle hit moves to when the fetch really starts', () => {
   async function leaseAt(frontier: Frontier, now: number) {
-    const r = await frontier.lease('link', { now });
+    const r = await leaseOne(frontier, 'link', { now });
     if (!r.leased) throw new Error(`expected a lease at ${now}`);
     return r.lease;
   }
 
   async function firstLease(frontier: Frontier, from: number, to: number, stepMs = 50) {
-    for (let at = from; at <= to; at += stepMs) if ((await frontier.lease('link', { now: at })).leased) return at;
+    for (let at = from; at <= to; at += stepMs) if ((await leaseOne(frontier, 'link', { now: at })).leased) return at;
     return undefined;
   }
 
@@ -266,7 +267,7 @@ describe('restamp: the throttle hit moves to when the fetch really starts', () =
     // The second lease comes at T0 + 1000, its fetch 325 ms later (its worker read robots.txt first).
     const b = await leaseAt(frontier, T0 + 1000);
     expect(await frontier.restamp(b, { maxWaitMs: 10_000, now: T0 + 1325 })).toEqual({ waitMs: 0 });
-    expect((await frontier.lease('link', { now: T0 + 2000 })).leased).toBe(false);
+    expect((await leaseOne(frontier, 'link', { now: T0 + 2000 })).leased).toBe(false);
     expect(await firstLease(frontier, T0 + 2000, T0 + 3000, 25)).toBe(T0 + 2325);
   });
 
@@ -305,7 +306,7 @@ describe('restamp: the throttle hit moves to when the fetch really starts', () =
     expect(await frontier.restamp(a, { maxWaitMs: 10_000, now: T0 + 60_500 })).toBeNull();
     expect(await frontier.restamp(a, { maxWaitMs: 10_000, now: T0 + 60_600 })).toBeNull(); // not leased any more
     expect(b.url).not.toBe(a.url);
-    expect((await frontier.lease('link', { now: T0 + 119_000 })).leased).toBe(false);
+    expect((await leaseOne(frontier, 'link', { now: T0 + 119_000 })).leased).toBe(false);
     const again = await leaseAt(frontier, T0 + 120_000);
     expect(again.url).toBe(a.url);
     const info = await frontier.crawlInfo('link', 'app', 'c1', T0);
@@ -319,7 +320,7 @@ describe('restamp: the throttle hit moves to when the fetch really starts', () =
     const b = await leaseAt(frontier, T0 + 100);
     expect((await frontier.retry(b, 1000, T0 + 100, 300_000)).retried).toBe(true);
     expect(await frontier.restamp(a, { maxWaitMs: 10_000, now: T0 + 200 })).toBeNull();
-    expect((await frontier.lease('link', { now: T0 + 299_000 })).leased).toBe(false);
+    expect((await leaseOne(frontier, 'link', { now: T0 + 299_000 })).leased).toBe(false);
     const c = await leaseAt(frontier, T0 + 300_100);
     expect(await frontier.reclaim('link', T0 + 10_000_000)).toBe(1);
     expect(await frontier.restamp(c, { maxWaitMs: 10_000, now: T0 + 10_000_000 })).toBeNull();

@@ -1,10 +1,11 @@
 import { describe, expect, test } from 'vitest';
-import type { CrawlRef, QueueRequest } from '../../lib/redis/frontier-types.ts';
+import type { CrawlRef, QueueRequest } from '../../lib/frontier-model.ts';
 import { prng } from '../../localstack/site/prng.ts';
 import {
   childCrawl,
   frontierTestRedis,
   leaseAll,
+  leaseOne,
   queueRequest,
   seedCrawl,
   T0,
@@ -46,7 +47,7 @@ describe('frontier scheduling', () => {
     expect(leases.map((l) => `${l.crawl.appid}/${l.crawl.crawlid}`)).toEqual(
       expected.map((i) => `${i.crawl.appid}/${i.crawl.crawlid}`),
     );
-    expect(await frontier.lease('link', { now: T0 })).toEqual({ leased: false, nextDueMs: null, skipped: 0 });
+    expect(await leaseOne(frontier, 'link', { now: T0 })).toEqual({ leased: false, nextDueMs: null, skipped: 0 });
   });
 
   test('a request enqueued later at a higher priority is leased before everything queued earlier', async () => {
@@ -85,7 +86,7 @@ describe('frontier scheduling', () => {
     );
     const now = await leaseAll(frontier, 'link', T0);
     expect(now.map((l) => l.url)).toEqual(['http://a.com/1', 'http://c.com/1', 'http://b.com/1']);
-    expect(await frontier.lease('link', { now: T0 + 1 })).toEqual({
+    expect(await leaseOne(frontier, 'link', { now: T0 + 1 })).toEqual({
       leased: false,
       nextDueMs: T0 + 10_000,
       skipped: 0,
@@ -104,7 +105,7 @@ describe('frontier scheduling', () => {
     await one('http://a.com/2', 50, T0 + 1);
     // ...and a better one arriving meanwhile is the first leased when it allows.
     await one('http://a.com/3', 90, T0 + 2);
-    expect(await frontier.lease('link', { now: T0 + 3 })).toEqual({
+    expect(await leaseOne(frontier, 'link', { now: T0 + 3 })).toEqual({
       leased: false,
       nextDueMs: T0 + 10_000,
       skipped: 0,

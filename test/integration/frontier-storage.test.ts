@@ -4,7 +4,7 @@
  */
 import { createHash } from 'node:crypto';
 import { describe, expect, test } from 'vitest';
-import type { CrawlRef, QueueRequest } from '../../lib/redis/frontier-types.ts';
+import type { CrawlRef, QueueRequest } from '../../lib/frontier-model.ts';
 import { crawlKey, dupefilterKey, partitionKeys } from '../../lib/redis/keys.ts';
 import { prng } from '../../localstack/site/prng.ts';
 import {

@@ -5,6 +5,7 @@ import {
   childCrawl,
   frontierTestRedis,
   leaseAll,
+  leaseOne,
   maxInWindow,
   queueRequest,
   seedCrawl,
@@ -121,10 +122,18 @@ describe('frontier throttle', () => {
   test('a lease with nothing due says when the domain is next due', async () => {
     const frontier = testFrontier(redis, { ...FIVE_PER_2S, moderated: true });
     await fill(frontier, 'a.com', 3);
-    expect((await frontier.lease('link', { now: T0 })).leased).toBe(true);
-    expect(await frontier.lease('link', { now: T0 + 50 })).toEqual({ leased: false, nextDueMs: T0 + 400, skipped: 0 });
-    expect(await frontier.lease('link', { now: T0 + 399 })).toEqual({ leased: false, nextDueMs: T0 + 400, skipped: 0 });
-    expect((await frontier.lease('link', { now: T0 + 400 })).leased).toBe(true);
+    expect((await leaseOne(frontier, 'link', { now: T0 })).leased).toBe(true);
+    expect(await leaseOne(frontier, 'link', { now: T0 + 50 })).toEqual({
+      leased: false,
+      nextDueMs: T0 + 400,
+      skipped: 0,
+    });
+    expect(await leaseOne(frontier, 'link', { now: T0 + 399 })).toEqual({
+      leased: false,
+      nextDueMs: T0 + 400,
+      skipped: 0,
+    });
+    expect((await leaseOne(frontier, 'link', { now: T0 + 400 })).leased).toBe(true);
 
     const burst = testFrontier(redis, { ...FIVE_PER_2S, moderated: false });
     await fill(burst, 'a.com', 6);
@@ -132,46 +141,50 @@ describe('frontier throttle', () => {
     await fill(burst, 'b.com', 6, T0 + 700, 'link', 'c2');
     expect(await leaseAll(burst, 'link', T0 + 700)).toHaveLength(5);
     // The earliest of several waiting domains is reported: a.com at T0 + 2 s, not b.com at T0 + 2.7 s.
-    expect(await burst.lease('link', { now: T0 + 800 })).toEqual({ leased: false, nextDueMs: T0 + 2000, skipped: 0 });
+    expect(await leaseOne(burst, 'link', { now: T0 + 800 })).toEqual({
+      leased: false,
+      nextDueMs: T0 + 2000,
+      skipped: 0,
+    });
   });
 
   test('a domain-update override applies at the next lease, tightening or loosening, and domain-remove restores the default', async () => {
     const frontier = testFrontier(redis, { ...FIVE_PER_2S, moderated: true });
     await fill(frontier, 'a.com', 20);
-    expect((await frontier.lease('link', { now: T0 })).leased).toBe(true);
+    expect((await leaseOne(frontier, 'link', { now: T0 })).leased).toBe(true);
 
     await frontier.configureDomain('domain-update', 'a.com', { hits: 2, window: 2 }, T0 + 10);
-    expect(await frontier.lease('link', { now: T0 + 400 })).toEqual({
+    expect(await leaseOne(frontier, 'link', { now: T0 + 400 })).toEqual({
       leased: false,
       nextDueMs: T0 + 1000,
       skipped: 0,
     });
-    expect((await frontier.lease('link', { now: T0 + 1000 })).leased).toBe(true);
+    expect((await leaseOne(frontier, 'link', { now: T0 + 1000 })).leased).toBe(true);
 
     await frontier.configureDomain('domain-update', 'a.com', { hits: 20, window: 2 }, T0 + 1010);
-    expect((await frontier.lease('link', { now: T0 + 1100 })).leased).toBe(true);
-    expect(await frontier.lease('link', { now: T0 + 1150 })).toEqual({
+    expect((await leaseOne(frontier, 'link', { now: T0 + 1100 })).leased).toBe(true);
+    expect(await leaseOne(frontier, 'link', { now: T0 + 1150 })).toEqual({
       leased: false,
       nextDueMs: T0 + 1200,
       skipped: 0,
     });
 
     await frontier.configureDomain('domain-remove', 'a.com', {}, T0 + 1160);
-    expect(await frontier.lease('link', { now: T0 + 1200 })).toEqual({
+    expect(await leaseOne(frontier, 'link', { now: T0 + 1200 })).toEqual({
       leased: false,
       nextDueMs: T0 + 1500,
       skipped: 0,
     });
-    expect((await frontier.lease('link', { now: T0 + 1500 })).leased).toBe(true);
+    expect((await leaseOne(frontier, 'link', { now: T0 + 1500 })).leased).toBe(true);
   });
 
   test('a tightened override counts from the last lease: 1 per 2 s after a lease at +400 ms is next due at +2400 ms', async () => {
     const frontier = testFrontier(redis, { ...FIVE_PER_2S, moderated: true });
     await fill(frontier, 'a.com', 5);
-    expect((await frontier.lease('link', { now: T0 })).leased).toBe(true);
-    expect((await frontier.lease('link', { now: T0 + 400 })).leased).toBe(true);
+    expect((await leaseOne(frontier, 'link', { now: T0 })).leased).toBe(true);
+    expect((await leaseOne(frontier, 'link', { now: T0 + 400 })).leased).toBe(true);
     await frontier.configureDomain('domain-update', 'a.com', { hits: 1, window: 2 }, T0 + 401);
-    expect(await frontier.lease('link', { now: T0 + 800 })).toEqual({
+    expect(await leaseOne(frontier, 'link', { now: T0 + 800 })).toEqual({
       leased: false,
       nextDueMs: T0 + 2400,
       skipped: 0,
@@ -196,10 +209,14 @@ describe('frontier throttle', () => {
     await fill(frontier, 'b.com', 1, T0, 'link', 'c2');
     await frontier.configureDomain('domain-update', 'a.com', { hits: 1, window: 2, scale: 0.5 }, T0);
     expect((await leaseAll(frontier, 'link', T0)).map((l) => l.domain)).toEqual(['b.com']);
-    expect(await frontier.lease('link', { now: T0 + 1 })).toEqual({ leased: false, nextDueMs: null, skipped: 0 });
+    expect(await leaseOne(frontier, 'link', { now: T0 + 1 })).toEqual({ leased: false, nextDueMs: null, skipped: 0 });
     await frontier.configureDomain('domain-update', 'a.com', { hits: 2, window: 2, scale: 0.5 }, T0 + 2);
     expect((await leaseAll(frontier, 'link', T0 + 3)).map((l) => l.domain)).toEqual(['a.com']);
-    expect(await frontier.lease('link', { now: T0 + 4 })).toEqual({ leased: false, nextDueMs: T0 + 2003, skipped: 0 });
+    expect(await leaseOne(frontier, 'link', { now: T0 + 4 })).toEqual({
+      leased: false,
+      nextDueMs: T0 + 2003,
+      skipped: 0,
+    });
   });
 
   test('a blacklisted domain is never leased while other domains are, and is leased again after blacklist-remove', async () => {
@@ -212,7 +229,7 @@ describe('frontier throttle', () => {
     expect(during.map((l) => l.domain)).toEqual(['b.com', 'b.com', 'b.com', 'b.com', 'b.com']);
     // Its requests stay queued.
     expect(await frontier.backlog('link')).toEqual({ 'a.com': 6 });
-    expect((await frontier.lease('link', { now: T0 + 2 })).leased).toBe(false);
+    expect((await leaseOne(frontier, 'link', { now: T0 + 2 })).leased).toBe(false);
 
     await frontier.configureDomain('blacklist-remove', 'a.com', {}, T0 + 3);
     const after = await leaseAll(frontier, 'link', T0 + 4);
@@ -230,21 +247,21 @@ describe('frontier throttle', () => {
   test('leases that find nothing record no throttle hit: a request enqueued after them is leased at once', async () => {
     const frontier = testFrontier(redis, { ...FIVE_PER_2S, moderated: true });
     await fill(frontier, 'a.com', 1);
-    expect((await frontier.lease('link', { now: T0 })).leased).toBe(true);
+    expect((await leaseOne(frontier, 'link', { now: T0 })).leased).toBe(true);
     const thr = partitionKeys(frontier.partitionFor('link')).throttle;
     const state = await redis.hgetall(thr);
     for (let t = T0 + 1; t <= T0 + 450; t += 10) {
-      expect(await frontier.lease('link', { now: t })).toEqual({ leased: false, nextDueMs: null, skipped: 0 });
+      expect(await leaseOne(frontier, 'link', { now: t })).toEqual({ leased: false, nextDueMs: null, skipped: 0 });
     }
     expect(await redis.hgetall(thr)).toEqual(state);
     await fill(frontier, 'a.com', 1, T0 + 450, 'link', 'c2');
-    expect((await frontier.lease('link', { now: T0 + 450 })).leased).toBe(true);
+    expect((await leaseOne(frontier, 'link', { now: T0 + 450 })).leased).toBe(true);
 
     // The same on a frontier that never had work: the first request is leased at once.
     const empty = testFrontier(redis, { ...FIVE_PER_2S, moderated: true });
-    for (let t = T0; t < T0 + 1000; t += 100) expect((await empty.lease('link', { now: t })).leased).toBe(false);
+    for (let t = T0; t < T0 + 1000; t += 100) expect((await leaseOne(empty, 'link', { now: t })).leased).toBe(false);
     await fill(empty, 'a.com', 2, T0 + 1000);
-    expect((await empty.lease('link', { now: T0 + 1000 })).leased).toBe(true);
+    expect((await leaseOne(empty, 'link', { now: T0 + 1000 })).leased).toBe(true);
   });
 
   test('SCHEDULER_IP_ENABLED: two egress IPs each get the full per-domain limit', async () => {
@@ -264,7 +281,7 @@ describe('frontier throttle', () => {
     }
     expect(new Set(leases.map((l) => l.lease.handle)).size).toBe(20);
     // The IP's own throttle says when it is next due.
-    expect(await frontier.lease('link', { now: T0 + 3601, ip: '10.0.0.1' })).toEqual({
+    expect(await leaseOne(frontier, 'link', { now: T0 + 3601, ip: '10.0.0.1' })).toEqual({
       leased: false,
       nextDueMs: T0 + 4000,
       skipped: 0,
@@ -289,16 +306,24 @@ describe('frontier throttle', () => {
     const shared = testFrontier(redis, { ...FIVE_PER_2S, moderated: true, typeEnabled: false });
     await fill(shared, 'a.com', 10, T0, 'link', 'c1');
     await fill(shared, 'a.com', 10, T0, 'wandering', 'c2');
-    expect((await shared.lease('link', { now: T0 })).leased).toBe(true);
-    expect(await shared.lease('wandering', { now: T0 })).toEqual({ leased: false, nextDueMs: T0 + 400, skipped: 0 });
-    expect((await shared.lease('wandering', { now: T0 + 400 })).leased).toBe(true);
-    expect(await shared.lease('link', { now: T0 + 400 })).toEqual({ leased: false, nextDueMs: T0 + 800, skipped: 0 });
+    expect((await leaseOne(shared, 'link', { now: T0 })).leased).toBe(true);
+    expect(await leaseOne(shared, 'wandering', { now: T0 })).toEqual({
+      leased: false,
+      nextDueMs: T0 + 400,
+      skipped: 0,
+    });
+    expect((await leaseOne(shared, 'wandering', { now: T0 + 400 })).leased).toBe(true);
+    expect(await leaseOne(shared, 'link', { now: T0 + 400 })).toEqual({
+      leased: false,
+      nextDueMs: T0 + 800,
+      skipped: 0,
+    });
 
     // With per-type throttles (the default) each spider type gets its own limit on the same domain.
     const perType = testFrontier(redis, { ...FIVE_PER_2S, moderated: true, typeEnabled: true });
     await fill(perType, 'a.com', 10, T0, 'link', 'c1');
     await fill(perType, 'a.com', 10, T0, 'wandering', 'c2');
-    expect((await perType.lease('link', { now: T0 })).leased).toBe(true);
-    expect((await perType.lease('wandering', { now: T0 })).leased).toBe(true);
+    expect((await leaseOne(perType, 'link', { now: T0 })).leased).toBe(true);
+    expect((await leaseOne(perType, 'wandering', { now: T0 })).leased).toBe(true);
   });
 });

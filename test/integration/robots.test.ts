@@ -6,6 +6,7 @@ import { UndiciFetcher } from '../../lib/crawl/fetch/fetcher.ts';
 import { RobotsCache, type RobotsCacheOptions } from '../../lib/crawl/fetch/robots.ts';
 import { FetchError, type Fetcher, type FetchRequest, type FetchResult } from '../../lib/crawl/types.ts';
 import { robotsKey } from '../../lib/redis/keys.ts';
+import { redisRobotsStore } from '../../lib/redis/robots-store.ts';
 import { clusterRedis, uniqueName } from '../helpers/services.ts';
 
 const DISALLOWS = 'robots.txt disallows this URL';
@@ -62,7 +63,7 @@ function setup(answers: Record<string, Answer>, options: Partial<RobotsCacheOpti
   const prefix = uniqueName();
   const fetcher = new FakeFetcher(answers);
   for (const url of Object.keys(answers)) usedKeys.push(robotsKey(prefix, new URL(url).origin));
-  const cache = new RobotsCache({ redis, prefix, fetcher, ...options });
+  const cache = new RobotsCache({ store: redisRobotsStore(redis, prefix), fetcher, ...options });
   return { prefix, fetcher, cache };
 }
 
@@ -165,7 +166,7 @@ describe('RobotsCache', () => {
     expect(await redis.get(key)).toContain('Disallow: /private/');
 
     const secondFetcher = new FakeFetcher(answers);
-    const second = new RobotsCache({ redis, prefix: first.prefix, fetcher: secondFetcher });
+    const second = new RobotsCache({ store: redisRobotsStore(redis, first.prefix), fetcher: secondFetcher });
     expect(await second.check('http://i.example/private/x', OTHER_UA)).toEqual({
       allowed: false,
       reason: DISALLOWS,
@@ -184,7 +185,7 @@ describe('RobotsCache', () => {
     const first = setup(answers);
     await first.cache.check('http://j.example/', UA);
     const secondFetcher = new FakeFetcher(answers);
-    const second = new RobotsCache({ redis, prefix: first.prefix, fetcher: secondFetcher });
+    const second = new RobotsCache({ store: redisRobotsStore(redis, first.prefix), fetcher: secondFetcher });
     expect(await second.check('http://j.example/x', UA)).toEqual({ allowed: false, reason: unreadable('HTTP 502') });
     expect(secondFetcher.requests).toHaveLength(0);
   });
@@ -340,7 +341,7 @@ describe('RobotsCache over HTTP', () => {
     });
     fetchers.push(fetcher);
     for (const host of HOSTS) usedKeys.push(robotsKey(prefix, origin(host)));
-    return new RobotsCache({ redis, prefix, fetcher });
+    return new RobotsCache({ store: redisRobotsStore(redis, prefix), fetcher });
   }
 
   test('treats a robots.txt that redirects to itself as unavailable: the URL is allowed, and the verdict is shared', async () => {

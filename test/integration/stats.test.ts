@@ -10,8 +10,8 @@ import {
   liveMembers,
   MAX_FIELDS_PER_COUNTER,
   readStats,
-  STATS_WINDOWS,
 } from '../../lib/redis/stats.ts';
+import { STATS_WINDOWS } from '../../lib/stats-model.ts';
 import { clusterRedis, uniqueName } from '../helpers/services.ts';
 
 const redis = clusterRedis();

@@ -57,7 +57,7 @@ describe('URL Frontier store: the Kafka side', () => {
     await store.put([
       { crawl: 'news', key: 'www.a.com', url: 'http://www.a.com/0', kind: 'known', date: 0, metadata: {} },
     ]);
-    const served = await store.serveQueue('DEFAULT', 'b.org', 1, 60);
+    const served = (await store.serveQueues('DEFAULT', ['b.org'], 1, 60))[0];
     expect(served).toHaveLength(1);
     expect(await store.backlog()).toEqual({ news: { 'www.a.com': 2 }, DEFAULT: { 'b.org': 2 } });
     expect(await store.backlog('news')).toEqual({ news: { 'www.a.com': 2 } });
@@ -135,7 +135,7 @@ describe('URL Frontier store: the Kafka side', () => {
     expect(await getAll()).toEqual([]);
     clock.now += 61_000;
     // One script call stops at SERVE_CAP, whatever the client asks (max 0: no limit).
-    const one = await store.serveQueue('c', 'big.example.com', 0, 60);
+    const one = (await store.serveQueues('c', ['big.example.com'], 0, 60))[0];
     expect(one).toHaveLength(SERVE_CAP);
     clock.now += 61_000;
     const again = await getAll();
@@ -157,7 +157,7 @@ describe('URL Frontier store: the Kafka side', () => {
     );
     expect(served).toBe(n);
     clock.now += 61_000;
-    expect(await store.serveQueue('c', 'hold.example.com', 0, 60)).toHaveLength(SERVE_CAP);
+    expect((await store.serveQueues('c', ['hold.example.com'], 0, 60))[0]).toHaveLength(SERVE_CAP);
     const q = urlFrontierQueueKeys(store.prefix, 'c', 'hold.example.com');
     // released 2 x SERVE_CAP, of which SERVE_CAP held again; 500 ended holds wait for the next serve
     expect(await redis.zcard(q.sched)).toBe(SERVE_CAP);

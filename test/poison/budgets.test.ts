@@ -17,7 +17,7 @@ import type { Variables } from '../../lib/config/index.ts';
 import { MAX_SITEMAP_ENTRIES } from '../../lib/crawl/extract/sitemap.ts';
 import type { RedisClient } from '../../lib/redis/client.ts';
 import { Frontier } from '../../lib/redis/frontier.ts';
-import { frontierOptions } from '../../lib/redis/frontier-types.ts';
+import { frontierOptions } from '../../lib/redis/frontier-options.ts';
 import {
   type Collector,
   completeNotice,

@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
+import type { CrawlInfo, CrawlWaits } from '../../lib/frontier-model.ts';
 import { mergeInfos } from '../../lib/redis/crawl-info.ts';
-import type { CrawlInfo, CrawlWaits } from '../../lib/redis/frontier-types.ts';
 
 describe('mergeInfos (one crawl over partitions)', () => {
   const info = (waits?: CrawlWaits): CrawlInfo => ({

@@ -1,11 +1,11 @@
 /**
- * The crawler's lease pump (lib/crawl/crawler/leasing.ts) on what the lease script says is left (lib/redis/
- * frontier-types.ts LeaseLeft): a type whose work is only in the domains at the cap is not marked quiet, and a lease
+ * The crawler's lease pump (lib/crawl/crawler/leasing.ts) on what the lease script says is left
+ * (lib/frontier-model.ts LeaseLeft): a type whose work is only in the domains at the cap is not marked quiet, and a lease
  * says "more" (wake more workers) only when more is due now for this process.
  */
 import { describe, expect, it } from 'vitest';
 import { LeasePump, type LeasePumpOptions } from '../../lib/crawl/crawler/leasing.ts';
-import type { Lease, LeaseMany } from '../../lib/redis/frontier-types.ts';
+import type { Lease, LeaseMany } from '../../lib/frontier-model.ts';
 
 const NOW = 1_000_000;
 

@@ -23,7 +23,6 @@ import {
   type Spider,
 } from '../../lib/crawl/types.ts';
 import { PartialBatchError } from '../../lib/errors.ts';
-import type { CrawlerFrontier } from '../../lib/ports.ts';
 import type {
   AckResult,
   CrawlRef,
@@ -32,7 +31,8 @@ import type {
   LeaseLeft,
   LeaseMany,
   QueueRequest,
-} from '../../lib/redis/frontier-types.ts';
+} from '../../lib/frontier-model.ts';
+import type { CrawlerFrontier } from '../../lib/ports.ts';
 import { FakeSink, MemoryStatsStore, RecordingLog, type SentBatch } from '../helpers/fake-stores.ts';
 import { htmlResponse } from '../helpers/fakes.ts';
 

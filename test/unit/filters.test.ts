@@ -6,7 +6,7 @@ import {
   linkFilter,
   shouldFollow,
 } from '../../lib/crawl/extract/filters.ts';
-import type { CrawlSettings } from '../../lib/redis/frontier-types.ts';
+import type { CrawlSettings } from '../../lib/frontier-model.ts';
 
 function settings(rules: Partial<CrawlSettings> = {}): CrawlSettings {
   return { appid: 'app', crawlid: 'c1', spiderid: 'link', priority: 1, maxdepth: 1, expires: 0, ...rules };

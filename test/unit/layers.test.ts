@@ -1,11 +1,12 @@
 /**
- * The layers, checked on the source itself (docs/layout.md): `lib/` is the core and imports nothing above
- * it; `functions/` are the deployables' adapters over the core; `localstack/` (local runtime, native services,
- * fixture site), `cdk/` and `bench/` sit above; the product CLI (`cli/`) on top, imported only by `bin/` and tests,
- * and no CLI command lives anywhere else. No import cycle anywhere. Static, type-only, re-export and dynamic imports
- * all count. `lib/` imports no Lambda package either (event types, middy, Powertools): Lambda's shapes live with the
- * adapters in functions/. And the rules of the code itself: no write into a third-party module (issue 31), no source
- * file over 500 lines.
+ * The layers, checked on the source itself (docs/layout.md): `lib/` is the core and imports nothing above it;
+ * `functions/` are the deployables' adapters over the core; nothing that ships imports `test/` or `bench/`; the
+ * product CLI (`cli/`) sits on top, imported only by `bin/` and tests, and no CLI command lives anywhere else. No
+ * import cycle anywhere. Static, type-only, re-export and dynamic imports all count. Inside the core: `lib/` imports
+ * no Lambda package (event types, middy, Powertools: Lambda's shapes live with the adapters in functions/), only
+ * lib/kafka imports kafkajs, the ports and the crawl path reach nothing of lib/redis (Redis implements the ports,
+ * it does not define them), and lib/crawl is in rooms by stage. And the rules of the code itself: no write into a
+ * third-party module, no source file over 500 lines, no citation of notes outside the repository.
  */
 import { readdirSync, readFileSync } from 'node:fs';
 import { dirname, join, normalize, relative } from 'node:path';
@@ -48,6 +49,18 @@ function packageImports(file: string): string[] {
 
 /** Lambda's event types, middy and Powertools: what only the adapters in functions/ may use. */
 const LAMBDA_PACKAGE = /^(?:(?:@types\/)?aws-lambda(?:\/|$)|@middy\/|@aws-lambda-powertools\/)/;
+
+/** Every file `starts` import, directly or through other files, `starts` included. */
+function reach(starts: readonly string[]): Set<string> {
+  const seen = new Set<string>();
+  const todo = [...starts];
+  for (let file = todo.pop(); file !== undefined; file = todo.pop()) {
+    if (seen.has(file)) continue;
+    seen.add(file);
+    todo.push(...(graph.get(file) ?? []));
+  }
+  return seen;
+}
 
 function offenders(from: (file: string) => boolean, allowed: (target: string) => boolean): string[] {
   return [...graph].flatMap(([file, targets]) =>
@@ -206,6 +219,19 @@ describe('layers', () => {
     // bin/ holds executables only: each is one import of cli/.
     const bins = sources('bin').filter((f) => !(graph.get(f) ?? []).every((t) => top(t) === 'cli'));
     expect({ commands, parsers, bins }).toEqual({ commands: [], parsers: [], bins: [] });
+  });
+
+  it('the ports own their types: lib/ports.ts reaches nothing of lib/redis, directly or through another file', () => {
+    const reached = reach(['lib/ports.ts']);
+    expect(reached).toContain('lib/frontier-model.ts');
+    expect([...reached].filter((f) => f.startsWith('lib/redis/'))).toEqual([]);
+  });
+
+  it('lib/crawl reaches nothing of lib/redis: it takes the frontier, stats and robots.txt store through the ports', () => {
+    const crawl = sources('lib/crawl');
+    expect(graph.get('lib/crawl/fetch/robots.ts')).toContain('lib/ports.ts');
+    const reached = [...reach(crawl)].filter((f) => f.startsWith('lib/redis/'));
+    expect(reached).toEqual([]);
   });
 
   it('the crawler does not lean on the monitors or the REST API, nor the monitors on the REST API', () => {

@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { LeaseKeeper } from '../../lib/crawl/crawler/lease-keeper.ts';
-import type { Lease } from '../../lib/redis/frontier-types.ts';
+import type { Lease } from '../../lib/frontier-model.ts';
 import { RecordingLog } from '../helpers/fake-stores.ts';
 
 const LEASE_MS = 12_000;

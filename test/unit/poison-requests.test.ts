@@ -4,8 +4,8 @@
  */
 import { describe, expect, it } from 'vitest';
 import { MAX_DETAIL_CHARS, MAX_REJECTION_DETAILS, SchemaValidationError } from '../../lib/errors.ts';
+import type { CrawlRef, EnqueueOutcome, QueueRequest } from '../../lib/frontier-model.ts';
 import { handleIncoming, MAX_ECHOED_ID_CHARS } from '../../lib/monitor/kafka-monitor.ts';
-import type { CrawlRef, EnqueueOutcome, QueueRequest } from '../../lib/redis/frontier-types.ts';
 import { MAX_ATTRS_BYTES, MAX_REQUEST_DEPTH } from '../../lib/schemas/bounds.ts';
 import { parseRequest, validateRequest } from '../../lib/schemas/index.ts';
 import { recordsOf } from '../helpers/events.ts';

@@ -12,7 +12,7 @@ import {
 import { requestFingerprint } from '../../lib/crawl/fingerprint.ts';
 import { mergeAttrs, putData, queuedUrl, runSpider, splitRequestUrl } from '../../lib/crawl/spiders/run.ts';
 import type { FetchResult, FollowRequest, PageItem, Spider, SpiderRequest } from '../../lib/crawl/types.ts';
-import type { CrawlSettings, Lease } from '../../lib/redis/frontier-types.ts';
+import type { CrawlSettings, Lease } from '../../lib/frontier-model.ts';
 
 const CRAWL: CrawlSettings = { appid: 'app', crawlid: 'c1', spiderid: 'shop', priority: 5, maxdepth: 2, expires: 0 };
 

@@ -3,7 +3,7 @@
  * at `priority - 10` unless the spider says otherwise, at `depth + 1`, each URL at most 2048 characters long,
  * within the crawl's `allowed_domains`, and none past the crawl's `maxdepth` unless the spider bounds its own walk.
  */
-import type { CrawlRef, Lease, QueueRequest } from '../../redis/frontier-types.ts';
+import type { CrawlRef, Lease, QueueRequest } from '../../frontier-model.ts';
 import { MAX_URL_LENGTH } from '../../schemas/index.ts';
 import { registrableDomain } from '../domain.ts';
 import { linkFilter } from '../extract/filters.ts';

@@ -4,8 +4,7 @@
  * Redis call a second instead of one per page. A failed write keeps them for the next one.
  */
 import type { Log, StatsStore } from '../../ports.ts';
-import type { CrawlKey, FailureNote } from '../../redis/failure-log.ts';
-import type { StatsIncrement } from '../../redis/stats.ts';
+import type { CrawlKey, FailureNote, StatsIncrement } from '../../stats-model.ts';
 
 /** Distinct counter names kept in process while the stats store cannot be written. */
 const MAX_PENDING_COUNTERS = 10_000;

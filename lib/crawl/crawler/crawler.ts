@@ -11,8 +11,8 @@
  * left and releases those leases back to the queue, so nothing is lost.
  */
 import { failureCause, InfrastructureError } from '../../errors.ts';
+import type { Lease } from '../../frontier-model.ts';
 import { perAppSenderFor } from '../../kafka/per-app.ts';
-import type { Lease } from '../../redis/frontier-types.ts';
 import { settlesWithin } from '../../timeout.ts';
 import { DEFAULT_MAX_LINKS } from '../extract/links.ts';
 import { type CrawlFailure, decideFailure, type FailurePolicy } from '../failure.ts';

@@ -13,12 +13,12 @@
  */
 import { createHash } from 'node:crypto';
 import { failureCause, InfrastructureError, PartialBatchError } from '../../errors.ts';
+import type { AckResult, Lease } from '../../frontier-model.ts';
 import { batchingSink } from '../../kafka/batching-sink.ts';
 import type { PerAppSender } from '../../kafka/per-app.ts';
 import { clusterTopics, crawledAppTopic, isTopicSafeAppid, outboundAppTopic } from '../../kafka/topics.ts';
 import type { CrawlerFrontier, Log, MessageSink, OutMessage } from '../../ports.ts';
-import type { FailureNote } from '../../redis/failure-log.ts';
-import type { AckResult, Lease } from '../../redis/frontier-types.ts';
+import type { FailureNote } from '../../stats-model.ts';
 import type { BodyStore } from '../fetch/body-store.ts';
 import type { FetchResult, PageItem } from '../types.ts';
 import type { ChildBatch } from './children.ts';

@@ -6,8 +6,8 @@
  * or `requeued` (the domain's turn was too far off). Delivery is lib/crawl/crawler/delivery.ts's.
  */
 import { setTimeout as sleep } from 'node:timers/promises';
+import type { Lease } from '../../frontier-model.ts';
 import type { CrawlerFrontier, Log } from '../../ports.ts';
-import type { Lease } from '../../redis/frontier-types.ts';
 import { extractPageLinks, type PageLinks } from '../extract/links.ts';
 import { type CrawlFailure, RETRY_STATUSES } from '../failure.ts';
 import type { RobotsCache } from '../fetch/robots.ts';

@@ -5,8 +5,8 @@
  * extended once a third of its duration has passed since it was taken or last extended; a tick looks every
  * twelfth of the duration, so a lease is renewed with at least half of it left.
  */
+import type { Lease } from '../../frontier-model.ts';
 import type { CrawlerFrontier, Log } from '../../ports.ts';
-import type { Lease } from '../../redis/frontier-types.ts';
 
 export interface LeaseKeeperOptions {
   frontier: Pick<CrawlerFrontier, 'extend'>;

@@ -5,8 +5,8 @@
  * also leases ahead ({@link LEASE_AHEAD_MS}): a worker then takes a request leased earlier without a call, and the
  * buffer is refilled once half empty. Those left without a request are told when more may be due.
  */
+import type { Lease } from '../../frontier-model.ts';
 import type { CrawlerFrontier } from '../../ports.ts';
-import type { Lease } from '../../redis/frontier-types.ts';
 
 /**
  * Most requests one lease call takes (for the workers waiting at once and those leased ahead). Lease calls are made

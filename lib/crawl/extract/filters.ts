@@ -4,8 +4,9 @@
  * per crawl and reused for every link of every page of it.
  */
 import { domainToASCII } from 'node:url';
-import type { CrawlSettings } from '../../redis/frontier-types.ts';
+import type { CrawlSettings } from '../../frontier-model.ts';
 import { compileLinkRegex } from '../../schemas/link-regex.ts';
+import { authorityEnd } from './url.ts';
 
 /**
  * Scrapy's `IGNORED_EXTENSIONS` (`scrapy/linkextractors/__init__.py`, current master): links to these binary and media
@@ -117,7 +118,6 @@ export type LinkFilter = (url: string) => boolean;
 /** The crawl fields the filter is built from. */
 type FilterSettings = Pick<CrawlSettings, 'allowed_domains' | 'allow_regex' | 'deny_regex' | 'deny_extensions'>;
 
-const CHAR_SLASH = 47;
 const CHAR_QUESTION = 63;
 const CHAR_HASH = 35;
 const CHAR_DOT = 46;
@@ -126,16 +126,6 @@ const CHAR_DOT = 46;
 function afterScheme(url: string): number {
   const i = url.indexOf('://');
   return i < 0 ? 0 : i + 3;
-}
-
-/** Index of the first '/', '?' or '#' at or after `start`, else the length. */
-function authorityEnd(url: string, start: number): number {
-  let i = start;
-  for (; i < url.length; i++) {
-    const c = url.charCodeAt(i);
-    if (c === CHAR_SLASH || c === CHAR_QUESTION || c === CHAR_HASH) break;
-  }
-  return i;
 }
 
 /** The URL's host name, lower-cased, without userinfo, port or a trailing dot. */

@@ -302,8 +302,8 @@ function authorityStart(input: string, s: string): number {
   return i + 3;
 }
 
-/** Index of the first '/', '?' or '#' at or after `start`, else the length. */
-function authorityEnd(s: string, start: number): number {
+/** Index of the first '/', '?' or '#' at or after `start`, else the length: where the authority ends. */
+export function authorityEnd(s: string, start: number): number {
   let i = start;
   for (; i < s.length; i++) {
     const c = s.charCodeAt(i);

@@ -1,6 +1,6 @@
 /**
  * robots.txt (RFC 9309, docs/contract.md behaviour 7, docs/design.md §5): fetched once per origin, cached in
- * Redis for the whole fleet and in process for this crawler, parsed with `robots-parser`.
+ * the fleet-wide store (Redis) and in process for this crawler, parsed with `robots-parser`.
  *
  * Outcomes by the robots.txt response:
  * - 2xx: the rules of the first {@link RobotsCacheOptions.maxBytes} bytes (UTF-8) apply.
@@ -10,7 +10,7 @@
  *   "unreachable", §2.3.1.4): everything is disallowed (fail closed), cached for a shorter time so the
  *   site is asked again soon.
  * - An address our SSRF guard refuses (`ALLOW_PRIVATE_NETWORKS` off): disallowed too, with the guard's own
- *   reason, and never stored in Redis. That is our policy, not the site's answer: a crawler started with the
+ *   reason, and never stored for the fleet. That is our policy, not the site's answer: a crawler started with the
  *   policy changed must not read it back.
  * - Any other status (1xx, a 3xx the fetcher did not follow): treated as unavailable, allow all.
  *
@@ -20,8 +20,7 @@
  * (§2.3.1.2). `/robots.txt` itself is always allowed (§2.2.2).
  */
 import robotsParserCjs from 'robots-parser';
-import type { RedisClient } from '../../redis/client.ts';
-import { robotsKey } from '../../redis/keys.ts';
+import type { RobotsStore } from '../../ports.ts';
 import { InvalidUrlError } from '../extract/url.ts';
 import { FetchError, type Fetcher } from '../types.ts';
 
@@ -62,10 +61,8 @@ export interface RobotsDecision {
 }
 
 export interface RobotsCacheOptions {
-  /** The fleet-wide cache (the caller owns the connection). */
-  redis: RedisClient;
-  /** Key prefix (`REDIS_KEY_PREFIX`). */
-  prefix: string;
+  /** The fleet-wide cache (lib/redis/robots-store.ts; the caller owns the connection). */
+  store: RobotsStore;
   /** Fetches robots.txt (follows redirects, SSRF guard, timeouts). */
   fetcher: Fetcher;
   /**
@@ -179,7 +176,7 @@ function groupFor(userAgent: string, tokens: readonly string[]): string {
   return best;
 }
 
-/** Redis value: `<status> <expiresAt>\n<body>`; the body only for a 2xx. */
+/** The stored value: `<status> <expiresAt>\n<body>`; the body only for a 2xx. */
 function encode(status: number, expiresAt: number, body: string): string {
   return `${status} ${expiresAt}\n${body}`;
 }
@@ -208,16 +205,15 @@ function parseTarget(url: string): URL {
 /**
  * Answers "may this URL be fetched, and how slowly?" from the URL's origin's robots.txt. One fetch
  * per origin per TTL for the whole fleet: the first crawler to need it fetches it and stores it in
- * Redis ({@link robotsKey}, with the TTL); the others read it there. Each crawler also keeps the
+ * the fleet-wide store ({@link RobotsStore}, with the TTL); the others read it there. Each crawler also keeps the
  * parsed rules of recent origins in process until the stored copy expires, and concurrent checks of
  * one origin share one lookup.
  *
- * Redis errors propagate (the caller releases the request). A robots.txt fetched but not stored
- * because Redis failed is still kept in process.
+ * Store errors propagate (the caller releases the request). A robots.txt fetched but not stored
+ * because the store failed is still kept in process.
  */
 export class RobotsCache {
-  readonly #redis: RedisClient;
-  readonly #prefix: string;
+  readonly #store: RobotsStore;
   readonly #fetcher: Fetcher;
   readonly #obey: boolean;
   readonly #ttlMs: number;
@@ -229,8 +225,7 @@ export class RobotsCache {
   readonly #pending = new Map<string, Promise<OriginRules>>();
 
   constructor(options: RobotsCacheOptions) {
-    this.#redis = options.redis;
-    this.#prefix = options.prefix;
+    this.#store = options.store;
     this.#fetcher = options.fetcher;
     this.#obey = options.obey ?? true;
     this.#ttlMs = options.ttlMs ?? 3_600_000;
@@ -255,7 +250,7 @@ export class RobotsCache {
 
   /**
    * {@link check}'s answer at once, when this process holds the origin's rules (undefined: ask {@link check}, which
-   * may read Redis or fetch robots.txt). The crawler asks this first: most pages are on an origin it has seen.
+   * may read the fleet-wide store or fetch robots.txt). The crawler asks this first: most pages are on an origin it has seen.
    *
    * @throws {InvalidUrlError} when `url` is not an absolute http(s) URL.
    */
@@ -298,7 +293,7 @@ export class RobotsCache {
     return local;
   }
 
-  /** The origin's rules: in process, else from Redis, else fetched (one lookup per origin at a time). */
+  /** The origin's rules: in process, else from the fleet-wide store, else fetched (one lookup per origin at a time). */
   async #rules(origin: string, userAgent: string): Promise<OriginRules> {
     const local = this.#localRules(origin, this.#now());
     if (local !== undefined) return local;
@@ -311,9 +306,8 @@ export class RobotsCache {
   }
 
   async #load(origin: string, userAgent: string): Promise<OriginRules> {
-    const key = robotsKey(this.#prefix, origin);
-    const stored = await this.#redis.get(key);
-    const cached = stored === null ? undefined : decode(stored);
+    const stored = await this.#store.get(origin);
+    const cached = stored === undefined ? undefined : decode(stored);
     if (cached !== undefined && cached.expiresAt > this.#now()) {
       const rules = this.#parse(origin, cached.status, cached.expiresAt, cached.body);
       this.#remember(origin, rules);
@@ -327,7 +321,7 @@ export class RobotsCache {
     // Remembered before storing, so a failed SET does not cost the origin a second fetch.
     this.#remember(origin, rules);
     // Held in process only: this crawler's policy cannot change while it runs, another crawler's may differ.
-    if (blocked === undefined) await this.#redis.set(key, encode(status, expiresAt, body), 'PX', ttl);
+    if (blocked === undefined) await this.#store.set(origin, encode(status, expiresAt, body), ttl);
     return rules;
   }
 

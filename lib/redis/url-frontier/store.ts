@@ -7,9 +7,9 @@
  * indexes an older frontier lib/redis/url-frontier/index-walk.ts.
  */
 
+import type { DomainAction } from '../../frontier-model.ts';
 import type { UrlFrontierView } from '../../ports.ts';
 import type { RedisClient } from '../client.ts';
-import type { DomainAction } from '../frontier-types.ts';
 import {
   urlFrontierCrawlGroup,
   urlFrontierCrawlKeys,
@@ -148,11 +148,6 @@ export class UrlFrontierStore implements UrlFrontierView {
       }),
     );
     return out;
-  }
-
-  /** Serves one queue (see uf-serve.lua). */
-  async serveQueue(crawl: string, key: string, maxUrls: number, holdSeconds: number): Promise<ServedUrl[]> {
-    return (await this.serveQueues(crawl, [key], maxUrls, holdSeconds))[0] ?? [];
   }
 
   /** Serves queues of one crawl in one script call (see uf-serve.lua): the URLs of each, in `keys` order. */

@@ -1,82 +1,31 @@
 /**
- * The frontier's data shapes (lib/redis/frontier.ts operates on them): what a queued request, a crawl
- * reference, a lease and an info answer are, and the frontier's options from configuration.
+ * The crawl frontier's data, as the ports (lib/ports.ts FrontierApi, CrawlerFrontier) name it: what a queued
+ * request, a crawl reference, a lease, an ack's answer and an info answer are. lib/redis/frontier.ts implements the
+ * frontier over them; the crawler and the monitors take them from here, never from the Redis side.
  */
-import type { Variables } from '../config/index.ts';
-import type { CrawlRequest } from '../schemas/index.ts';
-import type { PartitionRef } from './keys.ts';
+import type { CrawlRequest } from './schemas/index.ts';
 
 /** Crawl settings stored once per crawl: the seed request without its URL. */
 export type CrawlSettings = Omit<CrawlRequest, 'url'>;
 
-export interface FrontierOptions {
-  /** Key prefix (`REDIS_KEY_PREFIX`). */
+/**
+ * Identifies one spider type's frontier inside one partition: the throttle scope (the spider type, or
+ * `all`), the partition number, and the spider type whose queue this is. Spider types that share a
+ * scope share the slot, the throttle state and the crawl records, but each has its own queue.
+ */
+export interface PartitionRef {
   prefix: string;
-  /** @default 10 (`QUEUE_HITS`) */
-  hits: number;
-  /** @default 60 (`QUEUE_WINDOW`), seconds */
-  windowSec: number;
-  /** @default true (`QUEUE_MODERATED`) */
-  moderated: boolean;
-  /** Throttle per spider type (`SCHEDULER_TYPE_ENABLED`). @default true */
-  typeEnabled: boolean;
-  /** Throttle per egress IP (`SCHEDULER_IP_ENABLED`). @default false */
-  ipEnabled: boolean;
-  /** @default 600 (`DUPEFILTER_TIMEOUT`), seconds */
-  dupefilterTtlSec: number;
-  /** @default 120000 (`LEASE_TIMEOUT` × 1000), ms */
-  leaseMs: number;
-  /** @default 3600000 (`STOP_BLACKLIST_TTL` × 1000), ms */
-  stopTtlMs: number;
-  /** Work bound per lease/reclaim call (promotions, skipped stale requests). @default 100 */
-  bound?: number;
-  /**
-   * Take the time from Redis (TIME, inside each script) instead of the caller's clock, so the throttle of every
-   * crawler is measured on one clock and no host's clock skew lets an extra fetch into a window. The `now`
-   * arguments of the methods are then ignored. On in production (frontierOptions); tests that move a fake clock
-   * leave it off. @default false
-   */
-  redisClock?: boolean;
-  /**
-   * Added to every throttle window, in total (ms): a fetch reaches the site a varying few ms after its lease, so
-   * leases spaced exactly window / hits apart could put hits + 1 arrivals into one window. 100 in production
-   * (frontierOptions: 0.17% of the rate at 10 per 60 s); tests of the spacing itself leave it 0. @default 0
-   */
-  throttleMarginMs?: number;
-  /**
-   * Fingerprints a crawler keeps of what it has sent to each crawl's dupefilter, so acks leave out children
-   * surely already there (lib/redis/dupe-cache.ts; at most 32 bytes each). `DUPEFILTER_CACHE_ENTRIES` in
-   * production; 0 turns it off. @default 0
-   */
-  dupeCacheEntries?: number;
-}
-
-/** The production throttle margin ({@link FrontierOptions.throttleMarginMs}). */
-export const THROTTLE_MARGIN_MS = 100;
-
-export function frontierOptions(vars: Variables): FrontierOptions {
-  return {
-    prefix: vars.REDIS_KEY_PREFIX,
-    hits: vars.QUEUE_HITS,
-    windowSec: vars.QUEUE_WINDOW,
-    moderated: vars.QUEUE_MODERATED,
-    typeEnabled: vars.SCHEDULER_TYPE_ENABLED,
-    ipEnabled: vars.SCHEDULER_IP_ENABLED,
-    dupefilterTtlSec: vars.DUPEFILTER_TIMEOUT,
-    leaseMs: vars.LEASE_TIMEOUT * 1000,
-    stopTtlMs: vars.STOP_BLACKLIST_TTL * 1000,
-    redisClock: true,
-    throttleMarginMs: THROTTLE_MARGIN_MS,
-    dupeCacheEntries: vars.DUPEFILTER_CACHE_ENTRIES,
-  };
+  scope: string;
+  partition: number;
+  spider: string;
 }
 
 /** One request to queue. */
 export interface QueueRequest {
   url: string;
-  /** Registrable domain (lib/crawl/extract/url.ts `registrableDomain`): the queue and throttle key. */
+  /** Registrable domain (lib/crawl/domain.ts `registrableDomain`): the queue and throttle key. */
   domain: string;
-  /** 8-byte fingerprint of the canonical request (lib/crawl/extract/url.ts `requestFingerprint`). */
+  /** 8-byte fingerprint of the canonical request (lib/crawl/fingerprint.ts `requestFingerprint`). */
   fingerprint: Buffer;
   priority: number;
   depth: number;
@@ -91,14 +40,14 @@ export interface CrawlRef {
   settings?: CrawlSettings;
 }
 
-/** One request to queue, with its crawl (what `Frontier.enqueue` takes). */
+/** One request to queue, with its crawl (what `FrontierApi.enqueue` takes). */
 export type FrontierItem = { crawl: CrawlRef; request: QueueRequest };
 
 export type EnqueueOutcome = 'queued' | 'duplicate' | 'stopped' | 'expired' | 'capped' | 'unknown_crawl';
 
 /**
  * A leased request. `handle` identifies the lease for ack / release / retry: an opaque binary string (the
- * queue member, one char per byte; member.ts).
+ * queue member, one char per byte; lib/redis/member.ts).
  */
 export interface Lease {
   handle: string;
@@ -111,21 +60,13 @@ export interface Lease {
   crawl: CrawlSettings;
   /**
    * When the lease charged its domain's throttle (epoch ms, the frontier's clock: Redis's with `redisClock`): what
-   * {@link Frontier.restamp} moves when the fetch starts later. Absent on leases made by hand (tests).
+   * `CrawlerFrontier.restamp` (lib/ports.ts) moves when the fetch starts later. Absent on leases made by hand (tests).
    */
   hitMs?: number;
 }
 
-export type LeaseResult =
-  | { leased: true; lease: Lease; skipped: number }
-  | {
-      leased: false /** epoch ms when something may be due; null: no work at all */;
-      nextDueMs: number | null;
-      skipped: number;
-    };
-
 /**
- * What is left for the caller of {@link Frontier.leaseMany} (lib/redis/scripts/lease.lua's `left`):
+ * What is left for the caller of `CrawlerFrontier.leaseMany` (lib/ports.ts; lib/redis/scripts/lease.lua's `left`):
  * - `more`: more is due now (`nextDueMs` is the call's now), in a ready domain the caller did not exclude and the
  *   call leased nothing of;
  * - `leased`: more is due now, but only in domains the call leased from (those that reached `perDomain` included):
@@ -136,7 +77,7 @@ export type LeaseResult =
  */
 export type LeaseLeft = 'none' | 'more' | 'leased' | 'excluded';
 
-/** What {@link Frontier.leaseMany} leased, when more may be due, and what is left (see {@link LeaseLeft}). */
+/** What `CrawlerFrontier.leaseMany` leased, when more may be due, and what is left (see {@link LeaseLeft}). */
 export interface LeaseMany {
   leases: Lease[];
   /** Epoch ms when more may be due (null: no work at all, or none but in the excluded domains). */
@@ -187,7 +128,7 @@ export interface CrawlWaits {
   retries: number;
 }
 
-/** A spider type's backlog as stats and the dashboard show it (`Frontier.queueSummary`). */
+/** A spider type's backlog as stats and the dashboard show it (`FrontierApi.queueSummary`). */
 export interface QueueSummary {
   /** Queued requests (delayed retries included, leased ones not), from a kept total. */
   queued: number;

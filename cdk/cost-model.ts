@@ -53,7 +53,7 @@ export interface CostOptions {
   retentionHours: number;
   /** Readers of the crawled firehose outside the stack (each read is billed out of MSK Serverless). @default 1 */
   consumers: number;
-  /** Crawler CPU per page, ms (bench: 1.1 to 1.5 ms for article pages on one core). @default 1.5 */
+  /** Crawler CPU per page, ms: the crawl bench's article pages on one core, rounded up (bench/PROFILE.md). @default 1.5 */
   cpuMsPerPage: number;
 }
 

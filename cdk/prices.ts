@@ -96,9 +96,8 @@ export const ASSUMPTIONS = {
 
 /**
  * Bytes a page message shrinks by on the wire, per KAFKA_COMPRESSION, as the crawl measures it (bench/scenarios/crawl.ts
- * compression pass, `<codec>_compression_ratio`, 31 KB article pages in the crawler's own record batches: gzip 3.55 on
- * a quiet machine 2026-11-28, 3.50 and 3.55 in trial runs; zstd 16.2 in one run). The compression bench's batches of
- * 16 neighbouring pages get gzip 8.3 and zstd 19.6: gzip's best case, not the crawl's (docs/cost.md).
+ * compression pass, `<codec>_compression_ratio`: article pages in the crawler's own record batches), rounded down. The
+ * compression bench's batches of neighbouring pages compress better: gzip's best case, not the crawl's (docs/cost.md).
  */
 export const COMPRESSION_RATIO: Record<string, number> = { none: 1, gzip: 3.5, zstd: 16 };
 

@@ -40,8 +40,8 @@ export const REQUIRED_VARIABLES = {
 /**
  * Runtime defaults of the crawler fleet on AWS that differ from the local ones, and that context `runtimeEnv` may
  * still override (unlike the values the stack owns). Page messages are gzip-compressed: MSK bills every byte in
- * (Serverless) or stores it (provisioned), and the crawl's article pages shrink about 3.5x (cdk/prices.ts
- * COMPRESSION_RATIO, docs/cost.md). gzip rather than zstd (about 16x) because every Scrapy Cluster client reads gzip,
+ * (Serverless) or stores it (provisioned), and the crawl's article pages shrink several times over (cdk/prices.ts
+ * COMPRESSION_RATIO, docs/cost.md). gzip rather than zstd (smaller still) because every Scrapy Cluster client reads gzip,
  * while its Python clients read zstd only with the `zstandard` package installed;
  * `runtimeEnv={"KAFKA_COMPRESSION":"zstd"}` when yours do.
  */

@@ -1,6 +1,6 @@
 /**
  * Rounds of one measurement merged into one set of numbers. On a shared 2-core machine one crawl's CPU per page
- * moves by 10–25 % between runs of the same code (bench/PROFILE.md), so a scenario repeats its rounds and reports
+ * moves between runs of the same code by more than most changes move it, so a scenario repeats its rounds and reports
  * the median of each metric, with every round's value beside it.
  */
 import type { Numbers } from './scenario.ts';

@@ -51,9 +51,8 @@ export const MAX_DEPTH = 3;
 
 /**
  * The maxdepth of the unmeasured warm-up crawl ({@link benchWarmup}) that every system (raw loop, ours, each peer) runs before
- * its measured crawl: BENCH_WARMUP_MAXDEPTH (3), at most the measured crawl's. At 5,000 pages, maxdepth 2 (~200
- * pages) left our workers' JIT cold: the measured crawl then cost 8–12 % more worker CPU per page than after a
- * maxdepth 3 warm-up from page 1 (1,258 pages), while a fleet's bill is its steady state (bench/PROFILE.md, eighth round).
+ * its measured crawl: BENCH_WARMUP_MAXDEPTH (3), at most the measured crawl's. A shallower warm-up leaves a JIT cold
+ * for the measured crawl, while a fleet's bill is its steady state (bench/PROFILE.md, "Method").
  */
 export function benchWarmupMaxdepth(maxdepth: number): number {
   const raw = process.env.BENCH_WARMUP_MAXDEPTH;
@@ -75,9 +74,8 @@ export interface Warmup {
  * The pages the unmeasured warm-up crawl starts from, the same for every system (each to {@link benchWarmupMaxdepth}):
  * by default the measured crawl's own seeds (`measured`), so every system crawls the whole site once before it is
  * measured, and a JIT (V8's: our workers, Crawlee, the raw loop) has compiled its hot paths as it has after minutes
- * in a fleet. From page 1 alone (1,258 of 5,000 pages) the measured crawl still paid for TurboFan compilations: 13 %
- * more worker CPU and 14 % more raw-loop CPU per article page (bench/PROFILE.md, eleventh round). BENCH_WARMUP_SEEDS=n:
- * n evenly spaced pages from page 1 instead (1: page 1 alone, the warm-up of earlier runs).
+ * in a fleet; a warm-up that reaches only part of the site leaves TurboFan compilations in the measured crawl.
+ * BENCH_WARMUP_SEEDS=n: n evenly spaced pages from page 1 instead (1: page 1 alone).
  */
 export function benchWarmup(pages: number, measured: readonly number[]): Warmup {
   const raw = process.env.BENCH_WARMUP_SEEDS;

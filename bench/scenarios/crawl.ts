@@ -29,8 +29,8 @@
  *   `floor_vs_raw_cpu` and `worker_vs_floor_cpu_1w`. It shows what publishing costs any crawler that keeps the
  *   contract, and what our frontier and worker add on top.
  * - Rounds: BENCH_CRAWL_ROUNDS (3) full rounds per shape; every number is the median over the rounds (ratios taken
- *   within each round), with each round's value in `<metric>_rounds` (bench/lib/rounds.ts). One crawl's CPU per
- *   page moves 10–25 % between runs on this machine: a single round decides nothing. The DOM pass runs in the first.
+ *   within each round), with each round's value in `<metric>_rounds` (bench/lib/rounds.ts): a single round decides
+ *   nothing on a shared machine. The DOM pass runs in the first.
  * - BENCH_CRAWL_WORKERS (1,2), BENCH_CONCURRENCY (16 per worker and per peer), BENCH_CRAWL_TIMEOUT_S (600),
  *   BENCH_PEERS (crawlee,scrapy,scrapy-redis; `false` or `none` skips them).
  * - The cost of a DOM (issue 17): with BENCH_DOM_SPIDER (true), one more 1-worker pass crawls through the example

@@ -4,10 +4,9 @@
  * so no native package is needed. Every kafkajs client of this code base loads lib/kafka/client.ts, which imports
  * this module, so its consumers (`crawl-cluster dump`, the tests) read zstd batches too.
  *
- * Measured in the crawl (bench/scenarios/crawl.ts compression pass, 31 KB article pages in the crawler's own batches):
- * gzip ÷3.5 for ~1.9 ms more worker CPU a page (zlib's default level; level 1 measured ÷3.1 for 0.8 ms: the bytes
- * cost more than the CPU on AWS, docs/cost.md), zstd ÷16 at no measurable CPU; the default stays `none`, because Scrapy Cluster's Python clients read zstd only with the `zstandard`
- * package installed (gzip always works).
+ * gzip runs at zlib's default level: on AWS the bytes cost more than the CPU a faster level would save (docs/cost.md;
+ * the ratios the crawl bench measures are in bench/PROFILE.md). The default stays `none`, because Scrapy Cluster's
+ * Python clients read zstd only with the `zstandard` package installed (gzip always works).
  */
 import { promisify } from 'node:util';
 import * as zlib from 'node:zlib';

@@ -1,16 +1,15 @@
 /**
- * Cheaper encoding for kafkajs's protocol Encoder, which every produce request is built with (bench/PROFILE.md,
- * sixth and seventh rounds).
+ * Cheaper encoding for kafkajs's protocol Encoder, which every produce request is built with.
  *
  * kafkajs builds a request from nested encoders (record → batch body → batch → partition → topic → request → size
- * prefix) and copies each level into the next, so a page message was copied about nine times on its way to the
- * socket, into buffers grown with `Buffer.alloc` (zero-filled) from 512 bytes. Installed here, on the class's
+ * prefix) and copies each level into the next, so kafkajs alone copies a page message about nine times on its way
+ * to the socket, into buffers grown with `Buffer.alloc` (zero-filled) from 512 bytes. Installed here, on the class's
  * prototype (lib/kafka/client.ts imports this module):
  * - **Chunks instead of copies.** An encoder is a list of chunks (views of bytes already written) and a tail
  *   buffer it writes into (`buf`, `offset`). A buffer or nested encoder of at least {@link REF_MIN_BYTES} is
  *   appended by reference: the tail so far becomes a chunk, then the other's bytes are added as chunks, and writing
  *   goes on in the rest of the tail. `buffer` joins the chunks once (and keeps the result), `size()` counts them.
- *   A page is now copied three times: into the batch body kafkajs checksums, into the batch it hands to
+ *   With these, a page is copied three times: into the batch body kafkajs checksums, into the batch it hands to
  *   `writeBytes`, and into the request the connection writes. Everything appended is only read: kafkajs never
  *   writes into a buffer it was given, and an encoder only ever appends, so a view never changes under a reader.
  * - `ensureAvailable` grows with `Buffer.allocUnsafe`: only the bytes up to `offset` are ever read, and every byte

@@ -3,8 +3,8 @@
  * `scheduleCheckPendingRequests` re-arms a timer whenever it runs, with nothing pending and no throttle
  * (`throttledUntil - Date.now()` is negative, so the timer fires after 1 ms and schedules the next): every kafkajs
  * connection of a process runs a 1 ms timer loop for its whole life (kafkajs issues #1556 and #1704, unfixed in the
- * pinned release). On the simulated internet's 70 s crawl tail it was a fifth of an idle crawler worker's CPU
- * (bench/PROFILE.md). Installed here is the method as it was meant: a check is scheduled only while requests are
+ * pinned release), which keeps an idle crawler worker busy with timers through a crawl's tail. Installed here is the
+ * method as it was meant: a check is scheduled only while requests are
  * pending, when the client-side throttle ends (at least kafkajs's 10 ms later); a request that cannot be sent at
  * once is pushed to `pending` and schedules its own check, and each answered request checks `pending` again, so
  * nothing waits on the loop that is gone. test/unit/kafka-request-queue.test.ts drives kafkajs's own class.

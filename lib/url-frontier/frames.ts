@@ -5,10 +5,8 @@
  * before it takes the next one, so a GetURLs stream of 100,000 URLs costs 100,000 frames and event-loop turns
  * on both ends. The gRPC wire format does not tie messages to frames (each message is `flag byte, 4-byte length,
  * bytes`, and one DATA frame may carry any number of them), so this writer frames the messages itself and writes
- * them to the call's HTTP/2 stream in chunks of up to {@link FRAME_CHUNK_BYTES}. No measurement isolates its gain:
- * the frontier row of bench/RESULTS.md (GetURLs 201,447 URLs/s, the reference service 196,436) was measured with it
- * and with the other GetURLs work of the same days (batched serve calls, frames encoded from the store's packed
- * reply); the row before all of it (git history, commit c12f2ad) read 69,232.
+ * them to the call's HTTP/2 stream in chunks of up to {@link FRAME_CHUNK_BYTES}: a few writes and event-loop turns
+ * per chunk instead of per URL. The frontier row of bench/RESULTS.md is measured with it.
  *
  * The HTTP/2 stream is not part of grpc-js's public API, so the writer looks for exactly what it needs (the call's
  * `stream`, `maybeSendMetadata` and the method's `serialize`, present in the pinned @grpc/grpc-js 1.14) and falls

@@ -1,8 +1,7 @@
 /**
  * `GET /` of `crawl-cluster local` counts the monitors' consumers as part of Kafka: a broker that answers while the
  * kafka-monitor's consumer is down (crashed, being restarted, given up) is not a cluster that reads its requests,
- * so the report must not say GREEN (issue 30 defect 4: it said `kafka_connected: true` while nothing read
- * `incoming` any more).
+ * so the report must not say GREEN, nor `kafka_connected: true` while nothing reads `incoming`.
  */
 import type { HealthProbes } from '../../lib/rest/context.ts';
 import type { ConsumerHealth } from './consumer-supervisor.ts';

@@ -1,6 +1,6 @@
 /**
  * The Node binary that runs crawler worker processes on this machine. The crawler image runs a newer Node than the
- * Lambda functions (functions/crawler/Dockerfile: Node 26, whose V8 serializes a page's JSON about twice as fast;
+ * Lambda functions (functions/crawler/Dockerfile: Node 26, whose V8 serializes a page's JSON faster;
  * the Lambda runtime is `nodejs24.x`), so the local runtime, the tests and the bench start workers with the image's
  * Node when `CRAWLER_NODE` names it (`localstack/toolchain.sh` exports it), and with the Node running them otherwise.
  */

@@ -201,7 +201,7 @@ export class BrowserPool {
     if (this.#browser) return this.#browser;
     this.launches++;
     // playwright-core is loaded on the first launch, not with the module: an HTML crawler process, which never
-    // launches a browser, does not pay its load time and memory (bench/PROFILE.md, the idle tail).
+    // launches a browser, does not pay its load time and memory.
     const launching = import('playwright-core')
       .then(({ chromium }) =>
         chromium.launch({

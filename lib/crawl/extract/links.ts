@@ -1,12 +1,11 @@
 /**
  * Link extraction (docs/design.md §5), bounded (docs/design.md §10: parsing bounded in time and depth).
  *
- * Pages are written by strangers, so this must not be able to hang or crash a worker. It used to build a
- * cheerio DOM and walk it recursively: 80k nested tags took 16 s (htmlparser2's `Parser` moves its whole
- * open-element stack on every tag, `unshift` and `indexOf`), a million `<div>`s pinned a worker until its
- * lease expired and then the next worker hung on the same page, and 200k `<span>`s inside one `<a>`
- * overflowed the stack. Now it is one pass over htmlparser2's `Tokenizer` that builds no DOM, slices no
- * text outside links and has no recursion:
+ * Pages are written by strangers, so this must not be able to hang or crash a worker. A DOM walked recursively
+ * cannot promise that: htmlparser2's `Parser` moves its whole open-element stack on every tag (`unshift` and
+ * `indexOf`, quadratic in the nesting), a page of millions of elements pins a worker past its lease and then the
+ * next worker on the same page, and deep nesting inside one `<a>` overflows the stack. So this is one pass over
+ * htmlparser2's `Tokenizer` that builds no DOM, slices no text outside links and has no recursion:
  *
  * - Linear: each element is pushed and popped at most once; whether a close tag matches an open element
  *   is a per-name count, not a scan of the stack. Depth costs one stack entry per open element, never a

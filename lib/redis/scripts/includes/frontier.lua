@@ -190,8 +190,8 @@ local function delay_field(domain) return domain .. '\0cd' end
 -- A throttle key's state in K.throttle: its fetch times (epoch ms) ascending, LOG_W digits each (zero padded), no
 -- separators: the last fetch (moderated) or a sliding-window log (not moderated). A lease reads the entries it
 -- needs by position and finds where to cut or insert by binary search, so its cost does not grow with the log (a
--- domain allowed 100,000 fetches per window parsed and rewrote its whole log, thousands of times, on every lease:
--- 0.6 ms of Redis per page in the crawl bench). States written before ('t1,t2,...') are read too.
+-- domain allowed 100,000 fetches per window would otherwise parse and rewrite thousands of entries on every lease).
+-- States in the comma-separated form ('t1,t2,...') are read too.
 local LOG_W = 13
 local function log_fmt(t) return string.format('%013d', t) end
 local function log_norm(state)

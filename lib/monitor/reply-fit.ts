@@ -5,7 +5,7 @@
  * each crawl's busiest domains (by `total`, ties by name) and says so in **Ext** `cut`; the totals
  * (`total_pending`, `total_domains`, `distinct_domains`) still count everything.
  */
-import type { Reply } from './replies.ts';
+type Reply = Record<string, unknown>;
 
 /** Bytes kept free of the limit for the record's key, headers and framing. */
 const RECORD_OVERHEAD = 1024;

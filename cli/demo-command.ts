@@ -55,7 +55,13 @@ export function registerDemo(program: Command, out: Output): void {
       let cluster: Awaited<ReturnType<typeof startLocalCluster>>;
       try {
         deps = await createMonitorDeps('demo', silent, vars);
-        cluster = await startLocalCluster({ vars, context: deps.ctx, log, crawlerWorkers: opts.workers });
+        cluster = await startLocalCluster({
+          vars,
+          context: deps.ctx,
+          log,
+          crawlerWorkers: opts.workers,
+          workerOutput: 'log',
+        });
       } catch (error) {
         // LocalStack or Kafka not answering: nothing stays open behind the error.
         await deps?.close();

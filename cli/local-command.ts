@@ -124,6 +124,8 @@ export function registerLocal(program: Command, out: Output): void {
           maxBatchingWindowMs: opts.batchingWindow,
           scheduleEveryMs: opts.scheduleEvery * 1000,
           browserWorkers: opts.browserWorkers,
+          // The workers' JSON lines in this log's format and on its stream (stderr), not JSON on stdout.
+          workerOutput: 'log',
           onBatch: (fn, s) =>
             log(s.threw || s.failures > 0 ? 'warn' : 'info', `${fn}: ${s.records} records in ${s.durationMs} ms`, {
               ...(s.failures > 0 ? { failures: s.failures } : {}),

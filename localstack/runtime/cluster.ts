@@ -28,6 +28,7 @@ import { describeBodyStore, type LocalAwsRuntime, localAwsOf, startLocalAws } fr
 import type { RuntimeLog } from './log.ts';
 import { type MskBatchStats, type MskSource, startMskSource } from './msk-source.ts';
 import { type Schedule, startSchedule } from './schedule.ts';
+import type { WorkerOutput } from './worker-log.ts';
 
 export interface LocalClusterOptions {
   vars: Variables;
@@ -53,6 +54,11 @@ export interface LocalClusterOptions {
   browserWorkers?: number;
   /** Environment the workers inherit (the configuration values are set on top). @default the process environment */
   workerEnv?: NodeJS.ProcessEnv;
+  /**
+   * Where the workers' log lines (Powertools JSON, as on ECS) go: this process's stdout and stderr as they are, or
+   * through `log`, named after their worker (worker-log.ts). @default 'inherit'
+   */
+  workerOutput?: WorkerOutput;
   /** CloudWatch namespace of the stats metrics in LocalStack (tests use one of their own). @default METRICS_NAMESPACE */
   metricsNamespace?: string;
   /**
@@ -147,7 +153,10 @@ async function startWithAws(options: LocalClusterOptions, aws: LocalAwsRuntime |
     : (stats as Invoke<ScheduledEvent, unknown>);
   try {
     const count = options.crawlerWorkers ?? vars.CRAWLER_WORKERS;
-    if (count > 0) workers = startCrawlerWorkers(vars, count, log, options.workerEnv ?? processEnvironment());
+    if (count > 0) {
+      const env = options.workerEnv ?? processEnvironment();
+      workers = startCrawlerWorkers(vars, count, log, env, 'crawler worker', options.workerOutput);
+    }
     const browsers = options.browserWorkers ?? 0;
     if (browsers > 0) {
       const env = options.workerEnv ?? processEnvironment();
@@ -157,6 +166,7 @@ async function startWithAws(options: LocalClusterOptions, aws: LocalAwsRuntime |
         log,
         env,
         'browser worker',
+        options.workerOutput,
       );
     }
     // Both groups join at once: a join can wait for the broker to drop a dead member of the group.

@@ -14,6 +14,7 @@ import { restartBackoffMs } from './consumer-supervisor.ts';
 import { crawlerNode } from './crawler-node.ts';
 import { bodyStoreEnv } from './local-aws.ts';
 import type { RuntimeLog } from './log.ts';
+import { logWorkerOutput, type WorkerOutput } from './worker-log.ts';
 
 /** The exit code of a worker whose configuration is invalid (functions/crawler/main.ts): it is not restarted. */
 export const CONFIG_EXIT_CODE = 2;
@@ -48,8 +49,12 @@ export function startCrawlerWorkers(
   baseEnv: NodeJS.ProcessEnv,
   /** How the log names a worker. @default 'crawler worker' */
   what = 'crawler worker',
+  /** Where the workers' own log lines go: `local`'s stdout and stderr as they are, or through `log`. @default 'inherit' */
+  output: WorkerOutput = 'inherit',
 ): CrawlerWorkers {
   const children = new Map<number, ChildProcess>();
+  /** Workers whose process has exited and whose output has all been read. */
+  const closed = new WeakSet<ChildProcess>();
   let stopping = false;
   const entry = join(REPO_ROOT, 'functions', 'crawler', 'main.ts');
   const env = envOf(vars, baseEnv);
@@ -62,11 +67,14 @@ export function startCrawlerWorkers(
     const startedAt = Date.now();
     const child = spawn(node, [...CRAWLER_NODE_FLAGS, entry], {
       env,
-      stdio: ['ignore', 'inherit', 'inherit'],
+      stdio: ['ignore', output === 'log' ? 'pipe' : 'inherit', output === 'log' ? 'pipe' : 'inherit'],
     });
     children.set(slot, child);
     log('info', `${what} ${slot} started`, { pid: child.pid });
-    child.once('exit', (code, signal) => {
+    if (output === 'log') void logWorkerOutput(`${what} ${slot}`, child, log);
+    // 'close', not 'exit': by then the worker's last lines (the error it exited on) are logged, before these.
+    child.once('close', (code, signal) => {
+      closed.add(child);
       if (stopping) return;
       if (code === CONFIG_EXIT_CODE) {
         // Misconfigured (a broken plugin, an unknown CRAWLER_SPIDERS type): starting it again would fail again.
@@ -95,11 +103,11 @@ export function startCrawlerWorkers(
         [...children.values()].map(
           (c) =>
             new Promise<void>((resolve) => {
-              if (c.exitCode !== null || c.signalCode !== null) return resolve();
+              if (closed.has(c)) return resolve();
               // As ECS does after the stop timeout: a worker that has not drained well past its deadline is killed
               // (its leases are reclaimed), so stop always ends.
               const kill = setTimeout(() => c.kill('SIGKILL'), vars.SHUTDOWN_DEADLINE_MS + KILL_GRACE_MS);
-              c.once('exit', () => {
+              c.once('close', () => {
                 clearTimeout(kill);
                 resolve();
               });

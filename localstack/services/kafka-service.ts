@@ -8,6 +8,7 @@ import { execFileSync, spawnSync } from 'node:child_process';
 import { existsSync, mkdirSync, readdirSync, writeFileSync } from 'node:fs';
 import { connect } from 'node:net';
 import { join } from 'node:path';
+import { stripVTControlCharacters } from 'node:util';
 import { ServiceStartError } from '../../lib/errors.ts';
 import { createKafka } from '../../lib/kafka/client.ts';
 import { REPO_ROOT } from '../repo-root.ts';
@@ -23,6 +24,7 @@ function paths(layout: ServicesLayout) {
     dir,
     libs: join(dir, 'libs'),
     libsDone: join(dir, 'libs', '.complete'),
+    mvnLog: join(dir, 'mvn.log'),
     data: join(dir, 'data'),
     logs: join(dir, 'logs'),
     props: join(dir, 'server.properties'),
@@ -38,7 +40,11 @@ export function kafkaDataDir(layout: ServicesLayout): string {
   return paths(layout).data;
 }
 
-/** Downloads Kafka and its runtime dependencies from Maven Central once (later runs are offline). */
+/**
+ * Downloads Kafka and its runtime dependencies from Maven Central once (later runs are offline). Maven's output goes
+ * to `<kafka dir>/mvn.log`, not the terminal: even in batch mode without colour it writes bare ANSI resets, and on
+ * success it has nothing to say. A failure names its last lines and the log.
+ */
 function ensureLibs(p: ReturnType<typeof paths>, progress: Progress): string {
   if (!existsSync(p.libsDone)) {
     if (spawnSync('mvn', ['-v'], { stdio: 'ignore' }).status !== 0) {
@@ -46,7 +52,7 @@ function ensureLibs(p: ReturnType<typeof paths>, progress: Progress): string {
     }
     progress(`kafka: fetching Apache Kafka jars from Maven Central into ${p.libs} (first run only)`);
     mkdirSync(p.libs, { recursive: true });
-    execFileSync(
+    const mvn = spawnSync(
       'mvn',
       [
         '-q',
@@ -58,8 +64,22 @@ function ensureLibs(p: ReturnType<typeof paths>, progress: Progress): string {
         `-DoutputDirectory=${p.libs}`,
         '-DincludeScope=runtime',
       ],
-      { stdio: ['ignore', 'inherit', 'inherit'] },
+      { encoding: 'utf8', stdio: ['ignore', 'pipe', 'pipe'], maxBuffer: 64 * 1024 * 1024 },
     );
+    const output = stripVTControlCharacters(`${mvn.stdout ?? ''}${mvn.stderr ?? ''}`);
+    writeFileSync(p.mvnLog, output);
+    if (mvn.status !== 0) {
+      const tail = output
+        .split('\n')
+        .map((l) => l.trim())
+        .filter((l) => l !== '')
+        .slice(-5)
+        .join(' | ');
+      throw new ServiceStartError(
+        `kafka: mvn could not fetch the Kafka jars (${tail || mvn.error?.message || `exit code ${mvn.status}`}); ` +
+          `its output is in ${p.mvnLog}`,
+      );
+    }
     writeFileSync(p.libsDone, new Date().toISOString());
   }
   const jars = readdirSync(p.libs).filter((f) => f.endsWith('.jar'));
@@ -67,6 +87,11 @@ function ensureLibs(p: ReturnType<typeof paths>, progress: Progress): string {
     throw new ServiceStartError(`kafka: no kafka_2.13 jar in ${p.libs}; delete that folder and run again`);
   }
   return jars.map((j) => join(p.libs, j)).join(':');
+}
+
+/** The Kafka jars of a services directory, fetched with Maven on the first call; their classpath. */
+export function kafkaLibs(layout: ServicesLayout, progress: Progress): string {
+  return ensureLibs(paths(layout), progress);
 }
 
 function writeConfig(layout: ServicesLayout, p: ReturnType<typeof paths>): void {

@@ -12,7 +12,7 @@ import { NodejsFunction, OutputFormat } from 'aws-cdk-lib/aws-lambda-nodejs';
 import * as logs from 'aws-cdk-lib/aws-logs';
 import { Construct } from 'constructs';
 import { DASHBOARD_DIR, DASHBOARD_FILES } from '../../lib/rest/dashboard-page.ts';
-import { REPO_ROOT } from '../../localstack/repo-root.ts';
+import { REPO_ROOT } from '../repo-root.ts';
 import { acknowledge } from '../nag.ts';
 
 export interface CrawlFunctionProps {

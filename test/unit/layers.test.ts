@@ -1,11 +1,11 @@
 /**
  * The layers, checked on the source itself (docs/layout.md): `lib/` is the core and imports nothing above
  * it; `functions/` are the deployables' adapters over the core; `localstack/` (local runtime, native services,
- * fixture site), `cdk/` and `bench/` sit above; the product CLI (`cli/`) on top, imported only by `bin/` and tests,
- * and no CLI command lives anywhere else. No import cycle anywhere. Static, type-only, re-export and dynamic imports
- * all count. `lib/` imports no Lambda package either (event types, middy, Powertools): Lambda's shapes live with the
- * adapters in functions/. And the rules of the code itself: no write into a third-party module (issue 31), no source
- * file over 500 lines.
+ * fixture site), `cdk/` and `bench/` sit above, `cdk/` (the deploy code) on the core and the adapters only; the
+ * product CLI (`cli/`) on top, imported only by `bin/` and tests, and no CLI command lives anywhere else. No import
+ * cycle anywhere. Static, type-only, re-export and dynamic imports all count. `lib/` imports no Lambda package
+ * either (event types, middy, Powertools): Lambda's shapes live with the adapters in functions/. And the rules of the
+ * code itself: no write into a third-party module (issue 31), no source file over 500 lines.
  */
 import { readdirSync, readFileSync } from 'node:fs';
 import { dirname, join, normalize, relative } from 'node:path';
@@ -172,6 +172,16 @@ describe('layers', () => {
       offenders(
         (f) => top(f) === 'functions',
         (t) => ['lib', 'functions'].includes(top(t)),
+      ),
+    ).toEqual([]);
+  });
+
+  it('cdk/ (the deploy code) imports only lib/, functions/ and cdk/: nothing of the local runtime', () => {
+    expect(graph.get('cdk/constructs/crawl-function.ts')).toContain('cdk/repo-root.ts');
+    expect(
+      offenders(
+        (f) => top(f) === 'cdk',
+        (t) => ['lib', 'functions', 'cdk'].includes(top(t)),
       ),
     ).toEqual([]);
   });

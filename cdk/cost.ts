@@ -12,9 +12,9 @@ import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { parseArgs } from 'node:util';
 import { App } from 'aws-cdk-lib';
-import { REPO_ROOT } from '../localstack/repo-root.ts';
 import { type CostOptions, type CostReport, DEFAULT_OPTIONS, priceTemplate, type ResourceCost } from './cost-model.ts';
 import { PRICES_DATE, PRICES_REGION } from './prices.ts';
+import { REPO_ROOT } from './repo-root.ts';
 import { readSettings } from './settings.ts';
 import { CrawlClusterStack } from './stack.ts';
 

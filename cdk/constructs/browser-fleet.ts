@@ -17,7 +17,7 @@ import * as ecs from 'aws-cdk-lib/aws-ecs';
 import type * as logs from 'aws-cdk-lib/aws-logs';
 import { Construct, type Node } from 'constructs';
 import { METRICS_NAMESPACE } from '../../functions/shared/observability.ts';
-import { REPO_ROOT } from '../../localstack/repo-root.ts';
+import { REPO_ROOT } from '../repo-root.ts';
 import type { RuntimeEnv } from '../runtime-env.ts';
 import { SettingsError } from '../settings.ts';
 import type { Cache } from './cache.ts';

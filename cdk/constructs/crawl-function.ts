@@ -1,7 +1,8 @@
 /**
  * One of the project's Lambda functions with the house defaults: Node 24 on arm64, bundled locally by esbuild
- * (no Docker) from functions/<name>/handler.ts, in the VPC's private subnets, with its own log group and a role
- * that may write to that log group only (instead of the AWS managed execution policies, which allow every group).
+ * (no Docker) from functions/<name>/handler.ts with kafkajs beside the bundle in node_modules, in the VPC's private
+ * subnets, with its own log group and a role that may write to that log group only (instead of the AWS managed
+ * execution policies, which allow every group).
  */
 import { join } from 'node:path';
 import { type Duration, RemovalPolicy } from 'aws-cdk-lib';
@@ -12,8 +13,23 @@ import { NodejsFunction, OutputFormat } from 'aws-cdk-lib/aws-lambda-nodejs';
 import * as logs from 'aws-cdk-lib/aws-logs';
 import { Construct } from 'constructs';
 import { DASHBOARD_DIR, DASHBOARD_FILES } from '../../lib/rest/dashboard-page.ts';
-import { REPO_ROOT } from '../../localstack/repo-root.ts';
 import { acknowledge } from '../nag.ts';
+import { REPO_ROOT } from '../repo-root.ts';
+
+/**
+ * The packages every function keeps in node_modules instead of the bundle: kafkajs, whose internals lib/kafka's fast
+ * path replaces by module file (crc32c.ts, encoder.ts, request-queue.ts), and the native CRC-32C it installs.
+ */
+export const KAFKAJS_PACKAGES = ['kafkajs', '@node-rs/crc32'] as const;
+
+/** npm's platform settings for installing a function's node_modules: `@node-rs/crc32`'s binary for Lambda's CPU. */
+export function npmPlatform(architecture: lambda.Architecture): Record<string, string> {
+  return {
+    npm_config_os: 'linux',
+    npm_config_cpu: architecture === lambda.Architecture.ARM_64 ? 'arm64' : 'x64',
+    npm_config_libc: 'glibc',
+  };
+}
 
 export interface CrawlFunctionProps {
   /** The directory under functions/ that holds handler.ts. */
@@ -85,6 +101,7 @@ export class CrawlFunction extends Construct {
       'Lambda VPC networking (the AWSLambdaVPCAccessExecutionRole actions): EC2 network-interface actions and ' +
         'Describe* cannot be scoped to resources that do not exist yet.',
     );
+    const architecture = lambda.Architecture.ARM_64;
     this.function = new NodejsFunction(this, 'Function', {
       entry: join(REPO_ROOT, 'functions', props.name, 'handler.ts'),
       handler: 'handler',
@@ -92,7 +109,7 @@ export class CrawlFunction extends Construct {
       depsLockFilePath: join(REPO_ROOT, 'package-lock.json'),
       description: props.description,
       runtime: lambda.Runtime.NODEJS_24_X,
-      architecture: lambda.Architecture.ARM_64,
+      architecture,
       memorySize: props.memorySize ?? 512,
       timeout: props.timeout,
       environment: { ...props.environment, NODE_OPTIONS: '--enable-source-maps' },
@@ -111,10 +128,16 @@ export class CrawlFunction extends Construct {
         minify: true,
         sourceMap: true,
         sourcesContent: false,
-        // Everything is bundled, the AWS SDK too: the MSK IAM signer pins its own SDK packages.
+        // Everything else is bundled, the AWS SDK too: the MSK IAM signer pins its own SDK packages.
         externalModules: [],
+        // kafkajs (with @node-rs/crc32, the native CRC-32C) stays a package of its own, installed by `npm ci` beside
+        // the bundle at the lock file's versions, as in the crawler image: lib/kafka's fast path replaces kafkajs's
+        // internals by their module files, which an inlined copy does not have (docs/design.md §4).
+        nodeModules: [...KAFKAJS_PACKAGES],
+        // npm installs the optional native binaries for the function's platform, not the machine that bundles.
+        environment: npmPlatform(architecture),
         tsconfig: join(REPO_ROOT, 'tsconfig.json'),
-        // CommonJS dependencies (kafkajs, ioredis) call require() for Node built-ins.
+        // CommonJS dependencies in the bundle (ioredis, the MSK IAM signer) call require() for Node built-ins.
         banner:
           "import { createRequire as __ccRequire } from 'node:module'; const require = __ccRequire(import.meta.url);",
         commandHooks: {

@@ -3,9 +3,12 @@
  * at a time in JS: with page messages of tens of KB that is a visible share of a crawler worker's CPU. Installed is
  * the native one of `@node-rs/crc32` (the CPU's CRC32C instructions), else, where its binary does not load,
  * {@link crc32c} below, slicing-by-8 in JS (eight table lookups per 8 bytes instead of one per byte).
- * Loading this module before kafkajs (lib/kafka/client.ts imports it first) puts the function in Node's module cache
- * under the file name of kafkajs's `src/protocol/recordBatch/crc32C/index.js`, so kafkajs's `require('../crc32C')`
- * gets it; both have its contract (a Buffer in, the unsigned CRC out). kafkajs is pinned (package.json), and
+ * Loading this module before kafkajs first builds a record batch puts the function in Node's module cache under the
+ * file name of kafkajs's `src/protocol/recordBatch/crc32C/index.js`, so kafkajs's `require('../crc32C')` gets it; both
+ * have its contract (a Buffer in, the unsigned CRC out). lib/kafka/client.ts imports it before kafkajs; in the Lambda
+ * functions' bundles, where kafkajs is an external package that loads before the bundle's own code, it still comes
+ * first, because kafkajs requires its record batch modules only when it first produces or fetches
+ * (test/cdk/lambda-bundle.test.ts checks it on a bundle). kafkajs is pinned (package.json), and
  * test/unit/kafka-crc32c.test.ts checks the checksums of both against kafkajs's own and that a process loading
  * lib/kafka/client.ts uses the installed one.
  */
@@ -79,7 +82,7 @@ const require = createRequire(import.meta.url);
 
 /**
  * The file of kafkajs's CRC-32C module, as Node's module cache names it; undefined where kafkajs is not a module
- * of its own (the Lambda functions' esbuild bundles inline it, and keep its CRC: their messages are small).
+ * of its own (a bundle that inlines it; the Lambda functions keep it in node_modules for this).
  */
 export const KAFKAJS_CRC32C_FILE: string | undefined = (() => {
   try {

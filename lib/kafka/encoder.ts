@@ -17,8 +17,8 @@
  * - `writeUVarInt` (each record's lengths) writes its bytes in place instead of through an array and a Buffer.
  *
  * The bytes produced are the same; test/unit/kafka-encoder.test.ts encodes record batches and produce requests with
- * and without this and compares them. kafkajs is pinned (package.json). Where kafkajs is not a module of its own (the
- * Lambda functions' esbuild bundles), this does nothing.
+ * and without this and compares them. kafkajs is pinned (package.json). Where kafkajs is not a module of its own (a
+ * bundle that inlines it), this does nothing.
  */
 import { kafkajsInternal } from './kafkajs-internal.ts';
 

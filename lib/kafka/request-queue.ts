@@ -8,8 +8,8 @@
  * pending, when the client-side throttle ends (at least kafkajs's 10 ms later); a request that cannot be sent at
  * once is pushed to `pending` and schedules its own check, and each answered request checks `pending` again, so
  * nothing waits on the loop that is gone. test/unit/kafka-request-queue.test.ts drives kafkajs's own class.
- * lib/kafka/client.ts imports this before kafkajs is used. Where kafkajs is not a module of its own (the Lambda
- * functions' esbuild bundles), this does nothing: there the process is frozen between invocations anyway.
+ * lib/kafka/client.ts imports this before kafkajs is used. Where kafkajs is not a module of its own (a bundle that
+ * inlines it), this does nothing.
  */
 import { kafkajsInternal } from './kafkajs-internal.ts';
 
@@ -44,7 +44,7 @@ function scheduleCheckPendingRequests(this: KafkajsRequestQueue): void {
   );
 }
 
-/** True when kafkajs's RequestQueue uses the fixed method (false where kafkajs is bundled). */
+/** True when kafkajs's RequestQueue uses the fixed method (false where kafkajs is inlined in a bundle). */
 export function kafkajsUsesFixedRequestQueue(): boolean {
   return KafkajsRequestQueue?.prototype.scheduleCheckPendingRequests === scheduleCheckPendingRequests;
 }

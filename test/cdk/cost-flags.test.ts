@@ -10,9 +10,9 @@ import { App } from 'aws-cdk-lib';
 import { Annotations, Match } from 'aws-cdk-lib/assertions';
 import { describe, expect, it } from 'vitest';
 import { firehosePartitionsNeeded } from '../../cdk/constructs/kafka.ts';
+import { REPO_ROOT } from '../../cdk/repo-root.ts';
 import { readSettings } from '../../cdk/settings.ts';
 import { CrawlClusterStack } from '../../cdk/stack.ts';
-import { REPO_ROOT } from '../../localstack/repo-root.ts';
 import { allStatements, type Cfn, logicalIdOf, resourceOf, synthStack } from './synth.ts';
 
 const CDK_CONTEXT = JSON.parse(readFileSync(join(REPO_ROOT, 'cdk.json'), 'utf8')).context;

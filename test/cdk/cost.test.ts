@@ -10,7 +10,7 @@ import { describe, expect, it } from 'vitest';
 import { parseContext } from '../../cdk/cost.ts';
 import { priceTemplate, UnpricedResourceError, unpricedTypes } from '../../cdk/cost-model.ts';
 import { ASSUMPTIONS, COMPRESSION_RATIO } from '../../cdk/prices.ts';
-import { REPO_ROOT } from '../../localstack/repo-root.ts';
+import { REPO_ROOT } from '../../cdk/repo-root.ts';
 import { type Cfn, synthStack } from './synth.ts';
 
 const VARIANTS: Record<string, Record<string, unknown>> = {

@@ -7,8 +7,8 @@ import { existsSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { pluginBuildArgs } from '../../cdk/constructs/fleet.ts';
+import { REPO_ROOT } from '../../cdk/repo-root.ts';
 import { readSettings, SettingsError } from '../../cdk/settings.ts';
-import { REPO_ROOT } from '../../localstack/repo-root.ts';
 import { type Synthesized, synthStack } from './synth.ts';
 
 interface ImageAsset {

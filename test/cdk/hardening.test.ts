@@ -11,10 +11,10 @@ import { beforeAll, describe, expect, it } from 'vitest';
 import { afterBundlingCommands } from '../../cdk/constructs/crawl-function.ts';
 import { MSK_EXECUTION_POLICY } from '../../cdk/constructs/functions.ts';
 import { FAILED_BATCH_METRICS_ID } from '../../cdk/constructs/storage.ts';
+import { REPO_ROOT } from '../../cdk/repo-root.ts';
 import { readSettings } from '../../cdk/settings.ts';
 import { REDIS_PASSWORD_SECRET_ARN } from '../../functions/shared/secrets.ts';
 import { DASHBOARD_FILES } from '../../lib/rest/dashboard-page.ts';
-import { REPO_ROOT } from '../../localstack/repo-root.ts';
 import { allStatements, type Cfn, logicalIdOf, resourceOf, type Synthesized, synthStack } from './synth.ts';
 
 let s: Synthesized;

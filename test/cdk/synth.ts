@@ -10,9 +10,9 @@ import { Template } from 'aws-cdk-lib/assertions';
 import { AwsSolutionsChecks } from 'cdk-nag';
 import type { IConstruct } from 'constructs';
 import { afterAll } from 'vitest';
+import { REPO_ROOT } from '../../cdk/repo-root.ts';
 import { readSettings } from '../../cdk/settings.ts';
 import { CrawlClusterStack } from '../../cdk/stack.ts';
-import { REPO_ROOT } from '../../localstack/repo-root.ts';
 
 const CDK_JSON = JSON.parse(readFileSync(join(REPO_ROOT, 'cdk.json'), 'utf8')) as { context: Record<string, unknown> };
 

@@ -8,10 +8,10 @@ import {
   URL_FRONTIER_TLS_PORT,
   type UrlFrontier,
 } from '../../cdk/constructs/url-frontier.ts';
+import { REPO_ROOT } from '../../cdk/repo-root.ts';
 import { REQUIRED_VARIABLES } from '../../cdk/runtime-env.ts';
 import { METRICS_NAMESPACE } from '../../functions/shared/observability.ts';
 import { VARIABLES } from '../../lib/config/variables.ts';
-import { REPO_ROOT } from '../../localstack/repo-root.ts';
 import { type Cfn, logicalIdOf, resourceOf, type Synthesized, synthStack } from './synth.ts';
 
 const CERTIFICATE = 'arn:aws:acm:us-east-1:123456789012:certificate/0f0e2f2a-1111-2222-3333-444455556666';

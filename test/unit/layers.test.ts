@@ -1,8 +1,8 @@
 /**
  * The layers, checked on the source itself (docs/layout.md): `lib/` is the core and imports nothing above it;
  * `functions/` are the deployables' adapters over the core; nothing that ships imports `test/` or `bench/`; the
- * product CLI (`cli/`) sits on top, imported only by `bin/` and tests, and no CLI command lives anywhere else. No
- * import cycle anywhere. Static, type-only, re-export and dynamic imports all count. Inside the core: `lib/` imports
+ * deploy code (`cdk/`) leans on the core and the adapters only; the product CLI (`cli/`) sits on top, imported only
+ * by `bin/` and tests, and no CLI command lives anywhere else. No import cycle anywhere. Static, type-only, re-export and dynamic imports all count. Inside the core: `lib/` imports
  * no Lambda package (event types, middy, Powertools: Lambda's shapes live with the adapters in functions/), only
  * lib/kafka imports kafkajs, the ports and the crawl path reach nothing of lib/redis (Redis implements the ports,
  * it does not define them), and lib/crawl is in rooms by stage. And the rules of the code itself: no write into a
@@ -185,6 +185,16 @@ describe('layers', () => {
       offenders(
         (f) => top(f) === 'functions',
         (t) => ['lib', 'functions'].includes(top(t)),
+      ),
+    ).toEqual([]);
+  });
+
+  it('cdk/ (the deploy code) imports only lib/, functions/ and cdk/: nothing of the local runtime', () => {
+    expect(graph.get('cdk/constructs/crawl-function.ts')).toContain('cdk/repo-root.ts');
+    expect(
+      offenders(
+        (f) => top(f) === 'cdk',
+        (t) => ['lib', 'functions', 'cdk'].includes(top(t)),
       ),
     ).toEqual([]);
   });

@@ -244,4 +244,9 @@ export interface CrawlerFrontier {
   ): Promise<{ waitMs: number } | null>;
   /** A domain's robots.txt Crawl-delay (ms; 0 or undefined clears it). */
   setCrawlDelay(partition: PartitionRef, domain: string, delayMs: number | undefined): Promise<void>;
+  /**
+   * Where a leased request's domain keeps its throttle and Crawl-delay, as an opaque name: leases with the same name
+   * and domain share them (the crawler remembers per name and domain which Crawl-delay it told).
+   */
+  throttleScope(lease: LeaseHandle): string;
 }

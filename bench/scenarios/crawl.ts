@@ -48,7 +48,7 @@
 
 import { randomBytes } from 'node:crypto';
 import { fileURLToPath } from 'node:url';
-import { DELIVERIES_PER_FETCH } from '../../lib/crawl/crawler/crawler.ts';
+import { DELIVERIES_PER_FETCH } from '../../lib/crawl/crawler/delivery.ts';
 import type { KafkaCompression } from '../../lib/kafka/codecs.ts';
 import { startSiteProcess } from '../../localstack/site/process.ts';
 import { CpuMeter } from '../lib/cpu.ts';

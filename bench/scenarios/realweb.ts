@@ -45,7 +45,7 @@
  * Smoke: BENCH_REALWEB_HOSTS=10 BENCH_REALWEB_PAGES=300 BENCH_REALWEB_ROUNDS=1 BENCH_PEERS=none.
  */
 
-import { DELIVERIES_PER_FETCH } from '../../lib/crawl/crawler/crawler.ts';
+import { DELIVERIES_PER_FETCH } from '../../lib/crawl/crawler/delivery.ts';
 import type { InternetOptions } from '../../localstack/site/internet.ts';
 import { type ChildInternet, startInternetProcess } from '../../localstack/site/internet-server.ts';
 import { CpuMeter } from '../lib/cpu.ts';

@@ -13,6 +13,7 @@
  * (lib/crawl/crawler/load-report.ts, read by fleet-metrics.ts).
  */
 
+import { HEARTBEAT_TTL_MS } from '../crawl/crawler/load-report.ts';
 import type { UrlFrontierView } from '../ports.ts';
 import { type StatsType, URL_FRONTIER_SPIDERID } from '../schemas/index.ts';
 import type { StatsCounts, StatsIncrement } from '../stats-model.ts';
@@ -24,8 +25,8 @@ import type { MonitorContext } from './context.ts';
  */
 export const STATS_TOP_DOMAINS = 1000;
 
-/** Heartbeats older than this are not live. */
-export const HEARTBEAT_TTL_MS = 300_000;
+/** Heartbeats older than this are not live (one TTL for every kind, defined with the crawler's heartbeat). */
+export { HEARTBEAT_TTL_MS };
 
 /**
  * Counts a monitor's batch and beats its heartbeat. Best effort: losing a count must not make Lambda

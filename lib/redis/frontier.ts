@@ -34,7 +34,7 @@ import type {
   PartitionRef,
   QueueSummary,
 } from '../frontier-model.ts';
-import type { CrawlerFrontier, FrontierApi } from '../ports.ts';
+import type { CrawlerFrontier, FrontierApi, LeaseHandle } from '../ports.ts';
 import { ackGroup, allOwn, byChildren, MAX_FOLDED_CHILDREN, ownChildren } from './ack-fold.ts';
 import type { RedisClient } from './client.ts';
 import { DupeCache } from './dupe-cache.ts';
@@ -50,7 +50,7 @@ import {
 } from './frontier-admin.ts';
 import { byPartition, FrontierCalls, samePartition } from './frontier-calls.ts';
 import type { FrontierOptions } from './frontier-options.ts';
-import { crawlKey, partitionKeys } from './keys.ts';
+import { crawlKey, partitionKeys, partitionTag } from './keys.ts';
 import { memberBytes, memberHandle, parseMember } from './member.ts';
 
 export class Frontier implements FrontierApi, CrawlerFrontier {
@@ -358,6 +358,11 @@ export class Frontier implements FrontierApi, CrawlerFrontier {
     const field = `${domain}\u0000cd`;
     if (delayMs && delayMs > 0) await this.#calls.redis.hset(key, field, Math.round(delayMs));
     else await this.#calls.redis.hdel(key, field);
+  }
+
+  /** The throttle a lease's domain is counted in: its partition's hash tag (every spider type of the scope shares it). */
+  throttleScope(lease: LeaseHandle): string {
+    return partitionTag(lease.partition);
   }
 
   /** Returns expired leases of one spider type to their queues. @returns how many */

@@ -135,6 +135,27 @@ describe('exact politeness', () => {
     expect(await redis.hexists(partitionKeys(p).throttle, 'slow.com\u0000cd')).toBe(0);
   });
 
+  test('throttleScope names where a Crawl-delay lives: shared by the spider types of one throttle, not across them', async () => {
+    // Per spider type (SCHEDULER_TYPE_ENABLED): each type has its own throttle, so its own name.
+    const perType = testFrontier(redis, { hits: 10, windowSec: 1, moderated: true });
+    const link = { handle: 'x', partition: perType.partitionFor('link') };
+    const wander = { handle: 'y', partition: perType.partitionFor('wandering') };
+    expect(perType.throttleScope(link)).toBe(perType.throttleScope({ ...link, handle: 'z' }));
+    expect(perType.throttleScope(link)).not.toBe(perType.throttleScope(wander));
+    // One throttle for every type: one name, and a Crawl-delay told for one type holds for the other.
+    const shared = testFrontier(redis, { hits: 10, windowSec: 1, moderated: true, typeEnabled: false });
+    const a = { handle: 'x', partition: shared.partitionFor('link') };
+    const b = { handle: 'y', partition: shared.partitionFor('wandering') };
+    expect(shared.throttleScope(a)).toBe(shared.throttleScope(b));
+    await shared.setCrawlDelay(a.partition, 'slow.com', 2000);
+    expect(await redis.hget(partitionKeys(b.partition).throttle, 'slow.com\u0000cd')).toBe('2000');
+    // Another frontier (another key prefix) is another name.
+    const other = testFrontier(redis, { hits: 10, windowSec: 1, moderated: true });
+    expect(other.throttleScope({ handle: 'x', partition: other.partitionFor('link') })).not.toBe(
+      perType.throttleScope(link),
+    );
+  });
+
   test('a sliding-window log keeps only what can still matter: the fetches of the last window, and the latest', async () => {
     const frontier = testFrontier(redis, { hits: 1000, windowSec: 1, moderated: false, throttleMarginMs: 100 });
     await fill(frontier, ['a.com'], 10);

@@ -5,7 +5,8 @@
  */
 import { describe, expect, it } from 'vitest';
 import { ConcurrencyController, type LoadSignals } from '../../lib/crawl/crawler/concurrency.ts';
-import { Crawler, DELIVERIES_PER_FETCH, RECLAIMED_TOO_OFTEN } from '../../lib/crawl/crawler/crawler.ts';
+import { Crawler, RECLAIMED_TOO_OFTEN } from '../../lib/crawl/crawler/crawler.ts';
+import { DELIVERIES_PER_FETCH } from '../../lib/crawl/crawler/delivery.ts';
 import { MAX_CRAWL_DELAY_MS, MAX_RESTAMP_WAIT_MS, RESTAMP_AFTER_MS } from '../../lib/crawl/crawler/fetch-slot.ts';
 import { PUBLISH_STALL_MS } from '../../lib/crawl/crawler/gate.ts';
 import { LEASE_AHEAD_MS, MAX_LEASE_BATCH, QUIET_MAX_MS } from '../../lib/crawl/crawler/leasing.ts';
@@ -187,6 +188,9 @@ class ScriptedFrontier implements CrawlerFrontier {
   readonly crawlDelays: { domain: string; delayMs: number | undefined }[] = [];
   async setCrawlDelay(_p: unknown, domain: string, delayMs: number | undefined): Promise<void> {
     this.crawlDelays.push({ domain, delayMs });
+  }
+  throttleScope(l: Pick<Lease, 'partition'>): string {
+    return `${l.partition.scope}:${l.partition.partition}`;
   }
   async release(ls: Pick<Lease, 'handle'>[]): Promise<number> {
     this.released.push(...ls.map((l) => l.handle));

@@ -9,10 +9,9 @@
  * - bytes of response bodies being read against the body budget.
  * Growth starts like TCP's slow start: the limit doubles a tick while every slot is busy and every signal is far
  * from its budget, up to the limit it last backed off to; while it does ({@link ConcurrencyController.ramping}) the
- * caller ticks twice as often (lib/crawl/crawler/slots.ts): 128 to 256 slots on the first busy tick, where the first cut's 16
- * slots at 500 ms ticks took 2 s (on the web a crawl's first seconds are much of a small crawl: the simulated
- * internet's 2,900 pages take 8 s); past that it grows x1.25 a tick while far from any budget and one
- * slot a tick near one. Back-off multiplies by 0.7 on the first tick over budget. Slots are only ever added when
+ * caller ticks twice as often (lib/crawl/crawler/slots.ts), so a crawl's first seconds (on the web, much of a small
+ * crawl) run at the slots they need; past that it grows x1.25 a tick while far from any budget and one slot a tick
+ * near one. Back-off multiplies by 0.7 on the first tick over budget. Slots are only ever added when
  * they were (within an eighth) all in use: a crawler waiting for its politeness turns keeps what it has. The floor and ceiling are
  * configuration (CRAWLER_CONCURRENCY_MIN, CRAWLER_CONCURRENCY_MAX); a fixed CRAWLER_CONCURRENCY bypasses all this.
  * Pure: the signals and the clock come from the caller (lib/crawl/crawler/load-signals.ts reads the real ones).
@@ -72,9 +71,9 @@ const STARVED_BELOW_CPU = 0.5;
 
 /**
  * Slots at start: 128 fetches, of the task's body budget at most (admission waits beyond it), and on a CPU-bound or
- * memory-bound task the first tick over a budget takes them back (x0.7 a tick). On the simulated internet the first
- * second of a crawl is robots.txt and the first hop: 32 slots doubling every 250 ms reached 256 only after ~2.7 s,
- * because once the process uses half its CPU budget it grows by a quarter a tick (bench/PROFILE.md, issue 32).
+ * memory-bound task the first tick over a budget takes them back (x0.7 a tick). A crawl's first second is robots.txt
+ * and the first hop, many slow fetches at once: starting low, slow start stops doubling as soon as the process uses
+ * half its CPU budget and then grows by a quarter a tick, too late for them.
  */
 export const INITIAL_SLOTS = 128;
 

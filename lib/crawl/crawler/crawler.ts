@@ -10,7 +10,7 @@
  * Shutdown: `stop()` stops leasing, lets in-flight work finish until the deadline, then aborts what is
  * left and releases those leases back to the queue, so nothing is lost.
  */
-import { failureCause, InfrastructureError } from '../../errors.ts';
+import { failureCause } from '../../errors.ts';
 import type { Lease } from '../../frontier-model.ts';
 import { perAppSenderFor } from '../../kafka/per-app.ts';
 import { settlesWithin } from '../../timeout.ts';
@@ -24,11 +24,11 @@ import { PageCounters } from './counters.ts';
 import { crawlerSink, DEFAULT_PRODUCE_LINGER_MS, Delivery, type Processed } from './delivery.ts';
 import { DomainInFlight } from './domain-inflight.ts';
 import { PageFetch } from './fetch-slot.ts';
-import { DeliveryGate, watchPublish } from './gate.ts';
+import { DeliveryGate } from './gate.ts';
 import { IdleWorkers } from './idle.ts';
 import { LeaseKeeper } from './lease-keeper.ts';
-import { LeasePump } from './leasing.ts';
-import { CRAWLER_TASK_KIND, LoadWindow } from './load-report.ts';
+import { LeasePump, type LeaseState } from './leasing.ts';
+import { CRAWLER_TASK_KIND, HEARTBEAT_TTL_MS, LoadWindow } from './load-report.ts';
 import type { CrawlerOptions } from './options.ts';
 import { FetchSlots } from './slots.ts';
 
@@ -43,23 +43,42 @@ interface InFlight {
   freed: () => void;
 }
 
-/** How long a heartbeat stays live (lib/monitor/stats-report.ts HEARTBEAT_TTL_MS: every kind shares one TTL). */
-const HEARTBEAT_TTL_MS = 300_000;
+/**
+ * What the workers and the lease pump share of a crawler's state (the pump reads it as its {@link LeaseState}):
+ * whether it stops, whether delivery is down, its fetch slots and its requests in flight per domain.
+ */
+class CrawlState implements LeaseState {
+  stopping = false;
+  readonly #gate: DeliveryGate;
+  readonly #slots: FetchSlots;
+  readonly #domains: DomainInFlight;
+
+  constructor(gate: DeliveryGate, slots: FetchSlots, domains: DomainInFlight) {
+    this.#gate = gate;
+    this.#slots = slots;
+    this.#domains = domains;
+  }
+
+  get deliveryDown(): boolean {
+    return this.#gate.closed;
+  }
+
+  get slots(): number {
+    return this.#slots.limit;
+  }
+
+  get fullDomains(): readonly string[] {
+    return this.#domains.full;
+  }
+
+  inFlight(domain: string): number {
+    return this.#domains.count(domain);
+  }
+}
 
 /** The exception of a request given up because crawlers kept stopping while working on it. */
 export const RECLAIMED_TOO_OFTEN =
   'given up without fetching: crawlers stopped or stalled while working on this request until its retries ran out (its leases expired and were reclaimed)';
-
-/**
- * Deliveries (publish, then ack) a process lets wait per fetch slot by default (lib/crawl/crawler/options.ts `maxDelivering`).
- * A delivery waits the produce linger, the broker and the ack's Redis call (5-10 ms here), while a worker processes a
- * page in well under a millisecond of CPU: with one delivery per slot (concurrency 16), a worker on the crawl bench
- * was bound by that wait, not by its CPU, at 3,600 plain pages/s using 0.7 of a core. With 4 per slot (one worker,
- * 20,000 pages, two runs each; bench/PROFILE.md): plain pages 3,591 / 3,728 → 5,329 / 5,929 pages/s and worker CPU
- * 0.194 / 0.188 → 0.177 / 0.161 ms per page (bigger produce requests and acks), article pages 3,180 / 3,212 → 3,786 /
- * 3,510 pages/s at the same CPU; 8 per slot gained nothing more. Peak RSS stayed 277-304 MiB.
- */
-export const DELIVERIES_PER_FETCH = 4;
 
 /**
  * The crawl loop over its parts, one concern each: the lease pump (lib/crawl/crawler/leasing.ts), a fetch slot's work
@@ -68,14 +87,15 @@ export const DELIVERIES_PER_FETCH = 4;
  * failure decision's actions and shutdown.
  */
 export class Crawler {
-  readonly #o: Required<Omit<CrawlerOptions, 'robots' | 'bodyStore' | 'ip' | 'sandbox' | 'adaptive'>> &
-    Pick<CrawlerOptions, 'robots' | 'bodyStore' | 'ip' | 'sandbox' | 'adaptive'>;
+  readonly #o: Required<
+    Omit<CrawlerOptions, 'robots' | 'bodyStore' | 'ip' | 'sandbox' | 'adaptive' | 'maxDelivering'>
+  > &
+    Pick<CrawlerOptions, 'robots' | 'bodyStore' | 'ip' | 'sandbox' | 'adaptive' | 'maxDelivering'>;
   readonly #inFlight = new Set<InFlight>();
-  #stopping = false;
   #workers: Promise<void>[] = [];
   #heartbeat: NodeJS.Timeout | undefined;
-  #unwatchPublish = () => {};
   readonly #gate: DeliveryGate;
+  readonly #state: CrawlState;
   readonly #pump: LeasePump;
   readonly #fetch: PageFetch;
   readonly #delivery: Delivery;
@@ -95,7 +115,6 @@ export class Crawler {
       maxMessageBytes: 1_000_000,
       concurrency: 16,
       domainConcurrency: 16,
-      maxDelivering: 0, // unused: #maxDelivering follows the slots
       retryTimes: 3,
       retryBaseDelayMs: 2000,
       parseTimeoutMs: 30_000,
@@ -113,22 +132,18 @@ export class Crawler {
     this.#slots = new FetchSlots(o.concurrency, o.adaptive, o.now, o.log, (sample) =>
       this.#load.sample(o.now(), sample, this.pages),
     );
-    this.#maxDelivering = () => options.maxDelivering ?? Math.max(1, this.#slots.limit * DELIVERIES_PER_FETCH);
     this.#gate = new DeliveryGate(o.now, o.idlePollMs);
     this.#domains = new DomainInFlight(o.domainConcurrency);
     this.#idle = new IdleWorkers(o.idlePollMs, Math.min(o.scoutPollMs, o.idlePollMs));
+    this.#state = new CrawlState(this.#gate, this.#slots, this.#domains);
     this.#pump = new LeasePump({
       frontier: o.frontier,
       spiderTypes: o.spiderTypes,
-      slots: () => this.#slots.limit,
       scoutPollMs: o.scoutPollMs,
       ip: o.ip,
       now: o.now,
-      leaseAhead: () => !this.#stopping && !this.#gate.closed,
-      stopping: () => this.#stopping,
-      exclude: () => this.#domains.full,
       perDomain: o.domainConcurrency,
-      inFlight: (domain) => this.#domains.count(domain),
+      state: this.#state,
     });
     this.#fetch = new PageFetch({
       frontier: o.frontier,
@@ -165,8 +180,11 @@ export class Crawler {
       bodyStore: o.bodyStore,
       now: o.now,
       log: o.log,
-      onStored: () => this.#deliveryWorked(),
-      onDeliveryFailed: (error) => this.#deliveryFailed(error),
+      gate: this.#gate,
+      leasedAhead: this.#pump,
+      idle: this.#idle,
+      slots: this.#slots,
+      maxDelivering: o.maxDelivering,
     });
   }
 
@@ -183,6 +201,16 @@ export class Crawler {
   /** Times delivery went down and leasing stopped, since start (for tests and logs). */
   get gateClosings(): number {
     return this.#gate.closings;
+  }
+
+  /** Fetch slots in use now (for progress and tests). */
+  get slotsInUse(): number {
+    return this.#slots.inUse;
+  }
+
+  /** The slot limit now. */
+  get slots(): number {
+    return this.#slots.limit;
   }
 
   /** Starts the workers (returns at once). */
@@ -205,26 +233,9 @@ export class Crawler {
     this.#heartbeat = setInterval(beat, this.#o.heartbeatMs);
     this.#heartbeat.unref();
     this.#keeper.start();
-    this.#unwatchPublish = watchPublish(
-      this.#gate,
-      () => this.#delivery.publishWaitMs(this.#o.now()),
-      (ms) => this.#deliveryFailed(new InfrastructureError(`Kafka has not stored a page message for ${ms} ms`)),
-    );
+    this.#delivery.watch();
     for (let i = 0; i < this.#slots.workers; i++) this.#workers.push(this.#work(i));
     this.#slots.start();
-  }
-
-  /** Deliveries that may be pending before a worker waits (lib/crawl/crawler/options.ts `maxDelivering`). */
-  readonly #maxDelivering: () => number;
-
-  /** Fetch slots in use now (for progress and tests). */
-  get slotsInUse(): number {
-    return this.#slots.inUse;
-  }
-
-  /** The slot limit now. */
-  get slots(): number {
-    return this.#slots.limit;
   }
 
   /**
@@ -232,11 +243,11 @@ export class Crawler {
    * aborted and released (those already fetched are published and acked). Resolves when every worker has ended.
    */
   async stop(deadlineMs = 25_000): Promise<{ released: number }> {
-    this.#stopping = true;
+    this.#state.stopping = true;
     this.#idle.wakeAll();
     this.#slots.stop();
     clearInterval(this.#heartbeat);
-    this.#unwatchPublish();
+    this.#delivery.unwatch();
     // A crawler that stops is no longer live: its heartbeats go now, not at their TTL (the dashboard's fleet).
     await Promise.all(
       this.#o.spiderTypes.map((sp) => this.#o.stats.forget('crawler', `${sp}|${this.#o.nodeId}`)),
@@ -245,7 +256,7 @@ export class Crawler {
     const ahead = this.#pump.drain();
     if (ahead.length > 0) await this.#o.frontier.release(ahead).catch(() => 0);
     // Workers end once their request is processed; the deliveries they left run on until stored.
-    const all = Promise.all(this.#workers).then(() => Promise.all(this.#delivering));
+    const all = Promise.all(this.#workers).then(() => this.#delivery.settled());
     const timedOut = !(await settlesWithin(all, deadlineMs));
     let released = 0;
     if (timedOut) {
@@ -271,7 +282,8 @@ export class Crawler {
   }
 
   async #work(index: number): Promise<void> {
-    while (!this.#stopping) {
+    const state = this.#state;
+    while (!state.stopping) {
       if (index >= this.#slots.limit) {
         this.#idle.resign(index);
         await this.#slots.park(index);
@@ -290,7 +302,7 @@ export class Crawler {
       const probe = this.#gate.closed;
       try {
         const r = await this.#pump.next();
-        if (r.lease && this.#stopping) {
+        if (r.lease && state.stopping) {
           // Leased while stop() began: not started, so it goes straight back.
           await this.#o.frontier.release([r.lease]).catch(() => undefined);
           break;
@@ -319,7 +331,7 @@ export class Crawler {
           this.#o.log.error('crawl loop error; backing off', { error: (error as Error).message });
         dueInMs = null;
       }
-      if (this.#stopping) break;
+      if (state.stopping) break;
       // Only one idle worker looks again on a timer, sooner while work keeps coming (lib/crawl/crawler/idle.ts); the others
       // wait to be woken.
       if (dueInMs === null) await this.#idle.idle(index, this.#o.idlePollMs);
@@ -328,35 +340,9 @@ export class Crawler {
     this.#idle.resign(index);
   }
 
-  /** A delivery failed on infrastructure: the gate closes (or stays closed, longer). */
-  #deliveryFailed(error: unknown): void {
-    if (!this.#gate.failed()) return;
-    this.#o.log.warn('delivery failing; leasing stops until a probe gets through', {
-      error: (error as Error)?.message ?? String(error),
-    });
-    // Requests leased ahead and not started go back at once for crawlers that can deliver.
-    const ahead = this.#pump.drain();
-    if (ahead.length > 0) void this.#o.frontier.release(ahead).catch(() => 0);
-  }
-
-  /** A page was stored: the gate opens if it was closed. */
-  #deliveryWorked(): void {
-    const downMs = this.#gate.worked();
-    if (downMs === undefined) return;
-    this.#o.log.info('delivery works again; leasing resumes', { downMs });
-    this.#idle.wakeAll();
-  }
-
-  /** Requests whose page is being delivered (published, acked) after their worker moved on. */
-  readonly #delivering = new Set<Promise<void>>();
-
-  /** Workers waiting for a delivery to finish (more than `maxDelivering` pending), first come first woken. */
-  readonly #deliveryWaiters: (() => void)[] = [];
-
   /**
-   * Crawls one leased request, returning as soon as its page is processed: the delivery (publish, ack) goes on
-   * in the background, so the worker fetches its next page meanwhile. When `maxDelivering` deliveries are
-   * pending it waits for one to finish first.
+   * Crawls one leased request, returning as soon as its page is processed: its delivery (publish, ack) goes on in
+   * the background, so the worker fetches its next page meanwhile (or waits while too many are pending: delivery.ts).
    */
   async #handle(lease: Lease, leasedAt: number, probe = false): Promise<void> {
     let freed!: () => void;
@@ -365,21 +351,7 @@ export class Crawler {
     });
     const whole = this.#handleAll(lease, leasedAt, freed);
     await Promise.race([whole, free]);
-    const done = whole
-      .catch((error: unknown) => {
-        // #handleAll settles every failure itself; anything escaping it must not end the process.
-        this.#o.log.error('delivery failed', { url: lease.url, error: (error as Error).message });
-      })
-      .finally(() => {
-        this.#delivering.delete(done);
-        this.#deliveryWaiters.shift()?.();
-        // A probe that never reached the sink (its fetch failed and was retried): the next worker probes instead.
-        if (probe) this.#gate.probeEnded();
-      });
-    this.#delivering.add(done);
-    // Woken one at a time as deliveries finish: O(1) per page, where racing every pending delivery was O(n).
-    while (this.#delivering.size > this.#maxDelivering())
-      await new Promise<void>((resolve) => this.#deliveryWaiters.push(resolve));
+    await this.#delivery.hand(whole, lease.url, probe);
   }
 
   async #handleAll(lease: Lease, leasedAt: number, freed: () => void): Promise<void> {
@@ -407,7 +379,7 @@ export class Crawler {
         url: lease.url,
         error: (last as Error).message,
       });
-      if (failureCause(last) === 'infrastructure') this.#deliveryFailed(last);
+      if (failureCause(last) === 'infrastructure') this.#delivery.failed(last);
       await this.#o.frontier.release([lease]).catch(() => undefined);
     } finally {
       this.#inFlight.delete(flight);

@@ -5,6 +5,10 @@
  * (lib/kafka/batching-sink.ts), acks in folded calls: the acks of one turn of the event loop in one `ackMany`.
  * Per-app copies are best effort.
  *
+ * It holds the whole of delivery: a worker hands its page over and moves on ({@link Delivery.hand}), waiting only
+ * while more than `maxDelivering` deliveries are pending; a failure on infrastructure closes the delivery gate
+ * (lib/crawl/crawler/gate.ts) and sends the requests leased ahead back, and the next page stored opens it again.
+ *
  * A page message that Kafka does not store (the broker down) and an ack that fails (Redis full, a shard failing over,
  * Redis gone for a while) are kept, the ack with its children, and tried again with a backoff while this process
  * holds the lease (lib/crawl/crawler/lease-keeper.ts extends it): releasing the lease would have the page fetched and published again. Only a process that dies leaves its leases to be reclaimed and fetched again. An ack
@@ -23,10 +27,22 @@ import type { BodyStore } from '../fetch/body-store.ts';
 import type { FetchResult, PageItem } from '../types.ts';
 import type { ChildBatch } from './children.ts';
 import type { PageCounters } from './counters.ts';
+import { type DeliveryGate, watchPublish } from './gate.ts';
+import type { IdleWorkers } from './idle.ts';
+import type { LeasePump } from './leasing.ts';
 import { pageMessage } from './page-message.ts';
 
 /** The default linger of page messages (ms): how long one waits for others to be produced with it. */
 export const DEFAULT_PRODUCE_LINGER_MS = 5;
+
+/**
+ * Deliveries (publish, then ack) a process lets wait per fetch slot by default (lib/crawl/crawler/options.ts
+ * `maxDelivering`). A delivery waits the produce linger, the broker and the ack's Redis call, while a worker
+ * processes a page in well under a millisecond of CPU: with one delivery per slot a worker is bound by that wait,
+ * not by its CPU. A few per slot keep it busy and make bigger produce requests and acks (less CPU a page); more
+ * gain nothing and hold more pages in memory.
+ */
+export const DELIVERIES_PER_FETCH = 4;
 
 /** The first wait before a kept page or ack is tried again (ms); it doubles up to {@link KEPT_RETRY_MAX_MS}. */
 const KEPT_RETRY_FIRST_MS = 100;
@@ -68,7 +84,7 @@ interface PendingAck {
 }
 
 export interface DeliveryOptions {
-  frontier: Pick<CrawlerFrontier, 'ack' | 'ackMany'>;
+  frontier: Pick<CrawlerFrontier, 'ack' | 'ackMany' | 'release'>;
   /** Where page messages and notices go (already batched: {@link crawlerSink}). */
   sink: MessageSink;
   perApp: PerAppSender;
@@ -80,10 +96,16 @@ export interface DeliveryOptions {
   bodyStore?: BodyStore;
   now: () => number;
   log: Log;
-  /** Called each time a page message was stored (the delivery gate opens). */
-  onStored: () => void;
-  /** Called each time a publish or an ack failed on infrastructure and is kept to be tried again (the gate closes). */
-  onDeliveryFailed?: (error: unknown) => void;
+  /** Closed while delivery fails on infrastructure, opened by the next page stored. */
+  gate: DeliveryGate;
+  /** Where the requests leased ahead wait: sent back when the gate closes, for crawlers that can deliver. */
+  leasedAhead: Pick<LeasePump, 'drain'>;
+  /** The sleeping workers: all woken when the gate opens again. */
+  idle: Pick<IdleWorkers, 'wakeAll'>;
+  /** The process's fetch slots now: {@link DELIVERIES_PER_FETCH} deliveries each may be pending. */
+  slots: { readonly limit: number };
+  /** Deliveries that may be pending before a worker waits, whatever the slots (lib/crawl/crawler/options.ts). */
+  maxDelivering?: number;
 }
 
 export class Delivery {
@@ -98,9 +120,82 @@ export class Delivery {
   #abandoned = false;
   /** Wakes the kept acks waiting out their backoff. */
   readonly #wakers = new Set<() => void>();
+  /** Deliveries handed over by workers that moved on, until each is stored (or given up). */
+  readonly #pending = new Set<Promise<void>>();
+  /** Workers waiting for a pending delivery to end (more than `maxDelivering` pending), first come first woken. */
+  readonly #waiters: (() => void)[] = [];
+  /** Stops the watch on stalled page messages ({@link watch}). */
+  #unwatch = () => {};
 
   constructor(options: DeliveryOptions) {
     this.#o = options;
+  }
+
+  /** Deliveries that may be pending before a worker waits. */
+  get #maxPending(): number {
+    return this.#o.maxDelivering ?? Math.max(1, this.#o.slots.limit * DELIVERIES_PER_FETCH);
+  }
+
+  /** Starts watching the oldest page message being published: one stalled closes the gate (lib/crawl/crawler/gate.ts). */
+  watch(): void {
+    this.#unwatch = watchPublish(
+      this.#o.gate,
+      () => this.publishWaitMs(this.#o.now()),
+      (ms) => this.failed(new InfrastructureError(`Kafka has not stored a page message for ${ms} ms`)),
+    );
+  }
+
+  /** Stops the watch. */
+  unwatch(): void {
+    this.#unwatch();
+  }
+
+  /**
+   * Takes over a request's delivery (`delivering`: its publish and ack, or its failure's handling) once its worker
+   * moved on; resolves when the worker may take its next request: at once, or once a pending delivery ends when
+   * more than `maxDelivering` are. `probe`: the request was the gate's probe (lib/crawl/crawler/gate.ts).
+   */
+  async hand(delivering: Promise<void>, url: string, probe: boolean): Promise<void> {
+    const done = delivering
+      .catch((error: unknown) => {
+        // The crawler settles every failure itself; anything escaping it must not end the process.
+        this.#o.log.error('delivery failed', { url, error: (error as Error).message });
+      })
+      .finally(() => {
+        this.#pending.delete(done);
+        this.#waiters.shift()?.();
+        // A probe that never reached the sink (its fetch failed and was retried): the next worker probes instead.
+        if (probe) this.#o.gate.probeEnded();
+      });
+    this.#pending.add(done);
+    // Woken one at a time as deliveries end: O(1) per page.
+    while (this.#pending.size > this.#maxPending) await new Promise<void>((resolve) => this.#waiters.push(resolve));
+  }
+
+  /** Settles once every delivery pending now has ended (stop). */
+  async settled(): Promise<void> {
+    await Promise.all(this.#pending);
+  }
+
+  /**
+   * A delivery failed on infrastructure: the gate closes (or stays closed, longer), and when it just closed the
+   * requests leased ahead and not started go back at once for crawlers that can deliver.
+   */
+  failed(error: unknown): void {
+    if (!this.#o.gate.failed()) return;
+    this.#o.log.warn('delivery failing; leasing stops until a probe gets through', {
+      error: (error as Error)?.message ?? String(error),
+    });
+    const ahead = this.#o.leasedAhead.drain();
+    if (ahead.length > 0) void this.#o.frontier.release(ahead).catch(() => 0);
+  }
+
+  /** A page was stored: the gate opens if it was closed, and the sleeping workers lease again. */
+  #worked(): void {
+    const downMs = this.#o.gate.worked();
+    if (downMs === undefined) return;
+    this.#o.log.info('delivery works again; leasing resumes', { downMs });
+    this.#o.idle.wakeAll();
   }
 
   /**
@@ -166,7 +261,7 @@ export class Delivery {
         this.#sending.delete(sending);
       }
     });
-    o.onStored();
+    this.#worked();
     this.pages++;
     // Why it failed, for the dashboard: noted before the ack, so a crawl that completes has its reasons. Best effort.
     if (failure !== undefined) {
@@ -206,7 +301,7 @@ export class Delivery {
   /**
    * Runs `attempt` until it succeeds, trying again after an infrastructure failure with a doubling backoff (100 ms to
    * 5 s) until {@link abandon}; a refusal (poison) is thrown at the `refusedTries`-th. Each failure on infrastructure
-   * closes the delivery gate ({@link DeliveryOptions.onDeliveryFailed}); logged when it first fails and when it
+   * closes the delivery gate ({@link failed}); logged when it first fails and when it
    * succeeds after failing.
    */
   async #kept<T>(what: 'ack' | 'page', lease: Lease, refusedTries: number, attempt: () => Promise<T>): Promise<T> {
@@ -231,7 +326,7 @@ export class Delivery {
             error: message,
           });
         }
-        if (infrastructure) o.onDeliveryFailed?.(error);
+        if (infrastructure) this.failed(error);
         await this.#pause(waitMs);
         waitMs = Math.min(waitMs * 2, KEPT_RETRY_MAX_MS);
       }

@@ -49,7 +49,7 @@ export interface SpiderSandboxPort {
 }
 
 export interface PageFetchOptions {
-  frontier: Pick<CrawlerFrontier, 'restamp' | 'setCrawlDelay'>;
+  frontier: Pick<CrawlerFrontier, 'restamp' | 'setCrawlDelay' | 'throttleScope'>;
   fetcher: Fetcher;
   /** Undefined when robots.txt is not obeyed. `checkNow`, where given, is asked first (no promise per page). */
   robots?: Pick<RobotsCache, 'check'> & Partial<Pick<RobotsCache, 'checkNow'>>;
@@ -67,7 +67,7 @@ export interface PageFetchOptions {
 
 export class PageFetch {
   readonly #o: PageFetchOptions;
-  /** Crawl-delay last told to the frontier, per partition and domain (insertion order: oldest first). */
+  /** Crawl-delay last told to the frontier, per throttle scope and domain (insertion order: oldest first). */
   readonly #toldCrawlDelay = new Map<string, number>();
   /** Fetches that started late enough to move their throttle hit (frontier `restamp`) since start. */
   restamps = 0;
@@ -252,7 +252,7 @@ export class PageFetch {
    */
   #crawlDelay(lease: Lease, delayMs: number | undefined): Promise<void> | undefined {
     const ms = delayMs === undefined ? 0 : Math.min(delayMs, MAX_CRAWL_DELAY_MS);
-    const key = `${lease.partition.prefix}\u0000${lease.partition.scope}\u0000${lease.partition.partition}\u0000${lease.domain}`;
+    const key = `${this.#o.frontier.throttleScope(lease)}\u0000${lease.domain}`;
     if (this.#toldCrawlDelay.get(key) === ms) return undefined;
     return this.#tellCrawlDelay(lease, key, ms);
   }

@@ -6,9 +6,9 @@
  * workers it can use; a lease that took the last due request wakes nobody),
  * by a domain dropping back under its in-flight cap, by the poller giving up its turn, or by stop. A long backstop
  * timer bounds a missed wake when nobody polls; while a poller is there, a sleeper whose backstop fires sleeps on.
- * 256 idle loops each polling on their own timer burned a tenth of a core in an idle process and made one lease call
- * each; 256 sleepers each looking again on a 5 s backstop still made 51 lease calls a second through a crawl's tail
- * (the simulated internet's dead host: ~50 ms of the worker's CPU and ~9 ms of Redis's every second for a minute).
+ * Idle workers each polling on their own timer would cost an idle process CPU and make a lease call each; sleepers
+ * each looking again on their backstop would still make many lease calls a second through a crawl's tail (a dead
+ * host's requests waiting out their retries), so only the poller looks.
  */
 
 /**

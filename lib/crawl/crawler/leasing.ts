@@ -10,8 +10,8 @@ import type { CrawlerFrontier } from '../../ports.ts';
 
 /**
  * Most requests one lease call takes (for the workers waiting at once and those leased ahead). Lease calls are made
- * one at a time, so this over the call's round trip caps the pages/s of a process: 32 at a 20 ms round trip (a
- * loaded Redis) is 1,600 a second, above what one task fetches on the web (8 capped it at 400).
+ * one at a time, so this over the call's round trip caps the pages a second of a process: 32 over a loaded Redis's
+ * 20 ms round trip is 1,600 a second, above what one task fetches on the web.
  */
 export const MAX_LEASE_BATCH = 32;
 
@@ -50,34 +50,41 @@ interface Round {
   excludedOnly: boolean;
 }
 
+/**
+ * What the lease pump reads of its crawler each time it leases: one small view of the crawler's state (the crawler's
+ * own in lib/crawl/crawler/crawler.ts, a plain object in the tests).
+ */
+export interface LeaseState {
+  /** The crawler stops: nothing is leased ahead, and requests a lease call brought beyond the waiting workers go back. */
+  readonly stopping: boolean;
+  /** Delivery is down (lib/crawl/crawler/gate.ts): nothing is leased ahead (a page fetched now could not be published). */
+  readonly deliveryDown: boolean;
+  /** Fetch slots of the process now: the most requests leased ahead. */
+  readonly slots: number;
+  /** Domains to lease nothing of now (their per-domain in-flight cap is reached; lib/crawl/crawler/domain-inflight.ts). */
+  readonly fullDomains: readonly string[];
+  /** Requests of a domain in flight in this process now (for the cap: whether a domain leased from has room left). */
+  inFlight(domain: string): number;
+}
+
 export interface LeasePumpOptions {
   frontier: Pick<CrawlerFrontier, 'leaseMany' | 'release'>;
   /** Spider types to lease for, in turn. */
   spiderTypes: string[];
-  /** Fetch slots of the process now: the most requests leased ahead. */
-  slots: () => number;
   /** How long a spider type that had no work at all is not asked again (ms). */
   scoutPollMs: number;
   /** Egress IP for IP-scoped throttles. */
   ip?: string;
   now: () => number;
-  /** False while nothing may be leased ahead (the crawler stops, or its delivery is down). */
-  leaseAhead: () => boolean;
-  /** True once the crawler stops: requests a lease call brought beyond the waiting workers go straight back. */
-  stopping: () => boolean;
-  /** Domains to lease nothing of now (their per-domain in-flight cap is reached; lib/crawl/crawler/domain-inflight.ts). */
-  exclude?: () => readonly string[];
   /** The most requests of one domain a lease call takes (the per-domain in-flight cap; 0: no limit). */
   perDomain?: number;
-  /** Requests of a domain in flight in this process now (for the cap: whether a domain leased from has room left). */
-  inFlight?: (domain: string) => number;
+  state: LeaseState;
 }
 
 /**
  * The longest a spider type that keeps having no work at all goes unasked (ms): after each empty answer in a row its
- * pause doubles from `scoutPollMs` up to this (or `scoutPollMs` when that is longer). An idle process serving four
- * types asked each every 50 ms: 80 lease calls a second to tell it nothing; now ~8. New work of such a type is
- * picked up within this.
+ * pause doubles from `scoutPollMs` up to this (or `scoutPollMs` when that is longer), so an idle process serving
+ * several types makes few lease calls that tell it nothing. New work of such a type is picked up within this.
  */
 export const QUIET_MAX_MS = 500;
 
@@ -136,9 +143,10 @@ export class LeasePump {
    * each), else up to those the workers take in {@link LEASE_AHEAD_MS} at their recent pace.
    */
   #refill(): number {
-    if (!this.#o.leaseAhead()) return 0;
+    const state = this.#o.state;
+    if (state.stopping || state.deliveryDown) return 0;
     const pace = Math.floor(LEASE_AHEAD_MS / Math.max(this.#takeIntervalMs, 0.1));
-    const target = Math.min(pace, MAX_LEASE_BATCH, this.#o.slots());
+    const target = Math.min(pace, MAX_LEASE_BATCH, state.slots);
     return this.#ready.length <= target >> 1 ? target - this.#ready.length : 0;
   }
 
@@ -161,12 +169,12 @@ export class LeasePump {
         const served = this.#waiting.splice(0, r.leases.length);
         const extra = r.leases.slice(served.length);
         // Requests left for the buffer are more work now too.
-        const more = r.dueNow || (extra.length > 0 && !this.#o.stopping());
+        const more = r.dueNow || (extra.length > 0 && !this.#o.state.stopping);
         served.forEach((w, i) => {
           this.#taken();
           w.resolve({ lease: r.leases[i], leasedAt: at, more, nextDueMs: null });
         });
-        if (this.#o.stopping()) {
+        if (this.#o.state.stopping) {
           if (extra.length > 0) await this.#o.frontier.release(extra).catch(() => 0);
         } else for (const lease of extra) this.#ready.push({ lease, at });
         // Fewer were due than asked for: the others sleep until more may be, and nothing is leased ahead.
@@ -199,7 +207,7 @@ export class LeasePump {
     let nextDueMs: number | null = null;
     let dueNow = false;
     let excludedOnly = false;
-    const exclude = this.#o.exclude?.() ?? [];
+    const exclude = this.#o.state.fullDomains;
     let i = 0;
     for (; i < types.length && leases.length < want; i++) {
       const spider = types[(first + i) % types.length] as string;
@@ -238,11 +246,10 @@ export class LeasePump {
   /** True when some domain of `leases` stays under the per-domain cap once they are all in flight. */
   #room(leases: readonly Lease[]): boolean {
     const cap = this.#o.perDomain ?? 0;
-    const inFlight = this.#o.inFlight;
-    if (cap <= 0 || !inFlight) return true;
+    if (cap <= 0) return true;
     const batch = new Map<string, number>();
     for (const l of leases) batch.set(l.domain, (batch.get(l.domain) ?? 0) + 1);
-    for (const [domain, n] of batch) if (inFlight(domain) + n < cap) return true;
+    for (const [domain, n] of batch) if (this.#o.state.inFlight(domain) + n < cap) return true;
     return false;
   }
 }

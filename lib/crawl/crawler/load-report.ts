@@ -44,6 +44,13 @@ export interface SlotSample {
 /** The heartbeat kind of a crawler process (id host:pid), whose beat carries its {@link CrawlerLoad} as JSON. */
 export const CRAWLER_TASK_KIND = 'crawler-task';
 
+/**
+ * How long a heartbeat stays live, for every kind (the crawler's, the monitors', the REST API's): the stats replies,
+ * the dashboard and the fleet metrics count a process live this long after its last beat. Defined here, the lowest
+ * layer that beats, so lib/monitor and lib/rest take it from the crawler and never the reverse.
+ */
+export const HEARTBEAT_TTL_MS = 300_000;
+
 /** How far back a report looks. */
 export const LOAD_WINDOW_MS = 60_000;
 

@@ -45,7 +45,7 @@ export interface CrawlerOptions {
    * request as soon as its page is processed, not when Kafka and Redis have stored it (a produce waits its linger
    * and the broker), unless this many deliveries are pending. Bounds the pages held in memory (each delivering
    * page holds its message, at most `maxMessageBytes`, and its children). @default concurrency ×
-   * crawler.ts DELIVERIES_PER_FETCH
+   * delivery.ts DELIVERIES_PER_FETCH
    */
   maxDelivering?: number;
   /**

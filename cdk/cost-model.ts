@@ -37,7 +37,7 @@ export interface ResourceCost {
 }
 
 /** What a million pages cost beyond the idle floor, by component. */
-export interface PageCost {
+interface PageCost {
   component: string;
   usd_per_million_pages: number;
 }
@@ -112,7 +112,7 @@ class Tmpl {
 type Pricer = (id: string, r: Cfn, t: Tmpl) => ResourceCost[];
 
 /** How each billable type is priced when idle (per-use charges are in {@link perMillionPages}). */
-export const PRICERS: Record<string, Pricer> = {
+const PRICERS: Record<string, Pricer> = {
   'AWS::MSK::ServerlessCluster': (id, r) => [
     line(id, r, 'MSK Serverless cluster-hours', PRICES.mskServerlessClusterHour, HOURS_PER_MONTH),
   ],

@@ -8,7 +8,7 @@ import { Stack, Token } from 'aws-cdk-lib';
 import type { IConstruct } from 'constructs';
 
 /** Hex characters of the hash suffix. */
-export const NAME_HASH_LENGTH = 8;
+const NAME_HASH_LENGTH = 8;
 
 /**
  * A short, stable hash of the stack's full name, account and region. An environment-agnostic stack (account or region

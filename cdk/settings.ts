@@ -299,7 +299,7 @@ function restInFlight(env: Partial<Record<VariableName, string>>): number {
 }
 
 /** The profiles: `-c profile=<name>`. */
-export const PROFILE_NAMES = ['standard', 'small'] as const;
+const PROFILE_NAMES = ['standard', 'small'] as const;
 export type Profile = (typeof PROFILE_NAMES)[number];
 
 /**

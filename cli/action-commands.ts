@@ -182,7 +182,7 @@ function domainCells(domain: string, d: DomainSummary): string[] {
 }
 
 /** A stop reply as one sentence. */
-export function stopLine(reply: Message): string {
+function stopLine(reply: Message): string {
   return `purged ${plural(reply.total_purged, 'pending request')} of crawl ${reply.crawlid} (app ${reply.appid}, spider ${reply.spiderid})`;
 }
 

@@ -7,7 +7,7 @@
 import type { Admin } from '../lib/kafka/types.ts';
 
 /** The consumer group of the kafka-monitor of a cluster on `prefix`. */
-export function kafkaMonitorGroup(prefix: string): string {
+function kafkaMonitorGroup(prefix: string): string {
   return `${prefix}.kafka-monitor`;
 }
 

@@ -21,7 +21,7 @@ import { ProgressLine } from './progress-line.ts';
 import { ClusterSession, type Message, noClusterHint, ReplyWaiter, requestUuid } from './reply-wait.ts';
 
 /** What `crawl` is told on the command line. */
-export interface CrawlOptions {
+interface CrawlOptions {
   depth: number;
   allowedDomain?: string[];
   priority?: number;
@@ -117,7 +117,7 @@ export function registerCrawl(program: Command, out: Output): void {
 }
 
 /** A crawl id that sorts by start time and is unique enough to never collide: `cli-<time>-<random>`. */
-export function newCrawlid(now = Date.now()): string {
+function newCrawlid(now = Date.now()): string {
   return `cli-${now.toString(36)}-${randomBytes(3).toString('hex')}`;
 }
 
@@ -125,7 +125,7 @@ export function newCrawlid(now = Date.now()): string {
  * Builds the crawl request and validates it as the kafka-monitor will; an invalid one is reported with
  * every reason and ends the command with exit code 2 before anything is sent.
  */
-export function crawlRequest(url: string, opts: CrawlOptions, out: Output): CrawlRequest & Message {
+function crawlRequest(url: string, opts: CrawlOptions, out: Output): CrawlRequest & Message {
   const request: Message = {
     url,
     appid: opts.appid,

@@ -7,7 +7,7 @@
 import type { Message } from './reply-wait.ts';
 
 /** The classes in the order they are shown. */
-export const STATUS_CLASSES = ['1xx', '2xx', '3xx', '4xx', '5xx', 'failed'] as const;
+const STATUS_CLASSES = ['1xx', '2xx', '3xx', '4xx', '5xx', 'failed'] as const;
 
 /** An outcome class of a page. */
 export type StatusClass = (typeof STATUS_CLASSES)[number];

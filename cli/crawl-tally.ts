@@ -185,7 +185,7 @@ export function refusalReason(rejection: Message): string {
  * Why pending pages wait, for a person, from an info reply's `throttled` and `retrying` (docs/contract.md): e.g.
  * `waiting on the domain throttle (1 domain, next in 5.2 s); 1 page waits for a retry (attempt 3, next in 8 s)`.
  */
-export function waitsOf(reply: Message): string {
+function waitsOf(reply: Message): string {
   const parts: string[] = [];
   const t = reply.throttled as { domains?: unknown; next_in_s?: unknown } | undefined;
   if (t && typeof t.domains === 'number' && t.domains > 0) {

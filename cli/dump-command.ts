@@ -26,7 +26,7 @@ import { integerOption, positiveSeconds } from './options.ts';
 import type { Output } from './output.ts';
 
 /** What to print of each message. */
-export interface RenderOptions {
+interface RenderOptions {
   /** Keep page bodies; when false, `body` is replaced by `body_length`. @default true */
   body: boolean;
   /** Indent the JSON. @default false */
@@ -38,13 +38,13 @@ export interface RenderOptions {
 }
 
 /** The outcome for one message: a line to print, or why it is skipped; `notJson` when it did not parse. */
-export type Rendered = { line: string; notJson: boolean } | { skipped: true; notJson: boolean };
+type Rendered = { line: string; notJson: boolean } | { skipped: true; notJson: boolean };
 
 /**
  * Turns one message value into the text to print. A value that is not JSON is printed as a JSON string
  * (never a crash) unless a filter is set, which it cannot match.
  */
-export function renderMessage(value: Buffer | null, options: RenderOptions): Rendered {
+function renderMessage(value: Buffer | null, options: RenderOptions): Rendered {
   const text = value === null ? 'null' : value.toString('utf8');
   let parsed: unknown;
   let notJson = false;
@@ -73,7 +73,7 @@ function withoutBody(record: Record<string, unknown>): Record<string, unknown> {
 }
 
 /** `crawled_firehose` → `<prefix>.crawled_firehose`; a name with a dot is already a full topic name. */
-export function resolveTopic(name: string, prefix: string): string {
+function resolveTopic(name: string, prefix: string): string {
   return name.includes('.') ? name : `${prefix}.${name}`;
 }
 

@@ -34,8 +34,8 @@ export interface FeedBatchLimits {
 }
 
 export const DEFAULT_FEED_BATCH_MESSAGES = 1000;
-export const DEFAULT_FEED_BATCH_BYTES = 512 * 1024;
-export const DEFAULT_FEED_SEND_TIMEOUT_MS = 12_000;
+const DEFAULT_FEED_BATCH_BYTES = 512 * 1024;
+const DEFAULT_FEED_SEND_TIMEOUT_MS = 12_000;
 
 /**
  * A send failed or was not acknowledged in time. Every request on a line up to {@link ackedThroughLine} is stored;

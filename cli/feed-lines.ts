@@ -23,12 +23,12 @@ import { ProgressLine } from './progress-line.ts';
 import { ClusterSession } from './reply-wait.ts';
 
 /** Invalid lines printed with their reasons (and listed with --json); the rest are only counted. */
-export const FEED_INVALID_SHOWN = 20;
+const FEED_INVALID_SHOWN = 20;
 /**
  * Requests whose rejections by the cluster a feed of lines follows (`--wait`): what is sent after them is not
  * matched, so the memory of a long feed stays bounded.
  */
-export const FEED_WAIT_FOLLOWED = 10_000;
+const FEED_WAIT_FOLLOWED = 10_000;
 
 /** Options of {@link feedLines}. */
 export interface FeedLinesOptions {

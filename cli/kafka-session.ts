@@ -20,7 +20,7 @@ const CLI_CONNECT_TIMEOUT_MS = 3000;
  * kafkajs's 6 connection attempts and backoff, a refused connection fails on its own in about 7 s;
  * this bound covers addresses that never answer.
  */
-export const KAFKA_STEP_DEADLINE_MS = 12_000;
+const KAFKA_STEP_DEADLINE_MS = 12_000;
 
 /** A kafkajs client for a CLI command, and the broker list for error messages. */
 export interface CliKafka {
@@ -157,7 +157,7 @@ export class Follower {
  * How long a follower's consumer may be away from its group after a crash that kafkajs restarts (a broker
  * restart takes 10 to 20 s locally) before the command gives up on it.
  */
-export const REJOIN_DEADLINE_MS = 60_000;
+const REJOIN_DEADLINE_MS = 60_000;
 
 /** What {@link watchConsumer} reports. */
 export interface ConsumerWatch {
@@ -251,7 +251,7 @@ export function topicPrefix(option: string | undefined, vars: Variables): string
  * The contract topics of `prefix` that exist: the fixed ones and any per-app `crawled_` / `outbound_`
  * copies, for "did you mean" messages.
  */
-export function existingContractTopics(prefix: string, existing: ReadonlySet<string>): string[] {
+function existingContractTopics(prefix: string, existing: ReadonlySet<string>): string[] {
   const fixed = clusterTopicList(prefix).filter((t) => existing.has(t));
   const perApp = [...existing]
     .filter((t) => t.startsWith(`${prefix}.crawled_`) || t.startsWith(`${prefix}.outbound_`))

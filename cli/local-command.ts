@@ -178,7 +178,7 @@ export function registerLocal(program: Command, out: Output): void {
  * Why `local` did not start, for a person: what failed, at which address, and what to do. A Kafka that cannot be
  * reached (kafkajs's errors are named `KafkaJS...`) is named with its brokers.
  */
-export function startFailure(error: unknown, vars: Pick<Variables, 'KAFKA_BROKERS'>): Error {
+function startFailure(error: unknown, vars: Pick<Variables, 'KAFKA_BROKERS'>): Error {
   const e = error as Error;
   if (typeof e?.name === 'string' && e.name.startsWith('KafkaJS')) {
     return new CrawlClusterError(

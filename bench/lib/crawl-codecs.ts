@@ -21,7 +21,7 @@ import type { Numbers } from './scenario.ts';
 import { round } from './timing.ts';
 
 /** The AWS fleet's codec (cdk/runtime-env.ts), which the crawl bench measures beside `none` by default. */
-export const AWS_COMPRESSION = (AWS_FLEET_DEFAULTS.KAFKA_COMPRESSION ?? 'none') as KafkaCompression;
+const AWS_COMPRESSION = (AWS_FLEET_DEFAULTS.KAFKA_COMPRESSION ?? 'none') as KafkaCompression;
 
 /**
  * BENCH_CRAWL_COMPRESSION (`none,<the AWS default>`, i.e. `none,gzip`): the codecs crawled; `none` is the 1- and

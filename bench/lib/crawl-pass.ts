@@ -207,6 +207,6 @@ export function passNumbers(r: CrawlPassResult, suffix: string, rawPagesPerS: nu
 }
 
 /** Firehose bytes on the wire per page message (NaN when the broker's data dir is unknown). */
-export function firehosePerPage(r: CrawlPassResult): number {
+function firehosePerPage(r: CrawlPassResult): number {
   return Math.round(r.firehoseBytes / Math.max(1, r.messages));
 }

@@ -22,7 +22,7 @@ import { type PrivateKafka, startPrivateKafka } from '../../test/helpers/private
 import { type BenchCluster, crawlToCompletion, startBenchCluster } from './cluster.ts';
 import type { ScenarioContext } from './scenario.ts';
 
-export type Disruption = 'redis-full' | 'kafka-down';
+type Disruption = 'redis-full' | 'kafka-down';
 
 export interface DrillOptions {
   disruption: Disruption;

@@ -94,7 +94,7 @@ function findPython(): string {
 }
 
 /** Builds bench/.venv from bench/peers/requirements.txt unless it is up to date; returns its python. */
-export function ensurePeerVenv(progress: (message: string) => void): string {
+function ensurePeerVenv(progress: (message: string) => void): string {
   const python = findPython();
   const version = execFileSync(python, ['-c', 'import sys; print(sys.version)'], { encoding: 'utf8' }).trim();
   const stamp = createHash('sha256').update(readFileSync(REQUIREMENTS)).update(version).digest('hex');

@@ -24,7 +24,7 @@ import { benchWarmupMaxdepth, type SeedPlan, type Warmup } from './site-config.t
 export type RawClient = 'undici' | 'fetcher';
 
 /** One fetched page as the raw loop hands it on: its fetch result and the links extracted (none at maxdepth). */
-export interface RawPage {
+interface RawPage {
   url: string;
   depth: number;
   response: FetchResult;

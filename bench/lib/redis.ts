@@ -25,7 +25,7 @@ import { layoutFrom } from '../../localstack/services/index.ts';
 import { freePort } from '../../localstack/services/processes.ts';
 import { ensureRedisBinary, redisUp } from '../../localstack/services/redis-service.ts';
 
-export type BenchRedisMode = 'private' | 'shared';
+type BenchRedisMode = 'private' | 'shared';
 
 export interface BenchRedis {
   client: RedisClient;
@@ -136,7 +136,7 @@ export async function openBenchRedis(progress: (message: string) => void): Promi
 }
 
 /** One section of INFO as a map. */
-export async function serverInfo(client: RedisClient, section: string): Promise<Record<string, string>> {
+async function serverInfo(client: RedisClient, section: string): Promise<Record<string, string>> {
   const text = String(await client.info(section));
   const out: Record<string, string> = {};
   for (const line of text.split('\r\n')) {

@@ -8,8 +8,8 @@ import type { GitInfo, MachineInfo } from './machine.ts';
 import type { Numbers, TargetResult } from './scenario.ts';
 
 export const BENCH_DIR = join(import.meta.dirname, '..');
-export const RESULTS_DIR = join(BENCH_DIR, 'results');
-export const RESULTS_MD = join(BENCH_DIR, 'RESULTS.md');
+const RESULTS_DIR = join(BENCH_DIR, 'results');
+const RESULTS_MD = join(BENCH_DIR, 'RESULTS.md');
 
 export interface ResultFile {
   scenario: string;
@@ -33,7 +33,7 @@ export function writeResult(result: ResultFile): string {
   return file;
 }
 
-export function readResults(): ResultFile[] {
+function readResults(): ResultFile[] {
   let files: string[];
   try {
     files = readdirSync(RESULTS_DIR).filter((f) => f.endsWith('.json'));
@@ -82,7 +82,7 @@ export function alignedTable(rows: string[][]): string[] {
   return [line(head), `| ${widths.map((w) => '-'.repeat(w)).join(' | ')} |`, ...body.map(line)];
 }
 
-export function renderResultsMd(results: readonly ResultFile[]): string {
+function renderResultsMd(results: readonly ResultFile[]): string {
   const lines = [
     '# Benchmark results',
     '',

@@ -13,13 +13,6 @@ export function msSince(start: bigint): number {
   return Number(process.hrtime.bigint() - start) / 1e6;
 }
 
-/** Runs `fn` and returns its value with its duration in milliseconds. */
-export async function timed<T>(fn: () => Promise<T>): Promise<{ value: T; ms: number }> {
-  const start = nowNs();
-  const value = await fn();
-  return { value, ms: msSince(start) };
-}
-
 /** Nearest-rank percentile of an ascending array (`p` in 0..100). NaN when empty. */
 export function percentile(sorted: readonly number[], p: number): number {
   if (sorted.length === 0) return Number.NaN;

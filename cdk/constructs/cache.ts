@@ -150,7 +150,7 @@ function pad(n: number, width: number): string {
  * ElastiCache ids: lowercase letters, digits and single hyphens, a letter first, at most 40 characters; unique in the
  * account and region, so the cut stack name ends with a hash of the whole one (`crawlcluster-frontier-1a2b3c4d`).
  */
-export function replicationGroupId(stackName: string, hash: string): string {
+function replicationGroupId(stackName: string, hash: string): string {
   const base = stackName
     .toLowerCase()
     .replace(/[^a-z0-9]+/g, '-')

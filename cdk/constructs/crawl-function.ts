@@ -20,10 +20,10 @@ import { REPO_ROOT } from '../repo-root.ts';
  * The packages every function keeps in node_modules instead of the bundle: kafkajs, whose internals lib/kafka's fast
  * path replaces by module file (crc32c.ts, encoder.ts, request-queue.ts), and the native CRC-32C it installs.
  */
-export const KAFKAJS_PACKAGES = ['kafkajs', '@node-rs/crc32'] as const;
+const KAFKAJS_PACKAGES = ['kafkajs', '@node-rs/crc32'] as const;
 
 /** npm's platform settings for installing a function's node_modules: `@node-rs/crc32`'s binary for Lambda's CPU. */
-export function npmPlatform(architecture: lambda.Architecture): Record<string, string> {
+function npmPlatform(architecture: lambda.Architecture): Record<string, string> {
   return {
     npm_config_os: 'linux',
     npm_config_cpu: architecture === lambda.Architecture.ARM_64 ? 'arm64' : 'x64',

@@ -20,7 +20,7 @@ import type { Network } from './network.ts';
 import type { Storage } from './storage.ts';
 
 /** SIGTERM to SIGKILL: the crawler's drain deadline plus time to flush the producer and exit; Fargate allows 120 s. */
-export function stopTimeoutSeconds(shutdownDeadlineMs: number): number {
+function stopTimeoutSeconds(shutdownDeadlineMs: number): number {
   return Math.min(120, Math.ceil(shutdownDeadlineMs / 1000) + 20);
 }
 

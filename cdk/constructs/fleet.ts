@@ -53,7 +53,7 @@ export interface FleetProps
 }
 
 /** Where the image's plugins live: the Dockerfile copies the plugin directory here. */
-export const IMAGE_PLUGINS_DIR = 'plugins';
+const IMAGE_PLUGINS_DIR = 'plugins';
 
 /** The directory the Dockerfile copies when the stack ships no plugins (it holds only a README). */
 const NO_PLUGINS_DIR = 'functions/crawler/plugins';
@@ -127,7 +127,7 @@ const ECR_IMAGE =
  * pull rights on that repository; from any other registry as is (it must be public: tasks in isolated subnets reach
  * ECR only, through the endpoints).
  */
-export function prebuiltImage(scope: Construct, uri: string): ecs.ContainerImage {
+function prebuiltImage(scope: Construct, uri: string): ecs.ContainerImage {
   const m = ECR_IMAGE.exec(uri);
   if (!m) return ecs.ContainerImage.fromRegistry(uri);
   const repository = ecr.Repository.fromRepositoryName(scope, 'ImageRepository', m[1] as string);

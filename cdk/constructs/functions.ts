@@ -69,7 +69,7 @@ const REST_OVERHEAD_SECONDS = 15;
 export const HTTP_API_INTEGRATION_LIMIT_SECONDS = 29;
 
 /** The REST function's timeout for a WAIT_FOR_RESPONSE_TIME (seconds): 20 s at the default 5 s. */
-export function restTimeoutSeconds(waitForResponseTime: number): number {
+function restTimeoutSeconds(waitForResponseTime: number): number {
   return waitForResponseTime + REST_OVERHEAD_SECONDS;
 }
 

@@ -31,7 +31,7 @@ const BASIC_EXECUTION = 'arn:<AWS::Partition>:iam::aws:policy/service-role/AWSLa
  * The regions that offer MSK Serverless (the MSK Developer Guide's "What is MSK Serverless?" note): elsewhere the
  * stack must use `kafka=provisioned`, and synthesis says so instead of a failed deploy.
  */
-export const MSK_SERVERLESS_REGIONS = [
+const MSK_SERVERLESS_REGIONS = [
   'us-east-1',
   'us-east-2',
   'us-west-2',
@@ -49,13 +49,13 @@ export const MSK_SERVERLESS_REGIONS = [
 ];
 
 /** MSK Serverless's ingress limit per partition (MSK Developer Guide, MSK Serverless quota), bytes per second. */
-export const MSK_SERVERLESS_PARTITION_INGRESS = 5 * 1024 * 1024;
+const MSK_SERVERLESS_PARTITION_INGRESS = 5 * 1024 * 1024;
 
 /**
  * Pages a second one crawler task may publish at its peak on the real web: CRAWLER_CONCURRENCY_MAX fetch slots (256)
  * with responses taking ~0.3 s. An upper bound for partition sizing, not a throughput promise.
  */
-export const PEAK_PAGES_PER_TASK_SECOND = 850;
+const PEAK_PAGES_PER_TASK_SECOND = 850;
 
 /**
  * Partitions the crawled firehose needs so that `maxTasks` crawler tasks at their peak are not capped by MSK

@@ -28,7 +28,7 @@ export interface NetworkProps {
 }
 
 /** The VPC's address range (CDK's default), as a literal so that security group rules from it stay checkable. */
-export const VPC_CIDR = '10.0.0.0/16';
+const VPC_CIDR = '10.0.0.0/16';
 
 export class Network extends Construct {
   readonly vpc: ec2.Vpc;

@@ -31,7 +31,7 @@ export interface RestDeps {
 }
 
 /** Health probes over a Redis client and a Kafka client (its admin connects on first use). */
-export function healthProbes(redis: RedisClient, kafka: Kafka): { probes: HealthProbes; close(): Promise<void> } {
+function healthProbes(redis: RedisClient, kafka: Kafka): { probes: HealthProbes; close(): Promise<void> } {
   const admin = kafka.admin();
   const connected = once(() => admin.connect());
   return {

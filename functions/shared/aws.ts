@@ -6,7 +6,7 @@
 import type { Variables } from '../../lib/config/index.ts';
 
 /** The access key LocalStack expects (it maps it to account 000000000000); any key signs for an emulator. */
-export const EMULATOR_CREDENTIALS = { accessKeyId: 'test', secretAccessKey: 'test' } as const;
+const EMULATOR_CREDENTIALS = { accessKeyId: 'test', secretAccessKey: 'test' } as const;
 
 export interface AwsClientSettings {
   region: string;

@@ -33,7 +33,7 @@ export interface MonitorDeps {
  * A sink for a function that sends nothing (stats, reclaim): they need Redis only, so an MSK fault must not stop
  * them (autoscaling metrics and lease reclaim go on). Sending through it is a bug, and says so.
  */
-export function noKafkaSink(name: string): MessageSink {
+function noKafkaSink(name: string): MessageSink {
   return {
     async send() {
       throw new Error(`${name} has no Kafka producer (it was created with kafka: false)`);

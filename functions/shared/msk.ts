@@ -26,7 +26,7 @@ export interface MskBatchResponse {
 }
 
 /** Placeholder `eventSourceArn` of the events built by {@link encodeMskEvent} (no handler reads it). */
-export const LOCAL_MSK_CLUSTER_ARN = 'arn:aws:kafka:local:000000000000:cluster/crawl-cluster-local/local';
+const LOCAL_MSK_CLUSTER_ARN = 'arn:aws:kafka:local:000000000000:cluster/crawl-cluster-local/local';
 
 /** The `<topic>-<partition>` group key Lambda uses, in the event and in batch item failures. */
 export function recordGroupKey(topic: string, partition: number): string {
@@ -66,7 +66,7 @@ export function decodeMskEvent(event: MSKEvent): DecodedRecord[] {
 }
 
 /** The partial batch response naming these failed records (one entry per record; Lambda retries from the lowest). */
-export function toBatchResponse(failures: DecodedRecord[]): MskBatchResponse {
+function toBatchResponse(failures: DecodedRecord[]): MskBatchResponse {
   return {
     batchItemFailures: failures.map((r) => ({
       itemIdentifier: { partition: recordGroupKey(r.topic, r.partition), offset: r.offset },

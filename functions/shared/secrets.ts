@@ -18,7 +18,7 @@ export interface SecretReader {
 }
 
 /** The Secrets Manager reader, with the default credential chain and region (the function's role and AWS_REGION). */
-export function secretsManagerReader(): SecretReader {
+function secretsManagerReader(): SecretReader {
   let client: SecretsManagerClient | undefined;
   return {
     async getSecretString(secretId) {

@@ -16,7 +16,7 @@ import type { FetchError, FetchResult } from './types.ts';
 export const RETRY_STATUSES: ReadonlySet<number> = new Set([408, 429, 500, 502, 503, 504, 522, 524]);
 
 /** Where in the crawl of one request an unexpected error was thrown. */
-export type CrawlStage =
+type CrawlStage =
   /** robots, fetch, extraction, spider, page building: work on the page itself. */
   | 'process'
   /** publishing the page and acking it: Kafka and Redis. */
@@ -76,7 +76,7 @@ function messageOf(error: unknown): string {
 }
 
 /** Statuses whose Retry-After holds the whole domain (the site is overloaded or rate limiting us). */
-export const DOMAIN_HOLD_STATUSES: ReadonlySet<number> = new Set([429, 503]);
+const DOMAIN_HOLD_STATUSES: ReadonlySet<number> = new Set([429, 503]);
 
 /** The longest a Retry-After holds a domain: a hostile or broken header cannot park a site for days. */
 export const MAX_DOMAIN_HOLD_MS = 3_600_000;

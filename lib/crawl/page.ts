@@ -103,7 +103,7 @@ export function pythonCodec(charset: string): string | null {
 export const BINARY_ENCODING = 'latin-1';
 
 /** The `encoding` of a page without a response: its body is empty, and decodes as UTF-8 like any other. */
-export const EMPTY_ENCODING = 'utf-8';
+const EMPTY_ENCODING = 'utf-8';
 
 /**
  * `body`, `encoding` and `body_encoding` of a page; `encoding` is always a Python codec name that decodes the body's

@@ -83,6 +83,7 @@ const require = createRequire(import.meta.url);
 /**
  * The file of kafkajs's CRC-32C module, as Node's module cache names it; undefined where kafkajs is not a module
  * of its own (a bundle that inlines it; the Lambda functions keep it in node_modules for this).
+ * @public (imported by a test's child process, which knip cannot see)
  */
 export const KAFKAJS_CRC32C_FILE: string | undefined = (() => {
   try {
@@ -104,7 +105,10 @@ export const nativeCrc32c: ((buf: Uint8Array) => number) | undefined = (() => {
 /** What kafkajs checksums record batches with once this module is loaded: the native one, else {@link crc32c}. */
 export const installedCrc32c: (buf: Uint8Array) => number = nativeCrc32c ?? crc32c;
 
-/** Whether kafkajs's record batches are checksummed by {@link installedCrc32c} (false: kafkajs loaded first). */
+/**
+ * Whether kafkajs's record batches are checksummed by {@link installedCrc32c} (false: kafkajs loaded first).
+ * @public (imported by a test's child process, which knip cannot see)
+ */
 export function kafkajsUsesFastCrc32c(): boolean {
   return KAFKAJS_CRC32C_FILE !== undefined && require.cache[KAFKAJS_CRC32C_FILE]?.exports === installedCrc32c;
 }

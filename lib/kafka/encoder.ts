@@ -152,7 +152,10 @@ function writeUVarInt(this: KafkajsEncoder, value: number): KafkajsEncoder {
   return this;
 }
 
-/** The methods installed, by name (the test compares against kafkajs's originals). */
+/**
+ * The methods installed, by name (the test compares against kafkajs's originals).
+ * @public (imported by a test's child process, which knip cannot see)
+ */
 export const ENCODER_METHODS = {
   ensureAvailable,
   writeBufferInternal,
@@ -163,7 +166,10 @@ export const ENCODER_METHODS = {
   size,
 } as const;
 
-/** Whether kafkajs's Encoder uses the methods above. */
+/**
+ * Whether kafkajs's Encoder uses the methods above.
+ * @public (imported by a test's child process, which knip cannot see)
+ */
 export function kafkajsUsesFastEncoder(): boolean {
   return KafkajsEncoder !== undefined && KafkajsEncoder.prototype.ensureAvailable === ensureAvailable;
 }

@@ -29,7 +29,7 @@ interface KafkajsRequestQueueClass {
 const CHECK_PENDING_REQUESTS_INTERVAL = 10;
 
 /** kafkajs's RequestQueue class, or undefined where it cannot be loaded as a module of its own. */
-export const KafkajsRequestQueue = kafkajsInternal<KafkajsRequestQueueClass>('src/network/requestQueue/index.js');
+const KafkajsRequestQueue = kafkajsInternal<KafkajsRequestQueueClass>('src/network/requestQueue/index.js');
 
 /** Schedules one check of the pending requests when some are pending and none is scheduled; else nothing. */
 function scheduleCheckPendingRequests(this: KafkajsRequestQueue): void {

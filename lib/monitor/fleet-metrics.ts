@@ -36,12 +36,12 @@ export interface FleetMetrics extends FleetLoad {
  * Whether the HTML crawler fleet serves a spider type: every one but `browser`, which only browser workers lease
  * (functions/crawler/main.ts). Its backlog is the one the HTML fleet's `TasksNeeded` is computed from.
  */
-export function htmlFleetServes(spider: string): boolean {
+function htmlFleetServes(spider: string): boolean {
   return spider !== BROWSER_SPIDER;
 }
 
 /** Whether a load report is an HTML crawler's: one whose spider types are not `browser` (none named: an older image). */
-export function isHtmlTask(load: CrawlerLoad): boolean {
+function isHtmlTask(load: CrawlerLoad): boolean {
   return !load.spiders?.includes(BROWSER_SPIDER);
 }
 

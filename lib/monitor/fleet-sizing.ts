@@ -21,11 +21,11 @@ export const REPORT_FRESH_MS = 60_000;
 /** The fleet scales out while its backlog would take longer than this to drain at the measured rate (s). */
 export const DRAIN_TARGET_S = 600;
 /** The mean share of saturated ticks over the tasks from which the fleet counts as saturated. */
-export const SATURATED_FLEET = 0.5;
+const SATURATED_FLEET = 0.5;
 /** A task saturated in at least this share of its ticks shows what a task sustains: its pages/s is the capacity. */
-export const FULL_TASK = 0.5;
+const FULL_TASK = 0.5;
 /** The load (highest budget share) an unsaturated fleet is shrunk to carry per task. */
-export const TARGET_LOAD = 0.6;
+const TARGET_LOAD = 0.6;
 
 /** What the fleet sustains and needs, as the stats function publishes it. */
 export interface FleetLoad {

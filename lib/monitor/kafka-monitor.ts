@@ -43,7 +43,7 @@ export interface IncomingResult {
 }
 
 /** A rejection message (docs/contract.md "Rejections"). */
-export interface Rejection extends Reply {
+interface Rejection extends Reply {
   error: RejectionKind;
   /**
    * The request's crawl: the one a valid crawl request was refused for (stopped, capped, duplicate), or the one an
@@ -59,7 +59,7 @@ export interface Rejection extends Reply {
 }
 
 /** The longest prefix of `bytes` of at most `max` bytes that does not end inside a UTF-8 character. */
-export function utf8Prefix(bytes: Buffer, max: number): string {
+function utf8Prefix(bytes: Buffer, max: number): string {
   if (bytes.length <= max) return bytes.toString('utf8');
   let end = max;
   // Step back over continuation bytes (10xxxxxx) to the lead byte of the last character, and drop that
@@ -175,7 +175,7 @@ async function enqueueIsolated(ctx: MonitorContext, spider: string, items: Crawl
 }
 
 /** What a duplicate seed's rejection says: the URL is in the dupefilter of a crawl with nothing left to do. */
-export const DUPLICATE_SEED_MESSAGE =
+const DUPLICATE_SEED_MESSAGE =
   "the URL is already in this crawl's dupefilter and the crawl has nothing pending; nothing will be fetched (use a new crawlid or wait DUPEFILTER_TIMEOUT)";
 
 /**
@@ -225,7 +225,7 @@ function unprocessable(ctx: MonitorContext, record: DecodedRecord, error: unknow
  * The `plugins` names of the kafka-monitor's stats: Scrapy Cluster's handler class names, per request type
  * (counted as `kafka-monitor:plugin:<name>`).
  */
-export const KAFKA_MONITOR_PLUGINS: Record<ClassifiedRequest['type'], string> = {
+const KAFKA_MONITOR_PLUGINS: Record<ClassifiedRequest['type'], string> = {
   crawl: 'ScraperHandler',
   action: 'ActionHandler',
   stats: 'StatsHandler',

@@ -35,7 +35,7 @@ async function domainReply(ctx: MonitorContext, r: DomainConfigRequest): Promise
 }
 
 /** The reply to one request (throws only on infrastructure failure). */
-export async function replyTo(ctx: MonitorContext, c: ClassifiedRequest): Promise<Reply | undefined> {
+async function replyTo(ctx: MonitorContext, c: ClassifiedRequest): Promise<Reply | undefined> {
   switch (c.type) {
     case 'action': {
       const r = c.request;

@@ -41,7 +41,7 @@ function sentValue(ctx: Pick<MonitorContext, 'maxMessageBytes'>, r: Reply): stri
 }
 
 /** The topic batches for a list of replies (keyed by appid). */
-export function replyBatches(ctx: MonitorContext, replies: Reply[]): Batch {
+function replyBatches(ctx: MonitorContext, replies: Reply[]): Batch {
   const firehose = clusterTopics(ctx.topicPrefix).outboundFirehose;
   const byTopic = new Map<string, OutMessage[]>();
   const add = (topic: string, m: OutMessage) => {

@@ -32,7 +32,7 @@ export interface StateWatchOptions {
 }
 
 /** Why a tag's state is known to be lost, for a person. */
-export function lossReason(tag: string, statsTag: string, epoch: string, found: string | undefined): string {
+function lossReason(tag: string, statsTag: string, epoch: string, found: string | undefined): string {
   const what =
     tag === statsTag
       ? `stats slot ${tag} was emptied: its counters, heartbeats and failure logs from before are gone`

@@ -189,7 +189,7 @@ export async function configureDomain(
 }
 
 /** Fields per HSCAN page of a domain-count HASH: each command returns about this many, whatever the domains. */
-export const BACKLOG_PAGE = 500;
+const BACKLOG_PAGE = 500;
 
 /**
  * `Frontier.queueSummary`: the kept total and domain count of each partition (backlog-total.lua, O(1)), summed, and

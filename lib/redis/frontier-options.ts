@@ -47,7 +47,7 @@ export interface FrontierOptions {
 }
 
 /** The production throttle margin ({@link FrontierOptions.throttleMarginMs}). */
-export const THROTTLE_MARGIN_MS = 100;
+const THROTTLE_MARGIN_MS = 100;
 
 export function frontierOptions(vars: Variables): FrontierOptions {
   return {

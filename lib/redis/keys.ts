@@ -151,7 +151,7 @@ export function dupefilterKey(p: PartitionRef, crawl: string): string {
 }
 
 /** The throttle scope for a spider type under the `SCHEDULER_TYPE_ENABLED` setting. */
-export function throttleScope(spider: string, typeEnabled: boolean): string {
+function throttleScope(spider: string, typeEnabled: boolean): string {
   return typeEnabled ? spider : 'all';
 }
 
@@ -246,7 +246,7 @@ export function spiderTypesKey(prefix: string): string {
  * slots, and those are read by the caller, never inside a script. Crawl IDs and queue keys are URI-encoded into the
  * names, so `:` inside them cannot collide.
  */
-export function urlFrontierTag(prefix: string): string {
+function urlFrontierTag(prefix: string): string {
   return `{${prefix}:uf}`;
 }
 

@@ -31,7 +31,7 @@ export interface DashboardCrawl {
 }
 
 /** One failed page: its URL, last HTTP status (null without a response) and the crawler's reason. */
-export interface DashboardFailure {
+interface DashboardFailure {
   url: string;
   status_code: number | null;
   exception: string;

@@ -54,20 +54,20 @@ import { causeOf, failure, type RestRequest, type RestResponse, success } from '
 import { withTimeout } from './timeout.ts';
 
 /** Most crawls listed per answer (running ones first, then by crawlid). */
-export const MAX_CRAWLS = 200;
+const MAX_CRAWLS = 200;
 /** Domains listed in `queues.top` unless `top` says otherwise. */
-export const DEFAULT_TOP_DOMAINS = 10;
+const DEFAULT_TOP_DOMAINS = 10;
 /** Most domains `top` may ask for. */
-export const MAX_TOP_DOMAINS = 100;
+const MAX_TOP_DOMAINS = 100;
 /** A crawler whose last beat is younger than this is `beating` (crawlers beat every 10 s). */
-export const BEATING_MS = 30_000;
+const BEATING_MS = 30_000;
 /**
  * A crawler silent this long (6 missed beats) is dropped from the fleet: its runtime stopped without removing its
  * heartbeat (killed). The `stats` replies keep Scrapy Cluster's longer heartbeat TTL (HEARTBEAT_TTL_MS).
  */
-export const CRAWLER_LISTED_MS = 60_000;
+const CRAWLER_LISTED_MS = 60_000;
 /** Failed pages listed per crawl. */
-export const MAX_FAILURES_SHOWN = 5;
+const MAX_FAILURES_SHOWN = 5;
 
 interface DashboardQuery {
   appid: string | undefined;

@@ -13,10 +13,10 @@ import { withTimeout } from './timeout.ts';
  * GREEN: Kafka and Redis answer; YELLOW: one of them; RED: neither, or frontier state was lost and no operator has
  * acknowledged it yet (docs/design.md §12).
  */
-export type NodeHealth = 'GREEN' | 'YELLOW' | 'RED';
+type NodeHealth = 'GREEN' | 'YELLOW' | 'RED';
 
 /** A loss of frontier state as the health report shows it. */
-export interface ReportedLoss {
+interface ReportedLoss {
   /** The hash tag that was emptied. */
   tag: string;
   /** When it was detected (epoch s). */
@@ -43,7 +43,7 @@ export interface HealthReport {
 }
 
 /** RED while frontier state loss is unacknowledged; else GREEN when both are connected, YELLOW when one is, RED when neither is. */
-export function nodeHealth(kafka: boolean, redis: boolean, stateLost = false): NodeHealth {
+function nodeHealth(kafka: boolean, redis: boolean, stateLost = false): NodeHealth {
   if (stateLost) return 'RED';
   if (kafka && redis) return 'GREEN';
   return kafka || redis ? 'YELLOW' : 'RED';

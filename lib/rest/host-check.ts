@@ -17,7 +17,7 @@
 import { failure, type RestResponse } from './envelope.ts';
 
 /** Loopback names as they appear in a `Host` header (IPv6 in brackets). */
-export const LOOPBACK_HOSTS: readonly string[] = ['127.0.0.1', 'localhost', '[::1]'];
+const LOOPBACK_HOSTS: readonly string[] = ['127.0.0.1', 'localhost', '[::1]'];
 
 /** Addresses that mean "every interface": not a name a client uses, so never allowed by default. */
 const WILDCARD_HOSTS = new Set(['0.0.0.0', '[::]']);

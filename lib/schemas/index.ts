@@ -69,7 +69,7 @@ export interface CrawlRequest {
 }
 
 /** Fields every action request carries. */
-export interface ActionRequestBase {
+interface ActionRequestBase {
   /** Chosen by the client and echoed in the reply, 1–40 chars. */
   uuid: string;
   /** 3–40 chars. */
@@ -79,14 +79,14 @@ export interface ActionRequestBase {
 }
 
 /** Reports what is pending, for one crawl or, without `crawlid`, for the whole app. */
-export interface InfoActionRequest extends ActionRequestBase {
+interface InfoActionRequest extends ActionRequestBase {
   action: 'info';
   /** 1–40 chars; the whole app when absent. */
   crawlid?: string;
 }
 
 /** Purges a crawl's pending requests; `crawlid` is required. */
-export interface StopActionRequest extends ActionRequestBase {
+interface StopActionRequest extends ActionRequestBase {
   action: 'stop';
   /** 1–40 chars. */
   crawlid: string;
@@ -99,7 +99,7 @@ export type ActionRequest = InfoActionRequest | StopActionRequest;
 export type StatsType = 'kafka-monitor' | 'redis-monitor' | 'crawler' | 'spider' | 'machine' | 'queue' | 'rest' | 'all';
 
 /** A stats request after validation, with defaults filled in. */
-export interface StatsRequest {
+interface StatsRequest {
   /** Chosen by the client and echoed in the reply, 1–40 chars. */
   uuid: string;
   /** 3–40 chars. */
@@ -112,7 +112,7 @@ export interface StatsRequest {
 }
 
 /** What a domain config request changes. */
-export type DomainConfigAction = 'domain-update' | 'domain-remove' | 'blacklist-update' | 'blacklist-remove';
+type DomainConfigAction = 'domain-update' | 'domain-remove' | 'blacklist-update' | 'blacklist-remove';
 
 /** A domain config request after validation, with defaults filled in. */
 export interface DomainConfigRequest {
@@ -413,7 +413,7 @@ const DOMAIN_CHARACTERS = /^[\p{L}\p{M}\p{N}.:[\]_-]+$/u;
  * port. Any host is one, as in Scrapy Cluster: `ebay.com`, `127.0.0.1`, `::1`, `localhost`, an intranet name.
  * Undefined when it is not a host at all. (The redis-monitor then keys it by registrable domain, as the crawler.)
  */
-export function domainConfigHost(value: string): string | undefined {
+function domainConfigHost(value: string): string | undefined {
   if (!DOMAIN_CHARACTERS.test(value)) return undefined;
   // A bare IPv6 address (two colons or more) goes in brackets, as in a URL.
   const authority = !value.startsWith('[') && value.indexOf(':') !== value.lastIndexOf(':') ? `[${value}]` : value;

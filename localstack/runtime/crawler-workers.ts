@@ -17,7 +17,7 @@ import type { RuntimeLog } from './log.ts';
 import { logWorkerOutput, type WorkerOutput } from './worker-log.ts';
 
 /** The exit code of a worker whose configuration is invalid (functions/crawler/main.ts): it is not restarted. */
-export const CONFIG_EXIT_CODE = 2;
+const CONFIG_EXIT_CODE = 2;
 
 /** A worker that ran this long before it exited is restarted after the first backoff again, not a longer one. */
 const HEALTHY_RUN_MS = 60_000;

@@ -52,7 +52,7 @@ export interface MskBatchStats {
 }
 
 /** An MSK-triggered handler as the local runtime calls it: the same function Lambda would call. */
-export type MskHandler = (event: MSKEvent) => Promise<MskBatchResponse | undefined>;
+type MskHandler = (event: MSKEvent) => Promise<MskBatchResponse | undefined>;
 
 /** Options of {@link startMskSource}. */
 export interface MskSourceOptions {

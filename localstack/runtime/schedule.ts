@@ -13,7 +13,7 @@ import { errorFields, type RuntimeLog } from './log.ts';
  * The scheduled event EventBridge Scheduler sends, which every tick hands to the handler: `ScheduledEvent` of
  * `@types/aws-lambda`, the type the periodic handlers take. `time` is to the second, as EventBridge has it.
  */
-export function scheduledEvent(now = new Date(), region = 'local'): ScheduledEvent<Record<string, never>> {
+function scheduledEvent(now = new Date(), region = 'local'): ScheduledEvent<Record<string, never>> {
   return {
     version: '0',
     id: `local-${now.getTime()}`,

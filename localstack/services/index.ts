@@ -10,7 +10,7 @@ import { localstackDown, localstackStatus, localstackUp } from './localstack-ser
 import { withServicesLock } from './lock.ts';
 import { redisDown, redisStatus, redisUp } from './redis-service.ts';
 
-export { type Progress, type ServiceStatus, type ServicesLayout, servicesLayout } from './layout.ts';
+export type { Progress, ServiceStatus, ServicesLayout } from './layout.ts';
 
 /** One service for {@link servicesUp}. */
 interface Step {

@@ -89,7 +89,10 @@ function ensureLibs(p: ReturnType<typeof paths>, progress: Progress): string {
   return jars.map((j) => join(p.libs, j)).join(':');
 }
 
-/** The Kafka jars of a services directory, fetched with Maven on the first call; their classpath. */
+/**
+ * The Kafka jars of a services directory, fetched with Maven on the first call; their classpath.
+ * @public (imported by a test's child process, which knip cannot see)
+ */
 export function kafkaLibs(layout: ServicesLayout, progress: Progress): string {
   return ensureLibs(paths(layout), progress);
 }

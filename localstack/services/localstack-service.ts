@@ -32,10 +32,10 @@ import {
 } from './processes.ts';
 import { cacheDir, lockVenvBuild, sharedVenvDir } from './venv-cache.ts';
 
-export const LOCALSTACK_REQUIREMENTS = join(REPO_ROOT, 'localstack', 'localstack-requirements.txt');
+const LOCALSTACK_REQUIREMENTS = join(REPO_ROOT, 'localstack', 'localstack-requirements.txt');
 
 /** The LocalStack services `services up` runs and waits for. */
-export const LOCALSTACK_SERVICES = ['s3', 'cloudwatch', 'logs', 'secretsmanager'] as const;
+const LOCALSTACK_SERVICES = ['s3', 'cloudwatch', 'logs', 'secretsmanager'] as const;
 
 /** Python versions the pinned requirements install on (tested on 3.11). */
 const PYTHON_MIN = [3, 10] as const;

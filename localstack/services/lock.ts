@@ -19,7 +19,7 @@ import { isAlive } from './processes.ts';
 /** The lock's name in the services directory. */
 export const LOCK_FILE = 'services.lock';
 /** How long a second `services up|down` waits for the first (a first `up` may build LocalStack's virtualenv). */
-export const LOCK_WAIT_MS = 600_000;
+const LOCK_WAIT_MS = 600_000;
 /** How often a waiting command looks at the lock again. */
 const POLL_MS = 200;
 

@@ -22,7 +22,7 @@ export function isAlive(pid: number): boolean {
 }
 
 /** The command line of a live process, or '' when it is gone or unreadable. */
-export function commandLine(pid: number): string {
+function commandLine(pid: number): string {
   try {
     return readFileSync(`/proc/${pid}/cmdline`, 'utf8').replaceAll('\0', ' ');
   } catch {
@@ -43,7 +43,7 @@ export function ownedPid(pidFile: string, marker: string): number | undefined {
   return commandLine(pid).includes(marker) ? pid : undefined;
 }
 
-export function writePid(pidFile: string, pid: number): void {
+function writePid(pidFile: string, pid: number): void {
   writeFileSync(pidFile, `${pid}\n`);
 }
 
@@ -133,7 +133,7 @@ export interface LogMark {
 }
 
 /** Remembers where each log file ends now (0 for one that does not exist yet). */
-export function markLogs(files: string[]): LogMark[] {
+function markLogs(files: string[]): LogMark[] {
   return files.map((file) => {
     try {
       return { file, offset: statSync(file).size };
@@ -150,7 +150,7 @@ const TAIL_BYTES = 64 * 1024;
  * The last `lines` lines written to a log since its mark, without Java stack frames (`at ...`, `... 17
  * more`), which would otherwise fill the tail and hide the message that says why. '' when nothing was written.
  */
-export function logTail(mark: LogMark, lines = 10): string {
+function logTail(mark: LogMark, lines = 10): string {
   let fd: number;
   try {
     fd = openSync(mark.file, 'r');
@@ -281,7 +281,7 @@ export interface ServiceSpec {
  * The loud line `services up` prints when it uses a service it did not start: a developer's own Redis or Kafka on the
  * default port is easy to miss, and its data, settings and lifetime are not ours (`services down` leaves it running).
  */
-export function foreignServiceWarning(spec: Pick<ServiceSpec, 'name' | 'what' | 'port' | 'portVariable'>): string {
+function foreignServiceWarning(spec: Pick<ServiceSpec, 'name' | 'what' | 'port' | 'portVariable'>): string {
   return (
     `WARN ${spec.name}: port ${spec.port} already has a ${spec.what} that is not ours (not started by \`services up\`): ` +
     `using it as it is, with its own data and settings; \`services down\` will not stop it. ` +

@@ -16,7 +16,7 @@ import { bringUp, ownedPid, type ServiceSpec, serviceStatus, startService, stopP
 export type RedisKind = 'redis' | 'redis-cluster';
 
 /** Masters of the local cluster-mode Redis, on `CRAWL_REDIS_CLUSTER_PORT` and the ports after it. */
-export const CLUSTER_MASTERS = 3;
+const CLUSTER_MASTERS = 3;
 
 /** The nodes of a kind: one for the standalone Redis, {@link CLUSTER_MASTERS} for the cluster. */
 function nodesOf(kind: RedisKind): number[] {
@@ -196,7 +196,7 @@ async function ownsSlots(port: number): Promise<boolean> {
 }
 
 /** The slot range of master `i` of `n`: 16384 slots split as redis-cli --cluster create splits them. */
-export function slotRange(i: number, n: number): [number, number] {
+function slotRange(i: number, n: number): [number, number] {
   const per = 16384 / n;
   return [Math.round(i * per), Math.round((i + 1) * per) - 1];
 }

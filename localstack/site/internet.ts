@@ -73,10 +73,10 @@ export interface InternetOptions {
   crawlDelaySec?: number;
 }
 
-export type HostKind = 'ok' | 'dead' | 'drip';
-export type PageError = 'none' | 'e500' | 'e503' | 'e429' | 'reset';
+type HostKind = 'ok' | 'dead' | 'drip';
+type PageError = 'none' | 'e500' | 'e503' | 'e429' | 'reset';
 
-export interface HostProfile {
+interface HostProfile {
   index: number;
   name: string;
   address: string;
@@ -86,7 +86,7 @@ export interface HostProfile {
   crawlDelaySec?: number;
 }
 
-export interface PageProfile {
+interface PageProfile {
   n: number;
   host: number;
   path: string;
@@ -155,7 +155,7 @@ export const MIN_PAGE_BYTES = 5000;
 export const BIG_PAGE_BYTES = 500_000;
 
 /** The largest number of hosts (127.0.0.10..127.0.0.249, then 127.0.1.10...: 240 per /24). */
-export const MAX_HOSTS = 240 * 250;
+const MAX_HOSTS = 240 * 250;
 
 /** Loopback address of host k. */
 export function hostAddress(k: number): string {

@@ -44,7 +44,7 @@ export interface SiteOptions {
   onRequest?: (path: string, host: string, atMs: number) => void;
 }
 
-export type SiteTemplate = 'plain' | 'article';
+type SiteTemplate = 'plain' | 'article';
 
 /** The deterministic shape of a site (no server): shared by {@link startSite} and the child-process wrapper. */
 export interface SiteGeometry {

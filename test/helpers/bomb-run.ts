@@ -26,7 +26,7 @@ export interface BombRunOptions {
 }
 
 /** One page message, as far as the run checks it. */
-export interface BombPage {
+interface BombPage {
   success: boolean;
   body_truncated?: boolean;
   body_cut?: string;

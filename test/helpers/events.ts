@@ -21,7 +21,7 @@ export function loadEvent<T = unknown>(name: string): T {
 }
 
 /** Record timestamps of built events (epoch ms): fixed so built events are reproducible. */
-export const RECORD_TIME = Date.UTC(2026, 10, 22, 14, 59, 0);
+const RECORD_TIME = Date.UTC(2026, 10, 22, 14, 59, 0);
 
 /** Where the records of {@link mskEventOf} go. */
 export interface MskEventOptions {
@@ -42,11 +42,7 @@ function valueBytes(value: string | Buffer | object): Buffer {
  * The MSK event Lambda would deliver for these values on one partition of `topic`: a string is sent as is,
  * a Buffer as its bytes, anything else as its JSON.
  */
-export function mskEventOf(
-  topic: string,
-  values: (string | Buffer | object)[],
-  options: MskEventOptions = {},
-): MSKEvent {
+function mskEventOf(topic: string, values: (string | Buffer | object)[], options: MskEventOptions = {}): MSKEvent {
   const { partition = 0, firstOffset = 0, key } = options;
   return encodeMskEvent(
     values.map((value, i) => ({
@@ -70,7 +66,4 @@ export function recordsOf(
 }
 
 /** The Lambda context the local runtime passes to handlers (one implementation, in localstack/runtime). */
-export {
-  type LocalLambdaContext as TestLambdaContext,
-  lambdaContext,
-} from '../../localstack/runtime/lambda-context.ts';
+export { lambdaContext } from '../../localstack/runtime/lambda-context.ts';

@@ -29,7 +29,7 @@ export const T0 = Date.UTC(2026, 2, 2, 12, 0, 0);
  * A throttle that never holds anything back: a sliding-window log with more hits than any test leases.
  * (A moderated throttle always spaces fetches at least 1 ms apart, so it cannot be wide open.)
  */
-export const WIDE_OPEN = { hits: 100_000, windowSec: 1, moderated: false } as const;
+const WIDE_OPEN = { hits: 100_000, windowSec: 1, moderated: false } as const;
 
 const created: { prefix: string; typeEnabled: boolean }[] = [];
 

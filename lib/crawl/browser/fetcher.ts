@@ -17,7 +17,7 @@ import { BrowserPool, type BrowserPoolOptions } from './pool.ts';
 import { BrowserRoutes, type PageBudget, RenderState } from './routes.ts';
 
 /** A rendered page overran its budget, or its browser failed: a failed try (lib/crawl/failure.ts `budget`). */
-export class BrowserBudgetError extends SpiderBudgetError {}
+class BrowserBudgetError extends SpiderBudgetError {}
 
 export interface BrowserFetcherOptions extends Omit<BrowserPoolOptions, 'prepare'> {
   /** The crawler's fetcher: the document and every request of the page go through it. */
@@ -34,7 +34,7 @@ export interface BrowserFetcherOptions extends Omit<BrowserPoolOptions, 'prepare
 }
 
 /** Resource types a page gets none of by default: the DOM does not need them, and they are most of a page's bytes. */
-export const DEFAULT_BLOCKED_RESOURCES = ['image', 'font', 'media'];
+const DEFAULT_BLOCKED_RESOURCES = ['image', 'font', 'media'];
 
 export class BrowserFetcher implements Fetcher {
   readonly #o: BrowserFetcherOptions;

@@ -23,7 +23,7 @@ export interface PageBudget {
 const HOP_HEADERS = new Set(['content-encoding', 'content-length', 'transfer-encoding', 'connection', 'keep-alive']);
 
 /** Requests to the page's own origin in flight at once, per page: a rendered page never floods its site. */
-export const SAME_ORIGIN_PARALLEL = 2;
+const SAME_ORIGIN_PARALLEL = 2;
 
 /** The state of one page being rendered, as the route handler sees it. */
 export class RenderState {

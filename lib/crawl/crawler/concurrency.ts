@@ -45,7 +45,7 @@ export interface LoadBudgets {
   bodyShare: number;
 }
 
-export const DEFAULT_BUDGETS: LoadBudgets = {
+const DEFAULT_BUDGETS: LoadBudgets = {
   loopDelayMs: 100,
   cpuShare: 0.9,
   heapShare: 0.75,

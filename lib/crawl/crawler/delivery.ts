@@ -49,10 +49,10 @@ const KEPT_RETRY_FIRST_MS = 100;
 /** The longest wait between two tries of a kept page or ack (ms). */
 const KEPT_RETRY_MAX_MS = 5000;
 /** Tries of an ack refused as poison (a script error, not infrastructure) before its request fails instead. */
-export const ACK_REFUSED_TRIES = 3;
+const ACK_REFUSED_TRIES = 3;
 
 /** A kept page or ack was abandoned: the process is stopping and its deadline passed (its lease is released). */
-export class DeliveryAbandonedError extends InfrastructureError {}
+class DeliveryAbandonedError extends InfrastructureError {}
 
 /** Room left in a produced batch for the record batch's own header. */
 const BATCH_OVERHEAD_BYTES = 1024;

@@ -293,7 +293,7 @@ function isHtml(r: FetchResult): boolean {
 }
 
 /** Retry-After as ms from now (seconds or an HTTP date); 0 when absent or unparsable. */
-export function retryAfterMs(value: string | undefined, now: number): number {
+function retryAfterMs(value: string | undefined, now: number): number {
   if (!value) return 0;
   const seconds = Number(value);
   if (Number.isFinite(seconds)) return Math.max(0, Math.min(seconds, 3600) * 1000);

@@ -12,12 +12,12 @@
  */
 export const PUBLISH_STALL_MS = 2000;
 /** How often the crawler looks at its oldest unstored page message (ms). */
-export const PUBLISH_STALL_CHECK_MS = 250;
+const PUBLISH_STALL_CHECK_MS = 250;
 
 /** How long leasing stops after a first delivery failure on infrastructure, before one probe request (ms). */
-export const MIN_DELIVERY_BACKOFF_MS = 500;
+const MIN_DELIVERY_BACKOFF_MS = 500;
 /** The longest leasing stops between two probes while delivery stays down (ms). */
-export const MAX_DELIVERY_BACKOFF_MS = 5000;
+const MAX_DELIVERY_BACKOFF_MS = 5000;
 
 export class DeliveryGate {
   readonly #now: () => number;

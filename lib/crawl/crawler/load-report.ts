@@ -52,7 +52,7 @@ export const CRAWLER_TASK_KIND = 'crawler-task';
 export const HEARTBEAT_TTL_MS = 300_000;
 
 /** How far back a report looks. */
-export const LOAD_WINDOW_MS = 60_000;
+const LOAD_WINDOW_MS = 60_000;
 
 const BOUNDS: readonly SlotBound[] = ['loop', 'cpu', 'heap', 'rss', 'body', 'ceiling', 'work', 'growing'];
 

@@ -9,7 +9,7 @@ import type { BodyStore } from '../fetch/body-store.ts';
 import type { FetchResult, PageItem } from '../types.ts';
 
 /** A page message that cannot be made to fit the broker's limit: poison, never retried. */
-export class PageTooLargeError extends CrawlClusterError {}
+class PageTooLargeError extends CrawlClusterError {}
 
 export interface PageMessageOptions {
   /** The largest message value (`KAFKA_MAX_MESSAGE_BYTES`). */

@@ -10,7 +10,7 @@
 import { Worker } from 'node:worker_threads';
 
 /** How often the event loop writes its heartbeat (ms). */
-export const BEAT_EVERY_MS = 250;
+const BEAT_EVERY_MS = 250;
 
 /** The watchdog thread: plain JavaScript, evaluated (no module to load, nothing to fail at start). */
 const WATCHDOG_SOURCE = `

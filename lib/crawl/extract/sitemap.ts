@@ -10,7 +10,7 @@ import { gunzipSync } from 'node:zlib';
 import sax from 'sax';
 
 /** The most XML bytes read from one sitemap, after gunzip (the protocol: 50 MB uncompressed). */
-export const MAX_SITEMAP_BYTES = 50 * 1024 * 1024;
+const MAX_SITEMAP_BYTES = 50 * 1024 * 1024;
 
 /** The most entries read from one sitemap or index (the protocol: 50,000). */
 export const MAX_SITEMAP_ENTRIES = 50_000;

@@ -79,7 +79,7 @@ function peek(stream: Readable): Promise<Buffer | undefined> {
 }
 
 /** Why a body was cut: at `MAX_BODY_BYTES`, or because the memory budget of bodies in flight was full. */
-export type BodyCut = 'max_body_bytes' | 'memory_budget';
+type BodyCut = 'max_body_bytes' | 'memory_budget';
 
 interface BodyRead {
   body: Buffer;

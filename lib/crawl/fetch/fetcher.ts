@@ -30,7 +30,7 @@ import {
 import { assertAllowedHost, guardedLookup, type HostMap } from './ssrf.ts';
 
 /** Sent when a request carries no user agent of its own. */
-export const DEFAULT_USER_AGENT = 'crawl-cluster/0.1 (+https://github.com/istresearch/scrapy-cluster)';
+const DEFAULT_USER_AGENT = 'crawl-cluster/0.1 (+https://github.com/istresearch/scrapy-cluster)';
 
 /** Options of {@link UndiciFetcher}. */
 export interface UndiciFetcherOptions {

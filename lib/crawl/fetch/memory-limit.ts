@@ -9,7 +9,7 @@ import { totalmem } from 'node:os';
 import { posix } from 'node:path';
 
 /** Where the memory limit came from, for the start log. */
-export type MemoryLimitSource = 'cgroup' | 'task' | 'machine';
+type MemoryLimitSource = 'cgroup' | 'task' | 'machine';
 
 export interface MemoryLimit {
   bytes: number;

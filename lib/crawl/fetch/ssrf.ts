@@ -18,11 +18,7 @@ import { BlockList, isIP, isIPv4, isIPv6 } from 'node:net';
 import { FetchError } from '../types.ts';
 
 /** Node's `dns.lookup` callback shape (with `all: true` the address is an array). */
-export type LookupCallback = (
-  err: NodeJS.ErrnoException | null,
-  address: string | LookupAddress[],
-  family?: number,
-) => void;
+type LookupCallback = (err: NodeJS.ErrnoException | null, address: string | LookupAddress[], family?: number) => void;
 
 /** A `dns.lookup`-compatible function, as `net.connect({ lookup })` and undici's `connect.lookup` take it. */
 export type LookupFunction = (hostname: string, options: LookupOptions, callback: LookupCallback) => void;

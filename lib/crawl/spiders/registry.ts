@@ -15,7 +15,7 @@ import type { Spider, SpiderOpenContext } from '../types.ts';
 import * as builtInModule from './index.ts';
 
 /** A spider type name: what `spiderid` may hold and a heartbeat id can carry (`<spider>|<node>`). */
-export const SPIDER_NAME = /^[A-Za-z0-9._-]{1,40}$/;
+const SPIDER_NAME = /^[A-Za-z0-9._-]{1,40}$/;
 
 /** Names no plugin may take: the URL Frontier API's crawls use this one in info, stop and stats. */
 const RESERVED_NAMES: ReadonlySet<string> = new Set(['url-frontier']);
@@ -147,7 +147,7 @@ export function spidersOf(exports: Record<string, unknown>, module: string): Spi
 }
 
 /** Adds spiders to a registry, refusing a name that is already taken (by a built-in or another module). */
-export function registerSpiders(
+function registerSpiders(
   registry: Map<string, Spider>,
   origins: Map<string, string>,
   spiders: Spider[],

@@ -25,10 +25,10 @@ import {
 import type { FollowRequest, Spider, SpiderContext, SpiderResult } from '../types.ts';
 
 /** Levels of sitemap below robots.txt that are followed: an index, a nested index, then its sitemaps. */
-export const MAX_SITEMAP_NESTING = 3;
+const MAX_SITEMAP_NESTING = 3;
 
 /** The most bytes of entries listed in a sitemap page's `data` (the count covers them all). */
-export const MAX_SITEMAP_DATA_BYTES = 128 * 1024;
+const MAX_SITEMAP_DATA_BYTES = 128 * 1024;
 
 /** The spider type a crawl's pages are handed to: `attrs.sitemap_spider`, else `link`. */
 export function sitemapTarget(attrs: Record<string, unknown> | undefined): string {

@@ -16,7 +16,7 @@
   Returns one status per item, in ARGV order: 0 stored (OK), 1 already known (SKIPPED). Items of one queue are
   applied in order, so a duplicate inside a call is SKIPPED.
   A queue that got a URL is due (in `due`) no later than its earliest scheduled URL; one left with nothing scheduled
-  or held leaves `due`; the crawl's place in `cdue` follows. The frontier's `backlog` total follows the URLs that
+  or held leaves `due`; its place in `qdue` is the same. The frontier's `backlog` total follows the URLs that
   become or stop being scheduled or held, in counted queues.
   Cost: O(log n) per item and O(log q) per queue, one call for every queue of a batch.
 ]]
@@ -87,5 +87,4 @@ while i + 2 <= #ARGV do
     if in_total then count_backlog(delta) end
   end
 end
-sync_crawl()
 return out

@@ -11,13 +11,12 @@ import type { UrlFrontierView } from '../../ports.ts';
 import type { RedisClient } from '../client.ts';
 import type { DomainAction } from '../frontier-types.ts';
 import {
-  urlFrontierCrawlGroup,
   urlFrontierCrawlKeys,
   urlFrontierGlobalKeys,
   urlFrontierQueueKeyList,
   urlFrontierQueueKeys,
-  urlFrontierScriptGlobals,
   urlFrontierScriptKeys,
+  urlFrontierServeKeys,
 } from '../keys.ts';
 import { runScript, runScriptBuffer, script } from '../scripts.ts';
 import { getUrlsPacked } from './get-urls.ts';
@@ -35,6 +34,7 @@ import {
   QUEUES_PER_CALL,
   type QueueStats,
   queueDomain,
+  queueMember,
   SERVE_CAP,
   type ServedUrl,
   servedUrls,
@@ -174,15 +174,19 @@ export class UrlFrontierStore implements UrlFrontierView {
     return this.serveGroups([{ crawl, keys }], maxUrls, holdSeconds, continuing);
   }
 
-  /** {@link servePacked} over queues of several crawls in one script call: the queues in `groups` order. */
+  /**
+   * {@link servePacked} over queues of several crawls in one script call: the queues in `groups` order. Unless `full`,
+   * each queue's keys for metadata and its crawl limit are left out, and a queue that needs them is counted -1 and
+   * left claimed, for the caller to serve again with `full` (see uf-serve.lua).
+   */
   async serveGroups(
     groups: readonly { crawl: string; keys: string[] }[],
     maxUrls: number,
     holdSeconds: number,
     continuing = false,
+    full = true,
   ): Promise<PackedQueue[]> {
     const now = this.#now();
-    const keys = urlFrontierScriptGlobals(this.prefix);
     const args: (string | number)[] = [
       now,
       maxUrls,
@@ -190,12 +194,15 @@ export class UrlFrontierStore implements UrlFrontierView {
       SERVE_CAP,
       continuing ? 1 : 0,
       BLACKLIST_RECHECK_MS,
+      full ? 1 : 0,
     ];
-    for (const { crawl, keys: queues } of groups) {
-      keys.push(...urlFrontierCrawlGroup(this.prefix, crawl, queues));
-      args.push(crawl, queues.length, ...queues);
-    }
-    const [replies, counts] = await runScriptBuffer<[Buffer[], number[]]>(this.redis, script('uf-serve'), keys, args);
+    for (const { crawl, keys: queues } of groups) args.push(crawl, queues.length, ...queues);
+    const [replies, counts] = await runScriptBuffer<[Buffer[], number[]]>(
+      this.redis,
+      script('uf-serve'),
+      urlFrontierServeKeys(this.prefix, groups, full),
+      args,
+    );
     const out: PackedQueue[] = [];
     for (const { crawl, keys: queues } of groups)
       for (const key of queues) {
@@ -208,8 +215,8 @@ export class UrlFrontierStore implements UrlFrontierView {
   /**
    * GetURLs: one queue with `key`, else the queues of the crawl (or of every crawl) whose time in the `due` index has
    * come, the longest-due first (across crawls too), each at most once, stopping once `maxQueues` queues produced.
-   * Queues with nothing due are never looked at, nor crawls with nothing due (the `cdue` index), so the cost is
-   * O(log c + queues looked at), not O(queues) or O(crawls). Calls `emit` per served queue (lib/redis/url-frontier/get-urls.ts).
+   * Queues with nothing due are never looked at (the `due` index of a crawl, `qdue` over every crawl), so the cost
+   * is O(log q + queues looked at), not O(queues) or O(crawls). Calls `emit` per served queue (lib/redis/url-frontier/get-urls.ts).
    */
   async getUrls(req: GetUrlsRequest, emit: (urls: ServedUrl[]) => void | Promise<void>): Promise<void> {
     await getUrlsPacked(this, req, (queue) => emit(servedUrls(queue)));
@@ -409,12 +416,11 @@ export class UrlFrontierStore implements UrlFrontierView {
    */
   async #setAndWake(crawl: string, key: string, field: string, value: number): Promise<void> {
     const now = this.#now();
-    // The crawl's earliest due time becomes at most now: `cdue` follows with LT.
     await this.redis
       .multi()
       .hset(urlFrontierQueueKeys(this.prefix, crawl, key).info, field, value)
       .zadd(urlFrontierCrawlKeys(this.prefix, crawl).due, now, key)
-      .zadd(urlFrontierGlobalKeys(this.prefix).crawlDue, 'LT', now, crawl)
+      .zadd(urlFrontierGlobalKeys(this.prefix).queueDue, now, queueMember(crawl, key))
       .exec();
   }
 
@@ -441,7 +447,7 @@ export class UrlFrontierStore implements UrlFrontierView {
   /** Every key name this store may have created (for tests' cleanup; never used in production paths). */
   async knownKeys(): Promise<string[]> {
     const g = urlFrontierGlobalKeys(this.prefix);
-    const out: string[] = [g.crawls, g.state, g.crawlDue, g.domainConfig, g.blacklist];
+    const out: string[] = [g.crawls, g.state, g.queueDue, g.legacyCrawlDue, g.domainConfig, g.blacklist];
     for (const crawl of await this.crawls()) {
       out.push(...Object.values(urlFrontierCrawlKeys(this.prefix, crawl)));
       for (const key of await this.queues(crawl))

@@ -11,11 +11,12 @@ import type { UrlFrontierView } from '../../ports.ts';
 import type { RedisClient } from '../client.ts';
 import type { DomainAction } from '../frontier-types.ts';
 import {
+  urlFrontierCrawlGroup,
   urlFrontierCrawlKeys,
   urlFrontierGlobalKeys,
   urlFrontierQueueKeyList,
   urlFrontierQueueKeys,
-  urlFrontierScriptKeys,
+  urlFrontierScriptGlobals,
   urlFrontierServeKeys,
 } from '../keys.ts';
 import { runScript, runScriptBuffer, script } from '../scripts.ts';
@@ -83,8 +84,8 @@ export class UrlFrontierStore implements UrlFrontierView {
   }
 
   /**
-   * Stores items, grouped per crawl and queue: one script call per crawl for up to {@link QUEUES_PER_CALL} of its
-   * queues and {@link ITEMS_PER_CALL} items; statuses in input order.
+   * Stores items, grouped per crawl and queue: one script call for up to {@link QUEUES_PER_CALL} queues (of any
+   * crawls) and {@link ITEMS_PER_CALL} items; statuses in input order.
    */
   async put(items: PutItem[]): Promise<PutStatus[]> {
     const now = Math.floor(this.#now() / 1000);
@@ -99,52 +100,60 @@ export class UrlFrontierStore implements UrlFrontierView {
       if (group) group.push(i);
       else queues.set(item.key, [i]);
     });
-    // Calls of at most QUEUES_PER_CALL queues and ITEMS_PER_CALL items; a queue with more items spans calls,
-    // which Redis runs in the order they are sent (one connection: all keys share one slot).
-    const calls: { crawl: string; groups: [string, number[]][] }[] = [];
+    // Calls of at most QUEUES_PER_CALL queues and ITEMS_PER_CALL items, of any crawls (one URL into each of many
+    // crawls is one call, not one per crawl); a queue with more items spans calls, which Redis runs in the order
+    // they are sent (one connection: all keys share one slot).
+    type Call = { crawls: { crawl: string; groups: [string, number[]][] }[]; queues: number; items: number };
+    const calls: Call[] = [];
+    let call: Call | undefined;
     for (const [crawl, queues] of byCrawl) {
-      let call: { crawl: string; groups: [string, number[]][] } | undefined;
-      let items = 0;
       for (const [key, indexes] of queues) {
         for (let from = 0; from < indexes.length; ) {
-          if (!call || call.groups.length === QUEUES_PER_CALL || items === ITEMS_PER_CALL) {
-            call = { crawl, groups: [] };
+          if (!call || call.queues === QUEUES_PER_CALL || call.items === ITEMS_PER_CALL) {
+            call = { crawls: [], queues: 0, items: 0 };
             calls.push(call);
-            items = 0;
           }
-          const part = indexes.slice(from, from + ITEMS_PER_CALL - items);
-          call.groups.push([key, part]);
-          items += part.length;
+          const part = indexes.slice(from, from + ITEMS_PER_CALL - call.items);
+          const last = call.crawls[call.crawls.length - 1];
+          if (last?.crawl === crawl) last.groups.push([key, part]);
+          else call.crawls.push({ crawl, groups: [[key, part]] });
+          call.queues++;
+          call.items += part.length;
           from += part.length;
         }
       }
     }
     const out: PutStatus[] = new Array(items.length);
     await Promise.all(
-      calls.map(async ({ crawl, groups }) => {
-        const args: (string | number)[] = [crawl, now];
-        for (const [key, indexes] of groups) {
-          args.push(key, queueDomain(key), indexes.length);
-          for (const i of indexes) {
-            const it = items[i] as PutItem;
-            args.push(
-              it.kind === 'discovered' ? 'd' : 'k',
-              urlMember(key, it.url),
-              Math.max(0, Math.floor(it.date)),
-              metadataValue(it.metadata),
-            );
+      calls.map(async ({ crawls }) => {
+        const keys = urlFrontierScriptGlobals(this.prefix);
+        const args: (string | number)[] = [now];
+        for (const { crawl, groups } of crawls) {
+          keys.push(
+            ...urlFrontierCrawlGroup(
+              this.prefix,
+              crawl,
+              groups.map(([key]) => key),
+            ),
+          );
+          args.push(crawl, groups.length);
+          for (const [key, indexes] of groups) {
+            args.push(key, queueDomain(key), indexes.length);
+            for (const i of indexes) {
+              const it = items[i] as PutItem;
+              args.push(
+                it.kind === 'discovered' ? 'd' : 'k',
+                urlMember(key, it.url),
+                Math.max(0, Math.floor(it.date)),
+                metadataValue(it.metadata),
+              );
+            }
           }
         }
-        const keys = urlFrontierScriptKeys(
-          this.prefix,
-          crawl,
-          groups.map(([key]) => key),
-        );
         const res = await runScript<number[]>(this.redis, script('uf-put'), keys, args);
         let j = 0;
-        for (const [, indexes] of groups) {
-          for (const i of indexes) out[i] = res[j++] === 0 ? 'OK' : 'SKIPPED';
-        }
+        for (const { groups } of crawls)
+          for (const [, indexes] of groups) for (const i of indexes) out[i] = res[j++] === 0 ? 'OK' : 'SKIPPED';
       }),
     );
     return out;

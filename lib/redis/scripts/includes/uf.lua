@@ -154,7 +154,7 @@ end
 local function wake_queue()
   local first = redis.call('ZRANGE', K.sched, 0, 0, 'WITHSCORES')
   if first[2] then
-    local t = tonumber(first[2]) * 1000
+    local t = int(tonumber(first[2]) * 1000)
     redis.call('ZADD', K.due, 'LT', t, QKEY)
     redis.call('ZADD', K.qdue, 'LT', t, QMEMBER)
   elseif redis.call('EXISTS', K.held) == 0 then

@@ -280,7 +280,7 @@ export interface UrlFrontierGlobalKeys {
    * that places a queue in its crawl's `due` places it here too (or takes it out of both).
    */
   queueDue: string;
-  /** ZSET crawl ID → earliest due time: the index over every crawl before `queueDue` (legacy; the walk deletes it). */
+  /** ZSET crawl ID → earliest due time: the index over crawls before `queueDue` (legacy; the walk deletes it). */
   legacyCrawlDue: string;
   /** HASH domain → `hits,window,scale`: the Kafka API's domain throttle overrides, for the queues of that domain. */
   domainConfig: string;
@@ -421,8 +421,8 @@ export function urlFrontierClaimKeys(prefix: string, crawl: string | undefined):
 }
 
 /**
- * The KEYS of scripts/uf-index.lua: state, the due index over every crawl, the crawl's queues, due and legacy rotation, then
- * each queue's sched, held and info.
+ * The KEYS of scripts/uf-index.lua: state, the due index over every crawl, the crawl's queues, due and legacy
+ * rotation, then each queue's sched, held and info.
  */
 export function urlFrontierIndexKeys(prefix: string, crawl: string, queues: readonly string[]): string[] {
   const g = urlFrontierGlobalKeys(prefix);

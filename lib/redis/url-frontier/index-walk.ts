@@ -92,7 +92,7 @@ export class UrlFrontierIndex {
     return false;
   }
 
-  /** Indexes one crawl: its due queues in `qdue` and its queues in the backlog total, {@link QUEUES_PER_CALL} a call. */
+  /** Indexes one crawl: its due queues in `qdue`, its queues in the backlog total; {@link QUEUES_PER_CALL} a call. */
   async #indexCrawl(crawl: string): Promise<void> {
     const queues = await this.#redis.zrange(urlFrontierCrawlKeys(this.#prefix, crawl).queues, '0', '-1');
     const calls: Promise<number>[] = [];

@@ -99,8 +99,8 @@ export const ITEMS_PER_CALL = 1000;
 export const SERVE_CAP = 1000;
 
 /** GetURLs: queues served per script call, and calls in flight at once. */
-export const SERVE_WAVE = 16;
-export const SERVE_WAVES_AHEAD = 4;
+export const SERVE_WAVE = 32;
+export const SERVE_WAVES_AHEAD = 2;
 
 /**
  * GetURLs: due queues claimed per uf-claim call: several waves' worth, so the next claim is answered while the

@@ -2,9 +2,10 @@
  * The URL Frontier API's state, all in Redis (it survives restarts and is shared by every server instance):
  * crawls, queues per crawl, URLs per queue with metadata, next-fetch and creation dates and the completed flag,
  * holds (leases), per-queue delay / blockedUntil / crawl limit / lastProduced, the default delay and the active
- * flag, and two frontier-wide indexes: crawls by earliest due time and the backlog total. Keys: keys.ts (one hash tag
- * per prefix); atomic steps: scripts/uf-*.lua; its model lib/redis/url-frontier/model.ts, its admin reads lib/redis/url-frontier/inspect.ts, the walk that
- * indexes an older frontier lib/redis/url-frontier/index-walk.ts.
+ * flag, and two frontier-wide indexes: every crawl's due queues by due time and the backlog total. Keys: keys.ts
+ * (one hash tag per prefix); atomic steps: scripts/uf-*.lua; its model lib/redis/url-frontier/model.ts, its admin
+ * reads lib/redis/url-frontier/inspect.ts, the walk that indexes an older frontier
+ * lib/redis/url-frontier/index-walk.ts.
  */
 
 import type { UrlFrontierView } from '../../ports.ts';
@@ -225,7 +226,8 @@ export class UrlFrontierStore implements UrlFrontierView {
    * GetURLs: one queue with `key`, else the queues of the crawl (or of every crawl) whose time in the `due` index has
    * come, the longest-due first (across crawls too), each at most once, stopping once `maxQueues` queues produced.
    * Queues with nothing due are never looked at (the `due` index of a crawl, `qdue` over every crawl), so the cost
-   * is O(log q + queues looked at), not O(queues) or O(crawls). Calls `emit` per served queue (lib/redis/url-frontier/get-urls.ts).
+   * is O(log q + queues looked at), not O(queues) or O(crawls). Calls `emit` per served queue
+   * (lib/redis/url-frontier/get-urls.ts).
    */
   async getUrls(req: GetUrlsRequest, emit: (urls: ServedUrl[]) => void | Promise<void>): Promise<void> {
     await getUrlsPacked(this, req, (queue) => emit(servedUrls(queue)));

@@ -131,7 +131,7 @@ local function release_expired(now, limit)
   return lost
 end
 
--- The state's `indexed` once every queue due is in `qdue` and every queue counted (lib/redis/url-frontier/index-walk.ts).
+-- The state's `indexed` once every due queue is in `qdue` and every queue counted (url-frontier/index-walk.ts).
 local INDEXED = '2'
 
 -- Registers the queue (and its crawl) if new, with its domain, counted in the backlog total from the start. (It

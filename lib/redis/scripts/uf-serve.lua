@@ -92,21 +92,23 @@ end
 -- The packed URLs of the queue K points at ('' when it may not produce now), their number and the queue's next due
 -- time (nil: none).
 local function serve()
-  -- Its earliest hold says whether any ended (then released: at most 2 × cap, the earliest) and, when none did,
-  -- where its holds stand without reading them again. A queue deleted since it was claimed has no keys left: it
-  -- serves nothing and leaves `due` (no check needed).
-  local first_hold = redis.call('ZRANGE', K.held, 0, 0, 'WITHSCORES')
-  local hold, inflight = false, 0
-  if first_hold[2] then
-    hold, inflight = tonumber(first_hold[2]), nil
-    if hold <= now then
-      hold = nil
-      local lost = release_expired(NOW, 2 * cap)
-      if lost > 0 and counted() then count_backlog(-lost) end
-    end
-  end
   local info = redis.call('HMGET', K.info, 'blocked', 'limit', 'last', 'delay', 'dom', 'meta')
   local blocked, limit, last, delay = tonumber(info[1]), tonumber(info[2]), tonumber(info[3]), tonumber(info[4])
+  -- Its earliest hold says whether any ended (then released: at most 2 × cap, the earliest) and, when none did,
+  -- where its holds stand without reading them again. A queue that never produced (no `last`) holds none. A queue
+  -- deleted since it was claimed has no keys left: it serves nothing and leaves `due` (no check needed).
+  local hold, inflight = false, 0
+  if last then
+    local first_hold = redis.call('ZRANGE', K.held, 0, 0, 'WITHSCORES')
+    if first_hold[2] then
+      hold, inflight = tonumber(first_hold[2]), nil
+      if hold <= now then
+        hold = nil
+        local lost = release_expired(NOW, 2 * cap)
+        if lost > 0 and counted() then count_backlog(-lost) end
+      end
+    end
+  end
   if blocked and blocked >= now then return '', 0, next_due(blocked + 1, hold, inflight) end
   local domain = info[5] or QKEY
   local has_meta = info[6] ~= false

@@ -262,6 +262,23 @@ describe.each([
     expect(new Set(served.map((s) => s.split(' ')[0])).size).toBe(1200);
   });
 
+  test('a frontier indexed by crawls only (indexed 1, cdue) is walked again into the index of queues', async () => {
+    const store = newStore();
+    await store.put([
+      item('p', 'a.com', 'http://a.com/1', 'discovered'),
+      item('q', 'b.com', 'http://b.com/1', 'discovered'),
+    ]);
+    const g = urlFrontierGlobalKeys(store.prefix);
+    await redis.del(g.queueDue);
+    await redis.zadd(g.legacyCrawlDue, 0, 'p', 0, 'q');
+    await redis.hset(g.state, 'indexed', 1);
+    const upgraded = new UrlFrontierStore(redis, store.prefix);
+    expect((await anyCrawl(upgraded)).sort()).toEqual(['p http://a.com/1', 'q http://b.com/1']);
+    expect(await redis.hget(g.state, 'indexed')).toBe('2');
+    expect(await redis.exists(g.legacyCrawlDue)).toBe(0);
+    expect(await upgraded.backlogTotal()).toBe(2);
+  });
+
   test('GetURLs over every crawl of an older frontier walks it first and serves every crawl', async () => {
     const store = newStore();
     await store.put([

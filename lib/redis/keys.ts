@@ -256,17 +256,21 @@ export interface UrlFrontierGlobalKeys {
   crawls: string;
   /**
    * HASH `active` (1/0), `delay` (default politeness, s), `backlog` (URLs scheduled or held in the counted queues:
-   * see the queue info's `counted`), `indexed` (1 once every crawl is in `crawlDue` and every queue counted),
+   * see the queue info's `counted`), `indexed` (2 once every due queue is in `queueDue` and every queue counted;
+   * 1 in a frontier that had only `legacyCrawlDue`),
    * `icursor` (the SSCAN cursor of the walk that indexes an older frontier, scripts/uf-index.lua); `seq` (the old
    * rotation's counter) in older frontiers.
    */
   state: string;
   /**
-   * ZSET crawl ID → the earliest time in its `due` (epoch ms): GetURLs over every crawl looks only at the crawls whose
-   * time has come (scripts/uf-claim.lua), so its cost does not grow with the crawls that have nothing due. Every
-   * script that changes a crawl's `due` puts the crawl here (or takes it out when its `due` is empty).
+   * ZSET queue member (lib/redis/url-frontier/model.ts `queueMember`: crawl ID and queue key) → epoch ms from which
+   * the queue may produce: every crawl's `due` in one index, which GetURLs over every crawl claims from
+   * (scripts/uf-claim.lua), so its cost does not grow with the crawls or queues that have nothing due. Every script
+   * that places a queue in its crawl's `due` places it here too (or takes it out of both).
    */
-  crawlDue: string;
+  queueDue: string;
+  /** ZSET crawl ID → earliest due time: the index over crawls before `queueDue` (legacy; the walk deletes it). */
+  legacyCrawlDue: string;
   /** HASH domain → `hits,window,scale`: the Kafka API's domain throttle overrides, for the queues of that domain. */
   domainConfig: string;
   /** SET of domains blacklisted through the Kafka API: their queues keep their URLs but are never served. */
@@ -278,7 +282,8 @@ export function urlFrontierGlobalKeys(prefix: string): UrlFrontierGlobalKeys {
   return {
     crawls: `${t}:crawls`,
     state: `${t}:state`,
-    crawlDue: `${t}:cdue`,
+    queueDue: `${t}:qdue`,
+    legacyCrawlDue: `${t}:cdue`,
     domainConfig: `${t}:dcfg`,
     blacklist: `${t}:black`,
   };
@@ -346,7 +351,7 @@ export function urlFrontierQueueKeys(prefix: string, crawl: string, key: string)
 /** The frontier-wide KEYS every URL frontier script over queues starts with (scripts/includes/uf.lua), in order. */
 export function urlFrontierScriptGlobals(prefix: string): string[] {
   const g = urlFrontierGlobalKeys(prefix);
-  return [g.crawls, g.state, g.domainConfig, g.blacklist, g.crawlDue];
+  return [g.crawls, g.state, g.domainConfig, g.blacklist, g.queueDue];
 }
 
 /**
@@ -365,6 +370,31 @@ export function urlFrontierCrawlGroup(prefix: string, crawl: string, queues: rea
 }
 
 /**
+ * The KEYS of scripts/uf-serve.lua: the frontier-wide keys ({@link urlFrontierScriptGlobals}), then per crawl its
+ * due and per queue its sched, held, hdate and info, and with `full` its created and done too (the keys a queue
+ * with metadata or a crawl limit needs; the others are served with four, which is less to send and to parse).
+ */
+export function urlFrontierServeKeys(
+  prefix: string,
+  groups: readonly { crawl: string; keys: readonly string[] }[],
+  full: boolean,
+): string[] {
+  const t = urlFrontierTag(prefix);
+  const out = urlFrontierScriptGlobals(prefix);
+  for (const { crawl, keys } of groups) {
+    const c = encodeURIComponent(crawl);
+    out.push(`${t}:c:${c}:due`);
+    for (const key of keys) {
+      // As urlFrontierQueueKeys names them.
+      const q = `${t}:q:${c}:${encodeURIComponent(key)}`;
+      out.push(`${q}:sched`, `${q}:held`, `${q}:hdate`, `${q}:info`);
+      if (full) out.push(`${q}:created`, `${q}:done`);
+    }
+  }
+  return out;
+}
+
+/**
  * The KEYS of a URL frontier script over queues of one crawl (scripts/includes/uf.lua), in order: crawls, state, the
  * domain config and blacklist, the crawls' due index, then the crawl's group ({@link urlFrontierCrawlGroup}).
  */
@@ -372,24 +402,21 @@ export function urlFrontierScriptKeys(prefix: string, crawl: string, queues: rea
   return [...urlFrontierScriptGlobals(prefix), ...urlFrontierCrawlGroup(prefix, crawl, queues)];
 }
 
-/** The KEYS of scripts/uf-claim.lua: the crawls' due index, then each crawl's due and legacy rotation. */
-export function urlFrontierClaimKeys(prefix: string, crawls: readonly string[]): string[] {
-  const out = [urlFrontierGlobalKeys(prefix).crawlDue];
-  for (const crawl of crawls) {
-    const c = urlFrontierCrawlKeys(prefix, crawl);
-    out.push(c.due, c.legacyRotation);
-  }
-  return out;
+/** The KEYS of scripts/uf-claim.lua: the due index over every crawl, or one crawl's due and legacy rotation. */
+export function urlFrontierClaimKeys(prefix: string, crawl: string | undefined): string[] {
+  if (crawl === undefined) return [urlFrontierGlobalKeys(prefix).queueDue];
+  const c = urlFrontierCrawlKeys(prefix, crawl);
+  return [c.due, c.legacyRotation];
 }
 
 /**
- * The KEYS of scripts/uf-index.lua: state, the crawls' due index, the crawl's queues, due and legacy rotation, then
- * each queue's sched, held and info.
+ * The KEYS of scripts/uf-index.lua: state, the due index over every crawl, the crawl's queues, due and legacy
+ * rotation, then each queue's sched, held and info.
  */
 export function urlFrontierIndexKeys(prefix: string, crawl: string, queues: readonly string[]): string[] {
   const g = urlFrontierGlobalKeys(prefix);
   const c = urlFrontierCrawlKeys(prefix, crawl);
-  const out = [g.state, g.crawlDue, c.queues, c.due, c.legacyRotation];
+  const out = [g.state, g.queueDue, c.queues, c.due, c.legacyRotation];
   for (const key of queues) {
     const q = urlFrontierQueueKeys(prefix, crawl, key);
     out.push(q.sched, q.held, q.info);

@@ -130,21 +130,30 @@ export class FrameWriter {
     this.#scheduled = true;
     setImmediate(() => {
       this.#scheduled = false;
-      this.flush();
+      // Nobody awaits this write: the next write or flush of the producer waits if the stream is full (a wait here
+      // would leave a pair of listeners on the stream per turn until it drains).
+      this.#writePending();
     });
   }
 
   /** Writes the pending messages now; a promise when the stream is full. */
   flush(): Promise<void> | undefined {
     const raw = this.#raw;
-    if (!raw || this.#parts.length === 0) return undefined;
+    if (!raw || this.#writePending()) return undefined;
+    return drained(raw.stream);
+  }
+
+  /** Writes the pending messages: false when the stream is full after it. */
+  #writePending(): boolean {
+    const raw = this.#raw;
+    if (!raw || this.#parts.length === 0) return true;
     const chunk = Buffer.concat(this.#parts, this.#bytes);
     this.#parts = [];
     this.#bytes = 0;
     const stream = raw.stream;
-    if (stream.destroyed || stream.writableEnded) return undefined; // cancelled: nobody reads any more
+    if (stream.destroyed || stream.writableEnded) return true; // cancelled: nobody reads any more
     raw.maybeSendMetadata();
-    return stream.write(chunk) ? undefined : drained(stream);
+    return stream.write(chunk);
   }
 
   /** True while the peer does not take what was written (HTTP/2 flow control): the caller should stop reading. */

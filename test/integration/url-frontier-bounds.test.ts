@@ -114,7 +114,7 @@ describe('GetURLs costs O(log n + queues served), not O(queues of the crawl)', (
     expect(large).toEqual(small);
     // The state (active, indexed) and one claim of the due queues (none): no queue is looked at.
     expect(large.commands).toBeLessThanOrEqual(2);
-    // The claim's KEYS: the crawls' due index, the crawl's due and its legacy rotation.
+    // The claim's KEYS: the crawl's due and its legacy rotation.
     expect(large.keys).toBeLessThanOrEqual(3);
   });
 

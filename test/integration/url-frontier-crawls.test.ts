@@ -1,13 +1,13 @@
 /**
  * The URL Frontier store over many crawls (issue 48, items 2 and 9), on the standalone and the cluster-mode Redis:
- * GetURLs over every crawl costs the same whatever the crawls that have nothing due (the `cdue` index), serves the
+ * GetURLs over every crawl costs the same whatever the crawls that have nothing due (the `qdue` index), serves the
  * longest-due queue first across crawls, and the stats run's backlog total is one command, kept exact by every
  * script; a frontier stored before either index existed is walked once, a page at a time, and then served whole.
  */
 import { afterAll, afterEach, describe, expect, test } from 'vitest';
 import type { RedisClient } from '../../lib/redis/client.ts';
 import { urlFrontierGlobalKeys, urlFrontierQueueKeys } from '../../lib/redis/keys.ts';
-import type { GetUrlsRequest, PutItem } from '../../lib/redis/url-frontier/model.ts';
+import { type GetUrlsRequest, type PutItem, queueMember } from '../../lib/redis/url-frontier/model.ts';
 import { UrlFrontierStore } from '../../lib/redis/url-frontier/store.ts';
 import { recordCommands } from '../helpers/scripts.ts';
 import { clusterRedis, standaloneRedis, uniqueName } from '../helpers/services.ts';
@@ -39,10 +39,12 @@ async function countedBacklog(store: UrlFrontierStore): Promise<number> {
   return n;
 }
 
-/** What a frontier stored by an older version lacks: the crawls' due index, the total, the counted flags. */
+/** What a frontier stored by an older version lacks: the due index over every crawl, the total, the counted flags. */
 async function asOlderFrontier(redis: RedisClient, store: UrlFrontierStore): Promise<void> {
   const g = urlFrontierGlobalKeys(store.prefix);
-  await redis.del(g.crawlDue);
+  await redis.del(g.queueDue);
+  // The index over crawls of the version before `qdue` (the walk deletes it).
+  await redis.zadd(g.legacyCrawlDue, 0, 'any');
   await redis.hdel(g.state, 'indexed', 'backlog', 'icursor');
   for (const crawl of await store.crawls())
     for (const key of await store.queues(crawl))
@@ -91,11 +93,11 @@ describe.each([
     const small = await emptyAnyCrawl(await exhaustedCrawls(20));
     const large = await emptyAnyCrawl(await exhaustedCrawls(2000));
     expect(large).toEqual(small);
-    // The state (active, indexed) and the crawls' due index (none due): no crawl is looked at.
-    expect(large).toEqual({ commands: 2, keys: 0 });
+    // The state (active, indexed) and one claim from the due index over every crawl (none due): no crawl is looked at.
+    expect(large).toEqual({ commands: 2, keys: 1 });
   });
 
-  test('the one due crawl among 2,000 exhausted ones is served by one read of the index, a claim and a serve', async () => {
+  test('the one due crawl among 2,000 exhausted ones is served by a claim and a serve', async () => {
     const store = await exhaustedCrawls(2000);
     await store.put([item('crawl-1234', 'due.com', 'http://due.com/x', 'discovered')]);
     let got: string[] = [];
@@ -103,8 +105,8 @@ describe.each([
       got = await anyCrawl(store);
     });
     expect(got).toEqual(['crawl-1234 http://due.com/x']);
-    // HMGET state, ZRANGE cdue (1 crawl), claim, serve, ZRANGE cdue (none left).
-    expect(sent.length).toBeLessThanOrEqual(5);
+    // HMGET state, a claim (1 queue), the serve, a claim (none left).
+    expect(sent.length).toBeLessThanOrEqual(4);
   });
 
   test('the longest-due queue goes first across crawls, not crawl by crawl', async () => {
@@ -139,7 +141,7 @@ describe.each([
     expect((await anyCrawl(store)).sort()).toEqual(['x http://x.com/1', 'y http://y.com/1']);
     // Completed while held: the crawl leaves the index, and the other one is served alone once its hold ends.
     await store.put([item('x', 'x.com', 'http://x.com/1', 'known', 0)]);
-    expect(await redis.zscore(urlFrontierGlobalKeys(store.prefix).crawlDue, 'x')).toBeNull();
+    expect(await redis.zscore(urlFrontierGlobalKeys(store.prefix).queueDue, queueMember('x', 'x.com'))).toBeNull();
     clock.now += 30_001;
     expect(await anyCrawl(store)).toEqual(['y http://y.com/1']);
   });
@@ -147,22 +149,41 @@ describe.each([
   test('a stale place in the index is mended by the next look; a crawl missing from it comes back when served by ID', async () => {
     const clock = { now: T0 };
     const store = newStore(() => clock.now);
-    const cdue = urlFrontierGlobalKeys(store.prefix).crawlDue;
+    const qdue = urlFrontierGlobalKeys(store.prefix).queueDue;
     await store.put([item('w', 'w.com', 'http://w.com/1', 'known', T0 / 1000 + 600)]);
-    // Too early (as an older server might leave it): nothing is served and the crawl moves to its real time.
-    await redis.zadd(cdue, 0, 'w');
+    // Too early (as an older server might leave it): nothing is served and the queue moves to its real time.
+    await redis.zadd(qdue, 0, queueMember('w', 'w.com'));
     expect(await anyCrawl(store)).toEqual([]);
-    expect(Number(await redis.zscore(cdue, 'w'))).toBe((T0 / 1000 + 600) * 1000);
+    expect(Number(await redis.zscore(qdue, queueMember('w', 'w.com')))).toBe((T0 / 1000 + 600) * 1000);
     // Missing: a GetURLs over every crawl does not see it, one naming it serves it and puts it back.
     await store.put([item('m', 'm.com', 'http://m.com/1', 'discovered')]);
-    await redis.zrem(cdue, 'm');
+    await redis.zrem(qdue, queueMember('m', 'm.com'));
     expect(await anyCrawl(store)).toEqual([]);
     const named: string[] = [];
     await store.getUrls({ crawl: 'm', maxQueues: 0, maxUrlsPerQueue: 0, holdSeconds: 30 }, (u) => {
       named.push(...u.map((x) => x.url));
     });
     expect(named).toEqual(['http://m.com/1']);
-    expect(Number(await redis.zscore(cdue, 'm'))).toBe(T0 + 30_000);
+    expect(Number(await redis.zscore(qdue, queueMember('m', 'm.com')))).toBe(T0 + 30_000);
+  });
+
+  test('queues with metadata or a crawl limit are served over every crawl like the others, with both kept', async () => {
+    const store = newStore();
+    await store.put([
+      { ...item('m', 'm.com', 'http://m.com/1', 'discovered'), metadata: { d: ['1'] } },
+      item('p', 'p.com', 'http://p.com/1', 'discovered'),
+      item('l', 'l.com', 'http://l.com/done', 'known', 0),
+      item('l', 'l.com', 'http://l.com/1', 'discovered'),
+      item('l2', 'l.com', 'http://l.com/1', 'discovered'),
+    ]);
+    // Crawl l's queue is at its limit (one completed URL); crawl l2's is under it.
+    expect(await store.setCrawlLimit('l', 'l.com', 1)).toBe(true);
+    expect(await store.setCrawlLimit('l2', 'l.com', 1)).toBe(true);
+    const served: string[] = [];
+    await store.getUrls({ maxQueues: 0, maxUrlsPerQueue: 0, holdSeconds: 30 }, (urls) => {
+      for (const u of urls) served.push(`${u.crawl} ${u.url} ${JSON.stringify(u.metadata)}`);
+    });
+    expect(served.sort()).toEqual(['l2 http://l.com/1 {}', 'm http://m.com/1 {"d":["1"]}', 'p http://p.com/1 {}']);
   });
 
   test('a deleted crawl leaves the index and the total; the others are served as before', async () => {
@@ -174,7 +195,8 @@ describe.each([
     ]);
     expect(await store.backlogTotal()).toBe(3);
     expect(await store.deleteCrawl('gone')).toBe(2);
-    expect(await redis.zscore(urlFrontierGlobalKeys(store.prefix).crawlDue, 'gone')).toBeNull();
+    const qdue = urlFrontierGlobalKeys(store.prefix).queueDue;
+    for (const key of ['a.com', 'b.com']) expect(await redis.zscore(qdue, queueMember('gone', key))).toBeNull();
     expect(await store.backlogTotal()).toBe(1);
     expect(await anyCrawl(store)).toEqual(['kept http://a.com/1']);
   });
@@ -234,9 +256,27 @@ describe.each([
     expect(steps).toBeGreaterThan(1);
     expect(await upgraded.backlogTotal()).toBe(2400);
     expect(await countedBacklog(upgraded)).toBe(2400);
+    expect(await redis.exists(urlFrontierGlobalKeys(store.prefix).legacyCrawlDue)).toBe(0);
     const served = await anyCrawl(upgraded);
     expect(served).toHaveLength(2400);
     expect(new Set(served.map((s) => s.split(' ')[0])).size).toBe(1200);
+  });
+
+  test('a frontier indexed by crawls only (indexed 1, cdue) is walked again into the index of queues', async () => {
+    const store = newStore();
+    await store.put([
+      item('p', 'a.com', 'http://a.com/1', 'discovered'),
+      item('q', 'b.com', 'http://b.com/1', 'discovered'),
+    ]);
+    const g = urlFrontierGlobalKeys(store.prefix);
+    await redis.del(g.queueDue);
+    await redis.zadd(g.legacyCrawlDue, 0, 'p', 0, 'q');
+    await redis.hset(g.state, 'indexed', 1);
+    const upgraded = new UrlFrontierStore(redis, store.prefix);
+    expect((await anyCrawl(upgraded)).sort()).toEqual(['p http://a.com/1', 'q http://b.com/1']);
+    expect(await redis.hget(g.state, 'indexed')).toBe('2');
+    expect(await redis.exists(g.legacyCrawlDue)).toBe(0);
+    expect(await upgraded.backlogTotal()).toBe(2);
   });
 
   test('GetURLs over every crawl of an older frontier walks it first and serves every crawl', async () => {
@@ -248,7 +288,7 @@ describe.each([
     await asOlderFrontier(redis, store);
     const upgraded = new UrlFrontierStore(redis, store.prefix);
     expect((await anyCrawl(upgraded)).sort()).toEqual(['p http://a.com/1', 'q http://b.com/1']);
-    expect(await redis.hget(urlFrontierGlobalKeys(store.prefix).state, 'indexed')).toBe('1');
+    expect(await redis.hget(urlFrontierGlobalKeys(store.prefix).state, 'indexed')).toBe('2');
     expect(await upgraded.backlogTotal()).toBe(2);
   });
 });

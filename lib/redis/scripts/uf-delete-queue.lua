@@ -7,8 +7,8 @@
   ARGV[1]      crawl ID
   ARGV[2]      queue key
 
-  Returns the number of URLs removed (active and completed); 0 for an unknown queue. The crawl's place in `cdue` and
-  the backlog total (a counted queue) follow.
+  Returns the number of URLs removed (active and completed); 0 for an unknown queue. The queue leaves `due` and `qdue`,
+  and the backlog total (a counted queue) follows.
   Cost: O(1) commands; UNLINK frees the O(n) memory in a background thread.
 ]]
 --- @include "uf"
@@ -22,7 +22,6 @@ if counted() then count_backlog(-(redis.call('ZCARD', K.sched) + redis.call('ZCA
 -- UNLINK: a queue of millions of URLs is freed in the background, not while every other client waits
 redis.call('UNLINK', K.created, K.sched, K.held, K.hdate, K.done, K.info)
 redis.call('ZREM', K.queues, QKEY)
-redis.call('ZREM', K.due, QKEY)
-sync_crawl()
+place_queue(nil)
 if redis.call('ZCARD', K.queues) == 0 then redis.call('SREM', K.crawls, CRAWL) end
 return n

@@ -36,7 +36,6 @@ end
 -- fewer completed URLs: a queue at its crawl limit may produce again
 if n > 0 then
   wake_queue()
-  sync_crawl()
   if counted() then count_backlog(-active) end
 end
 return n

@@ -1,33 +1,40 @@
 --[[
-  URL frontier: store URL items into the queues of one crawl (PutURLs, PutDiscovered), several queues per call. A
+  URL frontier: store URL items into queues (PutURLs, PutDiscovered), several queues of several crawls per call. A
   discovered URL is added only if its queue does not know it (active or completed); a known URL always overwrites
   metadata and schedule, releases its hold, and with date 0 becomes completed. The creation date is set on first
   store only; `created` holds '<creation date>\t<metadata JSON>' per URL (just the date when there is no
   metadata), and the queue's info gets `meta` = 1 once any URL comes with metadata. URLs are members
   (lib/redis/url-frontier/model.ts urlMember: the queue's host prefix cut off).
 
-  KEYS[1..5]   the frontier-wide keys, KEYS[6..7] the crawl's, then KEYS[6i+2..6i+7] queue i's (includes/uf.lua)
-  ARGV[1]      crawl ID
-  ARGV[2]      now (epoch s)
-  ARGV[3..]    per queue i, in KEYS order: queue key, the key's registrable domain (stored with a new queue, for
-               domain overrides), item count n, then n quadruples: kind ('d' discovered, 'k' known), URL,
-               next-fetch date (s; known only, 0 = completed), metadata JSON
+  KEYS[1..5]   the frontier-wide keys, then per crawl its group: its two keys and its queues' six keys each, in
+               ARGV order (includes/uf.lua; keys.ts urlFrontierCrawlGroup)
+  ARGV[1]      now (epoch s)
+  ARGV[2..]    per crawl, in KEYS order: crawl ID, queue count, then per queue i: queue key, the key's registrable
+               domain (stored with a new queue, for domain overrides), item count n, then n quadruples: kind ('d'
+               discovered, 'k' known), URL, next-fetch date (s; known only, 0 = completed), metadata JSON
 
   Returns one status per item, in ARGV order: 0 stored (OK), 1 already known (SKIPPED). Items of one queue are
   applied in order, so a duplicate inside a call is SKIPPED.
   A queue that got a URL is due (in `due`) no later than its earliest scheduled URL; one left with nothing scheduled
-  or held leaves `due`; the crawl's place in `cdue` follows. The frontier's `backlog` total follows the URLs that
+  or held leaves `due`; its place in `qdue` is the same. The frontier's `backlog` total follows the URLs that
   become or stop being scheduled or held, in counted queues.
   Cost: O(log n) per item and O(log q) per queue, one call for every queue of a batch.
 ]]
 --- @include "uf"
 
-use_crawl(6, ARGV[1])
-local now = tonumber(ARGV[2])
+local now = ARGV[1]
 local out = {}
-local i = 3
-local q = 0
-while i + 2 <= #ARGV do
+local i = 2
+local k = 6 -- the current crawl's group in KEYS
+local q = 0 -- the current queue within its crawl
+local queues = 0 -- the current crawl's queue count
+while i <= #ARGV do
+  if q == queues then
+    if q > 0 then k = k + 2 + 6 * q end
+    use_crawl(k, ARGV[i])
+    queues, q = tonumber(ARGV[i + 1]), 0
+    i = i + 2
+  end
   q = q + 1
   use_queue(q, ARGV[i])
   local domain = ARGV[i + 1]
@@ -45,7 +52,7 @@ while i + 2 <= #ARGV do
   end
   i = i + 3
   while i < stop do
-    local kind, url, date, meta = ARGV[i], ARGV[i + 1], tonumber(ARGV[i + 2]), ARGV[i + 3]
+    local kind, url, date, meta = ARGV[i], ARGV[i + 1], ARGV[i + 2], ARGV[i + 3]
     if meta ~= '' and not flagged then
       -- the queue holds metadata from now on: uf-serve reads `created` only for such queues
       redis.call('HSET', K.info, 'meta', 1)
@@ -69,7 +76,7 @@ while i + 2 <= #ARGV do
       redis.call('HSET', K.created, url, created_value(created, meta))
       local was_held = redis.call('ZREM', K.held, url)
       redis.call('HDEL', K.hdate, url)
-      if date == 0 then
+      if date == '0' then
         delta = delta - was_held - redis.call('ZREM', K.sched, url)
         redis.call('SADD', K.done, url)
       else
@@ -87,5 +94,4 @@ while i + 2 <= #ARGV do
     if in_total then count_backlog(delta) end
   end
 end
-sync_crawl()
 return out

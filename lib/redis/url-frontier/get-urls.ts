@@ -1,8 +1,8 @@
 /**
  * GetURLs over the URL Frontier store: one queue by key, or the due queues of one crawl or of every crawl. Queues are
- * claimed (scripts/uf-claim.lua) from their crawl's `due` index, and crawls, for a request over every crawl, from the
- * frontier's `cdue` index, so neither a queue nor a crawl with nothing due costs anything; then served in waves of
- * several queues (of any crawls) per script call (scripts/uf-serve.lua).
+ * claimed (scripts/uf-claim.lua) from their crawl's `due` index, or, for a request over every crawl, from the
+ * frontier's `qdue` index (every crawl's due queues), so a queue with nothing due costs nothing; then served in waves
+ * of several queues (of any crawls) per script call (scripts/uf-serve.lua).
  */
 import type { RedisClient } from '../client.ts';
 import { urlFrontierClaimKeys, urlFrontierGlobalKeys } from '../keys.ts';
@@ -36,6 +36,7 @@ export interface UfServer {
     maxUrls: number,
     holdSeconds: number,
     continuing?: boolean,
+    full?: boolean,
   ): Promise<PackedQueue[]>;
 }
 
@@ -55,113 +56,123 @@ export async function getUrlsPacked(s: UfServer, req: GetUrlsRequest, emit: Emit
   // An older frontier is walked first, a page at a time: until its walk ends, crawls not yet walked wait.
   s.index.saw(indexed);
   if (req.crawl === undefined && !s.index.indexed) await s.index.walk();
-  // Claims are of the queues due by this request's start: a queue looked at is placed after the time it was served
-  // (uf-serve.lua), so it is not claimed again by this request, and the loop ends.
-  const start = s.now();
-  let produced = 0;
-  const budget = () => (req.maxQueues > 0 ? req.maxQueues - produced : Number.POSITIVE_INFINITY);
-  const claim = (count: number) => {
-    const next = claimDue(s, req.crawl, start, Math.min(count, CLAIM_MAX));
-    // A claim made ahead that is not awaited yet must not count as unhandled if a serve or an emit throws.
-    next.catch(() => undefined);
-    return next;
-  };
-  let pending: Promise<[string, string][] | undefined> | undefined = claim(budget());
-  while (pending) {
-    const queues: [string, string][] | undefined = await pending;
-    if (!queues || req.cancelled?.()) return;
-    // The next claim goes out while these queues are served, within the budget left beyond them: the claimed
-    // queues' crawls have moved on in `cdue`, so it takes others.
-    const room: number = budget() - queues.length;
-    pending = room > 0 ? claim(room) : undefined;
-    if (!(await serveClaimed(s, queues, req, emit, () => produced++))) return;
-    if (budget() <= 0) return;
-    pending ??= claim(budget());
-  }
+  await serveDue(s, req, emit);
 }
 
 /**
- * Claims up to `count` due queues ([crawl, key], longest-due first) of `crawl`, or of the crawls `cdue` gives as due
- * by `start` when no crawl is named; undefined when none is due.
+ * Claims the queues due by the request's start and serves them: a claim of up to {@link CLAIM_MAX} queues is in
+ * flight while the claimed ones are served in waves of {@link SERVE_WAVE} (one script call each, over any crawls),
+ * {@link SERVE_WAVES_AHEAD} waves in flight, so Redis always has the next call queued while the stream is written
+ * (one call for every queue would hold back the first URL until Redis served the last queue). A queue looked at is
+ * placed after the time it was served (uf-serve.lua), and a claimed one after the claim, so no claim of this request
+ * takes a queue twice, and the loop ends. With `maxQueues`, queues are claimed only within the budget left beyond
+ * those claimed and not served yet.
+ */
+async function serveDue(s: UfServer, req: GetUrlsRequest, emit: Emit): Promise<void> {
+  const start = s.now();
+  let produced = 0;
+  // Claimed queues not yet served, and those being served.
+  const claimed: [string, string][] = [];
+  let serving = 0;
+  const waves: { queues: number; reply: Promise<PackedQueue[]> }[] = [];
+  let claiming: Promise<void> | undefined;
+  let exhausted = false;
+  let failure: { error: unknown } | undefined;
+  // Waves name each queue's four keys that most queues need, until one needs all six (see uf-serve.lua): from then on
+  // this request names six.
+  let full = false;
+  const room = () => (req.maxQueues > 0 ? req.maxQueues - produced - claimed.length - serving : CLAIM_MAX);
+  const topUp = () => {
+    const count = Math.min(room(), CLAIM_MAX);
+    if (claiming || exhausted || claimed.length >= CLAIM_MAX || count <= 0) return;
+    claiming = claimDue(s, req.crawl, start, count).then(
+      (queues) => {
+        claiming = undefined;
+        if (queues.length === 0) exhausted = true;
+        claimed.push(...queues);
+      },
+      // A claim not awaited yet must not count as unhandled if a serve or an emit throws first.
+      (error: unknown) => {
+        failure = { error };
+      },
+    );
+  };
+  const launch = () => {
+    while (waves.length < SERVE_WAVES_AHEAD && claimed.length > 0 && !req.cancelled?.()) {
+      const groups: { crawl: string; keys: string[] }[] = [];
+      const queues = claimed.splice(0, SERVE_WAVE);
+      for (const [crawl, key] of queues) {
+        const last = groups[groups.length - 1];
+        if (last?.crawl === crawl) last.keys.push(key);
+        else groups.push({ crawl, keys: [key] });
+      }
+      const reply = s.serveGroups(groups, req.maxUrlsPerQueue, req.holdSeconds, false, full);
+      // Replies that are not awaited yet must not count as unhandled if an earlier emit throws.
+      reply.catch(() => undefined);
+      serving += queues.length;
+      waves.push({ queues: queues.length, reply });
+    }
+  };
+  for (;;) {
+    if (failure) throw failure.error;
+    if (req.cancelled?.()) return;
+    topUp();
+    launch();
+    const wave = waves.shift();
+    if (!wave) {
+      if (!claiming) return;
+      await claiming;
+      continue;
+    }
+    let served = await wave.reply;
+    serving -= wave.queues;
+    if (served.some((q) => q.count < 0)) {
+      full = true;
+      served = await serveAgain(s, served, req);
+    }
+    for (const queue of served) {
+      if (req.cancelled?.()) return;
+      if (queue.count === 0) continue;
+      produced++;
+      await emitServed(s, queue, req, emit);
+    }
+    if (req.maxQueues > 0 && produced >= req.maxQueues) return;
+  }
+}
+
+/** The queues of a wave, those that needed their six keys served again with them (in one call), in wave order. */
+async function serveAgain(s: UfServer, wave: PackedQueue[], req: GetUrlsRequest): Promise<PackedQueue[]> {
+  const groups: { crawl: string; keys: string[] }[] = [];
+  for (const q of wave) {
+    if (q.count >= 0) continue;
+    const last = groups[groups.length - 1];
+    if (last?.crawl === q.crawl) last.keys.push(q.key);
+    else groups.push({ crawl: q.crawl, keys: [q.key] });
+  }
+  const again = await s.serveGroups(groups, req.maxUrlsPerQueue, req.holdSeconds, false, true);
+  let i = 0;
+  return wave.map((q) => (q.count >= 0 ? q : (again[i++] as PackedQueue)));
+}
+
+/**
+ * Claims up to `count` due queues ([crawl, key], longest-due first) of `crawl`, or over every crawl when none is
+ * named (scripts/uf-claim.lua); none when none is due by `start`.
  */
 async function claimDue(
   s: UfServer,
   crawl: string | undefined,
   start: number,
   count: number,
-): Promise<[string, string][] | undefined> {
-  for (;;) {
-    const crawls =
-      crawl !== undefined
-        ? [crawl]
-        : await s.redis.zrange(
-            urlFrontierGlobalKeys(s.prefix).crawlDue,
-            '-inf',
-            String(start),
-            'BYSCORE',
-            'LIMIT',
-            0,
-            count,
-          );
-    if (crawls.length === 0) return undefined;
-    const claimed = await runScript<(number | string)[]>(
-      s.redis,
-      script('uf-claim'),
-      urlFrontierClaimKeys(s.prefix, crawls),
-      [start, count, CLAIM_MS, crawl !== undefined ? 1 : 0, ...crawls],
-    );
-    if (claimed.length > 0) {
-      const queues: [string, string][] = [];
-      for (let i = 0; i < claimed.length; i += 2)
-        queues.push([crawls[Number(claimed[i]) - 1] as string, String(claimed[i + 1])]);
-      return queues;
-    }
-    // None claimed: for every crawl named, its place in `cdue` was mended past `start`, so the next read moves on.
-    if (crawl !== undefined) return undefined;
-  }
-}
-
-/**
- * Serves claimed queues ([crawl, key], in claim order) in waves of {@link SERVE_WAVE} (one script call each, over any
- * crawls), {@link SERVE_WAVES_AHEAD} waves in flight, so the stream is written while Redis still serves the later
- * queues (one call for every queue would hold back the first URL until Redis served the last queue).
- * @returns false when the request was cancelled
- */
-async function serveClaimed(
-  s: UfServer,
-  queues: readonly [string, string][],
-  req: GetUrlsRequest,
-  emit: Emit,
-  produced: () => void,
-): Promise<boolean> {
-  const waves: Promise<PackedQueue[]>[] = [];
-  let next = 0;
-  const launch = () => {
-    while (waves.length < SERVE_WAVES_AHEAD && next < queues.length && !req.cancelled?.()) {
-      const groups: { crawl: string; keys: string[] }[] = [];
-      for (const [crawl, key] of queues.slice(next, next + SERVE_WAVE)) {
-        const last = groups[groups.length - 1];
-        if (last?.crawl === crawl) last.keys.push(key);
-        else groups.push({ crawl, keys: [key] });
-      }
-      const wave = s.serveGroups(groups, req.maxUrlsPerQueue, req.holdSeconds);
-      next += SERVE_WAVE;
-      // Replies that are not awaited yet must not count as unhandled if an earlier emit throws.
-      wave.catch(() => undefined);
-      waves.push(wave);
-    }
-  };
-  launch();
-  for (let wave = waves.shift(); wave; wave = waves.shift()) {
-    launch();
-    for (const queue of await wave) {
-      if (req.cancelled?.()) return false;
-      if (queue.count === 0) continue;
-      produced();
-      await emitServed(s, queue, req, emit);
-    }
-  }
-  return !req.cancelled?.();
+): Promise<[string, string][]> {
+  const claimed = await runScript<string[]>(s.redis, script('uf-claim'), urlFrontierClaimKeys(s.prefix, crawl), [
+    start,
+    count,
+    CLAIM_MS,
+  ]);
+  const queues: [string, string][] = [];
+  if (crawl !== undefined) for (const key of claimed) queues.push([crawl, key]);
+  else for (let i = 0; i < claimed.length; i += 2) queues.push([claimed[i] as string, claimed[i + 1] as string]);
+  return queues;
 }
 
 /**

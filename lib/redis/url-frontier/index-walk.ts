@@ -1,13 +1,17 @@
 /**
- * The URL Frontier store's frontier-wide indexes: `cdue` (crawl → earliest due time, which GetURLs over every crawl
- * reads) and the `backlog` total (URLs scheduled or held, which the stats run reads). The scripts keep both from the
- * moment a frontier is created; a frontier stored by an older version has neither, and is walked once, crawl by
- * crawl, in pages (scripts/uf-index.lua), until its state says `indexed`.
+ * The URL Frontier store's frontier-wide indexes: `qdue` (every crawl's due queues, which GetURLs over every crawl
+ * claims from) and the `backlog` total (URLs scheduled or held, which the stats run reads). The scripts keep both
+ * from the moment a frontier is created; a frontier stored by an older version lacks one or both, and is walked
+ * once, crawl by crawl, in pages (scripts/uf-index.lua), until its state says `indexed` 2 (the older index over
+ * crawls, `cdue`, goes then).
  */
 import type { RedisClient } from '../client.ts';
 import { urlFrontierCrawlKeys, urlFrontierGlobalKeys, urlFrontierIndexKeys } from '../keys.ts';
 import { runScript, script } from '../scripts.ts';
 import { QUEUES_PER_CALL } from './model.ts';
+
+/** The state's `indexed` once the frontier is (scripts/includes/uf.lua INDEXED); an older mark is walked again. */
+const INDEXED = '2';
 
 /** Crawls indexed per step of the walk (one SSCAN page; its queue lists and uf-index calls go out together). */
 export const INDEX_PAGE = 500;
@@ -37,7 +41,7 @@ export class UrlFrontierIndex {
 
   /** Records what the frontier's state said of `indexed` (read by the caller along with other state fields). */
   saw(indexed: string | null | undefined): void {
-    if (indexed === '1') this.#indexed = true;
+    if (indexed === INDEXED) this.#indexed = true;
   }
 
   /**
@@ -75,7 +79,12 @@ export class UrlFrontierIndex {
     const [next, crawls] = await this.#redis.sscan(g.crawls, cursor ?? '0', 'COUNT', INDEX_PAGE);
     await Promise.all(crawls.map((crawl) => this.#indexCrawl(crawl)));
     if (next === '0') {
-      await this.#redis.multi().hset(g.state, 'indexed', 1).hdel(g.state, 'icursor').exec();
+      await this.#redis
+        .multi()
+        .hset(g.state, 'indexed', INDEXED)
+        .hdel(g.state, 'icursor')
+        .unlink(g.legacyCrawlDue)
+        .exec();
       this.#indexed = true;
       return true;
     }
@@ -83,7 +92,7 @@ export class UrlFrontierIndex {
     return false;
   }
 
-  /** Indexes one crawl: its place in `cdue` and its queues in the backlog total, {@link QUEUES_PER_CALL} a call. */
+  /** Indexes one crawl: its due queues in `qdue`, its queues in the backlog total; {@link QUEUES_PER_CALL} a call. */
   async #indexCrawl(crawl: string): Promise<void> {
     const queues = await this.#redis.zrange(urlFrontierCrawlKeys(this.#prefix, crawl).queues, '0', '-1');
     const calls: Promise<number>[] = [];

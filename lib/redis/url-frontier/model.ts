@@ -36,7 +36,7 @@ export interface PackedQueue {
   crawl: string;
   key: string;
   packed: Buffer;
-  /** How many URLs `packed` holds. */
+  /** How many URLs `packed` holds; -1 when it was not served for want of its keys (UrlFrontierStore.serveGroups). */
   count: number;
 }
 
@@ -99,11 +99,14 @@ export const ITEMS_PER_CALL = 1000;
 export const SERVE_CAP = 1000;
 
 /** GetURLs: queues served per script call, and calls in flight at once. */
-export const SERVE_WAVE = 16;
-export const SERVE_WAVES_AHEAD = 4;
+export const SERVE_WAVE = 32;
+export const SERVE_WAVES_AHEAD = 2;
 
-/** GetURLs: due queues claimed per uf-claim call (the waves in flight at once). */
-export const CLAIM_MAX = SERVE_WAVE * SERVE_WAVES_AHEAD;
+/**
+ * GetURLs: due queues claimed per uf-claim call: several waves' worth, so the next claim is answered while the
+ * claimed queues are still being served and Redis never waits for one.
+ */
+export const CLAIM_MAX = 4 * SERVE_WAVE * SERVE_WAVES_AHEAD;
 
 /**
  * GetURLs: how long a claimed queue is kept from other GetURLs calls until uf-serve places it (it does so within
@@ -120,6 +123,14 @@ export const BLACKLIST_RECHECK_MS = 1000;
 /** The crawl ID as the API normalises it: blank means `DEFAULT`, anything else unchanged. */
 export function normaliseCrawl(crawl: string | undefined): string {
   return !crawl || crawl.trim() === '' ? 'DEFAULT' : crawl;
+}
+
+/**
+ * A queue's member in the due index over every crawl (keys.ts `queueDue`): the crawl ID's byte length, `:`, the crawl
+ * ID and the queue key (scripts/includes/uf.lua builds the same), so any crawl ID and key can be split apart again.
+ */
+export function queueMember(crawl: string, key: string): string {
+  return `${Buffer.byteLength(crawl)}:${crawl}${key}`;
 }
 
 /** The queue key derived from a URL (its host, as the reference cuts it), or undefined when there is none. */

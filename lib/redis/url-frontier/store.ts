@@ -2,9 +2,10 @@
  * The URL Frontier API's state, all in Redis (it survives restarts and is shared by every server instance):
  * crawls, queues per crawl, URLs per queue with metadata, next-fetch and creation dates and the completed flag,
  * holds (leases), per-queue delay / blockedUntil / crawl limit / lastProduced, the default delay and the active
- * flag, and two frontier-wide indexes: crawls by earliest due time and the backlog total. Keys: keys.ts (one hash tag
- * per prefix); atomic steps: scripts/uf-*.lua; its model lib/redis/url-frontier/model.ts, its admin reads lib/redis/url-frontier/inspect.ts, the walk that
- * indexes an older frontier lib/redis/url-frontier/index-walk.ts.
+ * flag, and two frontier-wide indexes: every crawl's due queues by due time and the backlog total. Keys: keys.ts
+ * (one hash tag per prefix); atomic steps: scripts/uf-*.lua; its model lib/redis/url-frontier/model.ts, its admin
+ * reads lib/redis/url-frontier/inspect.ts, the walk that indexes an older frontier
+ * lib/redis/url-frontier/index-walk.ts.
  */
 
 import type { DomainAction } from '../../frontier-model.ts';
@@ -17,7 +18,7 @@ import {
   urlFrontierQueueKeyList,
   urlFrontierQueueKeys,
   urlFrontierScriptGlobals,
-  urlFrontierScriptKeys,
+  urlFrontierServeKeys,
 } from '../keys.ts';
 import { runScript, runScriptBuffer, script } from '../scripts.ts';
 import { getUrlsPacked } from './get-urls.ts';
@@ -35,6 +36,7 @@ import {
   QUEUES_PER_CALL,
   type QueueStats,
   queueDomain,
+  queueMember,
   SERVE_CAP,
   type ServedUrl,
   servedUrls,
@@ -83,8 +85,8 @@ export class UrlFrontierStore implements UrlFrontierView {
   }
 
   /**
-   * Stores items, grouped per crawl and queue: one script call per crawl for up to {@link QUEUES_PER_CALL} of its
-   * queues and {@link ITEMS_PER_CALL} items; statuses in input order.
+   * Stores items, grouped per crawl and queue: one script call for up to {@link QUEUES_PER_CALL} queues (of any
+   * crawls) and {@link ITEMS_PER_CALL} items; statuses in input order.
    */
   async put(items: PutItem[]): Promise<PutStatus[]> {
     const now = Math.floor(this.#now() / 1000);
@@ -99,52 +101,60 @@ export class UrlFrontierStore implements UrlFrontierView {
       if (group) group.push(i);
       else queues.set(item.key, [i]);
     });
-    // Calls of at most QUEUES_PER_CALL queues and ITEMS_PER_CALL items; a queue with more items spans calls,
-    // which Redis runs in the order they are sent (one connection: all keys share one slot).
-    const calls: { crawl: string; groups: [string, number[]][] }[] = [];
+    // Calls of at most QUEUES_PER_CALL queues and ITEMS_PER_CALL items, of any crawls (one URL into each of many
+    // crawls is one call, not one per crawl); a queue with more items spans calls, which Redis runs in the order
+    // they are sent (one connection: all keys share one slot).
+    type Call = { crawls: { crawl: string; groups: [string, number[]][] }[]; queues: number; items: number };
+    const calls: Call[] = [];
+    let call: Call | undefined;
     for (const [crawl, queues] of byCrawl) {
-      let call: { crawl: string; groups: [string, number[]][] } | undefined;
-      let items = 0;
       for (const [key, indexes] of queues) {
         for (let from = 0; from < indexes.length; ) {
-          if (!call || call.groups.length === QUEUES_PER_CALL || items === ITEMS_PER_CALL) {
-            call = { crawl, groups: [] };
+          if (!call || call.queues === QUEUES_PER_CALL || call.items === ITEMS_PER_CALL) {
+            call = { crawls: [], queues: 0, items: 0 };
             calls.push(call);
-            items = 0;
           }
-          const part = indexes.slice(from, from + ITEMS_PER_CALL - items);
-          call.groups.push([key, part]);
-          items += part.length;
+          const part = indexes.slice(from, from + ITEMS_PER_CALL - call.items);
+          const last = call.crawls[call.crawls.length - 1];
+          if (last?.crawl === crawl) last.groups.push([key, part]);
+          else call.crawls.push({ crawl, groups: [[key, part]] });
+          call.queues++;
+          call.items += part.length;
           from += part.length;
         }
       }
     }
     const out: PutStatus[] = new Array(items.length);
     await Promise.all(
-      calls.map(async ({ crawl, groups }) => {
-        const args: (string | number)[] = [crawl, now];
-        for (const [key, indexes] of groups) {
-          args.push(key, queueDomain(key), indexes.length);
-          for (const i of indexes) {
-            const it = items[i] as PutItem;
-            args.push(
-              it.kind === 'discovered' ? 'd' : 'k',
-              urlMember(key, it.url),
-              Math.max(0, Math.floor(it.date)),
-              metadataValue(it.metadata),
-            );
+      calls.map(async ({ crawls }) => {
+        const keys = urlFrontierScriptGlobals(this.prefix);
+        const args: (string | number)[] = [now];
+        for (const { crawl, groups } of crawls) {
+          keys.push(
+            ...urlFrontierCrawlGroup(
+              this.prefix,
+              crawl,
+              groups.map(([key]) => key),
+            ),
+          );
+          args.push(crawl, groups.length);
+          for (const [key, indexes] of groups) {
+            args.push(key, queueDomain(key), indexes.length);
+            for (const i of indexes) {
+              const it = items[i] as PutItem;
+              args.push(
+                it.kind === 'discovered' ? 'd' : 'k',
+                urlMember(key, it.url),
+                Math.max(0, Math.floor(it.date)),
+                metadataValue(it.metadata),
+              );
+            }
           }
         }
-        const keys = urlFrontierScriptKeys(
-          this.prefix,
-          crawl,
-          groups.map(([key]) => key),
-        );
         const res = await runScript<number[]>(this.redis, script('uf-put'), keys, args);
         let j = 0;
-        for (const [, indexes] of groups) {
-          for (const i of indexes) out[i] = res[j++] === 0 ? 'OK' : 'SKIPPED';
-        }
+        for (const { groups } of crawls)
+          for (const [, indexes] of groups) for (const i of indexes) out[i] = res[j++] === 0 ? 'OK' : 'SKIPPED';
       }),
     );
     return out;
@@ -169,15 +179,19 @@ export class UrlFrontierStore implements UrlFrontierView {
     return this.serveGroups([{ crawl, keys }], maxUrls, holdSeconds, continuing);
   }
 
-  /** {@link servePacked} over queues of several crawls in one script call: the queues in `groups` order. */
+  /**
+   * {@link servePacked} over queues of several crawls in one script call: the queues in `groups` order. Unless `full`,
+   * each queue's keys for metadata and its crawl limit are left out, and a queue that needs them is counted -1 and
+   * left claimed, for the caller to serve again with `full` (see uf-serve.lua).
+   */
   async serveGroups(
     groups: readonly { crawl: string; keys: string[] }[],
     maxUrls: number,
     holdSeconds: number,
     continuing = false,
+    full = true,
   ): Promise<PackedQueue[]> {
     const now = this.#now();
-    const keys = urlFrontierScriptGlobals(this.prefix);
     const args: (string | number)[] = [
       now,
       maxUrls,
@@ -185,12 +199,15 @@ export class UrlFrontierStore implements UrlFrontierView {
       SERVE_CAP,
       continuing ? 1 : 0,
       BLACKLIST_RECHECK_MS,
+      full ? 1 : 0,
     ];
-    for (const { crawl, keys: queues } of groups) {
-      keys.push(...urlFrontierCrawlGroup(this.prefix, crawl, queues));
-      args.push(crawl, queues.length, ...queues);
-    }
-    const [replies, counts] = await runScriptBuffer<[Buffer[], number[]]>(this.redis, script('uf-serve'), keys, args);
+    for (const { crawl, keys: queues } of groups) args.push(crawl, queues.length, ...queues);
+    const [replies, counts] = await runScriptBuffer<[Buffer[], number[]]>(
+      this.redis,
+      script('uf-serve'),
+      urlFrontierServeKeys(this.prefix, groups, full),
+      args,
+    );
     const out: PackedQueue[] = [];
     for (const { crawl, keys: queues } of groups)
       for (const key of queues) {
@@ -203,8 +220,9 @@ export class UrlFrontierStore implements UrlFrontierView {
   /**
    * GetURLs: one queue with `key`, else the queues of the crawl (or of every crawl) whose time in the `due` index has
    * come, the longest-due first (across crawls too), each at most once, stopping once `maxQueues` queues produced.
-   * Queues with nothing due are never looked at, nor crawls with nothing due (the `cdue` index), so the cost is
-   * O(log c + queues looked at), not O(queues) or O(crawls). Calls `emit` per served queue (lib/redis/url-frontier/get-urls.ts).
+   * Queues with nothing due are never looked at (the `due` index of a crawl, `qdue` over every crawl), so the cost
+   * is O(log q + queues looked at), not O(queues) or O(crawls). Calls `emit` per served queue
+   * (lib/redis/url-frontier/get-urls.ts).
    */
   async getUrls(req: GetUrlsRequest, emit: (urls: ServedUrl[]) => void | Promise<void>): Promise<void> {
     await getUrlsPacked(this, req, (queue) => emit(servedUrls(queue)));
@@ -404,12 +422,11 @@ export class UrlFrontierStore implements UrlFrontierView {
    */
   async #setAndWake(crawl: string, key: string, field: string, value: number): Promise<void> {
     const now = this.#now();
-    // The crawl's earliest due time becomes at most now: `cdue` follows with LT.
     await this.redis
       .multi()
       .hset(urlFrontierQueueKeys(this.prefix, crawl, key).info, field, value)
       .zadd(urlFrontierCrawlKeys(this.prefix, crawl).due, now, key)
-      .zadd(urlFrontierGlobalKeys(this.prefix).crawlDue, 'LT', now, crawl)
+      .zadd(urlFrontierGlobalKeys(this.prefix).queueDue, now, queueMember(crawl, key))
       .exec();
   }
 
@@ -436,7 +453,7 @@ export class UrlFrontierStore implements UrlFrontierView {
   /** Every key name this store may have created (for tests' cleanup; never used in production paths). */
   async knownKeys(): Promise<string[]> {
     const g = urlFrontierGlobalKeys(this.prefix);
-    const out: string[] = [g.crawls, g.state, g.crawlDue, g.domainConfig, g.blacklist];
+    const out: string[] = [g.crawls, g.state, g.queueDue, g.legacyCrawlDue, g.domainConfig, g.blacklist];
     for (const crawl of await this.crawls()) {
       out.push(...Object.values(urlFrontierCrawlKeys(this.prefix, crawl)));
       for (const key of await this.queues(crawl))

@@ -9,7 +9,8 @@
   KEYS[2]  state    HASH active, delay, backlog (URLs scheduled or held in counted queues), indexed, icursor
   KEYS[3]  dcfg     HASH domain -> 'hits,window,scale' (the Kafka API's domain overrides)
   KEYS[4]  black    SET blacklisted domains
-  KEYS[5]  cdue     ZSET crawl ID -> the earliest time in its `due` (GetURLs over every crawl claims the due ones)
+  KEYS[5]  qdue     ZSET queue member ('<byte length of crawl ID>:<crawl ID><queue key>') -> epoch ms from which
+                    the queue may produce: a crawl's `due` over every crawl (GetURLs over every crawl claims from it)
   KEYS[c..]         a crawl's group, from c (6 for a call over one crawl):
            queues   ZSET the crawl's queue keys (score 0)
            due      ZSET queue key -> epoch ms from which the queue may produce (GetURLs claims the due ones;
@@ -28,12 +29,13 @@ local K = {
   state = KEYS[2],
   dcfg = KEYS[3],
   black = KEYS[4],
-  cdue = KEYS[5],
+  qdue = KEYS[5],
   -- queues, due: set by use_crawl; created, sched, held, hdate, done, info: set by use_queue_at
 }
--- The crawl ID and queue key K points at.
+-- The crawl ID and queue key K points at, and the queue's member in `qdue`.
 local CRAWL = nil
 local QKEY = nil
+local QMEMBER = nil
 -- K's crawl group starts at KEYS[CBASE].
 local CBASE = 6
 
@@ -54,6 +56,7 @@ local function use_queue_at(at, key)
   K.done = KEYS[at + 4]
   K.info = KEYS[at + 5]
   QKEY = key
+  QMEMBER = #CRAWL .. ':' .. CRAWL .. key
 end
 
 -- Points K's per-queue keys at the i-th queue (1-based) of K's crawl group.
@@ -71,13 +74,21 @@ local function count_backlog(n)
   if n ~= 0 then redis.call('HINCRBY', K.state, 'backlog', n) end
 end
 
--- Puts K's crawl in `cdue` at the earliest time in its `due`, or takes it out when its `due` is empty (O(log c)).
-local function sync_crawl()
-  local first = redis.call('ZRANGE', K.due, 0, 0, 'WITHSCORES')
-  if first[2] then
-    redis.call('ZADD', K.cdue, first[2], CRAWL)
+-- An integer as Redis takes it: string.format's integer path, not the float formatting Lua gives a number passed to
+-- redis.call (%.14g, several times slower, and every serve passes a few).
+local function int(x)
+  return string.format('%d', x)
+end
+
+-- Places the queue K points at in its crawl's `due` and in `qdue` at `t` (epoch ms), or takes it out of both (nil).
+local function place_queue(t)
+  if t then
+    t = int(t)
+    redis.call('ZADD', K.due, t, QKEY)
+    redis.call('ZADD', K.qdue, t, QMEMBER)
   else
-    redis.call('ZREM', K.cdue, CRAWL)
+    redis.call('ZREM', K.due, QKEY)
+    redis.call('ZREM', K.qdue, QMEMBER)
   end
 end
 
@@ -120,13 +131,16 @@ local function release_expired(now, limit)
   return lost
 end
 
+-- The state's `indexed` once every due queue is in `qdue` and every queue counted (url-frontier/index-walk.ts).
+local INDEXED = '2'
+
 -- Registers the queue (and its crawl) if new, with its domain, counted in the backlog total from the start. (It
 -- joins `due` once it has a URL scheduled.) The first crawl of a frontier marks it indexed: nothing older is left to
 -- index (uf-index.lua).
 local function ensure_queue(domain)
   if redis.call('ZADD', K.queues, 'NX', 0, QKEY) == 1 then
     if redis.call('SADD', K.crawls, CRAWL) == 1 and redis.call('SCARD', K.crawls) == 1 then
-      redis.call('HSET', K.state, 'indexed', 1)
+      redis.call('HSET', K.state, 'indexed', INDEXED)
     end
     redis.call('HSET', K.info, 'counted', 1)
     if domain and domain ~= '' and domain ~= QKEY then redis.call('HSET', K.info, 'dom', domain) end
@@ -140,8 +154,10 @@ end
 local function wake_queue()
   local first = redis.call('ZRANGE', K.sched, 0, 0, 'WITHSCORES')
   if first[2] then
-    redis.call('ZADD', K.due, 'LT', tonumber(first[2]) * 1000, QKEY)
+    local t = int(tonumber(first[2]) * 1000)
+    redis.call('ZADD', K.due, 'LT', t, QKEY)
+    redis.call('ZADD', K.qdue, 'LT', t, QMEMBER)
   elseif redis.call('EXISTS', K.held) == 0 then
-    redis.call('ZREM', K.due, QKEY)
+    place_queue(nil)
   end
 end

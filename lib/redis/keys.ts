@@ -398,7 +398,7 @@ export function urlFrontierServeKeys(
  * The KEYS of a URL frontier script over queues of one crawl (scripts/includes/uf.lua), in order: crawls, state, the
  * domain config and blacklist, the crawls' due index, then the crawl's group ({@link urlFrontierCrawlGroup}).
  */
-export function urlFrontierScriptKeys(prefix: string, crawl: string, queues: readonly string[]): string[] {
+function urlFrontierScriptKeys(prefix: string, crawl: string, queues: readonly string[]): string[] {
   return [...urlFrontierScriptGlobals(prefix), ...urlFrontierCrawlGroup(prefix, crawl, queues)];
 }
 

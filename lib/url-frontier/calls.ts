@@ -22,7 +22,7 @@ import { FrameWriter } from './frames.ts';
 import type { ReadBudget } from './read-budget.ts';
 
 /** A gRPC error with a status code. */
-export class StatusError extends Error {
+class StatusError extends Error {
   readonly code: grpc.status;
   constructor(code: grpc.status, message: string) {
     super(message);
@@ -40,7 +40,7 @@ export const ECHO_MAX_CHARS = 200;
  * Status details at most (characters): they travel in the `grpc-message` header, and a header over the client's limit
  * (16 KiB for grpc-js) makes the client reset the stream and lose its whole HTTP/2 session.
  */
-export const STATUS_DETAILS_MAX_CHARS = 1024;
+const STATUS_DETAILS_MAX_CHARS = 1024;
 
 /**
  * A client's value quoted in an error message: JSON-quoted (control characters and lone surrogates escaped), at most
@@ -51,11 +51,11 @@ export function echo(value: string): string {
   return `${JSON.stringify(value.slice(0, ECHO_MAX_CHARS))}… (${value.length} characters)`;
 }
 
-export function capDetails(details: string): string {
+function capDetails(details: string): string {
   return details.length <= STATUS_DETAILS_MAX_CHARS ? details : `${details.slice(0, STATUS_DETAILS_MAX_CHARS)}…`;
 }
 
-export function toStatus(error: unknown): Partial<grpc.StatusObject> {
+function toStatus(error: unknown): Partial<grpc.StatusObject> {
   if (error instanceof StatusError) return { code: error.code, details: capDetails(error.message) };
   return {
     code: grpc.status.INTERNAL,
@@ -84,7 +84,7 @@ export function checkFields(
 }
 
 /** Throws INVALID_ARGUMENT when a string field of the request was not valid UTF-8 on the wire. */
-export function checkUtf8(method: string, req: object): void {
+function checkUtf8(method: string, req: object): void {
   const field = wireFacts(req).invalidUtf8;
   if (field !== undefined) throw INVALID(`${method}: ${field} is not valid UTF-8`);
 }
@@ -106,7 +106,7 @@ export interface URLItemIn {
   ID: string;
 }
 
-export function toMetadata(m: Record<string, StringList> | undefined): Metadata {
+function toMetadata(m: Record<string, StringList> | undefined): Metadata {
   const out: Metadata = {};
   for (const [k, v] of Object.entries(m ?? {})) out[k] = [...(v?.values ?? [])];
   return out;

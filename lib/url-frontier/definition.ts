@@ -8,10 +8,10 @@ import * as grpc from '@grpc/grpc-js';
 import * as protoLoader from '@grpc/proto-loader';
 import { invalidUtf8Field, messageRule } from './wire-check.ts';
 
-export const PROTO_PATH = join(import.meta.dirname, 'urlfrontier.proto');
+const PROTO_PATH = join(import.meta.dirname, 'urlfrontier.proto');
 
 /** proto-loader options: field names as in the schema, uint64 as numbers, enums by name, oneof markers. */
-export const LOADER_OPTIONS: protoLoader.Options = {
+const LOADER_OPTIONS: protoLoader.Options = {
   keepCase: true,
   longs: Number,
   enums: String,
@@ -27,7 +27,7 @@ export interface WireFacts {
   invalidUtf8?: string;
 }
 
-export const WIRE = Symbol('url frontier wire facts');
+const WIRE = Symbol('url frontier wire facts');
 
 /** The wire facts of a request, or an estimate when it did not come through {@link urlFrontierServiceDefinition}. */
 export function wireFacts(req: object): WireFacts {

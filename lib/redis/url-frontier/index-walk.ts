@@ -14,13 +14,13 @@ import { QUEUES_PER_CALL } from './model.ts';
 const INDEXED = '2';
 
 /** Crawls indexed per step of the walk (one SSCAN page; its queue lists and uf-index calls go out together). */
-export const INDEX_PAGE = 500;
+const INDEX_PAGE = 500;
 
 /**
  * How long one GetURLs over every crawl, or one stats run, walks an older frontier before it answers (from what is
  * indexed so far): the walk goes on at the next one.
  */
-export const INDEX_BUDGET_MS = 1000;
+const INDEX_BUDGET_MS = 1000;
 
 /** The walk of an older frontier: shared by a store's callers, so two calls in one process never walk twice. */
 export class UrlFrontierIndex {

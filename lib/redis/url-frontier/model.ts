@@ -72,7 +72,7 @@ export interface GetUrlsRequest {
   cancelled?: () => boolean;
 }
 
-export const QUEUE_KEY_MAX = 255;
+const QUEUE_KEY_MAX = 255;
 
 /**
  * `fn` over every item, {@link SCAN_PAGE} at a time (each page's Redis commands pipelined together), so a crawl
@@ -229,7 +229,7 @@ export function memberUrl(key: string, member: string): string {
   return member;
 }
 
-export const MEMBER_PREFIXES: [string, string][] = [
+const MEMBER_PREFIXES: [string, string][] = [
   ['\u0001', 'http://'],
   ['\u0002', 'https://'],
 ];

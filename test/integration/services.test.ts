@@ -128,6 +128,30 @@ async function freePort(from = 0): Promise<number> {
   throw new Error(`no free port from ${from}`);
 }
 
+/** How many masters the cluster-mode Redis runs, on its port and the ports after it (redis-service.ts). */
+const CLUSTER_MASTERS = 3;
+
+/**
+ * A port for the cluster-mode Redis whose masters' ports and their cluster bus ports (each port + 10000) are all free
+ * right now. Below Linux's ephemeral range (32768 up), so a connection elsewhere on the machine cannot take a bus
+ * port between this check and the start; a random start keeps parallel runs apart.
+ */
+async function freeClusterPort(): Promise<number> {
+  const first = 20_000 + Math.floor(Math.random() * 2_000);
+  for (let port = first; port + CLUSTER_MASTERS + 10_000 < 32_768; port += CLUSTER_MASTERS) {
+    const wanted = Array.from({ length: CLUSTER_MASTERS }, (_, i) => [port + i, port + i + 10_000]).flat();
+    const held: Server[] = [];
+    for (const p of wanted) {
+      const h = await listen(p);
+      if (h === undefined) break;
+      held.push(h.server);
+    }
+    await Promise.all(held.map(close));
+    if (held.length === wanted.length) return port;
+  }
+  throw new Error('no free cluster port range below 32768');
+}
+
 /** The pids of live processes whose command line mentions `text`. */
 function processesMentioning(text: string): number[] {
   const pids: number[] = [];
@@ -170,7 +194,7 @@ async function servicesEnv(dir: string, overrides: Record<string, string>): Prom
   return {
     CRAWL_SERVICES_DIR: dir,
     CRAWL_REDIS_PORT: String(await freePort()),
-    CRAWL_REDIS_CLUSTER_PORT: String(await freePort()),
+    CRAWL_REDIS_CLUSTER_PORT: String(await freeClusterPort()),
     CRAWL_KAFKA_PORT: String(await freePort()),
     CRAWL_KAFKA_CONTROLLER_PORT: String(await freePort()),
     CRAWL_LOCALSTACK_PORT: String(await freePort()),

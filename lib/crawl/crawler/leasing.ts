@@ -10,8 +10,8 @@ import type { CrawlerFrontier } from '../../ports.ts';
 
 /**
  * Most requests one lease call takes (for the workers waiting at once and those leased ahead). Lease calls are made
- * one at a time, so this over the call's round trip caps the pages a second of a process: 32 over a loaded Redis's
- * 20 ms round trip is 1,600 a second, above what one task fetches on the web.
+ * one at a time, so this over the call's round trip caps the pages a second of a process; it is set well above
+ * what one task fetches on the web even over a slow Redis (bench/PROFILE.md).
  */
 export const MAX_LEASE_BATCH = 32;
 

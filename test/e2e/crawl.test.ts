@@ -5,9 +5,9 @@
  */
 import { execFileSync } from 'node:child_process';
 import { afterAll, beforeAll, describe, expect, onTestFinished, test } from 'vitest';
-import { QUIET_MAX_MS } from '../../lib/crawl/crawler/leasing.ts';
 import { Frontier } from '../../lib/redis/frontier.ts';
 import { frontierOptions } from '../../lib/redis/frontier-options.ts';
+import { partitionKeys } from '../../lib/redis/keys.ts';
 import { type FixtureSite, startSite } from '../../localstack/site/site.ts';
 import { type Collector, completeNotice, crawlPages, type E2eCluster, startE2eCluster } from '../helpers/cluster.ts';
 import { CONTRACT_PAGE_FIELDS } from '../helpers/contract.ts';
@@ -131,23 +131,27 @@ describe('crawling a fixture site with crawler worker processes', () => {
   test('a crawler worker killed with SIGKILL mid-crawl loses nothing: after reclaim every page arrives', async () => {
     const [victim] = t.cluster.workers();
     // The same host names on a site that answers in 400 ms: the crawl (4 generations) is still under way when the
-    // test sees its first pages, however fast the workers are. An idle worker asks a spider type that had no work
-    // less and less often (up to QUIET_MAX_MS): by then both workers hold leases of the third generation.
+    // test sees its first pages, however fast the workers are.
     const slow = await startSite({ pages: 120, links: 4, latencyMs: 400 });
     onTestFinished(() => slow.close());
     await t.feed([{ url: slow.url(3), appid: 'e2e', crawlid: 'kill', maxdepth: 3 }]);
-    await waitUntil('the crawl to be under way', () => pagesOf('kill').length >= 3, 30_000);
-    await new Promise((r) => setTimeout(r, QUIET_MAX_MS + 200));
+    // A worker leases at most its CRAWLER_CONCURRENCY (8): more leases than that means both workers hold some, so
+    // the victim surely dies holding leases (an idle worker asks less and less often, up to QUIET_MAX_MS, so a fixed
+    // wait could find it between turns, or the crawl already done).
+    const redis = clusterRedis();
+    onTestFinished(() => redis.disconnect());
+    const jumping = new Frontier(redis, { ...frontierOptions(t.vars), redisClock: false });
+    const leaseKeys = jumping.partitionsOf('link').map((p) => partitionKeys(p).leases);
+    const held = async () => {
+      let n = 0;
+      for (const key of leaseKeys) n += await redis.zcard(key);
+      return n;
+    };
+    await waitUntil('both workers to hold leases', async () => (await held()) > 8, 30_000);
     process.kill(victim as number, 'SIGKILL');
     // Leases of the dead worker expire after LEASE_TIMEOUT; the reclaim timer returns them. The test jumps ahead
     // in time, so it reclaims through a frontier on its own clock (production ones use Redis's TIME).
-    const redis = clusterRedis();
-    try {
-      const jumping = new Frontier(redis, { ...frontierOptions(t.vars), redisClock: false });
-      expect(await jumping.reclaim('link', Date.now() + 10 * 60_000)).toBeGreaterThan(0);
-    } finally {
-      redis.disconnect();
-    }
+    expect(await jumping.reclaim('link', Date.now() + 10 * 60_000)).toBeGreaterThan(0);
     const done = await complete('kill');
     // A page's depth is the path it was first found on (the dupefilter keeps the first sighting, as Scrapy Cluster's
     // does). The killed worker's pages come back late, so a page may be found first on a longer path and, at

@@ -18,6 +18,8 @@ export interface PartitionRef {
   scope: string;
   partition: number;
   spider: string;
+  /** How many partitions the scope has (`FRONTIER_PARTITIONS`); absent: one. */
+  count?: number;
 }
 
 /** One request to queue. */

@@ -196,6 +196,7 @@ registration.unref();
 const stateWatch = redisStateWatch(redis, {
   prefix: vars.REDIS_KEY_PREFIX,
   typeEnabled: vars.SCHEDULER_TYPE_ENABLED,
+  partitions: vars.FRONTIER_PARTITIONS,
   log,
   who: `crawler ${hostname()}:${process.pid}`,
 });

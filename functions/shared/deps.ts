@@ -85,6 +85,7 @@ export async function createMonitorDeps(
     state: redisStateWatch(redis, {
       prefix: vars.REDIS_KEY_PREFIX,
       typeEnabled: vars.SCHEDULER_TYPE_ENABLED,
+      partitions: vars.FRONTIER_PARTITIONS,
       log,
       who: name,
     }),

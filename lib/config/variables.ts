@@ -32,6 +32,14 @@ export const VARIABLES = {
     default: true,
     description: 'Throttle each spider type separately per domain.',
   },
+  FRONTIER_PARTITIONS: {
+    type: 'integer',
+    default: 1,
+    minimum: 1,
+    maximum: 256,
+    description:
+      'Partitions each throttle scope of the frontier splits into (a domain belongs to one by a stable hash): set it to a multiple of the Redis Cluster shards so the frontier uses every shard (docs/scale.md). Changing it on a frontier that holds work takes `crawl-cluster frontier reshard`.',
+  },
   SCHEDULER_IP_ENABLED: {
     type: 'boolean',
     default: false,

@@ -110,17 +110,17 @@ export class StateWatch {
 
 /**
  * A watch over the Redis of a key prefix: the partitions as the frontier lays them out (`typeEnabled`:
- * `SCHEDULER_TYPE_ENABLED`), the stats slot, the markers and loss record in that Redis.
+ * `SCHEDULER_TYPE_ENABLED`, `partitions`: `FRONTIER_PARTITIONS`), the stats slot, the markers and loss record in that Redis.
  */
 export function redisStateWatch(
   redis: RedisClient,
-  options: { prefix: string; typeEnabled: boolean; log: Log; who: string; now?: () => number },
+  options: { prefix: string; typeEnabled: boolean; partitions?: number; log: Log; who: string; now?: () => number },
 ): StateWatch {
-  const { prefix, typeEnabled, ...rest } = options;
+  const { prefix, typeEnabled, partitions = 1, ...rest } = options;
   return new StateWatch({
     ...rest,
     store: redisStateStore(redis, prefix),
-    tagsOf: (spider) => spiderPartitions(prefix, spider, typeEnabled).map(partitionTag),
+    tagsOf: (spider) => spiderPartitions(prefix, spider, typeEnabled, partitions).map(partitionTag),
     statsTag: statsTag(prefix),
   });
 }

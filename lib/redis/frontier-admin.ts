@@ -7,6 +7,7 @@ import type { CrawlInfo, CrawlSettings, DomainAction, PartitionRef, QueueSummary
 import { decodeCounters, decodeWaits, mergeInfos } from './crawl-info.ts';
 import type { FrontierCalls } from './frontier-calls.ts';
 import { crawlKey, dupefilterKey, partitionKeys } from './keys.ts';
+import { holdLiveElsewhere } from './partition-sums.ts';
 
 /**
  * At most this many counters of stopped (or swept) crawls are settled per sweep-finished.lua call: a few ms of Redis
@@ -42,7 +43,11 @@ export async function stopCrawl(
 /** `Frontier.sweepFinished`: every partition of the spider type swept. @returns how many crawls were dropped */
 export async function sweepFinished(calls: FrontierCalls, spider: string, now: number, limit: number): Promise<number> {
   let total = 0;
-  for (const p of calls.partitionsOf(spider)) total += await sweep(calls, p, 'all', now, limit);
+  for (const p of calls.partitionsOf(spider)) {
+    // With several partitions, a crawl complete here but not elsewhere keeps its records (lib/redis/partition-sums.ts).
+    await holdLiveElsewhere(calls, p, now, limit);
+    total += await sweep(calls, p, 'all', now, limit);
+  }
   return total;
 }
 
@@ -70,9 +75,18 @@ export async function dueCrawls(
   limit: number,
 ): Promise<CrawlSettings[]> {
   const out: CrawlSettings[] = [];
+  // A crawl over several partitions is in each one's expiry index: listed once.
+  const seen = new Set<string>();
   for (const p of calls.partitionsOf(spider)) {
     const flat = await calls.run<string[]>('expiry-due', p, [], [limit, spider], now);
-    for (let i = 1; i < flat.length; i += 2) if (flat[i]) out.push(JSON.parse(flat[i] as string) as CrawlSettings);
+    for (let i = 1; i < flat.length; i += 2) {
+      if (!flat[i]) continue;
+      const settings = JSON.parse(flat[i] as string) as CrawlSettings;
+      const id = `${settings.appid}\n${settings.crawlid}`;
+      if (seen.has(id)) continue;
+      seen.add(id);
+      out.push(settings);
+    }
   }
   return out;
 }
@@ -165,7 +179,7 @@ async function pagedCounters(
   }
 }
 
-/** `Frontier.configureDomain`: domain-config.lua on every partition of every spider type known or named. */
+/** `Frontier.configureDomain`: domain-config.lua on the domain's partition of every spider type known or named. */
 export async function configureDomain(
   calls: FrontierCalls,
   action: DomainAction,
@@ -175,16 +189,20 @@ export async function configureDomain(
   alsoSpiders: Iterable<string>,
 ): Promise<void> {
   const spiders = new Set([...(await calls.spiders()), ...calls.knownSpiders, ...alsoSpiders]);
+  // Each spider type's partition that holds the domain (spider types sharing a scope share it: set once).
+  const done = new Set<string>();
   for (const spider of spiders) {
-    for (const p of calls.partitionsOf(spider)) {
-      await calls.run(
-        'domain-config',
-        p,
-        [],
-        [action, domain, limits.hits ?? 0, limits.window ?? 0, limits.scale ?? 1],
-        now,
-      );
-    }
+    const p = calls.partitionFor(spider, domain);
+    const id = `${p.scope}\u0000${p.partition}\u0000${p.spider}`;
+    if (done.has(id)) continue;
+    done.add(id);
+    await calls.run(
+      'domain-config',
+      p,
+      [],
+      [action, domain, limits.hits ?? 0, limits.window ?? 0, limits.scale ?? 1],
+      now,
+    );
   }
 }
 

@@ -7,7 +7,7 @@
 import type { PartitionRef } from '../frontier-model.ts';
 import type { RedisClient } from './client.ts';
 import type { FrontierOptions } from './frontier-options.ts';
-import { partitionKeyList, partitionTag, spiderPartitions, spidersKey } from './keys.ts';
+import { partitionIndex, partitionKeyList, partitionTag, spiderPartitions, spidersKey } from './keys.ts';
 import { type LuaScript, runScript, runScriptBuffer, script } from './scripts.ts';
 import { markState } from './state-epoch.ts';
 
@@ -31,28 +31,43 @@ export class FrontierCalls {
   /** The partitions of each spider type, and each partition's KEYS, built once (they are fixed for a frontier). */
   readonly #partitions = new Map<string, PartitionRef[]>();
   readonly #keyLists = new Map<string, string[]>();
+  /** The partition each spider type's next lease round starts at ({@link leaseOrder}). */
+  readonly #leaseTurn = new Map<string, number>();
 
   constructor(redis: RedisClient, options: FrontierOptions) {
     this.redis = redis;
-    const o = { bound: 100, redisClock: false, throttleMarginMs: 0, dupeCacheEntries: 0, ...options };
+    const o = { bound: 100, redisClock: false, throttleMarginMs: 0, dupeCacheEntries: 0, partitions: 1, ...options };
     this.options = o;
     const moderated = `${o.moderated ? 1 : 0}${o.throttleMarginMs > 0 ? `:${Math.round(o.throttleMarginMs)}` : ''}`;
     this.#commonTail = [o.hits, o.windowSec, moderated, o.ipEnabled ? 1 : 0];
   }
 
-  /** The partition holding a spider type's requests for a domain (one partition per scope today). */
-  partitionFor(spider: string, _domain?: string): PartitionRef {
-    return this.partitionsOf(spider)[0] as PartitionRef;
+  /** The partition holding a spider type's requests for a domain (lib/redis/keys.ts `partitionIndex`). */
+  partitionFor(spider: string, domain: string): PartitionRef {
+    const ps = this.partitionsOf(spider);
+    return (ps.length === 1 ? ps[0] : ps[partitionIndex(domain, ps.length)]) as PartitionRef;
   }
 
   /** Every partition of a spider type (periodic jobs and info visit them all). */
   partitionsOf(spider: string): PartitionRef[] {
     let ps = this.#partitions.get(spider);
     if (ps === undefined) {
-      ps = spiderPartitions(this.options.prefix, spider, this.options.typeEnabled);
+      ps = spiderPartitions(this.options.prefix, spider, this.options.typeEnabled, this.options.partitions);
       if (this.#partitions.size < MEMO_MAX) this.#partitions.set(spider, ps);
     }
     return ps;
+  }
+
+  /**
+   * The partitions of a spider type in the order one lease round asks them: each round starts one partition further
+   * on, so every partition is asked first in turn and none starves behind a busy one.
+   */
+  leaseOrder(spider: string): PartitionRef[] {
+    const ps = this.partitionsOf(spider);
+    if (ps.length === 1) return ps;
+    const start = (this.#leaseTurn.get(spider) ?? 0) % ps.length;
+    if (this.#leaseTurn.size < MEMO_MAX || this.#leaseTurn.has(spider)) this.#leaseTurn.set(spider, start + 1);
+    return [...ps.slice(start), ...ps.slice(0, start)];
   }
 
   /** A partition's fixed KEYS ({@link partitionKeyList}), remembered. */

@@ -15,6 +15,11 @@ export interface FrontierOptions {
   moderated: boolean;
   /** Throttle per spider type (`SCHEDULER_TYPE_ENABLED`). @default true */
   typeEnabled: boolean;
+  /**
+   * Partitions per throttle scope (`FRONTIER_PARTITIONS`): a domain belongs to one by a stable hash of its name
+   * (lib/redis/keys.ts `partitionIndex`). @default 1
+   */
+  partitions?: number;
   /** Throttle per egress IP (`SCHEDULER_IP_ENABLED`). @default false */
   ipEnabled: boolean;
   /** @default 600 (`DUPEFILTER_TIMEOUT`), seconds */
@@ -56,6 +61,7 @@ export function frontierOptions(vars: Variables): FrontierOptions {
     windowSec: vars.QUEUE_WINDOW,
     moderated: vars.QUEUE_MODERATED,
     typeEnabled: vars.SCHEDULER_TYPE_ENABLED,
+    partitions: vars.FRONTIER_PARTITIONS,
     ipEnabled: vars.SCHEDULER_IP_ENABLED,
     dupefilterTtlSec: vars.DUPEFILTER_TIMEOUT,
     leaseMs: vars.LEASE_TIMEOUT * 1000,

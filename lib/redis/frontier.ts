@@ -52,6 +52,13 @@ import { byPartition, FrontierCalls, samePartition } from './frontier-calls.ts';
 import type { FrontierOptions } from './frontier-options.ts';
 import { crawlKey, partitionKeys, partitionTag } from './keys.ts';
 import { memberBytes, memberHandle, parseMember } from './member.ts';
+import { crawlWide, unknownHere } from './partition-sums.ts';
+
+/**
+ * A lease as ack takes it: its handle and partition, and its crawl's settings (with several partitions, the crawl is
+ * registered with them where a child goes, and its completion is judged over every partition; lib/redis/partition-sums.ts).
+ */
+type AckLease = Pick<Lease, 'handle' | 'partition'> & { crawl?: CrawlSettings };
 
 export class Frontier implements FrontierApi, CrawlerFrontier {
   /** Every script call goes through this (lib/redis/frontier-calls.ts): KEYS, common ARGV, the spider registry. */
@@ -64,9 +71,14 @@ export class Frontier implements FrontierApi, CrawlerFrontier {
     this.#dupes = new DupeCache(this.#calls.options.dupeCacheEntries);
   }
 
-  /** The partition holding a spider type's requests for a domain (one partition per scope today). */
+  /**
+   * The partition holding a spider type's requests for a domain (`FRONTIER_PARTITIONS`; lib/redis/keys.ts). Without
+   * a domain: the first partition (the only one by default; tools and tests that look at one partition's keys).
+   */
   partitionFor(spider: string, domain?: string): PartitionRef {
-    return this.#calls.partitionFor(spider, domain);
+    return domain === undefined
+      ? (this.#calls.partitionsOf(spider)[0] as PartitionRef)
+      : this.#calls.partitionFor(spider, domain);
   }
 
   /** Every partition of a spider type (periodic jobs and info visit them all). */
@@ -85,6 +97,7 @@ export class Frontier implements FrontierApi, CrawlerFrontier {
    */
   async enqueue(spider: string, items: readonly FrontierItem[], now = Date.now()): Promise<EnqueueOutcome[]> {
     if (items.length === 0) return [];
+    if (this.#calls.partitionsOf(spider).length > 1) items = withSeedSettings(items);
     const groups = byPartition(items, (item) => this.partitionFor(spider, item.request.domain));
     // The state marker first (docs/design.md §12): a partition never holds requests without one.
     for (const { p } of groups) await this.#calls.mark(p);
@@ -107,6 +120,15 @@ export class Frontier implements FrontierApi, CrawlerFrontier {
           out[i] = outcomeOf(codes[k]);
         });
       }
+    // Several partitions: a child refused because its crawl has no record in its domain's partition yet, though
+    // another partition holds the crawl, is queued again with the crawl's settings (lib/redis/partition-sums.ts).
+    const again = await unknownHere(this.#calls, spider, items, out);
+    if (again.size > 0) {
+      const retried = await this.enqueue(spider, [...again.values()], now);
+      [...again.keys()].forEach((i, k) => {
+        out[i] = retried[k] as EnqueueOutcome;
+      });
+    }
     return out;
   }
 
@@ -124,8 +146,38 @@ export class Frontier implements FrontierApi, CrawlerFrontier {
     options: { ip?: string; now?: number; exclude?: readonly string[]; perDomain?: number } = {},
   ): Promise<LeaseMany> {
     const now = options.now ?? Date.now();
-    const p = this.partitionFor(spider);
     const want = Math.max(1, Math.floor(max));
+    const order = this.#calls.leaseOrder(spider);
+    if (order.length === 1) return this.#leaseFrom(order[0] as PartitionRef, want, options, now);
+    // Several partitions: one script call each, in turn from a rotating first (lib/redis/frontier-calls.ts
+    // `leaseOrder`), until `want` are leased or every partition was asked; their answers combined as one.
+    const leases: Lease[] = [];
+    let nextDueMs: number | null = null;
+    let skipped = 0;
+    const lefts = new Set<LeaseLeft>();
+    let asked = 0;
+    for (const p of order) {
+      if (leases.length >= want) break;
+      asked++;
+      const r = await this.#leaseFrom(p, want - leases.length, options, now);
+      leases.push(...r.leases);
+      skipped += r.skipped;
+      lefts.add(r.left);
+      if (r.nextDueMs !== null) nextDueMs = nextDueMs === null ? r.nextDueMs : Math.min(nextDueMs, r.nextDueMs);
+    }
+    // Filled before every partition was asked: the others may have work now.
+    if (asked < order.length) lefts.add('more');
+    const left = (['more', 'leased', 'excluded'] as const).find((l) => lefts.has(l)) ?? 'none';
+    return { leases, nextDueMs: left === 'more' ? now : nextDueMs, skipped, left };
+  }
+
+  /** lease.lua on one partition (see {@link leaseMany}). */
+  async #leaseFrom(
+    p: PartitionRef,
+    want: number,
+    options: { ip?: string; exclude?: readonly string[]; perDomain?: number },
+    now: number,
+  ): Promise<LeaseMany> {
     const r = await this.#calls.runBuffer<(number | Buffer)[]>(
       'lease',
       p,
@@ -167,7 +219,7 @@ export class Frontier implements FrontierApi, CrawlerFrontier {
    * `children` in the result: the outcome of each child, by spider type, in input order.
    */
   async ack(
-    lease: Pick<Lease, 'handle' | 'partition'>,
+    lease: AckLease,
     outcome: 'done' | 'fail' = 'done',
     now = Date.now(),
     children?: ReadonlyMap<string, readonly FrontierItem[]>,
@@ -194,9 +246,17 @@ export class Frontier implements FrontierApi, CrawlerFrontier {
       }
       const codes: EnqueueOutcome[] = new Array(ownItems.length);
       if (elsewhere.length > 0) {
+        // Children for another partition carry the crawl's settings, which register the crawl there if it has no
+        // record yet (a stopped or expired crawl is refused there as here: stop and expiry visit every partition).
+        const settings = lease.crawl;
         const out = await this.enqueue(
           own.spider,
-          elsewhere.map((i) => ownItems[i] as FrontierItem),
+          elsewhere.map((i) => {
+            const item = ownItems[i] as FrontierItem;
+            return settings === undefined || item.crawl.settings !== undefined
+              ? item
+              : { ...item, crawl: { ...item.crawl, settings } };
+          }),
           now,
         );
         elsewhere.forEach((i, k) => {
@@ -215,6 +275,7 @@ export class Frontier implements FrontierApi, CrawlerFrontier {
       now,
     );
     if (!result) throw new Error('ack: no reply for the lease');
+    Object.assign(result, await crawlWide(this.#calls, own, lease.crawl, result));
     const folds = result.children?.get(own.spider) ?? [];
     const codes = outcomes.get(own.spider) ?? [];
     folded.forEach((i, k) => {
@@ -233,7 +294,7 @@ export class Frontier implements FrontierApi, CrawlerFrontier {
    */
   async ackMany(
     items: readonly {
-      lease: Pick<Lease, 'handle' | 'partition'>;
+      lease: AckLease;
       outcome: 'done' | 'fail';
       children?: ReadonlyMap<string, readonly FrontierItem[]>;
     }[],
@@ -266,9 +327,10 @@ export class Frontier implements FrontierApi, CrawlerFrontier {
             idx.map((k) => fold[k] as (typeof fold)[number]),
             now,
           );
-          idx.forEach((k, j) => {
-            out[together[k] as number] = results[j];
-          });
+          for (const [j, k] of idx.entries()) {
+            const result = results[j];
+            out[together[k] as number] = result && (await crawlWide(this.#calls, p, fold[k]?.lease.crawl, result));
+          }
         } catch (error) {
           // One script call: none of the group was stored.
           for (const k of idx) errors[together[k] as number] = error;
@@ -446,6 +508,22 @@ export class Frontier implements FrontierApi, CrawlerFrontier {
   async backlog(spider: string, now = Date.now()): Promise<Record<string, number>> {
     return backlog(this.#calls, spider, now);
   }
+}
+
+/**
+ * With several partitions, a batch's children of a crawl whose seed is in the same batch carry the seed's settings:
+ * a child whose domain is in another partition than the seed's then registers the crawl there, as the seed does in
+ * its own (with one partition the seed, stored first, registers it for them all).
+ */
+function withSeedSettings(items: readonly FrontierItem[]): readonly FrontierItem[] {
+  const seeds = new Map<string, CrawlSettings>();
+  for (const { crawl } of items) if (crawl.settings) seeds.set(`${crawl.appid}\n${crawl.crawlid}`, crawl.settings);
+  if (seeds.size === 0) return items;
+  return items.map((item) => {
+    if (item.crawl.settings) return item;
+    const settings = seeds.get(`${item.crawl.appid}\n${item.crawl.crawlid}`);
+    return settings ? { ...item, crawl: { ...item.crawl, settings } } : item;
+  });
 }
 
 /** lease.lua's `left` (its header). */

@@ -12,10 +12,14 @@
  *   `<scope>` is the spider type when throttles are per spider type (`SCHEDULER_TYPE_ENABLED`, the
  *   default), and `all` when the throttle is shared by every spider type: the throttle's scope decides the
  *   tag, because a throttle must live in the same slot as every queue it limits.
- *   `<n>` is the partition number. Today each scope has one partition (`0`). The scale-out seam: past one
- *   shard's throughput a scope splits into N partitions, domain → partition by a stable hash, and crawlers
- *   lease from partitions in turn. No script assumes a single partition: each gets its partition's keys
- *   from the caller, and cross-partition answers (info, stats) are summed by the caller.
+ *   `<n>` is the partition number. With `FRONTIER_PARTITIONS` = 1 (the default) each scope is one partition
+ *   (`0`). With N > 1 each scope splits into N partitions, tagged `{<prefix>:f:<scope>:<n>/<N>[~<salt>]}`: a
+ *   domain belongs to one by a stable hash of its name ({@link partitionIndex}), so its queue, throttle,
+ *   config, dupefilter and leases stay in one slot, and every script stays single-slot. The salt places
+ *   partition n's slot in the middle of the n-th N-th of the slot range ({@link partitionTag}): a cluster
+ *   splits the slots into equal ranges per shard, so N partitions spread evenly over the shards (none left
+ *   without one when N >= shards). Crawlers lease from the partitions in turn; cross-partition answers
+ *   (info, stats, completion) are summed by the caller (docs/scale.md).
  * - **Per-crawl dupefilter** lives in the partition's slot too (same tag), but is one key per crawl so it
  *   can expire on its own (`DUPEFILTER_TIMEOUT`); the caller declares it in KEYS.
  * - **Stats** `{<prefix>:stats}`: time-bucketed counters and heartbeats, never touched together with the
@@ -28,6 +32,7 @@
  * Names inside a partition are short on purpose: they are repeated in every command.
  */
 import { createHash } from 'node:crypto';
+import calculateSlot from 'cluster-key-slot';
 import type { PartitionRef } from '../frontier-model.ts';
 
 /** The fixed keys of one frontier partition, in the order every script declares them. */
@@ -87,9 +92,61 @@ export interface PartitionKeys {
   queuedTotal: string;
 }
 
-/** The hash tag of a partition. */
+/** Redis Cluster's hash slots. */
+const SLOTS = 16384;
+/** Most partitions a scope may split into (`FRONTIER_PARTITIONS`'s maximum). */
+export const MAX_PARTITIONS = 256;
+
+/** Partition tags found, by their unsalted name (finding one takes about 5 N slot computations). */
+const tags = new Map<string, string>();
+
+/**
+ * The hash tag of a partition. One partition: `{<prefix>:f:<scope>:0}`, as before partitions existed. N > 1:
+ * `{<prefix>:f:<scope>:<n>/<N>~<salt>}` with the first salt that puts the tag's slot within the middle fifth of the
+ * n-th N-th of the slots, so the N partitions sit one per equal slot range, as a cluster's shards own them.
+ */
 export function partitionTag(p: PartitionRef): string {
-  return `{${p.prefix}:f:${p.scope}:${p.partition}}`;
+  const count = p.count ?? 1;
+  if (count <= 1) return `{${p.prefix}:f:${p.scope}:${p.partition}}`;
+  const name = `${p.prefix}:f:${p.scope}:${p.partition}/${count}`;
+  let tag = tags.get(name);
+  if (tag === undefined) {
+    const width = SLOTS / count;
+    const lo = (p.partition + 0.4) * width;
+    const hi = (p.partition + 0.6) * width;
+    for (let salt = 0; ; salt++) {
+      const slot = calculateSlot(`${name}~${salt}`);
+      if (slot >= lo && slot < hi) {
+        tag = `{${name}~${salt}}`;
+        break;
+      }
+    }
+    if (tags.size < 10_000) tags.set(name, tag);
+  }
+  return tag;
+}
+
+/**
+ * The partition (0..count-1) of a domain: FNV-1a over its name, reduced by jump consistent hashing (Lamping and
+ * Veach), so the same domain always lands in the same partition for a given count, on every process and language.
+ */
+export function partitionIndex(domain: string, count: number): number {
+  if (count <= 1) return 0;
+  let h = 0x811c9dc5;
+  for (let i = 0; i < domain.length; i++) {
+    h ^= domain.charCodeAt(i);
+    h = Math.imul(h, 0x01000193) >>> 0;
+  }
+  // Jump consistent hash over a 32-bit key: a linear congruential walk whose jumps land in [0, count).
+  let key = BigInt(h);
+  let b = -1;
+  let j = 0;
+  while (j < count) {
+    b = j;
+    key = (key * 2862933555777941757n + 1n) & 0xffffffffffffffffn;
+    j = Math.floor(((b + 1) * 2 ** 31) / Number((key >> 33n) + 1n));
+  }
+  return b;
 }
 
 /** The fixed keys of a partition. */
@@ -155,10 +212,11 @@ function throttleScope(spider: string, typeEnabled: boolean): string {
   return typeEnabled ? spider : 'all';
 }
 
-/** The partitions of a spider type (one today; see the sharding note above). */
+/** The partitions of a spider type (`count`: `FRONTIER_PARTITIONS`; see the sharding note above). */
 export function spiderPartitions(prefix: string, spider: string, typeEnabled: boolean, count = 1): PartitionRef[] {
   const scope = throttleScope(spider, typeEnabled);
-  return Array.from({ length: count }, (_, partition) => ({ prefix, scope, partition, spider }));
+  if (count <= 1) return [{ prefix, scope, partition: 0, spider }];
+  return Array.from({ length: count }, (_, partition) => ({ prefix, scope, partition, spider, count }));
 }
 
 /** The stats hash tag. */

@@ -31,7 +31,7 @@ export const T0 = Date.UTC(2026, 2, 2, 12, 0, 0);
  */
 const WIDE_OPEN = { hits: 100_000, windowSec: 1, moderated: false } as const;
 
-const created: { prefix: string; typeEnabled: boolean }[] = [];
+const created: { prefix: string; typeEnabled: boolean; partitions: number }[] = [];
 
 /**
  * A Frontier under a fresh random prefix, throttle wide open unless `overrides` say otherwise.
@@ -48,7 +48,7 @@ export function testFrontier(redis: RedisClient, overrides: Partial<FrontierOpti
     stopTtlMs: 3_600_000,
     ...overrides,
   };
-  created.push({ prefix: options.prefix, typeEnabled: options.typeEnabled });
+  created.push({ prefix: options.prefix, typeEnabled: options.typeEnabled, partitions: options.partitions ?? 1 });
   return new Frontier(redis, options);
 }
 
@@ -65,9 +65,9 @@ export function frontierTestRedis(): RedisClient {
 }
 
 export async function dropTestFrontiers(redis: RedisClient): Promise<void> {
-  for (const { prefix, typeEnabled } of created.splice(0)) {
+  for (const { prefix, typeEnabled, partitions } of created.splice(0)) {
     for (const spider of await redis.smembers(spidersKey(prefix))) {
-      for (const p of spiderPartitions(prefix, spider, typeEnabled)) {
+      for (const p of spiderPartitions(prefix, spider, typeEnabled, partitions)) {
         const crawls = await redis.hkeys(partitionKeys(p).crawlRefs);
         // One slot per partition, so one multi-key DEL is fine even in cluster mode.
         await redis.del(

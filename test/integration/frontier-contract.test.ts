@@ -59,8 +59,8 @@ function fakeSubject(): Subject {
   };
 }
 
-function redisSubject(): Subject {
-  const frontier = testFrontier(redis, { stopTtlMs: STOP_TTL_MS });
+function redisSubject(partitions = 1): Subject {
+  const frontier = testFrontier(redis, { stopTtlMs: STOP_TTL_MS, partitions });
   return { frontier, finish: (spider, appid, crawlid, now) => leaseAndAck(frontier, spider, appid, crawlid, now) };
 }
 
@@ -403,7 +403,9 @@ const SCENARIOS: [string, (s: Subject) => Promise<void>][] = [
 
 describe.each([
   ['the in-memory FakeFrontier', fakeSubject],
-  ['the Redis Frontier (Lua scripts, cluster mode)', redisSubject],
+  ['the Redis Frontier (Lua scripts, cluster mode)', () => redisSubject()],
+  // FRONTIER_PARTITIONS=6 on the 3-master cluster: the scenarios' domains spread over partitions and shards.
+  ['the Redis Frontier over 6 partitions (3 shards)', () => redisSubject(6)],
 ])('%s', (_name, subject) => {
   test.each(SCENARIOS)('%s', async (_title, run) => {
     await run(subject());

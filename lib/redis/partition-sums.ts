@@ -1,0 +1,155 @@
+/**
+ * A crawl over several frontier partitions (`FRONTIER_PARTITIONS` > 1; lib/redis/keys.ts): each partition keeps the
+ * crawl's counters for its own domains, so "the crawl is complete" and its totals are sums over the partitions.
+ * - An ack that leaves a crawl with nothing queued or leased in its partition (ack.lua's `complete`) is the crawl's
+ *   completion only when every other partition has nothing queued or leased for it either; the totals are then the
+ *   sums. Children are queued before their parent's ack, in whatever partition, so the last partition to empty sees
+ *   the others empty. Two partitions that empty at once may both see that: one notice is claimed with `SET NX` on
+ *   the crawl's totals, which the two compute alike.
+ * - A partition where the crawl completed is swept a dupefilter TTL later (sweep-finished.lua); while the crawl
+ *   still has work in another partition, its records (counters, registration, dupefilter) must stay, so the sweep
+ *   postpones those crawls first ({@link holdLiveElsewhere}).
+ */
+import type { AckResult, CrawlSettings, FrontierItem, PartitionRef } from '../frontier-model.ts';
+import type { FrontierCalls } from './frontier-calls.ts';
+import { crawlKey, partitionKeys } from './keys.ts';
+import { runScript, script } from './scripts.ts';
+
+/** How long the claim of a completion notice is kept (s): far longer than two acks of one moment apart. */
+const COMPLETE_CLAIM_SEC = 3600;
+
+/** Counters of a crawl in one partition; undefined where it has no record. */
+interface Counts {
+  queued: number;
+  leased: number;
+  done: number;
+  failed: number;
+}
+
+/** crawl-counts.lua on partition `p` for `crawlKeys`, in their order. */
+async function countsIn(calls: FrontierCalls, p: PartitionRef, crawlKeys: readonly string[]) {
+  const k = partitionKeys(p);
+  const flat = await runScript<number[]>(calls.redis, script('crawl-counts'), [k.crawlRefs, k.counts], [...crawlKeys]);
+  return crawlKeys.map((_, i): Counts | undefined => {
+    const [queued = -1, leased = 0, done = 0, failed = 0] = flat.slice(i * 4, i * 4 + 4).map(Number);
+    return queued < 0 ? undefined : { queued, leased, done, failed };
+  });
+}
+
+/**
+ * An ack's result as the whole crawl's: with one partition as it is; with several and `complete`, complete only if
+ * no other partition has work of the crawl and this process claimed the notice, with the totals summed.
+ */
+export async function crawlWide(
+  calls: FrontierCalls,
+  own: PartitionRef,
+  crawl: Pick<CrawlSettings, 'appid' | 'crawlid'> | undefined,
+  result: AckResult,
+): Promise<AckResult> {
+  const ps = calls.partitionsOf(own.spider);
+  if (!result.complete || ps.length === 1 || crawl === undefined) return result;
+  const ck = crawlKey(crawl.appid, crawl.crawlid, own.spider);
+  let { queued, leased, done, failed } = result;
+  for (const p of ps) {
+    if (p.partition === own.partition) continue;
+    const [c] = await countsIn(calls, p, [ck]);
+    if (c === undefined) continue;
+    queued += c.queued;
+    leased += c.leased;
+    done += c.done;
+    failed += c.failed;
+    if (queued > 0 || leased > 0) return { ...result, complete: false, queued, leased };
+  }
+  const claim = `${calls.options.prefix}:complete:${ck}:${done}:${failed}`;
+  const first = (await calls.redis.set(claim, '1', 'EX', COMPLETE_CLAIM_SEC, 'NX')) === 'OK';
+  return { ...result, complete: first, queued, leased, done, failed };
+}
+
+/**
+ * Before partition `p` is swept: its completed crawls due for sweeping (up to `limit`) that still have work queued or
+ * leased in another partition get a dupefilter TTL more in `finished`, so their records outlive the crawl.
+ * @returns how many were held
+ */
+export async function holdLiveElsewhere(calls: FrontierCalls, p: PartitionRef, now: number, limit: number) {
+  const ps = calls.partitionsOf(p.spider);
+  if (ps.length === 1) return 0;
+  const k = partitionKeys(p);
+  let held = 0;
+  for (let offset = 0; ; ) {
+    // Score 0: stopped crawls, whose records are gone already. Those held leave the range; the others stay in it.
+    const refs = await calls.redis.zrangebyscore(k.finished, '(0', now, 'LIMIT', offset, limit);
+    const n = await holdPage(calls, p, refs, now);
+    held += n;
+    offset += refs.length - n;
+    if (refs.length < limit) return held;
+  }
+}
+
+/** {@link holdLiveElsewhere} for one page of due refs of partition `p`. */
+async function holdPage(calls: FrontierCalls, p: PartitionRef, refs: string[], now: number): Promise<number> {
+  if (refs.length === 0) return 0;
+  const ps = calls.partitionsOf(p.spider);
+  const k = partitionKeys(p);
+  const records = await calls.redis.hmgetBuffer(k.crawlSettings, ...refs);
+  const keys: string[] = [];
+  const refOf: string[] = [];
+  records.forEach((r, i) => {
+    if (r === null) return;
+    keys.push(r.subarray(0, 16).toString('latin1'));
+    refOf.push(refs[i] as string);
+  });
+  if (keys.length === 0) return 0;
+  const live = new Set<number>();
+  for (const q of ps) {
+    if (q.partition === p.partition) continue;
+    const counts = await countsIn(calls, q, keys);
+    counts.forEach((c, i) => {
+      if (c !== undefined && (c.queued > 0 || c.leased > 0)) live.add(i);
+    });
+  }
+  const until = now + calls.options.dupefilterTtlSec * 1000;
+  for (const i of live) await calls.redis.zadd(k.finished, 'XX', until, refOf[i] as string);
+  return live.size;
+}
+
+/**
+ * A crawl's settings from whichever partition of the spider type holds its record (undefined: none does): a child
+ * refused as `unknown_crawl` in a partition where its live crawl has no record yet is queued again with them.
+ */
+async function settingsAnywhere(calls: FrontierCalls, spider: string, ck: string): Promise<CrawlSettings | undefined> {
+  for (const p of calls.partitionsOf(spider)) {
+    const k = partitionKeys(p);
+    const ref = await calls.redis.hget(k.crawlRefs, ck);
+    if (ref === null) continue;
+    // `<crawl key:16><first seq:8><spider>\0<settings JSON>` (keys.ts PartitionKeys.crawlSettings).
+    const record = await calls.redis.hgetBuffer(k.crawlSettings, ref);
+    const end = record?.indexOf(0, 24) ?? -1;
+    if (record && end >= 0) return JSON.parse(record.subarray(end + 1).toString('utf8')) as CrawlSettings;
+  }
+  return undefined;
+}
+
+/**
+ * The children among `items` refused as `unknown_crawl` (with several partitions: their crawl had no record in their
+ * domain's partition), with the settings of their crawl where another partition holds it, by index; the caller
+ * queues them again.
+ */
+export async function unknownHere(
+  calls: FrontierCalls,
+  spider: string,
+  items: readonly FrontierItem[],
+  outcomes: readonly string[],
+): Promise<Map<number, FrontierItem>> {
+  const out = new Map<number, FrontierItem>();
+  if (calls.partitionsOf(spider).length === 1) return out;
+  const found = new Map<string, CrawlSettings | undefined>();
+  for (let i = 0; i < items.length; i++) {
+    const item = items[i] as FrontierItem;
+    if (outcomes[i] !== 'unknown_crawl' || item.crawl.settings) continue;
+    const ck = crawlKey(item.crawl.appid, item.crawl.crawlid, spider);
+    if (!found.has(ck)) found.set(ck, await settingsAnywhere(calls, spider, ck));
+    const settings = found.get(ck);
+    if (settings) out.set(i, { ...item, crawl: { ...item.crawl, settings } });
+  }
+  return out;
+}

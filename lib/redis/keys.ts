@@ -94,8 +94,6 @@ export interface PartitionKeys {
 
 /** Redis Cluster's hash slots. */
 const SLOTS = 16384;
-/** Most partitions a scope may split into (`FRONTIER_PARTITIONS`'s maximum). */
-export const MAX_PARTITIONS = 256;
 
 /** Partition tags found, by their unsalted name (finding one takes about 5 N slot computations). */
 const tags = new Map<string, string>();

@@ -39,7 +39,7 @@ export interface BenchRedis {
 }
 
 /** Resolves once something accepts TCP connections on the loopback port (before a client is created). */
-async function waitForPort(port: number, timeoutMs: number): Promise<void> {
+export async function waitForPort(port: number, timeoutMs: number): Promise<void> {
   const deadline = Date.now() + timeoutMs;
   for (;;) {
     const open = await new Promise<boolean>((resolve) => {
@@ -68,7 +68,7 @@ async function waitForPing(client: RedisClient, timeoutMs: number): Promise<void
   }
 }
 
-async function stopChild(child: ChildProcess): Promise<void> {
+export async function stopChild(child: ChildProcess): Promise<void> {
   if (child.exitCode !== null || child.signalCode !== null || child.pid === undefined) return;
   const exited = new Promise<void>((resolve) => child.once('exit', () => resolve()));
   child.kill('SIGTERM');
@@ -136,7 +136,7 @@ export async function openBenchRedis(progress: (message: string) => void): Promi
 }
 
 /** One section of INFO as a map. */
-async function serverInfo(client: RedisClient, section: string): Promise<Record<string, string>> {
+export async function serverInfo(client: RedisClient, section: string): Promise<Record<string, string>> {
   const text = String(await client.info(section));
   const out: Record<string, string> = {};
   for (const line of text.split('\r\n')) {

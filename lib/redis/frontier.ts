@@ -29,7 +29,6 @@ import type {
   EnqueueOutcome,
   FrontierItem,
   Lease,
-  LeaseLeft,
   LeaseMany,
   PartitionRef,
   QueueSummary,
@@ -51,8 +50,9 @@ import {
 import { byPartition, FrontierCalls, samePartition } from './frontier-calls.ts';
 import type { FrontierOptions } from './frontier-options.ts';
 import { crawlKey, partitionKeys, partitionTag } from './keys.ts';
-import { memberBytes, memberHandle, parseMember } from './member.ts';
-import { crawlWide, unknownHere } from './partition-sums.ts';
+import { leaseMany } from './lease-call.ts';
+import { memberBytes, memberHandle } from './member.ts';
+import { crawlWide, unknownHere, withSeedSettings } from './partition-sums.ts';
 
 /**
  * A lease as ack takes it: its handle and partition, and its crawl's settings (with several partitions, the crawl is
@@ -145,70 +145,7 @@ export class Frontier implements FrontierApi, CrawlerFrontier {
     max: number,
     options: { ip?: string; now?: number; exclude?: readonly string[]; perDomain?: number } = {},
   ): Promise<LeaseMany> {
-    const now = options.now ?? Date.now();
-    const want = Math.max(1, Math.floor(max));
-    const order = this.#calls.leaseOrder(spider);
-    if (order.length === 1) return this.#leaseFrom(order[0] as PartitionRef, want, options, now);
-    // Several partitions: one script call each, in turn from a rotating first (lib/redis/frontier-calls.ts
-    // `leaseOrder`), until `want` are leased or every partition was asked; their answers combined as one.
-    const leases: Lease[] = [];
-    let nextDueMs: number | null = null;
-    let skipped = 0;
-    const lefts = new Set<LeaseLeft>();
-    let asked = 0;
-    for (const p of order) {
-      if (leases.length >= want) break;
-      asked++;
-      const r = await this.#leaseFrom(p, want - leases.length, options, now);
-      leases.push(...r.leases);
-      skipped += r.skipped;
-      lefts.add(r.left);
-      if (r.nextDueMs !== null) nextDueMs = nextDueMs === null ? r.nextDueMs : Math.min(nextDueMs, r.nextDueMs);
-    }
-    // Filled before every partition was asked: the others may have work now.
-    if (asked < order.length) lefts.add('more');
-    const left = (['more', 'leased', 'excluded'] as const).find((l) => lefts.has(l)) ?? 'none';
-    return { leases, nextDueMs: left === 'more' ? now : nextDueMs, skipped, left };
-  }
-
-  /** lease.lua on one partition (see {@link leaseMany}). */
-  async #leaseFrom(
-    p: PartitionRef,
-    want: number,
-    options: { ip?: string; exclude?: readonly string[]; perDomain?: number },
-    now: number,
-  ): Promise<LeaseMany> {
-    const r = await this.#calls.runBuffer<(number | Buffer)[]>(
-      'lease',
-      p,
-      [
-        this.#calls.options.leaseMs,
-        options.ip ?? '',
-        this.#calls.options.bound,
-        want,
-        options.perDomain ?? 0,
-        ...(options.exclude ?? []),
-      ],
-      now,
-    );
-    if (r[0] === 1) {
-      const hitMs = Number(r[2]);
-      const due = Number(r[3]);
-      const leases: Lease[] = [];
-      for (let i = 5; i + 1 < r.length; i += 2) {
-        const member = r[i] as Buffer;
-        leases.push({
-          handle: memberHandle(member),
-          partition: p,
-          ...parseMember(member),
-          crawl: JSON.parse((r[i + 1] as Buffer).toString('utf8')) as CrawlSettings,
-          hitMs,
-        });
-      }
-      return { leases, nextDueMs: due < 0 ? null : due, skipped: Number(r[1] ?? 0), ...leftOf(r[4]) };
-    }
-    const due = Number(r[1]);
-    return { leases: [], nextDueMs: due < 0 ? null : due, skipped: Number(r[2] ?? 0), ...leftOf(r[3]) };
+    return leaseMany(this.#calls, spider, max, options);
   }
 
   /**
@@ -508,27 +445,4 @@ export class Frontier implements FrontierApi, CrawlerFrontier {
   async backlog(spider: string, now = Date.now()): Promise<Record<string, number>> {
     return backlog(this.#calls, spider, now);
   }
-}
-
-/**
- * With several partitions, a batch's children of a crawl whose seed is in the same batch carry the seed's settings:
- * a child whose domain is in another partition than the seed's then registers the crawl there, as the seed does in
- * its own (with one partition the seed, stored first, registers it for them all).
- */
-function withSeedSettings(items: readonly FrontierItem[]): readonly FrontierItem[] {
-  const seeds = new Map<string, CrawlSettings>();
-  for (const { crawl } of items) if (crawl.settings) seeds.set(`${crawl.appid}\n${crawl.crawlid}`, crawl.settings);
-  if (seeds.size === 0) return items;
-  return items.map((item) => {
-    if (item.crawl.settings) return item;
-    const settings = seeds.get(`${item.crawl.appid}\n${item.crawl.crawlid}`);
-    return settings ? { ...item, crawl: { ...item.crawl, settings } } : item;
-  });
-}
-
-/** lease.lua's `left` (its header). */
-const LEFT: readonly LeaseLeft[] = ['none', 'more', 'excluded', 'leased'];
-
-function leftOf(left: number | Buffer | undefined): Pick<LeaseMany, 'left'> {
-  return { left: LEFT[Number(left ?? 0)] ?? 'none' };
 }

@@ -153,3 +153,19 @@ export async function unknownHere(
   }
   return out;
 }
+
+/**
+ * With several partitions, a batch's children of a crawl whose seed is in the same batch carry the seed's settings:
+ * a child whose domain is in another partition than the seed's then registers the crawl there, as the seed does in
+ * its own (with one partition the seed, stored first, registers it for them all).
+ */
+export function withSeedSettings(items: readonly FrontierItem[]): readonly FrontierItem[] {
+  const seeds = new Map<string, CrawlSettings>();
+  for (const { crawl } of items) if (crawl.settings) seeds.set(`${crawl.appid}\n${crawl.crawlid}`, crawl.settings);
+  if (seeds.size === 0) return items;
+  return items.map((item) => {
+    if (item.crawl.settings) return item;
+    const settings = seeds.get(`${item.crawl.appid}\n${item.crawl.crawlid}`);
+    return settings ? { ...item, crawl: { ...item.crawl, settings } } : item;
+  });
+}

@@ -217,6 +217,14 @@ export function spiderPartitions(prefix: string, spider: string, typeEnabled: bo
   return Array.from({ length: count }, (_, partition) => ({ prefix, scope, partition, spider, count }));
 }
 
+/**
+ * The claim of a crawl's completion notice over several partitions (lib/redis/partition-sums.ts): one STRING per
+ * crawl and totals, set with NX by the process that announces it. Single-key: no tag needed.
+ */
+export function completeClaimKey(prefix: string, crawl: string, done: number, failed: number): string {
+  return `${prefix}:complete:${crawl}:${done}:${failed}`;
+}
+
 /** The stats hash tag. */
 export function statsTag(prefix: string): string {
   return `{${prefix}:stats}`;

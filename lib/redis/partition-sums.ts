@@ -12,7 +12,7 @@
  */
 import type { AckResult, CrawlSettings, FrontierItem, PartitionRef } from '../frontier-model.ts';
 import type { FrontierCalls } from './frontier-calls.ts';
-import { crawlKey, partitionKeys } from './keys.ts';
+import { completeClaimKey, crawlKey, partitionKeys } from './keys.ts';
 import { runScript, script } from './scripts.ts';
 
 /** How long the claim of a completion notice is kept (s): far longer than two acks of one moment apart. */
@@ -60,7 +60,7 @@ export async function crawlWide(
     failed += c.failed;
     if (queued > 0 || leased > 0) return { ...result, complete: false, queued, leased };
   }
-  const claim = `${calls.options.prefix}:complete:${ck}:${done}:${failed}`;
+  const claim = completeClaimKey(calls.options.prefix, ck, done, failed);
   const first = (await calls.redis.set(claim, '1', 'EX', COMPLETE_CLAIM_SEC, 'NX')) === 'OK';
   return { ...result, complete: first, queued, leased, done, failed };
 }

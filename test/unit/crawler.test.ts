@@ -1571,7 +1571,7 @@ describe('Crawler: the load report its heartbeat carries (issue 32)', () => {
     } finally {
       await crawler.stop(1000);
     }
-  });
+  }, 20_000);
 
   it('fixed slots report too: bound by work when they are not all busy', async () => {
     const frontier = new ScriptedFrontier(Array.from({ length: 3 }, (_, i) => lease(`http://a.example/${i}`)));

@@ -19,12 +19,14 @@ export function registerFrontier(program: Command, out: Output): void {
     .option('--prefix <prefix>', 'Redis key prefix of the URL frontier (default: REDIS_KEY_PREFIX)')
     .addHelpText(
       'after',
-      '\nAll state (crawls, queues, URLs, holds, delays, the active flag) lives in Redis under {<prefix>:uf}, so several\nservers over one Redis share one frontier and a restart loses nothing.',
+      '\nAll state (crawls, queues, URLs, holds, delays, the active flag) lives in Redis under {<prefix>:uf} (one tag per\npartition with FRONTIER_PARTITIONS > 1), so several servers over one Redis share one frontier and a restart loses\nnothing.',
     )
     .action(async (opts: { port: number; host: string; prefix?: string }) => {
       const vars = config();
       const redis = createRedis({ ...redisSettings(vars), connectionName: 'crawl-cluster-url-frontier' });
-      const store = new UrlFrontierStore(redis, opts.prefix ?? vars.REDIS_KEY_PREFIX);
+      const store = new UrlFrontierStore(redis, opts.prefix ?? vars.REDIS_KEY_PREFIX, {
+        partitions: vars.FRONTIER_PARTITIONS,
+      });
       const server = await startUrlFrontierServer(store, {
         host: opts.host,
         port: opts.port,

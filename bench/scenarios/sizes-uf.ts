@@ -17,7 +17,7 @@
  */
 import { randomBytes } from 'node:crypto';
 import * as grpc from '@grpc/grpc-js';
-import { urlFrontierGlobalKeys } from '../../lib/redis/keys.ts';
+import { urlFrontierGlobalKeys } from '../../lib/redis/url-frontier/keys.ts';
 import { UrlFrontierStore } from '../../lib/redis/url-frontier/store.ts';
 import { urlFrontierClientConstructor } from '../../lib/url-frontier/definition.ts';
 import { envInt } from '../lib/env.ts';
@@ -176,7 +176,7 @@ export async function run(ctx: ScenarioContext): Promise<Numbers> {
     if (total !== crawls) ctx.note(`backlog total ${total}, expected ${crawls}`);
   }
   out.backlog_total_ms = round(median(reads), 2);
-  await bench.client.hdel(urlFrontierGlobalKeys(store.prefix).state, 'indexed');
+  await bench.client.hdel(urlFrontierGlobalKeys(store.partitions[0]).state, 'indexed');
   const fresh = new UrlFrontierStore(bench.client, store.prefix);
   const t = nowNs();
   let steps = 0;

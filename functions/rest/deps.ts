@@ -84,7 +84,7 @@ export function createRestDeps(
     health: health.probes,
     lostState: redisStateStore(redis, vars.REDIS_KEY_PREFIX),
     frontier: new Frontier(redis, frontierOptions(vars)),
-    urlFrontier: new UrlFrontierStore(redis, vars.REDIS_KEY_PREFIX),
+    urlFrontier: new UrlFrontierStore(redis, vars.REDIS_KEY_PREFIX, { partitions: vars.FRONTIER_PARTITIONS }),
     startedAt: Date.now(),
     options,
   };

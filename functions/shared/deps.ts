@@ -73,7 +73,7 @@ export async function createMonitorDeps(
   const sink: MessageSink = producer ? producerSink(producer, { topics, createTopic }) : noKafkaSink(name);
   const ctx: MonitorContext = {
     frontier: new Frontier(redis, frontierOptions(vars)),
-    urlFrontier: new UrlFrontierStore(redis, vars.REDIS_KEY_PREFIX),
+    urlFrontier: new UrlFrontierStore(redis, vars.REDIS_KEY_PREFIX, { partitions: vars.FRONTIER_PARTITIONS }),
     stats: redisStatsStore(redis, vars.REDIS_KEY_PREFIX),
     replies: redisReplyStore(redis, vars.REDIS_KEY_PREFIX),
     sink,

@@ -14,7 +14,7 @@ export const URL_FRONTIER_PORT = 7071;
 
 const vars = config();
 const redis = createRedis({ ...redisSettings(vars), connectionName: 'crawl-cluster-url-frontier' });
-const store = new UrlFrontierStore(redis, vars.REDIS_KEY_PREFIX);
+const store = new UrlFrontierStore(redis, vars.REDIS_KEY_PREFIX, { partitions: vars.FRONTIER_PARTITIONS });
 const line = (level: string, message: string, fields: Record<string, unknown> = {}) =>
   process.stdout.write(`${JSON.stringify({ time: new Date().toISOString(), level, message, ...fields })}\n`);
 const server = await startUrlFrontierServer(store, {

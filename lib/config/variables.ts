@@ -38,7 +38,7 @@ export const VARIABLES = {
     minimum: 1,
     maximum: 256,
     description:
-      'Partitions each throttle scope of the frontier splits into (a domain belongs to one by a stable hash): set it to a multiple of the Redis Cluster shards so the frontier uses every shard (docs/scale.md). Changing it on a frontier that holds work takes `crawl-cluster frontier reshard`.',
+      'Partitions each throttle scope of the frontier splits into (a domain belongs to one by a stable hash): set it to a multiple of the Redis Cluster shards so the frontier uses every shard (docs/scale.md). Changing it on a frontier that holds work takes `crawl-cluster frontier reshard`. The URL Frontier store splits the same way, by queue key (docs/url-frontier.md).',
   },
   SCHEDULER_IP_ENABLED: {
     type: 'boolean',

@@ -1,5 +1,6 @@
 /**
- * Every Redis key crawl-cluster uses is built here, and nowhere else (docs/style.md §1).
+ * Every Redis key crawl-cluster uses is built here, and nowhere else (docs/style.md §1), but for the URL Frontier
+ * store's, which lib/redis/url-frontier/keys.ts builds on the same rules (its partitions placed by {@link spreadTag}).
  *
  * ## Sharding (hash tags) — read this before adding a key
  * ElastiCache in cluster mode (and Serverless, always cluster mode) runs a Lua script only when every key
@@ -16,7 +17,7 @@
  *   (`0`). With N > 1 each scope splits into N partitions, tagged `{<prefix>:f:<scope>:<n>/<N>[~<salt>]}`: a
  *   domain belongs to one by a stable hash of its name ({@link partitionIndex}), so its queue, throttle,
  *   config, dupefilter and leases stay in one slot, and every script stays single-slot. The salt places
- *   partition n's slot in the middle of the n-th N-th of the slot range ({@link partitionTag}): a cluster
+ *   partition n's slot in the middle of the n-th N-th of the slot range ({@link spreadTag}): a cluster
  *   splits the slots into equal ranges per shard, so N partitions spread evenly over the shards (none left
  *   without one when N >= shards). Crawlers lease from the partitions in turn; cross-partition answers
  *   (info, stats, completion) are summed by the caller (docs/scale.md).
@@ -24,6 +25,8 @@
  *   can expire on its own (`DUPEFILTER_TIMEOUT`); the caller declares it in KEYS.
  * - **Stats** `{<prefix>:stats}`: time-bucketed counters and heartbeats, never touched together with the
  *   frontier, so one slot of their own.
+ * - **URL Frontier store** `{<prefix>:uf}`, or with `FRONTIER_PARTITIONS` = N > 1 one tag per partition
+ *   `{<prefix>:uf:<n>/<N>~<salt>}`: lib/redis/url-frontier/keys.ts.
  * - **Replies** `<prefix>:reply:<uuid>`: single-key reads and writes; no tag needed.
  * - **State markers** `<tag>:epoch`: one STRING per hash tag that holds crawl state (each frontier partition, the
  *   stats slot), in that tag's own slot, so a shard replaced alone loses its marker with its data
@@ -95,23 +98,22 @@ export interface PartitionKeys {
 /** Redis Cluster's hash slots. */
 const SLOTS = 16384;
 
-/** Partition tags found, by their unsalted name (finding one takes about 5 N slot computations). */
+/** Spread tags found, by their unsalted name (finding one takes about 5 `count` slot computations). */
 const tags = new Map<string, string>();
 
 /**
- * The hash tag of a partition. One partition: `{<prefix>:f:<scope>:0}`, as before partitions existed. N > 1:
- * `{<prefix>:f:<scope>:<n>/<N>~<salt>}` with the first salt that puts the tag's slot within the middle fifth of the
- * n-th N-th of the slots, so the N partitions sit one per equal slot range, as a cluster's shards own them.
+ * The hash tag `{<name>~<salt>}` of part `index` of `count` parts of a store, with the first salt that puts the tag's
+ * slot within the middle fifth of the `index`-th `count`-th of the slots: `count` parts sit one per equal slot range,
+ * as a cluster's shards own them, so they spread evenly over the shards (none left without one when `count` >=
+ * shards). The crawl frontier's partitions ({@link partitionTag}) and the URL Frontier store's
+ * (lib/redis/url-frontier/keys.ts) are placed so.
  */
-export function partitionTag(p: PartitionRef): string {
-  const count = p.count ?? 1;
-  if (count <= 1) return `{${p.prefix}:f:${p.scope}:${p.partition}}`;
-  const name = `${p.prefix}:f:${p.scope}:${p.partition}/${count}`;
+export function spreadTag(name: string, index: number, count: number): string {
   let tag = tags.get(name);
   if (tag === undefined) {
     const width = SLOTS / count;
-    const lo = (p.partition + 0.4) * width;
-    const hi = (p.partition + 0.6) * width;
+    const lo = (index + 0.4) * width;
+    const hi = (index + 0.6) * width;
     for (let salt = 0; ; salt++) {
       const slot = calculateSlot(`${name}~${salt}`);
       if (slot >= lo && slot < hi) {
@@ -122,6 +124,16 @@ export function partitionTag(p: PartitionRef): string {
     if (tags.size < 10_000) tags.set(name, tag);
   }
   return tag;
+}
+
+/**
+ * The hash tag of a partition. One partition: `{<prefix>:f:<scope>:0}`, as before partitions existed. N > 1:
+ * `{<prefix>:f:<scope>:<n>/<N>~<salt>}`, placed by {@link spreadTag}.
+ */
+export function partitionTag(p: PartitionRef): string {
+  const count = p.count ?? 1;
+  if (count <= 1) return `{${p.prefix}:f:${p.scope}:${p.partition}}`;
+  return spreadTag(`${p.prefix}:f:${p.scope}:${p.partition}/${count}`, p.partition, count);
 }
 
 /**
@@ -301,194 +313,4 @@ export function spidersKey(prefix: string): string {
  */
 export function spiderTypesKey(prefix: string): string {
   return `${prefix}:spider-types`;
-}
-
-/**
- * The URL Frontier API server (lib/url-frontier): one hash tag `{<prefix>:uf}` for the whole URL frontier of a
- * prefix, so every script sees its crawls, queues and URLs in one slot. Past one shard's throughput it splits per
- * crawl (`{<prefix>:uf:<crawl>}`): only ListCrawls, the global settings and an any-crawl GetURLs would then span
- * slots, and those are read by the caller, never inside a script. Crawl IDs and queue keys are URI-encoded into the
- * names, so `:` inside them cannot collide.
- */
-function urlFrontierTag(prefix: string): string {
-  return `{${prefix}:uf}`;
-}
-
-/** The frontier-wide keys of a URL frontier. */
-export interface UrlFrontierGlobalKeys {
-  /** SET of crawl IDs that have at least one queue. */
-  crawls: string;
-  /**
-   * HASH `active` (1/0), `delay` (default politeness, s), `backlog` (URLs scheduled or held in the counted queues:
-   * see the queue info's `counted`), `indexed` (2 once every due queue is in `queueDue` and every queue counted;
-   * 1 in a frontier that had only `legacyCrawlDue`),
-   * `icursor` (the SSCAN cursor of the walk that indexes an older frontier, scripts/uf-index.lua); `seq` (the old
-   * rotation's counter) in older frontiers.
-   */
-  state: string;
-  /**
-   * ZSET queue member (lib/redis/url-frontier/model.ts `queueMember`: crawl ID and queue key) → epoch ms from which
-   * the queue may produce: every crawl's `due` in one index, which GetURLs over every crawl claims from
-   * (scripts/uf-claim.lua), so its cost does not grow with the crawls or queues that have nothing due. Every script
-   * that places a queue in its crawl's `due` places it here too (or takes it out of both).
-   */
-  queueDue: string;
-  /** ZSET crawl ID → earliest due time: the index over crawls before `queueDue` (legacy; the walk deletes it). */
-  legacyCrawlDue: string;
-  /** HASH domain → `hits,window,scale`: the Kafka API's domain throttle overrides, for the queues of that domain. */
-  domainConfig: string;
-  /** SET of domains blacklisted through the Kafka API: their queues keep their URLs but are never served. */
-  blacklist: string;
-}
-
-export function urlFrontierGlobalKeys(prefix: string): UrlFrontierGlobalKeys {
-  const t = urlFrontierTag(prefix);
-  return {
-    crawls: `${t}:crawls`,
-    state: `${t}:state`,
-    queueDue: `${t}:qdue`,
-    legacyCrawlDue: `${t}:cdue`,
-    domainConfig: `${t}:dcfg`,
-    blacklist: `${t}:black`,
-  };
-}
-
-/** The keys of one crawl of a URL frontier. */
-export interface UrlFrontierCrawlKeys {
-  /** ZSET, all scores 0: the crawl's queue keys in lexicographic order (ListQueues pages over it). */
-  queues: string;
-  /**
-   * ZSET queue key → epoch ms from which the queue may produce: GetURLs without a key looks only at the queues whose
-   * time has come (scripts/uf-claim.lua), so its cost does not grow with the queues that have nothing due. A queue
-   * with nothing scheduled or held is not in it (scripts/uf-serve.lua).
-   */
-  due: string;
-  /** ZSET of frontiers stored before `due` existed (the old round-robin rotation), migrated and deleted by uf-claim. */
-  legacyRotation: string;
-}
-
-export function urlFrontierCrawlKeys(prefix: string, crawl: string): UrlFrontierCrawlKeys {
-  const t = urlFrontierTag(prefix);
-  const c = encodeURIComponent(crawl);
-  return { queues: `${t}:c:${c}:queues`, due: `${t}:c:${c}:due`, legacyRotation: `${t}:c:${c}:rot` };
-}
-
-/** The keys of one queue (crawl, key) of a URL frontier. */
-export interface UrlFrontierQueueKeys {
-  /**
-   * HASH url → `<creation date (epoch s)>[\t<metadata JSON>]` (`{name: [values]}`, left out when empty): every URL
-   * of the queue, active or completed. One field per URL for both, to keep Redis memory per URL low. In every key
-   * of a queue a URL is its member form (lib/redis/url-frontier/model.ts `urlMember`: the `http(s)://<queue key>`
-   * prefix replaced by one byte).
-   */
-  created: string;
-  /** ZSET url → next-fetch date (epoch s): scheduled URLs that are not held. */
-  sched: string;
-  /** ZSET url → held until (epoch ms): URLs handed out by GetURLs. */
-  held: string;
-  /** HASH url → next-fetch date of a held URL, restored when its hold expires. */
-  hdate: string;
-  /** SET of completed URLs. */
-  done: string;
-  /**
-   * HASH `delay` (s), `blocked` (epoch ms), `limit`, `last` (last produced, epoch ms), `dom` (the queue key's
-   * registrable domain, which domain overrides and the blacklist name), `meta` (1 once any URL of the queue was
-   * stored with metadata: GetURLs reads metadata only then), `counted` (1 once the queue's URLs scheduled or held are
-   * in the frontier's `backlog` total: from its creation, or, in a frontier stored before the total existed, from
-   * the walk of scripts/uf-index.lua).
-   */
-  info: string;
-}
-
-export function urlFrontierQueueKeys(prefix: string, crawl: string, key: string): UrlFrontierQueueKeys {
-  const q = `${urlFrontierTag(prefix)}:q:${encodeURIComponent(crawl)}:${encodeURIComponent(key)}`;
-  return {
-    created: `${q}:created`,
-    sched: `${q}:sched`,
-    held: `${q}:held`,
-    hdate: `${q}:hdate`,
-    done: `${q}:done`,
-    info: `${q}:info`,
-  };
-}
-
-/** The frontier-wide KEYS every URL frontier script over queues starts with (scripts/includes/uf.lua), in order. */
-export function urlFrontierScriptGlobals(prefix: string): string[] {
-  const g = urlFrontierGlobalKeys(prefix);
-  return [g.crawls, g.state, g.domainConfig, g.blacklist, g.queueDue];
-}
-
-/**
- * One crawl's group of KEYS in a URL frontier script (scripts/includes/uf.lua): its queues and due, then each queue's
- * six keys (created, sched, held, hdate, done, info). All in one hash tag, so one call may take any number of crawls
- * and queues.
- */
-export function urlFrontierCrawlGroup(prefix: string, crawl: string, queues: readonly string[]): string[] {
-  const c = urlFrontierCrawlKeys(prefix, crawl);
-  const out = [c.queues, c.due];
-  for (const key of queues) {
-    const q = urlFrontierQueueKeys(prefix, crawl, key);
-    out.push(q.created, q.sched, q.held, q.hdate, q.done, q.info);
-  }
-  return out;
-}
-
-/**
- * The KEYS of scripts/uf-serve.lua: the frontier-wide keys ({@link urlFrontierScriptGlobals}), then per crawl its
- * due and per queue its sched, held, hdate and info, and with `full` its created and done too (the keys a queue
- * with metadata or a crawl limit needs; the others are served with four, which is less to send and to parse).
- */
-export function urlFrontierServeKeys(
-  prefix: string,
-  groups: readonly { crawl: string; keys: readonly string[] }[],
-  full: boolean,
-): string[] {
-  const t = urlFrontierTag(prefix);
-  const out = urlFrontierScriptGlobals(prefix);
-  for (const { crawl, keys } of groups) {
-    const c = encodeURIComponent(crawl);
-    out.push(`${t}:c:${c}:due`);
-    for (const key of keys) {
-      // As urlFrontierQueueKeys names them.
-      const q = `${t}:q:${c}:${encodeURIComponent(key)}`;
-      out.push(`${q}:sched`, `${q}:held`, `${q}:hdate`, `${q}:info`);
-      if (full) out.push(`${q}:created`, `${q}:done`);
-    }
-  }
-  return out;
-}
-
-/**
- * The KEYS of a URL frontier script over queues of one crawl (scripts/includes/uf.lua), in order: crawls, state, the
- * domain config and blacklist, the crawls' due index, then the crawl's group ({@link urlFrontierCrawlGroup}).
- */
-function urlFrontierScriptKeys(prefix: string, crawl: string, queues: readonly string[]): string[] {
-  return [...urlFrontierScriptGlobals(prefix), ...urlFrontierCrawlGroup(prefix, crawl, queues)];
-}
-
-/** The KEYS of scripts/uf-claim.lua: the due index over every crawl, or one crawl's due and legacy rotation. */
-export function urlFrontierClaimKeys(prefix: string, crawl: string | undefined): string[] {
-  if (crawl === undefined) return [urlFrontierGlobalKeys(prefix).queueDue];
-  const c = urlFrontierCrawlKeys(prefix, crawl);
-  return [c.due, c.legacyRotation];
-}
-
-/**
- * The KEYS of scripts/uf-index.lua: state, the due index over every crawl, the crawl's queues, due and legacy
- * rotation, then each queue's sched, held and info.
- */
-export function urlFrontierIndexKeys(prefix: string, crawl: string, queues: readonly string[]): string[] {
-  const g = urlFrontierGlobalKeys(prefix);
-  const c = urlFrontierCrawlKeys(prefix, crawl);
-  const out = [g.state, g.queueDue, c.queues, c.due, c.legacyRotation];
-  for (const key of queues) {
-    const q = urlFrontierQueueKeys(prefix, crawl, key);
-    out.push(q.sched, q.held, q.info);
-  }
-  return out;
-}
-
-/** {@link urlFrontierScriptKeys} of one queue (13 keys). */
-export function urlFrontierQueueKeyList(prefix: string, crawl: string, key: string): string[] {
-  return urlFrontierScriptKeys(prefix, crawl, [key]);
 }

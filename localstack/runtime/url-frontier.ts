@@ -27,7 +27,7 @@ export async function startLocalUrlFrontier(options: {
 }): Promise<LocalUrlFrontier> {
   const { vars, log } = options;
   const redis = createRedis({ ...redisSettings(vars), connectionName: 'crawl-cluster-url-frontier' });
-  const store = new UrlFrontierStore(redis, vars.REDIS_KEY_PREFIX);
+  const store = new UrlFrontierStore(redis, vars.REDIS_KEY_PREFIX, { partitions: vars.FRONTIER_PARTITIONS });
   try {
     const server = await startUrlFrontierServer(store, {
       host: options.host ?? '127.0.0.1',

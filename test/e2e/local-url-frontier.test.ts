@@ -1,6 +1,7 @@
 /**
  * `crawl-cluster local` serves the URL Frontier API: the real CLI in a child process (no crawler workers, REST
- * off, fresh prefixes), a grpc-js client on the port it printed; SIGINT stops it cleanly.
+ * off, fresh prefixes), a grpc-js client on the port it printed; SIGINT stops it cleanly. Once with the frontier in
+ * one partition, once in six (`FRONTIER_PARTITIONS`) over the 3-master cluster.
  */
 import { spawn } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
@@ -11,6 +12,7 @@ import { UrlFrontierStore } from '../../lib/redis/url-frontier/store.ts';
 import { urlFrontierClientConstructor } from '../../lib/url-frontier/definition.ts';
 import { freePort } from '../../localstack/services/processes.ts';
 import { clusterRedis, uniqueName, waitUntil } from '../helpers/services.ts';
+import { unlinkKeys } from '../helpers/url-frontier.ts';
 
 const repoRoot = fileURLToPath(new URL('../..', import.meta.url));
 const redis = clusterRedis();
@@ -18,7 +20,10 @@ afterAll(() => redis.disconnect());
 
 type AnyClient = grpc.Client & Record<string, (...args: unknown[]) => unknown>;
 
-describe('crawl-cluster local: the URL Frontier API', () => {
+/** Two URLs of two queues (hosts), in two partitions of six. */
+const URLS = ['http://a.example/1', 'http://c.example/1'];
+
+describe.each([1, 6])('crawl-cluster local: the URL Frontier API (FRONTIER_PARTITIONS=%i)', (partitions) => {
   it('serves ListCrawls and PutURLs / GetURLs on --frontier-port, printed like the REST line, until SIGINT', async () => {
     const base = config();
     const prefix = uniqueName('k');
@@ -49,6 +54,7 @@ describe('crawl-cluster local: the URL Frontier API', () => {
           REDIS_CLUSTER: 'true',
           REDIS_KEY_PREFIX: prefix,
           CRAWLER_WORKERS: '0',
+          FRONTIER_PARTITIONS: String(partitions),
         },
         stdio: ['pipe', 'pipe', 'pipe'],
       },
@@ -62,7 +68,7 @@ describe('crawl-cluster local: the URL Frontier API', () => {
     const exited = new Promise<number | null>((resolve) => child.on('close', (code) => resolve(code)));
     const Client = urlFrontierClientConstructor();
     const client = new Client(`127.0.0.1:${port}`, grpc.credentials.createInsecure()) as unknown as AnyClient;
-    const store = new UrlFrontierStore(redis, prefix);
+    const store = new UrlFrontierStore(redis, prefix, { partitions });
     try {
       await waitUntil('local to start', () => stderr.includes('press Ctrl-C to stop'), 60_000);
       expect(stderr).toContain(`URL Frontier API listening on 127.0.0.1:${port}`);
@@ -88,7 +94,7 @@ describe('crawl-cluster local: the URL Frontier API', () => {
         call.on('data', (d: { ID: string; status: string }) => out.push(d));
         call.on('error', reject);
         call.on('end', () => resolve(out));
-        for (const url of ['http://a.example/1', 'http://b.example/1']) {
+        for (const url of URLS) {
           call.write({ discovered: { info: { url, key: '', crawlID: '', metadata: {} } } });
         }
         call.end();
@@ -106,8 +112,12 @@ describe('crawl-cluster local: the URL Frontier API', () => {
         call.on('error', reject);
         call.on('end', () => resolve(out));
       });
-      expect(urls.map((u) => u.url).sort()).toEqual(['http://a.example/1', 'http://b.example/1']);
+      expect(urls.map((u) => u.url).sort()).toEqual(URLS);
       expect((await unary<{ values: string[] }>('ListCrawls', {})).values).toEqual(['DEFAULT']);
+      // Stored where the server's partitions put them: over six, the two queues in two partitions.
+      const parts = new Set(URLS.map((u) => store.partitionOf(new URL(u).host).partition));
+      expect(parts.size).toBe(partitions === 1 ? 1 : 2);
+      expect(await store.countUrls('DEFAULT', undefined)).toBe(URLS.length);
 
       child.kill('SIGINT');
       expect(await exited).toBe(0);
@@ -116,8 +126,7 @@ describe('crawl-cluster local: the URL Frontier API', () => {
       clearTimeout(killer);
       client.close();
       if (child.exitCode === null) child.kill('SIGKILL');
-      const keys = await store.knownKeys();
-      if (keys.length) await redis.del(...keys);
+      await unlinkKeys(redis, await store.knownKeys());
     }
   });
 });

@@ -1,7 +1,8 @@
 /**
  * One system: URL Frontier crawls seen and steered through the Kafka API. The local cluster's monitors on real
  * Kafka, the URL Frontier store over the same cluster-mode Redis and key prefix; requests go in on
- * `<p>.incoming`, replies come back on `<p>.outbound_firehose`.
+ * `<p>.incoming`, replies come back on `<p>.outbound_firehose`. Once with the URL frontier in one partition, once in six
+ * (`FRONTIER_PARTITIONS`, which the monitors and the REST API read as the store does).
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createRestDeps } from '../../functions/rest/deps.ts';
@@ -11,24 +12,14 @@ import { UrlFrontierStore } from '../../lib/redis/url-frontier/store.ts';
 import { createRestRouter } from '../../lib/rest/router.ts';
 import { type Collector, startTestCluster, type TestCluster } from '../helpers/cluster.ts';
 import { clusterRedis } from '../helpers/services.ts';
+import { unlinkKeys } from '../helpers/url-frontier.ts';
 
 const redis = clusterRedis();
 let tc: TestCluster;
 let store: UrlFrontierStore;
 let outbound: Collector;
 
-beforeAll(async () => {
-  tc = await startTestCluster();
-  store = new UrlFrontierStore(redis, tc.vars.REDIS_KEY_PREFIX);
-  outbound = await tc.collect(tc.topics.outboundFirehose);
-}, 60_000);
-
-afterAll(async () => {
-  await tc?.stop();
-  const keys = (await store?.knownKeys()) ?? [];
-  if (keys.length) await redis.del(...keys);
-  redis.disconnect();
-});
+afterAll(() => redis.disconnect());
 
 const put = (crawl: string, key: string, urls: string[]) =>
   store.put(urls.map((url): PutItem => ({ crawl, key, url, kind: 'discovered', date: 0, metadata: {} })));
@@ -46,7 +37,18 @@ async function served(): Promise<string[]> {
   return out.map((u) => u.url).sort();
 }
 
-describe('URL Frontier crawls through the Kafka API', () => {
+describe.each([1, 6])('URL Frontier crawls through the Kafka API (FRONTIER_PARTITIONS=%i)', (partitions) => {
+  beforeAll(async () => {
+    tc = await startTestCluster({ FRONTIER_PARTITIONS: partitions });
+    store = new UrlFrontierStore(redis, tc.vars.REDIS_KEY_PREFIX, { partitions });
+    outbound = await tc.collect(tc.topics.outboundFirehose);
+  }, 60_000);
+
+  afterAll(async () => {
+    await tc?.stop();
+    await unlinkKeys(redis, (await store?.knownKeys()) ?? []);
+  });
+
   it('info, stats, blacklist, throttle and stop reach the URL Frontier crawls', async () => {
     await put('news', 'www.shop.com', ['http://www.shop.com/1', 'http://www.shop.com/2']);
     await put('news', 'blog.example.org', ['http://blog.example.org/a', 'http://blog.example.org/b']);

@@ -6,11 +6,12 @@
  */
 import { afterAll, afterEach, describe, expect, test } from 'vitest';
 import type { RedisClient } from '../../lib/redis/client.ts';
-import { urlFrontierGlobalKeys, urlFrontierQueueKeys } from '../../lib/redis/keys.ts';
+import { urlFrontierGlobalKeys, urlFrontierQueueKeys } from '../../lib/redis/url-frontier/keys.ts';
 import { type GetUrlsRequest, type PutItem, queueMember } from '../../lib/redis/url-frontier/model.ts';
 import { UrlFrontierStore } from '../../lib/redis/url-frontier/store.ts';
 import { recordCommands } from '../helpers/scripts.ts';
 import { clusterRedis, standaloneRedis, uniqueName } from '../helpers/services.ts';
+import { dropStores, keysOfOnePartition } from '../helpers/url-frontier.ts';
 
 const T0 = Date.UTC(2026, 10, 23, 12, 0, 0);
 
@@ -39,38 +40,48 @@ async function countedBacklog(store: UrlFrontierStore): Promise<number> {
   return n;
 }
 
-/** What a frontier stored by an older version lacks: the due index over every crawl, the total, the counted flags. */
+/** The `qdue` index (every crawl's due queues) of the partition that holds the queues with key `key`. */
+function qdueOf(store: UrlFrontierStore, key: string): string {
+  return urlFrontierGlobalKeys(store.partitionOf(key)).queueDue;
+}
+
+/**
+ * What a frontier stored by an older version lacks: the due index over every crawl, the total, the counted flags.
+ * Such a frontier is one partition (a partitioned frontier came after the indexes).
+ */
 async function asOlderFrontier(redis: RedisClient, store: UrlFrontierStore): Promise<void> {
-  const g = urlFrontierGlobalKeys(store.prefix);
+  const g = urlFrontierGlobalKeys(store.partitions[0]);
   await redis.del(g.queueDue);
   // The index over crawls of the version before `qdue` (the walk deletes it).
   await redis.zadd(g.legacyCrawlDue, 0, 'any');
   await redis.hdel(g.state, 'indexed', 'backlog', 'icursor');
   for (const crawl of await store.crawls())
     for (const key of await store.queues(crawl))
-      await redis.hdel(urlFrontierQueueKeys(store.prefix, crawl, key).info, 'counted');
+      await redis.hdel(urlFrontierQueueKeys(store.partitions[0], crawl, key).info, 'counted');
+}
+
+/** A connection for the describe block that calls it, and its stores (of `partitions`), dropped after each test. */
+function useStores(connect: () => RedisClient, partitions: number) {
+  const redis = connect();
+  const stores: UrlFrontierStore[] = [];
+  afterEach(async () => {
+    await dropStores(redis, stores.splice(0));
+  });
+  afterAll(() => redis.disconnect());
+  const newStore = (now?: () => number): UrlFrontierStore => {
+    const store = new UrlFrontierStore(redis, uniqueName('ufc'), { now, partitions });
+    stores.push(store);
+    return store;
+  };
+  return { redis, newStore };
 }
 
 describe.each([
-  ['standalone', standaloneRedis],
-  ['cluster mode', clusterRedis],
-])('URL Frontier store over many crawls (%s Redis)', (_name, connect) => {
-  const redis = connect();
-  const stores: UrlFrontierStore[] = [];
-
-  afterEach(async () => {
-    for (const store of stores.splice(0)) {
-      const keys = await store.knownKeys();
-      for (let i = 0; i < keys.length; i += 1000) await redis.unlink(...keys.slice(i, i + 1000));
-    }
-  });
-  afterAll(() => redis.disconnect());
-
-  function newStore(now?: () => number): UrlFrontierStore {
-    const store = new UrlFrontierStore(redis, uniqueName('ufc'), now);
-    stores.push(store);
-    return store;
-  }
+  { name: 'standalone', connect: standaloneRedis, partitions: 1 },
+  { name: 'cluster mode', connect: clusterRedis, partitions: 1 },
+  { name: 'cluster mode', connect: clusterRedis, partitions: 6 },
+])('URL Frontier store over many crawls ($name Redis, FRONTIER_PARTITIONS=$partitions)', ({ connect, partitions }) => {
+  const { redis, newStore } = useStores(connect, partitions);
 
   /** `n` crawls of one queue and one URL each, all served and then completed: nothing in them is due, ever. */
   async function exhaustedCrawls(n: number): Promise<UrlFrontierStore> {
@@ -93,8 +104,9 @@ describe.each([
     const small = await emptyAnyCrawl(await exhaustedCrawls(20));
     const large = await emptyAnyCrawl(await exhaustedCrawls(2000));
     expect(large).toEqual(small);
-    // The state (active, indexed) and one claim from the due index over every crawl (none due): no crawl is looked at.
-    expect(large).toEqual({ commands: 2, keys: 1 });
+    // The state (active, indexed) and one claim from the due index over every crawl of each partition (none due): no
+    // crawl is looked at.
+    expect(large).toEqual({ commands: 1 + partitions, keys: partitions });
   });
 
   test('the one due crawl among 2,000 exhausted ones is served by a claim and a serve', async () => {
@@ -105,26 +117,27 @@ describe.each([
       got = await anyCrawl(store);
     });
     expect(got).toEqual(['crawl-1234 http://due.com/x']);
-    // HMGET state, a claim (1 queue), the serve, a claim (none left).
-    expect(sent.length).toBeLessThanOrEqual(4);
+    // HMGET state, a claim (1 queue), the serve, a claim (none left); a claim (none) of each other partition.
+    expect(sent.length).toBeLessThanOrEqual(4 + partitions - 1);
   });
 
-  test('the longest-due queue goes first across crawls, not crawl by crawl', async () => {
+  test('the longest-due queue goes first across crawls, not crawl by crawl (within a partition)', async () => {
     const clock = { now: T0 };
     const store = newStore(() => clock.now);
     const s = T0 / 1000;
     // Crawl a's queues are due at +1, +3, +5 s, crawl b's one queue at +2 s: a crawl with many queues due does not
-    // starve another.
+    // starve another. All four queues in one partition (across partitions, GetURLs takes the partitions in turn).
+    const [a1, a3, a5, b2] = keysOfOnePartition(partitions, 4, 'a') as [string, string, string, string];
     await store.put([
-      item('a', 'a1.com', 'http://a1.com/', 'known', s + 1),
-      item('a', 'a3.com', 'http://a3.com/', 'known', s + 3),
-      item('a', 'a5.com', 'http://a5.com/', 'known', s + 5),
-      item('b', 'b2.com', 'http://b2.com/', 'known', s + 2),
+      item('a', a1, `http://${a1}/`, 'known', s + 1),
+      item('a', a3, `http://${a3}/`, 'known', s + 3),
+      item('a', a5, `http://${a5}/`, 'known', s + 5),
+      item('b', b2, `http://${b2}/`, 'known', s + 2),
     ]);
     clock.now = T0 + 10_000;
     const order: string[] = [];
     for (let i = 0; i < 5; i++) order.push(...(await anyCrawl(store, { maxQueues: 1 })));
-    expect(order).toEqual(['a http://a1.com/', 'b http://b2.com/', 'a http://a3.com/', 'a http://a5.com/']);
+    expect(order).toEqual([`a http://${a1}/`, `b http://${b2}/`, `a http://${a3}/`, `a http://${a5}/`]);
   });
 
   test('held URLs of every crawl come back when their holds end, not before', async () => {
@@ -141,7 +154,7 @@ describe.each([
     expect((await anyCrawl(store)).sort()).toEqual(['x http://x.com/1', 'y http://y.com/1']);
     // Completed while held: the crawl leaves the index, and the other one is served alone once its hold ends.
     await store.put([item('x', 'x.com', 'http://x.com/1', 'known', 0)]);
-    expect(await redis.zscore(urlFrontierGlobalKeys(store.prefix).queueDue, queueMember('x', 'x.com'))).toBeNull();
+    expect(await redis.zscore(qdueOf(store, 'x.com'), queueMember('x', 'x.com'))).toBeNull();
     clock.now += 30_001;
     expect(await anyCrawl(store)).toEqual(['y http://y.com/1']);
   });
@@ -149,22 +162,23 @@ describe.each([
   test('a stale place in the index is mended by the next look; a crawl missing from it comes back when served by ID', async () => {
     const clock = { now: T0 };
     const store = newStore(() => clock.now);
-    const qdue = urlFrontierGlobalKeys(store.prefix).queueDue;
     await store.put([item('w', 'w.com', 'http://w.com/1', 'known', T0 / 1000 + 600)]);
     // Too early (as an older server might leave it): nothing is served and the queue moves to its real time.
-    await redis.zadd(qdue, 0, queueMember('w', 'w.com'));
+    await redis.zadd(qdueOf(store, 'w.com'), 0, queueMember('w', 'w.com'));
     expect(await anyCrawl(store)).toEqual([]);
-    expect(Number(await redis.zscore(qdue, queueMember('w', 'w.com')))).toBe((T0 / 1000 + 600) * 1000);
+    expect(Number(await redis.zscore(qdueOf(store, 'w.com'), queueMember('w', 'w.com')))).toBe(
+      (T0 / 1000 + 600) * 1000,
+    );
     // Missing: a GetURLs over every crawl does not see it, one naming it serves it and puts it back.
     await store.put([item('m', 'm.com', 'http://m.com/1', 'discovered')]);
-    await redis.zrem(qdue, queueMember('m', 'm.com'));
+    await redis.zrem(qdueOf(store, 'm.com'), queueMember('m', 'm.com'));
     expect(await anyCrawl(store)).toEqual([]);
     const named: string[] = [];
     await store.getUrls({ crawl: 'm', maxQueues: 0, maxUrlsPerQueue: 0, holdSeconds: 30 }, (u) => {
       named.push(...u.map((x) => x.url));
     });
     expect(named).toEqual(['http://m.com/1']);
-    expect(Number(await redis.zscore(qdue, queueMember('m', 'm.com')))).toBe(T0 + 30_000);
+    expect(Number(await redis.zscore(qdueOf(store, 'm.com'), queueMember('m', 'm.com')))).toBe(T0 + 30_000);
   });
 
   test('queues with metadata or a crawl limit are served over every crawl like the others, with both kept', async () => {
@@ -195,13 +209,13 @@ describe.each([
     ]);
     expect(await store.backlogTotal()).toBe(3);
     expect(await store.deleteCrawl('gone')).toBe(2);
-    const qdue = urlFrontierGlobalKeys(store.prefix).queueDue;
-    for (const key of ['a.com', 'b.com']) expect(await redis.zscore(qdue, queueMember('gone', key))).toBeNull();
+    for (const key of ['a.com', 'b.com'])
+      expect(await redis.zscore(qdueOf(store, key), queueMember('gone', key))).toBeNull();
     expect(await store.backlogTotal()).toBe(1);
     expect(await anyCrawl(store)).toEqual(['kept http://a.com/1']);
   });
 
-  test('the backlog total is one command and matches the per-queue count through put, serve, complete, purge, delete', async () => {
+  test('the backlog total is one command (per partition) and matches the per-queue count through put, serve, complete, purge, delete', async () => {
     const clock = { now: T0 };
     const store = newStore(() => clock.now);
     const check = async (expected: number) => {
@@ -209,7 +223,7 @@ describe.each([
       const sent = await recordCommands(redis, async () => {
         total = await store.backlogTotal();
       });
-      expect(sent).toHaveLength(1);
+      expect(sent).toHaveLength(partitions);
       expect(total).toBe(expected);
       expect(await countedBacklog(store)).toBe(expected);
     };
@@ -240,6 +254,14 @@ describe.each([
     expect(await store.deleteQueue('d', 'b.com')).toBe(2);
     await check(0);
   });
+});
+
+// A frontier stored by an older version is one partition: partitions came after the indexes.
+describe.each([
+  ['standalone', standaloneRedis],
+  ['cluster mode', clusterRedis],
+])('URL Frontier store stored by an older version (%s Redis)', (_name, connect) => {
+  const { redis, newStore } = useStores(connect, 1);
 
   test('a frontier stored before the indexes is walked a page at a time, then served whole and counted exactly', async () => {
     const store = newStore();
@@ -256,7 +278,7 @@ describe.each([
     expect(steps).toBeGreaterThan(1);
     expect(await upgraded.backlogTotal()).toBe(2400);
     expect(await countedBacklog(upgraded)).toBe(2400);
-    expect(await redis.exists(urlFrontierGlobalKeys(store.prefix).legacyCrawlDue)).toBe(0);
+    expect(await redis.exists(urlFrontierGlobalKeys(store.partitions[0]).legacyCrawlDue)).toBe(0);
     const served = await anyCrawl(upgraded);
     expect(served).toHaveLength(2400);
     expect(new Set(served.map((s) => s.split(' ')[0])).size).toBe(1200);
@@ -268,7 +290,7 @@ describe.each([
       item('p', 'a.com', 'http://a.com/1', 'discovered'),
       item('q', 'b.com', 'http://b.com/1', 'discovered'),
     ]);
-    const g = urlFrontierGlobalKeys(store.prefix);
+    const g = urlFrontierGlobalKeys(store.partitions[0]);
     await redis.del(g.queueDue);
     await redis.zadd(g.legacyCrawlDue, 0, 'p', 0, 'q');
     await redis.hset(g.state, 'indexed', 1);
@@ -288,7 +310,7 @@ describe.each([
     await asOlderFrontier(redis, store);
     const upgraded = new UrlFrontierStore(redis, store.prefix);
     expect((await anyCrawl(upgraded)).sort()).toEqual(['p http://a.com/1', 'q http://b.com/1']);
-    expect(await redis.hget(urlFrontierGlobalKeys(store.prefix).state, 'indexed')).toBe('2');
+    expect(await redis.hget(urlFrontierGlobalKeys(store.partitions[0]).state, 'indexed')).toBe('2');
     expect(await upgraded.backlogTotal()).toBe(2);
   });
 });

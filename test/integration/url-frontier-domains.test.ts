@@ -4,26 +4,24 @@
  * registrable domain). The store's clock is injected: windows are tested by moving it.
  */
 import { afterAll, afterEach, describe, expect, test } from 'vitest';
-import { urlFrontierQueueKeys } from '../../lib/redis/keys.ts';
+import { urlFrontierQueueKeys } from '../../lib/redis/url-frontier/keys.ts';
 import { type PutItem, queueDomain, SERVE_CAP, type ServedUrl } from '../../lib/redis/url-frontier/model.ts';
 import { UrlFrontierStore } from '../../lib/redis/url-frontier/store.ts';
 import { clusterRedis, uniqueName } from '../helpers/services.ts';
+import { dropStores, UF_PARTITIONS } from '../helpers/url-frontier.ts';
 
 const redis = clusterRedis();
 const stores: UrlFrontierStore[] = [];
 afterEach(async () => {
-  for (const store of stores.splice(0)) {
-    const keys = await store.knownKeys();
-    if (keys.length) await redis.del(...keys);
-  }
+  await dropStores(redis, stores.splice(0));
 });
 afterAll(() => redis.disconnect());
 
 const T0 = Date.UTC(2026, 10, 23, 12, 0, 0);
 
-function open(): { store: UrlFrontierStore; clock: { now: number } } {
+function open(partitions: number): { store: UrlFrontierStore; clock: { now: number } } {
   const clock = { now: T0 };
-  const store = new UrlFrontierStore(redis, uniqueName('ufd'), () => clock.now);
+  const store = new UrlFrontierStore(redis, uniqueName('ufd'), { now: () => clock.now, partitions });
   stores.push(store);
   return { store, clock };
 }
@@ -43,7 +41,7 @@ async function serveAll(store: UrlFrontierStore): Promise<string[]> {
 
 const pages = (host: string, n: number) => Array.from({ length: n }, (_, i) => `http://${host}/${i}`);
 
-describe('URL Frontier store: the Kafka side', () => {
+describe.each(UF_PARTITIONS)('URL Frontier store: the Kafka side (FRONTIER_PARTITIONS=%i)', (partitions) => {
   test("a queue's domain is its key's registrable domain; keys that are not host names are their own", () => {
     expect(queueDomain('www.shop.example.co.uk')).toBe('example.co.uk');
     expect(queueDomain('10.0.0.7')).toBe('10.0.0.7');
@@ -51,7 +49,7 @@ describe('URL Frontier store: the Kafka side', () => {
   });
 
   test('backlog counts scheduled and held URLs per crawl and queue, not completed ones', async () => {
-    const { store } = open();
+    const { store } = open(partitions);
     await store.put(discovered('news', 'www.a.com', pages('www.a.com', 3)));
     await store.put(discovered('DEFAULT', 'b.org', pages('b.org', 2)));
     await store.put([
@@ -67,7 +65,7 @@ describe('URL Frontier store: the Kafka side', () => {
   });
 
   test("a blacklisted domain's queues keep their URLs but are not served until the blacklist entry goes", async () => {
-    const { store, clock } = open();
+    const { store, clock } = open(partitions);
     await store.put(discovered('c', 'www.shop.com', pages('www.shop.com', 2)));
     await store.put(discovered('c', 'shop.com', ['http://shop.com/x']));
     await store.put(discovered('c', 'other.net', ['http://other.net/1']));
@@ -81,7 +79,7 @@ describe('URL Frontier store: the Kafka side', () => {
   });
 
   test('a throttle override caps a queue at hits x scale URLs per window, for every crawl of that domain', async () => {
-    const { store, clock } = open();
+    const { store, clock } = open(partitions);
     await store.put(discovered('c1', 'www.slow.com', pages('www.slow.com', 10)));
     await store.put(discovered('c2', 'slow.com', pages('slow.com', 10)));
     await store.put(discovered('c1', 'fast.org', pages('fast.org', 10)));
@@ -117,7 +115,7 @@ describe('URL Frontier store: the Kafka side', () => {
   });
 
   test('a queue of 1,200 URLs: one call serves SERVE_CAP, GetURLs serves it whole (continued), released whole when the holds end', async () => {
-    const { store, clock } = open();
+    const { store, clock } = open(partitions);
     const urls = pages('big.example.com', 1200);
     await store.put(discovered('c', 'big.example.com', urls));
     const getAll = async () => {
@@ -145,7 +143,7 @@ describe('URL Frontier store: the Kafka side', () => {
   });
 
   test('a serve releases at most 2 x SERVE_CAP ended holds (the rest on later serves), then serves SERVE_CAP', async () => {
-    const { store, clock } = open();
+    const { store, clock } = open(partitions);
     const n = 2 * SERVE_CAP + 500;
     await store.put(discovered('c', 'hold.example.com', pages('hold.example.com', n)));
     let served = 0;
@@ -158,7 +156,7 @@ describe('URL Frontier store: the Kafka side', () => {
     expect(served).toBe(n);
     clock.now += 61_000;
     expect((await store.serveQueues('c', ['hold.example.com'], 0, 60))[0]).toHaveLength(SERVE_CAP);
-    const q = urlFrontierQueueKeys(store.prefix, 'c', 'hold.example.com');
+    const q = urlFrontierQueueKeys(store.partitionOf('hold.example.com'), 'c', 'hold.example.com');
     // released 2 x SERVE_CAP, of which SERVE_CAP held again; 500 ended holds wait for the next serve
     expect(await redis.zcard(q.sched)).toBe(SERVE_CAP);
     expect(await redis.zcard(q.held)).toBe(SERVE_CAP + 500);
@@ -166,7 +164,7 @@ describe('URL Frontier store: the Kafka side', () => {
   });
 
   test('a continued GetURLs stops at the client’s max per queue, and a domain override gets no continuation', async () => {
-    const { store } = open();
+    const { store } = open(partitions);
     await store.put(discovered('c', 'max.example.com', pages('max.example.com', 2500)));
     await store.put(discovered('c', 'capped.example.net', pages('capped.example.net', 2500)));
     await store.configureDomain('domain-update', 'example.net', { hits: 5000, window: 1, scale: 1 });

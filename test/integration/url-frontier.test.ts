@@ -1,8 +1,13 @@
 import * as grpc from '@grpc/grpc-js';
 import { afterAll, afterEach, describe, expect, test } from 'vitest';
 import { ownAddress, startUrlFrontierServer, type UrlFrontierServer } from '../../functions/url-frontier/server.ts';
-import { urlFrontierGlobalKeys, urlFrontierQueueKeyList } from '../../lib/redis/keys.ts';
 import { allScripts } from '../../lib/redis/scripts.ts';
+import {
+  urlFrontierGlobalKeys,
+  urlFrontierPartitions,
+  urlFrontierQueueKeyList,
+  urlFrontierTag,
+} from '../../lib/redis/url-frontier/keys.ts';
 import { queueKeyOf } from '../../lib/redis/url-frontier/model.ts';
 import { UrlFrontierStore } from '../../lib/redis/url-frontier/store.ts';
 import { PUT_BOUNDS } from '../../lib/url-frontier/calls.ts';
@@ -10,6 +15,7 @@ import { urlFrontierClientConstructor } from '../../lib/url-frontier/definition.
 import { type AnyClient, unary } from '../helpers/grpc.ts';
 import { recordScriptCalls } from '../helpers/scripts.ts';
 import { clusterRedis, uniqueName } from '../helpers/services.ts';
+import { dropStores, UF_PARTITIONS } from '../helpers/url-frontier.ts';
 
 const redis = clusterRedis();
 const Client = urlFrontierClientConstructor();
@@ -28,8 +34,12 @@ const open: { servers: UrlFrontierServer[]; clients: grpc.Client[]; stores: UrlF
   stores: [],
 };
 
-async function serve(prefix: string, clock: { offset: number }): Promise<Omit<Env, 'prefix' | 'clock'>> {
-  const store = new UrlFrontierStore(redis, prefix, () => Date.now() + clock.offset);
+async function serve(
+  prefix: string,
+  clock: { offset: number },
+  partitions: number,
+): Promise<Omit<Env, 'prefix' | 'clock'>> {
+  const store = new UrlFrontierStore(redis, prefix, { now: () => Date.now() + clock.offset, partitions });
   const server = await startUrlFrontierServer(store, { port: 0 });
   const client = new Client(`127.0.0.1:${server.port}`, grpc.credentials.createInsecure()) as unknown as AnyClient;
   open.servers.push(server);
@@ -38,18 +48,17 @@ async function serve(prefix: string, clock: { offset: number }): Promise<Omit<En
   return { store, server, client };
 }
 
-async function env(): Promise<Env> {
+async function env(partitions: number): Promise<Env> {
   const prefix = uniqueName('uf');
   const clock = { offset: 0 };
-  return { prefix, clock, ...(await serve(prefix, clock)) };
+  return { prefix, clock, ...(await serve(prefix, clock, partitions)) };
 }
 
 afterEach(async () => {
-  const keys = new Set<string>();
-  for (const store of open.stores.splice(0)) for (const k of await store.knownKeys()) keys.add(k);
+  const stores = open.stores.splice(0);
   for (const c of open.clients.splice(0)) c.close();
   for (const s of open.servers.splice(0)) await s.close(100);
-  if (keys.size) await redis.del(...keys);
+  await dropStores(redis, stores);
 });
 afterAll(() => redis.disconnect());
 
@@ -96,7 +105,7 @@ async function getUrls(client: AnyClient, req: object) {
   return urls.map((u) => u.url);
 }
 
-describe('URL Frontier API over Redis', () => {
+describe.each(UF_PARTITIONS)('URL Frontier API over Redis, FRONTIER_PARTITIONS=%i', (partitions) => {
   test('the queue key of a URL is its host as the reference cuts it', () => {
     expect(queueKeyOf('http://gac.icann.org?language_id=9')).toBe('gac.icann.org');
     expect(queueKeyOf('https://a.com:8080/x')).toBe('a.com');
@@ -104,13 +113,15 @@ describe('URL Frontier API over Redis', () => {
   });
 
   test('every uf-* script runs, each with keys of one slot (cluster mode)', async () => {
-    const { prefix, client } = await env();
+    const { prefix, client } = await env(partitions);
+    const parts = urlFrontierPartitions(prefix, partitions);
     const calls = await recordScriptCalls(redis, async () => {
       await put(client, [discovered('http://a.com/1', { crawlID: 'c:x', key: 'a.com/b{c}' })]);
       await getUrls(client, { crawlID: 'c:x' });
-      // As in a frontier stored by an older version: a new server's first look walks it (uf-index).
-      await redis.hdel(urlFrontierGlobalKeys(prefix).state, 'indexed');
-      await new UrlFrontierStore(redis, prefix).backlogTotal();
+      // As in a frontier stored by an older version: a new server's first look walks it (uf-index). Only ever one
+      // partition: a partitioned frontier is indexed from its creation and never walked.
+      for (const p of parts) await redis.hdel(urlFrontierGlobalKeys(p).state, 'indexed');
+      await new UrlFrontierStore(redis, prefix, { partitions }).backlogTotal();
       await unary(client, 'PurgeURLs', { crawlID: 'c:x', days: 0 });
       await unary(client, 'DeleteCrawl', { value: 'c:x' });
     });
@@ -118,23 +129,25 @@ describe('URL Frontier API over Redis', () => {
       new Set(
         allScripts()
           .map((s) => s.name)
-          .filter((n) => n.startsWith('uf-')),
+          .filter((n) => n.startsWith('uf-') && (partitions === 1 || n !== 'uf-index')),
       ),
     );
+    const tags = parts.map(urlFrontierTag);
+    if (partitions === 1) expect(tags).toEqual([`{${prefix}:uf}`]);
     for (const { script, keys } of calls) {
       expect(
-        keys.every((k) => k.startsWith(`{${prefix}:uf}:`)),
+        tags.some((tag) => keys.every((k) => k.startsWith(`${tag}:`))),
         script,
       ).toBe(true);
       const slots = new Set<number>();
       for (const k of keys) slots.add(Number(await redis.cluster('KEYSLOT', k)));
       expect(slots.size, script).toBe(1);
     }
-    expect(urlFrontierQueueKeyList(prefix, 'c:x', 'a.com/b{c}')).toHaveLength(13);
+    expect(urlFrontierQueueKeyList(parts[0], 'c:x', 'a.com/b{c}')).toHaveLength(13);
   });
 
   test('PutURLs dedups discovered URLs, acks by ID or URL, ends the stream; ListCrawls and DeleteCrawl', async () => {
-    const { client } = await env();
+    const { client } = await env(partitions);
     const acks = await put(client, [
       { ...discovered('http://a.com/1'), ID: 'one' },
       discovered('http://a.com/1'),
@@ -162,7 +175,7 @@ describe('URL Frontier API over Redis', () => {
   });
 
   test('known updates overwrite, completed URLs are never served, refetch order is by date then URL', async () => {
-    const { client } = await env();
+    const { client } = await env(partitions);
     const now = nowS();
     await put(client, [
       known('http://a.com/late', now),
@@ -198,7 +211,7 @@ describe('URL Frontier API over Redis', () => {
   });
 
   test('holds expire after delay_requestable; politeness delay between serves of a queue', async () => {
-    const { client, clock } = await env();
+    const { client, clock } = await env(partitions);
     await put(client, [discovered('http://h.com/1'), discovered('http://h.com/2')]);
     const first = await getUrls(client, { key: 'h.com', crawlID: '', max_urls_per_queue: 1, delay_requestable: 2 });
     expect(first).toEqual(['http://h.com/1']);
@@ -223,8 +236,8 @@ describe('URL Frontier API over Redis', () => {
   });
 
   test('two server instances never hand out the same held URL', async () => {
-    const a = await env();
-    const b = await serve(a.prefix, a.clock);
+    const a = await env(partitions);
+    const b = await serve(a.prefix, a.clock, partitions);
     const urls = Array.from({ length: 40 }, (_, i) => `http://q${i % 8}.com/${i}`);
     await put(
       a.client,
@@ -246,7 +259,7 @@ describe('URL Frontier API over Redis', () => {
   });
 
   test('BlockQueueUntil and SetCrawlLimit; SetActive stops GetURLs', async () => {
-    const { client } = await env();
+    const { client } = await env(partitions);
     await put(client, [discovered('http://b.com/1'), known('http://c.com/1', 1), known('http://c.com/0', 0)]);
     await unary(client, 'BlockQueueUntil', { key: 'b.com', time: nowS() + 3600 });
     expect((await unary<{ values: string[] }>(client, 'ListQueues', {})).values).toEqual(['c.com']);
@@ -270,7 +283,7 @@ describe('URL Frontier API over Redis', () => {
   });
 
   test('ListURLs, CountURLs, DeleteQueue, PurgeURLs, PutDiscovered, ListNodes, SetLogLevel', async () => {
-    const { client, server } = await env();
+    const { client, server } = await env(partitions);
     await put(client, [
       known('http://s.com/A', 0, { metadata: { source: { values: ['seed'] } } }),
       discovered('http://s.com/b'),
@@ -304,7 +317,7 @@ describe('URL Frontier API over Redis', () => {
   });
 
   test('bad arguments get a status; the server keeps serving', async () => {
-    const { client } = await env();
+    const { client } = await env(partitions);
     await expect(unary(client, 'GetURLStatus', { url: 'http://nope.com/' })).rejects.toMatchObject({
       code: grpc.status.NOT_FOUND,
     });
@@ -318,7 +331,7 @@ describe('URL Frontier API over Redis', () => {
 
   test('ListNodes: an address peers reach when bound to every interface, the advertised one when given', async () => {
     const prefix = uniqueName('uf');
-    const store = new UrlFrontierStore(redis, prefix);
+    const store = new UrlFrontierStore(redis, prefix, { partitions });
     open.stores.push(store);
     const wide = await startUrlFrontierServer(store, { host: '0.0.0.0', port: 0 });
     open.servers.push(wide);
@@ -335,7 +348,7 @@ describe('URL Frontier API over Redis', () => {
   });
 
   test('PutURLs SKIPS an item beyond the bounds (URL, crawl ID, metadata) and stores the ones at them', async () => {
-    const { client } = await env();
+    const { client } = await env(partitions);
     const long = (n: number) => `http://b.com/${'x'.repeat(n - 'http://b.com/'.length)}`;
     const acks = await put(client, [
       discovered(long(PUT_BOUNDS.urlChars)),
@@ -364,11 +377,11 @@ describe('URL Frontier API over Redis', () => {
   });
 
   test('state survives a restart: a new server and store see the same frontier', async () => {
-    const a = await env();
+    const a = await env(partitions);
     await put(a.client, [discovered('http://r.com/1'), known('http://r.com/2', 0)]);
     await unary(a.client, 'SetActive', { state: false });
     await a.server.close(100);
-    const b = await serve(a.prefix, a.clock);
+    const b = await serve(a.prefix, a.clock, partitions);
     expect(await unary(b.client, 'GetActive', {})).toEqual({ state: false });
     expect(await unary(b.client, 'CountURLs', { key: 'r.com' })).toEqual({ value: 2 });
     expect(await unary(b.client, 'GetStats', {})).toMatchObject({ size: 1, counts: { completed: 1 } });

@@ -2,12 +2,19 @@
  * GetURLs over the URL Frontier store: one queue by key, or the due queues of one crawl or of every crawl. Queues are
  * claimed (scripts/uf-claim.lua) from their crawl's `due` index, or, for a request over every crawl, from the
  * frontier's `qdue` index (every crawl's due queues), so a queue with nothing due costs nothing; then served in waves
- * of several queues (of any crawls) per script call (scripts/uf-serve.lua).
+ * of several queues (of any crawls) per script call (scripts/uf-serve.lua). Over several partitions, each has its
+ * own indexes: claims go to one partition after the other, from a first that rotates between calls, until the
+ * request has its queues or every partition has none due; a wave serves queues of one partition.
  */
 import type { RedisClient } from '../client.ts';
-import { urlFrontierClaimKeys, urlFrontierGlobalKeys } from '../keys.ts';
 import { runScript, script } from '../scripts.ts';
 import type { UrlFrontierIndex } from './index-walk.ts';
+import {
+  type UrlFrontierPartition,
+  type UrlFrontierPartitions,
+  urlFrontierClaimKeys,
+  urlFrontierGlobalKeys,
+} from './keys.ts';
 import {
   CLAIM_MAX,
   CLAIM_MS,
@@ -21,9 +28,11 @@ import {
 /** What GetURLs needs of the store. */
 export interface UfServer {
   readonly redis: RedisClient;
-  readonly prefix: string;
+  readonly partitions: UrlFrontierPartitions;
   readonly index: UrlFrontierIndex;
   now(): number;
+  /** The partitions in the order this request claims from them (UrlFrontierStore.claimOrder). */
+  claimOrder(): UrlFrontierPartition[];
   servePacked(
     crawl: string,
     keys: string[],
@@ -31,20 +40,29 @@ export interface UfServer {
     holdSeconds: number,
     continuing?: boolean,
   ): Promise<PackedQueue[]>;
-  serveGroups(
+  serveIn(
+    p: UrlFrontierPartition,
     groups: readonly { crawl: string; keys: string[] }[],
     maxUrls: number,
     holdSeconds: number,
-    continuing?: boolean,
-    full?: boolean,
+    continuing: boolean,
+    full: boolean,
   ): Promise<PackedQueue[]>;
 }
 
 type Emit = (queue: PackedQueue) => void | Promise<void>;
 
+/** A claimed queue: its partition, crawl and key. */
+interface Claimed {
+  p: UrlFrontierPartition;
+  crawl: string;
+  key: string;
+}
+
 /** GetURLs (UrlFrontierStore.getUrls) with each served queue's URLs in uf-serve's packed form. */
 export async function getUrlsPacked(s: UfServer, req: GetUrlsRequest, emit: Emit): Promise<void> {
-  const g = urlFrontierGlobalKeys(s.prefix);
+  // The active flag is the same in every partition (settings.ts); an older frontier (to walk) is one partition.
+  const g = urlFrontierGlobalKeys(s.partitions[0]);
   const [active, indexed] = await s.redis.hmget(g.state, 'active', 'indexed');
   if (active === '0') return;
   if (req.key !== undefined) {
@@ -61,22 +79,25 @@ export async function getUrlsPacked(s: UfServer, req: GetUrlsRequest, emit: Emit
 
 /**
  * Claims the queues due by the request's start and serves them: a claim of up to {@link CLAIM_MAX} queues is in
- * flight while the claimed ones are served in waves of {@link SERVE_WAVE} (one script call each, over any crawls),
- * {@link SERVE_WAVES_AHEAD} waves in flight, so Redis always has the next call queued while the stream is written
- * (one call for every queue would hold back the first URL until Redis served the last queue). A queue looked at is
- * placed after the time it was served (uf-serve.lua), and a claimed one after the claim, so no claim of this request
- * takes a queue twice, and the loop ends. With `maxQueues`, queues are claimed only within the budget left beyond
+ * flight while the claimed ones are served in waves of {@link SERVE_WAVE} (one script call each, over any crawls of one
+ * partition), {@link SERVE_WAVES_AHEAD} waves in flight, so Redis always has the next call queued while the stream is
+ * written (one call for every queue would hold back the first URL until Redis served the last queue). A queue looked
+ * at is placed after the time it was served (uf-serve.lua), and a claimed one after the claim, so no claim of this
+ * request takes a queue twice; claims go to the next partition (in {@link UfServer.claimOrder}) once one finds none
+ * due, and the loop ends after the last. With `maxQueues`, queues are claimed only within the budget left beyond
  * those claimed and not served yet.
  */
 async function serveDue(s: UfServer, req: GetUrlsRequest, emit: Emit): Promise<void> {
   const start = s.now();
+  const order = s.claimOrder();
   let produced = 0;
   // Claimed queues not yet served, and those being served.
-  const claimed: [string, string][] = [];
+  const claimed: Claimed[] = [];
   let serving = 0;
-  const waves: { queues: number; reply: Promise<PackedQueue[]> }[] = [];
+  const waves: { p: UrlFrontierPartition; queues: number; reply: Promise<PackedQueue[]> }[] = [];
   let claiming: Promise<void> | undefined;
-  let exhausted = false;
+  // The partition claimed from (its place in `order`); past the last, every partition has none due.
+  let turn = 0;
   let failure: { error: unknown } | undefined;
   // Waves name each queue's four keys that most queues need, until one needs all six (see uf-serve.lua): from then on
   // this request names six.
@@ -84,11 +105,12 @@ async function serveDue(s: UfServer, req: GetUrlsRequest, emit: Emit): Promise<v
   const room = () => (req.maxQueues > 0 ? req.maxQueues - produced - claimed.length - serving : CLAIM_MAX);
   const topUp = () => {
     const count = Math.min(room(), CLAIM_MAX);
-    if (claiming || exhausted || claimed.length >= CLAIM_MAX || count <= 0) return;
-    claiming = claimDue(s, req.crawl, start, count).then(
+    const p = order[turn];
+    if (claiming || p === undefined || claimed.length >= CLAIM_MAX || count <= 0) return;
+    claiming = claimDue(s, p, req.crawl, start, count).then(
       (queues) => {
         claiming = undefined;
-        if (queues.length === 0) exhausted = true;
+        if (queues.length === 0) turn++;
         claimed.push(...queues);
       },
       // A claim not awaited yet must not count as unhandled if a serve or an emit throws first.
@@ -99,18 +121,15 @@ async function serveDue(s: UfServer, req: GetUrlsRequest, emit: Emit): Promise<v
   };
   const launch = () => {
     while (waves.length < SERVE_WAVES_AHEAD && claimed.length > 0 && !req.cancelled?.()) {
-      const groups: { crawl: string; keys: string[] }[] = [];
-      const queues = claimed.splice(0, SERVE_WAVE);
-      for (const [crawl, key] of queues) {
-        const last = groups[groups.length - 1];
-        if (last?.crawl === crawl) last.keys.push(key);
-        else groups.push({ crawl, keys: [key] });
-      }
-      const reply = s.serveGroups(groups, req.maxUrlsPerQueue, req.holdSeconds, false, full);
+      const p = (claimed[0] as Claimed).p;
+      let n = 1;
+      while (n < SERVE_WAVE && claimed[n]?.p === p) n++;
+      const queues = claimed.splice(0, n);
+      const reply = s.serveIn(p, groupsOf(queues), req.maxUrlsPerQueue, req.holdSeconds, false, full);
       // Replies that are not awaited yet must not count as unhandled if an earlier emit throws.
       reply.catch(() => undefined);
       serving += queues.length;
-      waves.push({ queues: queues.length, reply });
+      waves.push({ p, queues: queues.length, reply });
     }
   };
   for (;;) {
@@ -128,7 +147,7 @@ async function serveDue(s: UfServer, req: GetUrlsRequest, emit: Emit): Promise<v
     serving -= wave.queues;
     if (served.some((q) => q.count < 0)) {
       full = true;
-      served = await serveAgain(s, served, req);
+      served = await serveAgain(s, wave.p, served, req);
     }
     for (const queue of served) {
       if (req.cancelled?.()) return;
@@ -140,38 +159,54 @@ async function serveDue(s: UfServer, req: GetUrlsRequest, emit: Emit): Promise<v
   }
 }
 
-/** The queues of a wave, those that needed their six keys served again with them (in one call), in wave order. */
-async function serveAgain(s: UfServer, wave: PackedQueue[], req: GetUrlsRequest): Promise<PackedQueue[]> {
+/** Queues as uf-serve takes them: consecutive queues of one crawl in one group. */
+function groupsOf(queues: readonly { crawl: string; key: string }[]): { crawl: string; keys: string[] }[] {
   const groups: { crawl: string; keys: string[] }[] = [];
-  for (const q of wave) {
-    if (q.count >= 0) continue;
+  for (const { crawl, key } of queues) {
     const last = groups[groups.length - 1];
-    if (last?.crawl === q.crawl) last.keys.push(q.key);
-    else groups.push({ crawl: q.crawl, keys: [q.key] });
+    if (last?.crawl === crawl) last.keys.push(key);
+    else groups.push({ crawl, keys: [key] });
   }
-  const again = await s.serveGroups(groups, req.maxUrlsPerQueue, req.holdSeconds, false, true);
+  return groups;
+}
+
+/**
+ * The queues of a wave (of partition `p`), those that needed their six keys served again with them (in one call), in
+ * wave order.
+ */
+async function serveAgain(
+  s: UfServer,
+  p: UrlFrontierPartition,
+  wave: PackedQueue[],
+  req: GetUrlsRequest,
+): Promise<PackedQueue[]> {
+  const groups = groupsOf(wave.filter((q) => q.count < 0));
+  const again = await s.serveIn(p, groups, req.maxUrlsPerQueue, req.holdSeconds, false, true);
   let i = 0;
   return wave.map((q) => (q.count >= 0 ? q : (again[i++] as PackedQueue)));
 }
 
 /**
- * Claims up to `count` due queues ([crawl, key], longest-due first) of `crawl`, or over every crawl when none is
+ * Claims up to `count` due queues (longest-due first) of partition `p`, of `crawl`, or over every crawl when none is
  * named (scripts/uf-claim.lua); none when none is due by `start`.
  */
 async function claimDue(
   s: UfServer,
+  p: UrlFrontierPartition,
   crawl: string | undefined,
   start: number,
   count: number,
-): Promise<[string, string][]> {
-  const claimed = await runScript<string[]>(s.redis, script('uf-claim'), urlFrontierClaimKeys(s.prefix, crawl), [
+): Promise<Claimed[]> {
+  const claimed = await runScript<string[]>(s.redis, script('uf-claim'), urlFrontierClaimKeys(p, crawl), [
     start,
     count,
     CLAIM_MS,
   ]);
-  const queues: [string, string][] = [];
-  if (crawl !== undefined) for (const key of claimed) queues.push([crawl, key]);
-  else for (let i = 0; i < claimed.length; i += 2) queues.push([claimed[i] as string, claimed[i + 1] as string]);
+  const queues: Claimed[] = [];
+  if (crawl !== undefined) for (const key of claimed) queues.push({ p, crawl, key });
+  else
+    for (let i = 0; i < claimed.length; i += 2)
+      queues.push({ p, crawl: claimed[i] as string, key: claimed[i + 1] as string });
   return queues;
 }
 

@@ -3,11 +3,17 @@
  * claims from) and the `backlog` total (URLs scheduled or held, which the stats run reads). The scripts keep both
  * from the moment a frontier is created; a frontier stored by an older version lacks one or both, and is walked
  * once, crawl by crawl, in pages (scripts/uf-index.lua), until its state says `indexed` 2 (the older index over
- * crawls, `cdue`, goes then).
+ * crawls, `cdue`, goes then). Such a frontier is one partition (`{<prefix>:uf}`): partitions (`FRONTIER_PARTITIONS`
+ * > 1) came after both indexes, so a partitioned frontier has them from its creation and is never walked.
  */
 import type { RedisClient } from '../client.ts';
-import { urlFrontierCrawlKeys, urlFrontierGlobalKeys, urlFrontierIndexKeys } from '../keys.ts';
 import { runScript, script } from '../scripts.ts';
+import {
+  type UrlFrontierPartition,
+  urlFrontierCrawlKeys,
+  urlFrontierGlobalKeys,
+  urlFrontierIndexKeys,
+} from './keys.ts';
 import { QUEUES_PER_CALL } from './model.ts';
 
 /** The state's `indexed` once the frontier is (scripts/includes/uf.lua INDEXED); an older mark is walked again. */
@@ -25,13 +31,18 @@ const INDEX_BUDGET_MS = 1000;
 /** The walk of an older frontier: shared by a store's callers, so two calls in one process never walk twice. */
 export class UrlFrontierIndex {
   readonly #redis: RedisClient;
-  readonly #prefix: string;
-  #indexed = false;
+  readonly #partition: UrlFrontierPartition;
+  #indexed: boolean;
   #walking: Promise<boolean> | undefined;
 
-  constructor(redis: RedisClient, prefix: string) {
+  /**
+   * @param partition the frontier's one partition (`{<prefix>:uf}`)
+   * @param indexed true for a frontier known to be indexed from its creation (a partitioned one): nothing is walked
+   */
+  constructor(redis: RedisClient, partition: UrlFrontierPartition, indexed = false) {
     this.#redis = redis;
-    this.#prefix = prefix;
+    this.#partition = partition;
+    this.#indexed = indexed;
   }
 
   /** Whether the frontier is indexed, as last seen (an indexed frontier never goes back). */
@@ -72,7 +83,7 @@ export class UrlFrontierIndex {
    * @returns whether the frontier is indexed now
    */
   async step(): Promise<boolean> {
-    const g = urlFrontierGlobalKeys(this.#prefix);
+    const g = urlFrontierGlobalKeys(this.#partition);
     const [indexed, cursor] = await this.#redis.hmget(g.state, 'indexed', 'icursor');
     this.saw(indexed);
     if (this.#indexed) return true;
@@ -94,12 +105,12 @@ export class UrlFrontierIndex {
 
   /** Indexes one crawl: its due queues in `qdue`, its queues in the backlog total; {@link QUEUES_PER_CALL} a call. */
   async #indexCrawl(crawl: string): Promise<void> {
-    const queues = await this.#redis.zrange(urlFrontierCrawlKeys(this.#prefix, crawl).queues, '0', '-1');
+    const queues = await this.#redis.zrange(urlFrontierCrawlKeys(this.#partition, crawl).queues, '0', '-1');
     const calls: Promise<number>[] = [];
     for (let i = 0; i === 0 || i < queues.length; i += QUEUES_PER_CALL) {
       const part = queues.slice(i, i + QUEUES_PER_CALL);
       calls.push(
-        runScript<number>(this.#redis, script('uf-index'), urlFrontierIndexKeys(this.#prefix, crawl, part), [
+        runScript<number>(this.#redis, script('uf-index'), urlFrontierIndexKeys(this.#partition, crawl, part), [
           crawl,
           ...part,
         ]),

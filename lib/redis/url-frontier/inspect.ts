@@ -1,15 +1,29 @@
 /**
- * The URL Frontier store's admin reads over whole queues (ListURLs, CountURLs, GetURLStatus; PurgeURLs's scan), in
- * pages of SCAN_PAGE so none holds Redis for a whole queue in one command.
+ * The URL Frontier store's admin reads: over whole queues (ListURLs, CountURLs, GetURLStatus; PurgeURLs's scan), in
+ * pages of SCAN_PAGE so none holds Redis for a whole queue in one command, and over a crawl's queues (GetStats,
+ * ListQueues, the Kafka side's backlog), each queue read in its partition.
  */
 import type { RedisClient } from '../client.ts';
-import { urlFrontierQueueKeys } from '../keys.ts';
-import { memberUrl, parseMetadata, SCAN_PAGE, splitCreated, type UrlRecord, urlMember } from './model.ts';
+import { type UrlFrontierPartition, urlFrontierQueueKeys } from './keys.ts';
+import {
+  inChunks,
+  memberUrl,
+  parseMetadata,
+  type QueueStats,
+  SCAN_PAGE,
+  splitCreated,
+  type UrlRecord,
+  urlMember,
+} from './model.ts';
 
 /** What the reads need of the store. */
 export interface UfReader {
   readonly redis: RedisClient;
-  readonly prefix: string;
+  now(): number;
+  partitionOf(key: string): UrlFrontierPartition;
+  crawls(): Promise<string[]>;
+  queues(crawl: string): Promise<string[]>;
+  queuesByPartition(crawl: string): Promise<[UrlFrontierPartition, string[]][]>;
   queueKeys(crawl: string, key: string | undefined): Promise<string[]>;
 }
 
@@ -36,7 +50,7 @@ async function queueRecords(
   key: string,
   filter?: (url: string) => boolean,
 ): Promise<UrlRecord[]> {
-  const q = urlFrontierQueueKeys(s.prefix, crawl, key);
+  const q = urlFrontierQueueKeys(s.partitionOf(key), crawl, key);
   const created = new Map<string, string>();
   for await (const page of createdPages(s.redis, q.created))
     for (const [member, value] of page) if (!filter || filter(memberUrl(key, member))) created.set(member, value);
@@ -104,7 +118,7 @@ export async function countUrls(
   const keys = await s.queueKeys(crawl, key);
   let n = 0;
   for (const k of keys) {
-    const q = urlFrontierQueueKeys(s.prefix, crawl, k);
+    const q = urlFrontierQueueKeys(s.partitionOf(k), crawl, k);
     if (!filter) {
       n += await s.redis.hlen(q.created);
       continue;
@@ -119,7 +133,7 @@ export async function countUrls(
 
 /** One URL's record, or undefined when the queue does not know it. */
 export async function urlStatus(s: UfReader, crawl: string, key: string, url: string): Promise<UrlRecord | undefined> {
-  const q = urlFrontierQueueKeys(s.prefix, crawl, key);
+  const q = urlFrontierQueueKeys(s.partitionOf(key), crawl, key);
   const member = urlMember(key, url);
   const value = await s.redis.hget(q.created, member);
   if (value === null) return undefined;
@@ -137,4 +151,98 @@ export async function urlStatus(s: UfReader, crawl: string, key: string, url: st
     date: done ? 0 : Number(sched ?? hdate ?? 0),
     created,
   };
+}
+
+/** URLs not completed (scheduled or held) per crawl, per queue key; one pipeline per partition, O(queues). */
+export async function backlog(s: UfReader, crawl?: string): Promise<Record<string, Record<string, number>>> {
+  const crawls = crawl !== undefined ? [crawl] : await s.crawls();
+  const out: Record<string, Record<string, number>> = {};
+  for (const c of crawls) {
+    const queues: Record<string, number> = {};
+    const lists = (await s.queuesByPartition(c)).filter(([, keys]) => keys.length > 0);
+    if (lists.length === 0) continue;
+    // Pipelines of one partition's keys each: a pipeline in cluster mode goes to one shard.
+    const counts = await Promise.all(lists.map(([p, keys]) => backlogOf(s.redis, p, c, keys)));
+    lists.forEach(([, keys], i) => {
+      keys.forEach((key, j) => {
+        queues[key] = counts[i]?.[j] ?? 0;
+      });
+    });
+    out[c] = queues;
+  }
+  return out;
+}
+
+/** URLs scheduled or held in each of `keys`, queues of crawl `c` in partition `p`: one pipeline. */
+async function backlogOf(redis: RedisClient, p: UrlFrontierPartition, c: string, keys: string[]): Promise<number[]> {
+  const pipeline = redis.pipeline();
+  for (const key of keys) {
+    const q = urlFrontierQueueKeys(p, c, key);
+    pipeline.zcard(q.sched).zcard(q.held);
+  }
+  const replies = (await pipeline.exec()) ?? [];
+  return keys.map((_, i) => {
+    const [e1, sched] = replies[2 * i] ?? [];
+    const [e2, held] = replies[2 * i + 1] ?? [];
+    if (e1 || e2) throw e1 ?? e2;
+    return Number(sched) + Number(held);
+  });
+}
+
+async function oneQueueStats(s: UfReader, crawl: string, key: string, now: number): Promise<QueueStats> {
+  const q = urlFrontierQueueKeys(s.partitionOf(key), crawl, key);
+  const [sched, held, inProcess, completed] = await Promise.all([
+    s.redis.zcard(q.sched),
+    s.redis.zcard(q.held),
+    s.redis.zcount(q.held, `(${now}`, '+inf'),
+    s.redis.scard(q.done),
+  ]);
+  const size = sched + held;
+  return { size, inProcess, completed, activeQueues: size > 0 ? 1 : 0, numberOfQueues: 1 };
+}
+
+/** GetStats: of one queue (all zero for an unknown one) or of every queue of a crawl. */
+export async function queueStats(s: UfReader, crawl: string, key?: string): Promise<QueueStats> {
+  const now = s.now();
+  const keys = await s.queueKeys(crawl, key);
+  const all = await inChunks(keys, (k) => oneQueueStats(s, crawl, k, now));
+  return all.reduce(
+    (a, b) => ({
+      size: a.size + b.size,
+      inProcess: a.inProcess + b.inProcess,
+      completed: a.completed + b.completed,
+      activeQueues: a.activeQueues + b.activeQueues,
+      numberOfQueues: a.numberOfQueues + b.numberOfQueues,
+    }),
+    { size: 0, inProcess: 0, completed: 0, activeQueues: 0, numberOfQueues: 0 },
+  );
+}
+
+/**
+ * ListQueues: queue keys of a crawl, page `start`/`size` among the matching ones, in lexicographic order over every
+ * partition (their lists merged); active only unless `includeInactive`.
+ */
+export async function listQueues(
+  s: UfReader,
+  crawl: string,
+  start: number,
+  size: number,
+  includeInactive: boolean,
+): Promise<string[]> {
+  const all = await s.queues(crawl);
+  let matching = all;
+  if (!includeInactive) {
+    const now = s.now();
+    const flags = await inChunks(all, async (key) => {
+      const q = urlFrontierQueueKeys(s.partitionOf(key), crawl, key);
+      const [sched, held, blocked] = await Promise.all([
+        s.redis.zcard(q.sched),
+        s.redis.zcard(q.held),
+        s.redis.hget(q.info, 'blocked'),
+      ]);
+      return sched + held > 0 && !(blocked !== null && Number(blocked) >= now);
+    });
+    matching = all.filter((_, i) => flags[i]);
+  }
+  return matching.slice(start, start + size);
 }

@@ -245,3 +245,22 @@ export function queueDomain(key: string): string {
     return key;
   }
 }
+
+/**
+ * Orders strings as Redis orders the members of a sorted set with equal scores: by their UTF-8 bytes, i.e. by code
+ * point. JavaScript's `<` compares UTF-16 code units, which differs only where a surrogate (a code point past U+FFFF)
+ * meets a code unit at or above U+E000; so does this, then.
+ */
+export function byteOrder(a: string, b: string): number {
+  const n = Math.min(a.length, b.length);
+  for (let i = 0; i < n; i++) {
+    const x = a.charCodeAt(i);
+    const y = b.charCodeAt(i);
+    if (x === y) continue;
+    const sx = x >= 0xd800 && x <= 0xdfff;
+    const sy = y >= 0xd800 && y <= 0xdfff;
+    if (sx !== sy) return sx ? 1 : -1;
+    return x - y;
+  }
+  return a.length - b.length;
+}

@@ -2,76 +2,128 @@
  * The URL Frontier API's state, all in Redis (it survives restarts and is shared by every server instance):
  * crawls, queues per crawl, URLs per queue with metadata, next-fetch and creation dates and the completed flag,
  * holds (leases), per-queue delay / blockedUntil / crawl limit / lastProduced, the default delay and the active
- * flag, and two frontier-wide indexes: every crawl's due queues by due time and the backlog total. Keys: keys.ts
- * (one hash tag per prefix); atomic steps: scripts/uf-*.lua; its model lib/redis/url-frontier/model.ts, its admin
- * reads lib/redis/url-frontier/inspect.ts, the walk that indexes an older frontier
- * lib/redis/url-frontier/index-walk.ts.
+ * flag, and two frontier-wide indexes: every crawl's due queues by due time and the backlog total. Keys:
+ * lib/redis/url-frontier/keys.ts (one hash tag per partition, `FRONTIER_PARTITIONS`; a queue belongs to the partition
+ * of its key); atomic steps: scripts/uf-*.lua, each in one partition; its model lib/redis/url-frontier/model.ts,
+ * PutURLs put.ts, GetURLs get-urls.ts, the frontier-wide settings settings.ts, the admin reads inspect.ts, the walk
+ * that indexes an older frontier index-walk.ts. Over several partitions this store answers for all of them: lists
+ * are merged, counts summed, a queue's call goes to its partition.
  */
 
 import type { DomainAction } from '../../frontier-model.ts';
 import type { UrlFrontierView } from '../../ports.ts';
 import type { RedisClient } from '../client.ts';
-import {
-  urlFrontierCrawlGroup,
-  urlFrontierCrawlKeys,
-  urlFrontierGlobalKeys,
-  urlFrontierQueueKeyList,
-  urlFrontierQueueKeys,
-  urlFrontierScriptGlobals,
-  urlFrontierServeKeys,
-} from '../keys.ts';
 import { runScript, runScriptBuffer, script } from '../scripts.ts';
 import { getUrlsPacked } from './get-urls.ts';
 import { UrlFrontierIndex } from './index-walk.ts';
-import { countUrls, createdPages, listUrls, urlStatus } from './inspect.ts';
+import { backlog, countUrls, createdPages, listQueues, listUrls, queueStats, urlStatus } from './inspect.ts';
+import {
+  type UrlFrontierPartition,
+  type UrlFrontierPartitions,
+  urlFrontierCrawlKeys,
+  urlFrontierGlobalKeys,
+  urlFrontierPartitionIndex,
+  urlFrontierPartitions,
+  urlFrontierQueueKeyList,
+  urlFrontierQueueKeys,
+  urlFrontierServeKeys,
+} from './keys.ts';
 import {
   BLACKLIST_RECHECK_MS,
+  byteOrder,
   type GetUrlsRequest,
-  ITEMS_PER_CALL,
   inChunks,
-  metadataValue,
   type PackedQueue,
   type PutItem,
   type PutStatus,
-  QUEUES_PER_CALL,
   type QueueStats,
-  queueDomain,
   queueMember,
   SERVE_CAP,
   type ServedUrl,
   servedUrls,
   splitCreated,
   type UrlRecord,
-  urlMember,
 } from './model.ts';
+import { putItems } from './put.ts';
+import { FrontierSettings } from './settings.ts';
+
+export interface UrlFrontierStoreOptions {
+  /** The clock, epoch ms (injectable for tests). @default Date.now */
+  now?: () => number;
+  /**
+   * Partitions of the frontier (`FRONTIER_PARTITIONS`, the crawl frontier's knob): a queue belongs to one by its key
+   * (lib/redis/url-frontier/keys.ts). A frontier is read only with the count it was stored with. @default 1
+   */
+  partitions?: number;
+}
 
 export class UrlFrontierStore implements UrlFrontierView {
   readonly redis: RedisClient;
   readonly prefix: string;
+  /** The frontier's partitions; one holds the whole frontier when `FRONTIER_PARTITIONS` is 1. */
+  readonly partitions: UrlFrontierPartitions;
   readonly #now: () => number;
-  /** The walk that indexes a frontier stored by an older version (lib/redis/url-frontier/index-walk.ts). */
+  /**
+   * The walk that indexes a frontier stored by an older version (lib/redis/url-frontier/index-walk.ts): only ever one
+   * partition, since partitions came after the indexes, so a partitioned frontier is indexed from its creation.
+   */
   readonly index: UrlFrontierIndex;
+  readonly #settings: FrontierSettings;
+  /** The partition the next GetURLs claims from first ({@link claimOrder}). */
+  #turn = 0;
 
-  /** @param now the clock, epoch ms (injectable for tests) */
-  constructor(redis: RedisClient, prefix: string, now: () => number = Date.now) {
+  constructor(redis: RedisClient, prefix: string, options: UrlFrontierStoreOptions = {}) {
     this.redis = redis;
     this.prefix = prefix;
-    this.#now = now;
-    this.index = new UrlFrontierIndex(redis, prefix);
+    this.#now = options.now ?? Date.now;
+    this.partitions = urlFrontierPartitions(prefix, options.partitions);
+    this.index = new UrlFrontierIndex(redis, this.partitions[0], this.partitions.length > 1);
+    this.#settings = new FrontierSettings(redis, this.partitions);
+  }
+
+  /** The partition that holds the queues with key `key` (of every crawl). */
+  partitionOf(key: string): UrlFrontierPartition {
+    const ps = this.partitions;
+    return (ps.length === 1 ? ps[0] : ps[urlFrontierPartitionIndex(key, ps.length)]) as UrlFrontierPartition;
+  }
+
+  /**
+   * The partitions in the order one GetURLs over due queues claims from them: each call starts one partition further
+   * on, so every partition is first in turn and none starves behind a busy one (as crawlers lease:
+   * lib/redis/lease-call.ts).
+   */
+  claimOrder(): UrlFrontierPartition[] {
+    const ps = this.partitions;
+    if (ps.length === 1) return [...ps];
+    const start = this.#turn % ps.length;
+    this.#turn = start + 1;
+    return [...ps.slice(start), ...ps.slice(0, start)];
   }
 
   #keys(crawl: string, key: string): string[] {
-    return urlFrontierQueueKeyList(this.prefix, crawl, key);
+    return urlFrontierQueueKeyList(this.partitionOf(key), crawl, key);
   }
 
-  /** Every crawl that has at least one queue. */
+  /** Every crawl that has at least one queue (in any partition). */
   async crawls(): Promise<string[]> {
-    return (await this.redis.smembers(urlFrontierGlobalKeys(this.prefix).crawls)).sort();
+    if (this.partitions.length === 1)
+      return (await this.redis.smembers(urlFrontierGlobalKeys(this.partitions[0]).crawls)).sort();
+    const sets = await Promise.all(this.partitions.map((p) => this.redis.smembers(urlFrontierGlobalKeys(p).crawls)));
+    return [...new Set(sets.flat())].sort();
   }
 
-  /** The queue keys of a crawl, in lexicographic order. */
+  /** The queue keys of a crawl in each partition (each list in lexicographic order), partitions in order. */
+  async queuesByPartition(crawl: string): Promise<[UrlFrontierPartition, string[]][]> {
+    const ps = this.partitions;
+    const lists = await Promise.all(ps.map((p) => this.redis.zrange(urlFrontierCrawlKeys(p, crawl).queues, '0', '-1')));
+    return lists.map((keys, i) => [ps[i] as UrlFrontierPartition, keys]);
+  }
+
+  /** The queue keys of a crawl, in lexicographic order (byte order, as Redis sorts them) over every partition. */
   async queues(crawl: string): Promise<string[]> {
-    return this.redis.zrange(urlFrontierCrawlKeys(this.prefix, crawl).queues, '0', '-1');
+    const lists = await this.queuesByPartition(crawl);
+    if (lists.length === 1) return lists[0]?.[1] ?? [];
+    return lists.flatMap(([, keys]) => keys).sort(byteOrder);
   }
 
   /** The queue `key` when the crawl has it (else none), or every queue of the crawl when no key is given. */
@@ -81,86 +133,18 @@ export class UrlFrontierStore implements UrlFrontierView {
   }
 
   async hasQueue(crawl: string, key: string): Promise<boolean> {
-    return (await this.redis.zscore(urlFrontierCrawlKeys(this.prefix, crawl).queues, key)) !== null;
+    return (await this.redis.zscore(urlFrontierCrawlKeys(this.partitionOf(key), crawl).queues, key)) !== null;
   }
 
   /**
-   * Stores items, grouped per crawl and queue: one script call for up to {@link QUEUES_PER_CALL} queues (of any
-   * crawls) and {@link ITEMS_PER_CALL} items; statuses in input order.
+   * Stores items, grouped per partition, crawl and queue: one script call for up to `QUEUES_PER_CALL` queues (of any
+   * crawls of one partition) and `ITEMS_PER_CALL` items; statuses in input order (lib/redis/url-frontier/put.ts).
    */
-  async put(items: PutItem[]): Promise<PutStatus[]> {
-    const now = Math.floor(this.#now() / 1000);
-    const byCrawl = new Map<string, Map<string, number[]>>();
-    items.forEach((item, i) => {
-      let queues = byCrawl.get(item.crawl);
-      if (!queues) {
-        queues = new Map();
-        byCrawl.set(item.crawl, queues);
-      }
-      const group = queues.get(item.key);
-      if (group) group.push(i);
-      else queues.set(item.key, [i]);
-    });
-    // Calls of at most QUEUES_PER_CALL queues and ITEMS_PER_CALL items, of any crawls (one URL into each of many
-    // crawls is one call, not one per crawl); a queue with more items spans calls, which Redis runs in the order
-    // they are sent (one connection: all keys share one slot).
-    type Call = { crawls: { crawl: string; groups: [string, number[]][] }[]; queues: number; items: number };
-    const calls: Call[] = [];
-    let call: Call | undefined;
-    for (const [crawl, queues] of byCrawl) {
-      for (const [key, indexes] of queues) {
-        for (let from = 0; from < indexes.length; ) {
-          if (!call || call.queues === QUEUES_PER_CALL || call.items === ITEMS_PER_CALL) {
-            call = { crawls: [], queues: 0, items: 0 };
-            calls.push(call);
-          }
-          const part = indexes.slice(from, from + ITEMS_PER_CALL - call.items);
-          const last = call.crawls[call.crawls.length - 1];
-          if (last?.crawl === crawl) last.groups.push([key, part]);
-          else call.crawls.push({ crawl, groups: [[key, part]] });
-          call.queues++;
-          call.items += part.length;
-          from += part.length;
-        }
-      }
-    }
-    const out: PutStatus[] = new Array(items.length);
-    await Promise.all(
-      calls.map(async ({ crawls }) => {
-        const keys = urlFrontierScriptGlobals(this.prefix);
-        const args: (string | number)[] = [now];
-        for (const { crawl, groups } of crawls) {
-          keys.push(
-            ...urlFrontierCrawlGroup(
-              this.prefix,
-              crawl,
-              groups.map(([key]) => key),
-            ),
-          );
-          args.push(crawl, groups.length);
-          for (const [key, indexes] of groups) {
-            args.push(key, queueDomain(key), indexes.length);
-            for (const i of indexes) {
-              const it = items[i] as PutItem;
-              args.push(
-                it.kind === 'discovered' ? 'd' : 'k',
-                urlMember(key, it.url),
-                Math.max(0, Math.floor(it.date)),
-                metadataValue(it.metadata),
-              );
-            }
-          }
-        }
-        const res = await runScript<number[]>(this.redis, script('uf-put'), keys, args);
-        let j = 0;
-        for (const { groups } of crawls)
-          for (const [, indexes] of groups) for (const i of indexes) out[i] = res[j++] === 0 ? 'OK' : 'SKIPPED';
-      }),
-    );
-    return out;
+  put(items: PutItem[]): Promise<PutStatus[]> {
+    return putItems(this.redis, (key) => this.partitionOf(key), Math.floor(this.#now() / 1000), items);
   }
 
-  /** Serves queues of one crawl in one script call (see uf-serve.lua): the URLs of each, in `keys` order. */
+  /** Serves queues of one crawl in one script call per partition (see uf-serve.lua): the URLs of each, in `keys` order. */
   async serveQueues(crawl: string, keys: string[], maxUrls: number, holdSeconds: number): Promise<ServedUrl[][]> {
     return (await this.servePacked(crawl, keys, maxUrls, holdSeconds)).map(servedUrls);
   }
@@ -180,9 +164,9 @@ export class UrlFrontierStore implements UrlFrontierView {
   }
 
   /**
-   * {@link servePacked} over queues of several crawls in one script call: the queues in `groups` order. Unless `full`,
-   * each queue's keys for metadata and its crawl limit are left out, and a queue that needs them is counted -1 and
-   * left claimed, for the caller to serve again with `full` (see uf-serve.lua).
+   * {@link servePacked} over queues of several crawls, one script call per partition: the queues in `groups` order.
+   * Unless `full`, each queue's keys for metadata and its crawl limit are left out, and a queue that needs them is
+   * counted -1 and left claimed, for the caller to serve again with `full` (see uf-serve.lua).
    */
   async serveGroups(
     groups: readonly { crawl: string; keys: string[] }[],
@@ -190,6 +174,45 @@ export class UrlFrontierStore implements UrlFrontierView {
     holdSeconds: number,
     continuing = false,
     full = true,
+  ): Promise<PackedQueue[]> {
+    if (this.partitions.length === 1)
+      return this.serveIn(this.partitions[0], groups, maxUrls, holdSeconds, continuing, full);
+    // Each partition's queues, in `groups` order, and where each one's answer goes.
+    const parts = new Map<UrlFrontierPartition, { groups: { crawl: string; keys: string[] }[]; at: number[] }>();
+    let n = 0;
+    for (const { crawl, keys } of groups)
+      for (const key of keys) {
+        const p = this.partitionOf(key);
+        let part = parts.get(p);
+        if (!part) {
+          part = { groups: [], at: [] };
+          parts.set(p, part);
+        }
+        const last = part.groups[part.groups.length - 1];
+        if (last?.crawl === crawl) last.keys.push(key);
+        else part.groups.push({ crawl, keys: [key] });
+        part.at.push(n++);
+      }
+    const out: PackedQueue[] = new Array(n);
+    await Promise.all(
+      [...parts].map(async ([p, part]) => {
+        const served = await this.serveIn(p, part.groups, maxUrls, holdSeconds, continuing, full);
+        served.forEach((q, i) => {
+          out[part.at[i] as number] = q;
+        });
+      }),
+    );
+    return out;
+  }
+
+  /** {@link serveGroups} over queues of one partition, in one script call. */
+  async serveIn(
+    p: UrlFrontierPartition,
+    groups: readonly { crawl: string; keys: string[] }[],
+    maxUrls: number,
+    holdSeconds: number,
+    continuing: boolean,
+    full: boolean,
   ): Promise<PackedQueue[]> {
     const now = this.#now();
     const args: (string | number)[] = [
@@ -205,7 +228,7 @@ export class UrlFrontierStore implements UrlFrontierView {
     const [replies, counts] = await runScriptBuffer<[Buffer[], number[]]>(
       this.redis,
       script('uf-serve'),
-      urlFrontierServeKeys(this.prefix, groups, full),
+      urlFrontierServeKeys(p, groups, full),
       args,
     );
     const out: PackedQueue[] = [];
@@ -219,10 +242,10 @@ export class UrlFrontierStore implements UrlFrontierView {
 
   /**
    * GetURLs: one queue with `key`, else the queues of the crawl (or of every crawl) whose time in the `due` index has
-   * come, the longest-due first (across crawls too), each at most once, stopping once `maxQueues` queues produced.
-   * Queues with nothing due are never looked at (the `due` index of a crawl, `qdue` over every crawl), so the cost
-   * is O(log q + queues looked at), not O(queues) or O(crawls). Calls `emit` per served queue
-   * (lib/redis/url-frontier/get-urls.ts).
+   * come, the longest-due first (across crawls too) within a partition, the partitions in turn, each queue at most
+   * once, stopping once `maxQueues` queues produced. Queues with nothing due are never looked at (the `due` index of
+   * a crawl, `qdue` over every crawl), so the cost is O(log q + queues looked at) per partition, not O(queues) or
+   * O(crawls). Calls `emit` per served queue (lib/redis/url-frontier/get-urls.ts).
    */
   async getUrls(req: GetUrlsRequest, emit: (urls: ServedUrl[]) => void | Promise<void>): Promise<void> {
     await getUrlsPacked(this, req, (queue) => emit(servedUrls(queue)));
@@ -243,17 +266,24 @@ export class UrlFrontierStore implements UrlFrontierView {
   }
 
   async deleteCrawl(crawl: string): Promise<number> {
-    const removed = await inChunks(await this.queues(crawl), (key) => this.deleteQueue(crawl, key));
+    const keys = (await this.queuesByPartition(crawl)).flatMap(([, k]) => k);
+    const removed = await inChunks(keys, (key) => this.deleteQueue(crawl, key));
     return removed.reduce((a, b) => a + b, 0);
   }
 
   /**
-   * URLs not completed (scheduled or held) over every crawl, from the kept total: O(1). In a frontier stored by an
-   * older version, each call first walks it for up to a second ({@link UrlFrontierIndex}); until the walk ends the
-   * total counts only the queues walked so far.
+   * URLs not completed (scheduled or held) over every crawl, from the kept totals: O(1) per partition. In a frontier
+   * stored by an older version, each call first walks it for up to a second ({@link UrlFrontierIndex}); until the
+   * walk ends the total counts only the queues walked so far.
    */
   async backlogTotal(): Promise<number> {
-    const g = urlFrontierGlobalKeys(this.prefix);
+    if (this.partitions.length > 1) {
+      const totals = await Promise.all(
+        this.partitions.map((p) => this.redis.hget(urlFrontierGlobalKeys(p).state, 'backlog')),
+      );
+      return totals.reduce((n, t) => n + Number(t ?? 0), 0);
+    }
+    const g = urlFrontierGlobalKeys(this.partitions[0]);
     const [indexed, total] = await this.redis.hmget(g.state, 'indexed', 'backlog');
     this.index.saw(indexed);
     if (this.index.indexed) return Number(total ?? 0);
@@ -261,105 +291,35 @@ export class UrlFrontierStore implements UrlFrontierView {
     return Number((await this.redis.hget(g.state, 'backlog')) ?? 0);
   }
 
-  /** URLs not completed (scheduled or held) per crawl, per queue key; one pipeline, O(queues). */
-  async backlog(crawl?: string): Promise<Record<string, Record<string, number>>> {
-    const crawls = crawl !== undefined ? [crawl] : await this.crawls();
-    const out: Record<string, Record<string, number>> = {};
-    for (const c of crawls) {
-      const keys = await this.queues(c);
-      if (keys.length === 0) continue;
-      const pipeline = this.redis.pipeline();
-      for (const key of keys) {
-        const q = urlFrontierQueueKeys(this.prefix, c, key);
-        pipeline.zcard(q.sched).zcard(q.held);
-      }
-      const replies = (await pipeline.exec()) ?? [];
-      const queues: Record<string, number> = {};
-      keys.forEach((key, i) => {
-        const [e1, sched] = replies[2 * i] ?? [];
-        const [e2, held] = replies[2 * i + 1] ?? [];
-        if (e1 || e2) throw e1 ?? e2;
-        queues[key] = Number(sched) + Number(held);
-      });
-      out[c] = queues;
-    }
-    return out;
+  /** URLs not completed (scheduled or held) per crawl, per queue key; one pipeline per partition, O(queues). */
+  backlog(crawl?: string): Promise<Record<string, Record<string, number>>> {
+    return backlog(this, crawl);
   }
 
   /**
    * The Kafka API's domain throttle override or blacklist, for the queues of `domain` (a queue's domain is its
    * key's registrable domain): `domain-update` sets `hits`/`window`/`scale`, `domain-remove` clears it,
-   * `blacklist-update`/`-remove` stop and resume serving them.
+   * `blacklist-update`/`-remove` stop and resume serving them. Written to every partition (settings.ts).
    */
-  async configureDomain(
+  configureDomain(
     action: DomainAction,
     domain: string,
     limits: { hits?: number; window?: number; scale?: number } = {},
   ): Promise<void> {
-    const g = urlFrontierGlobalKeys(this.prefix);
-    switch (action) {
-      case 'domain-update':
-        await this.redis.hset(g.domainConfig, domain, `${limits.hits ?? 0},${limits.window ?? 0},${limits.scale ?? 1}`);
-        return;
-      case 'domain-remove':
-        await this.redis.hdel(g.domainConfig, domain);
-        return;
-      case 'blacklist-update':
-        await this.redis.sadd(g.blacklist, domain);
-        return;
-      case 'blacklist-remove':
-        await this.redis.srem(g.blacklist, domain);
-        return;
-    }
-  }
-
-  async #queueStats(crawl: string, key: string, now: number): Promise<QueueStats> {
-    const q = urlFrontierQueueKeys(this.prefix, crawl, key);
-    const [sched, held, inProcess, completed] = await Promise.all([
-      this.redis.zcard(q.sched),
-      this.redis.zcard(q.held),
-      this.redis.zcount(q.held, `(${now}`, '+inf'),
-      this.redis.scard(q.done),
-    ]);
-    const size = sched + held;
-    return { size, inProcess, completed, activeQueues: size > 0 ? 1 : 0, numberOfQueues: 1 };
+    return this.#settings.configureDomain(action, domain, limits);
   }
 
   /** Stats of one queue (all zero for an unknown one) or of every queue of a crawl. */
-  async stats(crawl: string, key?: string): Promise<QueueStats> {
-    const now = this.#now();
-    const keys = await this.queueKeys(crawl, key);
-    const all = await inChunks(keys, (k) => this.#queueStats(crawl, k, now));
-    return all.reduce(
-      (a, b) => ({
-        size: a.size + b.size,
-        inProcess: a.inProcess + b.inProcess,
-        completed: a.completed + b.completed,
-        activeQueues: a.activeQueues + b.activeQueues,
-        numberOfQueues: a.numberOfQueues + b.numberOfQueues,
-      }),
-      { size: 0, inProcess: 0, completed: 0, activeQueues: 0, numberOfQueues: 0 },
-    );
+  stats(crawl: string, key?: string): Promise<QueueStats> {
+    return queueStats(this, crawl, key);
   }
 
-  /** Queue keys of a crawl, page `start`/`size` among the matching ones; active only unless `includeInactive`. */
-  async listQueues(crawl: string, start: number, size: number, includeInactive: boolean): Promise<string[]> {
-    const all = await this.queues(crawl);
-    let matching = all;
-    if (!includeInactive) {
-      const now = this.#now();
-      const flags = await inChunks(all, async (key) => {
-        const q = urlFrontierQueueKeys(this.prefix, crawl, key);
-        const [sched, held, blocked] = await Promise.all([
-          this.redis.zcard(q.sched),
-          this.redis.zcard(q.held),
-          this.redis.hget(q.info, 'blocked'),
-        ]);
-        return sched + held > 0 && !(blocked !== null && Number(blocked) >= now);
-      });
-      matching = all.filter((_, i) => flags[i]);
-    }
-    return matching.slice(start, start + size);
+  /**
+   * Queue keys of a crawl, page `start`/`size` among the matching ones (in lexicographic order over every partition);
+   * active only unless `includeInactive`.
+   */
+  listQueues(crawl: string, start: number, size: number, includeInactive: boolean): Promise<string[]> {
+    return listQueues(this, crawl, start, size, includeInactive);
   }
 
   /** ListURLs: the URLs of a queue or crawl (completed included), paged among the filtered ones (lib/redis/url-frontier/inspect.ts). */
@@ -390,7 +350,7 @@ export class UrlFrontierStore implements UrlFrontierView {
     const keys = await this.queueKeys(crawl, key);
     let n = 0;
     for (const k of keys) {
-      const q = urlFrontierQueueKeys(this.prefix, crawl, k);
+      const q = urlFrontierQueueKeys(this.partitionOf(k), crawl, k);
       // A page at a time: the old members of each page go to one script call, which checks each date again.
       for await (const page of createdPages(this.redis, q.created)) {
         const old = page.filter(([, value]) => splitCreated(value).created < cutoff).map(([member]) => member);
@@ -406,10 +366,10 @@ export class UrlFrontierStore implements UrlFrontierView {
     return n;
   }
 
-  /** SetDelay: the default (no key) or one queue's politeness delay in seconds; unknown queue: no-op. */
+  /** SetDelay: the default (no key; written to every partition) or one queue's politeness delay in seconds; unknown queue: no-op. */
   async setDelay(crawl: string, key: string, seconds: number): Promise<void> {
     if (key === '') {
-      await this.redis.hset(urlFrontierGlobalKeys(this.prefix).state, 'delay', seconds);
+      await this.#settings.setDefaultDelay(seconds);
       return;
     }
     if (await this.hasQueue(crawl, key)) await this.#setAndWake(crawl, key, 'delay', seconds);
@@ -422,11 +382,12 @@ export class UrlFrontierStore implements UrlFrontierView {
    */
   async #setAndWake(crawl: string, key: string, field: string, value: number): Promise<void> {
     const now = this.#now();
+    const p = this.partitionOf(key);
     await this.redis
       .multi()
-      .hset(urlFrontierQueueKeys(this.prefix, crawl, key).info, field, value)
-      .zadd(urlFrontierCrawlKeys(this.prefix, crawl).due, now, key)
-      .zadd(urlFrontierGlobalKeys(this.prefix).queueDue, now, queueMember(crawl, key))
+      .hset(urlFrontierQueueKeys(p, crawl, key).info, field, value)
+      .zadd(urlFrontierCrawlKeys(p, crawl).due, now, key)
+      .zadd(urlFrontierGlobalKeys(p).queueDue, now, queueMember(crawl, key))
       .exec();
   }
 
@@ -442,22 +403,26 @@ export class UrlFrontierStore implements UrlFrontierView {
     return true;
   }
 
-  async setActive(state: boolean): Promise<void> {
-    await this.redis.hset(urlFrontierGlobalKeys(this.prefix).state, 'active', state ? 1 : 0);
+  /** SetActive: written to every partition (settings.ts). */
+  setActive(state: boolean): Promise<void> {
+    return this.#settings.setActive(state);
   }
 
-  async active(): Promise<boolean> {
-    return (await this.redis.hget(urlFrontierGlobalKeys(this.prefix).state, 'active')) !== '0';
+  active(): Promise<boolean> {
+    return this.#settings.active();
   }
 
   /** Every key name this store may have created (for tests' cleanup; never used in production paths). */
   async knownKeys(): Promise<string[]> {
-    const g = urlFrontierGlobalKeys(this.prefix);
-    const out: string[] = [g.crawls, g.state, g.queueDue, g.legacyCrawlDue, g.domainConfig, g.blacklist];
-    for (const crawl of await this.crawls()) {
-      out.push(...Object.values(urlFrontierCrawlKeys(this.prefix, crawl)));
-      for (const key of await this.queues(crawl))
-        out.push(...Object.values(urlFrontierQueueKeys(this.prefix, crawl, key)));
+    const out: string[] = [];
+    for (const p of this.partitions) {
+      const g = urlFrontierGlobalKeys(p);
+      out.push(g.crawls, g.state, g.queueDue, g.legacyCrawlDue, g.domainConfig, g.blacklist);
+      for (const crawl of await this.redis.smembers(g.crawls)) {
+        out.push(...Object.values(urlFrontierCrawlKeys(p, crawl)));
+        for (const key of await this.redis.zrange(urlFrontierCrawlKeys(p, crawl).queues, '0', '-1'))
+          out.push(...Object.values(urlFrontierQueueKeys(p, crawl, key)));
+      }
     }
     return out;
   }

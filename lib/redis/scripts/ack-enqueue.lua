@@ -26,6 +26,7 @@
   Cost: enqueue.lua's for the children plus ack.lua's per lease.
 ]]
 --- @include "frontier"
+--- @include "dupefilter"
 --- @include "enqueue"
 --- @include "ack"
 

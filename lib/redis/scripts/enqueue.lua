@@ -10,7 +10,7 @@
   The dupefilter of a crawl is an exact set of 8-byte fingerprints stored compactly, a linear hash table in
   one HASH: field '' = `<fingerprints>:<buckets>`; field 'g' = its token (includes/enqueue.lua); field = a
   bucket number (2 bytes, little-endian), value = bytes 2..8 of each fingerprint in the bucket, concatenated
-  (byte 1 is implied: see dupe_bucket). Buckets
+  (byte 1 is implied: see dupe_bucket in includes/dupefilter.lua). Buckets
   split one at a time as the set grows (256 to 65536 buckets, about DUPE_LOAD fingerprints each), so a
   fingerprint costs about 7 bytes plus a share of a hash entry whatever the crawl's size, and each check
   or insert reads one bucket of a few hundred bytes.
@@ -34,6 +34,7 @@
   written once each, and a domain is rescheduled only when the batch changes its head or it was idle.
 ]]
 --- @include "frontier"
+--- @include "dupefilter"
 --- @include "enqueue"
 
 -- Only the codes (the dupefilter tokens are for ack-enqueue.lua's caller).

@@ -97,6 +97,8 @@ export interface PartitionKeys {
 
 /** Redis Cluster's hash slots. */
 const SLOTS = 16384;
+/** Most partitions a scope may split into (`FRONTIER_PARTITIONS`'s maximum in lib/config/variables.ts). */
+export const MAX_PARTITIONS = 256;
 
 /** Spread tags found, by their unsalted name (finding one takes about 5 `count` slot computations). */
 const tags = new Map<string, string>();
@@ -304,6 +306,15 @@ export function robotsKey(prefix: string, origin: string): string {
 /** SET of the spider types that have ever had work queued, so periodic jobs find every frontier without scans. */
 export function spidersKey(prefix: string): string {
   return `${prefix}:spiders`;
+}
+
+/**
+ * HASH: a frontier move between partition layouts under way (`crawl-cluster frontier reshard`, lib/redis/reshard.ts):
+ * `from` and `to` (partitions per scope), `phase` (`copy`, then `delete` once everything is in the new layout) and
+ * `started` (epoch ms). Present only while a move is unfinished, so another run finishes the same move.
+ */
+export function reshardKey(prefix: string): string {
+  return `${prefix}:reshard`;
 }
 
 /**

@@ -129,3 +129,30 @@ export function parseMember(member: Buffer): ParsedMember {
   const [retries, afterRetries] = readSmall(member, afterDepth);
   return { url: tailUrl(member, afterRetries, domain), domain, priority, depth, retries };
 }
+
+/** Where a member sits and whose it is: its domain, sequence number (8 base-62 digits) and crawl ref (as stored). */
+export interface MemberPlace {
+  domain: string;
+  seq: string;
+  ref: string;
+}
+
+/**
+ * A member's {@link MemberPlace}, without decoding its URL: what `frontier reshard` (lib/redis/reshard.ts) needs to
+ * tell the domain's new partition and whether the request's crawl is alive (includes/frontier.lua `alive_in`).
+ */
+export function memberPlace(member: Buffer): MemberPlace {
+  const i = member.indexOf(0);
+  if (i < 0) throw new Error('not a queue member');
+  const [, afterRef] = readSmall(member, i + 11);
+  return {
+    domain: member.toString('utf8', 0, i),
+    seq: member.toString('latin1', i + 3, i + 11),
+    ref: member.toString('latin1', i + 11, afterRef),
+  };
+}
+
+/** The number of a crawl ref as members and records store it (a small integer: see the module doc). */
+export function refNumber(ref: string): number {
+  return readSmall(Buffer.from(ref, 'latin1'), 0)[0];
+}

@@ -1,6 +1,14 @@
 import { describe, expect, it } from 'vitest';
 import { huffmanCode, huffmanDecode, huffmanEncode } from '../../lib/redis/huffman.ts';
-import { decodePriority, memberBytes, memberHandle, memberTail, parseMember } from '../../lib/redis/member.ts';
+import {
+  decodePriority,
+  memberBytes,
+  memberHandle,
+  memberPlace,
+  memberTail,
+  parseMember,
+  refNumber,
+} from '../../lib/redis/member.ts';
 
 describe('HPACK Huffman code', () => {
   it('encodes the examples of RFC 7541 Appendix C.4 byte for byte', () => {
@@ -69,6 +77,23 @@ describe('queue member', () => {
     expect(parseMember(m)).toEqual({ url, domain, priority: 5, depth: 2, retries: 0 });
     // A handle is the member as a binary string, and turns back into the same bytes.
     expect(memberBytes(memberHandle(m)).equals(m)).toBe(true);
+  });
+
+  it('gives the domain, sequence number and crawl ref of a member, with a one-digit ref or a longer one', () => {
+    expect(memberPlace(member('b\u00fccher.de', 'https://b\u00fccher.de/'))).toEqual({
+      domain: 'b\u00fccher.de',
+      seq: '00000001',
+      ref: '1',
+    });
+    // Ref 1614 (`z` + base 62 + `.`), depth 3, retries 0, then the tail.
+    const m = Buffer.concat([
+      Buffer.from('example.com\0GK0000001AzQ2.30'),
+      memberTail('https://example.com/x', 'example.com'),
+    ]);
+    expect(memberPlace(m)).toEqual({ domain: 'example.com', seq: '0000001A', ref: 'zQ2.' });
+    expect(refNumber('zQ2.')).toBe(26 * 62 + 2);
+    expect(refNumber('7')).toBe(7);
+    expect(parseMember(m)).toMatchObject({ url: 'https://example.com/x', depth: 3, retries: 0 });
   });
 
   it('stores the scheme and the registrable domain of a typical URL once, and its path in ~6 bits a character', () => {

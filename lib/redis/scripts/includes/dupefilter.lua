@@ -1,12 +1,14 @@
 --[[
   A crawl's dupefilter: the exact set of its request fingerprints (8 bytes each) in one HASH, a linear hash table
-  whose format enqueue.lua's header describes, as the enqueue step (includes/enqueue.lua) reads and adds to it.
-  `c` is the caller's record of one crawl: c.dupe its dupefilter key; c.df is filled in here on first use (the set's
-  size and bucket count), and the caller writes it back to field '' when c.df.dirty:
+  whose format enqueue.lua's header describes, as the enqueue step (includes/enqueue.lua) and dupefilter-add.lua
+  read and add to it. `c` is the caller's record of one crawl: c.dupe its dupefilter key; c.df is filled in here on
+  first use (the set's size and bucket count), and the caller writes it back to field '' when c.df.dirty:
 
     redis.call('HSET', c.dupe, '', c.df.n .. ':' .. c.df.buckets)
 
   dupe_find(c, fp) says whether fp is in the set, and if not gives what dupe_add(c, field, rest, v) needs to add it.
+  Adding many at once (dupefilter-add.lua): dupe_reserve(c, k) makes the splits k adds would make, after which they
+  can go in a bucket at a time (dupe_bucket, bucket_has).
 ]]
 
 -- h = byte 1 + 256 * byte 2 of the fingerprint; with N buckets, L = floor(log2 N) and s = N - 2^L buckets already
@@ -40,20 +42,24 @@ local function dupe_bucket(df, fp)
   return bucket_field(b)
 end
 
+-- Whether a bucket's value (nil: an empty bucket) holds the 7-byte rest of a fingerprint.
+local function bucket_has(v, rest)
+  if not v then return false end
+  local from = 1
+  while true do
+    local j = string.find(v, rest, from, true)
+    if not j then return false end
+    if (j - 1) % 7 == 0 then return true end
+    from = j + 1
+  end
+end
+
 -- Whether fp is in the crawl's set; if not, also its bucket field and that bucket's value.
 local function dupe_find(c, fp)
   local df = dupe_state(c)
   local field, rest = dupe_bucket(df, fp), string.sub(fp, 2, 8)
   local v = redis.call('HGET', c.dupe, field)
-  if v then
-    local from = 1
-    while true do
-      local j = string.find(v, rest, from, true)
-      if not j then break end
-      if (j - 1) % 7 == 0 then return true end
-      from = j + 1
-    end
-  end
+  if bucket_has(v, rest) then return true end
   return false, field, rest, v
 end
 
@@ -86,3 +92,9 @@ local function dupe_add(c, field, rest, v)
   if df.n > DUPE_LOAD * df.buckets and df.buckets < DUPE_MAX then dupe_split(c, df) end
 end
 
+-- Splits buckets ahead of `extra` fingerprints about to be added together (the splits their adds one at a time would
+-- make), so that they can be added a bucket at a time.
+local function dupe_reserve(c, extra)
+  local df = dupe_state(c)
+  while df.n + extra > DUPE_LOAD * df.buckets and df.buckets < DUPE_MAX do dupe_split(c, df) end
+end

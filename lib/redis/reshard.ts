@@ -36,7 +36,7 @@ import { copyCaps, copyDupefilters, type OldCrawls, readOldCrawls, registerCrawl
 import { copyScopeState, deleteOldPartitions, type ScopeCopy, sequenceFloor } from './reshard-layout.ts';
 
 /** Requests per page of a move: the take of a page (and the put of a page into one partition) is a few ms of Redis. */
-const RESHARD_BATCH = 200;
+export const RESHARD_BATCH = 200;
 
 /** The move was not started: something else uses the frontier, or another move is unfinished. Nothing was changed. */
 export class ReshardRefusedError extends CrawlClusterError {}

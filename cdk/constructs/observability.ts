@@ -42,6 +42,8 @@ export interface ObservabilityProps {
 
 const MINUTE = Duration.minutes(1);
 const FIVE_MINUTES = Duration.minutes(5);
+/** Most metrics one alarm's metric math may use (CloudWatch's limit). */
+const ALARM_METRICS_MAX = 10;
 
 /**
  * Average CPU (%) of the URL Frontier's tasks that pages someone once it holds for 15 minutes at urlFrontierMaxTasks.
@@ -290,18 +292,25 @@ export class Observability extends Construct {
         `The crawler fleet has needed more than maxTasks (${fleet.maxTasks}) saturated tasks for 30 minutes: ` +
         'raise maxTasks (or taskCpu / taskMemoryMiB)',
     });
-    this.alarm('CacheMemory', {
-      metric: new cloudwatch.MathExpression({
-        expression: `MAX([${memory.map((_, i) => `m${i}`).join(', ')}])`,
-        usingMetrics: Object.fromEntries(memory.map((m, i) => [`m${i}`, m])),
-        period: FIVE_MINUTES,
-      }),
-      threshold: 80,
-      evaluationPeriods: 3,
-      comparisonOperator: cloudwatch.ComparisonOperator.GREATER_THAN_THRESHOLD,
-      treatMissingData: cloudwatch.TreatMissingData.NOT_BREACHING,
-      alarmDescription: 'Valkey memory above 80%: with noeviction, enqueues fail when it is full',
-    });
+    // A cluster of many shards has more nodes than one alarm's metric math may use: one alarm per ALARM_METRICS_MAX
+    // nodes, each naming its nodes when there is more than one.
+    const groups = Math.ceil(memory.length / ALARM_METRICS_MAX);
+    for (let g = 0; g < groups; g++) {
+      const nodes = memory.slice(g * ALARM_METRICS_MAX, (g + 1) * ALARM_METRICS_MAX);
+      const which = groups > 1 ? ` (nodes ${nodes[0]?.label} to ${nodes[nodes.length - 1]?.label})` : '';
+      this.alarm(g === 0 ? 'CacheMemory' : `CacheMemory${g + 1}`, {
+        metric: new cloudwatch.MathExpression({
+          expression: `MAX([${nodes.map((_, i) => `m${i}`).join(', ')}])`,
+          usingMetrics: Object.fromEntries(nodes.map((m, i) => [`m${i}`, m])),
+          period: FIVE_MINUTES,
+        }),
+        threshold: 80,
+        evaluationPeriods: 3,
+        comparisonOperator: cloudwatch.ComparisonOperator.GREATER_THAN_THRESHOLD,
+        treatMissingData: cloudwatch.TreatMissingData.NOT_BREACHING,
+        alarmDescription: `Valkey memory above 80%${which}: with noeviction, enqueues fail when it is full`,
+      });
+    }
 
     if (props.urlFrontier) this.watchUrlFrontier(props.urlFrontier);
   }

@@ -76,4 +76,30 @@ describe('ElastiCache Valkey', () => {
     expect(env.REDIS_CLUSTER).toBe('true');
     expect(env.REDIS_HOST['Fn::GetAtt'][1]).toBe('ConfigurationEndPoint.Address');
   });
+
+  it('alarms on the memory of every node of a cluster of many shards, at most 10 metrics an alarm', () => {
+    // 6 shards of a primary and a replica: 12 nodes, more than one alarm's metric math may use.
+    const c = synthStack({ cacheClusterMode: true, cacheShards: 6 });
+    expect(c.stack.cache.nodeIds).toHaveLength(12);
+    const alarms = Object.values(c.template.findResources('AWS::CloudWatch::Alarm')).filter((a) =>
+      /^Valkey memory above 80%/.test(a.Properties.AlarmDescription),
+    );
+    expect(alarms).toHaveLength(2);
+    const watched: string[] = [];
+    for (const a of alarms) {
+      const metrics = (a.Properties.Metrics as Cfn[]).filter((m) => m.MetricStat);
+      expect(metrics.length).toBeLessThanOrEqual(10);
+      for (const m of metrics) {
+        expect(m.MetricStat.Metric.MetricName).toBe('DatabaseMemoryUsagePercentage');
+        watched.push(m.MetricStat.Metric.Dimensions[0].Value);
+      }
+      expect(a.Properties.Threshold).toBe(80);
+    }
+    expect(watched.sort()).toEqual([...c.stack.cache.nodeIds].sort());
+    // One alarm, as before, while the nodes fit in one.
+    const one = Object.values(s.template.findResources('AWS::CloudWatch::Alarm')).filter((a) =>
+      /^Valkey memory above 80%/.test(a.Properties.AlarmDescription),
+    );
+    expect(one).toHaveLength(1);
+  });
 });

@@ -6,11 +6,13 @@
  */
 import type { Node } from 'constructs';
 import { VARIABLES, type VariableName } from '../lib/config/variables.ts';
+import { PROFILES, type Profile } from './profiles.ts';
 
 export interface Settings {
   /**
    * A named set of defaults for the other keys (docs/cost.md): `standard` is the stack as it always was, `small` the
-   * cheapest stack that still crawls (PROFILES below). A key given explicitly wins over its profile. @default 'standard'
+   * cheapest stack that still crawls (PROFILES in ./profiles.ts). A key given explicitly wins over its profile.
+   * @default 'standard'
    */
   profile: Profile;
   /** Topic prefix of every Kafka topic (KAFKA_TOPIC_PREFIX). @default VARIABLES.KAFKA_TOPIC_PREFIX.default */
@@ -297,44 +299,6 @@ function restInFlight(env: Partial<Record<VariableName, string>>): number {
   // API Gateway's largest stage burst.
   return Math.min(n, 5000);
 }
-
-/** The profiles: `-c profile=<name>`. */
-const PROFILE_NAMES = ['standard', 'small'] as const;
-export type Profile = (typeof PROFILE_NAMES)[number];
-
-/**
- * What each profile sets, as context values (a key given with `-c` wins). `standard` sets nothing: the defaults
- * below are the standard stack. docs/cost.md tables every key with both profiles' values and what it costs.
- */
-export const PROFILES: Record<Profile, Record<string, unknown>> = {
-  standard: {},
-  small: {
-    // MSK provisioned on the smallest broker (2 x kafka.t3.small; IAM accepts 4 new connections per second per t3
-    // broker, enough for a fleet of a few tasks) instead of Serverless ($0.75/h before any byte).
-    kafka: 'provisioned',
-    kafkaInstanceType: 'kafka.t3.small',
-    kafkaVolumeGiB: 10,
-    kafkaMonitoring: 'DEFAULT',
-    // No NAT gateway: crawlers in public subnets with a public IP each; functions and MSK in isolated subnets.
-    crawlerPublicSubnets: true,
-    // Interface endpoints in one zone: an outage of that zone stops cold starts of the functions and the monitors'
-    // event sources until it is back, nothing else.
-    endpointAzs: 1,
-    // One cache node, no replica (no failover: a node failure loses what was queued since the last snapshot).
-    cacheNodeType: 'cache.t4g.micro',
-    cacheReplicas: 0,
-    // No provisioned pollers (they cost more than everything else of this profile together).
-    eventSourceMode: 'on-demand',
-    // The functions take the Redis AUTH token from their environment (resolved at deploy): no Secrets Manager
-    // endpoint, but the token is readable with the functions' configuration.
-    redisTokenInEnvironment: true,
-    containerInsights: false,
-    // No CloudWatch dashboard: the alarms stay, the graphs are a console search away.
-    dashboard: false,
-    urlFrontier: false,
-    maxTasks: 4,
-  },
-};
 
 /**
  * Reads and validates the settings from a context source (an App's node, or a plain object in tests).

@@ -7,7 +7,8 @@ import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { Annotations, Match } from 'aws-cdk-lib/assertions';
 import { describe, expect, it } from 'vitest';
-import { PROFILES, readSettings } from '../../cdk/settings.ts';
+import { PROFILES } from '../../cdk/profiles.ts';
+import { readSettings } from '../../cdk/settings.ts';
 import { resourceOf, type Synthesized, synthStack } from './synth.ts';
 
 function count(s: Synthesized, type: string): number {

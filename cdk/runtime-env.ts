@@ -8,16 +8,26 @@ import { SettingsError } from './settings.ts';
 /** Values by variable name; undefined entries are left out. */
 export type RuntimeEnv = Partial<Record<VariableName, string>>;
 
+/**
+ * What every deployable that uses the frontier needs to find it and agree on its layout (the cache construct's
+ * `clientEnvironment`): a process with another FRONTIER_PARTITIONS than the others looks for domains in the wrong
+ * partitions.
+ */
+const FRONTIER = [
+  'REDIS_HOST',
+  'REDIS_PORT',
+  'REDIS_TLS',
+  'REDIS_CLUSTER',
+  'FRONTIER_PARTITIONS',
+] as const satisfies readonly VariableName[];
+
 /** Kafka and Redis connection settings: every deployable that talks to both needs them. */
 const CONNECTIONS = [
   'KAFKA_BROKERS',
   'KAFKA_TOPIC_PREFIX',
   'KAFKA_SASL_MECHANISM',
   'KAFKA_CLIENT_ID',
-  'REDIS_HOST',
-  'REDIS_PORT',
-  'REDIS_TLS',
-  'REDIS_CLUSTER',
+  ...FRONTIER,
 ] as const satisfies readonly VariableName[];
 
 /**
@@ -30,10 +40,10 @@ const CONNECTIONS = [
 export const REQUIRED_VARIABLES = {
   monitor: CONNECTIONS,
   /** stats and reclaim: Redis only (no Kafka producer, so an MSK fault does not stop them). */
-  redisOnly: ['REDIS_HOST', 'REDIS_PORT', 'REDIS_TLS', 'REDIS_CLUSTER'],
+  redisOnly: FRONTIER,
   crawler: [...CONNECTIONS, 'REDIS_PASSWORD', 'BODY_STORE_BUCKET', 'SHUTDOWN_DEADLINE_MS', 'AWS_REGION'],
   rest: [...CONNECTIONS, 'WAIT_FOR_RESPONSE_TIME'],
-  urlFrontier: ['REDIS_HOST', 'REDIS_PORT', 'REDIS_TLS', 'REDIS_CLUSTER', 'REDIS_PASSWORD'],
+  urlFrontier: [...FRONTIER, 'REDIS_PASSWORD'],
   topics: ['KAFKA_BROKERS', 'KAFKA_SASL_MECHANISM', 'KAFKA_CLIENT_ID'],
 } as const satisfies Record<string, readonly VariableName[]>;
 

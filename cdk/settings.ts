@@ -99,6 +99,13 @@ export interface Settings {
   cacheClusterMode: boolean;
   /** Cluster mode only: shards. @default 1 */
   cacheShards: number;
+  /**
+   * FRONTIER_PARTITIONS of every function and task (lib/redis/keys.ts): each spider type's frontier splits into this
+   * many partitions, one per equal range of the cluster's slots. In cluster mode with more than one shard it must be
+   * a multiple of cacheShards, so that every shard holds as many partitions as the others.
+   * @default cacheShards in cluster mode, else 1
+   */
+  frontierPartitions: number;
   /** Replicas per shard (0: one node, no Multi-AZ failover; at least 1 for it). @default 1 */
   cacheReplicas: number;
   /** Not the well-known 6379 (cdk-nag AwsSolutions-AEC5). @default 6380 */
@@ -283,6 +290,33 @@ function runtimeEnv(get: Get): Partial<Record<VariableName, string>> {
 }
 
 /**
+ * FRONTIER_PARTITIONS for the stack: the shard count unless `frontierPartitions` says otherwise. Partition n of N
+ * hashes into the n-th of N equal slot ranges (lib/redis/keys.ts `partitionTag`), and ElastiCache gives each shard an
+ * equal range of the slots, so N = k x shards puts k partitions of each spider type on every shard. Any other N
+ * loads some shards more than others, and N < shards leaves some without any frontier at all: a synth error, not a
+ * silent imbalance. Without cluster mode (or with one shard) every partition lands on the one shard, so any count
+ * in range is accepted.
+ */
+function frontierPartitions(get: Get, clusterMode: boolean, shards: number): number {
+  const spec = VARIABLES.FRONTIER_PARTITIONS;
+  const sharded = clusterMode && shards > 1;
+  if (sharded && shards > spec.maximum)
+    throw new SettingsError(
+      'cacheShards',
+      `at most ${spec.maximum} in cluster mode: every shard needs a frontier partition, and FRONTIER_PARTITIONS is ` +
+        `at most ${spec.maximum} (got ${shards})`,
+    );
+  const n = int(get, 'frontierPartitions', sharded ? shards : 1, spec.minimum, spec.maximum);
+  if (sharded && n % shards !== 0)
+    throw new SettingsError(
+      'frontierPartitions',
+      `must be a multiple of cacheShards (${shards}), so that every shard holds as many frontier partitions as the ` +
+        `others; ${n} would ${n < shards ? `leave ${shards - n} shard(s) without any` : 'load some shards more than others'}`,
+    );
+  return n;
+}
+
+/**
  * The REST bound on requests in flight (REST_MAX_IN_FLIGHT of `runtimeEnv`, else its default), as a stage burst:
  * API Gateway admits that many requests at once before answering 429, as the local server answers 503.
  */
@@ -333,6 +367,12 @@ export function readSettings(source: Node | Record<string, unknown>): Settings {
   if (maxPollers < minPollers) throw new SettingsError('maxPollers', 'must be at least minPollers');
   const cacheClusterMode = bool(get, 'cacheClusterMode', false);
   const env = runtimeEnv(get);
+  if (env.FRONTIER_PARTITIONS !== undefined)
+    throw new SettingsError(
+      'runtimeEnv',
+      'FRONTIER_PARTITIONS follows the cache shards and is set by the stack: use -c frontierPartitions=N',
+    );
+  const cacheShards = int(get, 'cacheShards', 1, 1, 500);
   const minTasks = int(get, 'minTasks', 0, 0, 1000);
   const maxTasks = int(get, 'maxTasks', 10, 1, 1000);
   if (maxTasks < minTasks) throw new SettingsError('maxTasks', 'must be at least minTasks');
@@ -400,7 +440,8 @@ export function readSettings(source: Node | Record<string, unknown>): Settings {
     cacheEngineVersion: str(get, 'cacheEngineVersion', '8.0', /^[78]\.\d+$/),
     redisTokenInEnvironment: bool(get, 'redisTokenInEnvironment', false),
     cacheClusterMode,
-    cacheShards: int(get, 'cacheShards', 1, 1, 500),
+    cacheShards,
+    frontierPartitions: frontierPartitions(get, cacheClusterMode, cacheShards),
     cacheReplicas: int(get, 'cacheReplicas', 1, 0, 5),
     cachePort: int(get, 'cachePort', 6380, 1024, 65535),
     cacheSnapshotRetentionDays: int(get, 'cacheSnapshotRetentionDays', 7, 1, 35),

@@ -78,6 +78,7 @@ export class CrawlClusterStack extends Stack {
       clusterMode: s.cacheClusterMode,
       shards: s.cacheShards,
       replicas: s.cacheReplicas,
+      frontierPartitions: s.frontierPartitions,
       port: s.cachePort,
       snapshotRetentionDays: s.cacheSnapshotRetentionDays,
       logRetention,
@@ -181,6 +182,10 @@ export class CrawlClusterStack extends Stack {
       description: 'KAFKA_BROKERS for the CLI (KAFKA_SASL_MECHANISM=aws-msk-iam)',
     });
     new CfnOutput(this, 'TopicPrefix', { value: s.topicPrefix, description: 'KAFKA_TOPIC_PREFIX' });
+    new CfnOutput(this, 'FrontierPartitions', {
+      value: String(s.frontierPartitions),
+      description: 'FRONTIER_PARTITIONS of every function and task: give the CLI the same when it uses the frontier',
+    });
     new CfnOutput(this, 'RestApiUrl', {
       value: this.restApi.url,
       description: 'REST API endpoint (IAM authorization: SigV4-signed requests, service execute-api)',

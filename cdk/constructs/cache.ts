@@ -4,6 +4,8 @@
  * `cacheReplicas=0` is a single node without either), daily snapshots, and
  * `maxmemory-policy noeviction`: a full cache must fail writes loudly, never drop queued requests silently.
  * Cluster mode (shards behind a configuration endpoint) is an option; every script is cluster-safe (docs/design.md §3).
+ * The frontier's partitions (FRONTIER_PARTITIONS) go with the shards: every client of the cache gets the same count
+ * from {@link Cache.clientEnvironment}, so no two processes disagree on where a domain's requests live.
  */
 import { RemovalPolicy, Stack } from 'aws-cdk-lib';
 import * as ec2 from 'aws-cdk-lib/aws-ec2';
@@ -13,6 +15,7 @@ import * as secretsmanager from 'aws-cdk-lib/aws-secretsmanager';
 import { Construct } from 'constructs';
 import { acknowledge } from '../nag.ts';
 import { stackHash, uniqueName } from '../names.ts';
+import type { RuntimeEnv } from '../runtime-env.ts';
 import type { Network } from './network.ts';
 
 export interface CacheProps {
@@ -25,6 +28,8 @@ export interface CacheProps {
   /** Cluster mode only. */
   shards: number;
   replicas: number;
+  /** FRONTIER_PARTITIONS of every client (validated against the shards in cdk/settings.ts). */
+  frontierPartitions: number;
   port: number;
   snapshotRetentionDays: number;
   logRetention: logs.RetentionDays;
@@ -35,6 +40,12 @@ export class Cache extends Construct {
   readonly host: string;
   readonly port: number;
   readonly clusterMode: boolean;
+  /**
+   * What every process that uses the frontier gets in its environment to find it and agree on its layout: the
+   * endpoint, TLS, the cluster client, and the partition count. The AUTH token is not here: the tasks get it as an
+   * ECS secret, the functions its secret's ARN or, with redisTokenInEnvironment, a dynamic reference.
+   */
+  readonly clientEnvironment: RuntimeEnv;
   /** The AUTH token (REDIS_PASSWORD). */
   readonly authToken: secretsmanager.Secret;
   readonly replicationGroupId: string;
@@ -131,6 +142,13 @@ export class Cache extends Construct {
     group.applyRemovalPolicy(RemovalPolicy.SNAPSHOT);
 
     this.host = props.clusterMode ? group.attrConfigurationEndPointAddress : group.attrPrimaryEndPointAddress;
+    this.clientEnvironment = {
+      REDIS_HOST: this.host,
+      REDIS_PORT: String(this.port),
+      REDIS_TLS: 'true',
+      REDIS_CLUSTER: String(this.clusterMode),
+      FRONTIER_PARTITIONS: String(props.frontierPartitions),
+    };
     this.nodeIds = props.clusterMode
       ? Array.from({ length: props.shards }, (_, s) =>
           Array.from(

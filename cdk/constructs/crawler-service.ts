@@ -89,10 +89,7 @@ export function crawlerService(
         KAFKA_CLIENT_ID: props.kafkaClientId,
         // With per-app topics, a new app's topics are created on first use with the partitions of the others.
         ...(appTopics ? { KAFKA_TOPIC_PARTITIONS: String(kafka.topicPartitions) } : {}),
-        REDIS_HOST: cache.host,
-        REDIS_PORT: String(cache.port),
-        REDIS_TLS: 'true',
-        REDIS_CLUSTER: String(cache.clusterMode),
+        ...cache.clientEnvironment,
         BODY_STORE_BUCKET: storage.bodies.bucketName,
         SHUTDOWN_DEADLINE_MS: String(props.shutdownDeadlineMs),
         // The task size: the crawler's memory limit (and its body budget) even where its cgroup does not show it.

@@ -129,10 +129,7 @@ export class Functions extends Construct {
           ...environment(
             {
               ...kafkaEnv,
-              REDIS_HOST: cache.host,
-              REDIS_PORT: String(cache.port),
-              REDIS_TLS: 'true',
-              REDIS_CLUSTER: String(cache.clusterMode),
+              ...cache.clientEnvironment,
             },
             { ...env, ...props.runtimeEnv },
           ),

@@ -104,15 +104,7 @@ export class UrlFrontier extends Construct {
       portMappings: [{ containerPort: URL_FRONTIER_PORT, protocol: ecs.Protocol.TCP }],
       logging: ecs.LogDrivers.awsLogs({ streamPrefix: 'url-frontier', logGroup: this.logGroup }),
       // The Redis connection as the crawlers have it; nothing else (no Kafka, no bucket).
-      environment: environment(
-        {
-          REDIS_HOST: cache.host,
-          REDIS_PORT: String(cache.port),
-          REDIS_TLS: 'true',
-          REDIS_CLUSTER: String(cache.clusterMode),
-        },
-        props.runtimeEnv,
-      ),
+      environment: environment(cache.clientEnvironment, props.runtimeEnv),
       // Injected by the ECS agent at start; never in the task definition.
       secrets: { REDIS_PASSWORD: ecs.Secret.fromSecretsManager(cache.authToken) },
       // main.ts gives running calls 5 s after SIGTERM, then closes Redis.

@@ -4,6 +4,7 @@
  * a million pages. Prices come only from ./prices.ts. A resource type that is neither priced here nor listed free
  * there is an error, so a new billable resource cannot go unpriced.
  */
+import { VARIABLES } from '../lib/config/variables.ts';
 import {
   ASSUMPTIONS,
   COMPRESSION_RATIO,
@@ -59,7 +60,21 @@ export interface CostOptions {
 
 export const DEFAULT_OPTIONS: CostOptions = { pageKb: 28, retentionHours: 168, consumers: 1, cpuMsPerPage: 1.5 };
 
+/** The frontier's cache as the template deploys it, and the partitions its clients split the frontier into. */
+interface CacheLayout {
+  node_type: string;
+  cluster_mode: boolean;
+  /** Node groups: the shards in cluster mode, else 1. */
+  shards: number;
+  /** A primary and its replicas. */
+  nodes_per_shard: number;
+  /** FRONTIER_PARTITIONS of the crawler fleet (the stack gives every client the same). */
+  frontier_partitions: number;
+}
+
 export interface CostReport {
+  /** Undefined for a template without an ElastiCache replication group. */
+  cache?: CacheLayout;
   idle_usd_per_month: number;
   usd_per_million_pages: number;
   resources: ResourceCost[];
@@ -157,17 +172,18 @@ const PRICERS: Record<string, Pricer> = {
       line(id, r, `${service} endpoint in ${zones} zone(s)`, PRICES.interfaceEndpointAzHour, zones * HOURS_PER_MONTH),
     ];
   },
-  'AWS::ElastiCache::ReplicationGroup': (id, r) => {
-    const p = r.Properties;
-    const type = p.CacheNodeType as string;
-    const hour = VALKEY_NODE_HOUR[type];
-    if (hour === undefined) throw new UnpricedResourceError([`ElastiCache node type ${type}`]);
-    const nodes = p.NumCacheClusters ?? Number(p.NumNodeGroups) * (1 + Number(p.ReplicasPerNodeGroup ?? 0));
+  'AWS::ElastiCache::ReplicationGroup': (id, r, t) => {
+    const c = cacheLayout(r, t);
+    const hour = VALKEY_NODE_HOUR[c.node_type];
+    if (hour === undefined) throw new UnpricedResourceError([`ElastiCache node type ${c.node_type}`]);
+    // Every node is billed alike, primaries and replicas, in cluster mode as without.
+    const nodes = c.shards * c.nodes_per_shard;
+    const shape = c.cluster_mode ? ` (${c.shards} shard(s) x ${c.nodes_per_shard} node(s))` : '';
     return [
       line(
         id,
         r,
-        `${nodes} x ${type} node-hours`,
+        `${nodes} x ${c.node_type} node-hours${shape}`,
         { usd: hour, unit: 'node-hour', source: INSTANCE_SOURCES.valkey },
         nodes * HOURS_PER_MONTH,
       ),
@@ -279,21 +295,43 @@ const PRICERS: Record<string, Pricer> = {
   },
 };
 
+/** A replication group's shards and nodes as CloudFormation creates them, with the partitions of its clients. */
+function cacheLayout(r: Cfn, t: Tmpl): CacheLayout {
+  const p = r.Properties;
+  const clusterMode = p.ClusterMode === 'enabled' || p.NumNodeGroups !== undefined;
+  return {
+    node_type: p.CacheNodeType as string,
+    cluster_mode: clusterMode,
+    shards: clusterMode ? Number(p.NumNodeGroups ?? 1) : 1,
+    nodes_per_shard: clusterMode ? 1 + Number(p.ReplicasPerNodeGroup ?? 0) : Number(p.NumCacheClusters ?? 1),
+    frontier_partitions: Number(crawlerVariable(t, 'FRONTIER_PARTITIONS') ?? VARIABLES.FRONTIER_PARTITIONS.default),
+  };
+}
+
 /** Resource types present in a template that are neither priced nor listed free. */
 export function unpricedTypes(template: Cfn): string[] {
   const types = new Set(Object.values(template.Resources as Record<string, Cfn>).map((r) => r.Type as string));
   return [...types].filter((type) => !(type in PRICERS) && !FREE_TYPES.includes(type)).sort();
 }
 
-/** The crawler task's KAFKA_COMPRESSION in the template (the fleet's task definition has the crawler container). */
-function stackCompression(t: Tmpl): string | undefined {
+/**
+ * A variable of the crawler container in the template (the fleet's task definition has it): null when the container
+ * does not set it, undefined without a crawler container.
+ */
+function crawlerVariable(t: Tmpl, name: string): string | null | undefined {
   for (const [, td] of t.ofType('AWS::ECS::TaskDefinition')) {
     for (const c of td.Properties.ContainerDefinitions ?? []) {
       if (c.Name !== 'crawler') continue;
-      return (c.Environment ?? []).find((e: Cfn) => e.Name === 'KAFKA_COMPRESSION')?.Value ?? 'none';
+      return (c.Environment ?? []).find((e: Cfn) => e.Name === name)?.Value ?? null;
     }
   }
   return undefined;
+}
+
+/** The crawler task's KAFKA_COMPRESSION in the template. */
+function stackCompression(t: Tmpl): string | undefined {
+  const codec = crawlerVariable(t, 'KAFKA_COMPRESSION');
+  return codec === undefined ? undefined : (codec ?? 'none');
 }
 
 /** The marginal cost of a million pages, by component, for this template and these options. */
@@ -364,7 +402,9 @@ export function priceTemplate(template: Cfn, options: Partial<CostOptions> = {})
   const ratio = o.compressionRatio ?? COMPRESSION_RATIO[compression];
   if (ratio === undefined || !(ratio >= 1)) throw new Error(`no compression ratio for ${compression}`);
   const pages = perMillionPages(t, o, ratio);
+  const group = t.ofType('AWS::ElastiCache::ReplicationGroup')[0];
   return {
+    ...(group ? { cache: cacheLayout(group[1], t) } : {}),
     idle_usd_per_month: round(resources.reduce((n, r) => n + r.idle_usd_per_month, 0)),
     usd_per_million_pages: round(pages.reduce((n, c) => n + c.usd_per_million_pages, 0)),
     resources,

@@ -70,6 +70,21 @@ function billed(report: CostReport): (ResourceCost & { count: number })[] {
   return [...groups.values()].sort((a, b) => b.idle_usd_per_month - a.idle_usd_per_month);
 }
 
+/**
+ * The cache's shape and the frontier's partitions in one line: what `-c cacheClusterMode=true -c cacheShards=N`
+ * (and `-c frontierPartitions=N`) bought.
+ */
+export function cacheLine(report: CostReport): string | undefined {
+  const c = report.cache;
+  if (!c) return undefined;
+  const nodes = c.shards * c.nodes_per_shard;
+  const shape = c.cluster_mode
+    ? `cluster mode, ${c.shards} shard(s) x ${c.nodes_per_shard} node(s) of ${c.node_type}`
+    : `cluster mode off, ${nodes} node(s) of ${c.node_type} (a primary and ${nodes - 1} replica(s))`;
+  const spread = c.shards > 1 ? `, ${c.frontier_partitions / c.shards} per shard` : '';
+  return `cache: ${shape}; frontier partitions (FRONTIER_PARTITIONS): ${c.frontier_partitions}${spread}`;
+}
+
 const what = (r: { what: string; count: number }) => (r.count > 1 ? `${r.count} x ${r.what}` : r.what);
 
 /** The report as markdown tables (docs/cost.md). */
@@ -79,8 +94,10 @@ export function markdown(report: CostReport, title: string): string {
       `| ${what(r)} | ${r.count > 1 ? r.id : `\`${r.id.length > 40 ? `${r.id.slice(0, 38)}…` : r.id}\``} | ${usd(r.unit_usd, r.unit_usd < 0.01 ? 6 : 4)} / ${r.unit} | ${usd(r.idle_usd_per_month)} |`,
   );
   const pages = report.per_million_pages.map((c) => `| ${c.component} | ${usd(c.usd_per_million_pages, 4)} |`);
+  const cache = cacheLine(report);
   return [
     `**${title}**: idle floor **${usd(report.idle_usd_per_month)} a month**; a million pages add **${usd(report.usd_per_million_pages)}** (${report.compression} page messages, ÷${report.compression_ratio}).`,
+    ...(cache ? ['', `${cache[0]?.toUpperCase()}${cache.slice(1)}.`] : []),
     '',
     '| What | Resource | Unit price | Idle $/month |',
     '| --- | --- | --- | --- |',
@@ -102,6 +119,7 @@ export function costText(report: CostReport, title: string): string {
   const pw = Math.max(...rows.map((r) => price(r).length), 'unit price'.length);
   const lines = [
     `${title} (${PRICES_REGION} list prices of ${PRICES_DATE}, cdk/prices.ts; 730 h a month, nothing crawled)`,
+    ...(cacheLine(report) ? [cacheLine(report) as string] : []),
     '',
     `${'what'.padEnd(w)}  ${'unit price'.padStart(pw)}  ${'$/month'.padStart(9)}`,
     ...rows.map((r) => `${what(r).padEnd(w)}  ${price(r).padStart(pw)}  ${usd(r.idle_usd_per_month).padStart(9)}`),

@@ -7,7 +7,7 @@ import { execFileSync } from 'node:child_process';
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { parseContext } from '../../cdk/cost.ts';
+import { cacheLine, parseContext } from '../../cdk/cost.ts';
 import { priceTemplate, UnpricedResourceError, unpricedTypes } from '../../cdk/cost-model.ts';
 import { ASSUMPTIONS, COMPRESSION_RATIO } from '../../cdk/prices.ts';
 import { REPO_ROOT } from '../../cdk/repo-root.ts';
@@ -32,6 +32,16 @@ const VARIANTS: Record<string, Record<string, unknown>> = {
     crawlerImage: '123456789012.dkr.ecr.us-east-1.amazonaws.com/crawler:1',
   },
 };
+
+/** Cluster-mode caches of the shard counts docs/cost.md prices, on both profiles. */
+const SHARDS = [1, 3, 6] as const;
+for (const profile of ['standard', 'small'])
+  for (const shards of SHARDS)
+    VARIANTS[`${profile}, cluster mode, ${shards} shard(s)`] = {
+      ...(profile === 'small' ? { profile } : {}),
+      cacheClusterMode: 'true',
+      cacheShards: String(shards),
+    };
 
 const synthesized = Object.fromEntries(
   Object.entries(VARIANTS).map(([name, context]) => [name, synthStack(context).template.toJSON()]),
@@ -114,6 +124,84 @@ describe('npm run cost', () => {
         `**profile ${profile}**: idle floor **${usd(r.idle_usd_per_month)} a month**; a million pages add **${usd(r.usd_per_million_pages)}**`,
       );
     }
+  });
+
+  it('prices a cluster-mode cache as node type x shards x (1 + replicas) x 730 h, with its partitions', () => {
+    const cacheUsd = (r: ReturnType<typeof priceTemplate>) =>
+      r.resources
+        .filter((x) => x.type === 'AWS::ElastiCache::ReplicationGroup')
+        .reduce((n, x) => n + x.idle_usd_per_month, 0);
+    for (const shards of SHARDS) {
+      const standard = priceTemplate(tpl(`standard, cluster mode, ${shards} shard(s)`));
+      // A primary and a replica per shard, cache.t4g.small at $0.0256 an hour.
+      expect(cacheUsd(standard), `standard ${shards}`).toBeCloseTo(shards * 2 * 0.0256 * 730, 2);
+      expect(standard.cache).toEqual({
+        node_type: 'cache.t4g.small',
+        cluster_mode: true,
+        shards,
+        nodes_per_shard: 2,
+        frontier_partitions: shards,
+      });
+      const small = priceTemplate(tpl(`small, cluster mode, ${shards} shard(s)`));
+      // No replica (cacheReplicas=0), cache.t4g.micro at $0.0128 an hour.
+      expect(cacheUsd(small), `small ${shards}`).toBeCloseTo(shards * 0.0128 * 730, 2);
+      expect(small.cache?.nodes_per_shard).toBe(1);
+      expect(small.cache?.frontier_partitions).toBe(shards);
+    }
+    // One shard in cluster mode costs what the same nodes cost without it.
+    expect(cacheUsd(priceTemplate(tpl('standard, cluster mode, 1 shard(s)')))).toBe(
+      cacheUsd(priceTemplate(tpl('standard'))),
+    );
+    expect(priceTemplate(tpl('standard')).cache).toEqual({
+      node_type: 'cache.t4g.small',
+      cluster_mode: false,
+      shards: 1,
+      nodes_per_shard: 2,
+      frontier_partitions: 1,
+    });
+    // Every node's memory is alarmed on ($0.10 a metric): the floor grows by the nodes and their alarm metrics.
+    const floor = (name: string) => priceTemplate(tpl(name)).idle_usd_per_month;
+    expect(floor('standard, cluster mode, 6 shard(s)') - floor('standard, cluster mode, 3 shard(s)')).toBeCloseTo(
+      6 * (0.0256 * 730 + 0.1),
+      1,
+    );
+  });
+
+  it('shows the shards and partitions: npm run cost -- -c cacheClusterMode=true -c cacheShards=3 -c frontierPartitions=6', () => {
+    const out = execFileSync(
+      process.execPath,
+      [
+        join(REPO_ROOT, 'cdk/cost.ts'),
+        ...['-c', 'cacheClusterMode=true', '-c', 'cacheShards=3', '-c', 'frontierPartitions=6'],
+      ],
+      { cwd: REPO_ROOT, encoding: 'utf8', env: { ...process.env, CDK_DEFAULT_REGION: 'us-east-1' } },
+    );
+    const lines = out.split('\n');
+    expect(lines[1]).toBe(
+      'cache: cluster mode, 3 shard(s) x 2 node(s) of cache.t4g.small; frontier partitions (FRONTIER_PARTITIONS): 6, 2 per shard',
+    );
+    expect(lines.find((l) => l.startsWith('6 x cache.t4g.small node-hours (3 shard(s) x 2 node(s))'))).toMatch(
+      /\$0\.0256\/node-hour +\$112\.13$/,
+    );
+    expect(cacheLine(priceTemplate(tpl('small')))).toBe(
+      'cache: cluster mode off, 1 node(s) of cache.t4g.micro (a primary and 0 replica(s)); frontier partitions (FRONTIER_PARTITIONS): 1',
+    );
+  });
+
+  it("docs/cost.md's shard table carries what npm run cost prints for 1, 3 and 6 shards on both profiles", () => {
+    const costDoc = readFileSync(join(REPO_ROOT, 'docs/cost.md'), 'utf8');
+    const usd = (n: number) => `$${n.toLocaleString('en-US', { minimumFractionDigits: 2, maximumFractionDigits: 2 })}`;
+    for (const profile of ['standard', 'small'])
+      for (const shards of SHARDS) {
+        const r = priceTemplate(tpl(`${profile}, cluster mode, ${shards} shard(s)`));
+        const c = r.cache;
+        if (!c) throw new Error('no cache');
+        const cache = r.resources.find((x) => x.type === 'AWS::ElastiCache::ReplicationGroup')?.idle_usd_per_month ?? 0;
+        const nodes = `${c.shards * c.nodes_per_shard} x ${c.node_type}`;
+        expect(costDoc).toContain(
+          `| ${profile} | ${shards} | ${nodes} | ${c.frontier_partitions} | ${usd(cache)} | ${usd(r.idle_usd_per_month)} |`,
+        );
+      }
   });
 
   it('counts the metrics each scheduled function publishes every run as its handler does', () => {

@@ -135,6 +135,14 @@ export const VARIABLES = {
     description:
       'Port of the first of the three masters of the local cluster-mode Redis (they listen on it and the next two ports).',
   },
+  CRAWL_REDIS_CLUSTER_REPLICAS: {
+    type: 'integer',
+    default: 0,
+    minimum: 0,
+    maximum: 2,
+    description:
+      'Replicas of each master of the local cluster-mode Redis (on the ports after the masters’), for failover drills.',
+  },
   CRAWL_KAFKA_PORT: {
     type: 'integer',
     default: 9092,

@@ -10,6 +10,13 @@ export interface ServicesLayout {
   dir: string;
   redisPort: number;
   redisClusterPort: number;
+  /** Replicas of each master of the cluster-mode Redis (CRAWL_REDIS_CLUSTER_REPLICAS). */
+  redisClusterReplicas: number;
+  /**
+   * `cluster-node-timeout` of the cluster-mode Redis (ms): how long a node may not answer before it counts as failing
+   * and, with replicas, its replica takes over. 5000 (a failover test shortens it).
+   */
+  redisClusterNodeTimeoutMs: number;
   kafkaPort: number;
   kafkaControllerPort: number;
   kafkaHeap: string;
@@ -30,6 +37,7 @@ export function servicesLayout(
     | 'CRAWL_SERVICES_DIR'
     | 'CRAWL_REDIS_PORT'
     | 'CRAWL_REDIS_CLUSTER_PORT'
+    | 'CRAWL_REDIS_CLUSTER_REPLICAS'
     | 'CRAWL_KAFKA_PORT'
     | 'CRAWL_KAFKA_CONTROLLER_PORT'
     | 'CRAWL_KAFKA_HEAP'
@@ -44,6 +52,8 @@ export function servicesLayout(
     dir: resolve(vars.CRAWL_SERVICES_DIR || join(REPO_ROOT, '.services')),
     redisPort: vars.CRAWL_REDIS_PORT,
     redisClusterPort: vars.CRAWL_REDIS_CLUSTER_PORT,
+    redisClusterReplicas: vars.CRAWL_REDIS_CLUSTER_REPLICAS,
+    redisClusterNodeTimeoutMs: 5000,
     kafkaPort: vars.CRAWL_KAFKA_PORT,
     kafkaControllerPort: vars.CRAWL_KAFKA_CONTROLLER_PORT,
     kafkaHeap: vars.CRAWL_KAFKA_HEAP,

@@ -3,7 +3,8 @@
  * {@link CLUSTER_MASTERS} masters on consecutive ports (`cluster-enabled yes`, the slots split evenly), so that a
  * script touching keys of two slots, and a pipeline whose keys live on two shards, fail the integration and e2e tiers
  * exactly as they would on a multi-shard ElastiCache cluster (docs/design.md §3). One node owning every slot hid the
- * second kind of mistake.
+ * second kind of mistake. With CRAWL_REDIS_CLUSTER_REPLICAS, each master has that many replicas on the ports after
+ * the masters', so a master killed fails over to its replica as on a Multi-AZ ElastiCache shard.
  */
 import { execFileSync, spawnSync } from 'node:child_process';
 import { mkdirSync, writeFileSync } from 'node:fs';
@@ -18,9 +19,15 @@ export type RedisKind = 'redis' | 'redis-cluster';
 /** Masters of the local cluster-mode Redis, on `CRAWL_REDIS_CLUSTER_PORT` and the ports after it. */
 const CLUSTER_MASTERS = 3;
 
-/** The nodes of a kind: one for the standalone Redis, {@link CLUSTER_MASTERS} for the cluster. */
-function nodesOf(kind: RedisKind): number[] {
-  return kind === 'redis' ? [0] : Array.from({ length: CLUSTER_MASTERS }, (_, i) => i);
+/** Most replicas per master (CRAWL_REDIS_CLUSTER_REPLICAS's maximum): `down` looks for that many. */
+const MAX_REPLICAS = 2;
+
+/**
+ * The nodes of a kind: one for the standalone Redis; for the cluster {@link CLUSTER_MASTERS} masters (nodes 0 to 2),
+ * then their replicas (node n replicates master n mod {@link CLUSTER_MASTERS}).
+ */
+function nodesOf(layout: ServicesLayout, kind: RedisKind, replicas = layout.redisClusterReplicas): number[] {
+  return kind === 'redis' ? [0] : Array.from({ length: CLUSTER_MASTERS * (1 + replicas) }, (_, i) => i);
 }
 
 /** Node 0 of the cluster keeps the directory of the one-node cluster it replaces (`redis-cluster`). */
@@ -121,8 +128,10 @@ function spec(layout: ServicesLayout, kind: RedisKind, progress: Progress, node 
           // A lone node does not know its own address and would announce "" in CLUSTER SLOTS.
           'cluster-announce-ip 127.0.0.1',
           `cluster-config-file ${join(p.dir, 'nodes.conf')}`,
-          'cluster-node-timeout 5000',
+          `cluster-node-timeout ${layout.redisClusterNodeTimeoutMs}`,
         );
+        // A master otherwise waits 5 s for more replicas before it sends the first one its data.
+        if (layout.redisClusterReplicas > 0) lines.push('repl-diskless-sync-delay 0');
       }
       writeFileSync(p.conf, `${lines.join('\n')}\n`);
       progress(`${name}: starting on 127.0.0.1:${p.port} (log ${p.log})`);
@@ -141,17 +150,28 @@ function spec(layout: ServicesLayout, kind: RedisKind, progress: Progress, node 
  */
 export async function redisUp(layout: ServicesLayout, kind: RedisKind, progress: Progress): Promise<ServiceStatus> {
   const statuses: ServiceStatus[] = [];
-  for (const node of nodesOf(kind)) statuses.push(await bringUp(spec(layout, kind, progress, node), progress));
+  for (const node of nodesOf(layout, kind)) statuses.push(await bringUp(spec(layout, kind, progress, node), progress));
   const first = statuses[0] as ServiceStatus;
   if (kind === 'redis') return first;
-  const ports = nodesOf(kind).map((node) => paths(layout, kind, node).port);
+  const ports = nodesOf(layout, kind).map((node) => paths(layout, kind, node).port);
+  // Forming would make a stranger's Redis meet ours (and take slots or a master): a cluster is all ours or all theirs.
+  const external = statuses.filter((s) => s.state === 'external');
+  if (external.length > 0 && external.length < statuses.length) {
+    throw new ServiceStartError(
+      `redis-cluster: ${external.map((s) => s.address).join(', ')} ${external.length === 1 ? 'is' : 'are'} not ours ` +
+        `but the other nodes on ${clusterAddress(ports)} are; set CRAWL_REDIS_CLUSTER_PORT to free ports`,
+    );
+  }
   await clusterForm(ports, layout.timeoutSec * 1000, progress);
   return { ...first, address: clusterAddress(ports) };
 }
 
-/** Stops the Redis (every node of the cluster) we started, if any. */
+/**
+ * Stops the Redis (every node of the cluster) we started, if any: in the cluster as many replicas as there may be,
+ * so that nodes of a run with more replicas than CRAWL_REDIS_CLUSTER_REPLICAS says now are stopped too.
+ */
 export async function redisDown(layout: ServicesLayout, kind: RedisKind, progress: Progress): Promise<void> {
-  for (const node of nodesOf(kind).reverse()) {
+  for (const node of nodesOf(layout, kind, MAX_REPLICAS).reverse()) {
     const p = paths(layout, kind, node);
     const pid = ownedPid(p.pid, p.conf);
     if (pid === undefined) continue;
@@ -163,10 +183,10 @@ export async function redisDown(layout: ServicesLayout, kind: RedisKind, progres
 /** `running` only when every node is ours and running; otherwise the first node's state that is not. */
 export async function redisStatus(layout: ServicesLayout, kind: RedisKind): Promise<ServiceStatus> {
   const statuses: ServiceStatus[] = [];
-  for (const node of nodesOf(kind)) statuses.push(await serviceStatus(spec(layout, kind, () => {}, node)));
+  for (const node of nodesOf(layout, kind)) statuses.push(await serviceStatus(spec(layout, kind, () => {}, node)));
   const first = statuses[0] as ServiceStatus;
   if (kind === 'redis') return first;
-  const ports = nodesOf(kind).map((node) => paths(layout, kind, node).port);
+  const ports = nodesOf(layout, kind).map((node) => paths(layout, kind, node).port);
   const off = statuses.find((s) => s.state !== 'running');
   return off === undefined
     ? { ...first, address: clusterAddress(ports) }
@@ -177,9 +197,8 @@ function clusterAddress(ports: number[]): string {
   return `127.0.0.1:${ports[0]}-${ports[ports.length - 1]}`;
 }
 
-/** `CLUSTER INFO` of a node as fields. */
-async function clusterInfo(port: number): Promise<Record<string, string>> {
-  const text = await probe(port, (client) => client.cluster('INFO') as Promise<string>);
+/** Lines `field:value` as fields (`CLUSTER INFO`, `INFO replication`). */
+function fields(text: string): Record<string, string> {
   return Object.fromEntries(
     text
       .split(/\r?\n/)
@@ -188,11 +207,30 @@ async function clusterInfo(port: number): Promise<Record<string, string>> {
   );
 }
 
+/** `CLUSTER INFO` of a node as fields. */
+async function clusterInfo(port: number): Promise<Record<string, string>> {
+  return fields(await probe(port, (client) => client.cluster('INFO') as Promise<string>));
+}
+
+/** `INFO replication` of a node as fields (`role`, and on a replica `master_port`, `master_link_status`). */
+async function replication(port: number): Promise<Record<string, string>> {
+  return fields(await probe(port, (client) => client.info('replication')));
+}
+
+/** The `myself` line of the node on `port` in its CLUSTER NODES, split into its fields. */
+async function myself(port: number): Promise<string[]> {
+  const text = await probe(port, (client) => client.cluster('NODES') as Promise<string>);
+  return (
+    text
+      .split('\n')
+      .find((line) => line.split(' ')[2]?.includes('myself'))
+      ?.split(' ') ?? []
+  );
+}
+
 /** Whether the node on `port` itself owns a slot (CLUSTER NODES, its `myself` line; others' slots gossip in). */
 async function ownsSlots(port: number): Promise<boolean> {
-  const text = await probe(port, (client) => client.cluster('NODES') as Promise<string>);
-  const mine = text.split('\n').find((line) => line.split(' ')[2]?.includes('myself'));
-  return (mine?.split(' ').length ?? 0) > 8;
+  return (await myself(port)).length > 8;
 }
 
 /** The slot range of master `i` of `n`: 16384 slots split as redis-cli --cluster create splits them. */
@@ -202,15 +240,23 @@ function slotRange(i: number, n: number): [number, number] {
 }
 
 /**
- * Forms the cluster of the nodes on `ports` (idempotent): node 0 meets the others, each node that owns no slot
- * takes its share, and the call returns once every node says `cluster_state:ok` and knows all of them. A node 0
- * left from the one-node layout (it alone owns every slot) holds only test data: it is emptied and reset first.
+ * Forms the cluster of the nodes on `ports` (idempotent): the first {@link CLUSTER_MASTERS} are masters, the rest
+ * their replicas (port i + k x {@link CLUSTER_MASTERS} replicates master i). Node 0 meets the others, each master that
+ * owns no slot takes its share, each replica that follows no master follows its own, and the call returns once every
+ * node says `cluster_state:ok` and knows all of them, and every replica's link to its master is up. A node 0 left from
+ * the one-node layout (it alone owns every slot) holds only test data: it is emptied and reset first.
  */
 async function clusterForm(ports: number[], timeoutMs: number, progress: Progress): Promise<void> {
+  const masters = ports.slice(0, CLUSTER_MASTERS);
+  const replicas = ports.slice(CLUSTER_MASTERS);
   const formed = async () => {
     for (const port of ports) {
       const info = await clusterInfo(port);
       if (info.cluster_state !== 'ok' || Number(info.cluster_known_nodes) !== ports.length) return false;
+    }
+    for (const port of replicas) {
+      const role = await replication(port);
+      if (role.role !== 'slave' || role.master_link_status !== 'up') return false;
     }
     return true;
   };
@@ -218,18 +264,41 @@ async function clusterForm(ports: number[], timeoutMs: number, progress: Progres
   const [first, ...others] = ports as [number, ...number[]];
   const info = await clusterInfo(first);
   if (Number(info.cluster_known_nodes) === 1 && Number(info.cluster_slots_assigned) === 16384) {
-    progress(`redis-cluster: resetting the one-node cluster on ${first} (test data) to form ${ports.length} masters`);
+    progress(`redis-cluster: resetting the one-node cluster on ${first} (test data) to form ${masters.length} masters`);
     await probe(first, async (client) => {
       await client.flushall();
       await client.cluster('RESET', 'HARD');
     });
   }
-  progress(`redis-cluster: forming a cluster of ${ports.length} masters on ${clusterAddress(ports)}`);
+  if (Number(info.cluster_known_nodes) > ports.length) {
+    throw new ServiceStartError(
+      `redis-cluster on ${clusterAddress(ports)} has ${info.cluster_known_nodes} nodes, more than the ${ports.length} ` +
+        'CRAWL_REDIS_CLUSTER_REPLICAS asks for: run `services down`, then `services up`',
+    );
+  }
+  progress(
+    replicas.length === 0
+      ? `redis-cluster: forming a cluster of ${ports.length} masters on ${clusterAddress(ports)}`
+      : `redis-cluster: forming a cluster of ${masters.length} masters and ${replicas.length} replicas on ${clusterAddress(ports)}`,
+  );
   for (const port of others) await probe(first, (client) => client.cluster('MEET', '127.0.0.1', port));
-  for (const [i, port] of ports.entries()) {
-    const [from, to] = slotRange(i, ports.length);
+  for (const [i, port] of masters.entries()) {
+    const [from, to] = slotRange(i, masters.length);
     if (!(await ownsSlots(port)))
       await probe(port, (client) => client.call('CLUSTER', 'ADDSLOTSRANGE', String(from), String(to)));
+  }
+  for (const [i, port] of replicas.entries()) {
+    if ((await replication(port)).role === 'slave') continue;
+    const master = masters[i % masters.length] as number;
+    const id = (await myself(master))[0] as string;
+    // CLUSTER REPLICATE needs the master known to the replica, which the gossip after MEET brings.
+    await waitFor(
+      `redis-cluster node ${port} to learn of master ${master}`,
+      async () => (await probe(port, (client) => client.cluster('NODES') as Promise<string>)).includes(id),
+      timeoutMs,
+      100,
+    );
+    await probe(port, (client) => client.cluster('REPLICATE', id));
   }
   await waitFor(`redis-cluster on ${clusterAddress(ports)} (cluster_state:ok on every node)`, formed, timeoutMs, 250);
 }

@@ -10,7 +10,6 @@ import {
   symlinkSync,
   writeFileSync,
 } from 'node:fs';
-import { createServer, type Server } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Redis } from 'ioredis';
@@ -19,7 +18,15 @@ import { config } from '../../lib/config/index.ts';
 import { REPO_ROOT } from '../../localstack/repo-root.ts';
 import { layoutFrom } from '../../localstack/services/index.ts';
 import { localstackHealth } from '../../localstack/services/localstack-service.ts';
+import { redisStatus, redisUp } from '../../localstack/services/redis-service.ts';
 import { sharedVenvDir } from '../../localstack/services/venv-cache.ts';
+import {
+  close,
+  clusterNodes,
+  freeClusterPort,
+  listen,
+  startPrivateRedisCluster,
+} from '../helpers/private-redis-cluster.ts';
 import { clusterRedis, createTestTopics, testKafka, uniqueName, waitUntil } from '../helpers/services.ts';
 
 describe('local services', () => {
@@ -99,22 +106,6 @@ describe('local services', () => {
   });
 });
 
-/** Listens on 127.0.0.1:`port` (0: any free port); resolves with the server and its port, or undefined when taken. */
-function listen(port: number): Promise<{ server: Server; port: number } | undefined> {
-  return new Promise((resolve) => {
-    const server = createServer();
-    server.once('error', () => resolve(undefined));
-    server.listen(port, '127.0.0.1', () => {
-      const address = server.address();
-      resolve({ server, port: typeof address === 'object' && address !== null ? address.port : port });
-    });
-  });
-}
-
-function close(server: Server): Promise<void> {
-  return new Promise((resolve) => server.close(() => resolve()));
-}
-
 /** A port free right now: any (0), or the first from `from` upwards. */
 async function freePort(from = 0): Promise<number> {
   for (let port = from; port <= 65535; port += 1) {
@@ -126,30 +117,6 @@ async function freePort(from = 0): Promise<number> {
     if (from === 0) break;
   }
   throw new Error(`no free port from ${from}`);
-}
-
-/** How many masters the cluster-mode Redis runs, on its port and the ports after it (redis-service.ts). */
-const CLUSTER_MASTERS = 3;
-
-/**
- * A port for the cluster-mode Redis whose masters' ports and their cluster bus ports (each port + 10000) are all free
- * right now. Below Linux's ephemeral range (32768 up), so a connection elsewhere on the machine cannot take a bus
- * port between this check and the start; a random start keeps parallel runs apart.
- */
-async function freeClusterPort(): Promise<number> {
-  const first = 20_000 + Math.floor(Math.random() * 2_000);
-  for (let port = first; port + CLUSTER_MASTERS + 10_000 < 32_768; port += CLUSTER_MASTERS) {
-    const wanted = Array.from({ length: CLUSTER_MASTERS }, (_, i) => [port + i, port + i + 10_000]).flat();
-    const held: Server[] = [];
-    for (const p of wanted) {
-      const h = await listen(p);
-      if (h === undefined) break;
-      held.push(h.server);
-    }
-    await Promise.all(held.map(close));
-    if (held.length === wanted.length) return port;
-  }
-  throw new Error('no free cluster port range below 32768');
 }
 
 /** The pids of live processes whose command line mentions `text`. */
@@ -416,5 +383,46 @@ describe('services up|down hold a lock on their directory', () => {
       down.kill('SIGKILL');
       rmSync(dir, { recursive: true, force: true });
     }
+  });
+});
+
+/**
+ * The cluster-mode Redis with CRAWL_REDIS_CLUSTER_REPLICAS=1, as `services up` starts it (redis-service.ts), in a
+ * directory and on free ports of its own.
+ */
+describe('cluster-mode Redis with a replica per master', () => {
+  test('three masters on the first three ports split the slots, each followed by one replica on the next three; up again changes nothing; down stops all six', {
+    timeout: 60_000,
+  }, async () => {
+    const cluster = await startPrivateRedisCluster({ replicas: 1 });
+    try {
+      const { port } = cluster;
+      expect(cluster.ports).toEqual([0, 1, 2, 3, 4, 5].map((i) => port + i));
+      const nodes = await clusterNodes(port);
+      expect(nodes.map((n) => n.port).sort()).toEqual(cluster.ports);
+      expect(nodes.every((n) => !n.failed)).toBe(true);
+      const masters = nodes.filter((n) => n.role === 'master').sort((a, b) => a.port - b.port);
+      expect(masters.map((n) => [n.port, n.slots])).toEqual([
+        [port, 5461],
+        [port + 1, 5462],
+        [port + 2, 5461],
+      ]);
+      // Replica i follows master i mod 3.
+      const replicas = nodes.filter((n) => n.role === 'slave').sort((a, b) => a.port - b.port);
+      expect(replicas.map((n) => [n.port, masters.find((m) => m.id === n.masterId)?.port])).toEqual([
+        [port + 3, port],
+        [port + 4, port + 1],
+        [port + 5, port + 2],
+      ]);
+      const status = await redisStatus(cluster.layout, 'redis-cluster');
+      expect(status).toMatchObject({ state: 'running', address: `127.0.0.1:${port}-${port + 5}` });
+
+      const progress: string[] = [];
+      await redisUp(cluster.layout, 'redis-cluster', (m) => progress.push(m));
+      expect(progress.filter((m) => /starting|forming/.test(m))).toEqual([]);
+    } finally {
+      await cluster.stop();
+    }
+    expect(processesMentioning(cluster.layout.dir)).toEqual([]);
   });
 });

@@ -1,7 +1,8 @@
 /**
  * `Frontier.leaseMany` (lib/redis/frontier.ts): lease.lua on one partition, its reply decoded into leases; and with
  * several partitions (`FRONTIER_PARTITIONS`), one call per partition in turn from a rotating first
- * (lib/redis/frontier-calls.ts `leaseOrder`) until the wanted number is leased, the answers combined as one.
+ * (lib/redis/frontier-calls.ts `leaseOrder`) until the wanted number is leased, the answers combined as one. A
+ * partition that fails is passed over while others lease (see {@link leaseMany}).
  */
 import type { CrawlSettings, Lease, LeaseLeft, LeaseMany, PartitionRef } from '../frontier-model.ts';
 import type { FrontierCalls } from './frontier-calls.ts';
@@ -30,15 +31,26 @@ export async function leaseMany(
   let skipped = 0;
   const lefts = new Set<LeaseLeft>();
   let asked = 0;
+  let failed: unknown;
   for (const p of order) {
     if (leases.length >= want) break;
     asked++;
-    const r = await leaseFrom(calls, p, want - leases.length, options, now);
+    let r: LeaseMany;
+    try {
+      r = await leaseFrom(calls, p, want - leases.length, options, now);
+    } catch (error) {
+      // A partition whose shard fails (failing over, unreachable) must not lose what the others leased: thrown
+      // away, those leases would be held by no one until reclaimed (a LEASE_TIMEOUT later, a try charged). The
+      // others go on; the call fails only when nothing was leased.
+      failed ??= error;
+      continue;
+    }
     leases.push(...r.leases);
     skipped += r.skipped;
     lefts.add(r.left);
     if (r.nextDueMs !== null) nextDueMs = nextDueMs === null ? r.nextDueMs : Math.min(nextDueMs, r.nextDueMs);
   }
+  if (failed !== undefined && leases.length === 0) throw failed;
   // Filled before every partition was asked: the others may have work now.
   if (asked < order.length) lefts.add('more');
   const left = (['more', 'leased', 'excluded'] as const).find((l) => lefts.has(l)) ?? 'none';

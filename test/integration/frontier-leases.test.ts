@@ -1,6 +1,8 @@
-import { describe, expect, test } from 'vitest';
-import type { CrawlRef, Lease } from '../../lib/frontier-model.ts';
+import type { Command } from 'ioredis';
+import { describe, expect, test, vi } from 'vitest';
+import type { CrawlRef, Lease, PartitionRef } from '../../lib/frontier-model.ts';
 import type { Frontier } from '../../lib/redis/frontier.ts';
+import { partitionIndex, partitionKeys } from '../../lib/redis/keys.ts';
 import {
   childCrawl,
   frontierTestRedis,
@@ -12,6 +14,7 @@ import {
   testFrontier,
 } from '../helpers/frontier.ts';
 import { recordScriptCalls } from '../helpers/scripts.ts';
+import { uniqueName } from '../helpers/services.ts';
 
 const redis = frontierTestRedis();
 
@@ -298,6 +301,62 @@ describe('leaseMany', () => {
       left: 'none',
       skipped: 0,
     });
+  });
+});
+
+describe('leaseMany over partitions while one partition’s shard fails', () => {
+  /**
+   * Makes script calls on partition `p`'s keys fail as a shard failing over answers (CLUSTERDOWN), `times` of them
+   * (default: all), until the returned function is called.
+   */
+  function failScriptsOf(p: PartitionRef, times = Number.POSITIVE_INFINITY): () => void {
+    const failing = partitionKeys(p).counts;
+    const client = redis as unknown as { sendCommand: (command: Command) => unknown };
+    const send = client.sendCommand.bind(client);
+    let left = times;
+    const spy = vi.spyOn(client, 'sendCommand').mockImplementation((command: Command) => {
+      if (/^eval/.test(command.name) && command.args.some((a) => String(a) === failing) && left-- > 0) {
+        command.reject(Object.assign(new Error('CLUSTERDOWN The cluster is down'), { name: 'ReplyError' }));
+        return command.promise;
+      }
+      return send(command);
+    });
+    return () => spy.mockRestore();
+  }
+
+  test('what the other partitions leased is returned, not left held by no one; the call fails only when nothing was leased', async () => {
+    const prefix = uniqueName();
+    const frontier = testFrontier(redis, { prefix, partitions: 6 });
+    const hosts = Array.from({ length: 30 }, (_, i) => `host-${i}.com`);
+    await queue(
+      frontier,
+      hosts.map((h) => `http://${h}/`),
+    );
+    const failing: PartitionRef = { prefix, scope: 'link', partition: 2, spider: 'link', count: 6 };
+    const onFailing = hosts.filter((h) => partitionIndex(h, 6) === 2);
+    expect(onFailing.length).toBeGreaterThan(0);
+    expect(onFailing.length).toBeLessThan(hosts.length);
+
+    const restore = failScriptsOf(failing);
+    try {
+      const r = await frontier.leaseMany('link', 100, { now: T0 });
+      expect(r.leases.map((l) => l.domain).sort()).toEqual(hosts.filter((h) => !onFailing.includes(h)).sort());
+      // Every request leased is in the caller's hands: the crawl counts exactly those leased.
+      restore();
+      expect(await counts(frontier)).toEqual({ queued: onFailing.length, leased: r.leases.length, done: 0, failed: 0 });
+    } finally {
+      restore();
+    }
+
+    // Only the failing partition has work left: nothing can be leased, and the call says why.
+    const again = failScriptsOf(failing);
+    try {
+      await expect(frontier.leaseMany('link', 100, { now: T0 })).rejects.toThrow(/CLUSTERDOWN/);
+    } finally {
+      again();
+    }
+    const after = await frontier.leaseMany('link', 100, { now: T0 });
+    expect(after.leases.map((l) => l.domain).sort()).toEqual([...onFailing].sort());
   });
 });
 

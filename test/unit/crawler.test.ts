@@ -192,7 +192,15 @@ class ScriptedFrontier implements CrawlerFrontier {
   throttleScope(l: Pick<Lease, 'partition'>): string {
     return `${l.partition.scope}:${l.partition.partition}`;
   }
+  /** Makes a release throw this (before anything is released). */
+  releaseError: Error | undefined;
+  /** How many releases {@link releaseError} fails (default: all of them). */
+  releaseErrorTimes = Number.POSITIVE_INFINITY;
+  /** The handles of every release call, in order. */
+  readonly releaseCalls: string[][] = [];
   async release(ls: Pick<Lease, 'handle'>[]): Promise<number> {
+    this.releaseCalls.push(ls.map((l) => l.handle));
+    if (this.releaseError && this.releaseErrorTimes-- > 0) throw this.releaseError;
     this.released.push(...ls.map((l) => l.handle));
     return ls.length;
   }
@@ -299,6 +307,9 @@ async function crawl(
     enqueueError?: Error;
     /** How many acks with children `enqueueError` fails (default: all). */
     enqueueErrorTimes?: number;
+    releaseError?: Error;
+    /** How many releases `releaseError` fails (default: all). */
+    releaseErrorTimes?: number;
     /** Spiders registered besides the built-ins. */
     plugins?: Spider[];
     spider?: (url: string) => void;
@@ -315,6 +326,8 @@ async function crawl(
   const frontier = new ScriptedFrontier(leases);
   frontier.enqueueError = options.enqueueError;
   if (options.enqueueErrorTimes !== undefined) frontier.enqueueErrorTimes = options.enqueueErrorTimes;
+  frontier.releaseError = options.releaseError;
+  if (options.releaseErrorTimes !== undefined) frontier.releaseErrorTimes = options.releaseErrorTimes;
   if (options.turn !== undefined) frontier.turn = options.turn;
   const sink = new OrderedSink(frontier.events, options.refuse);
   const log = new RecordingLog();
@@ -856,6 +869,27 @@ describe('Crawler: delivery order and best-effort copies', () => {
     expect(r.log.at('warn').map((w) => w.message)).toContain(
       'ack not stored; kept and tried again while this process holds the lease',
     );
+  });
+});
+
+describe('Crawler: releases while Redis fails', () => {
+  it('gives a request whose processing failed on infrastructure back, trying the release again until it is stored', async () => {
+    const l = lease('http://a.example/');
+    // A shard failing over: the robots.txt cache and the release both fail for a while.
+    const down = Object.assign(new Error('CLUSTERDOWN The cluster is down'), { name: 'ReplyError' });
+    const r = await crawl([l], (q) => htmlResponse(q.url, 'ok'), {
+      robotsCheck: async () => {
+        throw down;
+      },
+      releaseError: down,
+      releaseErrorTimes: 2,
+    });
+    // Not dropped after the first failure (held by no one until reclaimed): back in the queue, unfetched.
+    expect(r.frontier.releaseCalls).toEqual([[l.handle], [l.handle], [l.handle]]);
+    expect(r.frontier.released).toEqual([l.handle]);
+    expect(r.frontier.acked).toEqual([]);
+    expect(r.pages).toEqual([]);
+    expect(r.log.at('warn').map((w) => w.message)).toContain('release not stored; tried again');
   });
 });
 

@@ -380,7 +380,7 @@ export class Crawler {
         error: (last as Error).message,
       });
       if (failureCause(last) === 'infrastructure') this.#delivery.failed(last);
-      await this.#o.frontier.release([lease]).catch(() => undefined);
+      await this.#delivery.release([lease]);
     } finally {
       this.#inFlight.delete(flight);
       this.#keeper.drop(lease);
@@ -464,7 +464,7 @@ export class Crawler {
         return;
       case 'release':
         o.log.error('request failed on infrastructure; releasing it', { url: lease.url, reason: decision.reason });
-        await o.frontier.release([lease]);
+        await this.#delivery.release([lease]);
         return;
     }
   }

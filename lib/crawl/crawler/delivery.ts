@@ -187,7 +187,55 @@ export class Delivery {
       error: (error as Error)?.message ?? String(error),
     });
     const ahead = this.#o.leasedAhead.drain();
-    if (ahead.length > 0) void this.#o.frontier.release(ahead).catch(() => 0);
+    if (ahead.length > 0) void this.release(ahead);
+  }
+
+  /**
+   * Gives leases back to their queues: one call per partition, a call that fails on infrastructure tried again (100
+   * ms doubling to 5 s) until it is stored or {@link abandon}. A release lost to a Redis outage (a shard failing over)
+   * would leave its requests held by no one until reclaimed, a LEASE_TIMEOUT later and a try charged. A call is never
+   * sent again for another partition's leases: released already, they may be another crawler's lease by then. Runs as
+   * a pending delivery ({@link settled} waits for it). Resolves with how many were released.
+   */
+  release(leases: readonly Lease[]): Promise<number> {
+    const groups = new Map<string, Lease[]>();
+    for (const l of leases) {
+      const p = l.partition;
+      const id = `${p.prefix}\u0000${p.scope}\u0000${p.partition}\u0000${p.spider}`;
+      const group = groups.get(id);
+      if (group) group.push(l);
+      else groups.set(id, [l]);
+    }
+    const done = Promise.all([...groups.values()].map((group) => this.#releaseKept(group))).then((n) =>
+      n.reduce((a, b) => a + b, 0),
+    );
+    const pending = done.then(() => undefined);
+    this.#pending.add(pending);
+    void pending.finally(() => {
+      this.#pending.delete(pending);
+      this.#waiters.shift()?.();
+    });
+    return done;
+  }
+
+  async #releaseKept(leases: Lease[]): Promise<number> {
+    let waitMs = KEPT_RETRY_FIRST_MS;
+    for (let failures = 0; ; failures++) {
+      try {
+        return await this.#o.frontier.release(leases);
+      } catch (error) {
+        if (failureCause(error) !== 'infrastructure' || this.#abandoned) return 0;
+        if (failures === 0) {
+          this.#o.log.warn('release not stored; tried again', {
+            url: leases[0]?.url,
+            leases: leases.length,
+            error: (error as Error)?.message ?? String(error),
+          });
+        }
+        await this.#pause(waitMs);
+        waitMs = Math.min(waitMs * 2, KEPT_RETRY_MAX_MS);
+      }
+    }
   }
 
   /** A page was stored: the gate opens if it was closed, and the sleeping workers lease again. */

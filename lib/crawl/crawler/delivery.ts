@@ -238,7 +238,7 @@ export class Delivery {
     }
   }
 
-  /** A page was stored: the gate opens if it was closed, and the sleeping workers lease again. */
+  /** A page message or an ack was stored: the gate opens if it was closed, and the sleeping workers lease again. */
   #worked(): void {
     const downMs = this.#o.gate.worked();
     if (downMs === undefined) return;
@@ -319,6 +319,8 @@ export class Delivery {
     }
     if (o.appidTopics) await this.#sendPerApp(crawledAppTopic(o.topicPrefix, ids.appid), ids.appid, message);
     const ack = await this.#ackKept(lease, success ? 'done' : 'fail', children);
+    // Acks fail alone when Redis fails and Kafka does not (a shard failing over): one stored reopens the gate.
+    this.#worked();
     if (ack.complete) {
       const notice: OutMessage = {
         key: ids.appid,

@@ -2,7 +2,8 @@
  * The crawler's delivery gate (docs/design.md §5): while delivery (Kafka, or the ack's Redis) fails on
  * infrastructure, leasing stops, so a crawler whose sink is down does not fetch pages it cannot publish (each would
  * be fetched again elsewhere). One probe request at a time goes through once the backoff has passed; its delivery
- * reopens the gate, or closes it for twice as long (at most {@link MAX_DELIVERY_BACKOFF_MS}).
+ * reopens the gate, or closes it for twice as long (at most {@link MAX_DELIVERY_BACKOFF_MS}). Any page message or
+ * ack stored meanwhile (a kept one tried again) reopens it too: delivery works again.
  */
 
 /**
@@ -57,10 +58,16 @@ export class DeliveryGate {
     this.#probing = false;
   }
 
-  /** A delivery failed on infrastructure: closes the gate (or keeps it closed, longer). True when it just closed. */
+  /**
+   * A delivery failed on infrastructure: closes the gate, or keeps it closed twice as long once the wait for a probe
+   * is over (the probe, or another delivery, failed again). Failures during the wait (the retries of deliveries kept
+   * from before it closed) do not lengthen it: each would double the wait, and a short outage (a Redis shard failing
+   * over) would stop leasing for the longest backoff after it ended. True when it just closed.
+   */
   failed(): boolean {
     const now = this.#now();
     const was = this.#down;
+    if (was && now < was.retryAt) return false;
     const backoffMs = was ? Math.min(was.backoffMs * 2, MAX_DELIVERY_BACKOFF_MS) : MIN_DELIVERY_BACKOFF_MS;
     this.#down = { since: was?.since ?? now, retryAt: now + backoffMs, backoffMs };
     this.#probing = false;
@@ -69,7 +76,10 @@ export class DeliveryGate {
     return true;
   }
 
-  /** A page was stored: the gate opens. Returns how long it was closed (ms), or undefined when it was open. */
+  /**
+   * A page message or an ack was stored: the gate opens. Returns how long it was closed (ms), or undefined when it
+   * was open.
+   */
   worked(): number | undefined {
     const was = this.#down;
     if (was === undefined) return undefined;

@@ -10,6 +10,9 @@
  *   still has work in another partition, its records (counters, registration, dupefilter) must stay, so the sweep
  *   postpones those crawls first ({@link holdLiveElsewhere}).
  */
+import { randomBytes } from 'node:crypto';
+import { setTimeout as sleep } from 'node:timers/promises';
+import { failureCause } from '../errors.ts';
 import type { AckResult, CrawlSettings, FrontierItem, PartitionRef } from '../frontier-model.ts';
 import type { FrontierCalls } from './frontier-calls.ts';
 import { completeClaimKey, crawlKey, partitionKeys } from './keys.ts';
@@ -37,8 +40,17 @@ async function countsIn(calls: FrontierCalls, p: PartitionRef, crawlKeys: readon
 }
 
 /**
+ * How long {@link crawlWide} tries again while another partition's shard fails (ms): longer than a shard's failover to
+ * its replica. The ack is stored by then; given up, the crawl's notice would be lost.
+ */
+const CRAWL_WIDE_RETRY_MS = 60_000;
+
+/**
  * An ack's result as the whole crawl's: with one partition as it is; with several and `complete`, complete only if
- * no other partition has work of the crawl and this process claimed the notice, with the totals summed.
+ * no other partition has work of the crawl and this process claimed the notice, with the totals summed. The ack is
+ * stored already, and when it left the crawl with no work at all no later ack will say so: reads and the claim that
+ * fail on infrastructure (another partition's shard failing over) are tried again (100 ms doubling to 5 s, for up to
+ * {@link CRAWL_WIDE_RETRY_MS}) rather than lose the notice.
  */
 export async function crawlWide(
   calls: FrontierCalls,
@@ -46,11 +58,31 @@ export async function crawlWide(
   crawl: Pick<CrawlSettings, 'appid' | 'crawlid'> | undefined,
   result: AckResult,
 ): Promise<AckResult> {
-  const ps = calls.partitionsOf(own.spider);
-  if (!result.complete || ps.length === 1 || crawl === undefined) return result;
+  if (!result.complete || calls.partitionsOf(own.spider).length === 1 || crawl === undefined) return result;
   const ck = crawlKey(crawl.appid, crawl.crawlid, own.spider);
+  // Names this call's claim, so a claim whose reply was lost is known as its own when tried again.
+  const token = randomBytes(8).toString('hex');
+  const deadline = Date.now() + CRAWL_WIDE_RETRY_MS;
+  for (let waitMs = 100; ; waitMs = Math.min(waitMs * 2, 5000)) {
+    try {
+      return await sumAndClaim(calls, own, ck, token, result);
+    } catch (error) {
+      if (failureCause(error) !== 'infrastructure' || Date.now() + waitMs > deadline) throw error;
+      await sleep(waitMs);
+    }
+  }
+}
+
+/** {@link crawlWide}'s sums over the other partitions and its claim of the notice, once. */
+async function sumAndClaim(
+  calls: FrontierCalls,
+  own: PartitionRef,
+  ck: string,
+  token: string,
+  result: AckResult,
+): Promise<AckResult> {
   let { queued, leased, done, failed } = result;
-  for (const p of ps) {
+  for (const p of calls.partitionsOf(own.spider)) {
     if (p.partition === own.partition) continue;
     const [c] = await countsIn(calls, p, [ck]);
     if (c === undefined) continue;
@@ -61,7 +93,9 @@ export async function crawlWide(
     if (queued > 0 || leased > 0) return { ...result, complete: false, queued, leased };
   }
   const claim = completeClaimKey(calls.options.prefix, ck, done, failed);
-  const first = (await calls.redis.set(claim, '1', 'EX', COMPLETE_CLAIM_SEC, 'NX')) === 'OK';
+  const first =
+    (await calls.redis.set(claim, token, 'EX', COMPLETE_CLAIM_SEC, 'NX')) === 'OK' ||
+    (await calls.redis.get(claim)) === token;
   return { ...result, complete: first, queued, leased, done, failed };
 }
 

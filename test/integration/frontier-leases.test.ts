@@ -304,7 +304,7 @@ describe('leaseMany', () => {
   });
 });
 
-describe('leaseMany over partitions while one partition’s shard fails', () => {
+describe('frontier partitions while one partition’s shard fails', () => {
   /**
    * Makes script calls on partition `p`'s keys fail as a shard failing over answers (CLUSTERDOWN), `times` of them
    * (default: all), until the returned function is called.
@@ -357,6 +357,37 @@ describe('leaseMany over partitions while one partition’s shard fails', () => 
     }
     const after = await frontier.leaseMany('link', 100, { now: T0 });
     expect(after.leases.map((l) => l.domain).sort()).toEqual([...onFailing].sort());
+  });
+
+  test('the ack that leaves the crawl with no work completes it though another partition’s counts fail for a while', async () => {
+    const prefix = uniqueName();
+    const frontier = testFrontier(redis, { prefix, partitions: 6 });
+    // Two domains of two partitions.
+    const a = 'host-0.com';
+    const b = ['host-1.com', 'host-2.com', 'host-3.com'].find(
+      (h) => partitionIndex(h, 6) !== partitionIndex(a, 6),
+    ) as string;
+    await queue(frontier, [`http://${a}/`, `http://${b}/`]);
+    const leases = (await frontier.leaseMany('link', 10, { now: T0 })).leases;
+    const onA = leases.find((l) => l.domain === a) as Lease;
+    const onB = leases.find((l) => l.domain === b) as Lease;
+    expect(await frontier.ack(onB, 'done', T0 + 1)).toMatchObject({ acked: true, complete: false });
+
+    // The last ack: stored in a's partition, while b's partition answers CLUSTERDOWN twice to the sums.
+    const restore = failScriptsOf(
+      { prefix, scope: 'link', partition: partitionIndex(b, 6), spider: 'link', count: 6 },
+      2,
+    );
+    try {
+      expect(await frontier.ack(onA, 'done', T0 + 2)).toMatchObject({
+        acked: true,
+        complete: true,
+        done: 2,
+        failed: 0,
+      });
+    } finally {
+      restore();
+    }
   });
 });
 

@@ -10,6 +10,7 @@ export type ServiceLog = (level: 'info' | 'error', message: string) => void;
 import { Buffer } from 'node:buffer';
 import * as grpc from '@grpc/grpc-js';
 import {
+  fenceMessage,
   type Metadata,
   normaliseCrawl,
   type PutItem,
@@ -57,6 +58,9 @@ function capDetails(details: string): string {
 
 function toStatus(error: unknown): Partial<grpc.StatusObject> {
   if (error instanceof StatusError) return { code: error.code, details: capDetails(error.message) };
+  // The frontier is fenced by a move to another partition count: a client tries again (or the server is restarted).
+  const fenced = fenceMessage(error);
+  if (fenced !== undefined) return { code: grpc.status.UNAVAILABLE, details: capDetails(fenced) };
   return {
     code: grpc.status.INTERNAL,
     details: capDetails(`url frontier: ${(error as Error)?.message ?? String(error)}`),

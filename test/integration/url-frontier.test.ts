@@ -12,7 +12,7 @@ import { queueKeyOf } from '../../lib/redis/url-frontier/model.ts';
 import { UrlFrontierStore } from '../../lib/redis/url-frontier/store.ts';
 import { PUT_BOUNDS } from '../../lib/url-frontier/calls.ts';
 import { urlFrontierClientConstructor } from '../../lib/url-frontier/definition.ts';
-import { type AnyClient, unary } from '../helpers/grpc.ts';
+import { type AnyClient, bidi, stream, unary } from '../helpers/grpc.ts';
 import { recordScriptCalls } from '../helpers/scripts.ts';
 import { clusterRedis, uniqueName } from '../helpers/services.ts';
 import { dropStores, UF_PARTITIONS } from '../helpers/url-frontier.ts';
@@ -62,28 +62,6 @@ afterEach(async () => {
 });
 afterAll(() => redis.disconnect());
 
-function stream<T = Record<string, unknown>>(client: AnyClient, method: string, req: object): Promise<T[]> {
-  return new Promise((resolve, reject) => {
-    const call = (client[method] as (r: object) => grpc.ClientReadableStream<T>).call(client, req);
-    const out: T[] = [];
-    call.on('data', (d: T) => out.push(d));
-    call.on('error', reject);
-    call.on('end', () => resolve(out));
-  });
-}
-
-function bidi<T = Record<string, unknown>>(client: AnyClient, method: string, reqs: object[]): Promise<T[]> {
-  return new Promise((resolve, reject) => {
-    const call = (client[method] as () => grpc.ClientDuplexStream<object, T>).call(client);
-    const out: T[] = [];
-    call.on('data', (d: T) => out.push(d));
-    call.on('error', reject);
-    call.on('end', () => resolve(out));
-    for (const r of reqs) call.write(r);
-    call.end();
-  });
-}
-
 const info = (url: string, extra: object = {}) => ({ url, key: '', crawlID: '', metadata: {}, ...extra });
 const discovered = (url: string, extra: object = {}) => ({ discovered: { info: info(url, extra) } });
 const known = (url: string, date: number, extra: object = {}) => ({
@@ -118,6 +96,8 @@ describe.each(UF_PARTITIONS)('URL Frontier API over Redis, FRONTIER_PARTITIONS=%
     const calls = await recordScriptCalls(redis, async () => {
       await put(client, [discovered('http://a.com/1', { crawlID: 'c:x', key: 'a.com/b{c}' })]);
       await getUrls(client, { crawlID: 'c:x' });
+      await unary(client, 'SetDelay', { crawlID: 'c:x', key: 'a.com/b{c}', delay_requestable: 2 });
+      await unary(client, 'SetActive', { state: true });
       // As in a frontier stored by an older version: a new server's first look walks it (uf-index). Only ever one
       // partition: a partitioned frontier is indexed from its creation and never walked.
       for (const p of parts) await redis.hdel(urlFrontierGlobalKeys(p).state, 'indexed');

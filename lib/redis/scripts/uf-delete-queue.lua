@@ -9,9 +9,13 @@
 
   Returns the number of URLs removed (active and completed); 0 for an unknown queue. The queue leaves `due` and `qdue`,
   and the backlog total (a counted queue) follows.
+  Answers the error `UFMOVE <message>` and writes nothing while the frontier is fenced (includes/uf.lua fence()).
   Cost: O(1) commands; UNLINK frees the O(n) memory in a background thread.
 ]]
 --- @include "uf"
+
+local fenced = fence()
+if fenced then return redis.error_reply(FENCE_ERROR .. ' ' .. fenced) end
 
 use_crawl(6, ARGV[1])
 use_queue(1, ARGV[2])

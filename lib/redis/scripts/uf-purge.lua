@@ -12,9 +12,13 @@
 
   Returns the number deleted. A queue that lost URLs is due again by its earliest scheduled URL (see uf-put.lua);
   the backlog total loses those that were scheduled or held (a counted queue).
+  Answers the error `UFMOVE <message>` and writes nothing while the frontier is fenced (includes/uf.lua fence()).
   Cost: O(members named × log n).
 ]]
 --- @include "uf"
+
+local fenced = fence()
+if fenced then return redis.error_reply(FENCE_ERROR .. ' ' .. fenced) end
 
 use_crawl(6, ARGV[1])
 use_queue(1, ARGV[2])

@@ -18,9 +18,13 @@
   A queue that got a URL is due (in `due`) no later than its earliest scheduled URL; one left with nothing scheduled
   or held leaves `due`; its place in `qdue` is the same. The frontier's `backlog` total follows the URLs that
   become or stop being scheduled or held, in counted queues.
+  Answers the error `UFMOVE <message>` and writes nothing while the frontier is fenced (includes/uf.lua fence()).
   Cost: O(log n) per item and O(log q) per queue, one call for every queue of a batch.
 ]]
 --- @include "uf"
+
+local fenced = fence()
+if fenced then return redis.error_reply(FENCE_ERROR .. ' ' .. fenced) end
 
 local now = ARGV[1]
 local out = {}

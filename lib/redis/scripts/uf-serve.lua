@@ -35,6 +35,7 @@
   Returns two arrays, over the queues of every crawl in ARGV order: one string per queue (per URL served,
   `<byte length>:<member><byte length>:<metadata JSON, '' for none>`: one bulk reply per queue instead of two per
   URL; empty when the queue is not eligible), and the number of URLs per queue (-1: needs its six keys).
+  Answers the error `UFMOVE <message>` and writes nothing while the frontier is fenced (includes/uf.lua fence()).
   Cost: O(expired holds × log n + served × log n) per queue, served ≤ cap, in a few variadic calls per 500 URLs,
   and O(log q) for its place in `due` and `qdue`: about ten commands for a queue that gives one URL.
 ]]
@@ -54,7 +55,10 @@ local PROBE = 8
 local NOW, UNTIL, AFTER_NOW = ARGV[1], ARGV[3], '(' .. ARGV[1]
 -- Frontier-wide, read once per call: the default delay, and whether any domain is blacklisted or overridden (most
 -- frontiers have neither, and each queue then skips the lookups).
-local default_delay = tonumber(redis.call('HGET', K.state, 'delay') or '1')
+-- The fence (includes/uf.lua fence()) is read with it: a fenced frontier serves nothing and holds nothing.
+local state = redis.call('HMGET', K.state, 'delay', 'fence')
+if state[2] then return redis.error_reply(FENCE_ERROR .. ' ' .. state[2]) end
+local default_delay = tonumber(state[1] or '1')
 local any_black = redis.call('EXISTS', K.black) == 1
 local any_cfg = redis.call('EXISTS', K.dcfg) == 1
 

@@ -18,6 +18,7 @@ import {
 import {
   CLAIM_MAX,
   CLAIM_MS,
+  fenceError,
   type GetUrlsRequest,
   type PackedQueue,
   SERVE_CAP,
@@ -61,9 +62,11 @@ interface Claimed {
 
 /** GetURLs (UrlFrontierStore.getUrls) with each served queue's URLs in uf-serve's packed form. */
 export async function getUrlsPacked(s: UfServer, req: GetUrlsRequest, emit: Emit): Promise<void> {
-  // The active flag is the same in every partition (settings.ts); an older frontier (to walk) is one partition.
+  // The active flag is the same in every partition (settings.ts); an older frontier (to walk) is one partition. A
+  // fence (a move to another partition count) is in every partition: refused even when nothing is due.
   const g = urlFrontierGlobalKeys(s.partitions[0]);
-  const [active, indexed] = await s.redis.hmget(g.state, 'active', 'indexed');
+  const [active, indexed, fence] = await s.redis.hmget(g.state, 'active', 'indexed', 'fence');
+  if (fence) throw fenceError(fence);
   if (active === '0') return;
   if (req.key !== undefined) {
     if (req.crawl === undefined) return;

@@ -120,6 +120,26 @@ export const CLAIM_MS = 2000;
  */
 export const BLACKLIST_RECHECK_MS = 1000;
 
+/**
+ * The code the store's scripts answer with (a Redis error `UFMOVE <message>`) while `frontier reshard` fences the
+ * frontier (scripts/includes/uf.lua fence()): the message says whether a move is under way or the frontier moved to
+ * another partition count. The server answers UNAVAILABLE with the message.
+ */
+const FENCE_ERROR = 'UFMOVE';
+
+/** The error a script answers while the frontier is fenced, for a call that finds the fence before any script. */
+export function fenceError(message: string): Error {
+  return new Error(`${FENCE_ERROR} ${message}`);
+}
+
+/** The message of a fence error ({@link FENCE_ERROR}), or undefined for any other error. */
+export function fenceMessage(error: unknown): string | undefined {
+  const message = (error as Error | undefined)?.message;
+  return typeof message === 'string' && message.startsWith(`${FENCE_ERROR} `)
+    ? message.slice(FENCE_ERROR.length + 1)
+    : undefined;
+}
+
 /** The crawl ID as the API normalises it: blank means `DEFAULT`, anything else unchanged. */
 export function normaliseCrawl(crawl: string | undefined): string {
   return !crawl || crawl.trim() === '' ? 'DEFAULT' : crawl;

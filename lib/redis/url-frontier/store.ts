@@ -37,7 +37,6 @@ import {
   type PutItem,
   type PutStatus,
   type QueueStats,
-  queueMember,
   SERVE_CAP,
   type ServedUrl,
   servedUrls,
@@ -372,35 +371,32 @@ export class UrlFrontierStore implements UrlFrontierView {
       await this.#settings.setDefaultDelay(seconds);
       return;
     }
-    if (await this.hasQueue(crawl, key)) await this.#setAndWake(crawl, key, 'delay', seconds);
+    await this.#setQueue(crawl, key, 'delay', seconds);
   }
 
   /**
-   * Sets a queue's info field, then makes the queue due now: a shorter delay, an ended block or a higher limit may let
-   * it produce before the time uf-serve gave it (or at all, if it had left `due`). uf-serve places it again on the
-   * next GetURLs (out of `due` when it has nothing).
+   * Sets a queue's info field and makes the queue due now (scripts/uf-set-queue.lua): a shorter delay, an ended block
+   * or a higher limit may let it produce before the time uf-serve gave it. @returns false for an unknown queue
    */
-  async #setAndWake(crawl: string, key: string, field: string, value: number): Promise<void> {
-    const now = this.#now();
-    const p = this.partitionOf(key);
-    await this.redis
-      .multi()
-      .hset(urlFrontierQueueKeys(p, crawl, key).info, field, value)
-      .zadd(urlFrontierCrawlKeys(p, crawl).due, now, key)
-      .zadd(urlFrontierGlobalKeys(p).queueDue, now, queueMember(crawl, key))
-      .exec();
+  async #setQueue(crawl: string, key: string, field: string, value: number): Promise<boolean> {
+    const set = await runScript<number>(this.redis, script('uf-set-queue'), this.#keys(crawl, key), [
+      crawl,
+      key,
+      field,
+      value,
+      this.#now(),
+    ]);
+    return set === 1;
   }
 
   /** BlockQueueUntil: epoch s (0 unblocks); unknown queue: no-op. */
   async blockQueueUntil(crawl: string, key: string, epochSeconds: number): Promise<void> {
-    if (await this.hasQueue(crawl, key)) await this.#setAndWake(crawl, key, 'blocked', epochSeconds * 1000);
+    await this.#setQueue(crawl, key, 'blocked', epochSeconds * 1000);
   }
 
   /** SetCrawlLimit: false when the queue is unknown. */
-  async setCrawlLimit(crawl: string, key: string, limit: number): Promise<boolean> {
-    if (!(await this.hasQueue(crawl, key))) return false;
-    await this.#setAndWake(crawl, key, 'limit', limit);
-    return true;
+  setCrawlLimit(crawl: string, key: string, limit: number): Promise<boolean> {
+    return this.#setQueue(crawl, key, 'limit', limit);
   }
 
   /** SetActive: written to every partition (settings.ts). */

@@ -6,7 +6,7 @@
   use_queue(i, key).
 
   KEYS[1]  crawls   SET of crawl IDs
-  KEYS[2]  state    HASH active, delay, backlog (URLs scheduled or held in counted queues), indexed, icursor
+  KEYS[2]  state    HASH active, delay, backlog (URLs scheduled or held in counted queues), indexed, icursor, fence
   KEYS[3]  dcfg     HASH domain -> 'hits,window,scale' (the Kafka API's domain overrides)
   KEYS[4]  black    SET blacklisted domains
   KEYS[5]  qdue     ZSET queue member ('<byte length of crawl ID>:<crawl ID><queue key>') -> epoch ms from which
@@ -62,6 +62,16 @@ end
 -- Points K's per-queue keys at the i-th queue (1-based) of K's crawl group.
 local function use_queue(i, key)
   use_queue_at(CBASE + 6 * i - 4, key)
+end
+
+-- The state's `fence` (a message), or false: `frontier reshard` (lib/redis/url-frontier/reshard.ts) puts one in every
+-- partition of both counts while it moves the frontier to another count, and leaves one in the old count's once it
+-- has. A script that writes answers `FENCE_ERROR .. ' ' .. fence()` instead of writing then (the server answers
+-- UNAVAILABLE with the message: lib/redis/url-frontier/model.ts FENCE_ERROR), so a server still running during or
+-- after a move cannot change what is being moved or write where nobody reads.
+local FENCE_ERROR = 'UFMOVE'
+local function fence()
+  return redis.call('HGET', K.state, 'fence')
 end
 
 -- Whether the queue K points at is in the frontier's `backlog` total (info `counted`).

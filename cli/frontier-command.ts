@@ -60,7 +60,7 @@ function registerReshard(frontier: Command, out: Output): void {
   frontier
     .command('reshard')
     .description(
-      'move the crawl frontier of every spider type (queued requests, delayed retries, crawls, dupefilters, domain config) to N partitions per scope (FRONTIER_PARTITIONS=N)',
+      'move the crawl frontier of every spider type (queued requests, delayed retries, crawls, dupefilters, domain config) and the URL Frontier store to N partitions per scope (FRONTIER_PARTITIONS=N)',
     )
     .requiredOption('--to <n>', 'partitions per scope after the move', partitions)
     .option('--from <n>', 'partitions per scope now (default: FRONTIER_PARTITIONS)', partitions)
@@ -70,9 +70,11 @@ function registerReshard(frontier: Command, out: Output): void {
       'after',
       [
         '',
-        'Stop the crawlers and the monitors first: the move refuses to start while requests are leased. It can be',
-        'stopped (Ctrl-C) or die at any point and be run again: the second run finishes the move, with no request lost',
-        'or queued twice. When it is done, set FRONTIER_PARTITIONS=N for every process, then start them again.',
+        'Stop the crawlers and the monitors first: the move refuses to start while requests are leased. URL Frontier',
+        'servers may keep running: their writes answer UNAVAILABLE until the move is done (held URLs move with their',
+        'holds). It can be stopped (Ctrl-C) or die at any point and be run again: the second run finishes the move,',
+        'with no request or URL lost or queued twice. When it is done, set FRONTIER_PARTITIONS=N for every process',
+        '(URL Frontier servers included), then start them again.',
         'Exit codes: 0 moved (or nothing to move); 1 refused (leases held, another move unfinished), stopped by a',
         'process still writing to the frontier (stop it, run again), or Redis failed.',
       ].join('\n'),
@@ -112,16 +114,37 @@ function progressText(p: ReshardProgress | undefined): string {
   if (p === undefined) return 'reshard: reading the frontier';
   if (p.step === 'delete') return `reshard: deleting the old partitions (${p.spider})`;
   const n = (x: number) => x.toLocaleString('en-US');
+  if (p.step.startsWith('uf-')) {
+    const share = p.queuesTotal > 0 ? ` (${Math.floor((100 * p.queues) / p.queuesTotal)}%)` : '';
+    return `reshard: ${n(p.queues)} / ${n(p.queuesTotal)} URL Frontier queues moved${share}`;
+  }
   const pct = p.total > 0 ? ` (${Math.floor((100 * p.moved) / p.total)}%)` : '';
   const dupes = p.fingerprints > 0 ? `, ${n(p.fingerprints)} dupefilter fingerprints copied` : '';
   return `reshard: ${n(p.moved)} / ${n(p.total)} requests moved${pct}${dupes} (${p.spider})`;
+}
+
+/** The URL Frontier store's summary line. */
+function urlFrontierLine(u: ReshardSummary['urlFrontier']): string {
+  if (u.plan === 'skip') return '  URL Frontier: nothing to move';
+  const n = (x: number) => x.toLocaleString('en-US');
+  const rate =
+    u.ms > 0
+      ? ` (${n(Math.round((u.queues * 1000) / u.ms))} queues/s, ${n(Math.round((u.urls * 1000) / u.ms))} URLs/s)`
+      : '';
+  const present = u.present > 0 ? ` (${n(u.present)} copied by an earlier run)` : '';
+  return (
+    `  URL Frontier: ${n(u.queues)} queues of ${n(u.crawls)} crawls${present}, ${n(u.urls)} URLs (${n(u.held)} held, ` +
+    `${n(u.completed)} completed)${rate}; domain overrides: ${n(u.domainConfigs)}, blacklisted domains: ${n(u.blacklisted)}`
+  );
 }
 
 /** What a finished move says: what moved, then what the operator does next. */
 function summaryLines(s: ReshardSummary): string[] {
   const n = (x: number) => x.toLocaleString('en-US');
   const moved = s.queued + s.delayed;
-  const rate = s.ms > 0 ? ` (${n(Math.round((moved * 1000) / s.ms))} requests/s)` : '';
+  // The crawl frontier's rate over its own time (the URL Frontier store's part is timed apart).
+  const ms = s.ms - s.urlFrontier.ms;
+  const rate = ms > 0 ? ` (${n(Math.round((moved * 1000) / ms))} requests/s)` : '';
   const lines = [
     `${s.resumed ? 'finished the move' : 'moved the frontier'} from ${s.from} to ${s.to} partitions per scope in ${(s.ms / 1000).toFixed(1)} s${rate}:`,
     `  spider types: ${s.spiders.length > 0 ? s.spiders.join(', ') : 'none'}`,
@@ -130,8 +153,9 @@ function summaryLines(s: ReshardSummary): string[] {
     `  domain config: ${n(s.domainConfigs)}, blacklisted domains: ${n(s.blacklisted)}, throttle fields: ${n(s.throttles)}, stopped crawls: ${n(s.stopped)}`,
   ];
   if (s.reclaimed > 0) lines.push(`  expired leases returned to their queues first: ${n(s.reclaimed)}`);
+  lines.push(urlFrontierLine(s.urlFrontier));
   lines.push(
-    `Now set FRONTIER_PARTITIONS=${s.to} everywhere (crawlers, monitors, functions, the REST API), then start them again.`,
+    `Now set FRONTIER_PARTITIONS=${s.to} everywhere (crawlers, monitors, functions, the REST API, URL Frontier servers), then start them again.`,
   );
   return lines;
 }

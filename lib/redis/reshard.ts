@@ -8,24 +8,28 @@
  * - every crawl (lib/redis/reshard-crawls.ts): registered in each new partition, its done and failed totals in the
  *   first, its page-cap counters by domain, its dupefilter copied into each;
  * - domain config, blacklist and throttle state by domain, and stops in force into every partition
- *   (lib/redis/reshard-layout.ts).
+ *   (lib/redis/reshard-layout.ts);
+ * - the URL Frontier store of the prefix, every crawl's queues with all their state into the partition of each
+ *   queue's key, and its settings into every partition (lib/redis/url-frontier/reshard.ts), its servers fenced out
+ *   meanwhile.
  *
  * ## Crash safety
  * A move can die at any point and be run again; the second run finishes it, with nothing lost and nothing twice. A
  * request is put in the new layout before it is taken from the old, and its new member is a function of the old one,
  * so a request put twice is stored once (counters count what is added). Crawls, counters, dupefilters and domain
  * state are written as sets and maxima of what the old layout holds, which the move leaves as it is (but for the
- * requests it takes) until everything is copied. The move's record (keys.ts `reshardKey`: from, to, phase) says a
- * move is unfinished: another run with other partition counts is refused until it is finished, and a run in the
+ * requests it takes) until everything is copied. The move's record (keys.ts `reshardKey`: from, to, phase, and
+ * whether the URL Frontier store moves too) says a move is unfinished: another run with other partition counts is refused until it is finished, and a run in the
  * `delete` phase only deletes what is left of the old layout.
  *
  * Nothing else may write to the frontier meanwhile: the move refuses to start while requests are leased (crawlers
  * at work), and the monitors, which queue new work, must be stopped too. A writer it meets anyway (a request of a
  * crawl registered since the move read the crawls, anything queued or leased in an old partition once its requests
  * were moved) stops the move before the old layout is deleted ({@link ReshardInterruptedError}): nothing is lost, and
- * the next run moves what was added. Fingerprints added to an old dupefilter after it was copied are not moved.
+ * the next run moves what was added. Fingerprints added to an old dupefilter after it was copied are not moved. The
+ * URL Frontier servers need not be stopped: the move fences them out (their writes answer UNAVAILABLE) until it is
+ * done, and fences those left with the old count out for good.
  */
-import { CrawlClusterError } from '../errors.ts';
 import type { PartitionRef } from '../frontier-model.ts';
 import type { RedisClient } from './client.ts';
 import { FrontierCalls } from './frontier-calls.ts';
@@ -33,43 +37,42 @@ import type { FrontierOptions } from './frontier-options.ts';
 import { MAX_PARTITIONS, partitionIndex, partitionKeys, reshardKey } from './keys.ts';
 import { memberPlace } from './member.ts';
 import { copyCaps, copyDupefilters, type OldCrawls, readOldCrawls, registerCrawls } from './reshard-crawls.ts';
+import { ReshardInterruptedError, ReshardRefusedError } from './reshard-errors.ts';
 import { copyScopeState, deleteOldPartitions, type ScopeCopy, sequenceFloor } from './reshard-layout.ts';
+import {
+  emptyUrlFrontierSummary,
+  UrlFrontierMove,
+  type UrlFrontierMoveSummary,
+  type UrlFrontierPlan,
+  type UrlFrontierStep,
+} from './url-frontier/reshard.ts';
 
 /** Requests per page of a move: the take of a page (and the put of a page into one partition) is a few ms of Redis. */
 export const RESHARD_BATCH = 200;
 
-/** The move was not started: something else uses the frontier, or another move is unfinished. Nothing was changed. */
-export class ReshardRefusedError extends CrawlClusterError {}
-
-/**
- * The move stopped part-way because something else wrote to the old partitions meanwhile (a monitor or a crawler
- * still running): nothing is lost, and the move is finished by running it again once they are stopped.
- */
-export class ReshardInterruptedError extends CrawlClusterError {
-  constructor(what: string) {
-    super(
-      `${what}: something still writes to the frontier (a monitor or a crawler). Nothing is lost: stop every crawler ` +
-        'and monitor, then run this again to finish the move',
-    );
-  }
-}
-
 /**
  * The steps a move reports, in order within a scope: `put` and `take` alternate, a page of requests at a time;
- * `dupefilters` comes after each page of fingerprints.
+ * `dupefilters` comes after each page of fingerprints. Then the URL Frontier store's (`uf-settings`, then `uf-put`
+ * and `uf-take` alternating, a group of queues at a time), then `delete` per scope and for the URL Frontier store.
  */
-export type ReshardStep = 'domains' | 'crawls' | 'put' | 'take' | 'dupefilters' | 'delete';
+export type ReshardStep = 'domains' | 'crawls' | 'put' | 'take' | 'dupefilters' | UrlFrontierStep | 'delete';
 
 export interface ReshardProgress {
   /** The step just done. */
   step: ReshardStep;
-  /** The spider type whose frontier the step was about (the first of its scope for scope-wide steps). */
+  /**
+   * The spider type whose frontier the step was about (the first of its scope for scope-wide steps), or
+   * `url-frontier` (the URL Frontier store's spider ID in the Kafka API).
+   */
   spider: string;
   /** Requests moved or dropped so far in this run, of `total` (those the old layout held when the run began). */
   moved: number;
   total: number;
   /** Dupefilter fingerprints copied so far in this run. */
   fingerprints: number;
+  /** URL Frontier queues moved so far in this run, of `queuesTotal` (those the old partitions held when it began). */
+  queues: number;
+  queuesTotal: number;
 }
 
 export interface ReshardOptions {
@@ -109,6 +112,8 @@ export interface ReshardSummary extends ScopeCopy {
   reclaimed: number;
   /** This run finished a move an earlier run had begun. */
   resumed: boolean;
+  /** The URL Frontier store's part (`plan` `skip`: it was left as it is). */
+  urlFrontier: UrlFrontierMoveSummary;
   ms: number;
 }
 
@@ -117,6 +122,8 @@ interface MoveRecord {
   from: number;
   to: number;
   phase: 'copy' | 'delete';
+  /** What the move does with the URL Frontier store (a record without it, of an older version: nothing). */
+  uf: UrlFrontierPlan;
 }
 
 /** One request read from an old partition: its member, and its time when it is a delayed retry ('' when queued). */
@@ -160,6 +167,7 @@ export async function reshardFrontier(
     stopped: 0,
     reclaimed: 0,
     resumed: false,
+    urlFrontier: emptyUrlFrontierSummary(),
     ms: 0,
   };
   if (from === to) return summary;
@@ -173,6 +181,21 @@ export async function reshardFrontier(
     );
   summary.resumed = record !== undefined;
   const now = frontier.redisClock ? timeOf(await redis.time()) : (options.now ?? Date.now());
+  const uf = new UrlFrontierMove(redis, frontier.prefix, from, to);
+  let ufPlan = record?.uf ?? 'skip';
+  summary.urlFrontier.plan = ufPlan;
+  let queues = 0;
+  let queuesTotal = 0;
+  const ufReport = async (step: ReshardStep) =>
+    options.onProgress?.({
+      step,
+      spider: 'url-frontier',
+      moved: 0,
+      total: 0,
+      fingerprints: summary.fingerprints,
+      queues,
+      queuesTotal,
+    });
 
   if (record?.phase !== 'delete') {
     summary.reclaimed = await reclaimExpired([old, neu], spiders, now);
@@ -183,12 +206,28 @@ export async function reshardFrontier(
           `LEASE_TIMEOUT = ${Math.round(frontier.leaseMs / 1000)} s ago). Stop the crawlers and the monitors first, ` +
           'or wait LEASE_TIMEOUT for their leases to expire, then run this again (nothing was moved)',
       );
-    if (record === undefined) await redis.hset(recordKey, { from, to, phase: 'copy', started: String(started) });
+    if (record === undefined) {
+      ufPlan = await uf.plan();
+      summary.urlFrontier.plan = ufPlan;
+      await redis.hset(recordKey, { from, to, phase: 'copy', uf: ufPlan, started: String(started) });
+    }
+    if (ufPlan === 'move') await uf.fence();
     await copyFrontier(old, neu, spiders, options, now, summary);
+    if (ufPlan === 'move')
+      await uf.copy(summary.urlFrontier, async (step, moved, total) => {
+        queues = moved;
+        queuesTotal = total;
+        await ufReport(step);
+      });
     // Nothing may be left behind when the old partitions go: what a writer added after its partition was emptied.
     const left = await leftBehind(old, spiders);
     if (left > 0)
       throw new ReshardInterruptedError(`${left} requests were queued or leased in the old partitions during the move`);
+    const ufLeft = ufPlan === 'move' ? await uf.leftBehind() : 0;
+    if (ufLeft > 0)
+      throw new ReshardInterruptedError(
+        `${ufLeft} URL Frontier crawl${ufLeft === 1 ? ' was' : 's were'} given queues in the old partitions during the move`,
+      );
     await redis.hset(recordKey, 'phase', 'delete');
   }
   const moved = summary.queued + summary.delayed + summary.dropped;
@@ -201,7 +240,13 @@ export async function reshardFrontier(
       moved,
       total: moved,
       fingerprints: summary.fingerprints,
+      queues,
+      queuesTotal,
     });
+  }
+  if (ufPlan === 'move') {
+    await uf.finish();
+    await ufReport('delete');
   }
   await redis.del(recordKey);
   summary.ms = Date.now() - started;
@@ -211,7 +256,12 @@ export async function reshardFrontier(
 async function readRecord(redis: RedisClient, key: string): Promise<MoveRecord | undefined> {
   const h = await redis.hgetall(key);
   if (h.from === undefined || h.to === undefined) return undefined;
-  return { from: Number(h.from), to: Number(h.to), phase: h.phase === 'delete' ? 'delete' : 'copy' };
+  return {
+    from: Number(h.from),
+    to: Number(h.to),
+    phase: h.phase === 'delete' ? 'delete' : 'copy',
+    uf: h.uf === 'move' ? 'move' : 'skip',
+  };
 }
 
 /** Redis TIME as epoch ms. */
@@ -283,7 +333,7 @@ async function copyFrontier(
     }
   let moved = 0;
   const report = async (step: ReshardStep, spider: string) =>
-    options.onProgress?.({ step, spider, moved, total, fingerprints: summary.fingerprints });
+    options.onProgress?.({ step, spider, moved, total, fingerprints: summary.fingerprints, queues: 0, queuesTotal: 0 });
 
   for (const [, types] of scopes(old, spiders)) {
     const first = types[0] as string;

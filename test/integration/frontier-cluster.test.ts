@@ -84,7 +84,8 @@ describe('cluster readiness', () => {
       // stats-incr, state-loss, the URL frontier's uf-* scripts and the REST replies' reply-* scripts have tests of
       // their own (url-frontier.test.ts for uf-*, the reply store's for reply-*, state-marker.test.ts for state-loss);
       // crawl-counts runs only with several partitions (frontier-partitions.test.ts); dupefilter-add and the reshard-*
-      // scripts only in a move to another partition count (frontier-reshard.test.ts checks their slots).
+      // scripts only in a move to another partition count (frontier-reshard.test.ts and url-frontier-reshard.test.ts
+      // check their slots).
       .filter(
         (n) =>
           n !== 'stats-incr' &&
@@ -232,7 +233,7 @@ describe('Lua sources', () => {
     (
       'EXPIRE TYPE GET SET HDEL HEXISTS HGET HGETALL HINCRBY HKEYS HLEN HMGET HSET HSETNX HVALS INCR INCRBY SADD SCARD ' +
       'SISMEMBER SMEMBERS SREM ZADD ZCARD ZCOUNT ZINCRBY ZMSCORE ZRANGE ZRANGEBYLEX ZRANGEBYSCORE ZREM ' +
-      'ZREMRANGEBYLEX ZREMRANGEBYRANK ZREMRANGEBYSCORE ZSCORE PERSIST PTTL PEXPIRE'
+      'ZREMRANGEBYLEX ZREMRANGEBYRANK ZREMRANGEBYSCORE ZSCORE PERSIST PTTL PEXPIRE DUMP RESTORE'
     ).split(' '),
   );
   /** Commands all of whose arguments are keys. */

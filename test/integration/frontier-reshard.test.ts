@@ -20,13 +20,12 @@ import {
   stateMarkerKey,
 } from '../../lib/redis/keys.ts';
 import {
-  ReshardInterruptedError,
   type ReshardOptions,
   type ReshardProgress,
-  ReshardRefusedError,
   type ReshardStep,
   reshardFrontier,
 } from '../../lib/redis/reshard.ts';
+import { ReshardInterruptedError, ReshardRefusedError } from '../../lib/redis/reshard-errors.ts';
 import { childCrawl, frontierTestRedis, queueRequest, seedCrawl, T0, testFrontier } from '../helpers/frontier.ts';
 import { recordScriptCalls } from '../helpers/scripts.ts';
 import { uniqueName } from '../helpers/services.ts';
@@ -402,8 +401,8 @@ describe('frontier reshard', () => {
       const stopped = move(s, 1, 6, { batch: 16, onProgress: writer });
       await expect(stopped).rejects.toBeInstanceOf(ReshardInterruptedError);
       await expect(stopped).rejects.toThrow(
-        'something still writes to the frontier (a monitor or a crawler). Nothing is lost: stop every crawler and ' +
-          'monitor, then run this again to finish the move',
+        'something still writes to the frontier (a monitor, a crawler or a URL Frontier server). Nothing is lost: stop ' +
+          'every crawler, monitor and URL Frontier server, then run this again to finish the move',
       );
       expect(await redis.exists(reshardKey(s.prefix))).toBe(1);
       urls.forEach((url, order) => {

@@ -58,7 +58,9 @@ export interface UrlFrontierGlobalKeys {
    * see the queue info's `counted`), `indexed` (2 once every due queue is in `queueDue` and every queue counted;
    * 1 in a frontier that had only `legacyCrawlDue`),
    * `icursor` (the SSCAN cursor of the walk that indexes an older frontier, scripts/uf-index.lua); `seq` (the old
-   * rotation's counter) in older frontiers.
+   * rotation's counter) in older frontiers; `fence` (a message) while `frontier reshard` moves the frontier to another
+   * partition count, in the partitions of both counts, and after it in those of the old count, which it leaves holding
+   * nothing else (lib/redis/url-frontier/reshard.ts): the scripts that write refuse with it (scripts/includes/uf.lua).
    */
   state: string;
   /**
@@ -199,6 +201,19 @@ export function urlFrontierServeKeys(
  */
 function urlFrontierScriptKeys(p: UrlFrontierPartition, crawl: string, queues: readonly string[]): string[] {
   return [...urlFrontierScriptGlobals(p), ...urlFrontierCrawlGroup(p, crawl, queues)];
+}
+
+/**
+ * The KEYS of a URL frontier script over queues of several crawls (scripts/includes/uf.lua): the frontier-wide keys,
+ * then each crawl's group ({@link urlFrontierCrawlGroup}), in order.
+ */
+export function urlFrontierGroupsKeys(
+  p: UrlFrontierPartition,
+  groups: readonly { crawl: string; keys: readonly string[] }[],
+): string[] {
+  const out = urlFrontierScriptGlobals(p);
+  for (const { crawl, keys } of groups) out.push(...urlFrontierCrawlGroup(p, crawl, keys));
+  return out;
 }
 
 /** The KEYS of scripts/uf-claim.lua: the due index over every crawl, or one crawl's due and legacy rotation. */

@@ -300,5 +300,21 @@ async function clusterForm(ports: number[], timeoutMs: number, progress: Progres
     );
     await probe(port, (client) => client.cluster('REPLICATE', id));
   }
+  // A replica's new role reaches the other nodes by gossip: wait until every node sees every replica as one, so a
+  // client (or a test) reading the topology from any node right after `up` sees the cluster as formed.
+  if (replicas.length > 0)
+    await waitFor(
+      `redis-cluster on ${clusterAddress(ports)} (every node seeing ${replicas.length} replicas)`,
+      async () => {
+        for (const port of ports) {
+          const nodes = await probe(port, (client) => client.cluster('NODES') as Promise<string>);
+          const seen = nodes.split('\n').filter((line) => (line.split(' ')[2] ?? '').split(',').includes('slave'));
+          if (seen.length < replicas.length) return false;
+        }
+        return true;
+      },
+      timeoutMs,
+      100,
+    );
   await waitFor(`redis-cluster on ${clusterAddress(ports)} (cluster_state:ok on every node)`, formed, timeoutMs, 250);
 }

@@ -71,3 +71,50 @@ describe('crawling through an authenticated forward proxy', () => {
     expect(proxy.targets.length).toBe(before);
   });
 });
+
+describe('crawling through a proxy with a wrong password', () => {
+  let site: FixtureSite;
+  let proxy: ForwardProxy;
+  let t: E2eCluster;
+
+  beforeAll(async () => {
+    site = await startSite({ pages: 12, links: 2 });
+    proxy = await startForwardProxy({
+      credentials: CREDENTIALS,
+      hostMap: Object.fromEntries(site.hosts.map((h) => [h, '127.0.0.1'])),
+    });
+    t = await startE2eCluster(
+      {
+        RETRY_BASE_DELAY_MS: 1000,
+        CRAWLER_CONCURRENCY: 8,
+        CRAWLER_PROXIES: proxy.url({ username: 'crawler', password: 'wr0ng-e2e-pw' }),
+      },
+      { site },
+    );
+  });
+  afterAll(async () => {
+    await t?.stop();
+    await proxy?.kill();
+    await site?.close();
+  });
+
+  test('every page fails proxy_auth at once, never retried, the password in no message', async () => {
+    const seeds = [0, 1, 2, 3, 4, 5].map((n) => site.url(n));
+    const started = Date.now();
+    await t.feed(seeds.map((url, i) => ({ url, appid: 'e2e', crawlid: `badpw${i}`, maxdepth: 1 })));
+    await waitUntil('a page per seed', () => crawlPages(t.pages, 'badpw0').length >= 1, 30_000);
+    for (let i = 0; i < seeds.length; i++) await completeNotice(t.outbound, `badpw${i}`, 30_000);
+    // Retried, the first retry alone would wait RETRY_BASE_DELAY_MS: every crawl is over well before that adds up.
+    expect(Date.now() - started).toBeLessThan(8000);
+    const failed = seeds.flatMap((_, i) => crawlPages(t.pages, `badpw${i}`));
+    expect(failed).toHaveLength(seeds.length);
+    for (const page of failed) {
+      expect(page).toMatchObject({ success: false, status_code: null });
+      expect(page.exception).toBe(`proxy_auth: proxy ${proxy.name} refused the credentials (407)`);
+    }
+    expect(JSON.stringify(failed)).not.toContain('wr0ng-e2e-pw');
+    expect(proxy.targets).toEqual([]);
+    // At least robots.txt of each host was asked for (pages of one origin share its robots.txt lookup).
+    expect(proxy.refused()).toBeGreaterThanOrEqual(site.hosts.length);
+  });
+});

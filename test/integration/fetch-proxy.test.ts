@@ -132,6 +132,15 @@ describe('fetching through an authenticated proxy', () => {
     expect(JSON.stringify(result)).not.toContain(CREDENTIALS.password);
   });
 
+  test('a crawl request’s own Proxy-Authorization header is dropped, the proxy’s credentials used', async () => {
+    const p = await proxy({ credentials: CREDENTIALS });
+    const f = fetcher([p.url()]);
+    const result = await f.fetch({ ...page('site-1.test'), headers: { 'Proxy-Authorization': 'Basic bm90OnRoaXM=' } });
+    expect(result.status).toBe(200);
+    expect(p.refused()).toBe(0);
+    expect(seen[0]?.headers['proxy-authorization']).toBeUndefined();
+  });
+
   test('an https target goes through a CONNECT tunnel, TLS end to end with the site', async () => {
     const p = await proxy({ credentials: CREDENTIALS });
     const f = fetcher([p.url()]);

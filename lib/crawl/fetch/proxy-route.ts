@@ -71,6 +71,13 @@ export class ProxyRoute {
    */
   async request(url: URL, options: Dispatcher.RequestOptions): Promise<Dispatcher.ResponseData> {
     await this.#assertPublicTarget(url);
+    // A crawl request's own Proxy-Authorization has no proxy to go to inside the tunnel (and undici refuses it there):
+    // the proxies' credentials are the operator's, in CRAWLER_PROXIES.
+    const headers = options.headers as Record<string, string>;
+    if (headers['proxy-authorization'] !== undefined) {
+      const { 'proxy-authorization': _, ...rest } = headers;
+      options = { ...options, headers: rest };
+    }
     const domain = domainOf(url);
     const tried = new Set<string>();
     let last: FetchError | undefined;

@@ -271,6 +271,8 @@ describe('proxy failures', () => {
     expect(throughA).toBeGreaterThan(0);
     await a.kill();
     const first = await firstWave;
+    // The kill landed mid-flight: requests the site had already received through `a` were sent again through `b`.
+    expect(seen.filter((s) => s.url === '/slow/1').length).toBeGreaterThan(domains.length);
     const second = await Promise.all(domains.map((d) => f.fetch(page(d, '/slow/2'))));
     expect([...first, ...second].map((r) => r.status)).toEqual(Array(80).fill(200));
     // The domains of `a` moved to `b`: it tunnelled to every domain (a tunnel serves a domain's later requests).

@@ -142,6 +142,8 @@ const fetcher = new UndiciFetcher({
   trustedHosts: vars.CRAWLER_TRUSTED_HOSTS ? vars.CRAWLER_TRUSTED_HOSTS.split(',') : undefined,
   proxies,
   proxySessions: { sessionMs: vars.CRAWLER_PROXY_SESSION_MS, restMs: vars.CRAWLER_PROXY_REST_MS },
+  // Counted with the page counters once the crawler exists (no request is fetched before it does).
+  onProxyOutcome: (proxy, outcome) => crawler.countProxy(proxy, outcome),
 });
 if (proxies.length > 0) logger.info('fetching through proxies', { proxies: proxies.map((p) => p.name) });
 // S3 on AWS (BODY_STORE_BUCKET, set by the stack; locally a bucket in LocalStack, AWS_ENDPOINT_URL), else a local

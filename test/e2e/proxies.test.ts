@@ -4,11 +4,12 @@
  * fixture site's host names trusted, so every page and robots.txt reach the site through the proxy, and a private
  * target is refused before the proxy sees it.
  */
-import { afterAll, beforeAll, describe, expect, test } from 'vitest';
+import { afterAll, beforeAll, describe, expect, onTestFinished, test } from 'vitest';
+import { redisStatsStore } from '../../lib/monitor/stores.ts';
 import { type FixtureSite, startSite } from '../../localstack/site/site.ts';
 import { type Collector, completeNotice, crawlPages, type E2eCluster, startE2eCluster } from '../helpers/cluster.ts';
 import { type ForwardProxy, startForwardProxy } from '../helpers/forward-proxy.ts';
-import { waitUntil } from '../helpers/services.ts';
+import { clusterRedis, waitUntil } from '../helpers/services.ts';
 
 const CREDENTIALS = { username: 'crawler', password: 'e2e-pr0xy-pw' };
 
@@ -57,6 +58,21 @@ describe('crawling through an authenticated forward proxy', () => {
     expect(new Set(proxy.targets)).toEqual(crawledHosts);
     expect(proxy.refused()).toBe(0);
     expect(JSON.stringify(got)).not.toContain(CREDENTIALS.password);
+    // The fleet counts the requests per proxy, by its name: pages and robots.txt, each answered.
+    const redis = clusterRedis();
+    onTestFinished(() => redis.disconnect());
+    const stats = redisStatsStore(redis, t.vars.REDIS_KEY_PREFIX);
+    const ok = 'proxy:e2e-proxy:ok';
+    const counted = await waitUntil(
+      'the proxy counters',
+      async () => {
+        const n = (await stats.read([ok], Date.now()))[ok]?.lifetime ?? 0;
+        return n >= expected.length + crawledHosts.size ? n : undefined;
+      },
+      15_000,
+    );
+    expect(counted).toBe(expected.length + crawledHosts.size);
+    expect(await stats.names('proxy:')).toEqual([ok]);
   });
 
   test('a private target is refused before the proxy sees it, with private networks off', async () => {
@@ -116,5 +132,11 @@ describe('crawling through a proxy with a wrong password', () => {
     expect(proxy.targets).toEqual([]);
     // At least robots.txt of each host was asked for (pages of one origin share its robots.txt lookup).
     expect(proxy.refused()).toBeGreaterThanOrEqual(site.hosts.length);
+    const redis = clusterRedis();
+    onTestFinished(() => redis.disconnect());
+    const stats = redisStatsStore(redis, t.vars.REDIS_KEY_PREFIX);
+    const auth = `proxy:${proxy.name}:proxy_auth`;
+    await waitUntil('the proxy_auth counter', async () => (await stats.names('proxy:')).includes(auth), 15_000);
+    expect(await stats.names('proxy:')).toEqual([auth]);
   });
 });

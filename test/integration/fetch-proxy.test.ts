@@ -237,10 +237,17 @@ describe('proxy failures', () => {
     expect(e.message).toBe(`proxy ${broken.name} answered the tunnel request with 500`);
 
     const good = await proxy();
-    const f = fetcher([broken.url(), good.url()]);
+    const outcomes: string[] = [];
+    const f = fetcher([broken.url(), good.url()], { onProxyOutcome: (p, o) => outcomes.push(`${p} ${o}`) });
     const results = await Promise.all(DOMAINS.slice(0, 10).map((d) => f.fetch(page(d))));
     expect(results.map((r) => r.status)).toEqual(Array(10).fill(200));
     expect(good.targets).toHaveLength(10);
+    // Each request is told per proxy, by name: every page answered through `good`, `broken` failing in between.
+    expect(outcomes.filter((o) => o === `${good.name} ok`)).toHaveLength(10);
+    const fromBroken = outcomes.filter((o) => o.startsWith(`${broken.name} `));
+    expect(fromBroken.length).toBeGreaterThan(0);
+    expect(new Set(fromBroken)).toEqual(new Set([`${broken.name} proxy_error`]));
+    expect(outcomes).toHaveLength(10 + fromBroken.length);
   });
 
   test('a site no proxy can reach fails proxy_connect after every proxy was tried, and the proxies stay in use', async () => {

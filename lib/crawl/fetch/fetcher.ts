@@ -28,7 +28,7 @@ import {
   responseHeaders,
 } from './http.ts';
 import type { ProxyEndpoint } from './proxy-pool.ts';
-import { ProxyRoute } from './proxy-route.ts';
+import { type ProxyOutcomeListener, ProxyRoute } from './proxy-route.ts';
 import { assertAllowedHost, guardedLookup, type HostMap } from './ssrf.ts';
 
 /** Sent when a request carries no user agent of its own. */
@@ -117,6 +117,11 @@ export interface UndiciFetcherOptions {
    * @default { sessionMs: 600000, restMs: 60000 }
    */
   proxySessions?: { sessionMs?: number; restMs?: number };
+  /**
+   * Told each request's outcome per proxy (the crawler counts them: `proxy:<name>:<outcome>`).
+   * @default none
+   */
+  onProxyOutcome?: ProxyOutcomeListener;
 }
 
 /**
@@ -174,6 +179,7 @@ export class UndiciFetcher implements Fetcher {
             bodyTimeoutMs,
             connectTimeoutMs,
             verifyTls,
+            onOutcome: options.onProxyOutcome,
           })
         : undefined;
   }

@@ -32,7 +32,15 @@ export interface ProxyRouteOptions {
   connectTimeoutMs: number;
   /** Verify the target's TLS certificate (inside the tunnel). */
   verifyTls: boolean;
+  /** Told each request's outcome per proxy (the per-proxy stats); must not throw. */
+  onOutcome?: ProxyOutcomeListener;
 }
+
+/** What a request through a proxy came to: `ok` is any answer of the site (any status), else the proxy's failure. */
+type ProxyOutcome = 'ok' | 'proxy_auth' | 'proxy_connect' | 'proxy_error';
+
+/** Told a request's {@link ProxyOutcome} through the proxy named `proxy`. */
+export type ProxyOutcomeListener = (proxy: string, outcome: ProxyOutcome) => void;
 
 const ALL: LookupOptions = { all: true };
 
@@ -41,11 +49,13 @@ export class ProxyRoute {
   readonly #agents = new Map<string, ProxyAgent>();
   readonly #allowPrivate: boolean;
   readonly #lookup: LookupFunction;
+  readonly #onOutcome: ProxyOutcomeListener | undefined;
 
   constructor(options: ProxyRouteOptions) {
     this.#pool = new ProxyPool(options.proxies, options.pool);
     this.#allowPrivate = options.allowPrivate;
     this.#lookup = options.lookup;
+    this.#onOutcome = options.onOutcome;
     for (const proxy of options.proxies) {
       this.#agents.set(
         proxy.name,
@@ -87,11 +97,13 @@ export class ProxyRoute {
       try {
         const response = await (this.#agents.get(proxy.name) as ProxyAgent).request(options);
         this.#pool.succeeded(proxy.name);
+        this.#onOutcome?.(proxy.name, 'ok');
         return response;
       } catch (error) {
         if (options.signal && (options.signal as AbortSignal).aborted) throw error;
         const failure = proxiedFailure(error, proxy.name);
         if (!failure) throw error;
+        this.#onOutcome?.(proxy.name, failure.kind as ProxyOutcome);
         this.#pool.failed(proxy.name, domain);
         tried.add(proxy.name);
         last = failure;

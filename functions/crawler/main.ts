@@ -14,6 +14,7 @@ import { startStallWatchdog } from '../../lib/crawl/crawler/stall-watchdog.ts';
 import { BODY_BUDGET_SHARE, BodyBudget } from '../../lib/crawl/fetch/body-budget.ts';
 import { type BodyStore, directoryBodyStore, s3BodyStore } from '../../lib/crawl/fetch/body-store.ts';
 import { UndiciFetcher } from '../../lib/crawl/fetch/fetcher.ts';
+import { type ProxyEndpoint, parseProxies } from '../../lib/crawl/fetch/proxy-pool.ts';
 import { RobotsCache } from '../../lib/crawl/fetch/robots.ts';
 import { BROWSER_SPIDER } from '../../lib/crawl/spiders/browser.ts';
 import { BUILT_IN_SPIDERS } from '../../lib/crawl/spiders/index.ts';
@@ -86,6 +87,14 @@ try {
   process.stderr.write(`${(error as Error).message}\n`);
   process.exit(2);
 }
+// CRAWLER_PROXIES is read here (its errors name an entry by position and host, never its credentials).
+let proxies: ProxyEndpoint[] = [];
+try {
+  proxies = parseProxies(vars.CRAWLER_PROXIES);
+} catch (error) {
+  process.stderr.write(`${(error as Error).message}\n`);
+  process.exit(2);
+}
 // Browser workers serve the browser spider type only, and only they do: an HTML crawler never leases a page that
 // needs Chromium (docs/spiders-browser.md).
 const spiderTypes = vars.CRAWLER_SPIDERS
@@ -131,7 +140,12 @@ const fetcher = new UndiciFetcher({
   allowPrivateNetworks: vars.ALLOW_PRIVATE_NETWORKS,
   resolve: hostMap(vars.CRAWLER_HOST_MAP),
   trustedHosts: vars.CRAWLER_TRUSTED_HOSTS ? vars.CRAWLER_TRUSTED_HOSTS.split(',') : undefined,
+  proxies,
+  proxySessions: { sessionMs: vars.CRAWLER_PROXY_SESSION_MS, restMs: vars.CRAWLER_PROXY_REST_MS },
+  // Counted with the page counters once the crawler exists (no request is fetched before it does).
+  onProxyOutcome: (proxy, outcome) => crawler.countProxy(proxy, outcome),
 });
+if (proxies.length > 0) logger.info('fetching through proxies', { proxies: proxies.map((p) => p.name) });
 // S3 on AWS (BODY_STORE_BUCKET, set by the stack; locally a bucket in LocalStack, AWS_ENDPOINT_URL), else a local
 // directory, else none: bodies over the message limit are then cut. One S3 client for the task's life.
 const s3 = vars.BODY_STORE_BUCKET ? new S3Client(s3ClientSettings(vars)) : undefined;

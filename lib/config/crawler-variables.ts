@@ -179,6 +179,26 @@ export const CRAWLER_VARIABLES = {
     default: false,
     description: 'Allow fetching loopback, private and link-local addresses (local runs and tests only).',
   },
+  CRAWLER_PROXIES: {
+    type: 'string',
+    default: '',
+    description:
+      'Forward proxies every fetch of the crawler goes through (pages, robots.txt, sitemaps; docs/proxies.md): `http://` or `https://` URLs separated by commas, with optional `user:password@` (percent-encoded) and `#name`; a proxy is named by its name or host:port, never its credentials. Empty: direct.',
+  },
+  CRAWLER_PROXY_SESSION_MS: {
+    type: 'integer',
+    default: 600_000,
+    minimum: 1000,
+    description:
+      'With CRAWLER_PROXIES: how long a domain keeps its proxy, unless a failure through it moves it on first.',
+  },
+  CRAWLER_PROXY_REST_MS: {
+    type: 'integer',
+    default: 60_000,
+    minimum: 1000,
+    description:
+      'With CRAWLER_PROXIES: how long a proxy that failed 3 times in a row rests before it takes domains again.',
+  },
   ROBOTSTXT_OBEY: { type: 'boolean', default: true, description: 'Obey robots.txt (RFC 9309), cached for the fleet.' },
   RETRY_TIMES: {
     type: 'integer',

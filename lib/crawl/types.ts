@@ -83,7 +83,13 @@ export type FetchErrorKind =
   | 'too_many_redirects'
   | 'bad_url'
   | 'protocol'
-  | 'bad_response';
+  | 'bad_response'
+  /** A forward proxy (CRAWLER_PROXIES) refused our credentials (407): every proxy tried did. Not retried. */
+  | 'proxy_auth'
+  /** A forward proxy could not be reached, or dropped the connection before the target answered. */
+  | 'proxy_connect'
+  /** A forward proxy answered the tunnel request with an error of its own (5xx), not one of the target. */
+  | 'proxy_error';
 
 /** A fetch that produced no response. `retryable` follows docs/contract.md behaviour 6. */
 export class FetchError extends CrawlClusterError {
@@ -92,7 +98,13 @@ export class FetchError extends CrawlClusterError {
   constructor(kind: FetchErrorKind, message: string, options?: ErrorOptions) {
     super(message, options);
     this.kind = kind;
-    this.retryable = kind === 'timeout' || kind === 'connect' || kind === 'dns' || kind === 'protocol';
+    this.retryable =
+      kind === 'timeout' ||
+      kind === 'connect' ||
+      kind === 'dns' ||
+      kind === 'protocol' ||
+      kind === 'proxy_connect' ||
+      kind === 'proxy_error';
   }
 }
 

@@ -7,7 +7,9 @@
  *   monitors' names are Scrapy Cluster's handler / monitor class names, kafka-monitor.ts KAFKA_MONITOR_PLUGINS and
  *   redis-monitor.ts REDIS_MONITOR_PLUGINS; rest's are request types);
  * - `crawler:<spider>:<status>` and `machine:<host>:<status>` by the crawler fleet (status: HTTP code or error kind;
- *   only HTTP codes are reported as statuses, see {@link byStatus}).
+ *   only HTTP codes are reported as statuses, see {@link byStatus});
+ * - `proxy:<name>:<outcome>` by the crawler fleet with CRAWLER_PROXIES (the proxy's name may hold `:`, as host:port;
+ *   outcome `ok` or a `proxy_*` failure, lib/crawl/fetch/proxy-route.ts).
  * Heartbeats: kind `kafka-monitor` / `redis-monitor` / `rest` (id host:pid), kind `crawler` (id `<spider>|<host>|<pid>`),
  * and kind `crawler-task` (id host:pid), whose beat carries the process's load report for the fleet sizing
  * (lib/crawl/crawler/load-report.ts, read by fleet-metrics.ts).
@@ -119,6 +121,19 @@ async function machineStats(ctx: MonitorContext) {
   return { machines: { count: Object.keys(machines).length, ...machines }, machine_outcomes: outcomes };
 }
 
+/** Requests per proxy and outcome (`proxy:<name>:<outcome>`): `{<name>: {<outcome>: counts}}`. */
+async function proxyStats(ctx: MonitorContext): Promise<Record<string, Record<string, StatsCounts>>> {
+  const proxies: Record<string, Record<string, StatsCounts>> = {};
+  for (const [name, counts] of Object.entries(await counters(ctx, 'proxy:'))) {
+    const cut = name.lastIndexOf(':');
+    const proxy = name.slice('proxy:'.length, cut);
+    const outcomes = proxies[proxy] ?? {};
+    outcomes[name.slice(cut + 1)] = counts;
+    proxies[proxy] = outcomes;
+  }
+  return proxies;
+}
+
 /** The URL Frontier API's backlog per queue key, summed over its crawls (queues with nothing left omitted). */
 export async function urlFrontierBacklog(
   view: Pick<UrlFrontierView, 'backlog'> | undefined,
@@ -159,12 +174,14 @@ async function queueStats(ctx: MonitorContext) {
   return { queues: { total_backlog: total, ...queues } };
 }
 
-/** Scrapy Cluster's crawler stats: `{spiders, machines, queue}`. */
+/** Scrapy Cluster's crawler stats: `{spiders, machines, queue}`, and `proxies` once a request went through one. */
 async function crawlerStats(ctx: MonitorContext) {
+  const proxies = await proxyStats(ctx);
   return {
     ...(await spiderStats(ctx)),
     ...(await machineStats(ctx)),
     queue: (await queueStats(ctx)).queues,
+    ...(Object.keys(proxies).length > 0 ? { proxies } : {}),
   };
 }
 

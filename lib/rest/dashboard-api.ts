@@ -83,6 +83,11 @@ export interface DashboardThroughput {
    * on the epoch; the last one is the minute under way): the chart's history when the page loads.
    */
   minutes: { start_ms: number; pages: number }[];
+  /**
+   * With CRAWLER_PROXIES: requests per proxy (the `proxy:<name>:<outcome>` counters, by the proxy's name), `ok` the
+   * site answered, `failed` the proxy failed them; most requests first, at most 20. Empty without proxies.
+   */
+  proxies: { name: string; ok_total: number; ok_15m: number; failed_total: number; failed_15m: number }[];
 }
 
 /** `GET /ui/api/overview`: everything above in one answer (what the page polls). */

@@ -12,7 +12,7 @@
  * | `GET /ui/api/crawls?appid=A` | the app's crawls per spider: pending (queued + leased), done, failed, state |
  * | `GET /ui/api/queues?top=N` | total backlog and the N domains with the most queued requests (default 10, at most 100) |
  * | `GET /ui/api/fleet` | live heartbeats: crawlers (beat in the last 60 s; `beating` = in the last 30 s) and monitor / REST nodes |
- * | `GET /ui/api/throughput` | the `crawler:<spider>:<status>` counters summed: lifetime, last 15 min, last hour |
+ * | `GET /ui/api/throughput` | the `crawler:<spider>:<status>` counters summed: lifetime, last 15 min, last hour; requests per proxy (`proxy:<name>:<outcome>`) |
  *
  * **Which app.** The frontier indexes crawls per appid and keeps no list of apps, so the crawl list is for
  * one `appid` (3–40 chars) named in the query; without one, `crawls` is empty. The page remembers the last
@@ -279,11 +279,15 @@ class DashboardReader {
 
   async throughput(): Promise<DashboardThroughput> {
     const { stats } = this.#ctx;
-    const names = await this.#bound(stats.names('crawler:'));
+    const [names, proxyNames] = await Promise.all([
+      this.#bound(stats.names('crawler:')),
+      this.#bound(stats.names('proxy:')),
+    ]);
     const now = this.#ctx.now();
-    const [counts, minutes] = await Promise.all([
+    const [counts, minutes, proxyCounts] = await Promise.all([
       names.length === 0 ? ({} as Record<string, StatsCounts>) : this.#bound(stats.read(names, now)),
       this.#bound(stats.minutes(names, now)),
+      proxyNames.length === 0 ? ({} as Record<string, StatsCounts>) : this.#bound(stats.read(proxyNames, now)),
     ]);
     const out: DashboardThroughput = {
       pages_total: 0,
@@ -293,6 +297,7 @@ class DashboardReader {
       ok_15m: 0,
       by_status: [],
       minutes: minutes.map((m) => ({ start_ms: m.startMs, pages: m.count })),
+      proxies: proxyRows(proxyCounts),
     };
     const byStatus = new Map<string, { total: number; last_15m: number }>();
     for (const [name, c] of Object.entries(counts)) {
@@ -316,4 +321,28 @@ class DashboardReader {
       .slice(0, 12);
     return out;
   }
+}
+
+/** Most proxies listed on the dashboard. */
+const MAX_PROXIES_SHOWN = 20;
+
+/** `proxy:<name>:<outcome>` counters as one row per proxy (its name may hold `:`, as host:port), most requests first. */
+function proxyRows(counts: Record<string, StatsCounts>): DashboardThroughput['proxies'] {
+  const rows = new Map<string, DashboardThroughput['proxies'][number]>();
+  for (const [counter, c] of Object.entries(counts)) {
+    const cut = counter.lastIndexOf(':');
+    const name = counter.slice('proxy:'.length, cut);
+    const row = rows.get(name) ?? { name, ok_total: 0, ok_15m: 0, failed_total: 0, failed_15m: 0 };
+    if (counter.slice(cut + 1) === 'ok') {
+      row.ok_total += c.lifetime;
+      row.ok_15m += c['900'];
+    } else {
+      row.failed_total += c.lifetime;
+      row.failed_15m += c['900'];
+    }
+    rows.set(name, row);
+  }
+  return [...rows.values()]
+    .sort((a, b) => b.ok_total + b.failed_total - (a.ok_total + a.failed_total) || a.name.localeCompare(b.name))
+    .slice(0, MAX_PROXIES_SHOWN);
 }

@@ -261,6 +261,29 @@ describe('the web dashboard in headless Chromium', () => {
     expect(browserErrors).toEqual([]);
   }, 60_000);
 
+  test('requests per proxy are listed by the proxy’s name, with those it failed', async () => {
+    expect(await page.locator('#proxies').isHidden()).toBe(true);
+    await deps.ctx.stats.increment(
+      [
+        { name: 'proxy:10.0.1.5:3128:ok', by: 30 },
+        { name: 'proxy:10.0.1.5:3128:proxy_connect', by: 2 },
+        { name: 'proxy:eu-2:ok', by: 5 },
+      ],
+      Date.now(),
+    );
+    const api = (await (await fetch(`${server.url}/ui/api/throughput`)).json()) as {
+      data: { proxies: { name: string; ok_total: number; failed_total: number }[] };
+    };
+    expect(api.data.proxies).toEqual([
+      { name: '10.0.1.5:3128', ok_total: 30, ok_15m: 30, failed_total: 2, failed_15m: 2 },
+      { name: 'eu-2', ok_total: 5, ok_15m: 5, failed_total: 0, failed_15m: 0 },
+    ]);
+    await expect
+      .poll(() => page.locator('#proxies [data-proxy]').allTextContents(), { timeout: 10_000 })
+      .toEqual(['10.0.1.5:3128: 30 ok, 2 failed', 'eu-2: 5 ok, 0 failed']);
+    expect(browserErrors).toEqual([]);
+  }, 60_000);
+
   test('a crawler whose heartbeat is over a minute old is dropped from the fleet', async () => {
     // A crawler of a runtime that was killed: its last beat 90 s ago (still within the stats' 5-minute TTL).
     await deps.ctx.stats.beat('crawler', 'link|killed-host:1', Date.now() - 90_000, 300_000);

@@ -54,6 +54,22 @@ describe('decideFailure: fetch failures', () => {
     });
   });
 
+  it('gives up at once when every proxy refused the credentials; retries when the proxies could not be reached', () => {
+    const auth = new FetchError('proxy_auth', 'proxy 10.0.0.5:3128 refused the credentials (407)');
+    expect(decideFailure({ kind: 'fetch', error: auth }, { retries: 0 })).toEqual({
+      action: 'give_up',
+      exception: 'proxy_auth: proxy 10.0.0.5:3128 refused the credentials (407)',
+    });
+    for (const kind of ['proxy_connect', 'proxy_error'] as const) {
+      const error = new FetchError(kind, 'proxy 10.0.0.5:3128 failed');
+      expect(decideFailure({ kind: 'fetch', error }, { retries: 0, baseDelayMs: 100 })).toEqual({
+        action: 'retry',
+        delayMs: 100,
+        reason: `${kind}: proxy 10.0.0.5:3128 failed`,
+      });
+    }
+  });
+
   it('cuts a huge error message to 500 characters in the exception', () => {
     const decision = decideFailure(
       { kind: 'fetch', error: new FetchError('protocol', 'x'.repeat(10_000)) },

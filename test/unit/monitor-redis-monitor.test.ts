@@ -435,6 +435,26 @@ describe('handleActions: stats', () => {
     expect(reply).toMatchObject({ spiders: SPIDERS, machines: MACHINES, queue: QUEUES });
   });
 
+  it('reports requests per proxy under crawler stats, only once a request went through one', async () => {
+    const ctx = testContext();
+    await withCrawls(ctx);
+    await withStats(ctx);
+    expect(await statsReply(ctx, 'crawler')).not.toHaveProperty('proxies');
+    await ctx.stats.increment(
+      [
+        { name: 'proxy:10.0.0.5:3128:ok', by: 7 },
+        { name: 'proxy:10.0.0.5:3128:proxy_connect', by: 2 },
+        { name: 'proxy:eu-1:proxy_auth', by: 1 },
+      ],
+      TEST_NOW - 60_000,
+    );
+    const proxies = (await statsReply(ctx, 'crawler')).proxies as Record<string, Record<string, { lifetime: number }>>;
+    expect(Object.keys(proxies).sort()).toEqual(['10.0.0.5:3128', 'eu-1']);
+    expect(proxies['10.0.0.5:3128']?.ok?.lifetime).toBe(7);
+    expect(proxies['10.0.0.5:3128']?.proxy_connect?.lifetime).toBe(2);
+    expect(Object.keys(proxies['eu-1'] ?? {})).toEqual(['proxy_auth']);
+  });
+
   it('reports all stats as one key per component, each as its own stats reply reports it', async () => {
     const ctx = testContext();
     await withCrawls(ctx);

@@ -1,5 +1,6 @@
 /**
- * The crawler's page counters (`crawler:<spider>:<status>`, `machine:<host>:<status>`; docs/contract.md's stats):
+ * The crawler's page counters (`crawler:<spider>:<status>`, `machine:<host>:<status>`; docs/contract.md's stats), and
+ * with CRAWLER_PROXIES the requests per proxy (`proxy:<name>:<outcome>`, docs/proxies.md):
  * summed in process and written to the stats store once per `flushMs`, and at stop (so a SIGTERM loses none): one
  * Redis call a second instead of one per page. A failed write keeps them for the next one.
  */
@@ -30,12 +31,24 @@ export class PageCounters {
 
   /** Counts one page of `spiderid` with `status` (an HTTP status, `retry`, `robots` or `error`). */
   async count(spiderid: string, status: string): Promise<void> {
-    for (const name of [`crawler:${spiderid}:${status}`, `machine:${this.#host}:${status}`])
-      this.#counts.set(name, (this.#counts.get(name) ?? 0) + 1);
-    if (this.#flushMs <= 0) {
-      await this.flush();
-      return;
-    }
+    this.#add(`crawler:${spiderid}:${status}`);
+    this.#add(`machine:${this.#host}:${status}`);
+    await this.#schedule();
+  }
+
+  /** Counts one request through the proxy named `proxy` (its name, never its URL) that came to `outcome`. */
+  countProxy(proxy: string, outcome: string): void {
+    this.#add(`proxy:${proxy}:${outcome}`);
+    void this.#schedule();
+  }
+
+  #add(name: string): void {
+    this.#counts.set(name, (this.#counts.get(name) ?? 0) + 1);
+  }
+
+  /** Writes at once when `flushMs` is 0, else once the flush timer fires. */
+  async #schedule(): Promise<void> {
+    if (this.#flushMs <= 0) return this.flush();
     if (!this.#timer) {
       this.#timer = setTimeout(() => void this.flush(), this.#flushMs);
       this.#timer.unref();

@@ -276,6 +276,14 @@ export class Crawler {
     return { released };
   }
 
+  /**
+   * Counts one request through a proxy (CRAWLER_PROXIES), written with the page counters: the fetcher's
+   * `onProxyOutcome`.
+   */
+  countProxy(proxy: string, outcome: string): void {
+    this.#counters.countProxy(proxy, outcome);
+  }
+
   /** Writes the summed page counters to the stats store (stop does it too; lib/crawl/crawler/counters.ts). */
   flushStats(): Promise<void> {
     return this.#counters.flush();

@@ -10,7 +10,7 @@ import type { Lease } from '../../frontier-model.ts';
 import type { CrawlerFrontier, Log } from '../../ports.ts';
 import { extractPageLinks, type PageLinks } from '../extract/links.ts';
 import { type CrawlFailure, RETRY_STATUSES } from '../failure.ts';
-import type { RobotsCache } from '../fetch/robots.ts';
+import type { RobotsCache, RobotsDecision } from '../fetch/robots.ts';
 import { buildPage } from '../page.ts';
 import { followOf, putData, runSpider } from '../spiders/run.ts';
 import { type SandboxResult, withBudget } from '../spiders/sandbox.ts';
@@ -91,7 +91,14 @@ export class PageFetch {
     if (o.robots) {
       // The robots.txt lookup is shared by every request to the origin, so it is not aborted, only not
       // waited for: a shutdown deadline must not wait on a slow robots.txt.
-      const verdict = o.robots.checkNow?.(req.url, ua) ?? (await abortable(o.robots.check(req.url, ua), signal));
+      let verdict: RobotsDecision;
+      try {
+        verdict = o.robots.checkNow?.(req.url, ua) ?? (await abortable(o.robots.check(req.url, ua), signal));
+      } catch (error) {
+        // robots.txt could not be fetched through the proxies (CRAWLER_PROXIES): the page fails as its fetch would.
+        if (!signal.aborted && error instanceof FetchError) return { kind: 'fetch', error };
+        throw error;
+      }
       if (!verdict.allowed) return { kind: 'robots', reason: verdict.reason ?? 'robots.txt disallows this URL' };
       const told = this.#crawlDelay(lease, verdict.crawlDelayMs);
       if (told !== undefined) await told;

@@ -86,3 +86,38 @@ export function toFetchError(error: unknown): FetchError {
   if (code === 'UND_ERR_INVALID_ARG') return new FetchError('bad_url', `invalid request: ${message}`, options);
   return new FetchError('protocol', code ? `${code}: ${message}` : message, options);
 }
+
+/** undici's ProxyAgent rejects a tunnel that was not granted with this message (its error has no status field). */
+const TUNNEL_REFUSED = /Proxy response \((\d{3})\) !== 200/;
+const PROXY_CONNECT_CODES = new Set([
+  ...CONNECT_CODES,
+  'UND_ERR_PRX_CONN',
+  'UND_ERR_PRX_TLS',
+  'UND_ERR_CONNECT_TIMEOUT',
+]);
+
+/**
+ * Classifies what undici's ProxyAgent threw before the target's response headers arrived: a failure the proxy may be
+ * behind (then the request moves to another proxy). The proxy is named by `proxy` (its name, never its URL: the URL
+ * carries the credentials); the messages never quote the proxy's own. Undefined when the error is not about the proxy
+ * or the tunnel (a TLS failure with the target, an abort): {@link toFetchError} decides those.
+ *
+ * A tunnel refused with anything but 407 is `proxy_error`, and a proxy that drops the connection before answering is
+ * `proxy_connect`, though either can mean that the proxy could not reach the site: proxies say so differently
+ * (proxy-chain drops the tunnel without an answer, Squid answers 503), so the site's failure cannot be told from
+ * the proxy's here. docs/proxies.md states what follows.
+ */
+export function proxiedFailure(error: unknown, proxy: string): FetchError | undefined {
+  if (error instanceof FetchError) return undefined;
+  for (let e = error, depth = 0; e instanceof Error && depth < 5; e = e.cause, depth++) {
+    const status = TUNNEL_REFUSED.exec(e.message)?.[1];
+    if (status === undefined) continue;
+    const code = Number(status);
+    if (code === 407) return new FetchError('proxy_auth', `proxy ${proxy} refused the credentials (407)`);
+    return new FetchError('proxy_error', `proxy ${proxy} answered the tunnel request with ${code}`);
+  }
+  const code = errorCode(error);
+  if (code !== undefined && PROXY_CONNECT_CODES.has(code))
+    return new FetchError('proxy_connect', `cannot reach proxy ${proxy} (${code})`);
+  return undefined;
+}

@@ -27,6 +27,8 @@ import {
   requestHeaders,
   responseHeaders,
 } from './http.ts';
+import type { ProxyEndpoint } from './proxy-pool.ts';
+import { type ProxyOutcomeListener, ProxyRoute } from './proxy-route.ts';
 import { assertAllowedHost, guardedLookup, type HostMap } from './ssrf.ts';
 
 /** Sent when a request carries no user agent of its own. */
@@ -105,6 +107,21 @@ export interface UndiciFetcherOptions {
    * @default true
    */
   verifyTls?: boolean;
+  /**
+   * Forward proxies every fetch goes through (CRAWLER_PROXIES, lib/crawl/fetch/proxy-route.ts); none: direct.
+   * @default none
+   */
+  proxies?: readonly ProxyEndpoint[];
+  /**
+   * How long a domain keeps its proxy, and how long a proxy that failed repeatedly rests.
+   * @default { sessionMs: 600000, restMs: 60000 }
+   */
+  proxySessions?: { sessionMs?: number; restMs?: number };
+  /**
+   * Told each request's outcome per proxy (the crawler counts them: `proxy:<name>:<outcome>`).
+   * @default none
+   */
+  onProxyOutcome?: ProxyOutcomeListener;
 }
 
 /**
@@ -125,6 +142,8 @@ export class UndiciFetcher implements Fetcher {
   readonly #maxRedirects: number;
   readonly #allowPrivate: boolean;
   readonly #budget: BodyBudget | undefined;
+  /** Set only when proxies are configured: without them a hop goes straight to {@link #agent}. */
+  readonly #proxies: ProxyRoute | undefined;
 
   constructor(options: UndiciFetcherOptions = {}) {
     this.#userAgent = options.userAgent ?? DEFAULT_USER_AGENT;
@@ -133,19 +152,36 @@ export class UndiciFetcher implements Fetcher {
     this.#maxRedirects = options.maxRedirects ?? 5;
     this.#allowPrivate = options.allowPrivateNetworks ?? false;
     this.#budget = options.bodyBudget;
+    const lookup = guardedLookup(this.#allowPrivate, options.resolve ?? {}, undefined, options.trustedHosts);
+    const connections = options.connectionsPerOrigin ?? 16;
+    const headersTimeoutMs = options.headersTimeoutMs ?? 10_000;
+    const bodyTimeoutMs = options.bodyTimeoutMs ?? 10_000;
+    const connectTimeoutMs = options.connectTimeoutMs ?? 10_000;
+    const verifyTls = options.verifyTls ?? true;
     this.#agent = new Agent({
-      connections: options.connectionsPerOrigin ?? 16,
-      headersTimeout: options.headersTimeoutMs ?? 10_000,
-      bodyTimeout: options.bodyTimeoutMs ?? 10_000,
+      connections,
+      headersTimeout: headersTimeoutMs,
+      bodyTimeout: bodyTimeoutMs,
       // HTTP/1.1 only: HTTP/2 has no reason phrases (CONTRACT `status_msg`), and per-domain throttling
       // leaves nothing for multiplexing to win.
       allowH2: false,
-      connect: {
-        timeout: options.connectTimeoutMs ?? 10_000,
-        lookup: guardedLookup(this.#allowPrivate, options.resolve ?? {}, undefined, options.trustedHosts),
-        rejectUnauthorized: options.verifyTls ?? true,
-      },
+      connect: { timeout: connectTimeoutMs, lookup, rejectUnauthorized: verifyTls },
     });
+    this.#proxies =
+      options.proxies && options.proxies.length > 0
+        ? new ProxyRoute({
+            proxies: options.proxies,
+            pool: options.proxySessions,
+            allowPrivate: this.#allowPrivate,
+            lookup,
+            connections,
+            headersTimeoutMs,
+            bodyTimeoutMs,
+            connectTimeoutMs,
+            verifyTls,
+            onOutcome: options.onProxyOutcome,
+          })
+        : undefined;
   }
 
   async fetch(request: FetchRequest, signal?: AbortSignal): Promise<FetchResult> {
@@ -175,7 +211,7 @@ export class UndiciFetcher implements Fetcher {
   }
 
   async close(): Promise<void> {
-    await this.#agent.close();
+    await Promise.all([this.#agent.close(), this.#proxies?.close()]);
   }
 
   async #fetch(request: FetchRequest, signal: AbortSignal, started: number): Promise<FetchResult> {
@@ -189,13 +225,14 @@ export class UndiciFetcher implements Fetcher {
       assertAllowedHost(url, this.#allowPrivate);
       const headers = { ...baseHeaders };
       if (url.origin !== firstUrl.origin) for (const name of CREDENTIAL_HEADERS) delete headers[name];
-      const response = await this.#agent.request({
+      const hop: Dispatcher.RequestOptions = {
         origin: url.origin,
         path: `${url.pathname}${url.search}`,
         method: 'GET',
         headers,
         signal,
-      });
+      };
+      const response = this.#proxies ? await this.#proxies.request(url, hop) : await this.#agent.request(hop);
       const target = REDIRECT_STATUSES.has(response.statusCode)
         ? redirectTarget(firstHeader(response.headers.location), url)
         : undefined;

@@ -240,6 +240,7 @@ export class RobotsCache {
    * to it. The robots.txt fetch (on a miss) is sent with the same User-Agent.
    *
    * @throws {InvalidUrlError} when `url` is not an absolute http(s) URL.
+   * @throws {FetchError} `proxy_*` when robots.txt could not be fetched through the proxies (nothing is cached then).
    */
   async check(url: string, userAgent: string): Promise<RobotsDecision> {
     if (!this.#obey) return { allowed: true };
@@ -336,6 +337,9 @@ export class RobotsCache {
       return { status: response.status, body: UTF8.decode(bytes) };
     } catch (error) {
       if (!(error instanceof FetchError)) throw error;
+      // Our proxy failed, not the site: nothing is learnt about its robots.txt, so nothing is cached (fleet-wide a
+      // disallow-all would stop every crawler), and the page fails with the proxy's reason.
+      if (error.kind.startsWith('proxy_')) throw error;
       if (error.kind === 'too_many_redirects') return { status: REDIRECTS_EXHAUSTED, body: '' };
       if (error.kind === 'blocked_address') return { status: 0, body: '', blocked: error.message };
       return { status: 0, body: '' };

@@ -135,6 +135,22 @@ function renderThroughput(t, now) {
     );
     statuses.appendChild(document.createTextNode(' '));
   }
+  const proxies = $('proxies');
+  clear(proxies);
+  for (const p of t.proxies) {
+    proxies.appendChild(
+      el(
+        'span',
+        {
+          class: p.failed_15m > 0 ? 'badge YELLOW' : 'badge',
+          attrs: { 'data-proxy': p.name, title: `last 15 min: ${fmt(p.ok_15m)} ok, ${fmt(p.failed_15m)} failed` },
+        },
+        [`${p.name}: ${fmt(p.ok_total)} ok, ${fmt(p.failed_total)} failed`],
+      ),
+    );
+    proxies.appendChild(document.createTextNode(' '));
+  }
+  proxies.hidden = t.proxies.length === 0;
 }
 
 /**

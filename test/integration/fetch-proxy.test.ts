@@ -1,0 +1,346 @@
+/**
+ * UndiciFetcher through real forward proxies (proxy-chain's `Server`, test/helpers/forward-proxy.ts) to a node:http
+ * and a node:https server on 127.0.0.1 started here. The fetcher runs with private networks refused and the fixture's
+ * host names trusted, so the SSRF guard is live: every other private target must be refused before the proxy sees it.
+ */
+import { execFileSync } from 'node:child_process';
+import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { createServer, type IncomingMessage, type Server } from 'node:http';
+import { createServer as createTlsServer } from 'node:https';
+import type { AddressInfo } from 'node:net';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterAll, afterEach, beforeAll, describe, expect, test } from 'vitest';
+import { decideFailure } from '../../lib/crawl/failure.ts';
+import { UndiciFetcher, type UndiciFetcherOptions } from '../../lib/crawl/fetch/fetcher.ts';
+import { parseProxies } from '../../lib/crawl/fetch/proxy-pool.ts';
+import { RobotsCache } from '../../lib/crawl/fetch/robots.ts';
+import { FetchError, type FetchRequest } from '../../lib/crawl/types.ts';
+import { type ForwardProxy, startForwardProxy } from '../helpers/forward-proxy.ts';
+
+const CREDENTIALS = { username: 'crawler', password: 'pr0xy-s3cret' };
+const DOMAINS = Array.from({ length: 300 }, (_, i) => `site-${i}.test`);
+const HOST_MAP: Record<string, string> = Object.fromEntries(
+  [...DOMAINS, 'secure.test', 'private.test'].map((h) => [h, '127.0.0.1']),
+);
+/** Trusted by the fetcher's SSRF guard: everything but private.test. */
+const TRUSTED = [...DOMAINS, 'secure.test'];
+
+/** What the target servers saw. */
+const seen: { host: string; url: string; headers: IncomingMessage['headers'] }[] = [];
+let site: Server;
+let tlsSite: Server;
+let port: number;
+let tlsPort: number;
+const proxies: ForwardProxy[] = [];
+const fetchers: UndiciFetcher[] = [];
+
+async function proxy(options: Parameters<typeof startForwardProxy>[0] = {}): Promise<ForwardProxy> {
+  const p = await startForwardProxy({ hostMap: HOST_MAP, ...options });
+  proxies.push(p);
+  return p;
+}
+
+function fetcher(proxyUrls: string[], options: UndiciFetcherOptions = {}): UndiciFetcher {
+  const f = new UndiciFetcher({
+    allowPrivateNetworks: false,
+    resolve: HOST_MAP,
+    trustedHosts: TRUSTED,
+    connectTimeoutMs: 2000,
+    headersTimeoutMs: 5000,
+    verifyTls: false,
+    proxies: parseProxies(proxyUrls.join(',')),
+    ...options,
+  });
+  fetchers.push(f);
+  return f;
+}
+
+const page = (host: string, path = '/'): FetchRequest => ({ url: `http://${host}:${port}${path}`, userAgent: '' });
+
+async function fetchError(f: UndiciFetcher, url: string): Promise<FetchError> {
+  try {
+    await f.fetch({ url, userAgent: '' });
+  } catch (error) {
+    expect(error).toBeInstanceOf(FetchError);
+    return error as FetchError;
+  }
+  throw new Error(`${url} was fetched`);
+}
+
+const handler = (req: IncomingMessage, res: import('node:http').ServerResponse) => {
+  seen.push({ host: req.headers.host ?? '', url: req.url ?? '', headers: req.headers });
+  if (req.url === '/robots.txt') {
+    res.writeHead(200, { 'content-type': 'text/plain' });
+    res.end('User-agent: *\nDisallow: /private\n');
+    return;
+  }
+  const answer = () => {
+    res.writeHead(200, { 'content-type': 'text/html; charset=utf-8' });
+    res.end(`<html><body>${req.headers.host}${req.url}</body></html>`);
+  };
+  if (req.url?.startsWith('/slow')) setTimeout(answer, 300);
+  else answer();
+};
+
+let certDir: string;
+beforeAll(async () => {
+  site = createServer(handler);
+  await new Promise<void>((resolve) => site.listen(0, '127.0.0.1', resolve));
+  port = (site.address() as AddressInfo).port;
+  certDir = mkdtempSync(join(tmpdir(), 'proxy-tls-'));
+  const key = join(certDir, 'key.pem');
+  const cert = join(certDir, 'cert.pem');
+  // A self-signed certificate for secure.test, made here (the fetcher runs with verifyTls off).
+  execFileSync(
+    'openssl',
+    [
+      ...['req', '-x509', '-newkey', 'ec', '-pkeyopt', 'ec_paramgen_curve:prime256v1', '-nodes'],
+      ...['-keyout', key, '-out', cert, '-days', '1', '-subj', '/CN=secure.test'],
+      ...['-addext', 'subjectAltName=DNS:secure.test'],
+    ],
+    { stdio: 'ignore' },
+  );
+  tlsSite = createTlsServer({ key: readFileSync(key), cert: readFileSync(cert) }, handler);
+  await new Promise<void>((resolve) => tlsSite.listen(0, '127.0.0.1', resolve));
+  tlsPort = (tlsSite.address() as AddressInfo).port;
+});
+
+afterEach(async () => {
+  await Promise.all(fetchers.splice(0).map((f) => f.close()));
+  await Promise.all(proxies.splice(0).map((p) => p.kill()));
+  seen.length = 0;
+});
+
+afterAll(async () => {
+  site.closeAllConnections();
+  tlsSite.closeAllConnections();
+  await Promise.all([new Promise((resolve) => site.close(resolve)), new Promise((resolve) => tlsSite.close(resolve))]);
+  rmSync(certDir, { recursive: true, force: true });
+});
+
+describe('fetching through an authenticated proxy', () => {
+  test('an http target goes through the proxy, whose credentials never reach the site', async () => {
+    const p = await proxy({ credentials: CREDENTIALS });
+    const f = fetcher([p.url()]);
+    const result = await f.fetch(page('site-1.test', '/a?b=1'));
+    expect(result.status).toBe(200);
+    expect(result.text).toContain(`site-1.test:${port}/a?b=1`);
+    expect(p.targets).toEqual(['site-1.test']);
+    expect(seen).toHaveLength(1);
+    expect(seen[0]?.headers['proxy-authorization']).toBeUndefined();
+    expect(JSON.stringify(result)).not.toContain(CREDENTIALS.password);
+  });
+
+  test('a crawl request’s own Proxy-Authorization header is dropped, the proxy’s credentials used', async () => {
+    const p = await proxy({ credentials: CREDENTIALS });
+    const f = fetcher([p.url()]);
+    const result = await f.fetch({ ...page('site-1.test'), headers: { 'Proxy-Authorization': 'Basic bm90OnRoaXM=' } });
+    expect(result.status).toBe(200);
+    expect(p.refused()).toBe(0);
+    expect(seen[0]?.headers['proxy-authorization']).toBeUndefined();
+  });
+
+  test('an https target goes through a CONNECT tunnel, TLS end to end with the site', async () => {
+    const p = await proxy({ credentials: CREDENTIALS });
+    const f = fetcher([p.url()]);
+    const result = await f.fetch({ url: `https://secure.test:${tlsPort}/tls`, userAgent: '' });
+    expect(result.status).toBe(200);
+    expect(result.text).toContain(`secure.test:${tlsPort}/tls`);
+    expect(p.targets).toEqual(['secure.test']);
+  });
+
+  test('a domain sticks to its proxy across requests (its session)', async () => {
+    const [a, b] = [await proxy(), await proxy()];
+    const f = fetcher([a.url(), b.url()]);
+    for (let i = 0; i < 10; i++) expect((await f.fetch(page('site-7.test', `/${i}`))).status).toBe(200);
+    const used = [a, b].filter((p) => p.targets.length > 0);
+    expect(used).toHaveLength(1);
+  });
+
+  test('a wrong password: every page fails proxy_auth at once, not retried, the password in no message', async () => {
+    const p = await proxy({ credentials: CREDENTIALS });
+    const f = fetcher([p.url({ username: 'crawler', password: 'wr0ng-pa55' })]);
+    const started = performance.now();
+    const errors = await Promise.all(DOMAINS.slice(0, 20).map((d) => fetchError(f, page(d).url)));
+    const elapsedMs = performance.now() - started;
+    expect(errors.map((e) => e.kind)).toEqual(Array(20).fill('proxy_auth'));
+    expect(elapsedMs).toBeLessThan(2000);
+    expect(p.refused()).toBe(20);
+    expect(seen).toHaveLength(0);
+    for (const e of errors) {
+      expect(e.message).toBe(`proxy ${p.name} refused the credentials (407)`);
+      expect(JSON.stringify({ message: e.message, stack: e.stack })).not.toContain('wr0ng-pa55');
+      expect(decideFailure({ kind: 'fetch', error: e }, { retries: 0 })).toEqual({
+        action: 'give_up',
+        exception: `proxy_auth: proxy ${p.name} refused the credentials (407)`,
+      });
+    }
+  });
+
+  test('a proxy that refuses the credentials is passed over for one that accepts them', async () => {
+    const bad = await proxy({ credentials: CREDENTIALS });
+    const good = await proxy({ credentials: CREDENTIALS });
+    const f = fetcher([bad.url({ username: 'crawler', password: 'nope' }), good.url()]);
+    const results = await Promise.all(DOMAINS.slice(0, 10).map((d) => f.fetch(page(d))));
+    expect(results.map((r) => r.status)).toEqual(Array(10).fill(200));
+    expect(good.targets).toHaveLength(10);
+  });
+});
+
+describe('robots.txt through the proxies', () => {
+  /** The fleet-wide robots.txt store, in memory: what it is asked to keep is the point here. */
+  const memoryStore = () => {
+    const kept = new Map<string, string>();
+    return { kept, get: async (o: string) => kept.get(o), set: async (o: string, v: string) => void kept.set(o, v) };
+  };
+
+  test('robots.txt is fetched through the proxy and obeyed', async () => {
+    const p = await proxy({ credentials: CREDENTIALS });
+    const store = memoryStore();
+    const robots = new RobotsCache({ store, fetcher: fetcher([p.url()]) });
+    expect((await robots.check(`http://site-4.test:${port}/private/x`, 'ua')).allowed).toBe(false);
+    expect((await robots.check(`http://site-4.test:${port}/public`, 'ua')).allowed).toBe(true);
+    expect(p.targets).toEqual(['site-4.test']);
+    expect(store.kept.size).toBe(1);
+  });
+
+  test('a proxy failure on robots.txt fails the check with the proxy’s reason and caches nothing', async () => {
+    const p = await proxy({ credentials: CREDENTIALS });
+    const store = memoryStore();
+    const f = fetcher([p.url({ username: 'crawler', password: 'wr0ng-pa55' })]);
+    const robots = new RobotsCache({ store, fetcher: f });
+    await expect(robots.check(`http://site-4.test:${port}/public`, 'ua')).rejects.toMatchObject({ kind: 'proxy_auth' });
+    expect(store.kept.size).toBe(0);
+    expect(robots.checkNow(`http://site-4.test:${port}/public`, 'ua')).toBeUndefined();
+  });
+});
+
+describe('proxy failures', () => {
+  test('an unreachable proxy fails proxy_connect (retryable), named without its credentials', async () => {
+    const p = await proxy();
+    await p.kill();
+    const f = fetcher([p.url(CREDENTIALS)]);
+    const e = await fetchError(f, page('site-1.test').url);
+    expect(e.kind).toBe('proxy_connect');
+    expect(e.retryable).toBe(true);
+    expect(e.message).toBe(`cannot reach proxy ${p.name} (ECONNREFUSED)`);
+    expect(e.message).not.toContain(CREDENTIALS.password);
+  });
+
+  test('a proxy broken in itself (its own 500) fails proxy_error, and is passed over for a working one', async () => {
+    const broken = await proxy({ broken: true });
+    const alone = fetcher([broken.url()]);
+    const e = await fetchError(alone, page('site-1.test').url);
+    expect(e.kind).toBe('proxy_error');
+    expect(e.retryable).toBe(true);
+    expect(e.message).toBe(`proxy ${broken.name} answered the tunnel request with 500`);
+
+    const good = await proxy();
+    const outcomes: string[] = [];
+    const f = fetcher([broken.url(), good.url()], { onProxyOutcome: (p, o) => outcomes.push(`${p} ${o}`) });
+    const results = await Promise.all(DOMAINS.slice(0, 10).map((d) => f.fetch(page(d))));
+    expect(results.map((r) => r.status)).toEqual(Array(10).fill(200));
+    expect(good.targets).toHaveLength(10);
+    // Each request is told per proxy, by name: every page answered through `good`, `broken` failing in between.
+    expect(outcomes.filter((o) => o === `${good.name} ok`)).toHaveLength(10);
+    const fromBroken = outcomes.filter((o) => o.startsWith(`${broken.name} `));
+    expect(fromBroken.length).toBeGreaterThan(0);
+    expect(new Set(fromBroken)).toEqual(new Set([`${broken.name} proxy_error`]));
+    expect(outcomes).toHaveLength(10 + fromBroken.length);
+  });
+
+  test('a site no proxy can reach fails proxy_connect after every proxy was tried, and the proxies stay in use', async () => {
+    const [a, b] = [await proxy(), await proxy()];
+    const f = fetcher([a.url(), b.url()]);
+    // A port nobody listens on: proxy-chain drops the tunnel without an answer, as a dying proxy would.
+    const closed = createServer();
+    await new Promise<void>((resolve) => closed.listen(0, '127.0.0.1', resolve));
+    const deadPort = (closed.address() as AddressInfo).port;
+    await new Promise((resolve) => closed.close(resolve));
+    const e = await fetchError(f, `http://site-2.test:${deadPort}/`);
+    expect(e.kind).toBe('proxy_connect');
+    expect(e.retryable).toBe(true);
+    expect([a.targets, b.targets]).toEqual([['site-2.test'], ['site-2.test']]);
+    // One failure each rests neither: the next domains are still split over both.
+    await Promise.all(DOMAINS.slice(0, 10).map((d) => f.fetch(page(d))));
+    expect([a.targets.length, b.targets.length]).toEqual([6, 6]);
+  });
+
+  test('a proxy killed mid-run: its requests move to the other proxy and every page is fetched', async () => {
+    const [a, b] = [await proxy(), await proxy()];
+    const f = fetcher([a.url(), b.url()]);
+    const domains = DOMAINS.slice(0, 40);
+    // Slow pages: the kill lands while requests through `a` wait for their response headers.
+    const firstWave = Promise.all(domains.map((d) => f.fetch(page(d, '/slow/1'))));
+    await expect.poll(() => seen.length, { timeout: 5000, interval: 10 }).toBeGreaterThanOrEqual(30);
+    const throughA = a.targets.length;
+    expect(throughA).toBeGreaterThan(0);
+    await a.kill();
+    const first = await firstWave;
+    // The kill landed mid-flight: requests the site had already received through `a` were sent again through `b`.
+    expect(seen.filter((s) => s.url === '/slow/1').length).toBeGreaterThan(domains.length);
+    const second = await Promise.all(domains.map((d) => f.fetch(page(d, '/slow/2'))));
+    expect([...first, ...second].map((r) => r.status)).toEqual(Array(80).fill(200));
+    // The domains of `a` moved to `b`: it tunnelled to every domain (a tunnel serves a domain's later requests).
+    expect(new Set(b.targets)).toEqual(new Set(domains));
+    expect(a.targets).toHaveLength(throughA);
+    const pages = new Set(seen.map((s) => `${s.host}${s.url}`));
+    for (const d of domains) {
+      expect(pages.has(`${d}:${port}/slow/1`)).toBe(true);
+      expect(pages.has(`${d}:${port}/slow/2`)).toBe(true);
+    }
+  });
+
+  test('three proxies share 300 domains evenly (±20 %)', async () => {
+    const three = [await proxy(), await proxy(), await proxy()];
+    const f = fetcher(three.map((p) => p.url()));
+    for (let i = 0; i < DOMAINS.length; i += 30)
+      await Promise.all(DOMAINS.slice(i, i + 30).map((d) => f.fetch(page(d))));
+    const counts = three.map((p) => p.targets.length);
+    expect(counts.reduce((a, b) => a + b)).toBe(300);
+    for (const n of counts) expect(Math.abs(n - 100)).toBeLessThanOrEqual(20);
+  });
+});
+
+describe('the SSRF guard behind a proxy', () => {
+  test('private targets are refused before the proxy sees them, though the proxy could reach them', async () => {
+    const p = await proxy({ hostMap: { ...HOST_MAP, 'localhost.test': '127.0.0.1' } });
+    const f = fetcher([p.url()], { resolve: { ...HOST_MAP, 'localhost.test': '127.0.0.1' } });
+    for (const url of [
+      `http://private.test:${port}/`, // a name the crawler resolves to loopback
+      `http://127.0.0.1:${port}/`, // a loopback literal
+      `http://[::1]:${port}/`,
+      'http://169.254.169.254/latest/meta-data/', // the metadata service
+      `http://10.0.0.1:${port}/`,
+    ]) {
+      const e = await fetchError(f, url);
+      expect(e.kind, url).toBe('blocked_address');
+    }
+    expect(p.targets).toEqual([]);
+    expect(seen).toHaveLength(0);
+
+    // The proxy itself (on loopback, operator configuration) is allowed, and reaches private.test when allowed.
+    const open = fetcher([p.url()], { allowPrivateNetworks: true });
+    expect((await open.fetch(page('private.test'))).status).toBe(200);
+    expect(p.targets).toEqual(['private.test']);
+  });
+
+  test('a redirect to a private target is refused at that hop', async () => {
+    const p = await proxy();
+    const f = fetcher([p.url()]);
+    const redirecting = createServer((_req, res) => {
+      res.writeHead(302, { location: `http://private.test:${port}/` });
+      res.end();
+    });
+    await new Promise<void>((resolve) => redirecting.listen(0, '127.0.0.1', resolve));
+    try {
+      const e = await fetchError(f, `http://site-3.test:${(redirecting.address() as AddressInfo).port}/`);
+      expect(e.kind).toBe('blocked_address');
+      expect(p.targets).toEqual(['site-3.test']);
+    } finally {
+      redirecting.closeAllConnections();
+      await new Promise((resolve) => redirecting.close(resolve));
+    }
+  });
+});

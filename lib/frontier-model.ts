@@ -22,6 +22,11 @@ export interface PartitionRef {
   count?: number;
 }
 
+/** A string naming one {@link PartitionRef}: equal exactly for refs of the same partition and spider type. */
+export function partitionId(p: PartitionRef): string {
+  return `${p.prefix}\u0000${p.scope}\u0000${p.partition}\u0000${p.spider}`;
+}
+
 /** One request to queue. */
 export interface QueueRequest {
   url: string;

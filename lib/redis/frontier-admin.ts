@@ -3,7 +3,14 @@
  * crawl, sweeping finished crawls, the expiry index, info answers, domain configuration and the backlog. The
  * `Frontier` methods of the same names (lib/redis/frontier.ts) say what each means; these are their bodies.
  */
-import type { CrawlInfo, CrawlSettings, DomainAction, PartitionRef, QueueSummary } from '../frontier-model.ts';
+import {
+  type CrawlInfo,
+  type CrawlSettings,
+  type DomainAction,
+  type PartitionRef,
+  partitionId,
+  type QueueSummary,
+} from '../frontier-model.ts';
 import { decodeCounters, decodeWaits, mergeInfos } from './crawl-info.ts';
 import type { FrontierCalls } from './frontier-calls.ts';
 import { crawlKey, dupefilterKey, partitionKeys } from './keys.ts';
@@ -193,7 +200,7 @@ export async function configureDomain(
   const done = new Set<string>();
   for (const spider of spiders) {
     const p = calls.partitionFor(spider, domain);
-    const id = `${p.scope}\u0000${p.partition}\u0000${p.spider}`;
+    const id = partitionId(p);
     if (done.has(id)) continue;
     done.add(id);
     await calls.run(

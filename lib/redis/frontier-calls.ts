@@ -4,7 +4,7 @@
  * registry of spider types that ever had work; and the grouping of a batch by partition, one script call each.
  * The frontier and the modules it delegates to (ack-fold.ts, frontier-admin.ts) run scripts only through this.
  */
-import type { PartitionRef } from '../frontier-model.ts';
+import { type PartitionRef, partitionId } from '../frontier-model.ts';
 import type { RedisClient } from './client.ts';
 import type { FrontierOptions } from './frontier-options.ts';
 import { partitionIndex, partitionKeyList, partitionTag, spiderPartitions, spidersKey } from './keys.ts';
@@ -13,6 +13,9 @@ import { markState } from './state-epoch.ts';
 
 /** Spider types and partitions whose partitions and KEYS a frontier remembers. */
 const MEMO_MAX = 1000;
+
+/** Domains whose partition a frontier remembers; past this the memo starts again. */
+const DOMAIN_MEMO_MAX = 100_000;
 
 /** An argument of a script call. */
 export type ScriptArg = string | number | Buffer;
@@ -31,6 +34,8 @@ export class FrontierCalls {
   /** The partitions of each spider type, and each partition's KEYS, built once (they are fixed for a frontier). */
   readonly #partitions = new Map<string, PartitionRef[]>();
   readonly #keyLists = new Map<string, string[]>();
+  /** Domain -> partition index (the count is fixed for a frontier). */
+  readonly #domainIndex = new Map<string, number>();
   /** The partition each spider type's next lease round starts at ({@link leaseOrder}). */
   readonly #leaseTurn = new Map<string, number>();
 
@@ -45,7 +50,15 @@ export class FrontierCalls {
   /** The partition holding a spider type's requests for a domain (lib/redis/keys.ts `partitionIndex`). */
   partitionFor(spider: string, domain: string): PartitionRef {
     const ps = this.partitionsOf(spider);
-    return (ps.length === 1 ? ps[0] : ps[partitionIndex(domain, ps.length)]) as PartitionRef;
+    if (ps.length === 1) return ps[0] as PartitionRef;
+    // Asked for every child of every page (enqueue, the ack's fold): the hash once per domain while it is remembered.
+    let n = this.#domainIndex.get(domain);
+    if (n === undefined) {
+      n = partitionIndex(domain, ps.length);
+      if (this.#domainIndex.size >= DOMAIN_MEMO_MAX) this.#domainIndex.clear();
+      this.#domainIndex.set(domain, n);
+    }
+    return ps[n] as PartitionRef;
   }
 
   /** Every partition of a spider type (periodic jobs and info visit them all). */
@@ -72,7 +85,7 @@ export class FrontierCalls {
 
   /** A partition's fixed KEYS ({@link partitionKeyList}), remembered. */
   #keys(p: PartitionRef): string[] {
-    const id = `${p.prefix}\u0000${p.scope}\u0000${p.partition}\u0000${p.spider}`;
+    const id = partitionId(p);
     let keys = this.#keyLists.get(id);
     if (keys === undefined) {
       keys = partitionKeyList(p);
@@ -132,7 +145,7 @@ export function byPartition<T>(
   const groups = new Map<string, { p: PartitionRef; idx: number[] }>();
   items.forEach((item, i) => {
     const p = partitionOf(item);
-    const id = `${p.prefix}\u0000${p.scope}\u0000${p.partition}\u0000${p.spider}`;
+    const id = partitionId(p);
     const g = groups.get(id) ?? { p, idx: [] };
     g.idx.push(i);
     groups.set(id, g);

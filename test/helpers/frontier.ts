@@ -31,6 +31,16 @@ export const T0 = Date.UTC(2026, 2, 2, 12, 0, 0);
  */
 const WIDE_OPEN = { hits: 100_000, windowSec: 1, moderated: false } as const;
 
+/** The options of a {@link testFrontier} but its prefix (for code that takes frontier options, as the reshard does). */
+export const TEST_FRONTIER_OPTIONS = {
+  ...WIDE_OPEN,
+  typeEnabled: true,
+  ipEnabled: false,
+  dupefilterTtlSec: 600,
+  leaseMs: 60_000,
+  stopTtlMs: 3_600_000,
+} as const;
+
 const created: { prefix: string; typeEnabled: boolean; partitions: number }[] = [];
 
 /**
@@ -38,16 +48,7 @@ const created: { prefix: string; typeEnabled: boolean; partitions: number }[] = 
  * Its keys are deleted by {@link dropTestFrontiers}.
  */
 export function testFrontier(redis: RedisClient, overrides: Partial<FrontierOptions> = {}): Frontier {
-  const options: FrontierOptions = {
-    prefix: uniqueName(),
-    ...WIDE_OPEN,
-    typeEnabled: true,
-    ipEnabled: false,
-    dupefilterTtlSec: 600,
-    leaseMs: 60_000,
-    stopTtlMs: 3_600_000,
-    ...overrides,
-  };
+  const options: FrontierOptions = { prefix: uniqueName(), ...TEST_FRONTIER_OPTIONS, ...overrides };
   created.push({ prefix: options.prefix, typeEnabled: options.typeEnabled, partitions: options.partitions ?? 1 });
   return new Frontier(redis, options);
 }

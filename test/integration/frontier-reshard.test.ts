@@ -26,7 +26,15 @@ import {
   reshardFrontier,
 } from '../../lib/redis/reshard.ts';
 import { ReshardInterruptedError, ReshardRefusedError } from '../../lib/redis/reshard-errors.ts';
-import { childCrawl, frontierTestRedis, queueRequest, seedCrawl, T0, testFrontier } from '../helpers/frontier.ts';
+import {
+  childCrawl,
+  frontierTestRedis,
+  queueRequest,
+  seedCrawl,
+  T0,
+  TEST_FRONTIER_OPTIONS,
+  testFrontier,
+} from '../helpers/frontier.ts';
 import { recordScriptCalls } from '../helpers/scripts.ts';
 import { uniqueName } from '../helpers/services.ts';
 
@@ -34,16 +42,7 @@ const redis = frontierTestRedis();
 
 const SPIDER = 'link';
 /** The test frontier's options (test/helpers/frontier.ts), which the move is given too. */
-const BASE = {
-  hits: 100_000,
-  windowSec: 1,
-  moderated: false,
-  typeEnabled: true,
-  ipEnabled: false,
-  dupefilterTtlSec: 600,
-  leaseMs: 60_000,
-  stopTtlMs: 3_600_000,
-} as const;
+const BASE = TEST_FRONTIER_OPTIONS;
 /** How long the retries made before the move wait. */
 const RETRY_MS = 300_000;
 

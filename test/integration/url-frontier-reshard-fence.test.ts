@@ -19,6 +19,7 @@ import {
 import type { PutItem } from '../../lib/redis/url-frontier/model.ts';
 import type { UrlFrontierStore } from '../../lib/redis/url-frontier/store.ts';
 import { urlFrontierClientConstructor } from '../../lib/url-frontier/definition.ts';
+import { TEST_FRONTIER_OPTIONS } from '../helpers/frontier.ts';
 import { type AnyClient, bidi, stream, unary } from '../helpers/grpc.ts';
 import { clusterRedis, uniqueName } from '../helpers/services.ts';
 import { dropStores } from '../helpers/url-frontier.ts';
@@ -35,16 +36,8 @@ import {
 const redis = clusterRedis();
 const Client = urlFrontierClientConstructor();
 
-const BASE = {
-  hits: 100_000,
-  windowSec: 1,
-  moderated: false,
-  typeEnabled: true,
-  ipEnabled: false,
-  dupefilterTtlSec: 600,
-  leaseMs: 60_000,
-  stopTtlMs: 3_600_000,
-} as const;
+/** The test frontier's options (test/helpers/frontier.ts), which the move is given too. */
+const BASE = TEST_FRONTIER_OPTIONS;
 
 const prefixes: string[] = [];
 const servers: UrlFrontierServer[] = [];

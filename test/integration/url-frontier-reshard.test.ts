@@ -10,6 +10,7 @@ import { reshardKey } from '../../lib/redis/keys.ts';
 import { type ReshardOptions, type ReshardStep, reshardFrontier } from '../../lib/redis/reshard.ts';
 import { urlFrontierGlobalKeys, urlFrontierQueueKeys, urlFrontierTag } from '../../lib/redis/url-frontier/keys.ts';
 import type { UrlFrontierStore } from '../../lib/redis/url-frontier/store.ts';
+import { TEST_FRONTIER_OPTIONS } from '../helpers/frontier.ts';
 import { recordCommands, recordScriptCalls } from '../helpers/scripts.ts';
 import { clusterRedis } from '../helpers/services.ts';
 import { dropStores } from '../helpers/url-frontier.ts';
@@ -26,17 +27,8 @@ import {
 
 const redis = clusterRedis();
 
-/** The crawl frontier's options the move is given (it has no crawl frontier to move here). */
-const BASE = {
-  hits: 100_000,
-  windowSec: 1,
-  moderated: false,
-  typeEnabled: true,
-  ipEnabled: false,
-  dupefilterTtlSec: 600,
-  leaseMs: 60_000,
-  stopTtlMs: 3_600_000,
-} as const;
+/** The test frontier's options (test/helpers/frontier.ts), which the move is given too. */
+const BASE = TEST_FRONTIER_OPTIONS;
 
 const scenarios: UfScenario[] = [];
 afterEach(async () => {

@@ -17,7 +17,7 @@
  */
 import { createHash } from 'node:crypto';
 import { failureCause, InfrastructureError, PartialBatchError } from '../../errors.ts';
-import type { AckResult, Lease } from '../../frontier-model.ts';
+import { type AckResult, type Lease, partitionId } from '../../frontier-model.ts';
 import { batchingSink } from '../../kafka/batching-sink.ts';
 import type { PerAppSender } from '../../kafka/per-app.ts';
 import { clusterTopics, crawledAppTopic, isTopicSafeAppid, outboundAppTopic } from '../../kafka/topics.ts';
@@ -201,7 +201,7 @@ export class Delivery {
     const groups = new Map<string, Lease[]>();
     for (const l of leases) {
       const p = l.partition;
-      const id = `${p.prefix}\u0000${p.scope}\u0000${p.partition}\u0000${p.spider}`;
+      const id = partitionId(p);
       const group = groups.get(id);
       if (group) group.push(l);
       else groups.set(id, [l]);

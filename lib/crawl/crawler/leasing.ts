@@ -10,8 +10,8 @@ import type { CrawlerFrontier } from '../../ports.ts';
 
 /**
  * Most requests one lease call takes (for the workers waiting at once and those leased ahead). Lease calls are made
- * one at a time, so this over the call's round trip caps the pages a second of a process; it is set well above
- * what one task fetches on the web even over a slow Redis (bench/PROFILE.md).
+ * one at a time, so this and the call's round trip bound how fast a process can lease; it is set well above what one
+ * task needs on the web even over a slow Redis (bench/PROFILE.md).
  */
 export const MAX_LEASE_BATCH = 32;
 

@@ -3,9 +3,10 @@
  * crawl's counters for its own domains, so "the crawl is complete" and its totals are sums over the partitions.
  * - An ack that leaves a crawl with nothing queued or leased in its partition (ack.lua's `complete`) is the crawl's
  *   completion only when every other partition has nothing queued or leased for it either; the totals are then the
- *   sums. Children are queued before their parent's ack, in whatever partition, so the last partition to empty sees
- *   the others empty. Two partitions that empty at once may both see that: one notice is claimed with `SET NX` on
- *   the crawl's totals, which the two compute alike.
+ *   sums. Children are queued before their parent's ack, in whatever partition, so the last ack sees every partition
+ *   empty; the partitions are read twice, as one read of each is no snapshot ({@link sumAndClaim}). Two partitions that
+ *   empty at once may both see that: one notice is claimed with `SET NX` on the crawl's totals, which the two compute
+ *   alike.
  * - A partition where the crawl completed is swept a dupefilter TTL later (sweep-finished.lua); while the crawl
  *   still has work in another partition, its records (counters, registration, dupefilter) must stay, so the sweep
  *   postpones those crawls first ({@link holdLiveElsewhere}).
@@ -73,7 +74,32 @@ export async function crawlWide(
   }
 }
 
-/** {@link crawlWide}'s sums over the other partitions and its claim of the notice, once. */
+/** Every partition's counters of crawl `ck`, own included, read one partition at a time. */
+async function countsEverywhere(calls: FrontierCalls, own: PartitionRef, ck: string) {
+  const out: (Counts | undefined)[] = [];
+  for (const p of calls.partitionsOf(own.spider)) out.push((await countsIn(calls, p, [ck]))[0]);
+  return out;
+}
+
+const live = (c: Counts | undefined) => c !== undefined && (c.queued > 0 || c.leased > 0);
+const same = (a: Counts | undefined, b: Counts | undefined) =>
+  a === b ||
+  (a !== undefined &&
+    b !== undefined &&
+    a.queued === b.queued &&
+    a.leased === b.leased &&
+    a.done === b.done &&
+    a.failed === b.failed);
+
+/**
+ * {@link crawlWide}'s check over every partition and its claim of the notice, once. The partitions are read one after
+ * another, so one pass alone is no snapshot: a page leased in partition B may queue a child in partition A after A
+ * was read and then be acked before B is read, and the pass would see an empty crawl that is not. So every partition
+ * is read twice, and the crawl is complete only when both passes find it empty and no partition's counters changed
+ * between its two reads: then some moment between the passes had no work anywhere, and a crawl with no work never
+ * gets more (children are queued only by a leased parent). A change between the passes means another process acked or
+ * leased after this ack; the ack that leaves the crawl empty sees two quiet passes and claims the notice.
+ */
 async function sumAndClaim(
   calls: FrontierCalls,
   own: PartitionRef,
@@ -81,22 +107,22 @@ async function sumAndClaim(
   token: string,
   result: AckResult,
 ): Promise<AckResult> {
-  let { queued, leased, done, failed } = result;
-  for (const p of calls.partitionsOf(own.spider)) {
-    if (p.partition === own.partition) continue;
-    const [c] = await countsIn(calls, p, [ck]);
+  const first = await countsEverywhere(calls, own, ck);
+  const second = first.some(live) ? first : await countsEverywhere(calls, own, ck);
+  const sum = { queued: 0, leased: 0, done: 0, failed: 0 };
+  for (const c of second) {
     if (c === undefined) continue;
-    queued += c.queued;
-    leased += c.leased;
-    done += c.done;
-    failed += c.failed;
-    if (queued > 0 || leased > 0) return { ...result, complete: false, queued, leased };
+    sum.queued += c.queued;
+    sum.leased += c.leased;
+    sum.done += c.done;
+    sum.failed += c.failed;
   }
-  const claim = completeClaimKey(calls.options.prefix, ck, done, failed);
-  const first =
+  if (second.some(live) || second.some((c, i) => !same(c, first[i]))) return { ...result, complete: false, ...sum };
+  const claim = completeClaimKey(calls.options.prefix, ck, sum.done, sum.failed);
+  const claimed =
     (await calls.redis.set(claim, token, 'EX', COMPLETE_CLAIM_SEC, 'NX')) === 'OK' ||
     (await calls.redis.get(claim)) === token;
-  return { ...result, complete: first, queued, leased, done, failed };
+  return { ...result, complete: claimed, ...sum };
 }
 
 /**

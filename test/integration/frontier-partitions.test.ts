@@ -5,7 +5,7 @@
  * lives elsewhere, domain config where the domain is).
  */
 import type { Cluster } from 'ioredis';
-import { describe, expect, test } from 'vitest';
+import { describe, expect, test, vi } from 'vitest';
 import type { AckResult, FrontierItem, Lease } from '../../lib/frontier-model.ts';
 import type { Frontier } from '../../lib/redis/frontier.ts';
 import { crawlKey, partitionIndex, partitionKeys, partitionTag, spiderPartitions } from '../../lib/redis/keys.ts';
@@ -220,6 +220,51 @@ describe('a crawl over six partitions', () => {
     const results = await Promise.all(leases.map((lease) => frontier.ack(lease, 'done', T0)));
     expect(results.filter((r) => r.complete)).toHaveLength(1);
     expect(results.find((r) => r.complete)).toMatchObject({ done: 2, failed: 0 });
+  });
+
+  test('a child queued in a partition already read, its parent acked before the next read: no early completion', async () => {
+    const frontier = testFrontier(redis, { partitions: 6 });
+    const [a, b, c] = domainsPerPartition(6).map(([d]) => d as string);
+    const seed = seedCrawl('app', 'snapshot');
+    await frontier.enqueue(
+      'link',
+      [b, c].map((d) => ({ crawl: seed, request: queueRequest(`http://${d}/x`) })),
+      T0,
+    );
+    const { leases } = await frontier.leaseMany('link', 2, { now: T0 });
+    const parent = leases.find((l) => l.partition.partition === 1) as Lease;
+    const mine = leases.find((l) => l.partition.partition === 2) as Lease;
+    expect([parent, mine].every(Boolean)).toBe(true);
+    // Another worker's page (partition 1) queues a child in partition 0 and is acked, right after this ack's check
+    // has read partition 0 and before it reads partition 1: at no single moment was the crawl without work.
+    const client = redis as unknown as {
+      sendCommand: (command: { name: string; args: unknown[] }) => Promise<unknown>;
+    };
+    const send = client.sendCommand.bind(client);
+    const firstRefs = partitionKeys({ ...parent.partition, partition: 0 }).crawlRefs;
+    let interleaved = false;
+    const spy = vi.spyOn(client, 'sendCommand').mockImplementation((command) => {
+      const reply = send(command);
+      if (interleaved || !command.name.startsWith('eval') || String(command.args[2]) !== firstRefs) return reply;
+      interleaved = true;
+      const child = { crawl: childCrawl(seed), request: queueRequest(`http://${a}/child`, 1, 1) };
+      return reply.then(async (value) => {
+        await frontier.ackMany([{ lease: parent, outcome: 'done', children: new Map([['link', [child]]]) }], T0);
+        return value;
+      });
+    });
+    let result: AckResult;
+    try {
+      result = await frontier.ack(mine, 'done', T0);
+    } finally {
+      spy.mockRestore();
+    }
+    expect(interleaved).toBe(true);
+    expect(result.complete).toBe(false);
+    // The child is crawled; its ack is the completion, with every page counted.
+    const { acks } = await crawlAll(frontier, () => [], T0);
+    expect(acks).toHaveLength(1);
+    expect(acks[0]).toMatchObject({ complete: true, queued: 0, leased: 0, done: 3, failed: 0 });
   });
 
   test('a partition where the crawl completed keeps its records while the crawl lives elsewhere', async () => {

@@ -51,6 +51,8 @@ export default defineConfig({
           name: 'cdk',
           include: ['test/cdk/**/*.test.ts'],
           testTimeout: 120_000,
+          // Synthesizing a stack and bundling with esbuild in a setup hook takes minutes on a loaded machine.
+          hookTimeout: 180_000,
         },
       },
     ],

@@ -151,5 +151,5 @@ describe('the REST function’s Lambda bundle', () => {
     expect(result.headers['content-security-policy']).toContain(
       `script-src ${DASHBOARD_SCRIPT_HASHES.map((h) => `'${h}'`).join(' ')};`,
     );
-  }, 120_000);
+  }, 300_000);
 });

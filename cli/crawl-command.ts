@@ -13,7 +13,7 @@ import { FRONTIER_STATE_LOST } from '../lib/monitor/state-watch.ts';
 import { type CrawlRequest, validateRequest } from '../lib/schemas/index.ts';
 import { closePagesFile, openPagesFile } from './crawl-pages-file.ts';
 import { offerStop } from './crawl-stop.ts';
-import { statusClassLine } from './crawl-summary.ts';
+import { skippedLinksLine, statusClassLine } from './crawl-summary.ts';
 import { type CrawlSummary, CrawlTally, type Ending, failureReason, refusalReason } from './crawl-tally.ts';
 import { DEFAULT_APPID, integerOption, positiveSeconds } from './options.ts';
 import type { Output } from './output.ts';
@@ -387,6 +387,8 @@ function report(s: CrawlSummary, out: Output): void {
   if (s.status !== 'complete' && s.pending !== undefined) out.info(`pending when last asked: ${s.pending}`);
   const byStatus = statusClassLine(s.status_classes);
   if (byStatus !== undefined) out.info(byStatus);
+  const skipped = skippedLinksLine(s.links_skipped);
+  if (skipped !== undefined) out.info(skipped);
   const n = s.notice;
   if (n !== undefined && (n.total_pages !== s.pages || n.total_failed !== s.failed)) {
     out.info(`the cluster counted ${n.total_pages} pages and ${n.total_failed} failed`);

@@ -2,7 +2,7 @@
  * The pages of a crawl counted by outcome class, for `crawl`'s summary: `2xx`, `3xx`, `4xx`, `5xx` by the page's
  * HTTP status, and `failed` for a page without one (a timeout, a refused connection, a robots.txt denial). A 404 is
  * a page the cluster delivered like any other (`success: true`); this count is where a broken link shows without grep.
- * The page message carries no count of links skipped by rule (deny_extensions, deny_regex), so none is shown.
+ * Links the crawl's rules kept from being followed are summed from the pages' `links_skipped`, by rule.
  */
 import type { Message } from './reply-wait.ts';
 
@@ -36,4 +36,24 @@ export function statusClassLine(counts: StatusClassCounts | undefined): string |
   if (counts === undefined) return undefined;
   const parts = STATUS_CLASSES.filter((cls) => (counts[cls] ?? 0) > 0).map((cls) => `${counts[cls]} ${cls}`);
   return parts.length === 0 ? undefined : `by status: ${parts.join(', ')}`;
+}
+
+/** Links kept from being followed, by the rule (request field) that kept them. */
+export type SkippedLinkCounts = Record<string, number>;
+
+/** Adds a page's `links_skipped` to `counts` (each page once). Anything but a count per rule is ignored. */
+export function countSkippedLinks(counts: SkippedLinkCounts, page: Message): void {
+  const skipped = page.links_skipped;
+  if (skipped === null || typeof skipped !== 'object' || Array.isArray(skipped)) return;
+  for (const [rule, n] of Object.entries(skipped as Record<string, unknown>)) {
+    if (typeof n === 'number' && Number.isSafeInteger(n) && n > 0) counts[rule] = (counts[rule] ?? 0) + n;
+  }
+}
+
+/** `links not followed: 12 by deny_extensions, 3 by allowed_domains` (most first), or undefined when none were. */
+export function skippedLinksLine(counts: SkippedLinkCounts): string | undefined {
+  const parts = Object.entries(counts)
+    .sort((a, b) => b[1] - a[1])
+    .map(([rule, n]) => `${n} by ${rule}`);
+  return parts.length === 0 ? undefined : `links not followed: ${parts.join(', ')}`;
 }

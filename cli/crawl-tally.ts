@@ -3,7 +3,12 @@
  * once), the last pending count, the `complete` notice, and from these the progress line and the summary.
  * No I/O, so the rules of when a crawl is done are unit-testable.
  */
-import { countStatusClass, type StatusClassCounts } from './crawl-summary.ts';
+import {
+  countSkippedLinks,
+  countStatusClass,
+  type SkippedLinkCounts,
+  type StatusClassCounts,
+} from './crawl-summary.ts';
 import type { Message } from './reply-wait.ts';
 
 /** How a watched crawl ended. */
@@ -66,6 +71,8 @@ export interface CrawlSummary {
   failures?: FailureGroup[];
   /** Pages by HTTP status class (`2xx`, `4xx`, ...) and `failed` (no HTTP status); classes without a page absent. */
   status_classes: StatusClassCounts;
+  /** Links of the pages the crawl's rules kept from being followed, by rule (`deny_extensions`...); empty when none. */
+  links_skipped: SkippedLinkCounts;
 }
 
 export class CrawlTally {
@@ -75,6 +82,8 @@ export class CrawlTally {
   readonly reasons = new Map<string, FailureGroup>();
   /** Pages by outcome class (cli/crawl-summary.ts). */
   readonly statusClasses: StatusClassCounts = {};
+  /** Links not followed, by rule, summed over the pages (cli/crawl-summary.ts). */
+  readonly skippedLinks: SkippedLinkCounts = {};
   /** The last pending count the cluster reported. */
   pending: number | undefined;
   /** The crawl's `complete` notice, once read. */
@@ -97,6 +106,7 @@ export class CrawlTally {
     if (this.succeeded.has(url) || this.failed.has(url)) return false;
     (page.success === false ? this.failed : this.succeeded).add(url);
     countStatusClass(this.statusClasses, page);
+    countSkippedLinks(this.skippedLinks, page);
     if (page.success === false) {
       const reason = failureReason(page);
       const key = this.reasons.has(reason) || this.reasons.size < MAX_REASONS ? reason : 'other reasons';
@@ -161,6 +171,7 @@ export class CrawlTally {
       seconds: Math.round(this.elapsedSeconds() * 1000) / 1000,
       pages_per_second: Math.round(this.rate() * 100) / 100,
       status_classes: { ...this.statusClasses },
+      links_skipped: { ...this.skippedLinks },
     };
     if (this.pending !== undefined) summary.pending = this.pending;
     if (extra.out !== undefined) summary.out = extra.out;

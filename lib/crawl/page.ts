@@ -3,6 +3,7 @@
  * request that failed for good, so nothing an application asked for disappears without a trace.
  */
 import { STATUS_CODES } from 'node:http';
+import type { SkippedLinks } from './extract/filters.ts';
 import type { FetchResult, Link, PageItem, SpiderRequest } from './types.ts';
 
 /**
@@ -198,4 +199,9 @@ export function failedPage(
     page.status_msg = STATUS_CODES[last] ?? '';
   }
   return page;
+}
+
+/** Puts on the page the links its crawl's rules kept from being followed, by rule (**Ext** `links_skipped`), if any. */
+export function putSkipped(page: PageItem, skipped: SkippedLinks): void {
+  if (Object.keys(skipped).length > 0) page.links_skipped = skipped;
 }

@@ -195,6 +195,11 @@ export interface PageItem {
   /** **Ext**: why link extraction stopped early (a link cap or the time budget), when it did. */
   links_stopped?: string;
   /**
+   * **Ext**: how many of the page's links the crawl's rules kept from being followed, by the request field whose rule
+   * did (`allowed_domains`, `allow_regex`, `deny_regex`, `deny_extensions`); absent when none were.
+   */
+  links_skipped?: Partial<Record<'allowed_domains' | 'allow_regex' | 'deny_regex' | 'deny_extensions', number>>;
+  /**
    * **Ext**: what the page's spider extracted ({@link SpiderResult.data}), when it returned any. At most
    * {@link MAX_DATA_BYTES} as JSON, and cut to `null` (with `data_truncated`) when the message would not fit.
    */

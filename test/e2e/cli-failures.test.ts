@@ -64,6 +64,20 @@ describe('the CLI beside a running cluster with one crawler worker', () => {
     expect(run.stdout).toContain('by status: 1 4xx\n');
   });
 
+  it('crawl counts the links its rules kept from being followed, by rule', async () => {
+    // Every fixture page links to /files/doc.pdf, which the default deny_extensions keep; pages at the last depth are
+    // not read for links, so only the seed's counts.
+    const run = await runCli(['crawl', site.url(0), '--depth', '1', '--appid', APPID, '--crawlid', 'skipped'], env);
+
+    expect(run.code).toBe(0);
+    expect(run.stdout).toContain('links not followed: 1 by deny_extensions\n');
+    const json = await runCli(
+      ['crawl', site.url(1), '--depth', '1', '--appid', APPID, '--crawlid', 'skipped-json', '--json'],
+      env,
+    );
+    expect(JSON.parse(json.stdout)).toMatchObject({ links_skipped: { deny_extensions: 1 } });
+  });
+
   it('crawl --json counts a robots.txt denial (no HTTP status) as failed in status_classes', async () => {
     const run = await runCli(['crawl', denied(), '--appid', APPID, '--crawlid', 'denied-classes', '--json'], env);
 

@@ -1,5 +1,12 @@
 import { describe, expect, it } from 'vitest';
-import { countStatusClass, type StatusClassCounts, statusClassLine, statusClassOf } from '../../cli/crawl-summary.ts';
+import {
+  countSkippedLinks,
+  countStatusClass,
+  type StatusClassCounts,
+  skippedLinksLine,
+  statusClassLine,
+  statusClassOf,
+} from '../../cli/crawl-summary.ts';
 import { CrawlTally } from '../../cli/crawl-tally.ts';
 
 describe('pages by status class (the `by status` line of the crawl summary)', () => {
@@ -32,5 +39,29 @@ describe('pages by status class (the `by status` line of the crawl summary)', ()
     const summary = tally.summary({ appid: 'a', crawlid: 'c', url: 'http://a/' }, 'p', { kind: 'timeout' });
 
     expect(summary.status_classes).toEqual({ '2xx': 1, '4xx': 1 });
+  });
+});
+
+describe('links not followed (the crawl summary line)', () => {
+  it("sums the pages' links_skipped by rule, most first, and ignores what is not a count", () => {
+    const counts = {};
+    countSkippedLinks(counts, { links_skipped: { deny_extensions: 2, allowed_domains: 5 } });
+    countSkippedLinks(counts, { links_skipped: { deny_extensions: 1, deny_regex: -3, allow_regex: 'x' } });
+    countSkippedLinks(counts, { links_skipped: [4] });
+    countSkippedLinks(counts, {});
+
+    expect(counts).toEqual({ deny_extensions: 3, allowed_domains: 5 });
+    expect(skippedLinksLine(counts)).toBe('links not followed: 5 by allowed_domains, 3 by deny_extensions');
+    expect(skippedLinksLine({})).toBeUndefined();
+  });
+
+  it('counts a redelivered page once and carries the sums in the summary document', () => {
+    const tally = new CrawlTally(() => 0);
+    tally.page({ url: 'http://a/', success: true, status_code: 200, links_skipped: { deny_extensions: 1 } });
+    tally.page({ url: 'http://a/', success: true, status_code: 200, links_skipped: { deny_extensions: 1 } });
+
+    const summary = tally.summary({ appid: 'a', crawlid: 'c', url: 'http://a/' }, 'p', { kind: 'timeout' });
+
+    expect(summary.links_skipped).toEqual({ deny_extensions: 1 });
   });
 });

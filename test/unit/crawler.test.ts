@@ -730,6 +730,63 @@ describe('Crawler: pages whose links are not used', () => {
   });
 });
 
+describe("Crawler: links the crawl's rules keep", () => {
+  const body =
+    '<a href="/a">a</a><a href="/doc.pdf">pdf</a><a href="http://b.example/x">b</a><a href="/private/p">p</a>';
+  const rules = { ...SETTINGS, allowed_domains: ['a.example'], deny_regex: ['/private/'] };
+
+  it('a page carries every link, follows the allowed ones and counts the others by rule in links_skipped', async () => {
+    const r = await crawl([lease('http://a.example/', { crawl: rules })], (q) => htmlResponse(q.url, body));
+    expect(r.pages[0]?.links).toHaveLength(4);
+    expect(r.pages[0]?.links_skipped).toEqual({ deny_extensions: 1, allowed_domains: 1, deny_regex: 1 });
+    expect(r.frontier.enqueued.flatMap((e) => e.urls)).toEqual(['http://a.example/a']);
+  });
+
+  it('a page whose links are all followed carries no links_skipped', async () => {
+    const r = await crawl([lease('http://a.example/')], (q) => htmlResponse(q.url, '<a href="/a">a</a>'));
+    expect(r.pages[0]).not.toHaveProperty('links_skipped');
+  });
+
+  it('a spider, in process or in the sandbox, is given only the allowed links; the count shows when it wants links', async () => {
+    const seen: string[][] = [];
+    const plain: Spider = {
+      name: 'plain',
+      parse: ({ links }) => {
+        seen.push(links.map((l) => l.url));
+        return {};
+      },
+    };
+    const plug = { ...rules, spiderid: 'plug' };
+    const partition = { prefix: 't', scope: 'plug', partition: 0, spider: 'plug' };
+    const r = await crawl(
+      [
+        lease('http://a.example/plain', { crawl: { ...rules, spiderid: 'plain' } }),
+        lease('http://a.example/wants', { crawl: plug, partition }),
+        lease('http://a.example/not', { crawl: plug, partition }),
+      ],
+      (q) => htmlResponse(q.url, body),
+      {
+        plugins: [plain, { name: 'plug', parse: () => ({}) }],
+        sandbox: {
+          spiders: new Set(['plug']),
+          run: async (_spider, request, _response, links) => {
+            seen.push(links.map((l) => l.url));
+            return { wantsLinks: request.url.endsWith('/wants'), follow: [], followDropped: 0 };
+          },
+        },
+      },
+    );
+    expect(seen).toEqual([['http://a.example/a'], ['http://a.example/a'], ['http://a.example/a']]);
+    const byUrl = new Map(r.pages.map((p) => [p.url, p]));
+    expect(byUrl.get('http://a.example/wants')?.links_skipped).toEqual({
+      deny_extensions: 1,
+      allowed_domains: 1,
+      deny_regex: 1,
+    });
+    expect(byUrl.get('http://a.example/not')).not.toHaveProperty('links_skipped');
+  });
+});
+
 describe('Crawler: the links-per-page cap (CRAWLER_MAX_LINKS, issue 48 item 10)', () => {
   /** A page of `n` distinct links, `/p/0` to `/p/<n-1>`. */
   const manyLinks = (n: number) => Array.from({ length: n }, (_, i) => `<a href="/p/${i}">p${i}</a>`).join('');

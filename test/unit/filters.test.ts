@@ -1,6 +1,8 @@
 import { describe, expect, it } from 'vitest';
 import {
   compileLinkFilter,
+  compileLinkRules,
+  followable,
   IGNORED_EXTENSIONS,
   LINK_FILTER_CACHE_SIZE,
   linkFilter,
@@ -220,5 +222,30 @@ describe('shouldFollow', () => {
     expect(shouldFollow(0, 0)).toBe(false);
     expect(shouldFollow(1, 1)).toBe(false);
     expect(shouldFollow(3, 2)).toBe(false);
+  });
+});
+
+describe('the rule that keeps a link', () => {
+  it('names the first rule a link fails, in the order domains, allow, deny, extensions', () => {
+    const rules = compileLinkRules({
+      allowed_domains: ['example.com'],
+      allow_regex: ['/docs/'],
+      deny_regex: ['/docs/old/'],
+    });
+    expect(rules('http://other.test/docs/a.pdf')).toBe('allowed_domains');
+    expect(rules('http://example.com/blog/a')).toBe('allow_regex');
+    expect(rules('http://example.com/docs/old/a')).toBe('deny_regex');
+    expect(rules('http://example.com/docs/a.pdf')).toBe('deny_extensions');
+    expect(rules('http://example.com/docs/a')).toBeUndefined();
+  });
+
+  it('followable keeps the links let through in order and counts the others by rule', () => {
+    const skipped = {};
+    const links = ['http://a.test/1', 'http://a.test/f.pdf', 'http://b.test/2', 'http://a.test/z.zip'].map((url) => ({
+      url,
+    }));
+    const kept = followable(settings({ allowed_domains: ['a.test'] }), links, skipped);
+    expect(kept.map((l) => l.url)).toEqual(['http://a.test/1']);
+    expect(skipped).toEqual({ deny_extensions: 2, allowed_domains: 1 });
   });
 });

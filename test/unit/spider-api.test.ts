@@ -159,23 +159,6 @@ describe('per-request attrs', () => {
 
 describe('runSpider', () => {
   const l = lease({ crawl: { ...CRAWL, deny_regex: ['/private'] } });
-  const withLinks = { ...response };
-
-  it('gives the spider only the links the crawl’s filters allow', async () => {
-    let seen: string[] = [];
-    const spider: Spider = {
-      name: 'shop',
-      parse: ({ links }) => {
-        seen = links.map((x) => x.url);
-        return {};
-      },
-    };
-    await runSpider(spider, request(l), withLinks, [
-      { url: 'http://a.example/ok', text: '' },
-      { url: 'http://a.example/private/no', text: '' },
-    ]);
-    expect(seen).toEqual(['http://a.example/ok']);
-  });
 
   it('builds the cheerio document only when the spider asks, and once', async () => {
     const calls: number[] = [];

@@ -8,10 +8,11 @@
 import { setTimeout as sleep } from 'node:timers/promises';
 import type { Lease } from '../../frontier-model.ts';
 import type { CrawlerFrontier, Log } from '../../ports.ts';
+import { followable, type SkippedLinks } from '../extract/filters.ts';
 import { extractPageLinks, type PageLinks } from '../extract/links.ts';
 import { type CrawlFailure, RETRY_STATUSES } from '../failure.ts';
 import type { RobotsCache, RobotsDecision } from '../fetch/robots.ts';
-import { buildPage } from '../page.ts';
+import { buildPage, putSkipped } from '../page.ts';
 import { followOf, putData, runSpider } from '../spiders/run.ts';
 import { type SandboxResult, withBudget } from '../spiders/sandbox.ts';
 import {
@@ -154,10 +155,13 @@ export class PageFetch {
       retryTimes: lease.retries,
     });
     if (extracted.stopped !== undefined) page.links_stopped = extracted.stopped;
+    const skipped: SkippedLinks = {};
+    const allowed = followable(req.crawl, extracted.links, skipped);
+    putSkipped(page, skipped);
     // A spider that throws fails this page only: 'process' stage, poison, a success:false page (failure.ts). An
     // async parse has a time budget: one that never settles costs its slot that long, then a failed try.
     const result = await withBudget(
-      runSpider(spider, req, response, extracted.links),
+      runSpider(spider, req, response, allowed),
       o.parseTimeoutMs,
       () => `spider "${spiderid}": parse did not finish within ${o.parseTimeoutMs} ms (CRAWLER_PARSE_TIMEOUT_MS)`,
     );
@@ -184,7 +188,8 @@ export class PageFetch {
       response.text && isHtml(response)
         ? extractPageLinks(response.text, response.url, { maxLinks: o.maxLinks })
         : { links: [] };
-    const result = await sandbox.run(spiderid, req, response, extracted.links);
+    const skipped: SkippedLinks = {};
+    const result = await sandbox.run(spiderid, req, response, followable(req.crawl, extracted.links, skipped));
     if (result.wantsLinks) this.#logCut(req, spiderid, extracted);
     const page = buildPage({ ...req, spiderid }, response, result.wantsLinks ? extracted.links : [], {
       base64: o.base64,
@@ -192,6 +197,7 @@ export class PageFetch {
       retryTimes: lease.retries,
     });
     if (result.wantsLinks && extracted.stopped !== undefined) page.links_stopped = extracted.stopped;
+    if (result.wantsLinks) putSkipped(page, skipped);
     if (result.dataTruncated) {
       page.data = null;
       page.data_truncated = true;

@@ -115,6 +115,15 @@ export const IGNORED_EXTENSIONS: readonly string[] = [
 /** Decides whether a link (an absolute http(s) URL) may be followed. */
 export type LinkFilter = (url: string) => boolean;
 
+/** The crawl request field whose rule keeps a link from being followed. */
+type SkipRule = 'allowed_domains' | 'allow_regex' | 'deny_regex' | 'deny_extensions';
+
+/** The rule that keeps a link (an absolute http(s) URL) from being followed, or undefined when it may be. */
+export type LinkRules = (url: string) => SkipRule | undefined;
+
+/** Links kept from being followed, by rule; a rule that kept none is absent. */
+export type SkippedLinks = Partial<Record<SkipRule, number>>;
+
 /** The crawl fields the filter is built from. */
 type FilterSettings = Pick<CrawlSettings, 'allowed_domains' | 'allow_regex' | 'deny_regex' | 'deny_extensions'>;
 
@@ -200,7 +209,8 @@ function hostInDomain(host: string, domain: string): boolean {
 const DEFAULT_EXTENSIONS: ReadonlySet<string> = new Set(IGNORED_EXTENSIONS);
 
 /**
- * Compiles a crawl's link rules. A link is followed when all of these hold:
+ * Compiles a crawl's link rules; the first rule that fails names the link's {@link SkipRule}. A link is followed when
+ * all of these hold, checked in this order:
  *
  * 1. `allowed_domains` (when given): its host is one of them or a subdomain of one, comparing host
  *    names case-insensitively (ports ignored; `notexample.com` is not in `example.com`).
@@ -213,7 +223,7 @@ const DEFAULT_EXTENSIONS: ReadonlySet<string> = new Set(IGNORED_EXTENSIONS);
  *
  * @throws when a regex does not compile as RE2 (validation rejects such crawls first).
  */
-export function compileLinkFilter(settings: FilterSettings): LinkFilter {
+export function compileLinkRules(settings: FilterSettings): LinkRules {
   const domains = settings.allowed_domains?.map(normalizeDomain).filter((d) => d.length > 0);
   const allow = settings.allow_regex?.map(compileLinkRegex);
   const deny = settings.deny_regex?.map(compileLinkRegex);
@@ -222,22 +232,38 @@ export function compileLinkFilter(settings: FilterSettings): LinkFilter {
       ? DEFAULT_EXTENSIONS
       : new Set(settings.deny_extensions.map(normalizeExtension).filter((e) => e.length > 0));
 
-  return (url: string): boolean => {
+  return (url: string): SkipRule | undefined => {
     if (domains !== undefined && domains.length > 0) {
       const host = hostOf(url);
-      if (!domains.some((domain) => hostInDomain(host, domain))) return false;
+      if (!domains.some((domain) => hostInDomain(host, domain))) return 'allowed_domains';
     }
-    if (allow !== undefined && allow.length > 0 && !allow.some((re) => re.matcher(url).find())) return false;
-    if (deny?.some((re) => re.matcher(url).find())) return false;
-    return extensions.size === 0 || !hasExtension(pathOf(url), extensions);
+    if (allow !== undefined && allow.length > 0 && !allow.some((re) => re.matcher(url).find())) return 'allow_regex';
+    if (deny?.some((re) => re.matcher(url).find())) return 'deny_regex';
+    return extensions.size > 0 && hasExtension(pathOf(url), extensions) ? 'deny_extensions' : undefined;
   };
 }
 
-/** Compiled filters by their rules; crawls with the same rules (most have none) share one. */
-const cache = new Map<string, LinkFilter>();
-/** The filters of no rules: the default extensions denied, and nothing denied. */
-const NO_RULES_FILTER = compileLinkFilter({});
-const ACCEPT_ALL_FILTER = compileLinkFilter({ deny_extensions: [] });
+/** {@link compileLinkRules} as a yes/no filter. */
+export function compileLinkFilter(settings: FilterSettings): LinkFilter {
+  return compile(settings).filter;
+}
+
+/** A crawl's compiled rules and the filter over them. */
+interface Compiled {
+  rules: LinkRules;
+  filter: LinkFilter;
+}
+
+function compile(settings: FilterSettings): Compiled {
+  const rules = compileLinkRules(settings);
+  return { rules, filter: (url) => rules(url) === undefined };
+}
+
+/** Compiled rules by their settings; crawls with the same rules (most have none) share one. */
+const cache = new Map<string, Compiled>();
+/** The rules of no settings: the default extensions denied, and nothing denied. */
+const NO_RULES = compile({});
+const ACCEPT_ALL = compile({ deny_extensions: [] });
 
 /** How many compiled filters {@link linkFilter} keeps: more than the crawls a crawler works on at once. */
 export const LINK_FILTER_CACHE_SIZE = 256;
@@ -249,10 +275,38 @@ export const LINK_FILTER_CACHE_SIZE = 256;
  * ones; it is a small LRU of {@link LINK_FILTER_CACHE_SIZE} entries.
  */
 export function linkFilter(settings: FilterSettings): LinkFilter {
-  // Most crawls set no rules: their two filters are shared without building a key for every page.
+  return compiled(settings).filter;
+}
+
+/** The crawl's {@link LinkRules}, compiled once and cached as {@link linkFilter}'s. */
+function linkRules(settings: FilterSettings): LinkRules {
+  return compiled(settings).rules;
+}
+
+/**
+ * The links of `links` the crawl's rules let through, in their order; each one kept back is counted in `skipped` under
+ * the rule that kept it.
+ */
+export function followable<L extends { url: string }>(
+  settings: FilterSettings,
+  links: readonly L[],
+  skipped: SkippedLinks,
+): L[] {
+  const rules = linkRules(settings);
+  const out: L[] = [];
+  for (const link of links) {
+    const rule = rules(link.url);
+    if (rule === undefined) out.push(link);
+    else skipped[rule] = (skipped[rule] ?? 0) + 1;
+  }
+  return out;
+}
+
+function compiled(settings: FilterSettings): Compiled {
+  // Most crawls set no rules: their two are shared without building a key for every page.
   if (!settings.allowed_domains?.length && !settings.allow_regex?.length && !settings.deny_regex?.length) {
-    if (settings.deny_extensions === undefined) return NO_RULES_FILTER;
-    if (settings.deny_extensions.length === 0) return ACCEPT_ALL_FILTER;
+    if (settings.deny_extensions === undefined) return NO_RULES;
+    if (settings.deny_extensions.length === 0) return ACCEPT_ALL;
   }
   const key = JSON.stringify([
     settings.allowed_domains,
@@ -267,7 +321,7 @@ export function linkFilter(settings: FilterSettings): LinkFilter {
     cache.set(key, filter);
     return filter;
   }
-  filter = compileLinkFilter(settings);
+  filter = compile(settings);
   cache.set(key, filter);
   if (cache.size > LINK_FILTER_CACHE_SIZE) cache.delete(cache.keys().next().value as string);
   return filter;

@@ -10,7 +10,6 @@
  */
 import { Buffer } from 'node:buffer';
 import { type CheerioAPI, load } from 'cheerio/slim';
-import { linkFilter } from '../extract/filters.ts';
 import {
   type FetchResult,
   type FollowRequest,
@@ -73,8 +72,8 @@ export function mergeAttrs(
 const EMPTY_RESULT: SpiderResult = {};
 
 /**
- * Runs `spider` on a page. The spider gets the links the crawl's filters allow; its document is parsed only if it
- * asks for it. Whatever the spider throws is thrown on (the caller's failure path makes a `success:false` page).
+ * Runs `spider` on a page with `links`, the page's links the crawl's rules let through (the caller's
+ * `followable`, lib/crawl/extract/filters.ts); its document is parsed only if it asks for it. Whatever the spider throws is thrown on (the caller's failure path makes a `success:false` page).
  */
 export function runSpider(
   spider: Spider | undefined,
@@ -83,12 +82,11 @@ export function runSpider(
   links: Link[],
 ): SpiderResult | Promise<SpiderResult> {
   if (spider === undefined) return EMPTY_RESULT;
-  const allowed = linkFilter(request.crawl);
   let document: CheerioAPI | undefined;
   const context: SpiderContext = {
     request,
     response,
-    links: links.filter((l) => allowed(l.url)),
+    links,
     $: () => {
       document ??= load(response.text ?? '', { baseURI: response.url });
       return document;

@@ -4,6 +4,7 @@ import { config } from '../lib/config/index.ts';
 import { createRedis, redisSettings } from '../lib/redis/client.ts';
 import { frontierOptions } from '../lib/redis/frontier-options.ts';
 import { MAX_PARTITIONS } from '../lib/redis/keys.ts';
+import { recordedPartitionCount } from '../lib/redis/partition-count.ts';
 import { RESHARD_BATCH, type ReshardProgress, type ReshardSummary, reshardFrontier } from '../lib/redis/reshard.ts';
 import { UrlFrontierStore } from '../lib/redis/url-frontier/store.ts';
 import { integerOption } from './options.ts';
@@ -63,7 +64,11 @@ function registerReshard(frontier: Command, out: Output): void {
       'move the crawl frontier of every spider type (queued requests, delayed retries, crawls, dupefilters, domain config) and the URL Frontier store to N partitions per scope (FRONTIER_PARTITIONS=N)',
     )
     .requiredOption('--to <n>', 'partitions per scope after the move', partitions)
-    .option('--from <n>', 'partitions per scope now (default: FRONTIER_PARTITIONS)', partitions)
+    .option(
+      '--from <n>',
+      'partitions per scope now (default: the count recorded in Redis, else FRONTIER_PARTITIONS)',
+      partitions,
+    )
     .option('--prefix <prefix>', 'Redis key prefix (default: REDIS_KEY_PREFIX)')
     .option('--batch <n>', 'requests per Redis script call', integerOption({ min: 1, max: 5000 }), RESHARD_BATCH)
     .addHelpText(
@@ -81,17 +86,18 @@ function registerReshard(frontier: Command, out: Output): void {
     )
     .action(async (opts: { to: number; from?: number; prefix?: string; batch: number }) => {
       const vars = config();
-      const from = opts.from ?? vars.FRONTIER_PARTITIONS;
       const options = { ...frontierOptions(vars), prefix: opts.prefix ?? vars.REDIS_KEY_PREFIX };
-      if (from === opts.to) {
-        if (out.json) out.data({ from, to: opts.to, moved: 0 });
-        else out.info(`the frontier has ${from} partition${from === 1 ? '' : 's'} per scope already: nothing to move`);
-        return;
-      }
       const redis = createRedis({ ...redisSettings(vars), connectionName: 'crawl-cluster-reshard' });
       let last: ReshardProgress | undefined;
       const line = new ProgressLine(() => progressText(last));
       try {
+        const from = opts.from ?? (await recordedPartitionCount(redis, options.prefix)) ?? vars.FRONTIER_PARTITIONS;
+        if (from === opts.to) {
+          if (out.json) out.data({ from, to: opts.to, moved: 0 });
+          else
+            out.info(`the frontier has ${from} partition${from === 1 ? '' : 's'} per scope already: nothing to move`);
+          return;
+        }
         const summary = await reshardFrontier(redis, options, {
           from,
           to: opts.to,

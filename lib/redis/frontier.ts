@@ -52,6 +52,7 @@ import type { FrontierOptions } from './frontier-options.ts';
 import { crawlKey, partitionKeys, partitionTag } from './keys.ts';
 import { leaseMany } from './lease-call.ts';
 import { memberBytes, memberHandle } from './member.ts';
+import { PartitionCountGuard } from './partition-count.ts';
 import { crawlWide, unknownHere, withSeedSettings } from './partition-sums.ts';
 
 /**
@@ -65,10 +66,13 @@ export class Frontier implements FrontierApi, CrawlerFrontier {
   readonly #calls: FrontierCalls;
   /** Fingerprints known to be in each crawl's dupefilter (lib/redis/dupe-cache.ts); acks leave them out. */
   readonly #dupes: DupeCache;
+  /** Refuses the frontier to a process whose partition count is not the frontier's (lib/redis/partition-count.ts). */
+  readonly #count: PartitionCountGuard;
 
   constructor(redis: RedisClient, options: FrontierOptions) {
     this.#calls = new FrontierCalls(redis, options);
     this.#dupes = new DupeCache(this.#calls.options.dupeCacheEntries);
+    this.#count = new PartitionCountGuard(redis, options.prefix, options.partitions ?? 1);
   }
 
   /**
@@ -96,6 +100,7 @@ export class Frontier implements FrontierApi, CrawlerFrontier {
    * Children carry a crawl without `settings`; they are refused (`unknown_crawl`) when the crawl has ended.
    */
   async enqueue(spider: string, items: readonly FrontierItem[], now = Date.now()): Promise<EnqueueOutcome[]> {
+    await this.#count.check();
     if (items.length === 0) return [];
     if (this.#calls.partitionsOf(spider).length > 1) items = withSeedSettings(items);
     const groups = byPartition(items, (item) => this.partitionFor(spider, item.request.domain));
@@ -145,6 +150,7 @@ export class Frontier implements FrontierApi, CrawlerFrontier {
     max: number,
     options: { ip?: string; now?: number; exclude?: readonly string[]; perDomain?: number } = {},
   ): Promise<LeaseMany> {
+    await this.#count.check();
     return leaseMany(this.#calls, spider, max, options);
   }
 
@@ -366,6 +372,7 @@ export class Frontier implements FrontierApi, CrawlerFrontier {
 
   /** Returns expired leases of one spider type to their queues. @returns how many */
   async reclaim(spider: string, now = Date.now(), limit = 1000): Promise<number> {
+    await this.#count.check();
     let total = 0;
     for (const p of this.partitionsOf(spider)) {
       for (;;) {
@@ -384,6 +391,7 @@ export class Frontier implements FrontierApi, CrawlerFrontier {
    * the next {@link sweepFinished} or {@link queueSummary}.
    */
   async stop(spider: string, appid: string, crawlid: string, now = Date.now()) {
+    await this.#count.check();
     return stopCrawl(this.#calls, spider, appid, crawlid, now);
   }
 
@@ -397,21 +405,25 @@ export class Frontier implements FrontierApi, CrawlerFrontier {
    * @returns how many completed crawls were dropped
    */
   async sweepFinished(spider: string, now = Date.now(), limit = 1000): Promise<number> {
+    await this.#count.check();
     return sweepFinished(this.#calls, spider, now, limit);
   }
 
   /** Crawls of a spider type whose `expires` has passed (the expiry index; O(log n + due)). */
   async dueCrawls(spider: string, now = Date.now(), limit = 1000): Promise<CrawlSettings[]> {
+    await this.#count.check();
     return dueCrawls(this.#calls, spider, now, limit);
   }
 
   /** Info for one crawl (undefined when it has nothing registered). Summed over partitions. */
   async crawlInfo(spider: string, appid: string, crawlid: string, now = Date.now()): Promise<CrawlInfo | undefined> {
+    await this.#count.check();
     return (await crawlInfos(this.#calls, spider, 'crawl', crawlKey(appid, crawlid, spider), now))[0];
   }
 
   /** Info for every crawl of an app under a spider type, keyed by crawlid. */
   async appInfo(spider: string, appid: string, now = Date.now()): Promise<Record<string, CrawlInfo>> {
+    await this.#count.check();
     const infos = await crawlInfos(this.#calls, spider, 'app', appid, now);
     return Object.fromEntries(infos.map((i) => [i.settings.crawlid, i]));
   }
@@ -425,6 +437,7 @@ export class Frontier implements FrontierApi, CrawlerFrontier {
     /** Spider types to configure even if they never had work (so a config sent before the first crawl holds). */
     alsoSpiders: Iterable<string> = [],
   ): Promise<void> {
+    await this.#count.check();
     return configureDomain(this.#calls, action, domain, limits, now, alsoSpiders);
   }
 
@@ -435,6 +448,7 @@ export class Frontier implements FrontierApi, CrawlerFrontier {
    * in bounded steps.
    */
   async queueSummary(spider: string, top = 0, now = Date.now()): Promise<QueueSummary> {
+    await this.#count.check();
     return queueSummary(this.#calls, spider, top, now);
   }
 
@@ -443,6 +457,7 @@ export class Frontier implements FrontierApi, CrawlerFrontier {
    * {@link queueSummary}): O(domains), read a page at a time.
    */
   async backlog(spider: string, now = Date.now()): Promise<Record<string, number>> {
+    await this.#count.check();
     return backlog(this.#calls, spider, now);
   }
 }

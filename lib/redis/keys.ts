@@ -309,6 +309,14 @@ export function spidersKey(prefix: string): string {
 }
 
 /**
+ * STRING: the partitions per scope the frontier under this prefix is laid out in (`FRONTIER_PARTITIONS`): recorded by
+ * the first process that uses the frontier and by `frontier reshard` when a move ends (lib/redis/partition-count.ts).
+ */
+export function partitionCountKey(prefix: string): string {
+  return `${prefix}:partitions`;
+}
+
+/**
  * HASH: a frontier move between partition layouts under way (`crawl-cluster frontier reshard`, lib/redis/reshard.ts):
  * `from` and `to` (partitions per scope), `phase` (`copy`, then `delete` once everything is in the new layout) and
  * `started` (epoch ms). Present only while a move is unfinished, so another run finishes the same move.

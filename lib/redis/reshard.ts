@@ -34,8 +34,9 @@ import type { PartitionRef } from '../frontier-model.ts';
 import type { RedisClient } from './client.ts';
 import { FrontierCalls } from './frontier-calls.ts';
 import type { FrontierOptions } from './frontier-options.ts';
-import { MAX_PARTITIONS, partitionIndex, partitionKeys, reshardKey } from './keys.ts';
+import { MAX_PARTITIONS, partitionCountKey, partitionIndex, partitionKeys, reshardKey } from './keys.ts';
 import { memberPlace } from './member.ts';
+import { recordedPartitionCount } from './partition-count.ts';
 import { copyCaps, copyDupefilters, type OldCrawls, readOldCrawls, registerCrawls } from './reshard-crawls.ts';
 import { ReshardInterruptedError, ReshardRefusedError } from './reshard-errors.ts';
 import { copyScopeState, deleteOldPartitions, type ScopeCopy, sequenceFloor } from './reshard-layout.ts';
@@ -179,6 +180,12 @@ export async function reshardFrontier(
       `a move from ${record.from} to ${record.to} partitions is unfinished: finish it first with ` +
         `\`crawl-cluster frontier reshard --from ${record.from} --to ${record.to}\` (nothing was changed)`,
     );
+  const recorded = await recordedPartitionCount(redis, frontier.prefix);
+  if (record === undefined && recorded !== undefined && recorded !== from)
+    throw new ReshardRefusedError(
+      `the frontier has ${recorded} partitions per scope, not ${from}: move it with \`--from ${recorded}\` ` +
+        '(nothing was changed)',
+    );
   summary.resumed = record !== undefined;
   const now = frontier.redisClock ? timeOf(await redis.time()) : (options.now ?? Date.now());
   const uf = new UrlFrontierMove(redis, frontier.prefix, from, to);
@@ -248,6 +255,8 @@ export async function reshardFrontier(
     await uf.finish();
     await ufReport('delete');
   }
+  // The new count is recorded before the move's record goes: a run that dies between the two finishes the move again.
+  await redis.set(partitionCountKey(frontier.prefix), String(to));
   await redis.del(recordKey);
   summary.ms = Date.now() - started;
   return summary;

@@ -13,6 +13,7 @@ import { Frontier } from '../../lib/redis/frontier.ts';
 import type { FrontierOptions } from '../../lib/redis/frontier-options.ts';
 import {
   dupefilterKey,
+  partitionCountKey,
   partitionKeyList,
   partitionKeys,
   partitionTag,
@@ -67,6 +68,7 @@ export function frontierTestRedis(): RedisClient {
 
 export async function dropTestFrontiers(redis: RedisClient): Promise<void> {
   for (const { prefix, typeEnabled, partitions } of created.splice(0)) {
+    await redis.del(partitionCountKey(prefix));
     for (const spider of await redis.smembers(spidersKey(prefix))) {
       for (const p of spiderPartitions(prefix, spider, typeEnabled, partitions)) {
         const crawls = await redis.hkeys(partitionKeys(p).crawlRefs);

@@ -6,6 +6,7 @@
  * URL seen before is still a duplicate, `info` answers as before, and each crawl completes once with exact totals.
  */
 import { describe, expect, test } from 'vitest';
+import { failureCause } from '../../lib/errors.ts';
 import type { AckResult, CrawlInfo, CrawlRef, FrontierItem, Lease } from '../../lib/frontier-model.ts';
 import type { Frontier } from '../../lib/redis/frontier.ts';
 import type { FrontierOptions } from '../../lib/redis/frontier-options.ts';
@@ -330,6 +331,40 @@ describe('frontier reshard', () => {
     await checkDrained(f, s);
   });
 
+  test('a process with another partition count is refused the frontier before, during and after a move', async () => {
+    const s = await buildScenario();
+    const refusal = (has: number, configured: number) =>
+      `the frontier under prefix "${s.prefix}" has ${has} partitions per scope, but FRONTIER_PARTITIONS is ` +
+      `${configured}: set FRONTIER_PARTITIONS=${has}, or move the frontier with \`crawl-cluster frontier reshard --to ${configured}\``;
+    const early = testFrontier(redis, options(s.prefix, 6)).crawlInfo(SPIDER, 'app', 'a', T0);
+    await expect(early).rejects.toThrow(refusal(1, 6));
+    await expect(early.catch((e: unknown) => failureCause(e))).resolves.toBe('infrastructure');
+    // A move that names the wrong count now is refused before it changes anything.
+    await expect(move(s, 6, 3)).rejects.toThrow(
+      'the frontier has 1 partitions per scope, not 6: move it with `--from 1` (nothing was changed)',
+    );
+
+    let during: unknown;
+    await move(s, 1, 6, {
+      onProgress: async () => {
+        during ??= await testFrontier(redis, options(s.prefix, 6))
+          .enqueue(SPIDER, [{ crawl: seedCrawl('app', 'mid'), request: queueRequest('http://mid.test/') }], T0)
+          .catch((e: unknown) => e);
+      },
+    });
+    expect(String(during)).toContain(
+      'a frontier move from 1 to 6 partitions (prefix "' +
+        s.prefix +
+        '") is unfinished: finish it with `crawl-cluster frontier reshard --from 1 --to 6`, then start with ' +
+        'FRONTIER_PARTITIONS=6',
+    );
+
+    await expect(testFrontier(redis, options(s.prefix, 1)).crawlInfo(SPIDER, 'app', 'a', T0)).rejects.toThrow(
+      refusal(6, 1),
+    );
+    await checkMoved(s, 6);
+  });
+
   test('every script a move runs gets keys that all hash to one slot', async () => {
     const s = await buildScenario();
     const calls = await recordScriptCalls(redis, () => move(s, 1, 6, { batch: 50 }));
@@ -388,6 +423,8 @@ describe('frontier reshard', () => {
     async (step, nth) => {
       const s = await buildScenario();
       const f1 = testFrontier(redis, options(s.prefix, 1));
+      // A process started before the move: it read the partition count then, and reads it again only a minute later.
+      await f1.backlog(SPIDER, T0);
       const late = seedCrawl('app', 'late');
       const urls = ['http://aaa-late.com/1', 'http://site2.com/late', 'http://zzz-late.com/3'];
       let seen = 0;

@@ -42,6 +42,8 @@ describe('the sink in local: WARC and JSONL of a crawl, a SIGKILL mid-flush, che
   let topics: ReturnType<typeof clusterTopics>;
   let bin: string;
   const runs: CliRun[] = [];
+  /** Crawler workers of a `local` killed with SIGKILL outlive it: they are stopped at the end. */
+  const orphans: number[] = [];
 
   const startLocal = async (): Promise<CliRun> => {
     const run = startCli(['local', '--no-localstack', '--rest-port', '0', '--frontier-port', '0'], env, 180_000);
@@ -87,6 +89,13 @@ describe('the sink in local: WARC and JSONL of a crawl, a SIGKILL mid-flush, che
 
   afterAll(async () => {
     for (const run of runs) if (run.child.exitCode === null) run.child.kill('SIGKILL');
+    for (const pid of orphans) {
+      try {
+        process.kill(pid, 'SIGKILL');
+      } catch {
+        // Already gone.
+      }
+    }
     await site?.close();
     if (out) await rm(out, { recursive: true, force: true });
   });
@@ -94,6 +103,13 @@ describe('the sink in local: WARC and JSONL of a crawl, a SIGKILL mid-flush, che
   it('loses and duplicates nothing across a SIGKILL mid-flush, and the files pass warcio and replay in pywb', async () => {
     const expected = [...site.reachable(0, DEPTH)].map((n) => site.url(n)).sort();
     const first = await startLocal();
+    const ps = spawnSync('ps', ['-o', 'pid=', '--ppid', String(first.child.pid)], { encoding: 'utf8' });
+    orphans.push(
+      ...ps.stdout
+        .split('\n')
+        .filter((l) => l.trim() !== '')
+        .map(Number),
+    );
     // Kill the moment a WARC file lands: its JSONL, its index or the offset commit are still to come.
     const killed = new Promise<void>((resolve) => {
       const watcher = watch(out, { recursive: true }, (_event, name) => {

@@ -19,7 +19,7 @@ export interface S3CommandClient {
 }
 
 /** Splits `s3://bucket/key/prefix` into the bucket and the key prefix. */
-export function parseS3Uri(uri: string): { bucket: string; prefix: string } {
+function parseS3Uri(uri: string): { bucket: string; prefix: string } {
   const match = /^s3:\/\/([^/]+)\/?(.*)$/.exec(uri);
   if (!match?.[1]) throw new Error(`not an s3:// URI: ${JSON.stringify(uri)}`);
   const prefix = match[2] ?? '';

@@ -15,7 +15,7 @@ import { WARCRecord, WARCSerializer } from 'warcio';
 import { type HeaderList, mediaType, requestHead, responseHead } from './http-block.ts';
 import type { BodyBytes, SinkPage } from './page-body.ts';
 
-export const WARC_VERSION = 'WARC/1.1';
+const WARC_VERSION = 'WARC/1.1';
 
 /** sha-1 in base32, as most WARC tools and indexes (CDX `digest`) write it. */
 const DIGEST = { algo: 'sha-1', prefix: 'sha1:', base32: true } as const;
@@ -43,7 +43,7 @@ export interface BuiltRecord {
 }
 
 /** A stable `urn:uuid:` for a name: a name-based (version 5 layout) UUID over its SHA-1. */
-export function stableRecordId(name: string): string {
+function stableRecordId(name: string): string {
   const h = createHash('sha1').update(name).digest();
   h[6] = ((h[6] as number) & 0x0f) | 0x50;
   h[8] = ((h[8] as number) & 0x3f) | 0x80;
@@ -82,7 +82,7 @@ function responseUrl(page: SinkPage): string {
 }
 
 /** Whether the page carries a response to record: a status and the headers that came with it. */
-export function hasResponse(page: SinkPage): boolean {
+function hasResponse(page: SinkPage): boolean {
   if (typeof page.status_code !== 'number') return false;
   // A page given up with only a status code (no headers, no body) says a response happened but not what it was.
   return page.success === true || Object.keys(page.response_headers ?? {}).length > 0;

@@ -106,6 +106,36 @@ export const VARIABLES = {
     description: 'Seconds in the Retry-After header of the local REST server’s 503 answers (over a limit above).',
   },
 
+  // Outputs (the sink: docs/outputs.md)
+  SINK_FORMATS: {
+    type: 'string',
+    default: '',
+    pattern: '^(|none|warc|jsonl|warc,jsonl|jsonl,warc)$',
+    description:
+      'What the sink writes of every page on crawled_firehose: `warc`, `jsonl` or `warc,jsonl` (empty: nothing; the stack sets `jsonl` on AWS unless told otherwise).',
+  },
+  SINK_URI: {
+    type: 'string',
+    default: '',
+    pattern: '^(|s3://[^/]+(/.*)?|file:///.*)$',
+    description:
+      'Where the sink writes: `s3://bucket/prefix` or `file:///dir` (empty with SINK_FORMATS set: `local` uses <services dir>/outputs; on AWS the stack’s outputs bucket).',
+  },
+  SINK_WARC_MAX_BYTES: {
+    type: 'integer',
+    default: 1_073_741_824,
+    minimum: 65_536,
+    description: 'A WARC file is closed before a page that would take it past this many bytes (1 GiB).',
+  },
+  SINK_FLUSH_S: {
+    type: 'integer',
+    default: 60,
+    minimum: 1,
+    maximum: 900,
+    description:
+      '`local`: the longest the sink holds pages before writing them (it also writes once a batch reaches SINK_WARC_MAX_BYTES of messages, and on stop).',
+  },
+
   // Logging
   LOG_LEVEL: {
     type: 'string',

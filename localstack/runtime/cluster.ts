@@ -13,6 +13,7 @@ import { reclaimHandler } from '../../functions/reclaim/handler.ts';
 import { redisMonitorHandler } from '../../functions/redis-monitor/handler.ts';
 import type { MskBatchResponse } from '../../functions/shared/msk.ts';
 import { METRICS_NAMESPACE } from '../../functions/shared/observability.ts';
+import { sinkHandler } from '../../functions/sink/handler.ts';
 import { statsHandler } from '../../functions/stats/handler.ts';
 import { processEnvironment, type Variables } from '../../lib/config/index.ts';
 import { loadSpiders, pluginList } from '../../lib/crawl/spiders/registry.ts';
@@ -25,6 +26,13 @@ import type { ConsumerDownError, ConsumerHealth, RestartPolicy } from './consume
 import { type CrawlerWorkers, startCrawlerWorkers } from './crawler-workers.ts';
 import { lambdaContext } from './lambda-context.ts';
 import { describeBodyStore, type LocalAwsRuntime, localAwsOf, startLocalAws } from './local-aws.ts';
+import {
+  LOCAL_SINK_MAX_BATCH_BYTES,
+  LOCAL_SINK_MAX_BATCH_RECORDS,
+  localSinkDeps,
+  localSinkUri,
+  sinkEnabled,
+} from './local-sink.ts';
 import type { RuntimeLog } from './log.ts';
 import { type MskBatchStats, type MskSource, startMskSource } from './msk-source.ts';
 import { type Schedule, startSchedule } from './schedule.ts';
@@ -137,9 +145,12 @@ async function startWithAws(options: LocalClusterOptions, aws: LocalAwsRuntime |
   const schedules: Schedule[] = [];
   let workers: CrawlerWorkers | undefined;
   let browserWorkers: CrawlerWorkers | undefined;
+  // The sink writes what it holds at stop, after the crawlers have published their last pages.
+  const sink = sinkEnabled(vars) ? localSinkDeps(vars, (l, m, f) => log(l, `sink: ${m}`, f), aws?.aws) : undefined;
   const stopAll = async () => {
     await Promise.all([workers?.stop(), browserWorkers?.stop()]);
     await Promise.all([...sources.map((s) => s.stop()), ...schedules.map((s) => s.stop())]);
+    sink?.close();
     aws?.close();
   };
   // The stats run's metrics: on AWS EMF on stdout, here PutMetricData to LocalStack (cloudwatch-stats.ts).
@@ -173,10 +184,15 @@ async function startWithAws(options: LocalClusterOptions, aws: LocalAwsRuntime |
     const started = await Promise.allSettled(
       (
         [
-          ['kafka-monitor', topics.incoming, kafkaMonitorHandler(provide)],
-          ['redis-monitor', topics.actions, redisMonitorHandler(provide)],
+          ['kafka-monitor', topics.incoming, kafkaMonitorHandler(provide), undefined],
+          ['redis-monitor', topics.actions, redisMonitorHandler(provide), undefined],
+          ...(sink
+            ? ([
+                ['sink', topics.crawledFirehose, sinkHandler(() => Promise.resolve(sink.options)), sinkBatching(vars)],
+              ] as const)
+            : []),
         ] as const
-      ).map(([name, topic, handler]) =>
+      ).map(([name, topic, handler, batching]) =>
         startMskSource({
           kafka,
           topic,
@@ -185,6 +201,7 @@ async function startWithAws(options: LocalClusterOptions, aws: LocalAwsRuntime |
           log: (level, message, fields) => log(level, `${name}: ${message}`, fields),
           batchSize: options.batchSize ?? 100,
           maxBatchingWindowMs: options.maxBatchingWindowMs ?? 500,
+          ...batching,
           onBatch: (stats) => options.onBatch?.(name, stats),
           restartPolicy: options.restartPolicy,
           onGiveUp: (error) => options.onFatal?.(error),
@@ -219,11 +236,22 @@ async function startWithAws(options: LocalClusterOptions, aws: LocalAwsRuntime |
     outbound: topics.outboundFirehose,
     schedulesEveryMs: options.scheduleEveryMs ?? 10_000,
     bodies: describeBodyStore(vars),
+    outputs: sink ? `${vars.SINK_FORMATS} to ${localSinkUri(vars)}` : 'off (SINK_FORMATS is empty)',
     metrics: aws ? `CloudWatch ${aws.stats.namespace} in LocalStack ${aws.aws.endpoint}` : 'off (no LocalStack)',
   });
   return {
     stop: stopAll,
     workers: () => [...(workers?.pids() ?? []), ...(browserWorkers?.pids() ?? [])],
     consumers: () => sources.map((s) => s.health()),
+  };
+}
+
+/** The sink's event source settings: its flushes (local-sink.ts). */
+function sinkBatching(vars: Variables) {
+  return {
+    batchSize: LOCAL_SINK_MAX_BATCH_RECORDS,
+    maxBatchingWindowMs: vars.SINK_FLUSH_S * 1000,
+    maxBatchBytes: Math.min(LOCAL_SINK_MAX_BATCH_BYTES, vars.SINK_WARC_MAX_BYTES),
+    flushOnStop: true,
   };
 }

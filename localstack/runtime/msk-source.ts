@@ -71,6 +71,16 @@ export interface MskSourceOptions {
   /** Longest time the first record of an event waits for the event to fill up, in ms. @default 500 */
   maxBatchingWindowMs?: number;
   /**
+   * An event is also handed over once its records' values reach this many bytes (the sink's size flush; Lambda's
+   * own bound is its 6 MB payload). @default no bound
+   */
+  maxBatchBytes?: number;
+  /**
+   * On `stop()`, hand the records gathered so far to the handler (and commit what it accepts) instead of leaving them
+   * to the next consumer of the group: the sink writes what it holds before `local` exits. @default false
+   */
+  flushOnStop?: boolean;
+  /**
    * Where a group without committed offsets starts: the oldest record (`TRIM_HORIZON`) or only records
    * produced after the group first joined (`LATEST`). A group with committed offsets resumes from them.
    * @default 'TRIM_HORIZON'
@@ -142,8 +152,10 @@ export async function startMskSource(options: MskSourceOptions): Promise<MskSour
   const pollWaitMs = positiveInteger('pollWaitMs', options.pollWaitMs ?? 500);
   const sessionTimeoutMs = positiveInteger('sessionTimeoutMs', options.sessionTimeoutMs ?? 10_000);
   const startingPosition = options.startingPosition ?? 'TRIM_HORIZON';
+  const maxBatchBytes = options.maxBatchBytes ?? Number.POSITIVE_INFINITY;
 
   const buffer: Buffered[] = [];
+  let bufferedBytes = 0;
   const failureStreak = new Map<number, number>();
   const resumeTimers = new Set<NodeJS.Timeout>();
   let windowTimer: NodeJS.Timeout | undefined;
@@ -173,6 +185,7 @@ export async function startMskSource(options: MskSourceOptions): Promise<MskSour
     clearTimeout(windowTimer);
     windowTimer = undefined;
     buffer.length = 0;
+    bufferedBytes = 0;
   };
 
   const armWindow = (): void => {
@@ -191,9 +204,10 @@ export async function startMskSource(options: MskSourceOptions): Promise<MskSour
         // Stale: this partition was rewound after a failure; these records come again from the new position.
         if (stopping || !isRunning() || isStale()) return;
         buffer.push({ partition: batch.partition, message });
+        bufferedBytes += message.value?.length ?? 0;
         // Moves the fetch position only; the commit waits for the handler's answer.
         resolveOffset(message.offset);
-        if (buffer.length >= batchSize) await flush();
+        if (buffer.length >= batchSize || bufferedBytes >= maxBatchBytes) await flush();
         else if (buffer.length === 1) armWindow();
       }
     });
@@ -203,6 +217,7 @@ export async function startMskSource(options: MskSourceOptions): Promise<MskSour
     clearTimeout(windowTimer);
     windowTimer = undefined;
     const records = buffer.splice(0);
+    bufferedBytes = 0;
     if (records.length === 0) return;
 
     const event = toMskEvent(topic, records, bootstrapServers);
@@ -322,6 +337,16 @@ export async function startMskSource(options: MskSourceOptions): Promise<MskSour
   async function stopNow(): Promise<void> {
     stopping = true;
     supervisor.stop();
+    if (options.flushOnStop) {
+      await settlesWithin(
+        exclusive(async () => {
+          if (buffer.length > 0) await flush();
+        }).catch((error: unknown) =>
+          log('error', 'msk source: flush at stop failed', { topic, groupId, ...errorFields(error) }),
+        ),
+        stopTimeoutMs,
+      );
+    }
     dropBuffer();
     for (const t of resumeTimers) clearTimeout(t);
     resumeTimers.clear();

@@ -18,7 +18,7 @@ export class PartitionCountError extends CrawlClusterError {
 }
 
 /** How often a process reads the recorded count again (ms): a reshard is done with the processes stopped. */
-export const PARTITION_COUNT_RECHECK_MS = 60_000;
+const PARTITION_COUNT_RECHECK_MS = 60_000;
 
 /** The recorded count of the frontier under `prefix`, or undefined when none is recorded. */
 export async function recordedPartitionCount(redis: RedisClient, prefix: string): Promise<number | undefined> {
@@ -30,7 +30,7 @@ export async function recordedPartitionCount(redis: RedisClient, prefix: string)
  * Why a process with `partitions` per scope may not use the frontier under `prefix`, or undefined when it may. Records
  * `partitions` when no count is recorded yet.
  */
-export async function partitionCountProblem(
+async function partitionCountProblem(
   redis: RedisClient,
   prefix: string,
   partitions: number,

@@ -2,9 +2,11 @@
  * A real crawl through a real forward proxy: crawler worker processes (functions/crawler/main.ts) with CRAWLER_PROXIES
  * naming an authenticated proxy-chain `Server` (test/helpers/forward-proxy.ts), private networks refused and only the
  * fixture site's host names trusted, so every page and robots.txt reach the site through the proxy, and a private
- * target is refused before the proxy sees it.
+ * target is refused before the proxy sees it. Crawls choose a group of CRAWLER_PROXY_GROUPS with `attrs.proxy`, and a
+ * group no crawler has is refused by the kafka-monitor.
  */
 import { afterAll, beforeAll, describe, expect, onTestFinished, test } from 'vitest';
+import { redisProxyGroupStore } from '../../lib/monitor/proxy-groups.ts';
 import { redisStatsStore } from '../../lib/monitor/stores.ts';
 import { type FixtureSite, startSite } from '../../localstack/site/site.ts';
 import { type Collector, completeNotice, crawlPages, type E2eCluster, startE2eCluster } from '../helpers/cluster.ts';
@@ -138,5 +140,98 @@ describe('crawling through a proxy with a wrong password', () => {
     const auth = `proxy:${proxy.name}:proxy_auth`;
     await waitUntil('the proxy_auth counter', async () => (await stats.names('proxy:')).includes(auth), 15_000);
     expect(await stats.names('proxy:')).toEqual([auth]);
+  });
+});
+
+describe('crawls choosing their proxy group with attrs.proxy', () => {
+  let site: FixtureSite;
+  let residential: ForwardProxy;
+  let datacenter: ForwardProxy;
+  let t: E2eCluster;
+
+  beforeAll(async () => {
+    site = await startSite({ pages: 60, links: 4 });
+    const hostMap = Object.fromEntries(site.hosts.map((h) => [h, '127.0.0.1']));
+    residential = await startForwardProxy({ credentials: CREDENTIALS, hostMap });
+    datacenter = await startForwardProxy({ hostMap });
+    t = await startE2eCluster(
+      {
+        RETRY_BASE_DELAY_MS: 100,
+        CRAWLER_CONCURRENCY: 8,
+        ALLOW_PRIVATE_NETWORKS: false,
+        CRAWLER_TRUSTED_HOSTS: site.hosts.join(','),
+        CRAWLER_PROXY_GROUPS: `residential=${residential.url()}#res-1; datacenter=${datacenter.url()}#dc-1`,
+      },
+      { site },
+    );
+    // The kafka-monitor accepts a group once a crawler registered it (lib/monitor/proxy-groups.ts).
+    const redis = clusterRedis();
+    try {
+      const groups = redisProxyGroupStore(redis, t.vars.REDIS_KEY_PREFIX);
+      await waitUntil('the crawler to register its proxy groups', async () => (await groups.registered()).size === 2);
+    } finally {
+      redis.disconnect();
+    }
+  });
+  afterAll(async () => {
+    await t?.stop();
+    await residential?.kill();
+    await datacenter?.kill();
+    await site?.close();
+  });
+
+  test('each crawl goes through its group only, and each proxy counts its requests', async () => {
+    const rejected = await t.collect(t.topics.rejected);
+    // One host per crawl, so each proxy's tunnels and counts are its crawl's alone (robots.txt included).
+    const [resHost, dcHost] = [new URL(site.url(0)).hostname, new URL(site.url(1)).hostname];
+    await t.feed([
+      {
+        url: site.url(0),
+        appid: 'e2e',
+        crawlid: 'via-res',
+        maxdepth: 2,
+        allowed_domains: [resHost],
+        attrs: { proxy: 'residential' },
+      },
+      {
+        url: site.url(1),
+        appid: 'e2e',
+        crawlid: 'via-dc',
+        maxdepth: 2,
+        allowed_domains: [dcHost],
+        attrs: { proxy: 'datacenter' },
+      },
+      { url: site.url(2), appid: 'e2e', crawlid: 'via-mobile', maxdepth: 0, attrs: { proxy: 'mobile' } },
+    ]);
+    const refusal = await rejected.waitFor((m) => m.crawlid === 'via-mobile', 'the unknown group refused');
+    expect(refusal).toMatchObject({
+      error: 'unknown_proxy_group',
+      details: [{ path: '/attrs/proxy', message: expect.stringContaining('not "mobile"') }],
+    });
+    const expected = {
+      'via-res': [...site.reachable(0, 2, (h) => h === resHost)].map((n) => site.url(n)).sort(),
+      'via-dc': [...site.reachable(1, 2, (h) => h === dcHost)].map((n) => site.url(n)).sort(),
+    };
+    for (const [crawlid, urls] of Object.entries(expected)) {
+      await completeNotice(t.outbound, crawlid, 60_000);
+      await waitUntil(`every page of ${crawlid}`, () => crawlPages(t.pages, crawlid).length >= urls.length, 15_000);
+      const got = crawlPages(t.pages, crawlid);
+      expect(got.map((m) => m.url as string).sort()).toEqual(urls);
+      expect(got.every((m) => m.success === true)).toBe(true);
+    }
+    expect(crawlPages(t.pages, 'via-mobile')).toEqual([]);
+    expect(new Set(residential.targets)).toEqual(new Set([resHost]));
+    expect(new Set(datacenter.targets)).toEqual(new Set([dcHost]));
+    const redis = clusterRedis();
+    onTestFinished(() => redis.disconnect());
+    const stats = redisStatsStore(redis, t.vars.REDIS_KEY_PREFIX);
+    const counts = async () => {
+      const read = await stats.read(['proxy:res-1:ok', 'proxy:dc-1:ok'], Date.now());
+      return [read['proxy:res-1:ok']?.lifetime ?? 0, read['proxy:dc-1:ok']?.lifetime ?? 0];
+    };
+    // Pages plus the one robots.txt of each crawl's host.
+    const want = [expected['via-res'].length + 1, expected['via-dc'].length + 1];
+    await waitUntil('the proxy counters', async () => (await counts()).join() === want.join(), 15_000);
+    expect(await stats.names('proxy:')).toEqual(['proxy:dc-1:ok', 'proxy:res-1:ok']);
   });
 });

@@ -13,7 +13,7 @@ import { join } from 'node:path';
 import { afterAll, afterEach, beforeAll, describe, expect, test } from 'vitest';
 import { decideFailure } from '../../lib/crawl/failure.ts';
 import { UndiciFetcher, type UndiciFetcherOptions } from '../../lib/crawl/fetch/fetcher.ts';
-import { parseProxies } from '../../lib/crawl/fetch/proxy-pool.ts';
+import { parseProxies, parseProxyGroups } from '../../lib/crawl/fetch/proxy-config.ts';
 import { RobotsCache } from '../../lib/crawl/fetch/robots.ts';
 import { FetchError, type FetchRequest } from '../../lib/crawl/types.ts';
 import { type ForwardProxy, startForwardProxy } from '../helpers/forward-proxy.ts';
@@ -185,6 +185,65 @@ describe('fetching through an authenticated proxy', () => {
     const results = await Promise.all(DOMAINS.slice(0, 10).map((d) => f.fetch(page(d))));
     expect(results.map((r) => r.status)).toEqual(Array(10).fill(200));
     expect(good.targets).toHaveLength(10);
+  });
+});
+
+describe('proxy groups chosen per request', () => {
+  test('a request goes through its group, CRAWLER_PROXIES without one, directly with "none"', async () => {
+    const [plain, a1, a2, b] = [await proxy(), await proxy(), await proxy(), await proxy({ credentials: CREDENTIALS })];
+    const f = fetcher([plain.url()], {
+      proxyGroups: parseProxyGroups(`res=${a1.url()}#a1,${a2.url()}#a2; dc=${b.url()}#b`),
+    });
+    const domains = DOMAINS.slice(0, 6);
+    for (const d of domains) expect((await f.fetch({ ...page(d), proxy: 'res' })).status).toBe(200);
+    expect([...a1.targets, ...a2.targets].sort()).toEqual([...domains].sort());
+    // Sessions and the even split hold inside the group.
+    expect([a1.targets.length, a2.targets.length]).toEqual([3, 3]);
+    expect((await f.fetch({ ...page('site-50.test'), proxy: 'dc' })).status).toBe(200);
+    expect(b.targets).toEqual(['site-50.test']);
+    expect((await f.fetch(page('site-51.test'))).status).toBe(200);
+    expect(plain.targets).toEqual(['site-51.test']);
+    const before = seen.length;
+    expect((await f.fetch({ ...page('site-52.test'), proxy: 'none' })).status).toBe(200);
+    expect(seen.length).toBe(before + 1);
+    for (const p of [plain, a1, a2, b]) expect(p.targets).not.toContain('site-52.test');
+  });
+
+  test('"none" is still a fetch under the SSRF guard', async () => {
+    const f = fetcher([], { proxyGroups: parseProxyGroups(`dc=${(await proxy()).url()}`) });
+    const e = await fetchError(f, `http://private.test:${port}/`);
+    expect(e.kind).toBe('blocked_address');
+    await expect(f.fetch({ url: `http://private.test:${port}/`, userAgent: '', proxy: 'none' })).rejects.toMatchObject({
+      kind: 'blocked_address',
+    });
+    expect(seen).toHaveLength(0);
+  });
+
+  test('a group this crawler does not have fails proxy_group (retryable), naming its groups', async () => {
+    const p = await proxy();
+    const f = fetcher([], { proxyGroups: parseProxyGroups(`dc=${p.url()}; res=${p.url()}#other`) });
+    const error = await f.fetch({ ...page('site-1.test'), proxy: 'mobile' }).catch((e: unknown) => e);
+    expect(error).toBeInstanceOf(FetchError);
+    expect(error).toMatchObject({
+      kind: 'proxy_group',
+      retryable: true,
+      message: 'this crawler has no proxy group "mobile" (CRAWLER_PROXY_GROUPS: it has dc, res)',
+    });
+    expect(p.targets).toEqual([]);
+    expect(seen).toHaveLength(0);
+  });
+
+  test('robots.txt goes through the group of the crawl that asked for it', async () => {
+    const [plain, b] = [await proxy(), await proxy()];
+    const kept = new Map<string, string>();
+    const store = { get: async (o: string) => kept.get(o), set: async (o: string, v: string) => void kept.set(o, v) };
+    const robots = new RobotsCache({
+      store,
+      fetcher: fetcher([plain.url()], { proxyGroups: parseProxyGroups(`dc=${b.url()}`) }),
+    });
+    expect((await robots.check(`http://site-9.test:${port}/private/x`, 'ua', 'dc')).allowed).toBe(false);
+    expect(b.targets).toEqual(['site-9.test']);
+    expect(plain.targets).toEqual([]);
   });
 });
 

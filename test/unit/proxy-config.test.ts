@@ -27,15 +27,23 @@ describe('parseProxies', () => {
     expect(proxies[1]?.url).toBe('https://proxy.example.com/');
   });
 
+  it('takes socks5:// proxies, port 1080 by default', () => {
+    expect(parseProxies(`socks5://user:${SECRET}@10.0.0.7#s, socks5://[::1]:9050`)).toEqual([
+      { name: 's', url: `socks5://user:${SECRET}@10.0.0.7` },
+      { name: '[::1]:9050', url: 'socks5://[::1]:9050' },
+    ]);
+  });
+
   it('is empty for an empty value', () => {
     expect(parseProxies('')).toEqual([]);
     expect(parseProxies(' , ')).toEqual([]);
   });
 
   it.each([
-    [`socks5://user:${SECRET}@10.0.0.5:1080`, /entry 1 is socks5:\/\/, only http/],
+    [`socks4://user:${SECRET}@10.0.0.5:1080`, /entry 1 is socks4:\/\/, only http:\/\/, https:\/\/ and socks5:\/\//],
+    [`socks5h://user:${SECRET}@10.0.0.5:1080`, /entry 1 is socks5h:\/\/, only http/],
     [`http://user:${SECRET}@10.0.0.5:3128/path`, /entry 1 \(10\.0\.0\.5:3128\) has a path/],
-    [`http://ok:1, user:${SECRET}@h:1`, /entry 2 has no http:\/\/ or https:\/\/ scheme/],
+    [`http://ok:1, user:${SECRET}@h:1`, /entry 2 has no http:\/\/, https:\/\/ or socks5:\/\/ scheme/],
     ['http://ok:1, http://[::1', /entry 2 is not a URL/],
     [`http://a:${SECRET}@h:1#x, http://h:2#x`, /x is listed twice/],
   ])('refuses %s with a reason that names no credentials', (spec, reason) => {
@@ -73,7 +81,7 @@ describe('parseProxyGroups', () => {
     [`none=http://user:${SECRET}@h:1`, /"none" is not a group's name: attrs.proxy "none" is direct/],
     ['a=http://h:1; a=http://h:2', /group a is listed twice/],
     ['a= ,', /group a lists no proxy/],
-    [`a=http://h:1; b=socks5://user:${SECRET}@h:1080`, /^CRAWLER_PROXY_GROUPS: group b: entry 1 is socks5:\/\//],
+    [`a=http://h:1; b=socks4://user:${SECRET}@h:1080`, /^CRAWLER_PROXY_GROUPS: group b: entry 1 is socks4:\/\//],
     [`b=http://h:1, http://user:${SECRET}@h:2/x`, /group b: entry 2 \(h:2\) has a path/],
   ])('refuses %s with a reason that names no credentials', (spec, reason) => {
     const error = thrown(() => parseProxyGroups(spec));

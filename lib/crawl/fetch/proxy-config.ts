@@ -16,14 +16,14 @@ export interface ProxySettings {
   groups: Map<string, ProxyEndpoint[]>;
 }
 
-const DEFAULT_PORTS: Readonly<Record<string, string>> = { 'http:': '80', 'https:': '443' };
+const DEFAULT_PORTS: Readonly<Record<string, string>> = { 'http:': '80', 'https:': '443', 'socks5:': '1080' };
 
 /** A group's name: what a crawl's `attrs.proxy` says. */
 const GROUP_NAME = /^[A-Za-z0-9][A-Za-z0-9_-]{0,39}$/;
 
 /**
- * Parses CRAWLER_PROXIES: proxy URLs separated by commas or white space, `http://` or `https://`, with optional
- * `user:password@` (percent-encoded where it holds a comma, `;`, `@` or `:`) and an optional `#name`.
+ * Parses CRAWLER_PROXIES: proxy URLs separated by commas or white space, `http://`, `https://` or `socks5://`, with
+ * optional `user:password@` (percent-encoded where it holds a comma, `;`, `@` or `:`) and an optional `#name`.
  * @param where how errors name the list (`CRAWLER_PROXY_GROUPS` passes the group)
  * @throws ConfigError naming the entry by its position and host, never its credentials
  */
@@ -43,12 +43,15 @@ export function parseProxies(
     }
     const port = url.port || DEFAULT_PORTS[url.protocol] || '';
     const host = `${url.hostname}:${port}`;
-    if (url.protocol !== 'http:' && url.protocol !== 'https:') {
+    if (!(url.protocol in DEFAULT_PORTS)) {
       // `user:password@host` without a scheme parses with `user:` as its scheme: only a known scheme is quoted.
-      const scheme = /^socks[45]?h?:$/.test(url.protocol)
+      const scheme = /^socks[45]?[ah]?:$/.test(url.protocol)
         ? ` is ${url.protocol}//,`
-        : ' has no http:// or https:// scheme;';
-      throw fail(`entry ${i + 1}${scheme} only http:// and https:// proxies are supported (socks5 not yet)`);
+        : ' has no http://, https:// or socks5:// scheme;';
+      throw fail(
+        `entry ${i + 1}${scheme} only http://, https:// and socks5:// proxies are supported (a socks5:// proxy is ` +
+          'always given the address the crawler resolved and checked)',
+      );
     }
     if ((url.pathname !== '/' && url.pathname !== '') || url.search !== '')
       throw fail(`entry ${i + 1} (${host}) has a path or query; a proxy URL has neither`);

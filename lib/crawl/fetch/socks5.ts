@@ -58,19 +58,13 @@ export function socks5Connector(options: Socks5ConnectorOptions): Connector {
       if (opts.protocol !== 'https:') return callback(null, socket);
       tls({ ...opts, httpSocket: socket }, callback);
     };
-    if (isIP(hostname) !== 0) {
-      // An IP literal: the fetcher checked it before the request (assertAllowedHost), as net.connect never looks it up.
-      tunnel(proxy, { username, password }, hostname, port, timeoutMs).then(done, (error: Error) =>
+    const open = (address: string) =>
+      tunnel(proxy, { username, password }, address, port, timeoutMs).then(done, (error: Error) =>
         callback(error, null),
       );
-      return;
-    }
-    lookup(hostname, {}, (error, address) => {
-      if (error) return callback(error, null);
-      tunnel(proxy, { username, password }, address as string, port, timeoutMs).then(done, (e: Error) =>
-        callback(e, null),
-      );
-    });
+    // An IP literal: the fetcher checked it before the request (assertAllowedHost), as net.connect never looks it up.
+    if (isIP(hostname) !== 0) return void open(hostname);
+    lookup(hostname, {}, (error, address) => (error ? callback(error, null) : void open(address as string)));
   };
 }
 
@@ -144,15 +138,17 @@ function tunnel(
       return true;
     };
     const connected = (): boolean => {
+      // VER REP RSV ATYP BND.ADDR BND.PORT, the address 4 or 16 bytes, or a length byte and a name.
       if (buffered.length < 5) return false;
-      const [version, reply, , type, first] = buffered as unknown as number[];
-      const bound = type === 1 ? 4 : type === 4 ? 16 : type === 3 ? 1 + (first as number) : -1;
-      if (version !== 5 || bound < 0) throw coded('SOCKS5_PROTOCOL', 'answered the connect request with bad bytes');
+      const reply = buffered[1] as number;
+      const type = buffered[3];
+      const bound = type === 1 ? 4 : type === 4 ? 16 : type === 3 ? 1 + (buffered[4] as number) : -1;
+      if (buffered[0] !== 5 || bound < 0) throw coded('SOCKS5_PROTOCOL', 'answered the connect request with bad bytes');
       if (take(4 + bound + 2) === undefined) return false;
-      const site = SITE_REPLIES[reply as number];
+      const site = SITE_REPLIES[reply];
       if (site) throw new SiteUnreachable(site[0], `${site[1]} (SOCKS5 reply ${reply})`);
       if (reply !== 0)
-        throw coded('SOCKS5_REFUSED', `${PROXY_REPLIES[reply as number] ?? 'unknown reply'} (SOCKS5 reply ${reply})`);
+        throw coded('SOCKS5_REFUSED', `${PROXY_REPLIES[reply] ?? 'unknown reply'} (SOCKS5 reply ${reply})`);
       detach();
       // The site speaks only once asked: anything already here belongs to the stream undici reads.
       if (buffered.length > 0) socket.unshift(buffered);

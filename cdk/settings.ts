@@ -191,6 +191,12 @@ export interface Settings {
    * `CRAWLER_PLUGINS`. @default none: the built-in spiders only
    */
   crawlerPlugins?: string;
+  /**
+   * A Secrets Manager secret (its name, or its complete ARN) holding the crawlers' proxies as the JSON object
+   * `{"CRAWLER_PROXIES": "...", "CRAWLER_PROXY_GROUPS": "..."}` (docs/proxies.md): both fleets get them as ECS
+   * secrets, never in their environment. @default none: the crawlers fetch directly
+   */
+  proxiesSecret?: string;
   /** Overrides of runtime variables (names from lib/config/variables.ts) for every function and the fleet. */
   runtimeEnv: Partial<Record<VariableName, string>>;
 }
@@ -284,6 +290,8 @@ function runtimeEnv(get: Get): Partial<Record<VariableName, string>> {
       throw new SettingsError('runtimeEnv', `${name} is not a variable of lib/config/variables.ts`);
     if (name === 'REDIS_PASSWORD')
       throw new SettingsError('runtimeEnv', 'REDIS_PASSWORD is the AUTH token the stack keeps in Secrets Manager');
+    if (name === 'CRAWLER_PROXIES' || name === 'CRAWLER_PROXY_GROUPS')
+      throw new SettingsError('runtimeEnv', `${name} holds credentials: put it in the secret named by proxiesSecret`);
     out[name as VariableName] = String(value);
   }
   return out;
@@ -397,6 +405,15 @@ export function readSettings(source: Node | Record<string, unknown>): Settings {
       : str(get, 'crawlerPlugins', '', /^(?!\/)(?!.*(?:^|\/)\.\.(?:\/|$))[A-Za-z0-9._/-]{1,200}$/);
   if (crawlerPlugins !== undefined && crawlerImage !== undefined)
     throw new SettingsError('crawlerPlugins', 'is built into the image, so it cannot go with a prebuilt crawlerImage');
+  const proxiesSecret =
+    get('proxiesSecret') === undefined
+      ? undefined
+      : str(
+          get,
+          'proxiesSecret',
+          '',
+          /^(arn:aws[a-z-]*:secretsmanager:[a-z0-9-]+:\d{12}:secret:[\w/+=.@-]+-\w{6}|[\w/+=.@-]{1,512})$/,
+        );
   const alarmEmail = get('alarmEmail') === undefined ? undefined : str(get, 'alarmEmail', '', /^[^@\s]+@[^@\s]+$/);
 
   return {
@@ -471,6 +488,7 @@ export function readSettings(source: Node | Record<string, unknown>): Settings {
     createEcsServiceLinkedRole: bool(get, 'createEcsServiceLinkedRole', false),
     createAutoScalingServiceLinkedRole: bool(get, 'createAutoScalingServiceLinkedRole', false),
     crawlerPlugins,
+    proxiesSecret,
     runtimeEnv: env,
   };
 }

@@ -125,6 +125,7 @@ export class CrawlClusterStack extends Stack {
       crawlerPlugins: s.crawlerPlugins,
       crawlerImage: s.crawlerImage,
       containerInsights: s.containerInsights,
+      proxiesSecret: s.proxiesSecret,
       logRetention,
       runtimeEnv: { ...AWS_FLEET_DEFAULTS, ...s.runtimeEnv },
     });
@@ -132,7 +133,12 @@ export class CrawlClusterStack extends Stack {
     if (browserFleet) {
       const { network, kafka, cache, storage, fleet } = this;
       const shared = { network, kafka, cache, storage, fleet, shutdownDeadlineMs: s.shutdownDeadlineMs, logRetention };
-      this.browserFleet = new BrowserFleet(this, 'BrowserFleet', { ...browser, ...shared, runtimeEnv: s.runtimeEnv });
+      this.browserFleet = new BrowserFleet(this, 'BrowserFleet', {
+        ...browser,
+        ...shared,
+        runtimeEnv: s.runtimeEnv,
+        proxiesSecret: s.proxiesSecret,
+      });
     }
     if (s.urlFrontier) {
       this.urlFrontier = new UrlFrontier(this, 'UrlFrontier', {

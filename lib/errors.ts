@@ -46,6 +46,8 @@ export type RejectionKind =
   | 'invalid_json'
   | 'schema'
   | 'unknown_spider'
+  /** A crawl's `attrs.proxy` names no proxy group of the fleet (docs/proxies.md). */
+  | 'unknown_proxy_group'
   | 'unknown_type'
   | 'too_large'
   /** A crawl request for a crawlid stopped (or expired) a short while ago (`STOP_BLACKLIST_TTL`). */

@@ -76,6 +76,8 @@ export interface BrowserFleetProps extends Omit<BrowserFleetSettings, 'enabled'>
   shutdownDeadlineMs: number;
   logRetention: logs.RetentionDays;
   runtimeEnv: RuntimeEnv;
+  /** The secret holding the crawlers' proxies (context proxiesSecret), as the crawler fleet gets it. */
+  proxiesSecret?: string;
 }
 
 export class BrowserFleet extends Construct {

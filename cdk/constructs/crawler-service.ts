@@ -2,7 +2,8 @@
  * What the crawler fleet (./fleet.ts) and the browser fleet (./browser-fleet.ts) share: a Fargate service of crawler
  * processes (functions/crawler/main.ts) in the fleet's ECS cluster, with its arm64 task, its log group, a container
  * that gets the Kafka, Redis and body-store connection variables (with per-app topics on, KAFKA_TOPIC_PARTITIONS for
- * the topics its processes create on first use) and the Redis AUTH token as a secret, the task role's
+ * the topics its processes create on first use) and the Redis AUTH token (and the proxies, with context proxiesSecret)
+ * as secrets, the task role's
  * rights (produce pages and replies, write bodies) and a deployment circuit breaker that rolls back. Each fleet brings
  * its own image, the variables of its own and its scaling policy.
  */
@@ -10,6 +11,7 @@ import { Duration, RemovalPolicy, Stack } from 'aws-cdk-lib';
 import * as ecs from 'aws-cdk-lib/aws-ecs';
 import * as iam from 'aws-cdk-lib/aws-iam';
 import * as logs from 'aws-cdk-lib/aws-logs';
+import * as secretsmanager from 'aws-cdk-lib/aws-secretsmanager';
 import type { Construct } from 'constructs';
 import { crawledAppTopic } from '../../lib/kafka/topics.ts';
 import { acknowledge, acknowledgeRedisTask, wildcardResource } from '../nag.ts';
@@ -65,6 +67,19 @@ export interface CrawlerServiceProps {
   environment: RuntimeEnv;
   /** Who writes the bodies, for cdk-nag's acknowledgement of the bucket-wide write. */
   bodyWriters: string;
+  /** The secret holding CRAWLER_PROXIES and CRAWLER_PROXY_GROUPS (context proxiesSecret): its name or complete ARN. */
+  proxiesSecret?: string;
+}
+
+/** The ECS secrets of the proxy variables, read from the JSON keys of the same names of the secret `nameOrArn`. */
+function proxySecrets(scope: Construct, nameOrArn: string): Record<string, ecs.Secret> {
+  const secret = nameOrArn.startsWith('arn:')
+    ? secretsmanager.Secret.fromSecretCompleteArn(scope, 'ProxiesSecret', nameOrArn)
+    : secretsmanager.Secret.fromSecretNameV2(scope, 'ProxiesSecret', nameOrArn);
+  return {
+    CRAWLER_PROXIES: ecs.Secret.fromSecretsManager(secret, 'CRAWLER_PROXIES'),
+    CRAWLER_PROXY_GROUPS: ecs.Secret.fromSecretsManager(secret, 'CRAWLER_PROXY_GROUPS'),
+  };
 }
 
 /** The task definition, its container and the service (construct ids `Task`, `Logs`, `Service`) under `scope`. */
@@ -99,8 +114,11 @@ export function crawlerService(
       },
       props.runtimeEnv,
     ),
-    // Injected by the ECS agent at start; never in the task definition.
-    secrets: { REDIS_PASSWORD: ecs.Secret.fromSecretsManager(cache.authToken) },
+    // Injected by the ECS agent at start; never in the task definition. The proxies' credentials too.
+    secrets: {
+      REDIS_PASSWORD: ecs.Secret.fromSecretsManager(cache.authToken),
+      ...(props.proxiesSecret === undefined ? {} : proxySecrets(scope, props.proxiesSecret)),
+    },
     stopTimeout: Duration.seconds(stopTimeoutSeconds(props.shutdownDeadlineMs)),
   });
   acknowledgeRedisTask(taskDefinition);

@@ -43,6 +43,7 @@ export interface FleetProps
     | 'crawlerPlugins'
     | 'crawlerImage'
     | 'containerInsights'
+    | 'proxiesSecret'
   > {
   network: Network;
   kafka: Kafka;

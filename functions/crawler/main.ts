@@ -14,7 +14,7 @@ import { startStallWatchdog } from '../../lib/crawl/crawler/stall-watchdog.ts';
 import { BODY_BUDGET_SHARE, BodyBudget } from '../../lib/crawl/fetch/body-budget.ts';
 import { type BodyStore, directoryBodyStore, s3BodyStore } from '../../lib/crawl/fetch/body-store.ts';
 import { UndiciFetcher } from '../../lib/crawl/fetch/fetcher.ts';
-import { type ProxyEndpoint, parseProxies } from '../../lib/crawl/fetch/proxy-pool.ts';
+import { type ProxySettings, proxySettings } from '../../lib/crawl/fetch/proxy-config.ts';
 import { RobotsCache } from '../../lib/crawl/fetch/robots.ts';
 import { BROWSER_SPIDER } from '../../lib/crawl/spiders/browser.ts';
 import { BUILT_IN_SPIDERS } from '../../lib/crawl/spiders/index.ts';
@@ -25,6 +25,7 @@ import { appTopicCreator } from '../../lib/kafka/app-topics.ts';
 import { createKafka, createProducer, kafkaSettings } from '../../lib/kafka/client.ts';
 import { kafkaTopicLookup } from '../../lib/kafka/per-app.ts';
 import { producerSink } from '../../lib/kafka/sink.ts';
+import { redisProxyGroupStore } from '../../lib/monitor/proxy-groups.ts';
 import { redisSpiderTypeStore } from '../../lib/monitor/spider-types.ts';
 import { redisStateWatch } from '../../lib/monitor/state-watch.ts';
 import { redisStatsStore } from '../../lib/monitor/stores.ts';
@@ -38,7 +39,7 @@ import { createLogger, monitorLog } from '../shared/observability.ts';
 
 const vars = config();
 
-/** How often the task registers its spider types (as often as the crawler beats). */
+/** How often the task registers its spider types and proxy groups (as often as the crawler beats). */
 const SPIDER_TYPES_EVERY_MS = 10_000;
 /** How often a task reads the state markers of its partitions (docs/design.md §12): the heartbeat's rhythm. */
 const STATE_CHECK_EVERY_MS = 10_000;
@@ -87,10 +88,11 @@ try {
   process.stderr.write(`${(error as Error).message}\n`);
   process.exit(2);
 }
-// CRAWLER_PROXIES is read here (its errors name an entry by position and host, never its credentials).
-let proxies: ProxyEndpoint[] = [];
+// CRAWLER_PROXIES and CRAWLER_PROXY_GROUPS are read here (their errors name an entry by position and host, never
+// its credentials).
+let proxies: ProxySettings;
 try {
-  proxies = parseProxies(vars.CRAWLER_PROXIES);
+  proxies = proxySettings(vars.CRAWLER_PROXIES, vars.CRAWLER_PROXY_GROUPS);
 } catch (error) {
   process.stderr.write(`${(error as Error).message}\n`);
   process.exit(2);
@@ -140,12 +142,18 @@ const fetcher = new UndiciFetcher({
   allowPrivateNetworks: vars.ALLOW_PRIVATE_NETWORKS,
   resolve: hostMap(vars.CRAWLER_HOST_MAP),
   trustedHosts: vars.CRAWLER_TRUSTED_HOSTS ? vars.CRAWLER_TRUSTED_HOSTS.split(',') : undefined,
-  proxies,
+  proxies: proxies.proxies,
+  proxyGroups: proxies.groups,
   proxySessions: { sessionMs: vars.CRAWLER_PROXY_SESSION_MS, restMs: vars.CRAWLER_PROXY_REST_MS },
   // Counted with the page counters once the crawler exists (no request is fetched before it does).
   onProxyOutcome: (proxy, outcome) => crawler.countProxy(proxy, outcome),
 });
-if (proxies.length > 0) logger.info('fetching through proxies', { proxies: proxies.map((p) => p.name) });
+if (proxies.proxies.length > 0 || proxies.groups.size > 0) {
+  logger.info('fetching through proxies', {
+    proxies: proxies.proxies.map((p) => p.name),
+    groups: Object.fromEntries([...proxies.groups].map(([group, list]) => [group, list.map((p) => p.name)])),
+  });
+}
 // S3 on AWS (BODY_STORE_BUCKET, set by the stack; locally a bucket in LocalStack, AWS_ENDPOINT_URL), else a local
 // directory, else none: bodies over the message limit are then cut. One S3 client for the task's life.
 const s3 = vars.BODY_STORE_BUCKET ? new S3Client(s3ClientSettings(vars)) : undefined;
@@ -195,13 +203,18 @@ const crawler = new Crawler({
 });
 crawler.start();
 const watchdog = startStallWatchdog(vars.CRAWLER_STALL_EXIT_MS);
-// The types this task serves, registered with the heartbeat's rhythm: the kafka-monitor accepts requests for them
-// (lib/monitor/spider-types.ts). Best effort: a Redis blip is logged and the next beat registers again.
+// The types this task serves and its proxy groups, registered with the heartbeat's rhythm: the kafka-monitor accepts
+// requests for them (lib/monitor/spider-types.ts, lib/monitor/proxy-groups.ts). Best effort: a Redis blip is logged
+// and the next beat registers again.
 const spiderTypeStore = redisSpiderTypeStore(redis, vars.REDIS_KEY_PREFIX);
-const registerTypes = () =>
-  void spiderTypeStore
-    .register(spiderTypes, Date.now())
-    .catch((error: Error) => logger.warn('spider types not registered', { error: error.message }));
+const proxyGroupStore = redisProxyGroupStore(redis, vars.REDIS_KEY_PREFIX);
+const proxyGroups = [...proxies.groups.keys()];
+const registerTypes = () => {
+  const now = Date.now();
+  void Promise.all([spiderTypeStore.register(spiderTypes, now), proxyGroupStore.register(proxyGroups, now)]).catch(
+    (error: Error) => logger.warn('spider types or proxy groups not registered', { error: error.message }),
+  );
+};
 registerTypes();
 const registration = setInterval(registerTypes, SPIDER_TYPES_EVERY_MS);
 registration.unref();

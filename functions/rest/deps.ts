@@ -12,6 +12,7 @@ import { BUILT_IN_SPIDERS } from '../../lib/crawl/spiders/index.ts';
 import { createKafka, createProducer, kafkaSettings } from '../../lib/kafka/client.ts';
 import { producerSink } from '../../lib/kafka/sink.ts';
 import type { Kafka, Producer } from '../../lib/kafka/types.ts';
+import { fleetProxyGroups } from '../../lib/monitor/proxy-groups.ts';
 import { fleetSpiderTypes } from '../../lib/monitor/spider-types.ts';
 import { redisReplyStore, redisStatsStore } from '../../lib/monitor/stores.ts';
 import type { Log, MessageSink } from '../../lib/ports.ts';
@@ -77,6 +78,7 @@ export function createRestDeps(
     stats: redisStatsStore(redis, vars.REDIS_KEY_PREFIX),
     spiders: BUILT_IN_SPIDERS,
     spiderTypes: fleetSpiderTypes(redis, vars.REDIS_KEY_PREFIX, log),
+    proxyGroups: fleetProxyGroups(redis, vars.REDIS_KEY_PREFIX, log),
     topicPrefix: vars.KAFKA_TOPIC_PREFIX,
     nodeId: `${name}@${hostname()}:${process.pid}`,
     log,

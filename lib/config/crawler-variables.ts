@@ -185,19 +185,25 @@ export const CRAWLER_VARIABLES = {
     description:
       'Forward proxies every fetch of the crawler goes through (pages, robots.txt, sitemaps; docs/proxies.md): `http://` or `https://` URLs separated by commas, with optional `user:password@` (percent-encoded) and `#name`; a proxy is named by its name or host:port, never its credentials. Empty: direct.',
   },
+  CRAWLER_PROXY_GROUPS: {
+    type: 'string',
+    default: '',
+    description:
+      'Named groups of forward proxies a crawl chooses with `attrs.proxy` (docs/proxies.md): groups separated by `;`, each `name=` and its proxy URLs as in CRAWLER_PROXIES (`residential=http://u:p@10.0.0.5:3128,http://u:p@10.0.0.6:3128; datacenter=http://10.0.1.5:3128`). A crawl naming no group uses CRAWLER_PROXIES, `none` fetches directly.',
+  },
   CRAWLER_PROXY_SESSION_MS: {
     type: 'integer',
     default: 600_000,
     minimum: 1000,
     description:
-      'With CRAWLER_PROXIES: how long a domain keeps its proxy, unless a failure through it moves it on first.',
+      'With CRAWLER_PROXIES or CRAWLER_PROXY_GROUPS: how long a domain keeps its proxy, unless a failure through it moves it on first.',
   },
   CRAWLER_PROXY_REST_MS: {
     type: 'integer',
     default: 60_000,
     minimum: 1000,
     description:
-      'With CRAWLER_PROXIES: how long a proxy that failed 3 times in a row rests before it takes domains again.',
+      'With CRAWLER_PROXIES or CRAWLER_PROXY_GROUPS: how long a proxy that failed 3 times in a row rests before it takes domains again.',
   },
   ROBOTSTXT_OBEY: { type: 'boolean', default: true, description: 'Obey robots.txt (RFC 9309), cached for the fleet.' },
   RETRY_TIMES: {

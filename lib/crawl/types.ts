@@ -32,6 +32,12 @@ export interface FetchRequest {
    * @default the fetcher's `maxRedirects`
    */
   maxRedirects?: number;
+  /**
+   * The proxy group the request goes through (its crawl's `attrs.proxy`, docs/proxies.md): a group of
+   * CRAWLER_PROXY_GROUPS, or `none` for a direct fetch.
+   * @default CRAWLER_PROXIES (direct when that is empty)
+   */
+  proxy?: string;
 }
 
 /** A response, body decompressed and capped; `text` is the body decoded with the detected charset. */
@@ -89,7 +95,9 @@ export type FetchErrorKind =
   /** A forward proxy could not be reached, or dropped the connection before the target answered. */
   | 'proxy_connect'
   /** A forward proxy answered the tunnel request with an error of its own (5xx), not one of the target. */
-  | 'proxy_error';
+  | 'proxy_error'
+  /** The request names a proxy group (`attrs.proxy`) this crawler does not have in CRAWLER_PROXY_GROUPS. */
+  | 'proxy_group';
 
 /** A fetch that produced no response. `retryable` follows docs/contract.md behaviour 6. */
 export class FetchError extends CrawlClusterError {
@@ -104,7 +112,9 @@ export class FetchError extends CrawlClusterError {
       kind === 'dns' ||
       kind === 'protocol' ||
       kind === 'proxy_connect' ||
-      kind === 'proxy_error';
+      kind === 'proxy_error' ||
+      // Another crawler of the fleet may have the group (a deploy that adds one reaches the tasks one at a time).
+      kind === 'proxy_group';
   }
 }
 

@@ -6,7 +6,7 @@
 import { SchemaValidationError } from '../errors.ts';
 import type { FrontierApi, Log, MessageSink, ReplyStore, StatsStore, UrlFrontierView } from '../ports.ts';
 import { type ClassifiedRequest, parseRequest } from '../schemas/index.ts';
-import type { SpiderTypeSource } from './spider-types.ts';
+import type { FleetNameSource } from './fleet-registry.ts';
 import type { StateWatch } from './state-watch.ts';
 
 export interface MonitorContext {
@@ -32,7 +32,12 @@ export interface MonitorContext {
    * The accepted spider types from the fleet's registry (built-ins plus every type a crawler registered), cached:
    * read once per batch, never per record (lib/monitor/spider-types.ts). @default {@link spiders}, fixed
    */
-  spiderTypes?: SpiderTypeSource;
+  spiderTypes?: FleetNameSource;
+  /**
+   * The proxy groups a crawl's `attrs.proxy` may name, from the fleet's registry, cached like {@link spiderTypes}
+   * (lib/monitor/proxy-groups.ts). @default any name: the crawler then fails pages of a group it does not have
+   */
+  proxyGroups?: FleetNameSource;
   /**
    * Watches the frontier's state markers (lib/monitor/state-watch.ts): the stats run and `info` check them, and
    * `info` answers "frontier state lost" for a crawl of a partition that lost its state. Without it neither happens.
@@ -55,24 +60,31 @@ export function serverTime(ctx: Pick<MonitorContext, 'now'>): number {
 }
 
 /**
- * Parses records against the accepted spider types: the cached set first; a record naming a type it does not know
- * forces one fresh read of the fleet's registry (once per parser, i.e. per batch) before it is rejected.
+ * Parses records against the accepted spider types and proxy groups: the cached sets first; a record naming a type
+ * or group its set does not know forces one fresh read of that registry (once per parser, i.e. per batch) before it is
+ * rejected.
  */
-export async function spiderAwareParser(
-  ctx: Pick<MonitorContext, 'spiders' | 'spiderTypes'>,
+export async function fleetAwareParser(
+  ctx: Pick<MonitorContext, 'spiders' | 'spiderTypes' | 'proxyGroups'>,
 ): Promise<(raw: Uint8Array | string, options?: { maxBytes?: number }) => Promise<ClassifiedRequest>> {
   let spiders = ctx.spiderTypes ? await ctx.spiderTypes.known() : ctx.spiders;
-  let forced = false;
+  let proxyGroups = await ctx.proxyGroups?.known();
+  let forcedSpiders = false;
+  let forcedGroups = false;
   return async (raw, options = {}) => {
-    try {
-      return parseRequest(raw, { ...options, spiders });
-    } catch (error) {
-      if (!(error instanceof SchemaValidationError) || error.kind !== 'unknown_spider' || !ctx.spiderTypes || forced) {
-        throw error;
+    for (;;) {
+      try {
+        return parseRequest(raw, { ...options, spiders, proxyGroups });
+      } catch (error) {
+        if (!(error instanceof SchemaValidationError)) throw error;
+        if (error.kind === 'unknown_spider' && ctx.spiderTypes && !forcedSpiders) {
+          forcedSpiders = true;
+          spiders = await ctx.spiderTypes.known({ force: true });
+        } else if (error.kind === 'unknown_proxy_group' && ctx.proxyGroups && !forcedGroups) {
+          forcedGroups = true;
+          proxyGroups = await ctx.proxyGroups.known({ force: true });
+        } else throw error;
       }
-      forced = true;
-      spiders = await ctx.spiderTypes.known({ force: true });
-      return parseRequest(raw, { ...options, spiders });
     }
   };
 }

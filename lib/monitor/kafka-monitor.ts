@@ -25,7 +25,7 @@ import { clusterTopics } from '../kafka/topics.ts';
 import type { OutMessage } from '../ports.ts';
 import type { ClassifiedRequest, CrawlRequest } from '../schemas/index.ts';
 import type { StatsIncrement } from '../stats-model.ts';
-import { type MonitorContext, serverTime, spiderAwareParser } from './context.ts';
+import { fleetAwareParser, type MonitorContext, serverTime } from './context.ts';
 import { rejectionLogFor } from './rejection-log.ts';
 import { type Reply, sendReplies } from './replies.ts';
 import { recordBatchStats } from './stats-report.ts';
@@ -240,7 +240,7 @@ export async function handleIncoming(ctx: MonitorContext, records: DecodedRecord
   const crawls = new Map<string, { record: DecodedRecord; entry: ReturnType<typeof seedEntry> }[]>();
   const stats: StatsIncrement[] = [{ name: 'kafka-monitor:total', by: records.length }];
   // The accepted spider types, read (cached) once for the batch: infrastructure failing here fails the batch.
-  const parse = await spiderAwareParser(ctx);
+  const parse = await fleetAwareParser(ctx);
 
   for (const record of records) {
     // Isolation (docs/design.md §10): whatever one record does to parsing or validation is that record's

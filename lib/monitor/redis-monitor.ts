@@ -9,7 +9,7 @@ import { failureCause } from '../errors.ts';
 import type { DecodedRecord } from '../kafka/record.ts';
 import { type ClassifiedRequest, type DomainConfigRequest, URL_FRONTIER_SPIDERID } from '../schemas/index.ts';
 import type { StatsIncrement } from '../stats-model.ts';
-import { type MonitorContext, serverTime, spiderAwareParser } from './context.ts';
+import { fleetAwareParser, type MonitorContext, serverTime } from './context.ts';
 import { infoReply } from './info.ts';
 import { type Reply, sendReplies, storeReplies } from './replies.ts';
 import { recordBatchStats, statsPayload } from './stats-report.ts';
@@ -109,7 +109,7 @@ export async function handleActions(ctx: MonitorContext, records: DecodedRecord[
   const replies: Reply[] = [];
   const failures: DecodedRecord[] = [];
   const stats: StatsIncrement[] = [{ name: 'redis-monitor:total', by: records.length }];
-  const parse = await spiderAwareParser(ctx);
+  const parse = await fleetAwareParser(ctx);
   for (let i = 0; i < records.length; i++) {
     const record = records[i] as DecodedRecord;
     let c: ClassifiedRequest;

@@ -333,3 +333,12 @@ export function reshardKey(prefix: string): string {
 export function spiderTypesKey(prefix: string): string {
   return `${prefix}:spider-types`;
 }
+
+/**
+ * HASH proxy group name → epoch ms of the last time a crawler registered it (with its heartbeat): the groups of
+ * CRAWLER_PROXY_GROUPS the fleet has or had (names only, never proxies), so the kafka-monitor can check a crawl's
+ * `attrs.proxy`. Never trimmed: only crawlers write it, one field per group.
+ */
+export function proxyGroupsKey(prefix: string): string {
+  return `${prefix}:proxy-groups`;
+}

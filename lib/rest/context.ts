@@ -77,7 +77,7 @@ export type DashboardFrontier = Pick<Frontier, 'spiders' | 'appInfo' | 'queueSum
 export interface RestContext
   extends Pick<
     MonitorContext,
-    'sink' | 'replies' | 'stats' | 'spiders' | 'spiderTypes' | 'topicPrefix' | 'nodeId' | 'log' | 'now'
+    'sink' | 'replies' | 'stats' | 'spiders' | 'spiderTypes' | 'proxyGroups' | 'topicPrefix' | 'nodeId' | 'log' | 'now'
   > {
   health: HealthProbes;
   /**

@@ -7,7 +7,7 @@
  */
 import { SchemaValidationError } from '../errors.ts';
 import { clusterTopics } from '../kafka/topics.ts';
-import { spiderAwareParser } from '../monitor/context.ts';
+import { fleetAwareParser } from '../monitor/context.ts';
 import { type ClassifiedRequest, parseRequest, type RequestType } from '../schemas/index.ts';
 import { type ResolvedRestOptions, type RestContext, realSleep } from './context.ts';
 import { causeOf, failure, type RestResponse, success } from './envelope.ts';
@@ -27,8 +27,8 @@ export async function feed(
   body: Uint8Array | undefined,
 ): Promise<FeedOutcome> {
   let classified: ClassifiedRequest;
-  // The accepted spider types, cached; when the fleet's registry cannot be read, the kafka-monitor checks alone.
-  const parse = await spiderAwareParser(ctx).catch(
+  // The accepted spider types and proxy groups, cached; when the fleet's registry cannot be read, the kafka-monitor checks alone.
+  const parse = await fleetAwareParser(ctx).catch(
     () => async (raw: Uint8Array | string, o?: { maxBytes?: number }) => parseRequest(raw, o),
   );
   try {

@@ -158,7 +158,16 @@ export interface ValidateOptions {
    * @default any: clients (the CLI) cannot know which plugins the fleet runs, so the kafka-monitor decides
    */
   spiders?: ReadonlySet<string>;
+  /**
+   * The proxy groups a crawl's `attrs.proxy` may name besides {@link DIRECT_PROXY_GROUP} (the monitors pass the
+   * fleet's registry, lib/monitor/proxy-groups.ts).
+   * @default any: as for `spiders`, the kafka-monitor decides
+   */
+  proxyGroups?: ReadonlySet<string>;
 }
+
+/** What a crawl's `attrs.proxy` says to fetch directly, whatever proxies the crawlers have (docs/proxies.md). */
+export const DIRECT_PROXY_GROUP = 'none';
 
 /** Options of {@link parseRequest}. */
 export interface ParseOptions extends ValidateOptions {
@@ -209,7 +218,7 @@ const UNKNOWN_TYPE_DETAILS: readonly RejectionDetail[] = [
  * Classifies a decoded request, validates it against its type's schema and the checks a schema cannot
  * express (URL, regexes, domain name, spider), and returns a new object with defaults filled in; the
  * input is not modified. A bare-host `url` such as `example.com/x` gets `http://` prepended.
- * @throws SchemaValidationError with kind `schema`, `unknown_type` or `unknown_spider`.
+ * @throws SchemaValidationError with kind `schema`, `unknown_type`, `unknown_spider` or `unknown_proxy_group`.
  */
 export function validateRequest(value: unknown, options: ValidateOptions = {}): ClassifiedRequest {
   throwIfAny(structureProblems(value));
@@ -229,6 +238,7 @@ function validate(value: unknown, options: ValidateOptions, copyInput: boolean):
       const request = check(validateCrawl, copy);
       throwIfAny(crawlProblems(request));
       checkSpider(request.spiderid, spiders);
+      checkProxyGroup(request.attrs, options.proxyGroups);
       return { type, request };
     }
     case 'action': {
@@ -251,7 +261,7 @@ const utf8 = new TextDecoder('utf-8', { fatal: true });
 /**
  * Decodes one message from `<p>.incoming` (UTF-8 JSON) and validates it with {@link validateRequest}.
  * @throws SchemaValidationError with kind `too_large` (over `maxBytes`), `invalid_json` (not UTF-8, or
- * not JSON), `schema` (not an object, or invalid), `unknown_type` or `unknown_spider`.
+ * not JSON), `schema` (not an object, or invalid), `unknown_type`, `unknown_spider` or `unknown_proxy_group`.
  */
 export function parseRequest(raw: string | Uint8Array, options: ParseOptions = {}): ClassifiedRequest {
   const maxBytes = options.maxBytes ?? MAX_REQUEST_BYTES;
@@ -310,6 +320,20 @@ function checkSpider(spiderid: string, spiders: ReadonlySet<string> | undefined,
     {
       path: '/spiderid',
       message: `must be a spider type this cluster runs (${known.join(', ')}), not ${JSON.stringify(spiderid)}`,
+    },
+  ]);
+}
+
+/** A crawl's `attrs.proxy`, when it has one, names {@link DIRECT_PROXY_GROUP} or one of `groups`. */
+function checkProxyGroup(attrs: Record<string, unknown> | undefined, groups: ReadonlySet<string> | undefined): void {
+  const group = attrs?.proxy;
+  if (groups === undefined || group === undefined || group === DIRECT_PROXY_GROUP) return;
+  if (typeof group === 'string' && groups.has(group)) return;
+  const known = groups.size > 0 ? `one of ${[...groups].join(', ')} or` : 'no group is registered, only';
+  throw new SchemaValidationError('unknown_proxy_group', [
+    {
+      path: '/attrs/proxy',
+      message: `must name a proxy group of this cluster's crawlers (CRAWLER_PROXY_GROUPS: ${known} "${DIRECT_PROXY_GROUP}" for direct), not ${JSON.stringify(group)?.slice(0, 100)}`,
     },
   ]);
 }

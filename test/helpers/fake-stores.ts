@@ -1,10 +1,11 @@
 /**
  * In-memory fakes of the monitors' other seams (docs/style.md §9, unit tier): the message sink, the stats and reply
- * stores, a log that keeps its lines and the URL Frontier API's crawls. Each keeps the semantics its interface
+ * stores, a log that keeps its lines, the URL Frontier API's crawls and the fleet's registries. Each keeps the semantics its interface
  * documents (lib/ports.ts) in the simplest form, and the stores have a switch to fail as when Redis is unreachable.
  */
 import { InfrastructureError } from '../../lib/errors.ts';
 import type { DomainAction } from '../../lib/frontier-model.ts';
+import type { FleetRegistryStore } from '../../lib/monitor/fleet-registry.ts';
 import type { Log, MessageSink, OutMessage, ReplyStore, StatsStore, UrlFrontierView } from '../../lib/ports.ts';
 import { FAILURES_KEPT } from '../../lib/redis/failure-log.ts';
 import type { CrawlKey, FailureNote } from '../../lib/stats-model.ts';
@@ -293,5 +294,20 @@ export class FakeUrlFrontier implements UrlFrontierView {
     else if (action === 'domain-remove') this.domainConfig.delete(domain);
     else if (action === 'blacklist-update') this.blacklist.add(domain);
     else this.blacklist.delete(domain);
+  }
+}
+
+/** An in-memory fleet registry (lib/monitor/fleet-registry.ts) that counts its reads. */
+export class MemoryRegistry implements FleetRegistryStore {
+  readonly names = new Map<string, number>();
+  reads = 0;
+  failing = false;
+  async register(names: readonly string[], nowMs: number): Promise<void> {
+    for (const n of names) this.names.set(n, nowMs);
+  }
+  async registered(): Promise<Map<string, number>> {
+    this.reads++;
+    if (this.failing) throw new Error('Connection is closed.');
+    return new Map(this.names);
   }
 }

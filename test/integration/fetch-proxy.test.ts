@@ -1,6 +1,7 @@
 /**
- * UndiciFetcher through real forward proxies (proxy-chain's `Server`, test/helpers/forward-proxy.ts) to a node:http
- * and a node:https server on 127.0.0.1 started here. The fetcher runs with private networks refused and the fixture's
+ * UndiciFetcher through real forward proxies (proxy-chain's `Server` over HTTP and TLS, test/helpers/forward-proxy.ts;
+ * microsocks for SOCKS5, test/helpers/socks-proxy.ts) to a node:http and a node:https server on 127.0.0.1 started
+ * here. The fetcher runs with private networks refused and the fixture's
  * host names trusted, so the SSRF guard is live: every other private target must be refused before the proxy sees it.
  */
 import { execFileSync } from 'node:child_process';
@@ -10,13 +11,17 @@ import { createServer as createTlsServer } from 'node:https';
 import type { AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import tls from 'node:tls';
 import { afterAll, afterEach, beforeAll, describe, expect, test } from 'vitest';
 import { decideFailure } from '../../lib/crawl/failure.ts';
 import { UndiciFetcher, type UndiciFetcherOptions } from '../../lib/crawl/fetch/fetcher.ts';
-import { parseProxies } from '../../lib/crawl/fetch/proxy-pool.ts';
+import { parseProxies, parseProxyGroups } from '../../lib/crawl/fetch/proxy-config.ts';
+import { ProxyRoute } from '../../lib/crawl/fetch/proxy-route.ts';
 import { RobotsCache } from '../../lib/crawl/fetch/robots.ts';
+import { guardedLookup } from '../../lib/crawl/fetch/ssrf.ts';
 import { FetchError, type FetchRequest } from '../../lib/crawl/types.ts';
 import { type ForwardProxy, startForwardProxy } from '../helpers/forward-proxy.ts';
+import { type SocksProxy, startSocksProxy } from '../helpers/socks-proxy.ts';
 
 const CREDENTIALS = { username: 'crawler', password: 'pr0xy-s3cret' };
 const DOMAINS = Array.from({ length: 300 }, (_, i) => `site-${i}.test`);
@@ -32,13 +37,35 @@ let site: Server;
 let tlsSite: Server;
 let port: number;
 let tlsPort: number;
-const proxies: ForwardProxy[] = [];
+const proxies: (ForwardProxy | SocksProxy)[] = [];
 const fetchers: UndiciFetcher[] = [];
 
 async function proxy(options: Parameters<typeof startForwardProxy>[0] = {}): Promise<ForwardProxy> {
   const p = await startForwardProxy({ hostMap: HOST_MAP, ...options });
   proxies.push(p);
   return p;
+}
+
+async function socks(options: Parameters<typeof startSocksProxy>[0] = {}): Promise<SocksProxy> {
+  const p = await startSocksProxy(options);
+  proxies.push(p);
+  return p;
+}
+
+/** A self-signed certificate for `names` (DNS), made here: `{ key, cert }` as PEM. */
+function selfSigned(dir: string, name: string, names: string[]): { key: Buffer; cert: Buffer } {
+  const key = join(dir, `${name}-key.pem`);
+  const cert = join(dir, `${name}-cert.pem`);
+  execFileSync(
+    'openssl',
+    [
+      ...['req', '-x509', '-newkey', 'ec', '-pkeyopt', 'ec_paramgen_curve:prime256v1', '-nodes'],
+      ...['-keyout', key, '-out', cert, '-days', '1', '-subj', `/CN=${names[0]}`],
+      ...['-addext', `subjectAltName=${names.map((n) => `DNS:${n}`).join(',')}`],
+    ],
+    { stdio: 'ignore' },
+  );
+  return { key: readFileSync(key), cert: readFileSync(cert) };
 }
 
 function fetcher(proxyUrls: string[], options: UndiciFetcherOptions = {}): UndiciFetcher {
@@ -89,19 +116,9 @@ beforeAll(async () => {
   await new Promise<void>((resolve) => site.listen(0, '127.0.0.1', resolve));
   port = (site.address() as AddressInfo).port;
   certDir = mkdtempSync(join(tmpdir(), 'proxy-tls-'));
-  const key = join(certDir, 'key.pem');
-  const cert = join(certDir, 'cert.pem');
-  // A self-signed certificate for secure.test, made here (the fetcher runs with verifyTls off).
-  execFileSync(
-    'openssl',
-    [
-      ...['req', '-x509', '-newkey', 'ec', '-pkeyopt', 'ec_paramgen_curve:prime256v1', '-nodes'],
-      ...['-keyout', key, '-out', cert, '-days', '1', '-subj', '/CN=secure.test'],
-      ...['-addext', 'subjectAltName=DNS:secure.test'],
-    ],
-    { stdio: 'ignore' },
-  );
-  tlsSite = createTlsServer({ key: readFileSync(key), cert: readFileSync(cert) }, handler);
+  // The site's certificate is not trusted (the fetcher runs with verifyTls off); an https proxy's is, below.
+  const siteCert = selfSigned(certDir, 'site', ['secure.test']);
+  tlsSite = createTlsServer(siteCert, handler);
   await new Promise<void>((resolve) => tlsSite.listen(0, '127.0.0.1', resolve));
   tlsPort = (tlsSite.address() as AddressInfo).port;
 });
@@ -185,6 +202,65 @@ describe('fetching through an authenticated proxy', () => {
     const results = await Promise.all(DOMAINS.slice(0, 10).map((d) => f.fetch(page(d))));
     expect(results.map((r) => r.status)).toEqual(Array(10).fill(200));
     expect(good.targets).toHaveLength(10);
+  });
+});
+
+describe('proxy groups chosen per request', () => {
+  test('a request goes through its group, CRAWLER_PROXIES without one, directly with "none"', async () => {
+    const [plain, a1, a2, b] = [await proxy(), await proxy(), await proxy(), await proxy({ credentials: CREDENTIALS })];
+    const f = fetcher([plain.url()], {
+      proxyGroups: parseProxyGroups(`res=${a1.url()}#a1,${a2.url()}#a2; dc=${b.url()}#b`),
+    });
+    const domains = DOMAINS.slice(0, 6);
+    for (const d of domains) expect((await f.fetch({ ...page(d), proxy: 'res' })).status).toBe(200);
+    expect([...a1.targets, ...a2.targets].sort()).toEqual([...domains].sort());
+    // Sessions and the even split hold inside the group.
+    expect([a1.targets.length, a2.targets.length]).toEqual([3, 3]);
+    expect((await f.fetch({ ...page('site-50.test'), proxy: 'dc' })).status).toBe(200);
+    expect(b.targets).toEqual(['site-50.test']);
+    expect((await f.fetch(page('site-51.test'))).status).toBe(200);
+    expect(plain.targets).toEqual(['site-51.test']);
+    const before = seen.length;
+    expect((await f.fetch({ ...page('site-52.test'), proxy: 'none' })).status).toBe(200);
+    expect(seen.length).toBe(before + 1);
+    for (const p of [plain, a1, a2, b]) expect(p.targets).not.toContain('site-52.test');
+  });
+
+  test('"none" is still a fetch under the SSRF guard', async () => {
+    const f = fetcher([], { proxyGroups: parseProxyGroups(`dc=${(await proxy()).url()}`) });
+    const e = await fetchError(f, `http://private.test:${port}/`);
+    expect(e.kind).toBe('blocked_address');
+    await expect(f.fetch({ url: `http://private.test:${port}/`, userAgent: '', proxy: 'none' })).rejects.toMatchObject({
+      kind: 'blocked_address',
+    });
+    expect(seen).toHaveLength(0);
+  });
+
+  test('a group this crawler does not have fails proxy_group (retryable), naming its groups', async () => {
+    const p = await proxy();
+    const f = fetcher([], { proxyGroups: parseProxyGroups(`dc=${p.url()}; res=${p.url()}#other`) });
+    const error = await f.fetch({ ...page('site-1.test'), proxy: 'mobile' }).catch((e: unknown) => e);
+    expect(error).toBeInstanceOf(FetchError);
+    expect(error).toMatchObject({
+      kind: 'proxy_group',
+      retryable: true,
+      message: 'this crawler has no proxy group "mobile" (CRAWLER_PROXY_GROUPS: it has dc, res)',
+    });
+    expect(p.targets).toEqual([]);
+    expect(seen).toHaveLength(0);
+  });
+
+  test('robots.txt goes through the group of the crawl that asked for it', async () => {
+    const [plain, b] = [await proxy(), await proxy()];
+    const kept = new Map<string, string>();
+    const store = { get: async (o: string) => kept.get(o), set: async (o: string, v: string) => void kept.set(o, v) };
+    const robots = new RobotsCache({
+      store,
+      fetcher: fetcher([plain.url()], { proxyGroups: parseProxyGroups(`dc=${b.url()}`) }),
+    });
+    expect((await robots.check(`http://site-9.test:${port}/private/x`, 'ua', 'dc')).allowed).toBe(false);
+    expect(b.targets).toEqual(['site-9.test']);
+    expect(plain.targets).toEqual([]);
   });
 });
 
@@ -342,5 +418,179 @@ describe('the SSRF guard behind a proxy', () => {
       redirecting.closeAllConnections();
       await new Promise((resolve) => redirecting.close(resolve));
     }
+  });
+});
+
+describe('an https:// proxy (TLS to the proxy)', () => {
+  let proxyCert: { key: Buffer; cert: Buffer };
+  const defaultCas = tls.getCACertificates('default');
+  beforeAll(() => {
+    proxyCert = selfSigned(certDir, 'proxy', ['localhost']);
+    // The proxy's certificate is verified against the default CAs (NODE_EXTRA_CA_CERTS where an operator adds one):
+    // this test process trusts the one it made, as such an operator would.
+    tls.setDefaultCACertificates([...defaultCas, proxyCert.cert.toString()]);
+  });
+  afterAll(() => tls.setDefaultCACertificates(defaultCas));
+
+  test('http and https targets go through it, its credentials only inside its TLS', async () => {
+    const p = await proxy({ credentials: CREDENTIALS, tls: proxyCert });
+    expect(p.url()).toMatch(/^https:\/\/crawler:.*@localhost:\d+$/);
+    const f = fetcher([p.url()]);
+    const plain = await f.fetch(page('site-1.test', '/over-tls'));
+    expect(plain.text).toContain(`site-1.test:${port}/over-tls`);
+    const secure = await f.fetch({ url: `https://secure.test:${tlsPort}/tls-in-tls`, userAgent: '' });
+    expect(secure.text).toContain(`secure.test:${tlsPort}/tls-in-tls`);
+    expect(p.targets).toEqual(['site-1.test', 'secure.test']);
+    expect(seen.every((s) => s.headers['proxy-authorization'] === undefined)).toBe(true);
+  });
+
+  test('a wrong password fails proxy_auth', async () => {
+    const p = await proxy({ credentials: CREDENTIALS, tls: proxyCert });
+    const e = await fetchError(
+      fetcher([p.url({ username: 'crawler', password: 'wr0ng-tls' })]),
+      page('site-1.test').url,
+    );
+    expect(e.kind).toBe('proxy_auth');
+    expect(e.message).toBe(`proxy ${p.name} refused the credentials (407)`);
+  });
+
+  test('a proxy whose certificate is not trusted fails proxy_connect, charged to the proxy, never sent the password', async () => {
+    const untrusted = selfSigned(certDir, 'untrusted', ['localhost']);
+    const p = await proxy({ credentials: CREDENTIALS, tls: untrusted });
+    const good = await proxy({ credentials: CREDENTIALS });
+    const outcomes: string[] = [];
+    const alone = fetcher([p.url()], { onProxyOutcome: (name, o) => outcomes.push(`${name} ${o}`) });
+    const e = await fetchError(alone, page('site-1.test').url);
+    expect(e.kind).toBe('proxy_connect');
+    expect(e.message).toBe(`cannot reach proxy ${p.name} (DEPTH_ZERO_SELF_SIGNED_CERT)`);
+    expect(outcomes).toEqual([`${p.name} proxy_connect`]);
+    expect(p.refused()).toBe(0);
+    expect(p.targets).toEqual([]);
+    // ...and its requests move to a proxy that works.
+    const f = fetcher([p.url(), good.url()]);
+    const results = await Promise.all(DOMAINS.slice(0, 6).map((d) => f.fetch(page(d))));
+    expect(results.map((r) => r.status)).toEqual(Array(6).fill(200));
+    expect(good.targets).toHaveLength(6);
+  });
+});
+
+describe('a socks5:// proxy', () => {
+  test('http and https targets go through it, the proxy given the address the crawler checked', async () => {
+    const p = await socks({ credentials: CREDENTIALS });
+    const f = fetcher([p.url()]);
+    const plain = await f.fetch(page('site-1.test', '/via-socks'));
+    expect(plain.status).toBe(200);
+    expect(plain.text).toContain(`site-1.test:${port}/via-socks`);
+    const secure = await f.fetch({ url: `https://secure.test:${tlsPort}/tls-via-socks`, userAgent: '' });
+    expect(secure.text).toContain(`secure.test:${tlsPort}/tls-via-socks`);
+    // microsocks connected to the addresses, never resolving a name itself: there is no second lookup to rebind.
+    await expect.poll(() => p.targets).toEqual([`127.0.0.1:${port}`, `127.0.0.1:${tlsPort}`]);
+    expect(JSON.stringify([plain, secure])).not.toContain(CREDENTIALS.password);
+  });
+
+  test('an IPv6 target is asked for by its address too', async () => {
+    const p = await socks();
+    const v6 = createServer(handler);
+    await new Promise<void>((resolve) => v6.listen(0, '::1', resolve));
+    try {
+      const v6Port = (v6.address() as AddressInfo).port;
+      const f = fetcher([p.url()], { allowPrivateNetworks: true, resolve: { 'v6.test': '::1' } });
+      expect((await f.fetch({ url: `http://v6.test:${v6Port}/six`, userAgent: '' })).text).toContain('/six');
+      expect((await f.fetch({ url: `http://[::1]:${v6Port}/literal`, userAgent: '' })).text).toContain('/literal');
+      await expect.poll(() => p.targets).toEqual([`::1:${v6Port}`, `::1:${v6Port}`]);
+    } finally {
+      v6.closeAllConnections();
+      await new Promise((resolve) => v6.close(resolve));
+    }
+  });
+
+  test('many requests share its tunnels, each domain sticking to its session, split evenly over two', async () => {
+    const [a, b] = [await socks(), await socks()];
+    const f = fetcher([a.url(), b.url()]);
+    for (let round = 0; round < 3; round++)
+      await Promise.all(DOMAINS.slice(0, 20).map((d) => f.fetch(page(d, `/r${round}`))));
+    expect(seen).toHaveLength(60);
+    await expect.poll(() => a.targets.length + b.targets.length).toBeGreaterThanOrEqual(20);
+    expect(new Set(seen.map((s) => s.host)).size).toBe(20);
+    expect(Math.abs(a.targets.length - b.targets.length)).toBeLessThanOrEqual(4);
+  });
+
+  test('a wrong password fails proxy_auth at once, the password in no message', async () => {
+    const p = await socks({ credentials: CREDENTIALS });
+    const f = fetcher([p.url({ username: 'crawler', password: 'wr0ng-socks' })]);
+    const errors = await Promise.all(DOMAINS.slice(0, 5).map((d) => fetchError(f, page(d).url)));
+    for (const e of errors) {
+      expect(e.kind).toBe('proxy_auth');
+      expect(e.retryable).toBe(false);
+      expect(e.message).toBe(`proxy ${p.name} refused the credentials (SOCKS5)`);
+      expect(JSON.stringify({ message: e.message, stack: e.stack })).not.toContain('wr0ng-socks');
+    }
+    expect(seen).toHaveLength(0);
+  });
+
+  test('a proxy that requires credentials we do not have fails proxy_auth', async () => {
+    const p = await socks({ credentials: CREDENTIALS });
+    const e = await fetchError(fetcher([`socks5://${p.name}`]), page('site-1.test').url);
+    expect(e).toMatchObject({ kind: 'proxy_auth', message: `proxy ${p.name} requires authentication (SOCKS5)` });
+  });
+
+  test('a dead proxy fails proxy_connect and its requests move to the other one', async () => {
+    const [dead, live] = [await socks(), await socks()];
+    await dead.kill();
+    const alone = await fetchError(fetcher([dead.url()]), page('site-1.test').url);
+    expect(alone).toMatchObject({ kind: 'proxy_connect', message: `cannot reach proxy ${dead.name} (ECONNREFUSED)` });
+    const f = fetcher([dead.url(), live.url()]);
+    const results = await Promise.all(DOMAINS.slice(0, 8).map((d) => f.fetch(page(d))));
+    expect(results.map((r) => r.status)).toEqual(Array(8).fill(200));
+  });
+
+  test('a site the proxy cannot reach is the site’s failure (connect), not the proxy’s', async () => {
+    const p = await socks();
+    const outcomes: string[] = [];
+    const f = fetcher([p.url()], { onProxyOutcome: (name, o) => outcomes.push(`${name} ${o}`) });
+    const closed = createServer();
+    await new Promise<void>((resolve) => closed.listen(0, '127.0.0.1', resolve));
+    const deadPort = (closed.address() as AddressInfo).port;
+    await new Promise((resolve) => closed.close(resolve));
+    const e = await fetchError(f, `http://site-2.test:${deadPort}/`);
+    expect(e.kind).toBe('connect');
+    expect(e.message).toMatch(/^ECONNREFUSED: connection refused \(SOCKS5 reply 5\)/);
+    expect(outcomes).toEqual([]);
+    // The proxy was not charged: it still serves.
+    expect((await f.fetch(page('site-2.test'))).status).toBe(200);
+  });
+
+  test('private targets are refused before the proxy sees them, and a rebinding answer cannot reach one', async () => {
+    const p = await socks();
+    const f = fetcher([p.url()]);
+    for (const url of [`http://private.test:${port}/`, `http://127.0.0.1:${port}/`, 'http://169.254.169.254/']) {
+      expect((await fetchError(f, url)).kind, url).toBe('blocked_address');
+    }
+    // A name public when the route checks it and loopback when the connection is made: the connector's own lookup
+    // (the one whose address the proxy is given) refuses it.
+    let answers = 0;
+    const rebinding = ((_host: string, _o: unknown, cb: (e: null, a: { address: string; family: number }[]) => void) =>
+      cb(null, [{ address: answers++ === 0 ? '93.184.216.34' : '127.0.0.1', family: 4 }])) as never;
+    const route = new ProxyRoute({
+      proxies: parseProxies(p.url()),
+      allowPrivate: false,
+      lookup: guardedLookup(false, {}, rebinding),
+      connections: 1,
+      headersTimeoutMs: 2000,
+      bodyTimeoutMs: 2000,
+      connectTimeoutMs: 2000,
+      verifyTls: false,
+    });
+    try {
+      const url = new URL(`http://rebind.test:${port}/`);
+      await expect(
+        route.request(url, { origin: url.origin, path: '/', method: 'GET', headers: {} }),
+      ).rejects.toMatchObject({ kind: 'blocked_address' });
+      expect(answers).toBe(2);
+    } finally {
+      await route.close();
+    }
+    expect(p.targets).toEqual([]);
+    expect(seen).toHaveLength(0);
   });
 });

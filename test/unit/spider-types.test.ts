@@ -1,30 +1,16 @@
 /**
- * spiderid validation follows the fleet (lib/monitor/spider-types.ts): crawlers register the types they serve,
- * the monitors accept the built-ins and every registered type, read from the registry at most once per TTL (never
- * per record) plus one forced read per batch for a type the cache does not know.
+ * spiderid validation follows the fleet (lib/monitor/spider-types.ts, lib/monitor/fleet-registry.ts): crawlers
+ * register the types they serve, the monitors accept the built-ins and every registered type, read from the registry
+ * at most once per TTL (never per record) plus one forced read per batch for a type the cache does not know.
  */
 import { describe, expect, it } from 'vitest';
 import { BUILT_IN_SPIDERS } from '../../lib/crawl/spiders/index.ts';
+import { FleetNames } from '../../lib/monitor/fleet-registry.ts';
 import { handleIncoming } from '../../lib/monitor/kafka-monitor.ts';
 import { handleActions } from '../../lib/monitor/redis-monitor.ts';
-import { FleetSpiderTypes, type SpiderTypeStore } from '../../lib/monitor/spider-types.ts';
 import { recordsOf } from '../helpers/events.ts';
+import { MemoryRegistry } from '../helpers/fake-stores.ts';
 import { testContext } from '../helpers/fakes.ts';
-
-/** An in-memory registry that counts its reads. */
-class MemorySpiderTypes implements SpiderTypeStore {
-  readonly types = new Map<string, number>();
-  reads = 0;
-  failing = false;
-  async register(types: readonly string[], nowMs: number): Promise<void> {
-    for (const t of types) this.types.set(t, nowMs);
-  }
-  async registered(): Promise<Map<string, number>> {
-    this.reads++;
-    if (this.failing) throw new Error('Connection is closed.');
-    return new Map(this.types);
-  }
-}
 
 const crawl = (spiderid: string, crawlid = 'c1') => ({
   appid: 'testapp',
@@ -35,13 +21,13 @@ const crawl = (spiderid: string, crawlid = 'c1') => ({
 
 function setup() {
   let now = 1_000_000;
-  const store = new MemorySpiderTypes();
-  const fleet = new FleetSpiderTypes(BUILT_IN_SPIDERS, store, { ttlMs: 5000, minForceMs: 250, now: () => now });
+  const store = new MemoryRegistry();
+  const fleet = new FleetNames(BUILT_IN_SPIDERS, store, { ttlMs: 5000, minForceMs: 250, now: () => now });
   const ctx = testContext({ spiderTypes: fleet });
   return { store, fleet, ctx, advance: (ms: number) => (now += ms) };
 }
 
-describe('FleetSpiderTypes', () => {
+describe('FleetNames over the spider types', () => {
   it('knows the built-ins and every type ever registered, and reads the registry once per TTL', async () => {
     const { store, fleet, advance } = setup();
     await store.register(['products'], 1);

@@ -150,7 +150,7 @@ export class BrowserRoutes {
     try {
       if (sameOrigin) {
         if (this.#o.robots) {
-          const verdict = await this.#o.robots.check(url, state.request.userAgent);
+          const verdict = await this.#o.robots.check(url, state.request.userAgent, state.request.proxy);
           if (!verdict.allowed) {
             state.refuse(url, 'robots.txt');
             return abort(route);
@@ -164,6 +164,8 @@ export class BrowserRoutes {
           userAgent: state.request.userAgent,
           headers: state.request.headers,
           cookie: state.request.cookie,
+          // The page's requests leave through the page's proxy group, as its document did.
+          proxy: state.request.proxy,
         },
         state.abort.signal,
       );

@@ -89,14 +89,18 @@ export class PageFetch {
   ): Promise<Processed | CrawlFailure | 'requeued'> {
     const o = this.#o;
     const ua = lease.crawl.useragent ?? o.userAgent;
+    // The crawl's proxy group (docs/proxies.md), checked by the kafka-monitor; undefined: CRAWLER_PROXIES.
+    const group = lease.crawl.attrs?.proxy;
+    const proxy = group === undefined ? undefined : String(group);
     if (o.robots) {
       // The robots.txt lookup is shared by every request to the origin, so it is not aborted, only not
       // waited for: a shutdown deadline must not wait on a slow robots.txt.
       let verdict: RobotsDecision;
       try {
-        verdict = o.robots.checkNow?.(req.url, ua) ?? (await abortable(o.robots.check(req.url, ua), signal));
+        verdict = o.robots.checkNow?.(req.url, ua) ?? (await abortable(o.robots.check(req.url, ua, proxy), signal));
       } catch (error) {
-        // robots.txt could not be fetched through the proxies (CRAWLER_PROXIES): the page fails as its fetch would.
+        // robots.txt could not be fetched through the proxies (or the crawl's group is not this crawler's): the page
+        // fails as its fetch would.
         if (!signal.aborted && error instanceof FetchError) return { kind: 'fetch', error };
         throw error;
       }
@@ -117,6 +121,7 @@ export class PageFetch {
           headers: lease.crawl.headers,
           cookie: lease.crawl.cookie,
           crawl: `${lease.crawl.appid}/${lease.crawl.crawlid}`,
+          proxy,
           // The body counts in the process's body budget until the page is done with it (the crawler releases it).
           holdBody: true,
         },

@@ -96,26 +96,48 @@ const PROXY_CONNECT_CODES = new Set([
   'UND_ERR_CONNECT_TIMEOUT',
 ]);
 
+/** Errors of a connection to a proxy itself, as the proxy routes saw them happen (see {@link proxySideError}). */
+const PROXY_SIDE = new WeakSet<object>();
+
 /**
- * Classifies what undici's ProxyAgent threw before the target's response headers arrived: a failure the proxy may be
+ * Marks `error` as a failure of the connection to a proxy itself (reaching it, its TLS, its SOCKS5 handshake), so
+ * {@link proxiedFailure} charges the proxy with it, not the site: a TLS error, say, could be either's.
+ */
+export function proxySideError<E extends Error>(error: E): E {
+  PROXY_SIDE.add(error);
+  return error;
+}
+
+/**
+ * Classifies what a proxy route threw before the target's response headers arrived: a failure the proxy may be
  * behind (then the request moves to another proxy). The proxy is named by `proxy` (its name, never its URL: the URL
  * carries the credentials); the messages never quote the proxy's own. Undefined when the error is not about the proxy
- * or the tunnel (a TLS failure with the target, an abort): {@link toFetchError} decides those.
+ * or the tunnel (a TLS failure with the target, an abort, a site a SOCKS5 proxy could not reach): {@link toFetchError}
+ * decides those.
  *
  * A tunnel refused with anything but 407 is `proxy_error`, and a proxy that drops the connection before answering is
- * `proxy_connect`, though either can mean that the proxy could not reach the site: proxies say so differently
+ * `proxy_connect`, though either can mean that the proxy could not reach the site: HTTP proxies say so differently
  * (proxy-chain drops the tunnel without an answer, Squid answers 503), so the site's failure cannot be told from
- * the proxy's here. docs/proxies.md states what follows.
+ * the proxy's here. docs/proxies.md states what follows. A SOCKS5 proxy says which it was (lib/crawl/fetch/socks5.ts).
+ * @param marked only errors marked {@link proxySideError} are the proxy's (a SOCKS5 route marks every one of them)
  */
-export function proxiedFailure(error: unknown, proxy: string): FetchError | undefined {
+export function proxiedFailure(error: unknown, proxy: string, marked = false): FetchError | undefined {
   if (error instanceof FetchError) return undefined;
   for (let e = error, depth = 0; e instanceof Error && depth < 5; e = e.cause, depth++) {
+    if (PROXY_SIDE.has(e)) {
+      const code = (e as NodeJS.ErrnoException).code;
+      if (code === 'SOCKS5_AUTH') return new FetchError('proxy_auth', `proxy ${proxy} ${e.message} (SOCKS5)`);
+      if (code === 'SOCKS5_REFUSED' || code === 'SOCKS5_PROTOCOL')
+        return new FetchError('proxy_error', `proxy ${proxy}: ${e.message}`);
+      return new FetchError('proxy_connect', `cannot reach proxy ${proxy} (${code ?? e.message})`);
+    }
     const status = TUNNEL_REFUSED.exec(e.message)?.[1];
     if (status === undefined) continue;
     const code = Number(status);
     if (code === 407) return new FetchError('proxy_auth', `proxy ${proxy} refused the credentials (407)`);
     return new FetchError('proxy_error', `proxy ${proxy} answered the tunnel request with ${code}`);
   }
+  if (marked) return undefined;
   const code = errorCode(error);
   if (code !== undefined && PROXY_CONNECT_CODES.has(code))
     return new FetchError('proxy_connect', `cannot reach proxy ${proxy} (${code})`);

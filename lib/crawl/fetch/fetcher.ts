@@ -12,6 +12,7 @@
  */
 import { STATUS_CODES } from 'node:http';
 import { Agent, type Dispatcher } from 'undici';
+import { DIRECT_PROXY_GROUP } from '../../schemas/index.ts';
 import { FetchError, type Fetcher, type FetchRequest, type FetchResult } from '../types.ts';
 import { connectionReleased, contentCodings, isTextual, readBody } from './body.ts';
 import { BODY_BYTE_COST, type BodyBudget, type BodyHold } from './body-budget.ts';
@@ -113,6 +114,11 @@ export interface UndiciFetcherOptions {
    */
   proxies?: readonly ProxyEndpoint[];
   /**
+   * Named groups of forward proxies (CRAWLER_PROXY_GROUPS) a request chooses with {@link FetchRequest.proxy}.
+   * @default none
+   */
+  proxyGroups?: ReadonlyMap<string, readonly ProxyEndpoint[]>;
+  /**
    * How long a domain keeps its proxy, and how long a proxy that failed repeatedly rests.
    * @default { sessionMs: 600000, restMs: 60000 }
    */
@@ -144,6 +150,8 @@ export class UndiciFetcher implements Fetcher {
   readonly #budget: BodyBudget | undefined;
   /** Set only when proxies are configured: without them a hop goes straight to {@link #agent}. */
   readonly #proxies: ProxyRoute | undefined;
+  /** One route per proxy group, each with its own sessions and health. */
+  readonly #groups = new Map<string, ProxyRoute>();
 
   constructor(options: UndiciFetcherOptions = {}) {
     this.#userAgent = options.userAgent ?? DEFAULT_USER_AGENT;
@@ -167,21 +175,21 @@ export class UndiciFetcher implements Fetcher {
       allowH2: false,
       connect: { timeout: connectTimeoutMs, lookup, rejectUnauthorized: verifyTls },
     });
-    this.#proxies =
-      options.proxies && options.proxies.length > 0
-        ? new ProxyRoute({
-            proxies: options.proxies,
-            pool: options.proxySessions,
-            allowPrivate: this.#allowPrivate,
-            lookup,
-            connections,
-            headersTimeoutMs,
-            bodyTimeoutMs,
-            connectTimeoutMs,
-            verifyTls,
-            onOutcome: options.onProxyOutcome,
-          })
-        : undefined;
+    const route = (proxies: readonly ProxyEndpoint[]) =>
+      new ProxyRoute({
+        proxies,
+        pool: options.proxySessions,
+        allowPrivate: this.#allowPrivate,
+        lookup,
+        connections,
+        headersTimeoutMs,
+        bodyTimeoutMs,
+        connectTimeoutMs,
+        verifyTls,
+        onOutcome: options.onProxyOutcome,
+      });
+    this.#proxies = options.proxies && options.proxies.length > 0 ? route(options.proxies) : undefined;
+    for (const [group, proxies] of options.proxyGroups ?? []) this.#groups.set(group, route(proxies));
   }
 
   async fetch(request: FetchRequest, signal?: AbortSignal): Promise<FetchResult> {
@@ -211,7 +219,24 @@ export class UndiciFetcher implements Fetcher {
   }
 
   async close(): Promise<void> {
-    await Promise.all([this.#agent.close(), this.#proxies?.close()]);
+    await Promise.all([
+      this.#agent.close(),
+      this.#proxies?.close(),
+      ...[...this.#groups.values()].map((r) => r.close()),
+    ]);
+  }
+
+  /** The route of a request's {@link FetchRequest.proxy}: undefined for a direct fetch. */
+  #route(group: string | undefined): ProxyRoute | undefined {
+    if (group === undefined) return this.#proxies;
+    if (group === DIRECT_PROXY_GROUP) return undefined;
+    const route = this.#groups.get(group);
+    if (route !== undefined) return route;
+    const known = this.#groups.size > 0 ? `it has ${[...this.#groups.keys()].join(', ')}` : 'it has none';
+    throw new FetchError(
+      'proxy_group',
+      `this crawler has no proxy group ${JSON.stringify(group).slice(0, 100)} (CRAWLER_PROXY_GROUPS: ${known})`,
+    );
   }
 
   async #fetch(request: FetchRequest, signal: AbortSignal, started: number): Promise<FetchResult> {
@@ -220,6 +245,7 @@ export class UndiciFetcher implements Fetcher {
     const redirects: string[] = [];
     const visited = new Set([firstUrl.href]);
     const maxRedirects = request.maxRedirects ?? this.#maxRedirects;
+    const proxies = this.#route(request.proxy);
     let url = firstUrl;
     for (;;) {
       assertAllowedHost(url, this.#allowPrivate);
@@ -232,7 +258,7 @@ export class UndiciFetcher implements Fetcher {
         headers,
         signal,
       };
-      const response = this.#proxies ? await this.#proxies.request(url, hop) : await this.#agent.request(hop);
+      const response = proxies ? await proxies.request(url, hop) : await this.#agent.request(hop);
       const target = REDIRECT_STATUSES.has(response.statusCode)
         ? redirectTarget(firstHeader(response.headers.location), url)
         : undefined;

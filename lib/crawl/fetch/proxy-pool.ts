@@ -1,11 +1,10 @@
 /**
- * The crawler's forward proxies (CRAWLER_PROXIES, docs/proxies.md): the list parsed into {@link ProxyEndpoint}s named
- * without their credentials, and the {@link ProxyPool} that picks one per domain. A domain sticks to its proxy for a
- * session (as Crawlee's SessionPool does: a site sees one address for a while, not a new one per request), moves on
- * after a failure through that proxy, and a proxy that fails repeatedly rests; new sessions go to the healthy proxy
- * that holds the fewest, so the split over healthy proxies is even.
+ * The crawler's forward proxies (docs/proxies.md): {@link ProxyEndpoint}s, named without their credentials
+ * (lib/crawl/fetch/proxy-config.ts parses them), and the {@link ProxyPool} that picks one per domain. A domain sticks
+ * to its proxy for a session (as Crawlee's SessionPool does: a site sees one address for a while, not a new one per
+ * request), moves on after a failure through that proxy, and a proxy that fails repeatedly rests; new sessions go to
+ * the healthy proxy that holds the fewest, so the split over healthy proxies is even.
  */
-import { ConfigError } from '../../errors.ts';
 
 /** One forward proxy. `name` is what logs, errors and stats show: never the credentials. */
 export interface ProxyEndpoint {
@@ -13,45 +12,6 @@ export interface ProxyEndpoint {
   readonly name: string;
   /** The URL undici's ProxyAgent connects with, credentials included. Never logged. */
   readonly url: string;
-}
-
-const DEFAULT_PORTS: Readonly<Record<string, string>> = { 'http:': '80', 'https:': '443' };
-
-/**
- * Parses CRAWLER_PROXIES: proxy URLs separated by commas or white space, `http://` or `https://`, with optional
- * `user:password@` (percent-encoded where it holds a comma, `@` or `:`) and an optional `#name`.
- * @throws ConfigError naming the entry by its position and host, never its credentials
- */
-export function parseProxies(spec: string): ProxyEndpoint[] {
-  const entries = spec.split(/[\s,]+/).filter((e) => e !== '');
-  const names = new Set<string>();
-  return entries.map((entry, i) => {
-    let url: URL;
-    try {
-      url = new URL(entry);
-    } catch {
-      throw new ConfigError('CRAWLER_PROXIES', `entry ${i + 1} is not a URL`);
-    }
-    const port = url.port || DEFAULT_PORTS[url.protocol] || '';
-    const host = `${url.hostname}:${port}`;
-    if (url.protocol !== 'http:' && url.protocol !== 'https:') {
-      // `user:password@host` without a scheme parses with `user:` as its scheme: only a known scheme is quoted.
-      const scheme = /^socks[45]?h?:$/.test(url.protocol)
-        ? ` is ${url.protocol}//,`
-        : ' has no http:// or https:// scheme;';
-      throw new ConfigError(
-        'CRAWLER_PROXIES',
-        `entry ${i + 1}${scheme} only http:// and https:// proxies are supported (socks5 not yet)`,
-      );
-    }
-    if ((url.pathname !== '/' && url.pathname !== '') || url.search !== '')
-      throw new ConfigError('CRAWLER_PROXIES', `entry ${i + 1} (${host}) has a path or query; a proxy URL has neither`);
-    const name = url.hash.length > 1 ? decodeURIComponent(url.hash.slice(1)) : host;
-    if (names.has(name)) throw new ConfigError('CRAWLER_PROXIES', `${name} is listed twice`);
-    names.add(name);
-    url.hash = '';
-    return { name, url: url.href };
-  });
 }
 
 /** Options of {@link ProxyPool}. */

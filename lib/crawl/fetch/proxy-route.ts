@@ -1,19 +1,23 @@
 /**
- * Requests through the forward proxies of CRAWLER_PROXIES (docs/proxies.md): one undici ProxyAgent per proxy, every
- * request tunnelled with CONNECT (http targets too, so the proxy never sees a request or a response), the proxy
- * chosen per domain by the {@link ProxyPool}, and another proxy tried when the one chosen is at fault.
+ * Requests through one list of forward proxies (CRAWLER_PROXIES, or a group of CRAWLER_PROXY_GROUPS; docs/proxies.md):
+ * one undici dispatcher per proxy, every request tunnelled (http targets too, so the proxy never sees a request or a
+ * response): an HTTP `CONNECT` through an `http://` or `https://` proxy (undici's ProxyAgent), a SOCKS5 `CONNECT`
+ * through a `socks5://` one (lib/crawl/fetch/socks5.ts); the proxy chosen per domain by the {@link ProxyPool}, and
+ * another proxy tried when the one chosen is at fault.
  *
  * The SSRF guard holds behind a proxy: the target is resolved here and checked (lib/crawl/fetch/ssrf.ts) before the
- * request goes to the proxy, so private targets are refused even though the proxy could reach them. The proxy
+ * request goes to the proxy, so private targets are refused even though the proxy could reach them. An HTTP proxy
  * resolves the name again itself; an answer that changed in between (DNS rebinding) is the caveat docs/proxies.md
- * states. The proxies' own addresses are operator configuration and are not checked.
+ * states. A SOCKS5 proxy is given the checked address, never the name, so it has no such gap. The proxies' own
+ * addresses are operator configuration and are not checked.
  */
 import type { LookupOptions } from 'node:dns';
-import { type Dispatcher, ProxyAgent } from 'undici';
+import { Agent, type buildConnector, type Dispatcher, Pool, ProxyAgent } from 'undici';
 import { registrableDomain } from '../domain.ts';
 import type { FetchError } from '../types.ts';
-import { proxiedFailure } from './errors.ts';
+import { proxiedFailure, proxySideError } from './errors.ts';
 import { type ProxyEndpoint, ProxyPool, type ProxyPoolOptions } from './proxy-pool.ts';
+import { socks5Connector } from './socks5.ts';
 import { assertAllowedHost, type LookupFunction, literalAddress } from './ssrf.ts';
 
 /** Options of {@link ProxyRoute}. */
@@ -46,7 +50,9 @@ const ALL: LookupOptions = { all: true };
 
 export class ProxyRoute {
   readonly #pool: ProxyPool;
-  readonly #agents = new Map<string, ProxyAgent>();
+  readonly #agents = new Map<string, Dispatcher>();
+  /** Names of the SOCKS5 proxies, whose every own failure their connector marks. */
+  readonly #socks = new Set<string>();
   readonly #allowPrivate: boolean;
   readonly #lookup: LookupFunction;
   readonly #onOutcome: ProxyOutcomeListener | undefined;
@@ -57,18 +63,11 @@ export class ProxyRoute {
     this.#lookup = options.lookup;
     this.#onOutcome = options.onOutcome;
     for (const proxy of options.proxies) {
+      const url = new URL(proxy.url);
+      if (url.protocol === 'socks5:') this.#socks.add(proxy.name);
       this.#agents.set(
         proxy.name,
-        new ProxyAgent({
-          uri: proxy.url,
-          proxyTunnel: true,
-          connections: options.connections,
-          headersTimeout: options.headersTimeoutMs,
-          bodyTimeout: options.bodyTimeoutMs,
-          connectTimeout: options.connectTimeoutMs,
-          allowH2: false,
-          requestTls: { rejectUnauthorized: options.verifyTls },
-        }),
+        url.protocol === 'socks5:' ? socksAgent(url, options) : httpProxyAgent(url, options),
       );
     }
   }
@@ -95,13 +94,13 @@ export class ProxyRoute {
       const proxy = this.#pool.pick(domain, tried);
       if (proxy === undefined) throw last as FetchError;
       try {
-        const response = await (this.#agents.get(proxy.name) as ProxyAgent).request(options);
+        const response = await (this.#agents.get(proxy.name) as Dispatcher).request(options);
         this.#pool.succeeded(proxy.name);
         this.#onOutcome?.(proxy.name, 'ok');
         return response;
       } catch (error) {
         if (options.signal && (options.signal as AbortSignal).aborted) throw error;
-        const failure = proxiedFailure(error, proxy.name);
+        const failure = proxiedFailure(error, proxy.name, this.#socks.has(proxy.name));
         if (!failure) throw error;
         this.#onOutcome?.(proxy.name, failure.kind as ProxyOutcome);
         this.#pool.failed(proxy.name, domain);
@@ -124,6 +123,41 @@ export class ProxyRoute {
       this.#lookup(url.hostname, ALL, (err) => (err ? reject(err) : resolve())),
     );
   }
+}
+
+/** An `http://` or `https://` proxy: HTTP CONNECT tunnels, failures reaching the proxy itself marked as its own. */
+function httpProxyAgent(url: URL, o: ProxyRouteOptions): ProxyAgent {
+  return new ProxyAgent({
+    uri: url.href,
+    proxyTunnel: true,
+    connections: o.connections,
+    headersTimeout: o.headersTimeoutMs,
+    bodyTimeout: o.bodyTimeoutMs,
+    connectTimeout: o.connectTimeoutMs,
+    allowH2: false,
+    requestTls: { rejectUnauthorized: o.verifyTls },
+    // The proxy's own certificate is always verified (against the system's CAs and NODE_EXTRA_CA_CERTS): the
+    // credentials go to it. A TLS failure with it is the proxy's, not the site's.
+    clientFactory: (origin, opts) => {
+      const connect = (opts as { connect: buildConnector.connector }).connect;
+      return new Pool(origin, {
+        ...opts,
+        connect: (o, callback) =>
+          connect(o, (...args) => (args[0] ? callback(proxySideError(args[0]), null) : callback(...args))),
+      });
+    },
+  });
+}
+
+/** A `socks5://` proxy: SOCKS5 tunnels to the checked address (lib/crawl/fetch/socks5.ts). */
+function socksAgent(url: URL, o: ProxyRouteOptions): Agent {
+  return new Agent({
+    connections: o.connections,
+    headersTimeout: o.headersTimeoutMs,
+    bodyTimeout: o.bodyTimeoutMs,
+    allowH2: false,
+    connect: socks5Connector({ proxy: url, lookup: o.lookup, timeoutMs: o.connectTimeoutMs, verifyTls: o.verifyTls }),
+  });
 }
 
 function domainOf(url: URL): string {

@@ -237,16 +237,17 @@ export class RobotsCache {
 
   /**
    * Whether `url` may be fetched by a crawler sending `userAgent`, and the `Crawl-delay` that applies
-   * to it. The robots.txt fetch (on a miss) is sent with the same User-Agent.
+   * to it. The robots.txt fetch (on a miss) is sent with the same User-Agent, through the proxy group `proxy` (the
+   * asking crawl's `attrs.proxy`; a lookup of the origin already under way is shared whatever its group).
    *
    * @throws {InvalidUrlError} when `url` is not an absolute http(s) URL.
    * @throws {FetchError} `proxy_*` when robots.txt could not be fetched through the proxies (nothing is cached then).
    */
-  async check(url: string, userAgent: string): Promise<RobotsDecision> {
+  async check(url: string, userAgent: string, proxy?: string): Promise<RobotsDecision> {
     if (!this.#obey) return { allowed: true };
     const parsed = parseTarget(url);
     if (parsed.pathname === '/robots.txt') return { allowed: true };
-    return this.#decide(parsed, await this.#rules(parsed.origin, userAgent), userAgent);
+    return this.#decide(parsed, await this.#rules(parsed.origin, userAgent, proxy), userAgent);
   }
 
   /**
@@ -295,18 +296,18 @@ export class RobotsCache {
   }
 
   /** The origin's rules: in process, else from the fleet-wide store, else fetched (one lookup per origin at a time). */
-  async #rules(origin: string, userAgent: string): Promise<OriginRules> {
+  async #rules(origin: string, userAgent: string, proxy: string | undefined): Promise<OriginRules> {
     const local = this.#localRules(origin, this.#now());
     if (local !== undefined) return local;
     let pending = this.#pending.get(origin);
     if (pending === undefined) {
-      pending = this.#load(origin, userAgent).finally(() => this.#pending.delete(origin));
+      pending = this.#load(origin, userAgent, proxy).finally(() => this.#pending.delete(origin));
       this.#pending.set(origin, pending);
     }
     return pending;
   }
 
-  async #load(origin: string, userAgent: string): Promise<OriginRules> {
+  async #load(origin: string, userAgent: string, proxy: string | undefined): Promise<OriginRules> {
     const stored = await this.#store.get(origin);
     const cached = stored === undefined ? undefined : decode(stored);
     if (cached !== undefined && cached.expiresAt > this.#now()) {
@@ -314,7 +315,7 @@ export class RobotsCache {
       this.#remember(origin, rules);
       return rules;
     }
-    const { status, body, blocked } = await this.#fetch(origin, userAgent);
+    const { status, body, blocked } = await this.#fetch(origin, userAgent, proxy);
     const ttl = verdictOf(status) === 'disallow_all' ? this.#errorTtlMs : this.#ttlMs;
     const expiresAt = this.#now() + ttl;
     const rules = this.#parse(origin, status, expiresAt, body);
@@ -327,10 +328,14 @@ export class RobotsCache {
   }
 
   /** The robots.txt answer; `blocked` is the SSRF guard's reason when it refused an address on the way. */
-  async #fetch(origin: string, userAgent: string): Promise<{ status: number; body: string; blocked?: string }> {
+  async #fetch(
+    origin: string,
+    userAgent: string,
+    proxy: string | undefined,
+  ): Promise<{ status: number; body: string; blocked?: string }> {
     try {
       const url = `${origin}/robots.txt`;
-      const response = await this.#fetcher.fetch({ url, userAgent, maxRedirects: MAX_REDIRECTS });
+      const response = await this.#fetcher.fetch({ url, userAgent, maxRedirects: MAX_REDIRECTS, proxy });
       if (verdictOf(response.status) !== 'rules') return { status: response.status, body: '' };
       // RFC 9309 §2.3: UTF-8; the decoder drops a BOM, which would otherwise hide the first line.
       const bytes = response.body.length > this.#maxBytes ? response.body.subarray(0, this.#maxBytes) : response.body;

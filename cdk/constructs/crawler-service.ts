@@ -19,8 +19,11 @@ import type { Kafka } from './kafka.ts';
 import type { Network } from './network.ts';
 import type { Storage } from './storage.ts';
 
-/** SIGTERM to SIGKILL: the crawler's drain deadline plus time to flush the producer and exit; Fargate allows 120 s. */
-function stopTimeoutSeconds(shutdownDeadlineMs: number): number {
+/**
+ * SIGTERM to SIGKILL: the crawler's drain deadline plus time to flush the producer and exit; Fargate allows 120 s,
+ * which is also the warning a Fargate Spot interruption gives.
+ */
+export function stopTimeoutSeconds(shutdownDeadlineMs: number): number {
   return Math.min(120, Math.ceil(shutdownDeadlineMs / 1000) + 20);
 }
 
@@ -65,6 +68,8 @@ export interface CrawlerServiceProps {
   environment: RuntimeEnv;
   /** Who writes the bodies, for cdk-nag's acknowledgement of the bucket-wide write. */
   bodyWriters: string;
+  /** Capacity providers (Fargate Spot) instead of the Fargate launch type. @default the Fargate launch type */
+  capacityProviderStrategies?: ecs.CapacityProviderStrategy[];
 }
 
 /** The task definition, its container and the service (construct ids `Task`, `Logs`, `Service`) under `scope`. */
@@ -138,6 +143,7 @@ export function crawlerService(
     securityGroups: [network.crawlerSecurityGroup],
     propagateTags: ecs.PropagatedTagSource.SERVICE,
     enableExecuteCommand: false,
+    ...(props.capacityProviderStrategies ? { capacityProviderStrategies: props.capacityProviderStrategies } : {}),
   });
   service.node.addDependency(kafka.topicsResource);
   if (props.serviceLinkedRole) service.node.addDependency(props.serviceLinkedRole);

@@ -43,7 +43,7 @@ const MEDIAN_RESPONSE_S = 0.3;
  * (localstack/site/internet.ts: a `bigShare` of 1 % log-uniform between 500 KB and 2 MB, so half of them over 1 MB)
  * and their mean size above 1 MB (log-uniform from 1 to 2 MB: 1 / ln 2 MB).
  */
-export const LARGE_BODY_SHARE = 0.005;
+const LARGE_BODY_SHARE = 0.005;
 const LARGE_BODY_BYTES = 2 ** 20 / Math.LN2;
 
 /**
@@ -83,7 +83,7 @@ export const DEFAULT_VOLUME: Omit<VolumeOptions, keyof CostOptions | 'pagesPerMo
 };
 
 /** One line of the bill at a volume: what, its unit, how many a month, what they cost. */
-export interface VolumeLine {
+interface VolumeLine {
   what: string;
   unit: string;
   units_per_month: number;

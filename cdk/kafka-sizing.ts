@@ -8,7 +8,7 @@
 export const REFERENCE_PAGE_KB = 28;
 
 /** MSK Serverless's ingress limit per partition (MSK Developer Guide, MSK Serverless quota), bytes per second. */
-export const MSK_SERVERLESS_PARTITION_INGRESS = 5 * 1024 * 1024;
+const MSK_SERVERLESS_PARTITION_INGRESS = 5 * 1024 * 1024;
 
 /** MSK Serverless's partitions per cluster (MSK Developer Guide, MSK Serverless quota). */
 export const MSK_SERVERLESS_MAX_PARTITIONS = 120;
@@ -22,7 +22,7 @@ export const MSK_SERVERLESS_MAX_PARTITION_BYTES = 250e9;
  * bench/PROFILE.md "Crawl worker on the simulated internet"), where the worker is CPU-bound. An upper bound for
  * partition sizing, not a throughput promise.
  */
-export const PEAK_PAGES_PER_TASK_SECOND = 400;
+const PEAK_PAGES_PER_TASK_SECOND = 400;
 
 /**
  * Share of a broker's volume the retained pages may fill when the stack sizes it: the disk alarm fires at

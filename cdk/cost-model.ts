@@ -54,11 +54,36 @@ export interface CostOptions {
   retentionHours: number;
   /** Readers of the crawled firehose outside the stack (each read is billed out of MSK Serverless). @default 1 */
   consumers: number;
-  /** Crawler CPU per page, ms: the crawl bench's article pages on one core, rounded up (bench/PROFILE.md). @default 1.5 */
+  /** Crawler CPU per page, ms. @default {@link CPU_MS_PER_PAGE} */
   cpuMsPerPage: number;
 }
 
-export const DEFAULT_OPTIONS: CostOptions = { pageKb: 28, retentionHours: 168, consumers: 1, cpuMsPerPage: 1.5 };
+/**
+ * CPU a page costs on the simulated internet (links, children, gzip page messages): the crawler worker, Redis and
+ * Kafka together on one core, as the realweb bench measures them (bench/results/realweb.json
+ * `ours_1w_cpu_ms_per_page`; bench/PROFILE.md, "Crawl worker on the simulated internet"), rounded up. Charged to the
+ * crawler task as a whole: its vCPU is what it is billed for.
+ */
+export const CPU_MS_PER_PAGE = 4.36;
+
+/**
+ * Bytes a fetched page shrinks by on the wire: the crawler asks for gzip and br, so NAT carries the compressed
+ * transfer size. One article page gzip'd alone, as a server compresses one response (bench/results/compression.json
+ * `gzip_page_ratio`), for the share of servers that compress; full size for the share that send HTML uncompressed
+ * (about 8 % of the 10,000 most popular sites' home pages: Danny van Kooten, "HTML compression on popular websites",
+ * https://www.dannyvankooten.com/blog/2023/top-websites-not-using-compression/).
+ */
+const GZIP_PAGE_RATIO = 2.88;
+const UNCOMPRESSED_HTML_SHARE = 0.08;
+export const FETCHED_TRANSFER_RATIO =
+  Math.round((1 / ((1 - UNCOMPRESSED_HTML_SHARE) / GZIP_PAGE_RATIO + UNCOMPRESSED_HTML_SHARE)) * 100) / 100;
+
+export const DEFAULT_OPTIONS: CostOptions = {
+  pageKb: 28,
+  retentionHours: 168,
+  consumers: 1,
+  cpuMsPerPage: CPU_MS_PER_PAGE,
+};
 
 /** The frontier's cache as the template deploys it, and the partitions its clients split the frontier into. */
 interface CacheLayout {
@@ -133,7 +158,11 @@ const PRICERS: Record<string, Pricer> = {
   ],
   'Custom::KafkaTopics': (id, r, t) => {
     if (t.ofType('AWS::MSK::ServerlessCluster').length === 0) return [];
-    const partitions = (r.Properties.Topics?.length ?? 0) * Number(r.Properties.Partitions ?? 1);
+    const names: string[] = r.Properties.Topics ?? [];
+    const partitions = names.reduce(
+      (n, name) => n + Number(r.Properties.TopicPartitions?.[name] ?? r.Properties.Partitions ?? 1),
+      0,
+    );
     return [
       line(
         id,
@@ -144,7 +173,7 @@ const PRICERS: Record<string, Pricer> = {
       ),
     ];
   },
-  'AWS::MSK::Cluster': (id, r) => {
+  'AWS::MSK::Cluster': (id, r, t) => {
     const p = r.Properties;
     const type = p.BrokerNodeGroupInfo.InstanceType as string;
     const hour = MSK_BROKER_HOUR[type];
@@ -160,6 +189,7 @@ const PRICERS: Record<string, Pricer> = {
         brokers * HOURS_PER_MONTH,
       ),
       line(id, r, `${brokers} x ${gib} GiB broker storage`, PRICES.mskStorageGbMonth, brokers * gib),
+      ...mskMetrics(id, r, t, brokers),
     ];
   },
   'AWS::EC2::NatGateway': (id, r) => [line(id, r, 'NAT gateway-hours', PRICES.natGatewayHour, HOURS_PER_MONTH)],
@@ -220,24 +250,33 @@ const PRICERS: Record<string, Pricer> = {
       .find(([, s]) => JSON.stringify(s.Properties.ResourceId).includes(`"${id}"`));
     const tasks = Number(target?.[1].Properties.MinCapacity ?? r.Properties.DesiredCount ?? 0);
     if (tasks === 0) return [];
-    const td = t.resources[t.target(r.Properties.TaskDefinition) ?? ''];
-    const vcpu = Number(td?.Properties.Cpu ?? 256) / 1024;
-    const gb = Number(td?.Properties.Memory ?? 512) / 1024;
-    const taskHour = vcpu * PRICES.fargateArmVcpuHour.usd + gb * PRICES.fargateArmGbHour.usd;
-    const ipv4 = r.Properties.NetworkConfiguration?.AwsvpcConfiguration?.AssignPublicIp === 'ENABLED';
-    return [
-      line(
-        id,
-        r,
-        `${tasks} Fargate task(s) always on, ${vcpu} vCPU / ${gb} GB arm64${ipv4 ? ' + public IPv4' : ''}`,
-        {
-          usd: round(taskHour + (ipv4 ? PRICES.publicIpv4Hour.usd : 0), 5),
-          unit: 'task-hour',
-          source: PRICES.fargateArmVcpuHour.source,
-        },
-        tasks * HOURS_PER_MONTH,
-      ),
-    ];
+    const f = serviceShape(t, r);
+    const onDemand = Math.min(tasks, f.onDemandBase);
+    const spot = tasks - onDemand;
+    const shape = `${f.vcpu} vCPU / ${f.gb} GB arm64${f.publicIp ? ' + public IPv4' : ''}`;
+    const ipv4 = f.publicIp ? PRICES.publicIpv4Hour.usd : 0;
+    const out: ResourceCost[] = [];
+    if (onDemand > 0)
+      out.push(
+        line(
+          id,
+          r,
+          `${onDemand} Fargate task(s) always on, ${shape}`,
+          { usd: round(f.onDemandHour + ipv4, 5), unit: 'task-hour', source: PRICES.fargateArmVcpuHour.source },
+          onDemand * HOURS_PER_MONTH,
+        ),
+      );
+    if (spot > 0)
+      out.push(
+        line(
+          id,
+          r,
+          `${spot} Fargate Spot task(s) always on, ${shape}`,
+          { usd: round(f.spotHour + ipv4, 5), unit: 'task-hour', source: PRICES.fargateSpotArmVcpuHour.source },
+          spot * HOURS_PER_MONTH,
+        ),
+      );
+    return out;
   },
   'AWS::ECS::Cluster': (id, r, t) => {
     const insights = (r.Properties.ClusterSettings ?? []).some(
@@ -294,6 +333,86 @@ const PRICERS: Record<string, Pricer> = {
     ];
   },
 };
+
+/**
+ * The CloudWatch metrics a provisioned cluster's monitoring level adds to the free DEFAULT ones (ASSUMPTIONS.mskMetrics),
+ * counted on the topics the stack creates (per-app topics add theirs as apps appear).
+ */
+function mskMetrics(id: string, r: Cfn, t: Tmpl, brokers: number): ResourceCost[] {
+  const level = String(r.Properties.EnhancedMonitoring ?? 'DEFAULT');
+  if (level === 'DEFAULT') return [];
+  const topics = t.ofType('Custom::KafkaTopics')[0]?.[1].Properties;
+  const names: string[] = topics?.Topics ?? [];
+  const partitions = names.reduce(
+    (n, name) => n + Number(topics?.TopicPartitions?.[name] ?? topics?.Partitions ?? 1),
+    0,
+  );
+  const m = ASSUMPTIONS.mskMetrics;
+  let metrics = brokers * m.perBroker;
+  if (level !== 'PER_BROKER') metrics += brokers * names.length * m.perTopicPerBroker;
+  if (level === 'PER_TOPIC_PER_PARTITION') metrics += partitions * m.perPartitionPerGroup;
+  return [line(id, r, `MSK ${level} metrics: ~${metrics} (estimate)`, PRICES.customMetricMonth, metrics)];
+}
+
+/** A Fargate service's task shape and what a task-hour of it costs, on-demand and on Spot. */
+interface ServiceShape {
+  vcpu: number;
+  gb: number;
+  publicIp: boolean;
+  /** Whether a capacity provider strategy puts tasks on FARGATE_SPOT. */
+  spot: boolean;
+  /** Tasks on on-demand Fargate before Spot takes the rest (all of them without Spot). */
+  onDemandBase: number;
+  onDemandHour: number;
+  spotHour: number;
+}
+
+function serviceShape(t: Tmpl, svc: Cfn): ServiceShape {
+  const td = t.resources[t.target(svc.Properties.TaskDefinition) ?? ''];
+  const vcpu = Number(td?.Properties.Cpu ?? 256) / 1024;
+  const gb = Number(td?.Properties.Memory ?? 512) / 1024;
+  const strategy: Cfn[] = svc.Properties.CapacityProviderStrategy ?? [];
+  const spot = strategy.some((s) => s.CapacityProvider === 'FARGATE_SPOT' && Number(s.Weight ?? 0) > 0);
+  const base = Number(strategy.find((s) => s.CapacityProvider === 'FARGATE')?.Base ?? 0);
+  return {
+    vcpu,
+    gb,
+    publicIp: svc.Properties.NetworkConfiguration?.AwsvpcConfiguration?.AssignPublicIp === 'ENABLED',
+    spot,
+    onDemandBase: spot ? base : Number.POSITIVE_INFINITY,
+    onDemandHour: vcpu * PRICES.fargateArmVcpuHour.usd + gb * PRICES.fargateArmGbHour.usd,
+    spotHour: vcpu * PRICES.fargateSpotArmVcpuHour.usd + gb * PRICES.fargateSpotArmGbHour.usd,
+  };
+}
+
+/** The crawler fleet of a template: its service's shape, its scaling bounds and its container's variables. */
+export interface CrawlerFleet extends ServiceShape {
+  minTasks: number;
+  maxTasks: number;
+  /** A variable of the crawler container: undefined when it does not set it. */
+  env(name: string): string | undefined;
+}
+
+/** The crawler fleet of a template, or undefined without one. */
+export function crawlerFleet(template: Cfn): CrawlerFleet | undefined {
+  const t = new Tmpl(template.Resources);
+  const crawlerTask = (td: Cfn | undefined) =>
+    (td?.Properties.ContainerDefinitions ?? []).some((c: Cfn) => c.Name === 'crawler');
+  const found = t
+    .ofType('AWS::ECS::Service')
+    .find(([, s]) => crawlerTask(t.resources[t.target(s.Properties.TaskDefinition) ?? '']));
+  if (!found) return undefined;
+  const [id, svc] = found;
+  const target = t
+    .ofType('AWS::ApplicationAutoScaling::ScalableTarget')
+    .find(([, s]) => JSON.stringify(s.Properties.ResourceId).includes(`"${id}"`));
+  return {
+    ...serviceShape(t, svc),
+    minTasks: Number(target?.[1].Properties.MinCapacity ?? svc.Properties.DesiredCount ?? 0),
+    maxTasks: Number(target?.[1].Properties.MaxCapacity ?? svc.Properties.DesiredCount ?? 1),
+    env: (name) => crawlerVariable(t, name) ?? undefined,
+  };
+}
 
 /** A replication group's shards and nodes as CloudFormation creates them, with the partitions of its clients. */
 function cacheLayout(r: Cfn, t: Tmpl): CacheLayout {
@@ -359,29 +478,18 @@ function perMillionPages(t: Tmpl, o: CostOptions, ratio: number): PageCost[] {
   }
   if (t.ofType('AWS::EC2::NatGateway').length > 0)
     out.push({
-      component: 'NAT gateway bytes (pages fetched)',
-      usd_per_million_pages: rawGb * PRICES.natGatewayGb.usd,
+      component: `NAT gateway bytes (pages fetched, compressed transfer ÷${FETCHED_TRANSFER_RATIO})`,
+      usd_per_million_pages: (rawGb / FETCHED_TRANSFER_RATIO) * PRICES.natGatewayGb.usd,
     });
-  const crawlerTask = (td: Cfn | undefined) =>
-    (td?.Properties.ContainerDefinitions ?? []).some((c: Cfn) => c.Name === 'crawler');
-  const fleet = t
-    .ofType('AWS::ECS::Service')
-    .find(([, s]) => crawlerTask(t.resources[t.target(s.Properties.TaskDefinition) ?? '']));
+  const fleet = crawlerFleet({ Resources: t.resources });
   if (fleet) {
-    const [, svc] = fleet;
-    const td = t.resources[t.target(svc.Properties.TaskDefinition) ?? ''] as Cfn;
-    const vcpu = Number(td.Properties.Cpu) / 1024;
-    const gb = Number(td.Properties.Memory) / 1024;
-    // CPU-bound floor: a task busy crawling; politeness waits make real crawls slower, not more CPU.
-    const taskHours = (pages * o.cpuMsPerPage) / 1000 / 3600 / vcpu;
-    const ipv4 = svc.Properties.NetworkConfiguration?.AwsvpcConfiguration?.AssignPublicIp === 'ENABLED';
+    // CPU-bound: a task busy crawling. The fleet's floor of one task while anything is queued is a monthly cost, not
+    // a per-page one: `npm run cost -- --pages-per-month N` prices it (./cost-volume.ts).
+    const taskHours = (pages * o.cpuMsPerPage) / 1000 / 3600 / fleet.vcpu;
+    const hour = fleet.spot && fleet.onDemandBase === 0 ? fleet.spotHour : fleet.onDemandHour;
     out.push({
-      component: `Fargate crawler tasks (${o.cpuMsPerPage} ms CPU per page, CPU-bound)`,
-      usd_per_million_pages:
-        taskHours *
-        (vcpu * PRICES.fargateArmVcpuHour.usd +
-          gb * PRICES.fargateArmGbHour.usd +
-          (ipv4 ? PRICES.publicIpv4Hour.usd : 0)),
+      component: `Fargate crawler task time (${o.cpuMsPerPage} ms CPU per page, CPU-bound${fleet.spot && fleet.onDemandBase === 0 ? ', Spot' : ''})`,
+      usd_per_million_pages: taskHours * (hour + (fleet.publicIp ? PRICES.publicIpv4Hour.usd : 0)),
     });
   }
   return out.map((c) => ({ ...c, usd_per_million_pages: round(c.usd_per_million_pages, 4) }));

@@ -13,6 +13,7 @@ import { join } from 'node:path';
 import { parseArgs } from 'node:util';
 import { App } from 'aws-cdk-lib';
 import { type CostOptions, type CostReport, DEFAULT_OPTIONS, priceTemplate, type ResourceCost } from './cost-model.ts';
+import { DEFAULT_VOLUME, priceVolume, type VolumeOptions, type VolumeReport } from './cost-volume.ts';
 import { PRICES_DATE, PRICES_REGION } from './prices.ts';
 import { REPO_ROOT } from './repo-root.ts';
 import { readSettings } from './settings.ts';
@@ -20,7 +21,11 @@ import { CrawlClusterStack } from './stack.ts';
 
 const USAGE = `usage: npm run cost -- [--profile small|standard] [-c key=value ...] [--json | --markdown]
   [--page-kb ${DEFAULT_OPTIONS.pageKb}] [--compression none|gzip|zstd] [--compression-ratio N]
-  [--retention-hours ${DEFAULT_OPTIONS.retentionHours}] [--consumers ${DEFAULT_OPTIONS.consumers}] [--cpu-ms-per-page ${DEFAULT_OPTIONS.cpuMsPerPage}]`;
+  [--retention-hours ${DEFAULT_OPTIONS.retentionHours}] [--consumers ${DEFAULT_OPTIONS.consumers}] [--cpu-ms-per-page ${DEFAULT_OPTIONS.cpuMsPerPage}]
+  [--pages-per-month N [--crawl-hours ${DEFAULT_VOLUME.crawlHours}] [--domains N] [--sink warc|jsonl|none]]`;
+
+/** The stack's synth warnings that bear on the bill at a volume (cdk/stack.ts). */
+const VOLUME_WARNINGS = /^crawl-cluster:(brokerStorage|serverlessPartitionSize|appTopicPartitions|firehosePartitions)$/;
 
 /** `-c key=value` pairs as the CDK CLI passes them: strings, the first `=` splits. */
 export function parseContext(pairs: string[]): Record<string, string> {
@@ -39,6 +44,14 @@ export function parseContext(pairs: string[]): Record<string, string> {
  * region is CDK_DEFAULT_REGION's, else the prices' region.
  */
 export function synthTemplate(context: Record<string, unknown>): Record<string, unknown> {
+  return synthesize(context).template;
+}
+
+/** {@link synthTemplate}, with the stack's synth warnings (their ids and texts). */
+export function synthesize(context: Record<string, unknown>): {
+  template: Record<string, unknown>;
+  warnings: { id: string; text: string }[];
+} {
   const cdkJson = JSON.parse(readFileSync(join(REPO_ROOT, 'cdk.json'), 'utf8')) as { context: Record<string, unknown> };
   const app = new App({
     outdir: undefined,
@@ -49,7 +62,53 @@ export function synthTemplate(context: Record<string, unknown>): Record<string, 
     settings: readSettings(app.node),
     env: { account: '123456789012', region: process.env.CDK_DEFAULT_REGION ?? PRICES_REGION },
   });
-  return app.synth().getStackByName(name).template as Record<string, unknown>;
+  const stack = app.synth().getStackByName(name);
+  const warnings = stack.messages
+    .filter((m) => m.level === 'warning')
+    .map((m) => {
+      const text = String(m.entry.data);
+      const id = /\[ack: ([^\]]+)\]/.exec(text)?.[1] ?? '';
+      return { id, text: text.replace(/\s*\[ack: [^\]]+\]\s*$/, '') };
+    });
+  return { template: stack.template as Record<string, unknown>, warnings };
+}
+
+/** The bill at a volume as JSON: the total, the lines the pages add, the warnings (not the floor's resources). */
+export function volumeJson(report: VolumeReport): Omit<VolumeReport, 'floor'> {
+  const { floor: _floor, ...rest } = report;
+  return rest;
+}
+
+/** The bill at a volume as text: the floor in one line, then each line the pages add. */
+export function volumeText(report: VolumeReport, title: string): string {
+  const w = Math.max(...report.at_volume.map((l) => l.what.length), 20);
+  const units = (n: number) => (n >= 100 ? Math.round(n).toLocaleString('en-US') : String(n));
+  return [
+    `${title} at ${report.pages_per_month.toLocaleString('en-US')} pages a month (${PRICES_REGION} list prices of ${PRICES_DATE}, cdk/prices.ts)`,
+    '',
+    `${'idle floor (npm run cost without --pages-per-month)'.padEnd(w)}  ${''.padStart(28)}  ${usd(report.idle_usd_per_month).padStart(10)}`,
+    ...report.at_volume.map(
+      (l) =>
+        `${l.what.padEnd(w)}  ${`${units(l.units_per_month)} ${l.unit}`.padStart(28)}  ${usd(l.usd_per_month).padStart(10)}`,
+    ),
+    `${'a month'.padEnd(w)}  ${''.padStart(28)}  ${usd(report.monthly_usd).padStart(10)}`,
+    `${'per million pages beyond the idle floor'.padEnd(w)}  ${''.padStart(28)}  ${usd(report.usd_per_million_pages_beyond_floor, 4).padStart(10)}`,
+    ...(report.warnings.length > 0 ? ['', 'warnings:', ...report.warnings.map((x) => `  - ${x}`)] : []),
+  ].join('\n');
+}
+
+/** The bill at a volume as a markdown table (docs/cost.md). */
+export function volumeMarkdown(report: VolumeReport, title: string): string {
+  return [
+    `**${title}** at ${report.pages_per_month.toLocaleString('en-US')} pages a month: **${usd(report.monthly_usd)} a month** (idle floor ${usd(report.idle_usd_per_month)}, ${usd(report.usd_per_million_pages_beyond_floor)} a million pages beyond it).`,
+    '',
+    '| At volume | Units a month | $/month |',
+    '| --- | --- | --- |',
+    ...report.at_volume.map(
+      (l) => `| ${l.what} | ${l.units_per_month.toLocaleString('en-US')} ${l.unit} | ${usd(l.usd_per_month)} |`,
+    ),
+    ...(report.warnings.length > 0 ? ['', ...report.warnings.map((x) => `- Warning: ${x}`)] : []),
+  ].join('\n');
 }
 
 const usd = (n: number, digits = 2) => `$${n.toFixed(digits)}`;
@@ -148,6 +207,10 @@ function main(argv: string[]): void {
       'retention-hours': { type: 'string' },
       consumers: { type: 'string' },
       'cpu-ms-per-page': { type: 'string' },
+      'pages-per-month': { type: 'string' },
+      'crawl-hours': { type: 'string' },
+      domains: { type: 'string' },
+      sink: { type: 'string' },
       help: { type: 'boolean', short: 'h', default: false },
     },
   });
@@ -174,6 +237,30 @@ function main(argv: string[]): void {
   set('consumers', num(values.consumers, 'consumers'));
   set('cpuMsPerPage', num(values['cpu-ms-per-page'], 'cpu-ms-per-page'));
 
+  const pagesPerMonth = num(values['pages-per-month'], 'pages-per-month');
+  if (pagesPerMonth !== undefined) {
+    // The stack sizes broker storage for the volume unless -c says otherwise.
+    context.pagesPerMonth ??= String(Math.round(pagesPerMonth));
+    const sink = values.sink ?? DEFAULT_VOLUME.sink;
+    if (!['warc', 'jsonl', 'none'].includes(sink)) throw new Error('--sink must be warc, jsonl or none');
+    const volume: Partial<VolumeOptions> & Pick<VolumeOptions, 'pagesPerMonth'> = {
+      ...options,
+      pagesPerMonth,
+      sink: sink as VolumeOptions['sink'],
+    };
+    const crawlHours = num(values['crawl-hours'], 'crawl-hours');
+    if (crawlHours !== undefined) volume.crawlHours = crawlHours;
+    const domains = num(values.domains, 'domains');
+    if (domains !== undefined) volume.domains = domains;
+    const { template, warnings } = synthesize(context);
+    const report = priceVolume(template, volume);
+    report.warnings.unshift(...warnings.filter((x) => VOLUME_WARNINGS.test(x.id)).map((x) => x.text));
+    const name = `profile ${String(context.profile ?? 'standard')}`;
+    if (values.json) console.log(JSON.stringify(volumeJson(report), null, 2));
+    else if (values.markdown) console.log(volumeMarkdown(report, name));
+    else console.log(volumeText(report, name));
+    return;
+  }
   const report = priceTemplate(synthTemplate(context), options);
   const title = `profile ${String(context.profile ?? 'standard')}${Object.keys(context).length > (context.profile ? 1 : 0) ? ' with -c flags' : ''}`;
   if (values.json) console.log(JSON.stringify(report, null, 2));

@@ -26,6 +26,9 @@ const LAMBDA = 'https://aws.amazon.com/lambda/pricing/';
 const FARGATE = 'https://aws.amazon.com/fargate/pricing/ (Linux/ARM)';
 const CLOUDWATCH = 'https://aws.amazon.com/cloudwatch/pricing/';
 const EC2 = 'https://aws.amazon.com/ec2/pricing/on-demand/ (data transfer)';
+const FARGATE_SPOT =
+  'https://aws.amazon.com/fargate/pricing/ (Fargate Spot, Linux/ARM: the price varies with supply; 70 % below on-demand, the discount AWS advertises)';
+const S3 = 'https://aws.amazon.com/s3/pricing/ (S3 Standard)';
 
 export const PRICES = {
   mskServerlessClusterHour: { usd: 0.75, unit: 'cluster-hour', source: MSK },
@@ -45,6 +48,16 @@ export const PRICES = {
   lambdaArmGbSecond: { usd: 0.0000133334, unit: 'GB-second (arm64)', source: LAMBDA },
   fargateArmVcpuHour: { usd: 0.03238, unit: 'vCPU-hour', source: FARGATE },
   fargateArmGbHour: { usd: 0.00356, unit: 'GB-hour', source: FARGATE },
+  fargateSpotArmVcpuHour: { usd: 0.009714, unit: 'vCPU-hour (Spot)', source: FARGATE_SPOT },
+  fargateSpotArmGbHour: { usd: 0.001068, unit: 'GB-hour (Spot)', source: FARGATE_SPOT },
+  s3PutThousand: { usd: 0.005, unit: '1,000 PUT requests', source: S3 },
+  s3StorageGbMonth: { usd: 0.023, unit: 'GB-month', source: S3 },
+  ec2M7gLargeHour: {
+    usd: 0.0816,
+    unit: 'm7g.large instance-hour',
+    source: 'https://aws.amazon.com/ec2/pricing/on-demand/',
+  },
+  ebsGp3GbMonth: { usd: 0.08, unit: 'GB-month (gp3)', source: 'https://aws.amazon.com/ebs/pricing/' },
   nlbHour: { usd: 0.0225, unit: 'load balancer-hour', source: 'https://aws.amazon.com/elasticloadbalancing/pricing/' },
   nlbLcuHour: { usd: 0.006, unit: 'NLCU-hour', source: 'https://aws.amazon.com/elasticloadbalancing/pricing/' },
   secretMonth: { usd: 0.4, unit: 'secret-month', source: 'https://aws.amazon.com/secrets-manager/pricing/' },
@@ -85,6 +98,10 @@ export const VALKEY_NODE_HOUR: Record<string, number> = {
  * - idleMetrics: Powertools metrics each scheduled function publishes every run at idle (functions/<name>/handler.ts).
  * - containerInsightsMetrics: Container Insights metrics of a cluster and of each service (estimate).
  * - imageGb: the crawler image in ECR (functions/crawler/Dockerfile, compressed layers).
+ * - mskMetrics: CloudWatch metrics provisioned MSK publishes beyond the free DEFAULT level (MSK Developer Guide,
+ *   "Amazon MSK metrics for monitoring with CloudWatch"): per broker at PER_BROKER (those published without
+ *   throttling), per topic and broker at PER_TOPIC_PER_BROKER, per partition and consumer group at
+ *   PER_TOPIC_PER_PARTITION.
  */
 export const ASSUMPTIONS = {
   pollersPerEpu: 10,
@@ -92,6 +109,7 @@ export const ASSUMPTIONS = {
   idleMetrics: { expire: 2, stats: 10, reclaim: 1 } as Record<string, number>,
   containerInsightsMetrics: { cluster: 8, perService: 11 },
   imageGb: 0.35,
+  mskMetrics: { perBroker: 38, perTopicPerBroker: 3, perPartitionPerGroup: 2 },
 };
 
 /**
@@ -126,6 +144,7 @@ export const FREE_TYPES = [
   'AWS::EC2::VPCGatewayAttachment',
   'AWS::EC2::FlowLog',
   'AWS::ECS::TaskDefinition',
+  'AWS::ECS::ClusterCapacityProviderAssociations',
   'AWS::ElastiCache::ParameterGroup',
   'AWS::ElastiCache::SubnetGroup',
   'AWS::ElasticLoadBalancingV2::Listener',

@@ -38,5 +38,7 @@ export const PROFILES: Record<Profile, Record<string, unknown>> = {
     dashboard: false,
     urlFrontier: false,
     maxTasks: 4,
+    // Crawlers on Fargate Spot: an interruption is a SIGTERM two minutes ahead, drained like any stop.
+    crawlerCapacity: 'spot',
   },
 };

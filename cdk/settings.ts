@@ -46,8 +46,23 @@ export interface Settings {
   kafkaBrokers: number;
   /** Provisioned MSK only. @default 'kafka.m7g.large' */
   kafkaInstanceType: string;
-  /** Provisioned MSK only: EBS GiB per broker. @default 100 */
+  /**
+   * Provisioned MSK only: EBS GiB per broker. With `pagesPerMonth` and no value given, the stack raises it to what
+   * the firehose's retention needs at that volume (cdk/kafka-sizing.ts); a value given too small gets a synth
+   * warning. @default 100
+   */
   kafkaVolumeGiB: number;
+  /**
+   * Hours every topic keeps a message (`retention.ms` of the topics the stack creates): what broker storage and MSK
+   * Serverless storage are sized and billed for. @default 168 (Kafka's default)
+   */
+  retentionHours: number;
+  /**
+   * The pages a month the deployment is sized for: provisioned brokers get the storage the retention needs at that
+   * volume, and MSK Serverless is checked against its largest partition. `npm run cost -- --pages-per-month N` sets
+   * it. @default none (no sizing; synth says what the storage holds)
+   */
+  pagesPerMonth?: number;
   /**
    * Provisioned MSK only: CloudWatch monitoring level. DEFAULT is free; the per-topic levels feed the dashboard's
    * ingest and pages graphs and are billed as CloudWatch metrics. @default 'PER_TOPIC_PER_BROKER'
@@ -126,6 +141,13 @@ export interface Settings {
   taskCpu: number;
   /** @default 2048: the crawler's memory budgets are shares of it (RSS 80 %, bodies being read 25 %) */
   taskMemoryMiB: number;
+  /**
+   * Where crawler tasks run: `spot` (Fargate Spot, a capacity provider strategy; an interruption is a SIGTERM two
+   * minutes ahead, which the crawler drains like any stop) or `on-demand` (Fargate). @default 'on-demand'
+   */
+  crawlerCapacity: 'spot' | 'on-demand';
+  /** With `crawlerCapacity=spot`: the first this many tasks run on on-demand Fargate, the rest on Spot. @default 0 */
+  crawlerOnDemandBase: number;
   /** Fleet floor; 0 lets the fleet scale to zero when the frontier is empty. @default 0 */
   minTasks: number;
   /** @default 10 */
@@ -435,6 +457,8 @@ export function readSettings(source: Node | Record<string, unknown>): Settings {
     kafkaBrokers,
     kafkaInstanceType: str(get, 'kafkaInstanceType', 'kafka.m7g.large', /^kafka\.[a-z0-9]+\.[a-z0-9]+$/),
     kafkaVolumeGiB: int(get, 'kafkaVolumeGiB', 100, 1, 16384),
+    retentionHours: int(get, 'retentionHours', 168, 1, 87_600),
+    pagesPerMonth: get('pagesPerMonth') === undefined ? undefined : int(get, 'pagesPerMonth', 0, 1, 1e13),
     kafkaMonitoring: str(
       get,
       'kafkaMonitoring',
@@ -466,6 +490,8 @@ export function readSettings(source: Node | Record<string, unknown>): Settings {
     containerInsights: bool(get, 'containerInsights', true),
     taskCpu,
     taskMemoryMiB: int(get, 'taskMemoryMiB', 2048, 512, 122_880),
+    crawlerCapacity: str(get, 'crawlerCapacity', 'on-demand', /^(spot|on-demand)$/) as Settings['crawlerCapacity'],
+    crawlerOnDemandBase: int(get, 'crawlerOnDemandBase', 0, 0, 1000),
     minTasks,
     maxTasks,
     crawlerConcurrencyMin,

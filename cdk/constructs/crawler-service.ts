@@ -21,8 +21,11 @@ import type { Kafka } from './kafka.ts';
 import type { Network } from './network.ts';
 import type { Storage } from './storage.ts';
 
-/** SIGTERM to SIGKILL: the crawler's drain deadline plus time to flush the producer and exit; Fargate allows 120 s. */
-function stopTimeoutSeconds(shutdownDeadlineMs: number): number {
+/**
+ * SIGTERM to SIGKILL: the crawler's drain deadline plus time to flush the producer and exit; Fargate allows 120 s,
+ * which is also the warning a Fargate Spot interruption gives.
+ */
+export function stopTimeoutSeconds(shutdownDeadlineMs: number): number {
   return Math.min(120, Math.ceil(shutdownDeadlineMs / 1000) + 20);
 }
 
@@ -69,6 +72,8 @@ export interface CrawlerServiceProps {
   bodyWriters: string;
   /** The secret holding CRAWLER_PROXIES and CRAWLER_PROXY_GROUPS (context proxiesSecret): its name or complete ARN. */
   proxiesSecret?: string;
+  /** Capacity providers (Fargate Spot) instead of the Fargate launch type. @default the Fargate launch type */
+  capacityProviderStrategies?: ecs.CapacityProviderStrategy[];
 }
 
 /** The ECS secrets of the proxy variables, read from the JSON keys of the same names of the secret `nameOrArn`. */
@@ -156,6 +161,7 @@ export function crawlerService(
     securityGroups: [network.crawlerSecurityGroup],
     propagateTags: ecs.PropagatedTagSource.SERVICE,
     enableExecuteCommand: false,
+    ...(props.capacityProviderStrategies ? { capacityProviderStrategies: props.capacityProviderStrategies } : {}),
   });
   service.node.addDependency(kafka.topicsResource);
   if (props.serviceLinkedRole) service.node.addDependency(props.serviceLinkedRole);

@@ -44,6 +44,8 @@ export interface FleetProps
     | 'crawlerImage'
     | 'containerInsights'
     | 'proxiesSecret'
+    | 'crawlerCapacity'
+    | 'crawlerOnDemandBase'
   > {
   network: Network;
   kafka: Kafka;
@@ -160,6 +162,22 @@ export function statsMetric(name: (typeof STATS_METRICS)[number], statistic = 'M
   });
 }
 
+/**
+ * Where the crawler tasks run with `crawlerCapacity=spot`: Fargate Spot, but for the first `crawlerOnDemandBase`
+ * tasks on on-demand Fargate; undefined (the Fargate launch type) otherwise. A Spot interruption is a SIGTERM two
+ * minutes ahead, then SIGKILL after the container's stop timeout (at most 120 s, ./crawler-service.ts): the crawler
+ * drains as on any stop, and what it does not finish goes back to the queue.
+ */
+function spotStrategy(props: FleetProps): ecs.CapacityProviderStrategy[] | undefined {
+  if (props.crawlerCapacity !== 'spot') return undefined;
+  return [
+    { capacityProvider: 'FARGATE_SPOT', weight: 1 },
+    ...(props.crawlerOnDemandBase > 0
+      ? [{ capacityProvider: 'FARGATE', base: props.crawlerOnDemandBase, weight: 0 }]
+      : []),
+  ];
+}
+
 export class Fleet extends Construct {
   readonly cluster: ecs.Cluster;
   readonly service: ecs.FargateService;
@@ -183,6 +201,7 @@ export class Fleet extends Construct {
     this.cluster = new ecs.Cluster(this, 'Cluster', {
       vpc: network.vpc,
       containerInsightsV2: props.containerInsights ? ecs.ContainerInsights.ENABLED : ecs.ContainerInsights.DISABLED,
+      enableFargateCapacityProviders: props.crawlerCapacity === 'spot',
     });
     if (!props.containerInsights)
       acknowledge(
@@ -220,6 +239,7 @@ export class Fleet extends Construct {
         CRAWLER_CONCURRENCY_MAX: String(props.crawlerConcurrencyMax),
       },
       bodyWriters: 'Crawlers',
+      capacityProviderStrategies: spotStrategy(props),
     });
     this.taskDefinition = crawlers.taskDefinition;
     this.service = crawlers.service;

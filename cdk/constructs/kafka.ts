@@ -48,24 +48,6 @@ const MSK_SERVERLESS_REGIONS = [
   'eu-west-3',
 ];
 
-/** MSK Serverless's ingress limit per partition (MSK Developer Guide, MSK Serverless quota), bytes per second. */
-const MSK_SERVERLESS_PARTITION_INGRESS = 5 * 1024 * 1024;
-
-/**
- * Pages a second one crawler task may publish at its peak on the real web: CRAWLER_CONCURRENCY_MAX fetch slots (256)
- * with responses taking ~0.3 s. An upper bound for partition sizing, not a throughput promise.
- */
-const PEAK_PAGES_PER_TASK_SECOND = 850;
-
-/**
- * Partitions the crawled firehose needs so that `maxTasks` crawler tasks at their peak are not capped by MSK
- * Serverless's per-partition ingress, for pages of `pageKb` KB shrunk `ratio` times by KAFKA_COMPRESSION.
- */
-export function firehosePartitionsNeeded(maxTasks: number, pageKb: number, ratio: number): number {
-  const bytesPerSecond = (maxTasks * PEAK_PAGES_PER_TASK_SECOND * pageKb * 1024) / ratio;
-  return Math.max(1, Math.ceil(bytesPerSecond / MSK_SERVERLESS_PARTITION_INGRESS));
-}
-
 /** MSK's IAM listener (TLS), on Serverless and provisioned clusters alike. */
 export const MSK_IAM_PORT = 9098;
 
@@ -80,7 +62,12 @@ export interface KafkaProps {
   /** Provisioned only. */
   monitoring: Settings['kafkaMonitoring'];
   topicPrefix: string;
+  /** Partitions of the control topics (incoming, outbound_firehose, actions, rejected) and of per-app topics. */
   topicPartitions: number;
+  /** Partitions of the crawled firehose, sized for the fleet's throughput (cdk/stack.ts). */
+  firehosePartitions: number;
+  /** `retention.ms` of every topic the stack creates, in hours. */
+  retentionHours: number;
   /** Security groups allowed to reach the brokers. */
   clients: ec2.ISecurityGroup[];
   logRetention: logs.RetentionDays;
@@ -92,8 +79,15 @@ export class Kafka extends Construct {
   /** `host:port,...` of the IAM listener. */
   readonly bootstrapBrokers: string;
   readonly topicPrefix: string;
-  /** Partitions of every topic it creates; per-app topics created on first use get as many (lib/kafka/app-topics.ts). */
+  readonly mode: KafkaProps['mode'];
+  /** Provisioned brokers (0 on MSK Serverless). */
+  readonly brokers: number;
+  /**
+   * Partitions of the control topics; per-app topics created on first use get as many (lib/kafka/app-topics.ts).
+   */
   readonly topicPartitions: number;
+  /** Partitions of the crawled firehose. */
+  readonly firehosePartitions: number;
   readonly topics: ClusterTopics;
   /** Depend on this before consuming or producing: the topics exist once it is created. */
   readonly topicsResource: CustomResource;
@@ -106,7 +100,10 @@ export class Kafka extends Construct {
     super(scope, id);
     const { network } = props;
     this.topicPrefix = props.topicPrefix;
+    this.mode = props.mode;
+    this.brokers = props.mode === 'provisioned' ? props.brokers : 0;
     this.topicPartitions = props.topicPartitions;
+    this.firehosePartitions = props.firehosePartitions;
     this.topics = clusterTopics(props.topicPrefix);
     // MSK cluster names: letters, digits and hyphens, at most 64 characters, unique in the account and region.
     this.clusterName = uniqueName(Stack.of(this).stackName, 'kafka', stackHash(this), 64);
@@ -237,8 +234,14 @@ export class Kafka extends Construct {
     return new CustomResource(this, 'Topics', {
       serviceToken: provider.serviceToken,
       resourceType: 'Custom::KafkaTopics',
-      // Any change of the list or the partition count re-runs the (idempotent) creation.
-      properties: { Topics: topicNames, Partitions: props.topicPartitions },
+      // Any change of the list, the partition counts or the retention re-runs the (idempotent) creation; topics that
+      // exist keep theirs.
+      properties: {
+        Topics: topicNames,
+        Partitions: props.topicPartitions,
+        TopicPartitions: { [this.topics.crawledFirehose]: props.firehosePartitions },
+        RetentionHours: props.retentionHours,
+      },
     });
   }
 

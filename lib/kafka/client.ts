@@ -196,10 +196,16 @@ export function renewingProducer<P extends ProducerCalls>(make: () => P): Produc
 }
 
 /**
- * Creates the topics that do not exist yet; existing ones are left as they are.
+ * Creates the topics that do not exist yet, with `config` (topic configs such as `retention.ms`) when given; existing
+ * ones are left as they are.
  * @returns the names that were created
  */
-export async function ensureTopics(admin: Admin, topics: string[], partitions: number): Promise<string[]> {
+export async function ensureTopics(
+  admin: Admin,
+  topics: string[],
+  partitions: number,
+  config: Record<string, string> = {},
+): Promise<string[]> {
   const existing = new Set(await admin.listTopics());
   const missing = topics.filter((t) => !existing.has(t));
   if (missing.length === 0) return [];
@@ -207,7 +213,13 @@ export async function ensureTopics(admin: Admin, topics: string[], partitions: n
     await admin.createTopics({
       waitForLeaders: true,
       // No replicationFactor: the broker default applies (1 locally, 3 on MSK).
-      topics: missing.map((topic) => ({ topic, numPartitions: partitions })),
+      topics: missing.map((topic) => ({
+        topic,
+        numPartitions: partitions,
+        ...(Object.keys(config).length > 0
+          ? { configEntries: Object.entries(config).map(([name, value]) => ({ name, value })) }
+          : {}),
+      })),
     });
   } catch (error) {
     // Created, but the broker kafkajs asked for their leaders had not learned of them yet, and kafkajs does not retry

@@ -9,7 +9,7 @@ import { join } from 'node:path';
 import { App } from 'aws-cdk-lib';
 import { Annotations, Match } from 'aws-cdk-lib/assertions';
 import { describe, expect, it } from 'vitest';
-import { firehosePartitionsNeeded } from '../../cdk/constructs/kafka.ts';
+import { firehosePartitionsNeeded } from '../../cdk/kafka-sizing.ts';
 import { REPO_ROOT } from '../../cdk/repo-root.ts';
 import { readSettings } from '../../cdk/settings.ts';
 import { CrawlClusterStack } from '../../cdk/stack.ts';
@@ -185,23 +185,45 @@ describe('context flags', () => {
 });
 
 describe('firehose partitions on MSK Serverless', () => {
-  const partitions = (context: Record<string, unknown>) =>
-    Object.values(synthStack(context).template.findResources('Custom::KafkaTopics'))[0]?.Properties.Partitions;
+  const topics = (context: Record<string, unknown>) =>
+    Object.values(synthStack(context).template.findResources('Custom::KafkaTopics'))[0]?.Properties as Cfn;
+  const firehose = (context: Record<string, unknown>) => topics(context).TopicPartitions['demo.crawled_firehose'];
 
-  it('are sized so maxTasks crawlers at their peak stay under 5 MB/s a partition', () => {
-    // 10 tasks x 850 pages/s x 28 KB / 3.5 (gzip, as the crawl compresses) = 66 MB/s: 14 partitions.
-    expect(firehosePartitionsNeeded(10, 28, 3.5)).toBe(14);
-    expect(firehosePartitionsNeeded(10, 28, 1)).toBe(47);
-    expect(partitions({})).toBe(14);
-    expect(partitions({ maxTasks: 4 })).toBe(6);
-    expect(partitions({ runtimeEnv: { KAFKA_COMPRESSION: 'zstd' } })).toBe(3);
-    expect(partitions({ topicPartitions: 20 })).toBe(20);
+  it('are sized so maxTasks crawlers at their peak stay under 5 MB/s a partition; control topics stay small', () => {
+    // 10 tasks x 400 pages/s x 28 KB / 3.5 (gzip, as the crawl compresses) = 32.8 MB/s: 7 partitions.
+    expect(firehosePartitionsNeeded(10, 28, 3.5)).toBe(7);
+    expect(firehosePartitionsNeeded(10, 28, 1)).toBe(22);
+    expect(firehose({})).toBe(7);
+    expect(topics({}).Partitions).toBe(3);
+    expect(topics({}).Topics).toHaveLength(5);
+    expect(firehose({ maxTasks: 4 })).toBe(3);
+    expect(firehose({ runtimeEnv: { KAFKA_COMPRESSION: 'zstd' } })).toBe(3);
+    expect(firehose({ topicPartitions: 20 })).toBe(20);
   });
 
   it('raise a value given too low, with a warning; provisioned MSK keeps the value', () => {
     const s = synthStack({ topicPartitions: 2 });
-    expect(Object.values(s.template.findResources('Custom::KafkaTopics'))[0]?.Properties.Partitions).toBe(14);
-    Annotations.fromStack(s.stack).hasWarning('*', Match.stringLikeRegexp('topicPartitions=2 raised to 14'));
-    expect(partitions({ kafka: 'provisioned', topicPartitions: 2 })).toBe(2);
+    const t = Object.values(s.template.findResources('Custom::KafkaTopics'))[0]?.Properties as Cfn;
+    expect(t.TopicPartitions['demo.crawled_firehose']).toBe(7);
+    expect(t.Partitions).toBe(2);
+    Annotations.fromStack(s.stack).hasWarning('*', Match.stringLikeRegexp('topicPartitions=2 raised to 7'));
+    expect(firehose({ kafka: 'provisioned', topicPartitions: 2 })).toBe(2);
+  });
+
+  it('keep the standard stack and a second app with per-app topics under the 120 partitions MSK Serverless takes', () => {
+    // 4 control topics x 3 + 7 = 19 fixed; each app adds 2 x 3: at most 16 apps fit.
+    const s = synthStack({ runtimeEnv: { KAFKA_APPID_TOPICS: 'true' } });
+    const env = resourceOf(s, s.stack.fleet.taskDefinition).Properties.ContainerDefinitions[0].Environment as Cfn[];
+    const max = Number(env.find((e) => e.Name === 'KAFKA_APPID_TOPICS_MAX')?.Value);
+    expect(max).toBe(16);
+    expect(19 + max * 2 * 3).toBeLessThanOrEqual(120);
+    expect(19 + (max + 1) * 2 * 3).toBeGreaterThan(120);
+    const over = synthStack({ runtimeEnv: { KAFKA_APPID_TOPICS: 'true', KAFKA_APPID_TOPICS_MAX: '40' } });
+    Annotations.fromStack(over.stack).hasWarning('*', Match.stringLikeRegexp('at most 16 apps fit'));
+  });
+
+  it('keeps the retention it is given on every topic it creates', () => {
+    expect(topics({}).RetentionHours).toBe(168);
+    expect(topics({ retentionHours: 24 }).RetentionHours).toBe(24);
   });
 });

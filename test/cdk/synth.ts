@@ -95,3 +95,17 @@ export function allStatements(s: Synthesized): { owner: string; Action: string[]
   }
   return out;
 }
+
+/**
+ * The findings of a synthesis's validation report (cdk.out/validation-report.json): every plugin report but the
+ * stack's own synth warnings (the construct annotations plugin's warnings, which deploy advice such as pinning zones
+ * raises), so that cdk-nag's findings and any error still fail a test.
+ */
+export function validationFindings(directory: string): unknown[] {
+  const report = JSON.parse(readFileSync(join(directory, 'validation-report.json'), 'utf8')) as {
+    pluginReports: { pluginName: string; violations: { severity: string }[] }[];
+  };
+  return report.pluginReports.filter(
+    (r) => r.pluginName !== 'Construct Annotations' || r.violations.some((v) => v.severity !== 'warning'),
+  );
+}

@@ -74,8 +74,9 @@ describe('MSK event sources', () => {
     expect(fn.DependsOn).toContain(topicsId);
     expect(resourceOf(s, s.stack.kafka.topicsResource).Properties).toMatchObject({
       Topics: Object.values(topics),
-      // Sized for MSK Serverless's per-partition ingress (test/cdk/cost-flags.test.ts).
-      Partitions: 14,
+      // The control topics small; the page firehose sized for the fleet's throughput (test/cdk/bill.test.ts).
+      Partitions: 3,
+      TopicPartitions: { [topics.crawledFirehose]: 7 },
     });
   });
 

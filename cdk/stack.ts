@@ -14,6 +14,7 @@ import { Kafka } from './constructs/kafka.ts';
 import { Network } from './constructs/network.ts';
 import { Observability } from './constructs/observability.ts';
 import { RestApi } from './constructs/rest-api.ts';
+import { Sink, sinkSettings } from './constructs/sink.ts';
 import { Storage } from './constructs/storage.ts';
 import { UrlFrontier } from './constructs/url-frontier.ts';
 import {
@@ -55,6 +56,8 @@ export class CrawlClusterStack extends Stack {
   /** The browser fleet (docs/spiders-browser.md); undefined unless `browserFleet=true`. */
   readonly browserFleet?: BrowserFleet;
   readonly restApi: RestApi;
+  /** The archive sink (docs/outputs.md); undefined with `sinkFormats=none`. */
+  readonly sink?: Sink;
   /** The URL Frontier gRPC service; undefined with `urlFrontier=false`. */
   readonly urlFrontier?: UrlFrontier;
   readonly observability: Observability;
@@ -161,6 +164,12 @@ export class CrawlClusterStack extends Stack {
       logRetention,
       runtimeEnv: { ...AWS_FLEET_DEFAULTS, ...runtimeEnv },
     });
+    const sink = sinkSettings(this.node);
+    if (sink.formats !== '') {
+      const { network, kafka, storage, functions } = this;
+      const shared = { network, kafka, storage, functions, eventSource: s, logRetention, runtimeEnv: s.runtimeEnv };
+      this.sink = new Sink(this, 'Sink', { ...sink, ...shared });
+    }
     const { enabled: browserFleet, ...browser } = browserFleetSettings(this.node);
     if (browserFleet) {
       const { network, kafka, cache, storage, fleet } = this;
@@ -237,6 +246,8 @@ export class CrawlClusterStack extends Stack {
       value: this.storage.failedBatches.bucketName,
       description: 'MSK batches the monitors could not process, for replay',
     });
+    if (this.sink)
+      new CfnOutput(this, 'SinkUri', { value: this.sink.uri, description: 'SINK_URI: the crawl as files' });
     if (s.dashboard) new CfnOutput(this, 'DashboardUrl', { value: this.observability.dashboardUrl() });
     new CfnOutput(this, 'AlarmTopic', { value: this.observability.alarmTopic.topicArn });
     if (this.urlFrontier) {

@@ -15,10 +15,18 @@ import { closePagesFile, openPagesFile } from './crawl-pages-file.ts';
 import { offerStop } from './crawl-stop.ts';
 import { skippedLinksLine, statusClassLine } from './crawl-summary.ts';
 import { type CrawlSummary, CrawlTally, type Ending, failureReason, refusalReason } from './crawl-tally.ts';
+import { CrawlWarcFile } from './crawl-warc-file.ts';
 import { DEFAULT_APPID, integerOption, positiveSeconds } from './options.ts';
 import type { Output } from './output.ts';
 import { ProgressLine } from './progress-line.ts';
-import { ClusterSession, type Message, noClusterHint, ReplyWaiter, requestUuid } from './reply-wait.ts';
+import {
+  ClusterSession,
+  type Message,
+  type MessageSource,
+  noClusterHint,
+  ReplyWaiter,
+  requestUuid,
+} from './reply-wait.ts';
 
 /** What `crawl` is told on the command line. */
 interface CrawlOptions {
@@ -29,6 +37,7 @@ interface CrawlOptions {
   crawlid?: string;
   spiderid: string;
   out?: string;
+  warc?: string;
   timeout?: number;
   prefix?: string;
 }
@@ -75,6 +84,10 @@ export function registerCrawl(program: Command, out: Output): void {
     .option('--crawlid <crawlid>', 'the crawl id (1-40 characters; default: a fresh one)')
     .option('--spiderid <spiderid>', 'the spider to crawl with', 'link')
     .option('--out <file>', 'write every page (success or failure) as one JSON line to this file')
+    .option(
+      '--warc <file>',
+      'write every page as WARC 1.1 records (request, response, metadata; gzip per record) to this one file',
+    )
     .option('--timeout <seconds>', 'give up following after this many seconds (default: no limit)', positiveSeconds)
     .option('--prefix <prefix>', 'topic prefix (default: KAFKA_TOPIC_PREFIX)')
     .addHelpText(
@@ -96,20 +109,33 @@ export function registerCrawl(program: Command, out: Output): void {
     .action(async (url: string, opts: CrawlOptions) => {
       const request = crawlRequest(url, opts, out);
       const file = opts.out === undefined ? undefined : await openPagesFile(opts.out);
+      const warc =
+        opts.warc === undefined
+          ? undefined
+          : await CrawlWarcFile.open(opts.warc, config(), `${request.appid}/${request.crawlid}`).catch(
+              async (error: unknown) => {
+                await closePagesFile(file);
+                throw error;
+              },
+            );
+      const closeFiles = async () => {
+        await closePagesFile(file);
+        await warc?.close();
+      };
       const session = await ClusterSession.open(config(), opts.prefix, [
         'incoming',
         'crawledFirehose',
         'outboundFirehose',
       ]).catch(async (error: unknown) => {
-        await closePagesFile(file);
+        await closeFiles();
         throw error;
       });
       let exitCode = 0;
       try {
-        exitCode = await new CrawlWatch(session, request, opts, out, file).run();
+        exitCode = await new CrawlWatch(session, request, opts, out, { pages: file, warc }).run();
       } finally {
         await session.close();
-        await closePagesFile(file);
+        await closeFiles();
       }
       // main() maps errors to 1 and 2 only; an interrupted command ends as shells expect.
       if (exitCode === EXIT_INTERRUPTED) process.exit(EXIT_INTERRUPTED);
@@ -161,6 +187,7 @@ class CrawlWatch {
   private readonly opts: CrawlOptions;
   private readonly out: Output;
   private readonly file: WriteStream | undefined;
+  private readonly warc: CrawlWarcFile | undefined;
   private readonly replies = new ReplyWaiter();
   private readonly infoUuids = new Set<string>();
   private readonly tally = new CrawlTally();
@@ -177,13 +204,14 @@ class CrawlWatch {
     request: CrawlRequest & Message,
     opts: CrawlOptions,
     out: Output,
-    file: WriteStream | undefined,
+    files: { pages?: WriteStream; warc?: CrawlWarcFile },
   ) {
     this.session = session;
     this.request = request;
     this.opts = opts;
     this.out = out;
-    this.file = file;
+    this.file = files.pages;
+    this.warc = files.warc;
     let settled = false;
     this.ended = new Promise<Ending>((resolve, reject) => {
       this.end = (ending) => {
@@ -205,7 +233,8 @@ class CrawlWatch {
     const { topics } = this.session;
     await this.session.listen(
       [topics.crawledFirehose, topics.outboundFirehose],
-      (topic, message) => (topic === topics.crawledFirehose ? this.onPage(message) : this.onOutbound(message)),
+      (topic, message, source) =>
+        topic === topics.crawledFirehose ? this.onPage(message, source) : this.onOutbound(message),
       (error) => this.fail(error),
     );
     await this.session.send(this.request);
@@ -273,12 +302,13 @@ class CrawlWatch {
     this.progress?.note(message);
   }
 
-  private onPage(page: Message): void {
+  private onPage(page: Message, source: MessageSource): void {
     if (page.crawlid !== this.request.crawlid || page.appid !== this.request.appid) return;
     if (!this.tally.page(page)) return;
     // Each failure as it happens, with its reason (the summary groups them again).
     if (page.success === false) this.progress?.note(`failed ${String(page.url)}: ${failureReason(page)}`);
     this.file?.write(`${JSON.stringify(page)}\n`);
+    this.warc?.add(page, source);
     if (this.tally.done()) this.end({ kind: 'complete', notice: this.tally.notice as Message });
   }
 
@@ -336,7 +366,13 @@ class CrawlWatch {
     this.progress?.stop();
     let stop: Message | undefined;
     if (ending.kind === 'interrupted') stop = await offerStop(this.session, this.replies, this.request, this.out);
-    const summary = this.tally.summary(this.request, this.session.prefix, ending, { out: this.opts.out, stop });
+    // The pages still being written go in before the summary names the file.
+    await this.warc?.close();
+    const summary = this.tally.summary(this.request, this.session.prefix, ending, {
+      out: this.opts.out,
+      warc: this.opts.warc,
+      stop,
+    });
     report(summary, this.out);
     switch (ending.kind) {
       case 'complete':
@@ -398,4 +434,5 @@ function report(s: CrawlSummary, out: Output): void {
     for (const f of s.failures) out.info(`  ${f.count} × ${f.reason} (e.g. ${f.example})`);
   }
   if (s.out !== undefined) out.info(`pages written to ${s.out}`);
+  if (s.warc !== undefined) out.info(`WARC written to ${s.warc}`);
 }

@@ -59,6 +59,8 @@ export interface CrawlSummary {
   seconds: number;
   pages_per_second: number;
   out?: string;
+  /** The WARC file of `--warc`. */
+  warc?: string;
   /** The `complete` notice, as it came. */
   notice?: Message;
   /** The reply to the stop sent on Ctrl-C, as it came. */
@@ -157,7 +159,7 @@ export class CrawlTally {
     request: { appid: string; crawlid: string; url: string },
     prefix: string,
     ending: Ending,
-    extra: { out?: string; stop?: Message } = {},
+    extra: { out?: string; warc?: string; stop?: Message } = {},
   ): CrawlSummary {
     const allFailed = ending.kind === 'complete' && this.succeeded.size === 0 && this.failed.size > 0;
     const summary: CrawlSummary = {
@@ -175,6 +177,7 @@ export class CrawlTally {
     };
     if (this.pending !== undefined) summary.pending = this.pending;
     if (extra.out !== undefined) summary.out = extra.out;
+    if (extra.warc !== undefined) summary.warc = extra.warc;
     if (ending.kind === 'complete') summary.notice = ending.notice;
     if (ending.kind === 'refused') summary.rejection = ending.rejection;
     if (ending.kind === 'lost') summary.lost_reason = String(ending.reply.reason ?? ending.reply.error);

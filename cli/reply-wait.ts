@@ -28,6 +28,14 @@ import {
 /** A JSON object read from a topic. */
 export type Message = Record<string, unknown>;
 
+/** Where a message came from: its topic, partition, offset and timestamp (epoch ms). */
+export interface MessageSource {
+  topic: string;
+  partition: number;
+  offset: number;
+  timestamp: number;
+}
+
 /**
  * Joining a fresh group takes well under a second locally and a few seconds on MSK (its initial rebalance
  * delay); past this bound the brokers are unhealthy and a person should hear so.
@@ -137,7 +145,7 @@ export class ClusterSession {
    */
   async listen(
     topics: string[],
-    onMessage: (topic: string, message: Message) => void,
+    onMessage: (topic: string, message: Message, source: MessageSource) => void,
     onError: (error: Error) => void = () => {},
   ): Promise<Listener> {
     const groupId = `crawl-cluster-cli.${this.prefix}.${randomBytes(4).toString('hex')}`;
@@ -174,9 +182,15 @@ export class ClusterSession {
     await bounded(consumer.subscribe({ topics, fromBeginning: false }), `cannot subscribe to ${topics.join(', ')}`);
     const running = consumer.run({
       autoCommit: false,
-      eachMessage: follower.eachMessage(async ({ topic, message }) => {
+      eachMessage: follower.eachMessage(async ({ topic, partition, message }) => {
         const parsed = parseObject(message.value?.toString('utf8'));
-        if (parsed !== undefined) onMessage(topic, parsed);
+        if (parsed !== undefined)
+          onMessage(topic, parsed, {
+            topic,
+            partition,
+            offset: Number(message.offset),
+            timestamp: Number(message.timestamp),
+          });
       }),
     });
     running.catch((error: Error) => {

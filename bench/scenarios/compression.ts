@@ -20,22 +20,14 @@
  *   consumer reading them back (decompression).
  */
 import { randomBytes } from 'node:crypto';
-import { config } from '../../lib/config/index.ts';
-import { pageMessage } from '../../lib/crawl/crawler/page-message.ts';
-import { extractLinks } from '../../lib/crawl/extract/links.ts';
-import { UndiciFetcher } from '../../lib/crawl/fetch/fetcher.ts';
-import { buildPage } from '../../lib/crawl/page.ts';
-import type { CrawlSettings } from '../../lib/frontier-model.ts';
 import { createKafka, createProducer, kafkaSettings } from '../../lib/kafka/client.ts';
 import type { Kafka, Producer } from '../../lib/kafka/types.ts';
-import { startSite } from '../../localstack/site/site.ts';
 import { type CodecName, compressionOf, registerCodecs } from '../lib/codecs.ts';
 import { cpuSeconds } from '../lib/cpu.ts';
 import { envInt } from '../lib/env.ts';
 import { benchKafka, topicLogBytes } from '../lib/kafka.ts';
-import { parseHostMap } from '../lib/raw.ts';
+import { buildPageMessages } from '../lib/page-messages.ts';
 import type { Numbers, ScenarioContext } from '../lib/scenario.ts';
-import { benchPageShapes, benchSiteOptions } from '../lib/site-config.ts';
 import { round } from '../lib/timing.ts';
 
 export const description = 'kafkajs compression of page messages (none, gzip, lz4, zstd): CPU and bytes per message';
@@ -56,37 +48,6 @@ export const headline: [string, string][] = [
   ]),
   ['recommended', 'recommended'],
 ];
-
-/** The messages, built as the crawler builds them from distinct fixture pages. */
-async function buildMessages(ctx: ScenarioContext, count: number): Promise<string[]> {
-  const [shape = 'article'] = benchPageShapes(['article']);
-  const shapeEnv = process.env.BENCH_COMPRESSION_SHAPE;
-  const options = benchSiteOptions(undefined, shapeEnv === 'plain' ? 'plain' : shape);
-  ctx.input('shape', options.template ?? 'plain');
-  ctx.input('page_bytes', options.pageBytes ?? 0);
-  const site = await startSite({ ...options, pages: Math.max(count, options.pages ?? 0) });
-  const fetcher = new UndiciFetcher({ allowPrivateNetworks: true, resolve: parseHostMap(site.hostMap) });
-  const vars = config();
-  const crawl = { appid: 'bench', crawlid: 'compression', spiderid: 'link', attrs: null } as unknown as CrawlSettings;
-  const out: string[] = [];
-  try {
-    for (let n = 0; n < count; n++) {
-      const url = site.url(n);
-      const response = await fetcher.fetch({ url, userAgent: 'crawl-cluster-bench/1.0' });
-      const links = extractLinks(response.text ?? '', response.url);
-      const page = buildPage({ url, depth: 1, priority: 0, retries: 0, crawl }, response, links, {
-        base64: false,
-        success: true,
-      });
-      const m = await pageMessage(page, { maxBytes: vars.KAFKA_MAX_MESSAGE_BYTES, base64: false, bodyKey: () => '' });
-      out.push(m.value.toString());
-    }
-  } finally {
-    await fetcher.close();
-    await site.close();
-  }
-  return out;
-}
 
 async function produce(producer: Producer, topic: string, values: string[], codec: CodecName, mode: Mode) {
   const compression = compressionOf(codec);
@@ -152,7 +113,7 @@ export async function run(ctx: ScenarioContext): Promise<Numbers> {
   ctx.note('client = this process (compression on the libuv pool included); broker = /proc of the Kafka java process');
 
   ctx.progress(`building ${count} page messages from fixture pages`);
-  const values = await buildMessages(ctx, count);
+  const values = await buildPageMessages(ctx, count, process.env.BENCH_COMPRESSION_SHAPE === 'plain');
   const valueBytes = values.reduce((sum, v) => sum + Buffer.byteLength(v), 0) / values.length;
   const out: Numbers = { messages: count, value_bytes: Math.round(valueBytes) };
 

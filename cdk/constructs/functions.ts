@@ -83,6 +83,16 @@ export class Functions extends Construct {
   readonly all: { name: string; fn: CrawlFunction }[];
   /** Consumer groups of the MSK event sources, by function. */
   readonly consumerGroups: { kafkaMonitor: string; redisMonitor: string };
+  /**
+   * An MSK event source like the monitors' (error handling, poller group, failed batches to the failed-batch bucket),
+   * for another function on the cluster (./sink.ts).
+   */
+  readonly mskEventSource: (
+    topic: string,
+    group: string,
+    batchSize: number,
+    window: Duration,
+  ) => ManagedKafkaEventSource;
 
   constructor(scope: Construct, id: string, props: FunctionsProps) {
     super(scope, id);
@@ -162,7 +172,7 @@ export class Functions extends Construct {
       kafkaMonitor: `${kafka.topicPrefix}.kafka-monitor`,
       redisMonitor: `${kafka.topicPrefix}.redis-monitor`,
     };
-    // Both mappings share one poller group, so their minimum pollers share Event Poller Units.
+    // The mappings (the sink's too) share one poller group, so their minimum pollers share Event Poller Units.
     const pollerGroupName = `${Stack.of(this).stackName}-monitors`.slice(0, 128);
     const provisioned = props.eventSourceMode === 'provisioned';
     // Error handling controls need provisioned pollers: without ReportBatchItemFailures Lambda would ignore the
@@ -198,6 +208,7 @@ export class Functions extends Construct {
         ...errorHandling,
         onFailure: new FailedBatchBucket(storage.failedBatches),
       });
+    this.mskEventSource = eventSource;
 
     this.kafkaMonitor = make(
       'kafka-monitor',
@@ -308,7 +319,7 @@ export const MSK_EXECUTION_POLICY = 'AWSLambdaMSKExecutionRole';
  * description and bootstrap brokers on this cluster only, and the two EC2 describes the pollers' network
  * interfaces need. The managed policy is taken off the role again.
  */
-function mskEventSourceGrants(role: iam.Role, clusterArn: string): void {
+export function mskEventSourceGrants(role: iam.Role, clusterArn: string): void {
   iam.Grant.addToPrincipal({
     grantee: role,
     actions: ['kafka:DescribeClusterV2', 'kafka:GetBootstrapBrokers'],

@@ -7,7 +7,8 @@ import { Duration } from 'aws-cdk-lib';
 import * as s3 from 'aws-cdk-lib/aws-s3';
 import { Construct } from 'constructs';
 
-const PRIVATE = {
+/** Every bucket of the stack: private, encrypted, TLS only, owned by the account. */
+export const PRIVATE_BUCKET = {
   blockPublicAccess: s3.BlockPublicAccess.BLOCK_ALL,
   encryption: s3.BucketEncryption.S3_MANAGED,
   enforceSSL: true,
@@ -30,11 +31,11 @@ export class Storage extends Construct {
   constructor(scope: Construct, id: string, props: StorageProps) {
     super(scope, id);
     this.accessLogs = new s3.Bucket(this, 'AccessLogs', {
-      ...PRIVATE,
+      ...PRIVATE_BUCKET,
       lifecycleRules: [{ expiration: Duration.days(90) }],
     });
     this.bodies = new s3.Bucket(this, 'Bodies', {
-      ...PRIVATE,
+      ...PRIVATE_BUCKET,
       serverAccessLogsBucket: this.accessLogs,
       serverAccessLogsPrefix: 'bodies/',
       lifecycleRules: [
@@ -42,7 +43,7 @@ export class Storage extends Construct {
       ],
     });
     this.failedBatches = new s3.Bucket(this, 'FailedBatches', {
-      ...PRIVATE,
+      ...PRIVATE_BUCKET,
       serverAccessLogsBucket: this.accessLogs,
       serverAccessLogsPrefix: 'failed-batches/',
       lifecycleRules: [{ expiration: Duration.days(props.failedBatchRetentionDays) }],

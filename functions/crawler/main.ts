@@ -62,6 +62,18 @@ for (const signal of ['SIGTERM', 'SIGINT'] as const) {
     else signalledEarly ??= signal;
   });
 }
+// Started by `local` (localstack/runtime/crawler-workers.ts), the worker has an IPC channel to it. When `local` dies,
+// even by SIGKILL, the channel closes: the worker drains and exits as on SIGTERM instead of crawling on as an orphan
+// of pid 1. Its output went to `local`, so writes that fail now (EPIPE) are dropped rather than crashing the drain.
+// The channel is unref'd: it never keeps the worker alive. On ECS there is no channel and this does nothing.
+if (process.channel) {
+  process.once('disconnect', () => {
+    for (const stream of [process.stdout, process.stderr]) stream.on('error', () => {});
+    if (shutdown) void shutdown('parent-exit');
+    else signalledEarly ??= 'parent-exit';
+  });
+  process.channel.unref();
+}
 
 // The spiders first: a broken plugin stops the task at once, naming the module and why, before any connection
 // (exit code 2, as an invalid variable: the task is misconfigured, and starting it again cannot help).

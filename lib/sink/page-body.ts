@@ -21,6 +21,11 @@ export function parsePage(value: Buffer): SinkPage | undefined {
   } catch {
     return undefined;
   }
+  return asPage(parsed);
+}
+
+/** A parsed message as a page, or undefined when it lacks what every page has ({@link parsePage}). */
+export function asPage(parsed: unknown): SinkPage | undefined {
   if (typeof parsed !== 'object' || parsed === null || Array.isArray(parsed)) return undefined;
   const page = parsed as Partial<SinkPage>;
   for (const field of ['appid', 'crawlid', 'url'] as const) {

@@ -11,6 +11,7 @@
  * page's timestamp, so the same message always gives the same bytes: a redelivered batch rewrites identical files.
  */
 import { createHash } from 'node:crypto';
+import { gzipSync } from 'node:zlib';
 import { WARCRecord, WARCSerializer } from 'warcio';
 import { type HeaderList, mediaType, requestHead, responseHead } from './http-block.ts';
 import type { BodyBytes, SinkPage } from './page-body.ts';
@@ -65,8 +66,45 @@ function timestamp14(date: string): string {
   return date.replace(/[-:T]/g, '').slice(0, 14);
 }
 
-async function serialize(record: WARCRecord): Promise<Uint8Array> {
-  return WARCSerializer.serialize(record, { gzip: true, digest: DIGEST });
+/** RFC 4648 base32 (no padding needed: a SHA-1 is 20 bytes, 32 characters). */
+function base32(bytes: Uint8Array): string {
+  const alphabet = 'ABCDEFGHIJKLMNOPQRSTUVWXYZ234567';
+  let out = '';
+  let bits = 0;
+  let value = 0;
+  for (const byte of bytes) {
+    value = (value << 8) | byte;
+    bits += 8;
+    while (bits >= 5) {
+      out += alphabet[(value >>> (bits - 5)) & 31];
+      bits -= 5;
+    }
+  }
+  if (bits > 0) out += alphabet[(value << (5 - bits)) & 31];
+  return out;
+}
+
+function sha1(...parts: (string | Uint8Array)[]): string {
+  const hash = createHash('sha1');
+  for (const part of parts) hash.update(part);
+  return `${DIGEST.prefix}${base32(hash.digest())}`;
+}
+
+/**
+ * One record as a gzip member. The digests are computed here with node:crypto and set before warcio serializes the
+ * record, so warcio sees them present and hashes nothing (its hashers are WebAssembly instances made per record),
+ * and the record's bytes are compressed in one synchronous call rather than through a CompressionStream per record
+ * (bench/PROFILE.md "Archive sink"). The uncompressed bytes are warcio's own, digests included, in the same header
+ * order: the payload digest over the payload, the block digest over the HTTP head (as warcio writes it) and the
+ * payload; none on a warcinfo record, as warcio.
+ */
+async function serialize(record: WARCRecord, payload: Uint8Array = new Uint8Array(0)): Promise<Uint8Array> {
+  if (record.warcType !== 'warcinfo') {
+    record.warcHeaders.headers.set('WARC-Payload-Digest', sha1(payload));
+    const head = record.httpHeaders ? `${record.httpHeaders.toString()}\r\n` : '';
+    record.warcHeaders.headers.set('WARC-Block-Digest', sha1(head, payload));
+  }
+  return gzipSync(await WARCSerializer.serialize(record, { gzip: false, digest: DIGEST }));
 }
 
 /** `name: value` lines of an `application/warc-fields` block, one line each. */
@@ -119,7 +157,7 @@ export async function pageRecords(page: SinkPage, body: BodyBytes, source: Recor
       },
       [body.bytes],
     );
-    const bytes = await serialize(response);
+    const bytes = await serialize(response, body.bytes);
     out.push({
       type: 'response',
       bytes,
@@ -143,6 +181,7 @@ export async function pageRecords(page: SinkPage, body: BodyBytes, source: Recor
       out.push({ type: 'request', bytes: await serialize(request) });
     }
   }
+  const fields = metadataFields(page, body, source);
   const metadata = WARCRecord.create(
     {
       url: target,
@@ -154,9 +193,9 @@ export async function pageRecords(page: SinkPage, body: BodyBytes, source: Recor
         ...(responseId ? { 'WARC-Concurrent-To': responseId } : {}),
       },
     },
-    [metadataFields(page, body, source)],
+    [fields],
   );
-  out.push({ type: 'metadata', bytes: await serialize(metadata), url: target });
+  out.push({ type: 'metadata', bytes: await serialize(metadata, fields), url: target });
   return out;
 }
 

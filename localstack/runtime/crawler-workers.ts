@@ -3,7 +3,8 @@
  * the same entry point as the Fargate task. A worker that dies is started again (as ECS would, after a backoff that
  * grows while it keeps dying at once), unless it exited
  * because its configuration is invalid (exit code 2: a broken spider plugin); stop sends
- * SIGTERM and waits for the graceful drain (SIGKILL if it has not ended well past SHUTDOWN_DEADLINE_MS).
+ * SIGTERM and waits for the graceful drain (SIGKILL if it has not ended well past SHUTDOWN_DEADLINE_MS). A worker
+ * whose parent dies without stopping it (SIGKILL) drains and exits on its own: its IPC channel to the parent closes.
  */
 import { type ChildProcess, spawn } from 'node:child_process';
 import { join } from 'node:path';
@@ -65,9 +66,11 @@ export function startCrawlerWorkers(
   const quickExits = new Map<number, number>();
   const startOne = (slot: number) => {
     const startedAt = Date.now();
+    // The IPC channel is how a worker learns that this process died, even by SIGKILL (functions/crawler/main.ts):
+    // it closes, and the worker drains and exits instead of living on as an orphan. Nothing is sent on it.
     const child = spawn(node, [...CRAWLER_NODE_FLAGS, entry], {
       env,
-      stdio: ['ignore', output === 'log' ? 'pipe' : 'inherit', output === 'log' ? 'pipe' : 'inherit'],
+      stdio: ['ignore', output === 'log' ? 'pipe' : 'inherit', output === 'log' ? 'pipe' : 'inherit', 'ipc'],
     });
     children.set(slot, child);
     log('info', `${what} ${slot} started`, { pid: child.pid });

@@ -54,7 +54,8 @@ describe('context flags', () => {
     const esms = Object.values(t.Resources as Record<string, Cfn>).filter(
       (r) => r.Type === 'AWS::Lambda::EventSourceMapping',
     );
-    expect(esms).toHaveLength(2);
+    // The monitors' and the sink's.
+    expect(esms).toHaveLength(3);
     for (const e of esms) {
       for (const key of [
         'ProvisionedPollerConfig',

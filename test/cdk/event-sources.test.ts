@@ -20,8 +20,8 @@ function mappingOf(functionLogicalId: string) {
 }
 
 describe('MSK event sources', () => {
-  it('creates exactly two mappings, on the MSK cluster', () => {
-    s.template.resourceCountIs('AWS::Lambda::EventSourceMapping', 2);
+  it('creates exactly three mappings, on the MSK cluster: the monitors’ and the sink’s (test/cdk/sink.test.ts)', () => {
+    s.template.resourceCountIs('AWS::Lambda::EventSourceMapping', 3);
     s.template.allResourcesProperties('AWS::Lambda::EventSourceMapping', {
       EventSourceArn: { 'Fn::GetAtt': [Match.stringLikeRegexp('^KafkaCluster'), 'Arn'] },
     });

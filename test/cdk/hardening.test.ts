@@ -131,7 +131,8 @@ describe('public crawler subnets (isolated private subnets, no NAT)', () => {
     const pub = synthStack({ crawlerPublicSubnets: true, urlFrontier: false });
     pub.template.resourceCountIs('AWS::EC2::NatGateway', 0);
     const mappings = resources(pub, 'AWS::Lambda::EventSourceMapping');
-    expect(mappings).toHaveLength(2);
+    // The monitors' and the sink's.
+    expect(mappings).toHaveLength(3);
     for (const [, m] of mappings) expect(m.Properties.ProvisionedPollerConfig.MinimumPollers).toBeGreaterThanOrEqual(1);
     const interfaces = resources(pub, 'AWS::EC2::VPCEndpoint').filter(
       ([, r]) => r.Properties.VpcEndpointType === 'Interface',

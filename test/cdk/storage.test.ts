@@ -8,7 +8,8 @@ beforeAll(() => {
 
 describe('S3', () => {
   it('blocks public access, encrypts and owns every object in every bucket', () => {
-    s.template.resourceCountIs('AWS::S3::Bucket', 3);
+    // Bodies, failed batches, access logs, and the sink's outputs (test/cdk/sink.test.ts).
+    s.template.resourceCountIs('AWS::S3::Bucket', 4);
     s.template.allResourcesProperties('AWS::S3::Bucket', {
       PublicAccessBlockConfiguration: {
         BlockPublicAcls: true,
@@ -25,7 +26,7 @@ describe('S3', () => {
 
   it('denies every request that is not TLS', () => {
     const policies = Object.values(s.template.findResources('AWS::S3::BucketPolicy'));
-    expect(policies).toHaveLength(3);
+    expect(policies).toHaveLength(4);
     for (const p of policies) {
       expect(p.Properties.PolicyDocument.Statement).toContainEqual(
         expect.objectContaining({
@@ -48,12 +49,20 @@ describe('S3', () => {
     });
   });
 
-  it('names the body bucket to the crawlers as BODY_STORE_BUCKET and lets them only write to it', () => {
+  it('names the body bucket to the crawlers as BODY_STORE_BUCKET, lets them only write to it and the sink only read it', () => {
     const task = resourceOf(s, s.stack.fleet.taskDefinition).Properties;
     const env = task.ContainerDefinitions[0].Environment as { Name: string; Value: unknown }[];
     expect(env).toContainEqual({ Name: 'BODY_STORE_BUCKET', Value: { Ref: logicalIdOf(s, s.stack.storage.bodies) } });
     const bucket = logicalIdOf(s, s.stack.storage.bodies);
     const onBodies = allStatements(s).filter((st) => JSON.stringify(st.Resource).includes(`"${bucket}"`));
-    expect(onBodies.flatMap((st) => st.Action).sort()).toEqual(['s3:AbortMultipartUpload', 's3:PutObject']);
+    const sinkPolicy = s.stack.sink?.fn.role.node.tryFindChild('DefaultPolicy');
+    const sinkOwner = sinkPolicy ? logicalIdOf(s, sinkPolicy) : undefined;
+    const actions = (sink: boolean) =>
+      onBodies
+        .filter((st) => (st.owner === sinkOwner) === sink)
+        .flatMap((st) => st.Action)
+        .sort();
+    expect(actions(false)).toEqual(['s3:AbortMultipartUpload', 's3:PutObject']);
+    expect(actions(true)).toEqual(['s3:GetObject', 's3:ListBucket']);
   });
 });

@@ -6,10 +6,14 @@
  * Leases are taken with LEASE_TIMEOUT of an hour, so no reclaim can be what rescues a request here: whatever
  * the stopped worker did not finish, it must have given back itself.
  */
-import { execFileSync } from 'node:child_process';
+import { execFileSync, spawn } from 'node:child_process';
+import { readFileSync } from 'node:fs';
+import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, onTestFinished, test } from 'vitest';
 import type { Variables } from '../../lib/config/index.ts';
+import { REPO_ROOT } from '../../localstack/repo-root.ts';
 import { crawlerNode } from '../../localstack/runtime/crawler-node.ts';
+import { envOf } from '../../localstack/runtime/crawler-workers.ts';
 import { type FixtureSite, type SiteOptions, startSite } from '../../localstack/site/site.ts';
 import { type Collector, crawlPages, startTestCluster, type TestCluster } from '../helpers/cluster.ts';
 import { type CrawlerProcess, startCrawlerProcess } from '../helpers/crawler-process.ts';
@@ -148,4 +152,76 @@ describe('a crawler worker given SIGTERM', () => {
     worker({ CRAWLER_HOST_MAP: s.hostMap, CRAWLER_CONCURRENCY: 4 });
     await expectEveryPage('slow-term', expected);
   });
+
+  test('started by the local runtime, it drains and exits when that process is killed with SIGKILL: no orphan, nothing lost', async () => {
+    const { site: s } = await site({ pages: 60, links: 4, hosts: ['orphan-a.test', 'orphan-b.test'], latencyMs: 300 });
+    const expected = [...s.reachable(0, 3)].map((n) => s.url(n));
+    const deadlineMs = 10_000;
+    const vars = {
+      ...t.vars,
+      LEASE_TIMEOUT: 3600,
+      LOG_LEVEL: 'INFO' as const,
+      CRAWLER_HOST_MAP: s.hostMap,
+      CRAWLER_CONCURRENCY: 4,
+      SHUTDOWN_DEADLINE_MS: deadlineMs,
+    };
+    // A stand-in for `local`: a process that starts one worker with the runtime's own code
+    // (localstack/runtime/crawler-workers.ts), the worker's output inherited, and logs its pid.
+    const script = [
+      `const { startCrawlerWorkers } = await import(${JSON.stringify(join(REPO_ROOT, 'localstack/runtime/crawler-workers.ts'))});`,
+      `const { config } = await import(${JSON.stringify(join(REPO_ROOT, 'lib/config/index.ts'))});`,
+      'startCrawlerWorkers(config(), 1, (level, message, fields) => console.error(JSON.stringify({ runtime: message, ...fields })), process.env);',
+    ].join('\n');
+    const parent = spawn(process.execPath, ['--input-type=module', '-e', script], {
+      env: envOf(vars, process.env),
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
+    let output = '';
+    for (const stream of [parent.stdout, parent.stderr])
+      stream?.on('data', (d: Buffer) => (output += d.toString('utf8')));
+    let workerPid = 0;
+    onTestFinished(() => {
+      for (const pid of [parent.pid, workerPid]) {
+        try {
+          if (pid) process.kill(pid, 'SIGKILL');
+        } catch {
+          // Gone already.
+        }
+      }
+    });
+    await waitUntil('the worker to start', () => {
+      const line = output.split('\n').find((l) => l.includes('"crawler worker 0 started"'));
+      workerPid = line ? (JSON.parse(line) as { pid: number }).pid : 0;
+      return workerPid > 0;
+    });
+    await t.feed([{ url: s.url(0), appid: APPID, crawlid: 'orphan', maxdepth: 3 }]);
+    await waitUntil('the crawl to be under way', () => pagesOf('orphan').length >= 5, 60_000);
+
+    const killedAt = Date.now();
+    parent.kill('SIGKILL');
+    // It stops as on SIGTERM, finishes its in-flight pages within the deadline, and its process ends.
+    await waitUntil('the worker to stop', () => !alive(workerPid), deadlineMs + EXIT_MARGIN_MS);
+    expect(Date.now() - killedAt).toBeLessThan(deadlineMs + EXIT_MARGIN_MS);
+    const lines = output.split('\n').filter((l) => l.startsWith('{'));
+    const stopping = lines.map((l) => JSON.parse(l) as Record<string, unknown>).find((l) => l.message === 'stopping');
+    expect(stopping, output).toMatchObject({ signal: 'parent-exit' });
+    expect(
+      lines.some((l) => l.includes('"message":"stopped"')),
+      output,
+    ).toBe(true);
+    expect(await info('orphan')).toMatchObject({ leased: 0 });
+
+    worker({ CRAWLER_HOST_MAP: s.hostMap, CRAWLER_CONCURRENCY: 4 });
+    await expectEveryPage('orphan', expected);
+  });
 });
+
+/** Whether a process is running (a zombie left for a reaper that never comes counts as ended). */
+function alive(pid: number): boolean {
+  try {
+    const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
+    return stat.slice(stat.lastIndexOf(')') + 2, stat.lastIndexOf(')') + 3) !== 'Z';
+  } catch {
+    return false;
+  }
+}

@@ -42,7 +42,7 @@ describe('the sink in local: WARC and JSONL of a crawl, a SIGKILL mid-flush, che
   let topics: ReturnType<typeof clusterTopics>;
   let bin: string;
   const runs: CliRun[] = [];
-  /** Crawler workers of a `local` killed with SIGKILL outlive it: they are stopped at the end. */
+  /** Crawler workers of a `local` killed with SIGKILL drain and exit on their own; any still running at the end are killed. */
   const orphans: number[] = [];
 
   const startLocal = async (): Promise<CliRun> => {

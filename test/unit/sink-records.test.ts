@@ -6,6 +6,7 @@ import { createHash } from 'node:crypto';
 import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { gunzipSync } from 'node:zlib';
 import { afterEach, describe, expect, it } from 'vitest';
 import { silentLog } from '../../lib/ports.ts';
 import { groupFolder, segment } from '../../lib/sink/layout.ts';
@@ -68,6 +69,35 @@ describe('page records', () => {
     expect(fields).toContain('depth: 1\r\n');
     expect(fields).toContain('outlink: http://site.test/page/2\r\n');
     expect(fields).toContain('fetch-time: 2026-11-22T10:00:00.000\r\n');
+  });
+
+  it('each record is one gzip member whose block and payload digests are the SHA-1 of its bytes, in base32', async () => {
+    const page = samplePage(3, { body: noise(3, 5000), response_headers: { 'Content-Type': ['text/plain'] } });
+    const { built } = await recordsOf(page);
+    const base32 = (bytes: Buffer) => {
+      const bits = [...bytes].map((b) => b.toString(2).padStart(8, '0')).join('');
+      const alphabet = 'ABCDEFGHIJKLMNOPQRSTUVWXYZ234567';
+      return (bits.match(/.{1,5}/g) ?? []).map((five) => alphabet[Number.parseInt(five.padEnd(5, '0'), 2)]).join('');
+    };
+    const sha1 = (bytes: Buffer) => `sha1:${base32(createHash('sha1').update(bytes).digest())}`;
+    const crlf2 = Buffer.from('\r\n\r\n');
+    for (const record of built) {
+      const raw = gunzipSync(record.bytes);
+      // One member: gunzip of the whole is the record alone, ending as a record ends.
+      expect(raw.subarray(-4).equals(crlf2)).toBe(true);
+      const headEnd = raw.indexOf(crlf2);
+      const head = raw.subarray(0, headEnd).toString('utf8');
+      const header = (name: string) => new RegExp(`^${name}: (.*)$`, 'm').exec(head)?.[1]?.trim();
+      const block = raw.subarray(headEnd + 4, headEnd + 4 + Number(header('Content-Length')));
+      expect(headEnd + 4 + block.length + 4, record.type).toBe(raw.length);
+      const payload = record.type === 'metadata' ? block : block.subarray(block.indexOf(crlf2) + 4);
+      expect(header('WARC-Block-Digest'), record.type).toBe(sha1(block));
+      expect(header('WARC-Payload-Digest'), record.type).toBe(sha1(payload));
+      if (record.type === 'response') {
+        expect(payload.toString('utf8')).toBe(page.body);
+        expect(record.digest).toBe(sha1(payload).slice('sha1:'.length));
+      }
+    }
   });
 
   it('a decoded body drops its content and transfer codings to X-Crawl-Orig-* and states its own length', async () => {

@@ -44,6 +44,7 @@ describe('CrawlTally (what `crawl` knows of the crawl it follows)', () => {
         pages_per_second: 1,
         out: 'p.jsonl',
         status_classes: {},
+        links_skipped: {},
       },
     );
     expect(tally.statusLine()).toBe('pages 2, failed 0, pending 7, 1.0 pages/s, 2 s');

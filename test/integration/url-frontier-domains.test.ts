@@ -4,7 +4,7 @@
  * registrable domain). The store's clock is injected: windows are tested by moving it.
  */
 import { afterAll, afterEach, describe, expect, test } from 'vitest';
-import { urlFrontierQueueKeys } from '../../lib/redis/url-frontier/keys.ts';
+import { urlFrontierGlobalKeys, urlFrontierQueueKeys } from '../../lib/redis/url-frontier/keys.ts';
 import { type PutItem, queueDomain, SERVE_CAP, type ServedUrl } from '../../lib/redis/url-frontier/model.ts';
 import { UrlFrontierStore } from '../../lib/redis/url-frontier/store.ts';
 import { clusterRedis, uniqueName } from '../helpers/services.ts';
@@ -174,6 +174,29 @@ describe.each(UF_PARTITIONS)('URL Frontier store: the Kafka side (FRONTIER_PARTI
     // The hold of the other queue has not ended: it is still in process, and not served again.
     expect((await store.stats('c', 'later.example.com')).inProcess).toBe(1);
     expect(await get('later.example.com', 300)).toBe(0);
+  });
+
+  test('two servers releasing the same ended holds at once release each once; completed ones are only dropped', async () => {
+    const { store, clock } = open(partitions);
+    const key = 'twice.example.com';
+    const urls = pages(key, 1200);
+    await store.put(discovered('c', key, urls));
+    let served = 0;
+    await store.getUrls({ crawl: 'c', key, maxUrlsPerQueue: 0, maxQueues: 0, holdSeconds: 60 }, (got) => {
+      served += got.length;
+    });
+    expect(served).toBe(1200);
+    await store.put(discovered('c', key, urls.slice(0, 100)).map((item) => ({ ...item, kind: 'known' as const })));
+    clock.now += 61_000;
+    const other = new UrlFrontierStore(redis, store.prefix, { now: () => clock.now, partitions });
+    await Promise.all([store.releaseHolds(store.partitions), other.releaseHolds(other.partitions)]);
+    const q = urlFrontierQueueKeys(store.partitionOf(key), 'c', key);
+    expect(await redis.zcard(q.sched)).toBe(1100);
+    expect(await redis.hget(q.info, 'held')).toBe('0');
+    expect(await store.backlog('c')).toEqual({ c: { [key]: 1100 } });
+    expect(await store.backlogTotal()).toBe(1100);
+    const holds = urlFrontierGlobalKeys(store.partitionOf(key)).holds;
+    expect(await redis.zcard(holds)).toBe(0);
   });
 
   test('a continued GetURLs stops at the client’s max per queue, and a domain override gets no continuation', async () => {

@@ -4,8 +4,9 @@
   delay since it last produced, and below max URLs in flight; takes the due URLs (date <= now, not held; by date then
   URL), holds them until `held until`, and stamps lastProduced if any was taken. Atomic, so two servers never hand
   out the same held URL. The metadata is read only from queues whose info has `meta` (uf-put.lua).
-  A hold is a field of the queue's info (the URL's date and the hold's end, includes/uf.lua HOLD_FIELD) and an entry
-  of the frontier's `holds`, written for every queue of the call at once: no key per queue is created for it. Holds
+  A hold is a field of the queue's info (the URL's date and the hold's end, includes/uf.lua HOLD_FIELD) and a member
+  of the bucket of the holds that end when this call's do (KEYS[7], a LIST listed in `holds`),
+  pushed for every queue of the call at once: no key per queue is created for it, no sorted insert per URL. Holds
   that ended are released by uf-release.lua, which GetURLs runs first, not here. A queue whose holds may still be in
   its legacy `held`/`hdate` keys (info `v` not HOLDS_V, and it produced before) moves them first, ended ones back into
   its schedule, at most 2 × cap per call (a queue with more is looked at again at once).
@@ -23,7 +24,9 @@
   queue was due), which uf-claim.lua corrects from `qdue` when a GetURLs of that crawl comes to it. So `qdue` is
   exact and a crawl's `due` never later than it.
 
-  KEYS[1..6]   the frontier-wide keys (includes/uf.lua), then per crawl, in ARGV order, its due (unless ARGV[8] is
+  KEYS[1..6]   the frontier-wide keys (includes/uf.lua)
+  KEYS[7]      the bucket of the holds ending at ARGV[3] (keys.ts urlFrontierHoldBucket)
+  KEYS[8..]    per crawl, in ARGV order, its due (unless ARGV[8] is
                1) and per queue its sched and info and, when ARGV[7] is 1, its created, done, held and hdate (keys.ts
                urlFrontierServeKeys)
   ARGV[1]      now (epoch ms)
@@ -45,8 +48,8 @@
   URL; empty when the queue is not eligible), and the number of URLs per queue (-1: needs its six keys).
   Answers the error `UFMOVE <message>` and writes nothing while the frontier is fenced (includes/uf.lua fence()).
   Cost: O(served × log n) per queue, served ≤ cap, in a few variadic calls per 500 URLs, and O(log q) for its place in
-  `due` and `qdue` and O(log h) per hold, written for every queue of the call at once: three commands for a queue
-  that gives one URL (its info read, its schedule popped, its info written).
+  `due` and `qdue` and O(1) per hold, written for every queue of the call at once: three commands for a queue that
+  gives one URL (its info read, its schedule popped, its info written).
 ]]
 --- @include "uf"
 
@@ -71,8 +74,10 @@ local default_delay = tonumber(state[1] or '1')
 local any_black = redis.call('EXISTS', K.black) == 1
 local any_cfg = redis.call('EXISTS', K.dcfg) == 1
 
--- The holds made by this call ('<until>', member, ...), written into `holds` at the end in a few variadic calls.
-local new_holds = {}
+-- The holds made by this call (members), pushed into its bucket at the end; those moved from legacy keys ('<until>',
+-- member, ...), added to `holds` one by one (they end at other times).
+local bucket = {}
+local moved_holds = {}
 
 -- The earliest time (ms) the queue K points at may produce again, later than now; nil when it will not by itself:
 -- nothing scheduled (a release of its holds or a put wakes it), or at the client's max in flight (a release or a
@@ -107,8 +112,8 @@ local function move_legacy_holds(limit)
       if dates[j] then
         fields[#fields + 1] = HOLD_FIELD .. url
         fields[#fields + 1] = dates[j] .. ',' .. ends
-        new_holds[#new_holds + 1] = ends
-        new_holds[#new_holds + 1] = HPREFIX .. url
+        moved_holds[#moved_holds + 1] = ends
+        moved_holds[#moved_holds + 1] = HPREFIX .. url
         moved = moved + 1
       else
         lost = lost + 1
@@ -214,8 +219,7 @@ local function serve()
       if j > popped then unpopped[#unpopped + 1] = url end
       fields[#fields + 1] = HOLD_FIELD .. url
       fields[#fields + 1] = due[j + 1] .. ',' .. UNTIL
-      new_holds[#new_holds + 1] = UNTIL
-      new_holds[#new_holds + 1] = HPREFIX .. url
+      bucket[#bucket + 1] = HPREFIX .. url
     end
     if #unpopped > 0 then redis.call('ZREM', K.sched, unpack(unpopped)) end
     if has_meta then
@@ -287,7 +291,7 @@ end
 
 local replies, counts = {}, {}
 local a = 9 -- the current crawl's ARGV
-local k = 7 -- the current crawl's keys
+local k = 8 -- the current crawl's keys
 while a <= #ARGV do
   CRAWL = ARGV[a]
   if qdue_only then
@@ -319,7 +323,11 @@ while a <= #ARGV do
   k = k + per_queue * n
 end
 write_qdue()
-for from = 1, #new_holds, 1000 do
-  redis.call('ZADD', K.holds, unpack(new_holds, from, math.min(#new_holds, from + 999)))
+for from = 1, #moved_holds, 1000 do
+  redis.call('ZADD', K.holds, unpack(moved_holds, from, math.min(#moved_holds, from + 999)))
+end
+if #bucket > 0 then
+  for from = 1, #bucket, 500 do redis.call('RPUSH', KEYS[7], unpack(bucket, from, math.min(#bucket, from + 499))) end
+  redis.call('ZADD', K.holds, UNTIL, 'b:' .. UNTIL)
 end
 return { replies, counts }

@@ -77,10 +77,13 @@ export interface UrlFrontierGlobalKeys {
   /** SET of domains blacklisted through the Kafka API: their queues keep their URLs but are never served. */
   blacklist: string;
   /**
-   * ZSET hold member (lib/redis/url-frontier/model.ts `holdMember`: crawl ID, queue key, URL member) → held until
-   * (epoch ms): every queue's holds in the order they end, which GetURLs releases from (scripts/uf-release.lua). A
-   * hold is also a field of its queue's info, which says whether the URL is held (see the queue keys' `info`); an
-   * entry without that field (its queue deleted, its URL completed) is dropped when it ends.
+   * ZSET → epoch ms: when the holds of every queue end, which GetURLs releases from (scripts/uf-release.lua, holds.ts).
+   * Its members: `b:<t>` → t for the bucket of the holds GetURLs made that end at t (a LIST,
+   * {@link urlFrontierHoldBucket}: one RPUSH per serve call, not a sorted insert per URL), and a hold member itself
+   * (crawl ID and queue key, each after its byte length, then the URL's member: scripts/includes/uf.lua
+   * hold_prefix) → its end, for a hold moved from an older version's keys or by `frontier reshard`. A hold is also
+   * a field of its queue's info, which says whether the URL is held (see the queue keys' `info`): an entry whose
+   * field is gone (its queue deleted, its URL completed) or ends later (held again since) is dropped when read.
    */
   holds: string;
 }
@@ -96,6 +99,11 @@ export function urlFrontierGlobalKeys(p: UrlFrontierPartition): UrlFrontierGloba
     blacklist: `${t}:black`,
     holds: `${t}:holds`,
   };
+}
+
+/** The bucket (a LIST of hold members) of the holds that end at `until` (epoch ms; see `holds`). */
+export function urlFrontierHoldBucket(p: UrlFrontierPartition, until: number): string {
+  return `${urlFrontierTag(p)}:hold:${until}`;
 }
 
 /** The keys of one crawl of a URL frontier. */
@@ -184,7 +192,8 @@ export function urlFrontierCrawlGroup(p: UrlFrontierPartition, crawl: string, qu
 }
 
 /**
- * The KEYS of scripts/uf-serve.lua: the frontier-wide keys ({@link urlFrontierScriptGlobals}), then per crawl its
+ * The KEYS of scripts/uf-serve.lua: the frontier-wide keys ({@link urlFrontierScriptGlobals}), the bucket of the holds
+ * it makes (those ending at `until`: {@link urlFrontierHoldBucket}), then per crawl its
  * due (unless `qdueOnly`: queues claimed from `qdue` are placed there alone) and per queue its sched and info, and
  * with `full` its created, done, held and hdate too (the keys a queue with metadata, a crawl limit or legacy holds
  * needs; the others are served with two, which is less to send and to parse).
@@ -193,10 +202,12 @@ export function urlFrontierServeKeys(
   p: UrlFrontierPartition,
   groups: readonly { crawl: string; keys: readonly string[] }[],
   full: boolean,
+  until: number,
   qdueOnly = false,
 ): string[] {
   const t = urlFrontierTag(p);
   const out = urlFrontierScriptGlobals(p);
+  out.push(urlFrontierHoldBucket(p, until));
   for (const { crawl, keys } of groups) {
     const c = encodeURIComponent(crawl);
     if (!qdueOnly) out.push(`${t}:c:${c}:due`);
@@ -227,6 +238,21 @@ export function urlFrontierGroupsKeys(
   groups: readonly { crawl: string; keys: readonly string[] }[],
 ): string[] {
   const out = urlFrontierScriptGlobals(p);
+  for (const { crawl, keys } of groups) out.push(...urlFrontierCrawlGroup(p, crawl, keys));
+  return out;
+}
+
+/**
+ * The KEYS of scripts/uf-release.lua: the frontier-wide keys, the hold buckets (by their end, `ends`) read, then each crawl's
+ * group ({@link urlFrontierCrawlGroup}).
+ */
+export function urlFrontierReleaseKeys(
+  p: UrlFrontierPartition,
+  ends: readonly number[],
+  groups: readonly { crawl: string; keys: readonly string[] }[],
+): string[] {
+  const out = urlFrontierScriptGlobals(p);
+  for (const end of ends) out.push(urlFrontierHoldBucket(p, end));
   for (const { crawl, keys } of groups) out.push(...urlFrontierCrawlGroup(p, crawl, keys));
   return out;
 }

@@ -15,7 +15,7 @@ import type { UrlFrontierView } from '../../ports.ts';
 import type { RedisClient } from '../client.ts';
 import { runScript, runScriptBuffer, script } from '../scripts.ts';
 import { getUrlsPacked } from './get-urls.ts';
-import { releaseEnded } from './holds.ts';
+import { holdKeys, releaseEnded } from './holds.ts';
 import { UrlFrontierIndex } from './index-walk.ts';
 import { backlog, countUrls, createdPages, listQueues, listUrls, queueStats, urlStatus } from './inspect.ts';
 import {
@@ -219,10 +219,11 @@ export class UrlFrontierStore implements UrlFrontierView {
     qdueOnly = false,
   ): Promise<PackedQueue[]> {
     const now = this.#now();
+    const until = now + holdSeconds * 1000;
     const args: (string | number)[] = [
       now,
       maxUrls,
-      now + holdSeconds * 1000,
+      until,
       SERVE_CAP,
       continuing ? 1 : 0,
       BLACKLIST_RECHECK_MS,
@@ -233,7 +234,7 @@ export class UrlFrontierStore implements UrlFrontierView {
     const [replies, counts] = await runScriptBuffer<[Buffer[], number[]]>(
       this.redis,
       script('uf-serve'),
-      urlFrontierServeKeys(p, groups, full, qdueOnly),
+      urlFrontierServeKeys(p, groups, full, until, qdueOnly),
       args,
     );
     const out: PackedQueue[] = [];
@@ -430,6 +431,7 @@ export class UrlFrontierStore implements UrlFrontierView {
     for (const p of this.partitions) {
       const g = urlFrontierGlobalKeys(p);
       out.push(g.crawls, g.state, g.queueDue, g.legacyCrawlDue, g.domainConfig, g.blacklist);
+      out.push(...(await holdKeys(this.redis, p)));
       for (const crawl of await this.redis.smembers(g.crawls)) {
         out.push(...Object.values(urlFrontierCrawlKeys(p, crawl)));
         for (const key of await this.redis.zrange(urlFrontierCrawlKeys(p, crawl).queues, '0', '-1'))

@@ -82,9 +82,9 @@ export async function getUrlsPacked(s: UfServer, req: GetUrlsRequest, emit: Emit
     if (queue && queue.count > 0) await emitServed(s, queue, req, emit);
     return;
   }
+  await s.releaseHolds(s.partitions);
   // An older frontier is walked first, a page at a time: until its walk ends, crawls not yet walked wait.
   s.index.saw(indexed);
-  await s.releaseHolds(s.partitions);
   if (req.crawl === undefined && !s.index.indexed) await s.index.walk();
   await serveDue(s, req, emit);
 }
@@ -111,7 +111,7 @@ async function serveDue(s: UfServer, req: GetUrlsRequest, emit: Emit): Promise<v
   // The partition claimed from (its place in `order`); past the last, every partition has none due.
   let turn = 0;
   let failure: { error: unknown } | undefined;
-  // Waves name each queue's four keys that most queues need, until one needs all six (see uf-serve.lua): from then on
+  // Waves name each queue's two keys that most queues need, until one needs all six (see uf-serve.lua): from then on
   // this request names six.
   let full = false;
   // Queues claimed from `qdue` are placed there alone (uf-serve.lua).

@@ -47,9 +47,9 @@
   `<byte length>:<member><byte length>:<metadata JSON, '' for none>`: one bulk reply per queue instead of two per
   URL; empty when the queue is not eligible), and the number of URLs per queue (-1: needs its six keys).
   Answers the error `UFMOVE <message>` and writes nothing while the frontier is fenced (includes/uf.lua fence()).
-  Cost: O(served × log n) per queue, served ≤ cap, in a few variadic calls per 500 URLs, and O(log q) for its place in
-  `due` and `qdue` and O(1) per hold, written for every queue of the call at once: three commands for a queue that
-  gives one URL (its info read, its schedule popped, its info written).
+  Cost: O(served × log n) per queue, served ≤ cap, in a few variadic calls per 500 URLs, and O(log q) for its place
+  in `due` and `qdue` and O(1) per hold, written for every queue of the call at once: three commands for a queue
+  that gives one URL (its info read, its schedule popped, its info written).
 ]]
 --- @include "uf"
 

@@ -2,8 +2,8 @@
  * Releasing the URL Frontier store's holds that ended (scripts/uf-release.lua): GetURLs does it first, so that a queue
  * whose holds ended has its URLs scheduled again and its count of URLs in flight right, and GetStats, so that it
  * counts in process only holds that have not ended. A partition's `holds` (keys.ts) lists when each bucket of holds
- * (those GetURLs made ending at one time) and each single hold ends; the ended ones are read a page at a time, each page
- * released in one script call over the queues it names.
+ * (those GetURLs made ending at one time) and each single hold ends; the ended ones are read a page at a time, each
+ * page released in one script call over the queues it names.
  */
 import type { RedisClient } from '../client.ts';
 import { runScript, script } from '../scripts.ts';

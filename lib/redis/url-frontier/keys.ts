@@ -77,8 +77,8 @@ export interface UrlFrontierGlobalKeys {
   /** SET of domains blacklisted through the Kafka API: their queues keep their URLs but are never served. */
   blacklist: string;
   /**
-   * ZSET → epoch ms: when the holds of every queue end, which GetURLs releases from (scripts/uf-release.lua, holds.ts).
-   * Its members: `b:<t>` → t for the bucket of the holds GetURLs made that end at t (a LIST,
+   * ZSET → epoch ms: when the holds of every queue end, which GetURLs releases from (scripts/uf-release.lua,
+   * holds.ts). Its members: `b:<t>` → t for the bucket of the holds GetURLs made that end at t (a LIST,
    * {@link urlFrontierHoldBucket}: one RPUSH per serve call, not a sorted insert per URL), and a hold member itself
    * (crawl ID and queue key, each after its byte length, then the URL's member: scripts/includes/uf.lua
    * hold_prefix) → its end, for a hold moved from an older version's keys or by `frontier reshard`. A hold is also
@@ -243,8 +243,8 @@ export function urlFrontierGroupsKeys(
 }
 
 /**
- * The KEYS of scripts/uf-release.lua: the frontier-wide keys, the hold buckets (by their end, `ends`) read, then each crawl's
- * group ({@link urlFrontierCrawlGroup}).
+ * The KEYS of scripts/uf-release.lua: the frontier-wide keys, the hold buckets (by their end, `ends`) read, then each
+ * crawl's group ({@link urlFrontierCrawlGroup}).
  */
 export function urlFrontierReleaseKeys(
   p: UrlFrontierPartition,

@@ -35,7 +35,8 @@ local function index_holds(cmd)
   if #batch > 0 then flush() end
 end
 
--- '<created>\n<sched>\n<held (legacy and in the info)>\n<hdate>\n<done>\n<info fields, sorted, as field=value, separated by \0>'
+-- '<created>\n<sched>\n<held (legacy and in the info)>\n<hdate>\n<done>\n<info fields, sorted, as field=value,
+-- separated by \0>'
 local function queue_signature()
   local info = redis.call('HGETALL', K.info)
   local fields = {}

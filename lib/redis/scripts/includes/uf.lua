@@ -11,11 +11,12 @@
   KEYS[4]  black    SET blacklisted domains
   KEYS[5]  qdue     ZSET queue member ('<byte length of crawl ID>:<crawl ID><queue key>') -> epoch ms from which
                     the queue may produce: a crawl's `due` over every crawl (GetURLs over every crawl claims from it)
-  KEYS[6]  holds    ZSET hold member (hold_prefix() and the URL member: the queue's crawl ID and key, each after its byte length, then
-                    the URL's member) -> held until (epoch ms): the holds of every queue, in the order they end, so
-                    that GetURLs releases those that ended (uf-release.lua) without a key per queue. The queue's info
-                    holds each of its holds too (HOLD_FIELD), and is what says whether a URL is held: an entry here
-                    whose field is gone (a queue deleted, a URL completed) is dropped when it ends.
+  KEYS[6]  holds    ZSET -> epoch ms: when the holds end, so that GetURLs releases those that ended (uf-release.lua)
+                    without a key per queue: `b:<t>` -> t for the bucket of the holds a serve made that end at t (a
+                    LIST of hold members, keys.ts urlFrontierHoldBucket), and a hold member (hold_prefix() .. url)
+                    -> its end for a hold moved from legacy keys or by a reshard. The queue's info holds each of its
+                    holds too (HOLD_FIELD) and says whether a URL is held: an entry whose field is gone (a queue
+                    deleted, a URL completed) or ends later (held again) is dropped when read.
   KEYS[c..]         a crawl's group, from c (7 for a call over one crawl):
            queues   ZSET the crawl's queue keys (score 0)
            due      ZSET queue key -> epoch ms from which the queue may produce (GetURLs claims the due ones;
@@ -24,7 +25,7 @@
            created  HASH url -> '<creation date (s)>[\t<metadata JSON>]'
            (every url here is a member: lib/redis/url-frontier/model.ts urlMember, the queue's host prefix cut off)
            sched    ZSET url -> next-fetch date (s), not held
-           held     ZSET url -> held until (ms): holds made before `holds` (legacy: see LEGACY_HOLDS)
+           held     ZSET url -> held until (ms): holds made before `holds` (legacy: uf-serve moves them)
            hdate    HASH url -> next-fetch date of a URL in `held` (legacy)
            done     SET completed URLs
            info     HASH delay, blocked, limit, last, dom, meta, counted, `held` (how many of its URLs are held),

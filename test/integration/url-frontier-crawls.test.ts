@@ -6,8 +6,12 @@
  */
 import { afterAll, afterEach, describe, expect, test } from 'vitest';
 import type { RedisClient } from '../../lib/redis/client.ts';
-import { urlFrontierGlobalKeys, urlFrontierQueueKeys } from '../../lib/redis/url-frontier/keys.ts';
-import { type GetUrlsRequest, type PutItem, queueMember } from '../../lib/redis/url-frontier/model.ts';
+import {
+  urlFrontierCrawlKeys,
+  urlFrontierGlobalKeys,
+  urlFrontierQueueKeys,
+} from '../../lib/redis/url-frontier/keys.ts';
+import { type GetUrlsRequest, type PutItem, queueMember, urlMember } from '../../lib/redis/url-frontier/model.ts';
 import { UrlFrontierStore } from '../../lib/redis/url-frontier/store.ts';
 import { recordCommands } from '../helpers/scripts.ts';
 import { clusterRedis, standaloneRedis, uniqueName } from '../helpers/services.ts';
@@ -104,9 +108,9 @@ describe.each([
     const small = await emptyAnyCrawl(await exhaustedCrawls(20));
     const large = await emptyAnyCrawl(await exhaustedCrawls(2000));
     expect(large).toEqual(small);
-    // The state (active, indexed) and one claim from the due index over every crawl of each partition (none due): no
-    // crawl is looked at.
-    expect(large).toEqual({ commands: 1 + partitions, keys: partitions });
+    // The state (active, indexed), a look at each partition's ended holds (none), and one claim from the due index
+    // over every crawl of each partition (none due): no crawl is looked at.
+    expect(large).toEqual({ commands: 1 + 2 * partitions, keys: partitions });
   });
 
   test('the one due crawl among 2,000 exhausted ones is served by a claim and a serve', async () => {
@@ -117,8 +121,9 @@ describe.each([
       got = await anyCrawl(store);
     });
     expect(got).toEqual(['crawl-1234 http://due.com/x']);
-    // HMGET state, a claim (1 queue), the serve, a claim (none left); a claim (none) of each other partition.
-    expect(sent.length).toBeLessThanOrEqual(4 + partitions - 1);
+    // HMGET state, a look at each partition's ended holds (none), a claim (1 queue), the serve, a claim (none left);
+    // a claim (none) of each other partition.
+    expect(sent.length).toBeLessThanOrEqual(4 + 2 * partitions - 1);
   });
 
   test('the longest-due queue goes first across crawls, not crawl by crawl (within a partition)', async () => {
@@ -178,7 +183,10 @@ describe.each([
       named.push(...u.map((x) => x.url));
     });
     expect(named).toEqual(['http://m.com/1']);
-    expect(Number(await redis.zscore(qdueOf(store, 'm.com'), queueMember('m', 'm.com')))).toBe(T0 + 30_000);
+    // Nothing left scheduled: out of the index until its hold ends and is released, then served over every crawl.
+    expect(await redis.zscore(qdueOf(store, 'm.com'), queueMember('m', 'm.com'))).toBeNull();
+    clock.now += 30_000;
+    expect(await anyCrawl(store)).toEqual(['m http://m.com/1']);
   });
 
   test('queues with metadata or a crawl limit are served over every crawl like the others, with both kept', async () => {
@@ -253,6 +261,65 @@ describe.each([
     await check(1);
     expect(await store.deleteQueue('d', 'b.com')).toBe(2);
     await check(0);
+  });
+
+  test("a crawl's index left behind by GetURLs over every crawl is corrected by a GetURLs of that crawl", async () => {
+    const clock = { now: T0 };
+    const store = newStore(() => clock.now);
+    await store.put([
+      item('a', 'a.com', 'http://a.com/1', 'discovered'),
+      item('a', 'a.com', 'http://a.com/2', 'known', T0 / 1000 + 5),
+    ]);
+    expect(await anyCrawl(store)).toEqual(['a http://a.com/1']);
+    // Over every crawl the queue is placed in `qdue` alone (at its next URL's date); its crawl's `due` keeps the
+    // earlier time it had.
+    const due = urlFrontierCrawlKeys(store.partitionOf('a.com'), 'a').due;
+    expect(Number(await redis.zscore(qdueOf(store, 'a.com'), queueMember('a', 'a.com')))).toBe(T0 + 5000);
+    expect(Number(await redis.zscore(due, 'a.com'))).toBeLessThanOrEqual(T0);
+    // A GetURLs of the crawl takes that time from `qdue` instead of looking at the queue before it.
+    const ofCrawl = async () => {
+      const out: string[] = [];
+      await store.getUrls({ crawl: 'a', maxQueues: 0, maxUrlsPerQueue: 0, holdSeconds: 30 }, (urls) => {
+        for (const u of urls) out.push(u.url);
+      });
+      return out;
+    };
+    expect(await ofCrawl()).toEqual([]);
+    expect(Number(await redis.zscore(due, 'a.com'))).toBe(T0 + 5000);
+    clock.now = T0 + 5000;
+    expect(await ofCrawl()).toEqual(['http://a.com/2']);
+  });
+
+  test('holds an older version kept in the queue are moved on its next serve: those not ended stay held', async () => {
+    const clock = { now: T0 };
+    const store = newStore(() => clock.now);
+    const urls = ['http://o.com/1', 'http://o.com/2', 'http://o.com/3'];
+    await store.put(urls.map((u) => item('o', 'o.com', u, 'discovered')));
+    // As an older version left it: /1 held until T0 + 10 s, /2 until T0 + 100 s, in the queue's `held` and `hdate`.
+    const q = urlFrontierQueueKeys(store.partitionOf('o.com'), 'o', 'o.com');
+    const [m1, m2] = urls.map((u) => urlMember('o.com', u)) as [string, string];
+    const date = String(T0 / 1000);
+    await redis.zrem(q.sched, m1, m2);
+    await redis.zadd(q.held, T0 + 10_000, m1, T0 + 100_000, m2);
+    await redis.hset(q.hdate, m1, date, m2, date);
+    await redis.hset(q.info, 'last', T0 - 5000);
+    await redis.hdel(q.info, 'v');
+    clock.now = T0 + 20_000;
+    const served: string[] = [];
+    await store.getUrls({ crawl: 'o', maxQueues: 0, maxUrlsPerQueue: 0, holdSeconds: 300 }, (got) => {
+      for (const u of got) served.push(u.url);
+    });
+    expect(served.sort()).toEqual(['http://o.com/1', 'http://o.com/3']);
+    expect(await redis.exists(q.held, q.hdate)).toBe(0);
+    expect(await redis.hmget(q.info, 'v', 'held')).toEqual(['2', '3']);
+    expect((await store.stats('o', 'o.com')).inProcess).toBe(3);
+    expect((await store.urlStatus('o', 'o.com', 'http://o.com/2'))?.date).toBe(T0 / 1000);
+    // /2's hold ends at T0 + 100 s, as the older version set it.
+    clock.now = T0 + 99_000;
+    expect(await anyCrawl(store)).toEqual([]);
+    clock.now = T0 + 100_000;
+    expect(await anyCrawl(store)).toEqual(['o http://o.com/2']);
+    expect(await store.backlogTotal()).toBe(await countedBacklog(store));
   });
 });
 

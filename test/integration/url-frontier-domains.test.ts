@@ -4,7 +4,7 @@
  * registrable domain). The store's clock is injected: windows are tested by moving it.
  */
 import { afterAll, afterEach, describe, expect, test } from 'vitest';
-import { urlFrontierQueueKeys } from '../../lib/redis/url-frontier/keys.ts';
+import { urlFrontierGlobalKeys, urlFrontierQueueKeys } from '../../lib/redis/url-frontier/keys.ts';
 import { type PutItem, queueDomain, SERVE_CAP, type ServedUrl } from '../../lib/redis/url-frontier/model.ts';
 import { UrlFrontierStore } from '../../lib/redis/url-frontier/store.ts';
 import { clusterRedis, uniqueName } from '../helpers/services.ts';
@@ -132,7 +132,9 @@ describe.each(UF_PARTITIONS)('URL Frontier store: the Kafka side (FRONTIER_PARTI
     expect(first.map((u) => u).sort()).toEqual([...urls].sort());
     expect(await getAll()).toEqual([]);
     clock.now += 61_000;
-    // One script call stops at SERVE_CAP, whatever the client asks (max 0: no limit).
+    // One script call stops at SERVE_CAP, whatever the client asks (max 0: no limit), once the holds that ended are
+    // released (GetURLs does it first).
+    await store.releaseHolds(store.partitions);
     const one = (await store.serveQueues('c', ['big.example.com'], 0, 60))[0];
     expect(one).toHaveLength(SERVE_CAP);
     clock.now += 61_000;
@@ -142,25 +144,59 @@ describe.each(UF_PARTITIONS)('URL Frontier store: the Kafka side (FRONTIER_PARTI
     expect(await store.backlog('c')).toEqual({ c: { 'big.example.com': 1200 } });
   });
 
-  test('a serve releases at most 2 x SERVE_CAP ended holds (the rest on later serves), then serves SERVE_CAP', async () => {
+  test('holds that ended go back to the schedule in pages, before GetURLs serves; the rest of the frontier is left', async () => {
     const { store, clock } = open(partitions);
     const n = 2 * SERVE_CAP + 500;
-    await store.put(discovered('c', 'hold.example.com', pages('hold.example.com', n)));
-    let served = 0;
-    await store.getUrls(
-      { crawl: 'c', key: 'hold.example.com', maxUrlsPerQueue: 0, maxQueues: 0, holdSeconds: 60 },
-      (urls) => {
+    const key = 'hold.example.com';
+    await store.put(discovered('c', key, pages(key, n)));
+    await store.put(discovered('c', 'later.example.com', ['http://later.example.com/1']));
+    const get = async (k: string, hold: number) => {
+      let served = 0;
+      await store.getUrls({ crawl: 'c', key: k, maxUrlsPerQueue: 0, maxQueues: 0, holdSeconds: hold }, (urls) => {
         served += urls.length;
-      },
-    );
-    expect(served).toBe(n);
+      });
+      return served;
+    };
+    expect(await get(key, 60)).toBe(n);
+    expect(await get('later.example.com', 300)).toBe(1);
+    const q = urlFrontierQueueKeys(store.partitionOf(key), 'c', key);
+    const info = async () => redis.hmget(q.info, 'held', `h:${'\u0001'}/0`);
+    expect((await info())[0]).toBe(String(n));
+    expect((await info())[1]).toMatch(/^\d+,\d+$/);
     clock.now += 61_000;
-    expect((await store.serveQueues('c', ['hold.example.com'], 0, 60))[0]).toHaveLength(SERVE_CAP);
-    const q = urlFrontierQueueKeys(store.partitionOf('hold.example.com'), 'c', 'hold.example.com');
-    // released 2 x SERVE_CAP, of which SERVE_CAP held again; 500 ended holds wait for the next serve
-    expect(await redis.zcard(q.sched)).toBe(SERVE_CAP);
-    expect(await redis.zcard(q.held)).toBe(SERVE_CAP + 500);
-    expect(await store.backlog('c')).toEqual({ c: { 'hold.example.com': n } });
+    // Released whole (within one GetURLs's budget), then served again up to SERVE_CAP per call, continued.
+    expect(await get(key, 60)).toBe(n);
+    expect(await store.backlog('c')).toEqual({ c: { [key]: n, 'later.example.com': 1 } });
+    clock.now += 61_000;
+    expect((await store.stats('c', key)).inProcess).toBe(0);
+    expect(await redis.zcard(q.sched)).toBe(n);
+    expect(await info()).toEqual(['0', null]);
+    // The hold of the other queue has not ended: it is still in process, and not served again.
+    expect((await store.stats('c', 'later.example.com')).inProcess).toBe(1);
+    expect(await get('later.example.com', 300)).toBe(0);
+  });
+
+  test('two servers releasing the same ended holds at once release each once; completed ones are only dropped', async () => {
+    const { store, clock } = open(partitions);
+    const key = 'twice.example.com';
+    const urls = pages(key, 1200);
+    await store.put(discovered('c', key, urls));
+    let served = 0;
+    await store.getUrls({ crawl: 'c', key, maxUrlsPerQueue: 0, maxQueues: 0, holdSeconds: 60 }, (got) => {
+      served += got.length;
+    });
+    expect(served).toBe(1200);
+    await store.put(discovered('c', key, urls.slice(0, 100)).map((item) => ({ ...item, kind: 'known' as const })));
+    clock.now += 61_000;
+    const other = new UrlFrontierStore(redis, store.prefix, { now: () => clock.now, partitions });
+    await Promise.all([store.releaseHolds(store.partitions), other.releaseHolds(other.partitions)]);
+    const q = urlFrontierQueueKeys(store.partitionOf(key), 'c', key);
+    expect(await redis.zcard(q.sched)).toBe(1100);
+    expect(await redis.hget(q.info, 'held')).toBe('0');
+    expect(await store.backlog('c')).toEqual({ c: { [key]: 1100 } });
+    expect(await store.backlogTotal()).toBe(1100);
+    const holds = urlFrontierGlobalKeys(store.partitionOf(key)).holds;
+    expect(await redis.zcard(holds)).toBe(0);
   });
 
   test('a continued GetURLs stops at the client’s max per queue, and a domain override gets no continuation', async () => {

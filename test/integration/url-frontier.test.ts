@@ -96,6 +96,9 @@ describe.each(UF_PARTITIONS)('URL Frontier API over Redis, FRONTIER_PARTITIONS=%
     const calls = await recordScriptCalls(redis, async () => {
       await put(client, [discovered('http://a.com/1', { crawlID: 'c:x', key: 'a.com/b{c}' })]);
       await getUrls(client, { crawlID: 'c:x' });
+      // A day later the hold has ended: GetStats releases it first (uf-release).
+      const later = new UrlFrontierStore(redis, prefix, { partitions, now: () => Date.now() + 86_400_000 });
+      expect((await later.stats('c:x')).inProcess).toBe(0);
       await unary(client, 'SetDelay', { crawlID: 'c:x', key: 'a.com/b{c}', delay_requestable: 2 });
       await unary(client, 'SetActive', { state: true });
       // As in a frontier stored by an older version: a new server's first look walks it (uf-index). Only ever one
@@ -123,7 +126,7 @@ describe.each(UF_PARTITIONS)('URL Frontier API over Redis, FRONTIER_PARTITIONS=%
       for (const k of keys) slots.add(Number(await redis.cluster('KEYSLOT', k)));
       expect(slots.size, script).toBe(1);
     }
-    expect(urlFrontierQueueKeyList(parts[0], 'c:x', 'a.com/b{c}')).toHaveLength(13);
+    expect(urlFrontierQueueKeyList(parts[0], 'c:x', 'a.com/b{c}')).toHaveLength(14);
   });
 
   test('PutURLs dedups discovered URLs, acks by ID or URL, ends the stream; ListCrawls and DeleteCrawl', async () => {

@@ -13,7 +13,7 @@
   queue put twice is counted once. The fence of the new partition (includes/uf.lua fence()) is not read: the move is
   what it keeps the servers out for.
 
-  KEYS[1..5]   the frontier-wide keys of the new partition, then per crawl its group: its two keys and its queues'
+  KEYS[1..6]   the frontier-wide keys of the new partition, then per crawl its group: its two keys and its queues'
                six keys each, in ARGV order (includes/uf.lua; keys.ts urlFrontierGroupsKeys)
   ARGV[1..]    per crawl, in KEYS order: crawl ID, queue count n, then per queue 10 values: queue key, mode ('r', 'c'
                or 'g'), its time in the crawl's `due` ('' for none), its time in `qdue` ('' for none), then for 'r' the
@@ -33,9 +33,10 @@ local function put_queue(a)
   local present = redis.call('ZSCORE', K.queues, QKEY) ~= false
   if present then
     if mode == 'g' then return nil end
-    count_backlog(-(redis.call('ZCARD', K.sched) + redis.call('ZCARD', K.held)))
+    count_backlog(-(redis.call('ZCARD', K.sched) + held_count()))
   end
   if mode == 'c' then
+    index_holds('ZREM')
     redis.call('UNLINK', K.created, K.sched, K.held, K.hdate, K.done, K.info)
     redis.call('ZREM', K.queues, QKEY)
     place_queue(nil)
@@ -55,14 +56,15 @@ local function put_queue(a)
   redis.call('ZADD', K.queues, 0, QKEY)
   redis.call('SADD', K.crawls, CRAWL)
   redis.call('HSET', K.info, 'counted', 1)
-  count_backlog(redis.call('ZCARD', K.sched) + redis.call('ZCARD', K.held))
+  count_backlog(redis.call('ZCARD', K.sched) + held_count())
+  index_holds('ZADD')
   if due ~= '' then redis.call('ZADD', K.due, due, QKEY) else redis.call('ZREM', K.due, QKEY) end
   if qdue ~= '' then redis.call('ZADD', K.qdue, qdue, QMEMBER) else redis.call('ZREM', K.qdue, QMEMBER) end
   return { queue_signature(), present and 1 or 0 }
 end
 
 local out = {}
-local c, k = 1, 6 -- the current crawl's ARGV and KEYS
+local c, k = 1, 7 -- the current crawl's ARGV and KEYS
 while c <= #ARGV do
   use_crawl(k, ARGV[c])
   local n = tonumber(ARGV[c + 1])

@@ -7,7 +7,7 @@
   a queue past the budget (the caller reads them in its next call), so one call holds Redis for a bounded time. Reads
   only.
 
-  KEYS[1..5]   the frontier-wide keys of the old partition, then per crawl its group: its two keys and its queues'
+  KEYS[1..6]   the frontier-wide keys of the old partition, then per crawl its group: its two keys and its queues'
                six keys each, in ARGV order (includes/uf.lua; keys.ts urlFrontierGroupsKeys)
   ARGV[1]      the most URLs of a queue whose keys are read whole
   ARGV[2]      the most URLs of the queues read whole by this call
@@ -22,7 +22,7 @@
 local max, budget = tonumber(ARGV[1]), tonumber(ARGV[2])
 local read = 0
 local out = {}
-local a, k = 3, 6
+local a, k = 3, 7
 while a <= #ARGV do
   use_crawl(k, ARGV[a])
   local n = tonumber(ARGV[a + 1])

@@ -7,7 +7,7 @@
   is left as it is and counted: something wrote to it (the move stops, and its next run copies it again). A crawl
   leaves `crawls` with its last queue.
 
-  KEYS[1..5]   the frontier-wide keys of the old partition, then per crawl its group (includes/uf.lua; keys.ts
+  KEYS[1..6]   the frontier-wide keys of the old partition, then per crawl its group (includes/uf.lua; keys.ts
                urlFrontierGroupsKeys)
   ARGV[1..]    per crawl, in KEYS order: crawl ID, queue count n, then per queue 2 values: queue key, the signature of
                its copy
@@ -20,7 +20,7 @@
 
 local taken, changed = 0, 0
 local first_crawl, first_key = '', ''
-local c, k = 1, 6 -- the current crawl's ARGV and KEYS
+local c, k = 1, 7 -- the current crawl's ARGV and KEYS
 while c <= #ARGV do
   use_crawl(k, ARGV[c])
   local n = tonumber(ARGV[c + 1])
@@ -31,7 +31,8 @@ while c <= #ARGV do
       if changed == 0 then first_crawl, first_key = CRAWL, QKEY end
       changed = changed + 1
     else
-      if counted() then count_backlog(-(redis.call('ZCARD', K.sched) + redis.call('ZCARD', K.held))) end
+      if counted() then count_backlog(-(redis.call('ZCARD', K.sched) + held_count())) end
+      index_holds('ZREM')
       redis.call('UNLINK', K.created, K.sched, K.held, K.hdate, K.done, K.info)
       redis.call('ZREM', K.queues, QKEY)
       place_queue(nil)

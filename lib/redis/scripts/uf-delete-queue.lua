@@ -2,8 +2,8 @@
   URL frontier: delete one queue and all its URLs (DeleteQueue, DeleteCrawl); the crawl disappears with its
   last queue.
 
-  KEYS[1..5]   the frontier-wide keys, KEYS[6..7] the crawl's (includes/uf.lua)
-  KEYS[8..]    the queue's six keys, KEYS[8..13], read by use_queue(1, ...) (includes/uf.lua)
+  KEYS[1..6]   the frontier-wide keys, KEYS[7..8] the crawl's (includes/uf.lua)
+  KEYS[9..]    the queue's six keys, KEYS[9..14], read by use_queue(1, ...) (includes/uf.lua)
   ARGV[1]      crawl ID
   ARGV[2]      queue key
 
@@ -17,12 +17,12 @@
 local fenced = fence()
 if fenced then return redis.error_reply(FENCE_ERROR .. ' ' .. fenced) end
 
-use_crawl(6, ARGV[1])
+use_crawl(7, ARGV[1])
 use_queue(1, ARGV[2])
 
 if not redis.call('ZSCORE', K.queues, QKEY) then return 0 end
 local n = redis.call('HLEN', K.created)
-if counted() then count_backlog(-(redis.call('ZCARD', K.sched) + redis.call('ZCARD', K.held))) end
+if counted() then count_backlog(-(redis.call('ZCARD', K.sched) + held_count())) end
 -- UNLINK: a queue of millions of URLs is freed in the background, not while every other client waits
 redis.call('UNLINK', K.created, K.sched, K.held, K.hdate, K.done, K.info)
 redis.call('ZREM', K.queues, QKEY)

@@ -3,8 +3,8 @@
   reads the queue a page at a time (HSCAN) and names the old ones of each page; the date is checked again here, so a
   URL stored again in between stays. The queue itself stays.
 
-  KEYS[1..5]   the frontier-wide keys, KEYS[6..7] the crawl's (includes/uf.lua)
-  KEYS[8..]    the queue's six keys, KEYS[8..13], read by use_queue(1, ...) (includes/uf.lua)
+  KEYS[1..6]   the frontier-wide keys, KEYS[7..8] the crawl's (includes/uf.lua)
+  KEYS[9..]    the queue's six keys, KEYS[9..14], read by use_queue(1, ...) (includes/uf.lua)
   ARGV[1]      crawl ID
   ARGV[2]      queue key
   ARGV[3]      cutoff (epoch s): URLs created before it go
@@ -20,7 +20,7 @@
 local fenced = fence()
 if fenced then return redis.error_reply(FENCE_ERROR .. ' ' .. fenced) end
 
-use_crawl(6, ARGV[1])
+use_crawl(7, ARGV[1])
 use_queue(1, ARGV[2])
 
 local cutoff = tonumber(ARGV[3])
@@ -31,8 +31,7 @@ for j = 4, #ARGV do
   local value = redis.call('HGET', K.created, url)
   if value and split_created(value) < cutoff then
     redis.call('HDEL', K.created, url)
-    active = active + redis.call('ZREM', K.sched, url) + redis.call('ZREM', K.held, url)
-    redis.call('HDEL', K.hdate, url)
+    active = active + redis.call('ZREM', K.sched, url) + drop_hold(url)
     redis.call('SREM', K.done, url)
     n = n + 1
   end

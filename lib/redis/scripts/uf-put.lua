@@ -6,7 +6,7 @@
   metadata), and the queue's info gets `meta` = 1 once any URL comes with metadata. URLs are members
   (lib/redis/url-frontier/model.ts urlMember: the queue's host prefix cut off).
 
-  KEYS[1..5]   the frontier-wide keys, then per crawl its group: its two keys and its queues' six keys each, in
+  KEYS[1..6]   the frontier-wide keys, then per crawl its group: its two keys and its queues' six keys each, in
                ARGV order (includes/uf.lua; keys.ts urlFrontierCrawlGroup)
   ARGV[1]      now (epoch s)
   ARGV[2..]    per crawl, in KEYS order: crawl ID, queue count, then per queue i: queue key, the key's registrable
@@ -29,7 +29,7 @@ if fenced then return redis.error_reply(FENCE_ERROR .. ' ' .. fenced) end
 local now = ARGV[1]
 local out = {}
 local i = 2
-local k = 6 -- the current crawl's group in KEYS
+local k = 7 -- the current crawl's group in KEYS
 local q = 0 -- the current queue within its crawl
 local queues = 0 -- the current crawl's queue count
 while i <= #ARGV do
@@ -78,8 +78,7 @@ while i <= #ARGV do
       local created = now
       if old then created = split_created(old) end
       redis.call('HSET', K.created, url, created_value(created, meta))
-      local was_held = redis.call('ZREM', K.held, url)
-      redis.call('HDEL', K.hdate, url)
+      local was_held = drop_hold(url)
       if date == '0' then
         delta = delta - was_held - redis.call('ZREM', K.sched, url)
         redis.call('SADD', K.done, url)

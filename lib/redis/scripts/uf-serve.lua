@@ -1,24 +1,34 @@
 --[[
-  URL frontier: serve queues for GetURLs, several per call, of one crawl or several. For each queue: releases expired holds (at
-  most 2 × cap per call, the earliest first), then checks that the queue is not blocked, its domain not blacklisted
-  (the Kafka API's blacklist), under its crawl limit, past its politeness delay since it last produced, and below
-  max URLs in flight; takes the due URLs
-  (date <= now, not held; by date then URL), holds them until `held until`, and stamps lastProduced if any was
-  taken. Atomic, so two servers never hand out the same held URL. The metadata is read only from queues whose
-  info has `meta` (uf-put.lua).
+  URL frontier: serve queues for GetURLs, several per call, of one crawl or several. For each queue: checks that it
+  is not blocked, its domain not blacklisted (the Kafka API's blacklist), under its crawl limit, past its politeness
+  delay since it last produced, and below max URLs in flight; takes the due URLs (date <= now, not held; by date then
+  URL), holds them until `held until`, and stamps lastProduced if any was taken. Atomic, so two servers never hand
+  out the same held URL. The metadata is read only from queues whose info has `meta` (uf-put.lua).
+  A hold is a field of the queue's info (the URL's date and the hold's end, includes/uf.lua HOLD_FIELD) and a member
+  of the bucket of the holds that end when this call's do (KEYS[7], a LIST listed in `holds`),
+  pushed for every queue of the call at once: no key per queue is created for it, no sorted insert per URL. Holds
+  that ended are released by uf-release.lua, which GetURLs runs first, not here. A queue whose holds may still be in
+  its legacy `held`/`hdate` keys (info `v` not HOLDS_V, and it produced before) moves them first, ended ones back into
+  its schedule, at most 2 × cap per call (a queue with more is looked at again at once).
   A domain throttle override (`hits` per `window` s, times `scale`) caps the queue at floor(hits * scale) URLs
   (at least 1) per serve and at least `window` s between serves, so no window holds more than that many URLs
   handed out. (Max URLs in flight stays the client's `max`.)
   Every queue served or looked at gets its place in `due` (includes/uf.lua): the earliest time it may produce again
-  (its next scheduled URL, its politeness delay, its block, its first hold to end when it is at `max` in flight or
-  has nothing scheduled, a recheck in ARGV[6] ms when its domain is blacklisted), always later than now, or none
-  when it has nothing scheduled or held or is at its crawl limit: GetURLs (uf-claim.lua) never looks at it again
-  until a put, a hold, SetDelay, BlockQueueUntil, SetCrawlLimit or PurgeURLs brings it back. A queue's due time
-  is not brought forward when the default delay or a domain override is lowered: it comes at the latest when the
-  old one would have ended. Its place in `qdue` (over every crawl) is the same.
+  (its next scheduled URL, its politeness delay, its block, a recheck in ARGV[6] ms when its domain is blacklisted),
+  always later than now, or none when it has nothing scheduled, is at the client's max in flight, or at its crawl
+  limit: GetURLs (uf-claim.lua) never looks at it again until a put, a release of its holds, SetDelay,
+  BlockQueueUntil, SetCrawlLimit or PurgeURLs brings it back. A queue's due time is not brought forward when the
+  default delay or a domain override is lowered: it comes at the latest when the old one would have ended. Its place
+  in `qdue` (over every crawl) is the same. A call that serves queues claimed from `qdue` (GetURLs over every crawl,
+  ARGV[8]) places them in `qdue` alone: their crawl's `due` keeps the time it had, earlier than the real one (the
+  queue was due), which uf-claim.lua corrects from `qdue` when a GetURLs of that crawl comes to it. So `qdue` is
+  exact and a crawl's `due` never later than it.
 
-  KEYS[1..5]   the frontier-wide keys (includes/uf.lua), then per crawl, in ARGV order, its due and per queue its
-               sched, held, hdate, info and, when ARGV[7] is 1, its created and done (keys.ts urlFrontierServeKeys)
+  KEYS[1..6]   the frontier-wide keys (includes/uf.lua)
+  KEYS[7]      the bucket of the holds ending at ARGV[3] (keys.ts urlFrontierHoldBucket)
+  KEYS[8..]    per crawl, in ARGV order, its due (unless ARGV[8] is
+               1) and per queue its sched and info and, when ARGV[7] is 1, its created, done, held and hdate (keys.ts
+               urlFrontierServeKeys)
   ARGV[1]      now (epoch ms)
   ARGV[2]      max URLs per queue (0: no limit), the client's
   ARGV[3]      held until (epoch ms)
@@ -27,32 +37,34 @@
   ARGV[5]      1: a continuation of the same GetURLs for queues that gave `cap` URLs (no politeness delay check,
                at most max minus in flight; a queue with a domain override gives nothing more), else 0
   ARGV[6]      ms before a queue of a blacklisted domain is looked at again (the blacklist has no index by queue)
-  ARGV[7]      1: each queue's six keys are named, else its first four (most queues need no more: a queue whose
-               info says it has metadata or a crawl limit is then left as it is, claimed, and counted -1, for the
-               caller to serve again with six)
-  ARGV[8..]    per crawl, in KEYS order: crawl ID, queue count n, then its n queue keys
+  ARGV[7]      1: each queue's six keys are named, else its first two (most queues need no more: a queue whose
+               info says it has metadata, a crawl limit or legacy holds is then left as it is, claimed, and counted
+               -1, for the caller to serve again with six)
+  ARGV[8]      1: the queues were claimed from `qdue`; their crawls' `due` are not named and not written, else 0
+  ARGV[9..]    per crawl, in KEYS order: crawl ID, queue count n, then its n queue keys
 
   Returns two arrays, over the queues of every crawl in ARGV order: one string per queue (per URL served,
   `<byte length>:<member><byte length>:<metadata JSON, '' for none>`: one bulk reply per queue instead of two per
   URL; empty when the queue is not eligible), and the number of URLs per queue (-1: needs its six keys).
   Answers the error `UFMOVE <message>` and writes nothing while the frontier is fenced (includes/uf.lua fence()).
-  Cost: O(expired holds × log n + served × log n) per queue, served ≤ cap, in a few variadic calls per 500 URLs,
-  and O(log q) for its place in `due` and `qdue`: about ten commands for a queue that gives one URL.
+  Cost: O(served × log n) per queue, served ≤ cap, in a few variadic calls per 500 URLs, and O(log q) for its place
+  in `due` and `qdue` and O(1) per hold, written for every queue of the call at once: three commands for a queue
+  that gives one URL (its info read, its schedule popped, its info written).
 ]]
 --- @include "uf"
 
 local now = tonumber(ARGV[1])
 local max = tonumber(ARGV[2])
-local until_ms = tonumber(ARGV[3])
 local cap = tonumber(ARGV[4])
 local continuing = ARGV[5] == '1'
 local recheck = tonumber(ARGV[6])
-local per_queue = ARGV[7] == '1' and 6 or 4
--- Times as Redis takes them (strings, see int()): now, the held-until stamp, and `(now` for ZCOUNT.
+local per_queue = ARGV[7] == '1' and 6 or 2
+local qdue_only = ARGV[8] == '1'
+-- Times as Redis takes them (strings, see int()): now, the held-until stamp.
 local now_s = math.floor(now / 1000)
--- Scheduled URLs a serve reads first (see serve()).
+-- Scheduled URLs a serve pops first (see serve()).
 local PROBE = 8
-local NOW, UNTIL, AFTER_NOW = ARGV[1], ARGV[3], '(' .. ARGV[1]
+local NOW, UNTIL = ARGV[1], ARGV[3]
 -- Frontier-wide, read once per call: the default delay, and whether any domain is blacklisted or overridden (most
 -- frontiers have neither, and each queue then skips the lookups).
 -- The fence (includes/uf.lua fence()) is read with it: a fenced frontier serves nothing and holds nothing.
@@ -62,64 +74,83 @@ local default_delay = tonumber(state[1] or '1')
 local any_black = redis.call('EXISTS', K.black) == 1
 local any_cfg = redis.call('EXISTS', K.dcfg) == 1
 
--- The earliest time (ms) the queue K points at may produce again, later than now; nil when it never will by itself
--- (nothing scheduled or held). `wait`: a time it must wait for anyway (politeness, block), or nil. `hold`: its
--- earliest hold's end when known, false when it holds none, nil when unknown (then read); `inflight`: its URLs held
--- past now when known, else nil (then counted if needed); `sched`: its earliest scheduled URL's date (s) when known,
--- false when it has none, nil when unknown (then read). serve() passes what it knows, sparing the reads.
-local function next_due(wait, hold, inflight, sched)
+-- The holds made by this call (members), pushed into its bucket at the end; those moved from legacy keys ('<until>',
+-- member, ...), added to `holds` one by one (they end at other times).
+local bucket = {}
+local moved_holds = {}
+
+-- The earliest time (ms) the queue K points at may produce again, later than now; nil when it will not by itself:
+-- nothing scheduled (a release of its holds or a put wakes it), or at the client's max in flight (a release or a
+-- completion does). `wait`: a time it must wait for anyway (politeness, block), or nil; `inflight`: its URLs held;
+-- `sched`: its earliest scheduled URL's date (s) when known, false when it has none, nil when unknown (then read).
+local function next_due(wait, inflight, sched)
+  if max > 0 and inflight >= max then return nil end
   if sched == nil then
     local first = redis.call('ZRANGE', K.sched, 0, 0, 'WITHSCORES')
     sched = first[2] or false
   end
-  if hold == nil then
-    local h = redis.call('ZRANGE', K.held, 0, 0, 'WITHSCORES')
-    hold = h[2] and tonumber(h[2]) or false
-  end
-  local t
-  if sched then t = tonumber(sched) * 1000 end
-  if hold then
-    if not t then
-      t = hold -- its URL goes back to the schedule then
-    elseif max > 0 then
-      inflight = inflight or redis.call('ZCOUNT', K.held, AFTER_NOW, '+inf')
-      -- at max in flight (for this client's max) until a hold ends or a put releases one
-      if inflight >= max then t = math.max(t, hold) end
-    end
-  end
-  if not t then return nil end
+  if not sched then return nil end
+  local t = tonumber(sched) * 1000
   if wait and wait > t then t = wait end
   -- later than now, so a GetURLs that claims due queues visits each at most once
   return math.max(t, now + 1)
 end
 
--- The packed URLs of the queue K points at ('' when it may not produce now), their number and the queue's next due
--- time (nil: none).
-local function serve()
-  local info = redis.call('HMGET', K.info, 'blocked', 'limit', 'last', 'delay', 'dom', 'meta')
-  local blocked, limit, last, delay = tonumber(info[1]), tonumber(info[2]), tonumber(info[3]), tonumber(info[4])
-  -- Its earliest hold says whether any ended (then released: at most 2 × cap, the earliest) and, when none did,
-  -- where its holds stand without reading them again. A queue that never produced (no `last`) holds none. A queue
-  -- deleted since it was claimed has no keys left: it serves nothing and leaves `due` (no check needed).
-  local hold, inflight = false, 0
-  if last then
-    local first_hold = redis.call('ZRANGE', K.held, 0, 0, 'WITHSCORES')
-    if first_hold[2] then
-      hold, inflight = tonumber(first_hold[2]), nil
-      if hold <= now then
-        hold = nil
-        local lost = release_expired(NOW, 2 * cap)
-        if lost > 0 and counted() then count_backlog(-lost) end
+-- Moves up to `limit` holds of the queue K points at out of its legacy `held` and `hdate` keys: ended ones back into
+-- its schedule (includes/uf.lua release_expired), the others into its info and `holds`. Returns its URLs held once
+-- none is left there (its info then says HOLDS_V), else nil.
+local function move_legacy_holds(limit)
+  local lost = release_expired(NOW, limit)
+  local rest = redis.call('ZRANGE', K.held, 0, int(limit - 1), 'WITHSCORES')
+  for from = 1, #rest, 1000 do
+    local urls = {}
+    for j = from, math.min(#rest, from + 999), 2 do urls[#urls + 1] = rest[j] end
+    local dates = redis.call('HMGET', K.hdate, unpack(urls))
+    local fields, moved = {}, 0
+    for j = 1, #urls do
+      local url, ends = urls[j], rest[from + 2 * j - 1]
+      if dates[j] then
+        fields[#fields + 1] = HOLD_FIELD .. url
+        fields[#fields + 1] = dates[j] .. ',' .. ends
+        moved_holds[#moved_holds + 1] = ends
+        moved_holds[#moved_holds + 1] = HPREFIX .. url
+        moved = moved + 1
+      else
+        lost = lost + 1
       end
     end
+    redis.call('ZREM', K.held, unpack(urls))
+    redis.call('HDEL', K.hdate, unpack(urls))
+    if #fields > 0 then redis.call('HSET', K.info, unpack(fields)) end
+    redis.call('HINCRBY', K.info, 'held', moved)
   end
-  if blocked and blocked >= now then return '', 0, next_due(blocked + 1, hold, inflight) end
-  local domain = info[5] or QKEY
+  if lost > 0 and counted() then count_backlog(-lost) end
+  if redis.call('EXISTS', K.held) == 1 then return nil end
+  redis.call('DEL', K.hdate)
+  redis.call('HSET', K.info, 'v', HOLDS_V)
+  return tonumber(redis.call('HGET', K.info, 'held') or '0')
+end
+
+-- The packed URLs of the queue K points at ('' when it may not produce now), their number (-1: it needs its six
+-- keys) and the queue's next due time (nil: none).
+local function serve()
+  local info = redis.call('HMGET', K.info, 'blocked', 'limit', 'last', 'delay', 'dom', 'meta', 'held', 'v')
+  local blocked, limit, last, delay = tonumber(info[1]), tonumber(info[2]), tonumber(info[3]), tonumber(info[4])
+  -- A queue deleted since it was claimed has no keys left: it serves nothing and leaves `due` (no check needed).
+  local inflight = tonumber(info[7]) or 0
+  -- Legacy holds only in a queue that produced before its info said HOLDS_V.
+  local legacy = last and info[8] ~= HOLDS_V
   local has_meta = info[6] ~= false
-  if any_black and redis.call('SISMEMBER', K.black, domain) == 1 then
-    return '', 0, next_due(now + recheck, hold, inflight)
+  if per_queue == 2 and (legacy or (limit and limit > 0) or has_meta) then return '', -1 end
+  if legacy then
+    inflight = move_legacy_holds(2 * cap)
+    if not inflight then return '', 0, now + 1 end
   end
-  if not K.done and ((limit and limit > 0) or has_meta) then return '', -1 end
+  if blocked and blocked >= now then return '', 0, next_due(blocked + 1, inflight) end
+  local domain = info[5] or QKEY
+  if any_black and redis.call('SISMEMBER', K.black, domain) == 1 then
+    return '', 0, next_due(now + recheck, inflight)
+  end
   if limit and limit > 0 and redis.call('SCARD', K.done) >= limit then return '', 0, nil end
   if not delay then delay = default_delay end
   -- take: how many URLs this serve may hand out (max, or the domain override's cap when smaller)
@@ -136,50 +167,61 @@ local function serve()
   end
   -- the politeness delay ends after this (for the next serve: `last` is now if this one produces)
   local polite = last and last + delay * 1000 + 1
-  if cfg and continuing then return '', 0, next_due(polite, hold, inflight) end
-  if not continuing and polite and now < polite then return '', 0, next_due(polite, hold, inflight) end
+  if cfg and continuing then return '', 0, next_due(polite, inflight) end
+  if not continuing and polite and now < polite then return '', 0, next_due(polite, inflight) end
   if max > 0 then
-    inflight = inflight or redis.call('ZCOUNT', K.held, AFTER_NOW, '+inf')
-    if inflight >= max then return '', 0, next_due(polite, hold, inflight) end
+    if inflight >= max then return '', 0, nil end
     if continuing and take > max - inflight then take = max - inflight end
   end
   if take == 0 or take > cap then take = cap end
-  -- The first few scheduled URLs (up to `probe` + 1): the due ones among them are taken, and the first one left
-  -- says when the queue is due next, one read for both (a queue of a few URLs, the common case). When all of them
-  -- are due and more may be taken, the rest of the due ones are read, and the next time after they are taken.
+  -- The first few scheduled URLs (up to `probe` + 1) are popped: the due ones among them are taken, the first one
+  -- left says when the queue is due next and goes back with those after it; one call for a queue of a few URLs (the
+  -- common case), which the pop leaves with nothing to put back. When all of them are due and more may be taken,
+  -- the rest of the due ones are read, and the next time after they are taken.
   local probe = math.min(take, PROBE)
-  local head = redis.call('ZRANGE', K.sched, 0, int(probe), 'WITHSCORES')
+  local head = redis.call('ZPOPMIN', K.sched, int(probe + 1))
   local due, next_sched = {}, false
   local seen_all = #head < 2 * (probe + 1)
   for j = 1, #head, 2 do
     if j > 2 * take or tonumber(head[j + 1]) > now_s then
       next_sched, seen_all = head[j + 1], true
+      -- popped but not taken: back into the schedule (at most probe + 1)
+      local back = {}
+      for b = j, #head, 2 do
+        back[#back + 1] = head[b + 1]
+        back[#back + 1] = head[b]
+      end
+      redis.call('ZADD', K.sched, unpack(back))
       break
     end
     due[j], due[j + 1] = head[j], head[j + 1]
   end
+  -- due[1 .. popped] left the schedule with the pop; the rest is read, then removed below
+  local popped = #due
   if not seen_all then
-    local more = redis.call('ZRANGEBYSCORE', K.sched, '-inf', int(now_s), 'WITHSCORES', 'LIMIT', int(probe + 1),
+    local more = redis.call('ZRANGEBYSCORE', K.sched, '-inf', int(now_s), 'WITHSCORES', 'LIMIT', 0,
       int(take - probe - 1))
     for j = 1, #more do due[#due + 1] = more[j] end
     next_sched = nil
   end
+  if #due == 0 then return '', 0, next_due(polite, inflight, next_sched) end
+  local n = #due / 2
   local out = {}
-  -- In chunks of at most 500 URLs, one variadic call per structure (unpack's stack is bounded).
+  -- The info, written once: `last`, the count held, `v`, and a field per URL held (at most cap URLs).
+  local fields = { 'last', NOW, 'held', int(inflight + n), 'v', HOLDS_V }
+  -- In chunks of at most 500 URLs, one variadic call each (unpack's stack is bounded).
   for from = 1, #due, 1000 do
     local to = math.min(#due, from + 999)
-    local urls, held, hdate = {}, {}, {}
+    local urls, unpopped = {}, {}
     for j = from, to, 2 do
-      local url, date = due[j], due[j + 1]
+      local url = due[j]
       urls[#urls + 1] = url
-      held[#held + 1] = UNTIL
-      held[#held + 1] = url
-      hdate[#hdate + 1] = url
-      hdate[#hdate + 1] = date
+      if j > popped then unpopped[#unpopped + 1] = url end
+      fields[#fields + 1] = HOLD_FIELD .. url
+      fields[#fields + 1] = due[j + 1] .. ',' .. UNTIL
+      bucket[#bucket + 1] = HPREFIX .. url
     end
-    redis.call('ZREM', K.sched, unpack(urls))
-    redis.call('ZADD', K.held, unpack(held))
-    redis.call('HSET', K.hdate, unpack(hdate))
+    if #unpopped > 0 then redis.call('ZREM', K.sched, unpack(unpopped)) end
     if has_meta then
       local created = redis.call('HMGET', K.created, unpack(urls))
       for j = 1, #urls do
@@ -196,39 +238,96 @@ local function serve()
       end
     end
   end
-  if #out > 0 then
-    redis.call('HSET', K.info, 'last', NOW)
-    polite = now + delay * 1000 + 1
-    -- the holds just made end at until_ms
-    if hold ~= nil then hold = hold and math.min(hold, until_ms) or until_ms end
-    if inflight then inflight = inflight + #out end
+  redis.call('HSET', K.info, unpack(fields))
+  return table.concat(out), n, next_due(now + delay * 1000 + 1, inflight + n, next_sched)
+end
+
+-- Where the queues served go in the due indexes, written at the end in one variadic call per index (and per crawl
+-- for `due`), not two calls per queue: member -> time (ms, a string), or false to take it out. A table, so a queue
+-- named twice ends where its last serve put it, as sequential writes would.
+local qdue_at, qdue_order = {}, {}
+local due_at, due_order
+
+-- Records the queue K points at for `qdue` (and its crawl's `due` unless this call serves from `qdue` alone) at `t`
+-- (epoch ms), or out of them (nil).
+local function place(t)
+  local v = t and int(t) or false
+  if qdue_at[QMEMBER] == nil then qdue_order[#qdue_order + 1] = QMEMBER end
+  qdue_at[QMEMBER] = v
+  if due_at then
+    if due_at[QKEY] == nil then due_order[#due_order + 1] = QKEY end
+    due_at[QKEY] = v
   end
-  return table.concat(out), #out, next_due(polite, hold, inflight, next_sched)
+end
+
+-- The recorded places as the variadic arguments of ZADD (time, member, ...) and of ZREM (members).
+local function places(at, order)
+  local add, rem = {}, {}
+  for j = 1, #order do
+    local m = order[j]
+    local t = at[m]
+    if t then
+      add[#add + 1] = t
+      add[#add + 1] = m
+    else
+      rem[#rem + 1] = m
+    end
+  end
+  return add, rem
+end
+
+-- Writes the recorded places into the crawl's `due` and into `qdue`, at most 500 members a call.
+local function write_due()
+  local add, rem = places(due_at, due_order)
+  for from = 1, #add, 1000 do redis.call('ZADD', K.due, unpack(add, from, math.min(#add, from + 999))) end
+  for from = 1, #rem, 500 do redis.call('ZREM', K.due, unpack(rem, from, math.min(#rem, from + 499))) end
+end
+
+local function write_qdue()
+  local add, rem = places(qdue_at, qdue_order)
+  for from = 1, #add, 1000 do redis.call('ZADD', K.qdue, unpack(add, from, math.min(#add, from + 999))) end
+  for from = 1, #rem, 500 do redis.call('ZREM', K.qdue, unpack(rem, from, math.min(#rem, from + 499))) end
 end
 
 local replies, counts = {}, {}
-local a = 8 -- the current crawl's ARGV
-local k = 6 -- the current crawl's keys
+local a = 9 -- the current crawl's ARGV
+local k = 8 -- the current crawl's keys
 while a <= #ARGV do
   CRAWL = ARGV[a]
-  K.due = KEYS[k]
+  if qdue_only then
+    due_at = nil
+  else
+    K.due = KEYS[k]
+    due_at, due_order = {}, {}
+    k = k + 1
+  end
   local n = tonumber(ARGV[a + 1])
   for q = 1, n do
-    local at = k + 1 + per_queue * (q - 1)
-    K.sched, K.held, K.hdate, K.info = KEYS[at], KEYS[at + 1], KEYS[at + 2], KEYS[at + 3]
+    local at = k + per_queue * (q - 1)
+    K.sched, K.info = KEYS[at], KEYS[at + 1]
     if per_queue == 6 then
-      K.created, K.done = KEYS[at + 4], KEYS[at + 5]
+      K.created, K.done, K.held, K.hdate = KEYS[at + 2], KEYS[at + 3], KEYS[at + 4], KEYS[at + 5]
     else
-      K.created, K.done = nil, nil
+      K.created, K.done, K.held, K.hdate = nil, nil, nil, nil
     end
     QKEY = ARGV[a + 1 + q]
     QMEMBER = #CRAWL .. ':' .. CRAWL .. QKEY
+    HPREFIX = hold_prefix(CRAWL, QKEY)
     local due, r
     r = #replies + 1
     replies[r], counts[r], due = serve()
-    if counts[r] >= 0 then place_queue(due) end
+    if counts[r] >= 0 then place(due) end
   end
+  if due_at then write_due() end
   a = a + 2 + n
-  k = k + 1 + per_queue * n
+  k = k + per_queue * n
+end
+write_qdue()
+for from = 1, #moved_holds, 1000 do
+  redis.call('ZADD', K.holds, unpack(moved_holds, from, math.min(#moved_holds, from + 999)))
+end
+if #bucket > 0 then
+  for from = 1, #bucket, 500 do redis.call('RPUSH', KEYS[7], unpack(bucket, from, math.min(#bucket, from + 499))) end
+  redis.call('ZADD', K.holds, UNTIL, 'b:' .. UNTIL)
 end
 return { replies, counts }

@@ -4,8 +4,8 @@
   produce before the time uf-serve gave it (or at all, if it had left `due`). uf-serve places it again on the next
   GetURLs (out of `due` when it has nothing). An unknown queue is left alone.
 
-  KEYS[1..5]   the frontier-wide keys, KEYS[6..7] the crawl's (includes/uf.lua)
-  KEYS[8..]    the queue's six keys, KEYS[8..13], read by use_queue(1, ...) (includes/uf.lua)
+  KEYS[1..6]   the frontier-wide keys, KEYS[7..8] the crawl's (includes/uf.lua)
+  KEYS[9..]    the queue's six keys, KEYS[9..14], read by use_queue(1, ...) (includes/uf.lua)
   ARGV[1]      crawl ID
   ARGV[2]      queue key
   ARGV[3]      the info field
@@ -21,7 +21,7 @@
 local fenced = fence()
 if fenced then return redis.error_reply(FENCE_ERROR .. ' ' .. fenced) end
 
-use_crawl(6, ARGV[1])
+use_crawl(7, ARGV[1])
 use_queue(1, ARGV[2])
 if not redis.call('ZSCORE', K.queues, QKEY) then return 0 end
 redis.call('HSET', K.info, ARGV[3], ARGV[4])

@@ -3,7 +3,7 @@
   every partition): the state's `active` or `delay` (SetActive, SetDelay without a key), a domain's throttle override
   (the Kafka API's domain-update / domain-remove) or its blacklist entry (blacklist-update / blacklist-remove).
 
-  KEYS[1..5]   the frontier-wide keys (includes/uf.lua): the state, dcfg and black are written
+  KEYS[1..6]   the frontier-wide keys (includes/uf.lua): the state, dcfg and black are written
   ARGV[1]      what: 'state' (field ARGV[2] of the state set to ARGV[3]), 'dcfg' (domain ARGV[2]'s override set to
                ARGV[3], removed when ''), 'black' (domain ARGV[2] blacklisted when ARGV[3] is '1', else no more)
   ARGV[2]      the state field or the domain

@@ -34,6 +34,10 @@ export interface UfServer {
   now(): number;
   /** The partitions in the order this request claims from them (UrlFrontierStore.claimOrder). */
   claimOrder(): UrlFrontierPartition[];
+  /** Releases the holds that ended in each of `partitions` (holds.ts). */
+  releaseHolds(partitions: readonly UrlFrontierPartition[]): Promise<void>;
+  /** The partition of queue key `key`. */
+  partitionOf(key: string): UrlFrontierPartition;
   servePacked(
     crawl: string,
     keys: string[],
@@ -48,6 +52,7 @@ export interface UfServer {
     holdSeconds: number,
     continuing: boolean,
     full: boolean,
+    qdueOnly?: boolean,
   ): Promise<PackedQueue[]>;
 }
 
@@ -68,12 +73,16 @@ export async function getUrlsPacked(s: UfServer, req: GetUrlsRequest, emit: Emit
   const [active, indexed, fence] = await s.redis.hmget(g.state, 'active', 'indexed', 'fence');
   if (fence) throw fenceError(fence);
   if (active === '0') return;
+  // Holds that ended go back to their queues' schedules first: their URLs are served again, the queues' counts of
+  // URLs in flight are right for the client's max.
   if (req.key !== undefined) {
     if (req.crawl === undefined) return;
+    await s.releaseHolds([s.partitionOf(req.key)]);
     const [queue] = await s.servePacked(req.crawl, [req.key], req.maxUrlsPerQueue, req.holdSeconds);
     if (queue && queue.count > 0) await emitServed(s, queue, req, emit);
     return;
   }
+  await s.releaseHolds(s.partitions);
   // An older frontier is walked first, a page at a time: until its walk ends, crawls not yet walked wait.
   s.index.saw(indexed);
   if (req.crawl === undefined && !s.index.indexed) await s.index.walk();
@@ -102,18 +111,20 @@ async function serveDue(s: UfServer, req: GetUrlsRequest, emit: Emit): Promise<v
   // The partition claimed from (its place in `order`); past the last, every partition has none due.
   let turn = 0;
   let failure: { error: unknown } | undefined;
-  // Waves name each queue's four keys that most queues need, until one needs all six (see uf-serve.lua): from then on
+  // Waves name each queue's two keys that most queues need, until one needs all six (see uf-serve.lua): from then on
   // this request names six.
   let full = false;
+  // Queues claimed from `qdue` are placed there alone (uf-serve.lua).
+  const anyCrawl = req.crawl === undefined;
   const room = () => (req.maxQueues > 0 ? req.maxQueues - produced - claimed.length - serving : CLAIM_MAX);
   const topUp = () => {
     const count = Math.min(room(), CLAIM_MAX);
     const p = order[turn];
     if (claiming || p === undefined || claimed.length >= CLAIM_MAX || count <= 0) return;
     claiming = claimDue(s, p, req.crawl, start, count).then(
-      (queues) => {
+      ({ queues, more }) => {
         claiming = undefined;
-        if (queues.length === 0) turn++;
+        if (queues.length === 0 && !more) turn++;
         claimed.push(...queues);
       },
       // A claim not awaited yet must not count as unhandled if a serve or an emit throws first.
@@ -128,7 +139,7 @@ async function serveDue(s: UfServer, req: GetUrlsRequest, emit: Emit): Promise<v
       let n = 1;
       while (n < SERVE_WAVE && claimed[n]?.p === p) n++;
       const queues = claimed.splice(0, n);
-      const reply = s.serveIn(p, groupsOf(queues), req.maxUrlsPerQueue, req.holdSeconds, false, full);
+      const reply = s.serveIn(p, groupsOf(queues), req.maxUrlsPerQueue, req.holdSeconds, false, full, anyCrawl);
       // Replies that are not awaited yet must not count as unhandled if an earlier emit throws.
       reply.catch(() => undefined);
       serving += queues.length;
@@ -184,14 +195,15 @@ async function serveAgain(
   req: GetUrlsRequest,
 ): Promise<PackedQueue[]> {
   const groups = groupsOf(wave.filter((q) => q.count < 0));
-  const again = await s.serveIn(p, groups, req.maxUrlsPerQueue, req.holdSeconds, false, true);
+  const again = await s.serveIn(p, groups, req.maxUrlsPerQueue, req.holdSeconds, false, true, req.crawl === undefined);
   let i = 0;
   return wave.map((q) => (q.count >= 0 ? q : (again[i++] as PackedQueue)));
 }
 
 /**
  * Claims up to `count` due queues (longest-due first) of partition `p`, of `crawl`, or over every crawl when none is
- * named (scripts/uf-claim.lua); none when none is due by `start`.
+ * named (scripts/uf-claim.lua); none when none is due by `start`. `more`: over one crawl, the claim stopped after
+ * correcting its `due` from `qdue` and more may be due there.
  */
 async function claimDue(
   s: UfServer,
@@ -199,18 +211,19 @@ async function claimDue(
   crawl: string | undefined,
   start: number,
   count: number,
-): Promise<Claimed[]> {
-  const claimed = await runScript<string[]>(s.redis, script('uf-claim'), urlFrontierClaimKeys(p, crawl), [
-    start,
-    count,
-    CLAIM_MS,
-  ]);
+): Promise<{ queues: Claimed[]; more: boolean }> {
+  // `qdue` corrects a crawl's `due` only once every due queue is in it (index-walk.ts).
+  const keys = urlFrontierClaimKeys(p, crawl, s.index.indexed);
+  const args = crawl === undefined ? [start, count, CLAIM_MS] : [start, count, CLAIM_MS, crawl];
+  const claimed = await runScript<(string | number)[]>(s.redis, script('uf-claim'), keys, args);
   const queues: Claimed[] = [];
-  if (crawl !== undefined) for (const key of claimed) queues.push({ p, crawl, key });
-  else
+  if (crawl === undefined) {
     for (let i = 0; i < claimed.length; i += 2)
       queues.push({ p, crawl: claimed[i] as string, key: claimed[i + 1] as string });
-  return queues;
+    return { queues, more: false };
+  }
+  for (let i = 1; i < claimed.length; i++) queues.push({ p, crawl, key: claimed[i] as string });
+  return { queues, more: claimed[0] === 1 };
 }
 
 /**

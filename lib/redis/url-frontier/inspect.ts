@@ -16,6 +16,16 @@ import {
   urlMember,
 } from './model.ts';
 
+/** The info field of a held URL's member (scripts/includes/uf.lua HOLD_FIELD). */
+const holdField = (member: string) => `h:${member}`;
+
+/** The date (epoch s) in a held URL's info field (`<date>,<held until>`), or undefined when it is not held. */
+function holdDate(value: string | null | undefined): string | undefined {
+  if (value === null || value === undefined) return undefined;
+  const comma = value.indexOf(',');
+  return comma < 0 ? undefined : value.slice(0, comma);
+}
+
 /** What the reads need of the store. */
 export interface UfReader {
   readonly redis: RedisClient;
@@ -61,8 +71,9 @@ async function queueRecords(
   for (let from = 0; from < rows.length; from += SCAN_PAGE) {
     const part = rows.slice(from, from + SCAN_PAGE);
     const members = part.map((r) => r.member);
-    const [sched, hdate, done] = await Promise.all([
+    const [sched, holds, hdate, done] = await Promise.all([
       s.redis.zmscore(q.sched, ...members),
+      s.redis.hmget(q.info, ...members.map(holdField)),
       s.redis.hmget(q.hdate, ...members),
       s.redis.smismember(q.done, ...members),
     ]);
@@ -73,7 +84,7 @@ async function queueRecords(
         key,
         url,
         metadata: parseMetadata(c.metadata),
-        date: done[i] ? 0 : Number(sched[i] ?? hdate[i] ?? 0),
+        date: done[i] ? 0 : Number(sched[i] ?? holdDate(holds[i]) ?? hdate[i] ?? 0),
         created: c.created,
       });
     });
@@ -138,8 +149,9 @@ export async function urlStatus(s: UfReader, crawl: string, key: string, url: st
   const value = await s.redis.hget(q.created, member);
   if (value === null) return undefined;
   const { created, metadata } = splitCreated(value);
-  const [sched, hdate, done] = await Promise.all([
+  const [sched, hold, hdate, done] = await Promise.all([
     s.redis.zscore(q.sched, member),
+    s.redis.hget(q.info, holdField(member)),
     s.redis.hget(q.hdate, member),
     s.redis.sismember(q.done, member),
   ]);
@@ -148,7 +160,7 @@ export async function urlStatus(s: UfReader, crawl: string, key: string, url: st
     key,
     url,
     metadata: done ? {} : parseMetadata(metadata),
-    date: done ? 0 : Number(sched ?? hdate ?? 0),
+    date: done ? 0 : Number(sched ?? holdDate(hold) ?? hdate ?? 0),
     created,
   };
 }
@@ -178,26 +190,31 @@ async function backlogOf(redis: RedisClient, p: UrlFrontierPartition, c: string,
   const pipeline = redis.pipeline();
   for (const key of keys) {
     const q = urlFrontierQueueKeys(p, c, key);
-    pipeline.zcard(q.sched).zcard(q.held);
+    pipeline.zcard(q.sched).zcard(q.held).hget(q.info, 'held');
   }
   const replies = (await pipeline.exec()) ?? [];
   return keys.map((_, i) => {
-    const [e1, sched] = replies[2 * i] ?? [];
-    const [e2, held] = replies[2 * i + 1] ?? [];
-    if (e1 || e2) throw e1 ?? e2;
-    return Number(sched) + Number(held);
+    let n = 0;
+    for (const [error, count] of replies.slice(3 * i, 3 * i + 3)) {
+      if (error) throw error;
+      n += Number(count ?? 0);
+    }
+    return n;
   });
 }
 
 async function oneQueueStats(s: UfReader, crawl: string, key: string, now: number): Promise<QueueStats> {
   const q = urlFrontierQueueKeys(s.partitionOf(key), crawl, key);
-  const [sched, held, inProcess, completed] = await Promise.all([
+  const [sched, legacy, legacyInProcess, held, completed] = await Promise.all([
     s.redis.zcard(q.sched),
     s.redis.zcard(q.held),
     s.redis.zcount(q.held, `(${now}`, '+inf'),
+    s.redis.hget(q.info, 'held'),
     s.redis.scard(q.done),
   ]);
-  const size = sched + held;
+  // The holds in the info are all in process: the caller released those that ended (UrlFrontierStore.stats).
+  const size = sched + legacy + Number(held ?? 0);
+  const inProcess = legacyInProcess + Number(held ?? 0);
   return { size, inProcess, completed, activeQueues: size > 0 ? 1 : 0, numberOfQueues: 1 };
 }
 
@@ -235,12 +252,12 @@ export async function listQueues(
     const now = s.now();
     const flags = await inChunks(all, async (key) => {
       const q = urlFrontierQueueKeys(s.partitionOf(key), crawl, key);
-      const [sched, held, blocked] = await Promise.all([
+      const [sched, legacy, [held, blocked]] = await Promise.all([
         s.redis.zcard(q.sched),
         s.redis.zcard(q.held),
-        s.redis.hget(q.info, 'blocked'),
+        s.redis.hmget(q.info, 'held', 'blocked'),
       ]);
-      return sched + held > 0 && !(blocked !== null && Number(blocked) >= now);
+      return sched + legacy + Number(held ?? 0) > 0 && !(blocked !== null && Number(blocked) >= now);
     });
     matching = all.filter((_, i) => flags[i]);
   }

@@ -76,6 +76,16 @@ export interface UrlFrontierGlobalKeys {
   domainConfig: string;
   /** SET of domains blacklisted through the Kafka API: their queues keep their URLs but are never served. */
   blacklist: string;
+  /**
+   * ZSET → epoch ms: when the holds of every queue end, which GetURLs releases from (scripts/uf-release.lua,
+   * holds.ts). Its members: `b:<t>` → t for the bucket of the holds GetURLs made that end at t (a LIST,
+   * {@link urlFrontierHoldBucket}: one RPUSH per serve call, not a sorted insert per URL), and a hold member itself
+   * (crawl ID and queue key, each after its byte length, then the URL's member: scripts/includes/uf.lua
+   * hold_prefix) → its end, for a hold moved from an older version's keys or by `frontier reshard`. A hold is also
+   * a field of its queue's info, which says whether the URL is held (see the queue keys' `info`): an entry whose
+   * field is gone (its queue deleted, its URL completed) or ends later (held again since) is dropped when read.
+   */
+  holds: string;
 }
 
 export function urlFrontierGlobalKeys(p: UrlFrontierPartition): UrlFrontierGlobalKeys {
@@ -87,7 +97,13 @@ export function urlFrontierGlobalKeys(p: UrlFrontierPartition): UrlFrontierGloba
     legacyCrawlDue: `${t}:cdue`,
     domainConfig: `${t}:dcfg`,
     blacklist: `${t}:black`,
+    holds: `${t}:holds`,
   };
+}
+
+/** The bucket (a LIST of hold members) of the holds that end at `until` (epoch ms; see `holds`). */
+export function urlFrontierHoldBucket(p: UrlFrontierPartition, until: number): string {
+  return `${urlFrontierTag(p)}:hold:${until}`;
 }
 
 /** The keys of one crawl of a URL frontier. */
@@ -121,9 +137,12 @@ export interface UrlFrontierQueueKeys {
   created: string;
   /** ZSET url → next-fetch date (epoch s): scheduled URLs that are not held. */
   sched: string;
-  /** ZSET url → held until (epoch ms): URLs handed out by GetURLs. */
+  /**
+   * ZSET url → held until (epoch ms): URLs handed out by GetURLs before holds were kept in `info` and the frontier's
+   * `holds` (legacy: uf-serve moves them there the next time it serves the queue).
+   */
   held: string;
-  /** HASH url → next-fetch date of a held URL, restored when its hold expires. */
+  /** HASH url → next-fetch date of a URL in `held` (legacy, as `held`). */
   hdate: string;
   /** SET of completed URLs. */
   done: string;
@@ -132,7 +151,9 @@ export interface UrlFrontierQueueKeys {
    * registrable domain, which domain overrides and the blacklist name), `meta` (1 once any URL of the queue was
    * stored with metadata: GetURLs reads metadata only then), `counted` (1 once the queue's URLs scheduled or held are
    * in the frontier's `backlog` total: from its creation, or, in a frontier stored before the total existed, from
-   * the walk of scripts/uf-index.lua).
+   * the walk of scripts/uf-index.lua), `held` (how many of its URLs are held), `v` (2 once none of its holds is in
+   * the legacy `held`), and per URL held by GetURLs a field `h:<url>` → `<next-fetch date (s)>,<held until (ms)>`
+   * (no other field has a `:`), with its entry in the frontier's `holds`.
    */
   info: string;
 }
@@ -152,7 +173,7 @@ export function urlFrontierQueueKeys(p: UrlFrontierPartition, crawl: string, key
 /** The frontier-wide KEYS every URL frontier script over queues starts with (scripts/includes/uf.lua), in order. */
 export function urlFrontierScriptGlobals(p: UrlFrontierPartition): string[] {
   const g = urlFrontierGlobalKeys(p);
-  return [g.crawls, g.state, g.domainConfig, g.blacklist, g.queueDue];
+  return [g.crawls, g.state, g.domainConfig, g.blacklist, g.queueDue, g.holds];
 }
 
 /**
@@ -171,25 +192,30 @@ export function urlFrontierCrawlGroup(p: UrlFrontierPartition, crawl: string, qu
 }
 
 /**
- * The KEYS of scripts/uf-serve.lua: the frontier-wide keys ({@link urlFrontierScriptGlobals}), then per crawl its
- * due and per queue its sched, held, hdate and info, and with `full` its created and done too (the keys a queue
- * with metadata or a crawl limit needs; the others are served with four, which is less to send and to parse).
+ * The KEYS of scripts/uf-serve.lua: the frontier-wide keys ({@link urlFrontierScriptGlobals}), the bucket of the holds
+ * it makes (those ending at `until`: {@link urlFrontierHoldBucket}), then per crawl its
+ * due (unless `qdueOnly`: queues claimed from `qdue` are placed there alone) and per queue its sched and info, and
+ * with `full` its created, done, held and hdate too (the keys a queue with metadata, a crawl limit or legacy holds
+ * needs; the others are served with two, which is less to send and to parse).
  */
 export function urlFrontierServeKeys(
   p: UrlFrontierPartition,
   groups: readonly { crawl: string; keys: readonly string[] }[],
   full: boolean,
+  until: number,
+  qdueOnly = false,
 ): string[] {
   const t = urlFrontierTag(p);
   const out = urlFrontierScriptGlobals(p);
+  out.push(urlFrontierHoldBucket(p, until));
   for (const { crawl, keys } of groups) {
     const c = encodeURIComponent(crawl);
-    out.push(`${t}:c:${c}:due`);
+    if (!qdueOnly) out.push(`${t}:c:${c}:due`);
     for (const key of keys) {
       // As urlFrontierQueueKeys names them.
       const q = `${t}:q:${c}:${encodeURIComponent(key)}`;
-      out.push(`${q}:sched`, `${q}:held`, `${q}:hdate`, `${q}:info`);
-      if (full) out.push(`${q}:created`, `${q}:done`);
+      out.push(`${q}:sched`, `${q}:info`);
+      if (full) out.push(`${q}:created`, `${q}:done`, `${q}:held`, `${q}:hdate`);
     }
   }
   return out;
@@ -216,11 +242,34 @@ export function urlFrontierGroupsKeys(
   return out;
 }
 
-/** The KEYS of scripts/uf-claim.lua: the due index over every crawl, or one crawl's due and legacy rotation. */
-export function urlFrontierClaimKeys(p: UrlFrontierPartition, crawl: string | undefined): string[] {
-  if (crawl === undefined) return [urlFrontierGlobalKeys(p).queueDue];
+/**
+ * The KEYS of scripts/uf-release.lua: the frontier-wide keys, the hold buckets (by their end, `ends`) read, then each
+ * crawl's group ({@link urlFrontierCrawlGroup}).
+ */
+export function urlFrontierReleaseKeys(
+  p: UrlFrontierPartition,
+  ends: readonly number[],
+  groups: readonly { crawl: string; keys: readonly string[] }[],
+): string[] {
+  const out = urlFrontierScriptGlobals(p);
+  for (const end of ends) out.push(urlFrontierHoldBucket(p, end));
+  for (const { crawl, keys } of groups) out.push(...urlFrontierCrawlGroup(p, crawl, keys));
+  return out;
+}
+
+/**
+ * The KEYS of scripts/uf-claim.lua: the due index over every crawl, or one crawl's due and legacy rotation, and the
+ * index over every crawl that corrects it (once the frontier is indexed: `withQueueDue`).
+ */
+export function urlFrontierClaimKeys(
+  p: UrlFrontierPartition,
+  crawl: string | undefined,
+  withQueueDue = true,
+): string[] {
+  const g = urlFrontierGlobalKeys(p);
+  if (crawl === undefined) return [g.queueDue];
   const c = urlFrontierCrawlKeys(p, crawl);
-  return [c.due, c.legacyRotation];
+  return withQueueDue ? [c.due, c.legacyRotation, g.queueDue] : [c.due, c.legacyRotation];
 }
 
 /**
@@ -238,7 +287,7 @@ export function urlFrontierIndexKeys(p: UrlFrontierPartition, crawl: string, que
   return out;
 }
 
-/** {@link urlFrontierScriptKeys} of one queue (13 keys). */
+/** {@link urlFrontierScriptKeys} of one queue (14 keys). */
 export function urlFrontierQueueKeyList(p: UrlFrontierPartition, crawl: string, key: string): string[] {
   return urlFrontierScriptKeys(p, crawl, [key]);
 }

@@ -25,6 +25,7 @@
  */
 import type { RedisClient } from '../client.ts';
 import { ReshardRefusedError } from '../reshard-errors.ts';
+import { holdKeys } from './holds.ts';
 import { UrlFrontierIndex } from './index-walk.ts';
 import {
   type UrlFrontierPartition,
@@ -258,6 +259,9 @@ export class UrlFrontierMove {
     for (const p of this.olds) {
       const g = urlFrontierGlobalKeys(p);
       await this.#redis.unlink(g.crawls, g.queueDue, g.legacyCrawlDue, g.domainConfig, g.blacklist);
+      // What is left of the holds: entries of the queues moved away (their holds went with them).
+      const holds = await holdKeys(this.#redis, p);
+      for (let i = 0; i < holds.length; i += 1000) await this.#redis.unlink(...holds.slice(i, i + 1000));
       await this.#redis.multi().del(g.state).hset(g.state, 'fence', moved).exec();
     }
     await Promise.all(this.news.map((p) => this.#redis.hdel(urlFrontierGlobalKeys(p).state, 'fence')));

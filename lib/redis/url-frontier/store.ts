@@ -15,6 +15,7 @@ import type { UrlFrontierView } from '../../ports.ts';
 import type { RedisClient } from '../client.ts';
 import { runScript, runScriptBuffer, script } from '../scripts.ts';
 import { getUrlsPacked } from './get-urls.ts';
+import { holdKeys, releaseEnded } from './holds.ts';
 import { UrlFrontierIndex } from './index-walk.ts';
 import { backlog, countUrls, createdPages, listQueues, listUrls, queueStats, urlStatus } from './inspect.ts';
 import {
@@ -204,7 +205,10 @@ export class UrlFrontierStore implements UrlFrontierView {
     return out;
   }
 
-  /** {@link serveGroups} over queues of one partition, in one script call. */
+  /**
+   * {@link serveGroups} over queues of one partition, in one script call; `qdueOnly` for queues claimed from the index
+   * over every crawl, which places them there alone (see uf-serve.lua).
+   */
   async serveIn(
     p: UrlFrontierPartition,
     groups: readonly { crawl: string; keys: string[] }[],
@@ -212,22 +216,25 @@ export class UrlFrontierStore implements UrlFrontierView {
     holdSeconds: number,
     continuing: boolean,
     full: boolean,
+    qdueOnly = false,
   ): Promise<PackedQueue[]> {
     const now = this.#now();
+    const until = now + holdSeconds * 1000;
     const args: (string | number)[] = [
       now,
       maxUrls,
-      now + holdSeconds * 1000,
+      until,
       SERVE_CAP,
       continuing ? 1 : 0,
       BLACKLIST_RECHECK_MS,
       full ? 1 : 0,
+      qdueOnly ? 1 : 0,
     ];
     for (const { crawl, keys: queues } of groups) args.push(crawl, queues.length, ...queues);
     const [replies, counts] = await runScriptBuffer<[Buffer[], number[]]>(
       this.redis,
       script('uf-serve'),
-      urlFrontierServeKeys(p, groups, full),
+      urlFrontierServeKeys(p, groups, full, until, qdueOnly),
       args,
     );
     const out: PackedQueue[] = [];
@@ -308,9 +315,19 @@ export class UrlFrontierStore implements UrlFrontierView {
     return this.#settings.configureDomain(action, domain, limits);
   }
 
-  /** Stats of one queue (all zero for an unknown one) or of every queue of a crawl. */
-  stats(crawl: string, key?: string): Promise<QueueStats> {
+  /**
+   * Stats of one queue (all zero for an unknown one) or of every queue of a crawl; holds that ended are released
+   * first (holds.ts), so in process counts only those that have not.
+   */
+  async stats(crawl: string, key?: string): Promise<QueueStats> {
+    await this.releaseHolds(key === undefined ? this.partitions : [this.partitionOf(key)]);
     return queueStats(this, crawl, key);
+  }
+
+  /** Releases the holds that ended in each of `partitions` (holds.ts), the partitions at once. */
+  async releaseHolds(partitions: readonly UrlFrontierPartition[]): Promise<void> {
+    const now = this.#now();
+    await Promise.all(partitions.map((p) => releaseEnded(this.redis, p, now)));
   }
 
   /**
@@ -414,6 +431,7 @@ export class UrlFrontierStore implements UrlFrontierView {
     for (const p of this.partitions) {
       const g = urlFrontierGlobalKeys(p);
       out.push(g.crawls, g.state, g.queueDue, g.legacyCrawlDue, g.domainConfig, g.blacklist);
+      out.push(...(await holdKeys(this.redis, p)));
       for (const crawl of await this.redis.smembers(g.crawls)) {
         out.push(...Object.values(urlFrontierCrawlKeys(p, crawl)));
         for (const key of await this.redis.zrange(urlFrontierCrawlKeys(p, crawl).queues, '0', '-1'))

@@ -2,7 +2,7 @@
   URL frontier (lib/url-frontier): the keys of one call's crawls and queues and the helpers its scripts share. A call
   names the frontier-wide keys once, then per crawl a group: the crawl's two keys and six keys per queue
   (lib/redis/keys.ts urlFrontierScriptKeys, urlFrontierCrawlGroup); a script points K at a crawl with
-  use_crawl(at, crawl) and at each queue in turn with use_queue_at(at, key), or, over one crawl at KEYS[6..],
+  use_crawl(at, crawl) and at each queue in turn with use_queue_at(at, key), or, over one crawl at KEYS[7..],
   use_queue(i, key).
 
   KEYS[1]  crawls   SET of crawl IDs
@@ -11,7 +11,13 @@
   KEYS[4]  black    SET blacklisted domains
   KEYS[5]  qdue     ZSET queue member ('<byte length of crawl ID>:<crawl ID><queue key>') -> epoch ms from which
                     the queue may produce: a crawl's `due` over every crawl (GetURLs over every crawl claims from it)
-  KEYS[c..]         a crawl's group, from c (6 for a call over one crawl):
+  KEYS[6]  holds    ZSET -> epoch ms: when the holds end, so that GetURLs releases those that ended (uf-release.lua)
+                    without a key per queue: `b:<t>` -> t for the bucket of the holds a serve made that end at t (a
+                    LIST of hold members, keys.ts urlFrontierHoldBucket), and a hold member (hold_prefix() .. url)
+                    -> its end for a hold moved from legacy keys or by a reshard. The queue's info holds each of its
+                    holds too (HOLD_FIELD) and says whether a URL is held: an entry whose field is gone (a queue
+                    deleted, a URL completed) or ends later (held again) is dropped when read.
+  KEYS[c..]         a crawl's group, from c (7 for a call over one crawl):
            queues   ZSET the crawl's queue keys (score 0)
            due      ZSET queue key -> epoch ms from which the queue may produce (GetURLs claims the due ones;
                     a queue with nothing scheduled or held is not in it, so an exhausted queue costs GetURLs nothing)
@@ -19,10 +25,12 @@
            created  HASH url -> '<creation date (s)>[\t<metadata JSON>]'
            (every url here is a member: lib/redis/url-frontier/model.ts urlMember, the queue's host prefix cut off)
            sched    ZSET url -> next-fetch date (s), not held
-           held     ZSET url -> held until (ms)
-           hdate    HASH url -> next-fetch date of a held URL
+           held     ZSET url -> held until (ms): holds made before `holds` (legacy: uf-serve moves them)
+           hdate    HASH url -> next-fetch date of a URL in `held` (legacy)
            done     SET completed URLs
-           info     HASH delay, blocked, limit, last, dom, meta, counted
+           info     HASH delay, blocked, limit, last, dom, meta, counted, `held` (how many of its URLs are held),
+                    `v` (HOLDS_V once no hold of the queue is in `held`/`hdate`), and per held URL
+                    HOLD_FIELD .. url -> '<next-fetch date (s)>,<held until (ms)>'
 ]]
 local K = {
   crawls = KEYS[1],
@@ -30,14 +38,27 @@ local K = {
   dcfg = KEYS[3],
   black = KEYS[4],
   qdue = KEYS[5],
+  holds = KEYS[6],
   -- queues, due: set by use_crawl; created, sched, held, hdate, done, info: set by use_queue_at
 }
--- The crawl ID and queue key K points at, and the queue's member in `qdue`.
+-- The crawl ID and queue key K points at, the queue's member in `qdue`, and the start of its members in `holds`.
 local CRAWL = nil
 local QKEY = nil
 local QMEMBER = nil
+local HPREFIX = nil
 -- K's crawl group starts at KEYS[CBASE].
-local CBASE = 6
+local CBASE = 7
+
+-- The info field of a held URL (its date and hold's end); no other info field has a ':'.
+local HOLD_FIELD = 'h:'
+-- info `v` of a queue whose holds are all in `holds` and its info (every queue created since; an older queue once
+-- uf-serve moved its legacy holds).
+local HOLDS_V = '2'
+
+-- The queue's members in `holds`: the crawl ID and the queue key, each after its byte length, so both split apart.
+local function hold_prefix(crawl, key)
+  return #crawl .. ':' .. crawl .. #key .. ':' .. key
+end
 
 -- Points K's crawl keys, and CRAWL, at the crawl whose group starts at KEYS[at].
 local function use_crawl(at, crawl)
@@ -57,6 +78,7 @@ local function use_queue_at(at, key)
   K.info = KEYS[at + 5]
   QKEY = key
   QMEMBER = #CRAWL .. ':' .. CRAWL .. key
+  HPREFIX = hold_prefix(CRAWL, key)
 end
 
 -- Points K's per-queue keys at the i-th queue (1-based) of K's crawl group.
@@ -82,6 +104,29 @@ end
 -- Adds `n` (may be negative) to the frontier's `backlog` total, for a counted queue.
 local function count_backlog(n)
   if n ~= 0 then redis.call('HINCRBY', K.state, 'backlog', n) end
+end
+
+-- How many URLs of the queue K points at are held: its info's count and its legacy `held` (K.held named).
+local function held_count()
+  local n = tonumber(redis.call('HGET', K.info, 'held') or '0')
+  if K.held then n = n + redis.call('ZCARD', K.held) end
+  return n
+end
+
+-- Ends the hold of `url` in the queue K points at, if it is held (its info field, its `holds` entry, the count, and
+-- the legacy keys when named): returns 1 if it was held, else 0.
+local function drop_hold(url)
+  local was = 0
+  if redis.call('HDEL', K.info, HOLD_FIELD .. url) == 1 then
+    redis.call('HINCRBY', K.info, 'held', -1)
+    redis.call('ZREM', K.holds, HPREFIX .. url)
+    was = 1
+  end
+  if K.held and redis.call('ZREM', K.held, url) == 1 then
+    redis.call('HDEL', K.hdate, url)
+    was = 1
+  end
+  return was
 end
 
 -- An integer as Redis takes it: string.format's integer path, not the float formatting Lua gives a number passed to
@@ -152,22 +197,23 @@ local function ensure_queue(domain)
     if redis.call('SADD', K.crawls, CRAWL) == 1 and redis.call('SCARD', K.crawls) == 1 then
       redis.call('HSET', K.state, 'indexed', INDEXED)
     end
-    redis.call('HSET', K.info, 'counted', 1)
+    redis.call('HSET', K.info, 'counted', 1, 'v', HOLDS_V)
     if domain and domain ~= '' and domain ~= QKEY then redis.call('HSET', K.info, 'dom', domain) end
   end
 end
 
 -- Makes the queue K points at due no later than its earliest scheduled URL (ZADD LT: a later time already there is
--- brought forward, an earlier one kept), or takes it out of `due` when it has nothing scheduled or held. Called
--- wherever a URL may have become due or gone, or a bound on the queue may have gone (a hold released, fewer completed
--- URLs); a queue that still may not produce is put back by uf-serve, one look later.
+-- brought forward, an earlier one kept), or takes it out of `due` when it has nothing scheduled (its holds, when they
+-- end, are released by uf-release.lua, which wakes it again; a queue with legacy holds keeps its place, which is their
+-- end). Called wherever a URL may have become due or gone, or a bound on the queue may have gone (a hold released,
+-- fewer completed URLs); a queue that still may not produce is put back by uf-serve, one look later.
 local function wake_queue()
   local first = redis.call('ZRANGE', K.sched, 0, 0, 'WITHSCORES')
   if first[2] then
     local t = int(tonumber(first[2]) * 1000)
     redis.call('ZADD', K.due, 'LT', t, QKEY)
     redis.call('ZADD', K.qdue, 'LT', t, QMEMBER)
-  elseif redis.call('EXISTS', K.held) == 0 then
+  elseif not K.held or redis.call('EXISTS', K.held) == 0 then
     place_queue(nil)
   end
 end

@@ -9,10 +9,10 @@ import {
   type CostOptions,
   type CostReport,
   CPU_MS_PER_PAGE,
-  crawlerFleet,
   FETCHED_TRANSFER_RATIO,
   priceTemplate,
 } from './cost-model.ts';
+import { type Cfn, crawlerFleet } from './cost-template.ts';
 import {
   BROKER_STORAGE_FILL,
   brokerVolumeGiBNeeded,
@@ -22,9 +22,6 @@ import {
   retainedBytes,
 } from './kafka-sizing.ts';
 import { HOURS_PER_MONTH, PRICES } from './prices.ts';
-
-// biome-ignore lint/suspicious/noExplicitAny: template JSON has no static shape
-type Cfn = Record<string, any>;
 
 /**
  * Share of a crawler task's capacity the fleet runs it at: the fleet scales in when the tasks' summed load fits in

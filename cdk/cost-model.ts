@@ -5,6 +5,8 @@
  * there is an error, so a new billable resource cannot go unpriced. What it reads of the template (the crawler fleet,
  * the cache) is ./cost-template.ts's.
  */
+
+import { sinkOfTemplate } from './cost-sink.ts';
 import {
   type CacheLayout,
   type Cfn,
@@ -58,7 +60,10 @@ export interface CostOptions {
   compressionRatio?: number;
   /** Hours the firehose keeps a page (billed storage on MSK Serverless). @default 168 */
   retentionHours: number;
-  /** Readers of the crawled firehose outside the stack (each read is billed out of MSK Serverless). @default 1 */
+  /**
+   * Readers of the crawled firehose of your own, besides the stack's archive sink, which the template says whether it
+   * deploys (each read is billed out of MSK Serverless). @default 0
+   */
   consumers: number;
   /** Crawler CPU per page, ms. @default {@link CPU_MS_PER_PAGE} */
   cpuMsPerPage: number;
@@ -79,7 +84,7 @@ export const CPU_MS_PER_PAGE = 4.36;
  * (about 8 % of the 10,000 most popular sites' home pages: Danny van Kooten, "HTML compression on popular websites",
  * https://www.dannyvankooten.com/blog/2023/top-websites-not-using-compression/).
  */
-const GZIP_PAGE_RATIO = 2.88;
+export const GZIP_PAGE_RATIO = 2.88;
 const UNCOMPRESSED_HTML_SHARE = 0.08;
 export const FETCHED_TRANSFER_RATIO =
   Math.round((1 / ((1 - UNCOMPRESSED_HTML_SHARE) / GZIP_PAGE_RATIO + UNCOMPRESSED_HTML_SHARE)) * 100) / 100;
@@ -87,7 +92,7 @@ export const FETCHED_TRANSFER_RATIO =
 export const DEFAULT_OPTIONS: CostOptions = {
   pageKb: 28,
   retentionHours: 168,
-  consumers: 1,
+  consumers: 0,
   cpuMsPerPage: CPU_MS_PER_PAGE,
 };
 
@@ -344,11 +349,14 @@ function perMillionPages(t: Tmpl, o: CostOptions, ratio: number): PageCost[] {
   const rawGb = (pages * o.pageKb * 1024) / 1e9;
   const msgGb = rawGb / ratio;
   const out: PageCost[] = [];
+  const sink = sinkOfTemplate({ Resources: t.resources }) !== undefined;
+  const readers = o.consumers + (sink ? 1 : 0);
+  const who = `${readers} reader(s)${sink ? ', the archive sink among them' : ''}`;
   if (t.ofType('AWS::MSK::ServerlessCluster').length > 0) {
     out.push({ component: 'MSK Serverless bytes in', usd_per_million_pages: msgGb * PRICES.mskServerlessInGb.usd });
     out.push({
-      component: `MSK Serverless bytes out (${o.consumers} reader(s))`,
-      usd_per_million_pages: o.consumers * msgGb * PRICES.mskServerlessOutGb.usd,
+      component: `MSK Serverless bytes out (${who})`,
+      usd_per_million_pages: readers * msgGb * PRICES.mskServerlessOutGb.usd,
     });
     out.push({
       component: `MSK Serverless storage (${o.retentionHours} h retention)`,
@@ -357,8 +365,8 @@ function perMillionPages(t: Tmpl, o: CostOptions, ratio: number): PageCost[] {
   } else if (t.ofType('AWS::MSK::Cluster').length > 0) {
     // Brokers and their EBS are already in the floor; clients reach a leader in another zone half the time.
     out.push({
-      component: `cross-zone bytes to and from brokers (half of produce and ${o.consumers} read(s))`,
-      usd_per_million_pages: 0.5 * (1 + o.consumers) * msgGb * PRICES.crossAzGb.usd,
+      component: `cross-zone bytes to and from brokers (half of produce and of ${who})`,
+      usd_per_million_pages: 0.5 * (1 + readers) * msgGb * PRICES.crossAzGb.usd,
     });
   }
   if (t.ofType('AWS::EC2::NatGateway').length > 0)

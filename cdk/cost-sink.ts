@@ -106,7 +106,7 @@ const GB = 1e9;
 const round = (n: number, digits = 0) => Math.round(n * 10 ** digits) / 10 ** digits;
 
 /** Bytes the sink stores a page, in its formats, for pages of `pageKb` KB. */
-export function sinkBytesPerPage(
+function sinkBytesPerPage(
   formats: string,
   v: Pick<SinkVolume, 'pageKb' | 'gzipPageRatio' | 'largeBodyShare' | 'largeBodyBytes'>,
 ): number {
@@ -122,7 +122,7 @@ export function sinkBytesPerPage(
  * Pages in one invocation: as many as the event payload holds, or as many as arrive within the batching window when
  * the crawl is slower than that.
  */
-export function pagesPerInvocation(sink: SinkShape, v: Pick<SinkVolume, 'pagesPerMonth' | 'pageKb' | 'crawlHours'>) {
+function pagesPerInvocation(sink: SinkShape, v: Pick<SinkVolume, 'pagesPerMonth' | 'pageKb' | 'crawlHours'>) {
   const full = Math.floor(EVENT_PAYLOAD_BYTES / ((v.pageKb * 1024 * 4) / 3));
   const rate = v.pagesPerMonth / (v.crawlHours * 3600);
   return Math.max(1, Math.min(full, rate * Math.max(1, sink.windowS)));

@@ -2,9 +2,20 @@
  * Prices a synthesized CloudFormation template of the stack (`npm run cost`, cdk/cost.ts; docs/cost.md): every
  * billable resource with its unit price and monthly cost when nothing is crawled, the total, and the marginal cost of
  * a million pages. Prices come only from ./prices.ts. A resource type that is neither priced here nor listed free
- * there is an error, so a new billable resource cannot go unpriced.
+ * there is an error, so a new billable resource cannot go unpriced. What it reads of the template (the crawler fleet,
+ * the cache) is ./cost-template.ts's.
  */
-import { VARIABLES } from '../lib/config/variables.ts';
+
+import { sinkOfTemplate } from './cost-sink.ts';
+import {
+  type CacheLayout,
+  type Cfn,
+  cacheLayout,
+  crawlerFleet,
+  serviceShape,
+  stackCompression,
+  Tmpl,
+} from './cost-template.ts';
 import {
   ASSUMPTIONS,
   COMPRESSION_RATIO,
@@ -16,9 +27,6 @@ import {
   type Price,
   VALKEY_NODE_HOUR,
 } from './prices.ts';
-
-// biome-ignore lint/suspicious/noExplicitAny: template JSON has no static shape
-type Cfn = Record<string, any>;
 
 /** One priced resource of the template. */
 export interface ResourceCost {
@@ -52,7 +60,10 @@ export interface CostOptions {
   compressionRatio?: number;
   /** Hours the firehose keeps a page (billed storage on MSK Serverless). @default 168 */
   retentionHours: number;
-  /** Readers of the crawled firehose outside the stack (each read is billed out of MSK Serverless). @default 1 */
+  /**
+   * Readers of the crawled firehose of your own, besides the stack's archive sink, which the template says whether it
+   * deploys (each read is billed out of MSK Serverless). @default 0
+   */
   consumers: number;
   /** Crawler CPU per page, ms. @default {@link CPU_MS_PER_PAGE} */
   cpuMsPerPage: number;
@@ -73,7 +84,7 @@ export const CPU_MS_PER_PAGE = 4.36;
  * (about 8 % of the 10,000 most popular sites' home pages: Danny van Kooten, "HTML compression on popular websites",
  * https://www.dannyvankooten.com/blog/2023/top-websites-not-using-compression/).
  */
-const GZIP_PAGE_RATIO = 2.88;
+export const GZIP_PAGE_RATIO = 2.88;
 const UNCOMPRESSED_HTML_SHARE = 0.08;
 export const FETCHED_TRANSFER_RATIO =
   Math.round((1 / ((1 - UNCOMPRESSED_HTML_SHARE) / GZIP_PAGE_RATIO + UNCOMPRESSED_HTML_SHARE)) * 100) / 100;
@@ -81,21 +92,9 @@ export const FETCHED_TRANSFER_RATIO =
 export const DEFAULT_OPTIONS: CostOptions = {
   pageKb: 28,
   retentionHours: 168,
-  consumers: 1,
+  consumers: 0,
   cpuMsPerPage: CPU_MS_PER_PAGE,
 };
-
-/** The frontier's cache as the template deploys it, and the partitions its clients split the frontier into. */
-interface CacheLayout {
-  node_type: string;
-  cluster_mode: boolean;
-  /** Node groups: the shards in cluster mode, else 1. */
-  shards: number;
-  /** A primary and its replicas. */
-  nodes_per_shard: number;
-  /** FRONTIER_PARTITIONS of the crawler fleet (the stack gives every client the same). */
-  frontier_partitions: number;
-}
 
 export interface CostReport {
   /** Undefined for a template without an ElastiCache replication group. */
@@ -131,22 +130,6 @@ function line(id: string, r: Cfn, what: string, price: Price, units: number): Re
     idle_units_per_month: round(units, 3),
     idle_usd_per_month: round(price.usd * units, 2),
   };
-}
-
-/** The template, indexed, with lookups the pricers share. */
-class Tmpl {
-  readonly resources: Record<string, Cfn>;
-  constructor(resources: Record<string, Cfn>) {
-    this.resources = resources;
-  }
-  ofType(type: string): [string, Cfn][] {
-    return Object.entries(this.resources).filter(([, r]) => r.Type === type);
-  }
-  /** The logical id a `Ref` / `Fn::GetAtt` points to. */
-  target(ref: Cfn | string | undefined): string | undefined {
-    if (ref && typeof ref === 'object') return ref.Ref ?? ref['Fn::GetAtt']?.[0];
-    return undefined;
-  }
 }
 
 type Pricer = (id: string, r: Cfn, t: Tmpl) => ResourceCost[];
@@ -354,103 +337,10 @@ function mskMetrics(id: string, r: Cfn, t: Tmpl, brokers: number): ResourceCost[
   return [line(id, r, `MSK ${level} metrics: ~${metrics} (estimate)`, PRICES.customMetricMonth, metrics)];
 }
 
-/** A Fargate service's task shape and what a task-hour of it costs, on-demand and on Spot. */
-interface ServiceShape {
-  vcpu: number;
-  gb: number;
-  publicIp: boolean;
-  /** Whether a capacity provider strategy puts tasks on FARGATE_SPOT. */
-  spot: boolean;
-  /** Tasks on on-demand Fargate before Spot takes the rest (all of them without Spot). */
-  onDemandBase: number;
-  onDemandHour: number;
-  spotHour: number;
-}
-
-function serviceShape(t: Tmpl, svc: Cfn): ServiceShape {
-  const td = t.resources[t.target(svc.Properties.TaskDefinition) ?? ''];
-  const vcpu = Number(td?.Properties.Cpu ?? 256) / 1024;
-  const gb = Number(td?.Properties.Memory ?? 512) / 1024;
-  const strategy: Cfn[] = svc.Properties.CapacityProviderStrategy ?? [];
-  const spot = strategy.some((s) => s.CapacityProvider === 'FARGATE_SPOT' && Number(s.Weight ?? 0) > 0);
-  const base = Number(strategy.find((s) => s.CapacityProvider === 'FARGATE')?.Base ?? 0);
-  return {
-    vcpu,
-    gb,
-    publicIp: svc.Properties.NetworkConfiguration?.AwsvpcConfiguration?.AssignPublicIp === 'ENABLED',
-    spot,
-    onDemandBase: spot ? base : Number.POSITIVE_INFINITY,
-    onDemandHour: vcpu * PRICES.fargateArmVcpuHour.usd + gb * PRICES.fargateArmGbHour.usd,
-    spotHour: vcpu * PRICES.fargateSpotArmVcpuHour.usd + gb * PRICES.fargateSpotArmGbHour.usd,
-  };
-}
-
-/** The crawler fleet of a template: its service's shape, its scaling bounds and its container's variables. */
-export interface CrawlerFleet extends ServiceShape {
-  minTasks: number;
-  maxTasks: number;
-  /** A variable of the crawler container: undefined when it does not set it. */
-  env(name: string): string | undefined;
-}
-
-/** The crawler fleet of a template, or undefined without one. */
-export function crawlerFleet(template: Cfn): CrawlerFleet | undefined {
-  const t = new Tmpl(template.Resources);
-  const crawlerTask = (td: Cfn | undefined) =>
-    (td?.Properties.ContainerDefinitions ?? []).some((c: Cfn) => c.Name === 'crawler');
-  const found = t
-    .ofType('AWS::ECS::Service')
-    .find(([, s]) => crawlerTask(t.resources[t.target(s.Properties.TaskDefinition) ?? '']));
-  if (!found) return undefined;
-  const [id, svc] = found;
-  const target = t
-    .ofType('AWS::ApplicationAutoScaling::ScalableTarget')
-    .find(([, s]) => JSON.stringify(s.Properties.ResourceId).includes(`"${id}"`));
-  return {
-    ...serviceShape(t, svc),
-    minTasks: Number(target?.[1].Properties.MinCapacity ?? svc.Properties.DesiredCount ?? 0),
-    maxTasks: Number(target?.[1].Properties.MaxCapacity ?? svc.Properties.DesiredCount ?? 1),
-    env: (name) => crawlerVariable(t, name) ?? undefined,
-  };
-}
-
-/** A replication group's shards and nodes as CloudFormation creates them, with the partitions of its clients. */
-function cacheLayout(r: Cfn, t: Tmpl): CacheLayout {
-  const p = r.Properties;
-  const clusterMode = p.ClusterMode === 'enabled' || p.NumNodeGroups !== undefined;
-  return {
-    node_type: p.CacheNodeType as string,
-    cluster_mode: clusterMode,
-    shards: clusterMode ? Number(p.NumNodeGroups ?? 1) : 1,
-    nodes_per_shard: clusterMode ? 1 + Number(p.ReplicasPerNodeGroup ?? 0) : Number(p.NumCacheClusters ?? 1),
-    frontier_partitions: Number(crawlerVariable(t, 'FRONTIER_PARTITIONS') ?? VARIABLES.FRONTIER_PARTITIONS.default),
-  };
-}
-
 /** Resource types present in a template that are neither priced nor listed free. */
 export function unpricedTypes(template: Cfn): string[] {
   const types = new Set(Object.values(template.Resources as Record<string, Cfn>).map((r) => r.Type as string));
   return [...types].filter((type) => !(type in PRICERS) && !FREE_TYPES.includes(type)).sort();
-}
-
-/**
- * A variable of the crawler container in the template (the fleet's task definition has it): null when the container
- * does not set it, undefined without a crawler container.
- */
-function crawlerVariable(t: Tmpl, name: string): string | null | undefined {
-  for (const [, td] of t.ofType('AWS::ECS::TaskDefinition')) {
-    for (const c of td.Properties.ContainerDefinitions ?? []) {
-      if (c.Name !== 'crawler') continue;
-      return (c.Environment ?? []).find((e: Cfn) => e.Name === name)?.Value ?? null;
-    }
-  }
-  return undefined;
-}
-
-/** The crawler task's KAFKA_COMPRESSION in the template. */
-function stackCompression(t: Tmpl): string | undefined {
-  const codec = crawlerVariable(t, 'KAFKA_COMPRESSION');
-  return codec === undefined ? undefined : (codec ?? 'none');
 }
 
 /** The marginal cost of a million pages, by component, for this template and these options. */
@@ -459,11 +349,14 @@ function perMillionPages(t: Tmpl, o: CostOptions, ratio: number): PageCost[] {
   const rawGb = (pages * o.pageKb * 1024) / 1e9;
   const msgGb = rawGb / ratio;
   const out: PageCost[] = [];
+  const sink = sinkOfTemplate({ Resources: t.resources }) !== undefined;
+  const readers = o.consumers + (sink ? 1 : 0);
+  const who = `${readers} reader(s)${sink ? ', the archive sink among them' : ''}`;
   if (t.ofType('AWS::MSK::ServerlessCluster').length > 0) {
     out.push({ component: 'MSK Serverless bytes in', usd_per_million_pages: msgGb * PRICES.mskServerlessInGb.usd });
     out.push({
-      component: `MSK Serverless bytes out (${o.consumers} reader(s))`,
-      usd_per_million_pages: o.consumers * msgGb * PRICES.mskServerlessOutGb.usd,
+      component: `MSK Serverless bytes out (${who})`,
+      usd_per_million_pages: readers * msgGb * PRICES.mskServerlessOutGb.usd,
     });
     out.push({
       component: `MSK Serverless storage (${o.retentionHours} h retention)`,
@@ -472,8 +365,8 @@ function perMillionPages(t: Tmpl, o: CostOptions, ratio: number): PageCost[] {
   } else if (t.ofType('AWS::MSK::Cluster').length > 0) {
     // Brokers and their EBS are already in the floor; clients reach a leader in another zone half the time.
     out.push({
-      component: `cross-zone bytes to and from brokers (half of produce and ${o.consumers} read(s))`,
-      usd_per_million_pages: 0.5 * (1 + o.consumers) * msgGb * PRICES.crossAzGb.usd,
+      component: `cross-zone bytes to and from brokers (half of produce and of ${who})`,
+      usd_per_million_pages: 0.5 * (1 + readers) * msgGb * PRICES.crossAzGb.usd,
     });
   }
   if (t.ofType('AWS::EC2::NatGateway').length > 0)

@@ -9,10 +9,12 @@ import {
   type CostOptions,
   type CostReport,
   CPU_MS_PER_PAGE,
-  crawlerFleet,
   FETCHED_TRANSFER_RATIO,
+  GZIP_PAGE_RATIO,
   priceTemplate,
 } from './cost-model.ts';
+import { type Add, sinkLines, sinkOfTemplate } from './cost-sink.ts';
+import { type Cfn, crawlerFleet } from './cost-template.ts';
 import {
   BROKER_STORAGE_FILL,
   brokerVolumeGiBNeeded,
@@ -22,9 +24,6 @@ import {
   retainedBytes,
 } from './kafka-sizing.ts';
 import { HOURS_PER_MONTH, PRICES } from './prices.ts';
-
-// biome-ignore lint/suspicious/noExplicitAny: template JSON has no static shape
-type Cfn = Record<string, any>;
 
 /**
  * Share of a crawler task's capacity the fleet runs it at: the fleet scales in when the tasks' summed load fits in
@@ -53,19 +52,6 @@ const LARGE_BODY_BYTES = 2 ** 20 / Math.LN2;
  */
 const LOG_BYTES_PER_PAGE = 50;
 
-/**
- * The archive sink (a Lambda writing the firehose to S3 as WARC or JSONL, being added): PROVISIONAL figures until
- * its bench lands. Bytes a page takes in each format (WARC: the response record of the compressed transfer plus
- * request and metadata records, gzip'd per record; JSONL: the page message gzip'd with its neighbours), pages per S3
- * object (one object per flush), and the Lambda's billed time a page at 1 GB.
- */
-export const SINK_PROVISIONAL = {
-  bytesPerPage: { warc: 12_000, jsonl: 8_200 } as Record<string, number>,
-  pagesPerObject: 1000,
-  lambdaMsPerPage: 1,
-  lambdaMemoryGb: 1,
-};
-
 export interface VolumeOptions extends CostOptions {
   /** Pages crawled in a month. */
   pagesPerMonth: number;
@@ -73,13 +59,16 @@ export interface VolumeOptions extends CostOptions {
   crawlHours: number;
   /** Domains the crawl spreads over, for the politeness check (QUEUE_HITS per QUEUE_WINDOW each). @default none */
   domains?: number;
-  /** The archive sink's output format, or none. @default 'warc' */
-  sink: 'warc' | 'jsonl' | 'none';
+  /**
+   * Earlier months of the sink's output at this volume that the archive already holds, priced in the storage classes
+   * the outputs bucket's lifecycle has moved them to. @default 0 (the first month of crawling)
+   */
+  archiveMonths: number;
 }
 
 export const DEFAULT_VOLUME: Omit<VolumeOptions, keyof CostOptions | 'pagesPerMonth'> = {
   crawlHours: HOURS_PER_MONTH,
-  sink: 'warc',
+  archiveMonths: 0,
 };
 
 /** One line of the bill at a volume: what, its unit, how many a month, what they cost. */
@@ -118,7 +107,7 @@ export function priceVolume(
   const o: VolumeOptions = {
     pageKb: 28,
     retentionHours: 168,
-    consumers: 1,
+    consumers: 0,
     cpuMsPerPage: CPU_MS_PER_PAGE,
     ...DEFAULT_VOLUME,
     ...options,
@@ -135,6 +124,10 @@ export function priceVolume(
   const retentionHours = Number(options.retentionHours ?? topics?.RetentionHours ?? o.retentionHours);
   const msgBytes = messageBytes(o.pageKb, floor.compression_ratio);
   const pageMsgGb = (pages * msgBytes) / GB;
+  // The archive sink reads the crawled firehose as any other reader does.
+  const sink = sinkOfTemplate(template);
+  const readers = o.consumers + (sink ? 1 : 0);
+  const readersText = `${readers} reader(s) of the firehose${sink ? ': the archive sink' : ''}${sink && o.consumers > 0 ? ` and ${o.consumers} of yours` : ''}`;
 
   fargate(template, o, add, warnings);
 
@@ -148,9 +141,9 @@ export function priceVolume(
       PRICES.mskServerlessInGb.usd,
     );
     add(
-      `MSK Serverless bytes out (${o.consumers} reader(s) of the firehose)`,
+      `MSK Serverless bytes out (${readersText})`,
       PRICES.mskServerlessOutGb.unit,
-      o.consumers * pageMsgGb,
+      readers * pageMsgGb,
       PRICES.mskServerlessOutGb.usd,
     );
     const stored = retainedBytes({ pagesPerMonth: pages, retentionHours, messageBytes: msgBytes });
@@ -169,9 +162,9 @@ export function priceVolume(
   }
   for (const cluster of ofType('AWS::MSK::Cluster')) {
     add(
-      `cross-zone bytes to and from brokers (half of produce and ${o.consumers} read(s))`,
+      `cross-zone bytes to and from brokers (half of produce and of ${readersText})`,
       PRICES.crossAzGb.unit,
-      0.5 * (1 + o.consumers) * pageMsgGb,
+      0.5 * (1 + readers) * pageMsgGb,
       PRICES.crossAzGb.usd,
     );
     const brokers = Number(cluster.Properties.NumberOfBrokerNodes);
@@ -213,7 +206,17 @@ export function priceVolume(
     PRICES.s3StorageGbMonth.usd,
   );
 
-  if (o.sink !== 'none') sink(o, add);
+  if (sink)
+    sinkLines(
+      sink,
+      {
+        ...o,
+        largeBodyShare: LARGE_BODY_SHARE,
+        largeBodyBytes: LARGE_BODY_BYTES,
+        gzipPageRatio: GZIP_PAGE_RATIO,
+      },
+      add,
+    );
 
   add(
     `CloudWatch Logs ingestion (~${LOG_BYTES_PER_PAGE} bytes a page, estimate)`,
@@ -242,8 +245,6 @@ export function priceVolume(
     floor,
   };
 }
-
-type Add = (what: string, unit: string, units: number, unitUsd: number) => void;
 
 /**
  * Crawler task-hours: at least one task for the hours the fleet crawls, and as many as the pages/s those hours need
@@ -282,30 +283,6 @@ function fargate(template: Cfn, o: VolumeOptions, add: Add, warnings: string[]):
       hours(tasks, fleet.minTasks),
       PRICES.publicIpv4Hour.usd,
     );
-}
-
-/** The archive sink's S3 requests, storage and Lambda time (provisional: {@link SINK_PROVISIONAL}). */
-function sink(o: VolumeOptions, add: Add): void {
-  const s = SINK_PROVISIONAL;
-  const bytes = s.bytesPerPage[o.sink] ?? 0;
-  add(
-    `archive sink (${o.sink}, provisional): S3 PUT, one object per ${s.pagesPerObject} pages`,
-    PRICES.s3PutThousand.unit,
-    o.pagesPerMonth / s.pagesPerObject / 1000,
-    PRICES.s3PutThousand.usd,
-  );
-  add(
-    `archive sink (${o.sink}, provisional): the month's output stored, ~${bytes} bytes a page`,
-    PRICES.s3StorageGbMonth.unit,
-    (o.pagesPerMonth * bytes) / GB,
-    PRICES.s3StorageGbMonth.usd,
-  );
-  add(
-    `archive sink (${o.sink}, provisional): Lambda time, ~${s.lambdaMsPerPage} ms a page at ${s.lambdaMemoryGb} GB`,
-    PRICES.lambdaArmGbSecond.unit,
-    (o.pagesPerMonth * s.lambdaMsPerPage * s.lambdaMemoryGb) / 1000,
-    PRICES.lambdaArmGbSecond.usd,
-  );
 }
 
 /** Whether the domains' throttles (QUEUE_HITS per QUEUE_WINDOW each) let the month's pages through in crawlHours. */

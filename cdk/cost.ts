@@ -22,7 +22,8 @@ import { CrawlClusterStack } from './stack.ts';
 const USAGE = `usage: npm run cost -- [--profile small|standard] [-c key=value ...] [--json | --markdown]
   [--page-kb ${DEFAULT_OPTIONS.pageKb}] [--compression none|gzip|zstd] [--compression-ratio N]
   [--retention-hours ${DEFAULT_OPTIONS.retentionHours}] [--consumers ${DEFAULT_OPTIONS.consumers}] [--cpu-ms-per-page ${DEFAULT_OPTIONS.cpuMsPerPage}]
-  [--pages-per-month N [--crawl-hours ${DEFAULT_VOLUME.crawlHours}] [--domains N] [--sink warc|jsonl|none]]`;
+  [--sink jsonl|warc|warc,jsonl|none] (the stack's -c sinkFormats; jsonl by default)
+  [--pages-per-month N [--crawl-hours ${DEFAULT_VOLUME.crawlHours}] [--domains N] [--archive-months ${DEFAULT_VOLUME.archiveMonths}]]`;
 
 /** The stack's synth warnings that bear on the bill at a volume (cdk/stack.ts). */
 const VOLUME_WARNINGS = /^crawl-cluster:(brokerStorage|serverlessPartitionSize|appTopicPartitions|firehosePartitions)$/;
@@ -211,6 +212,7 @@ function main(argv: string[]): void {
       'crawl-hours': { type: 'string' },
       domains: { type: 'string' },
       sink: { type: 'string' },
+      'archive-months': { type: 'string' },
       help: { type: 'boolean', short: 'h', default: false },
     },
   });
@@ -220,12 +222,15 @@ function main(argv: string[]): void {
   }
   const context: Record<string, unknown> = parseContext(values.context ?? []);
   if (values.profile !== undefined) context.profile = values.profile;
-  const num = (v: string | undefined, name: string): number | undefined => {
+  const num = (v: string | undefined, name: string, min = Number.MIN_VALUE): number | undefined => {
     if (v === undefined) return undefined;
     const n = Number(v);
-    if (!Number.isFinite(n) || n <= 0) throw new Error(`--${name} must be a positive number`);
+    if (!Number.isFinite(n) || n < min)
+      throw new Error(`--${name} must be a ${min === 0 ? 'non-negative' : 'positive'} number`);
     return n;
   };
+  // The sink's format is the stack's (`-c sinkFormats`): --sink is that key, so the template has the sink priced.
+  if (values.sink !== undefined) context.sinkFormats ??= values.sink;
   const options: Partial<CostOptions> = {};
   const set = <K extends keyof CostOptions>(k: K, v: CostOptions[K] | undefined) => {
     if (v !== undefined) options[k] = v;
@@ -234,20 +239,16 @@ function main(argv: string[]): void {
   set('compression', values.compression);
   set('compressionRatio', num(values['compression-ratio'], 'compression-ratio'));
   set('retentionHours', num(values['retention-hours'], 'retention-hours'));
-  set('consumers', num(values.consumers, 'consumers'));
+  set('consumers', num(values.consumers, 'consumers', 0));
   set('cpuMsPerPage', num(values['cpu-ms-per-page'], 'cpu-ms-per-page'));
 
   const pagesPerMonth = num(values['pages-per-month'], 'pages-per-month');
   if (pagesPerMonth !== undefined) {
     // The stack sizes broker storage for the volume unless -c says otherwise.
     context.pagesPerMonth ??= String(Math.round(pagesPerMonth));
-    const sink = values.sink ?? DEFAULT_VOLUME.sink;
-    if (!['warc', 'jsonl', 'none'].includes(sink)) throw new Error('--sink must be warc, jsonl or none');
-    const volume: Partial<VolumeOptions> & Pick<VolumeOptions, 'pagesPerMonth'> = {
-      ...options,
-      pagesPerMonth,
-      sink: sink as VolumeOptions['sink'],
-    };
+    const volume: Partial<VolumeOptions> & Pick<VolumeOptions, 'pagesPerMonth'> = { ...options, pagesPerMonth };
+    const archiveMonths = num(values['archive-months'], 'archive-months', 0);
+    if (archiveMonths !== undefined) volume.archiveMonths = Math.floor(archiveMonths);
     const crawlHours = num(values['crawl-hours'], 'crawl-hours');
     if (crawlHours !== undefined) volume.crawlHours = crawlHours;
     const domains = num(values.domains, 'domains');

@@ -29,6 +29,7 @@ const EC2 = 'https://aws.amazon.com/ec2/pricing/on-demand/ (data transfer)';
 const FARGATE_SPOT =
   'https://aws.amazon.com/fargate/pricing/ (Fargate Spot, Linux/ARM: the price varies with supply; 70 % below on-demand, the discount AWS advertises)';
 const S3 = 'https://aws.amazon.com/s3/pricing/ (S3 Standard)';
+const S3_CLASSES = 'https://aws.amazon.com/s3/pricing/ (storage classes; requests and data retrievals)';
 
 export const PRICES = {
   mskServerlessClusterHour: { usd: 0.75, unit: 'cluster-hour', source: MSK },
@@ -52,6 +53,16 @@ export const PRICES = {
   fargateSpotArmGbHour: { usd: 0.001068, unit: 'GB-hour (Spot)', source: FARGATE_SPOT },
   s3PutThousand: { usd: 0.005, unit: '1,000 PUT requests', source: S3 },
   s3StorageGbMonth: { usd: 0.023, unit: 'GB-month', source: S3 },
+  s3GetThousand: { usd: 0.0004, unit: '1,000 GET requests', source: S3 },
+  s3ListThousand: { usd: 0.005, unit: '1,000 LIST requests', source: S3 },
+  s3IaGbMonth: { usd: 0.0125, unit: 'GB-month (Standard-IA)', source: S3_CLASSES },
+  s3GlacierIrGbMonth: { usd: 0.004, unit: 'GB-month (Glacier Instant Retrieval)', source: S3_CLASSES },
+  s3TransitionIaThousand: { usd: 0.01, unit: '1,000 lifecycle transitions to Standard-IA', source: S3_CLASSES },
+  s3TransitionGlacierIrThousand: {
+    usd: 0.02,
+    unit: '1,000 lifecycle transitions to Glacier Instant Retrieval',
+    source: S3_CLASSES,
+  },
   ec2M7gLargeHour: {
     usd: 0.0816,
     unit: 'm7g.large instance-hour',

@@ -3,7 +3,7 @@
  * cdk/ and the runtime share one list of names, so they cannot drift).
  */
 import type { VariableName } from '../lib/config/variables.ts';
-import { SettingsError } from './settings.ts';
+import { SettingsError } from './context-values.ts';
 
 /** Values by variable name; undefined entries are left out. */
 export type RuntimeEnv = Partial<Record<VariableName, string>>;

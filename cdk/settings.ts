@@ -6,9 +6,11 @@
  */
 import type { Node } from 'constructs';
 import { VARIABLES, type VariableName } from '../lib/config/variables.ts';
+import { type CacheSettings, readCacheSettings } from './cache-settings.ts';
+import { bool, type Get, int, SettingsError, str } from './context-values.ts';
 import { PROFILES, type Profile } from './profiles.ts';
 
-export interface Settings {
+export interface Settings extends CacheSettings {
   /**
    * A named set of defaults for the other keys (docs/cost.md): `standard` is the stack as it always was, `small` the
    * cheapest stack that still crawls (PROFILES in ./profiles.ts). A key given explicitly wins over its profile.
@@ -99,34 +101,6 @@ export interface Settings {
    * (a batch that crashes or times out the function) ends up alone in the failed-batch bucket. @default true
    */
   bisectBatchOnError: boolean;
-  /** ElastiCache node type. @default 'cache.t4g.small' */
-  cacheNodeType: string;
-  /** Valkey engine version (parameter group family follows the major). @default '8.0' */
-  cacheEngineVersion: string;
-  /**
-   * The functions get the Redis AUTH token in their environment (REDIS_PASSWORD, a CloudFormation dynamic reference
-   * to its secret, resolved at deploy) instead of reading the secret at cold start: no Secrets Manager endpoint for
-   * them. The token is then readable by whoever may read the functions' configuration (lambda:GetFunctionConfiguration),
-   * and a changed secret reaches them only with a deploy that updates them (docs/cost.md). @default false
-   */
-  redisTokenInEnvironment: boolean;
-  /** Cluster mode enabled (shards, configuration endpoint; REDIS_CLUSTER=true). @default false */
-  cacheClusterMode: boolean;
-  /** Cluster mode only: shards. @default 1 */
-  cacheShards: number;
-  /**
-   * FRONTIER_PARTITIONS of every function and task (lib/redis/keys.ts): each spider type's frontier splits into this
-   * many partitions, one per equal range of the cluster's slots. In cluster mode with more than one shard it must be
-   * a multiple of cacheShards, so that every shard holds as many partitions as the others.
-   * @default cacheShards in cluster mode, else 1
-   */
-  frontierPartitions: number;
-  /** Replicas per shard (0: one node, no Multi-AZ failover; at least 1 for it). @default 1 */
-  cacheReplicas: number;
-  /** Not the well-known 6379 (cdk-nag AwsSolutions-AEC5). @default 6380 */
-  cachePort: number;
-  /** Daily snapshots kept. @default 7 */
-  cacheSnapshotRetentionDays: number;
   /**
    * A prebuilt crawler image (`<registry>/<repository>:<tag>`, linux/arm64, built from functions/crawler/Dockerfile)
    * instead of building it at deploy time: for a machine without an arm64 Docker builder. @default built from source
@@ -223,42 +197,6 @@ export interface Settings {
   runtimeEnv: Partial<Record<VariableName, string>>;
 }
 
-/** A context value that is not valid; names the key. */
-export class SettingsError extends Error {
-  constructor(key: string, message: string) {
-    super(`context "${key}": ${message}`);
-    this.name = 'SettingsError';
-  }
-}
-
-/** Reads one context key. */
-type Get = (key: string) => unknown;
-
-function int(get: Get, key: string, fallback: number, min: number, max: number): number {
-  const v = get(key);
-  if (v === undefined) return fallback;
-  const n = typeof v === 'string' ? Number(v) : v;
-  if (typeof n !== 'number' || !Number.isInteger(n) || n < min || n > max)
-    throw new SettingsError(key, `must be an integer in [${min}, ${max}] (got ${JSON.stringify(v)})`);
-  return n;
-}
-
-function bool(get: Get, key: string, fallback: boolean): boolean {
-  const v = get(key);
-  if (v === undefined) return fallback;
-  if (v === true || v === 'true') return true;
-  if (v === false || v === 'false') return false;
-  throw new SettingsError(key, `must be true or false (got ${JSON.stringify(v)})`);
-}
-
-function str(get: Get, key: string, fallback: string, pattern: RegExp): string {
-  const v = get(key);
-  if (v === undefined) return fallback;
-  if (typeof v !== 'string' || !pattern.test(v))
-    throw new SettingsError(key, `must match ${pattern} (got ${JSON.stringify(v)})`);
-  return v;
-}
-
 /** The retention periods CloudWatch Logs accepts. */
 const LOG_RETENTION_DAYS = [
   1, 3, 5, 7, 14, 30, 60, 90, 120, 150, 180, 365, 400, 545, 731, 1096, 1827, 2192, 2557, 2922, 3288, 3653,
@@ -320,33 +258,6 @@ function runtimeEnv(get: Get): Partial<Record<VariableName, string>> {
 }
 
 /**
- * FRONTIER_PARTITIONS for the stack: the shard count unless `frontierPartitions` says otherwise. Partition n of N
- * hashes into the n-th of N equal slot ranges (lib/redis/keys.ts `partitionTag`), and ElastiCache gives each shard an
- * equal range of the slots, so N = k x shards puts k partitions of each spider type on every shard. Any other N
- * loads some shards more than others, and N < shards leaves some without any frontier at all: a synth error, not a
- * silent imbalance. Without cluster mode (or with one shard) every partition lands on the one shard, so any count
- * in range is accepted.
- */
-function frontierPartitions(get: Get, clusterMode: boolean, shards: number): number {
-  const spec = VARIABLES.FRONTIER_PARTITIONS;
-  const sharded = clusterMode && shards > 1;
-  if (sharded && shards > spec.maximum)
-    throw new SettingsError(
-      'cacheShards',
-      `at most ${spec.maximum} in cluster mode: every shard needs a frontier partition, and FRONTIER_PARTITIONS is ` +
-        `at most ${spec.maximum} (got ${shards})`,
-    );
-  const n = int(get, 'frontierPartitions', sharded ? shards : 1, spec.minimum, spec.maximum);
-  if (sharded && n % shards !== 0)
-    throw new SettingsError(
-      'frontierPartitions',
-      `must be a multiple of cacheShards (${shards}), so that every shard holds as many frontier partitions as the ` +
-        `others; ${n} would ${n < shards ? `leave ${shards - n} shard(s) without any` : 'load some shards more than others'}`,
-    );
-  return n;
-}
-
-/**
  * The REST bound on requests in flight (REST_MAX_IN_FLIGHT of `runtimeEnv`, else its default), as a stage burst:
  * API Gateway admits that many requests at once before answering 429, as the local server answers 503.
  */
@@ -395,14 +306,12 @@ export function readSettings(source: Node | Record<string, unknown>): Settings {
   const minPollers = int(get, 'minPollers', 1, 1, 200);
   const maxPollers = int(get, 'maxPollers', 4, 1, 2000);
   if (maxPollers < minPollers) throw new SettingsError('maxPollers', 'must be at least minPollers');
-  const cacheClusterMode = bool(get, 'cacheClusterMode', false);
   const env = runtimeEnv(get);
   if (env.FRONTIER_PARTITIONS !== undefined)
     throw new SettingsError(
       'runtimeEnv',
       'FRONTIER_PARTITIONS follows the cache shards and is set by the stack: use -c frontierPartitions=N',
     );
-  const cacheShards = int(get, 'cacheShards', 1, 1, 500);
   const minTasks = int(get, 'minTasks', 0, 0, 1000);
   const maxTasks = int(get, 'maxTasks', 10, 1, 1000);
   if (maxTasks < minTasks) throw new SettingsError('maxTasks', 'must be at least minTasks');
@@ -477,15 +386,7 @@ export function readSettings(source: Node | Record<string, unknown>): Settings {
     maxRecordAgeSec: int(get, 'maxRecordAgeSec', 3600, 60, 604_800),
     eventSourceRetryAttempts: int(get, 'eventSourceRetryAttempts', 10, 0, 10_000),
     bisectBatchOnError: bool(get, 'bisectBatchOnError', true),
-    cacheNodeType: str(get, 'cacheNodeType', 'cache.t4g.small', /^cache\.[a-z0-9]+\.[a-z0-9]+$/),
-    cacheEngineVersion: str(get, 'cacheEngineVersion', '8.0', /^[78]\.\d+$/),
-    redisTokenInEnvironment: bool(get, 'redisTokenInEnvironment', false),
-    cacheClusterMode,
-    cacheShards,
-    frontierPartitions: frontierPartitions(get, cacheClusterMode, cacheShards),
-    cacheReplicas: int(get, 'cacheReplicas', 1, 0, 5),
-    cachePort: int(get, 'cachePort', 6380, 1024, 65535),
-    cacheSnapshotRetentionDays: int(get, 'cacheSnapshotRetentionDays', 7, 1, 35),
+    ...readCacheSettings(get),
     crawlerImage,
     containerInsights: bool(get, 'containerInsights', true),
     taskCpu,

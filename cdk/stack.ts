@@ -219,6 +219,7 @@ export class CrawlClusterStack extends Stack {
       restApi: this.restApi,
       storage: this.storage,
       urlFrontier: this.urlFrontier,
+      sink: this.sink,
       alarmEmail: s.alarmEmail,
       containerInsights: s.containerInsights,
       dashboard: s.dashboard,

@@ -18,10 +18,11 @@ import {
   crawledAppTopic,
   outboundAppTopic,
 } from '../../lib/kafka/topics.ts';
+import { SettingsError } from '../context-values.ts';
 import { acknowledge, wildcardResource } from '../nag.ts';
 import { stackHash, uniqueName } from '../names.ts';
 import { environment } from '../runtime-env.ts';
-import { type Settings, SettingsError } from '../settings.ts';
+import type { Settings } from '../settings.ts';
 import { CrawlFunction } from './crawl-function.ts';
 import type { Network } from './network.ts';
 

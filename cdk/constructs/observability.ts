@@ -11,12 +11,13 @@ import * as sns from 'aws-cdk-lib/aws-sns';
 import * as subscriptions from 'aws-cdk-lib/aws-sns-subscriptions';
 import { Construct } from 'constructs';
 import { METRICS_NAMESPACE } from '../../functions/shared/observability.ts';
-import { BROKER_DISK_ALARM_PERCENT } from '../kafka-sizing.ts';
 import type { Cache } from './cache.ts';
+import { ALARM_METRICS_MAX, brokerDiskAlarms, sinkAlarm } from './data-alarms.ts';
 import { type Fleet, statsMetric } from './fleet.ts';
 import type { Functions } from './functions.ts';
 import type { Kafka } from './kafka.ts';
 import type { RestApi } from './rest-api.ts';
+import type { Sink } from './sink.ts';
 import { FAILED_BATCH_METRICS_ID, type Storage } from './storage.ts';
 import { URL_FRONTIER_CPU_TARGET, type UrlFrontier } from './url-frontier.ts';
 
@@ -30,6 +31,8 @@ export interface ObservabilityProps {
   storage: Storage;
   /** The URL Frontier service, when the stack has one: its row of the dashboard and its alarms. */
   urlFrontier?: UrlFrontier;
+  /** The archive sink, when the stack has one: its alarm. */
+  sink?: Sink;
   alarmEmail?: string;
   /**
    * Whether the ECS cluster has Container Insights (its RunningTaskCount). Without it the fleet graph shows the
@@ -43,8 +46,6 @@ export interface ObservabilityProps {
 
 const MINUTE = Duration.minutes(1);
 const FIVE_MINUTES = Duration.minutes(5);
-/** Most metrics one alarm's metric math may use (CloudWatch's limit). */
-const ALARM_METRICS_MAX = 10;
 
 /**
  * Average CPU (%) of the URL Frontier's tasks that pages someone once it holds for 15 minutes at urlFrontierMaxTasks.
@@ -313,50 +314,10 @@ export class Observability extends Construct {
       });
     }
 
-    this.watchBrokerDisks(kafka);
+    const alarm = (id: string, p: cloudwatch.AlarmProps) => this.alarm(id, p);
+    brokerDiskAlarms(kafka, alarm);
+    if (props.sink) sinkAlarm(props.sink, alarm);
     if (props.urlFrontier) this.watchUrlFrontier(props.urlFrontier);
-  }
-
-  /**
-   * Provisioned brokers' data disks (KafkaDataLogsDiskUsed, a DEFAULT-level and so free MSK metric, per broker): one
-   * alarm per {@link ALARM_METRICS_MAX} brokers on the fullest. A broker whose disk fills stops taking writes, and
-   * the crawlers' pages back up. MSK Serverless has no broker disk (its limit is per partition, which the stack checks
-   * at synth against pagesPerMonth).
-   */
-  private watchBrokerDisks(kafka: Kafka): void {
-    if (kafka.mode !== 'provisioned') return;
-    const disks = Array.from(
-      { length: kafka.brokers },
-      (_, i) =>
-        new cloudwatch.Metric({
-          namespace: 'AWS/Kafka',
-          metricName: 'KafkaDataLogsDiskUsed',
-          dimensionsMap: { 'Cluster Name': kafka.clusterName, 'Broker ID': String(i + 1) },
-          statistic: 'Maximum',
-          period: FIVE_MINUTES,
-          label: `broker ${i + 1}`,
-        }),
-    );
-    const groups = Math.ceil(disks.length / ALARM_METRICS_MAX);
-    for (let g = 0; g < groups; g++) {
-      const brokers = disks.slice(g * ALARM_METRICS_MAX, (g + 1) * ALARM_METRICS_MAX);
-      const which =
-        groups > 1 ? ` (brokers ${g * ALARM_METRICS_MAX + 1} to ${g * ALARM_METRICS_MAX + brokers.length})` : '';
-      this.alarm(g === 0 ? 'BrokerDisk' : `BrokerDisk${g + 1}`, {
-        metric: new cloudwatch.MathExpression({
-          expression: `MAX([${brokers.map((_, i) => `d${i}`).join(', ')}])`,
-          usingMetrics: Object.fromEntries(brokers.map((m, i) => [`d${i}`, m])),
-          period: FIVE_MINUTES,
-        }),
-        threshold: BROKER_DISK_ALARM_PERCENT,
-        evaluationPeriods: 2,
-        comparisonOperator: cloudwatch.ComparisonOperator.GREATER_THAN_THRESHOLD,
-        treatMissingData: cloudwatch.TreatMissingData.NOT_BREACHING,
-        alarmDescription:
-          `A broker's data disk is over ${BROKER_DISK_ALARM_PERCENT}% full${which}: raise kafkaVolumeGiB (or deploy ` +
-          'with pagesPerMonth to size it) or lower retentionHours before the brokers stop taking pages',
-      });
-    }
   }
 
   /** An alarm that notifies the alarm topic. */

@@ -153,6 +153,20 @@ describe('npm run cost -- --pages-per-month', () => {
     expect(spot?.units_per_month).toBe(730);
     for (const l of r.at_volume)
       expect(Object.keys(l).sort()).toEqual(['unit', 'units_per_month', 'usd_per_month', 'what']);
+    // The stack's sink (jsonl by default) is priced, and read the firehose as a reader of its own.
+    expect(r.at_volume.some((l) => /^archive sink \(jsonl\): S3 PUT/.test(l.what))).toBe(true);
+    expect(r.at_volume.find((l) => /cross-zone/.test(l.what))?.what).toMatch(
+      /1 reader\(s\) of the firehose: the archive sink/,
+    );
+  });
+
+  it('prices the sink in the format -c sinkFormats (or --sink) deploys, and none without it', () => {
+    const warc = cost('--profile', 'small', '--pages-per-month', '1000000', '--sink', 'warc');
+    expect(warc.at_volume.some((l) => /^archive sink \(warc\): S3 LIST/.test(l.what))).toBe(true);
+    const none = cost('--profile', 'small', '--pages-per-month', '1000000', '-c', 'sinkFormats=none');
+    expect(none.at_volume.some((l) => /archive sink/.test(l.what))).toBe(false);
+    expect(none.at_volume.find((l) => /cross-zone/.test(l.what))?.what).toMatch(/0 reader\(s\)/);
+    expect(none.idle_usd_per_month).toBeLessThanOrEqual(warc.idle_usd_per_month);
   });
 
   it('passes the stack warning through when -c pins a volume too small', () => {

@@ -7,8 +7,9 @@ import { existsSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { pluginBuildArgs } from '../../cdk/constructs/fleet.ts';
+import { SettingsError } from '../../cdk/context-values.ts';
 import { REPO_ROOT } from '../../cdk/repo-root.ts';
-import { readSettings, SettingsError } from '../../cdk/settings.ts';
+import { readSettings } from '../../cdk/settings.ts';
 import { type Synthesized, synthStack } from './synth.ts';
 
 interface ImageAsset {

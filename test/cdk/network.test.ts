@@ -91,3 +91,23 @@ describe('MSK', () => {
     expect(() => synthStack({ kafka: 'provisioned', kafkaBrokers: 3 })).toThrow(/kafkaBrokers/);
   });
 });
+
+describe('the standard profile with crawlers in public subnets (crawlerPublicSubnets=true)', () => {
+  it('gives each crawler task a public IP and no NAT, and admits nothing into the crawlers from anywhere', () => {
+    const pub = synthStack({ crawlerPublicSubnets: true });
+    pub.template.resourceCountIs('AWS::EC2::NatGateway', 0);
+    pub.template.resourceCountIs('AWS::EC2::EIP', 0);
+    const crawlers = logicalIdOf(pub, pub.stack.network.crawlerSecurityGroup);
+    // Neither inline rules nor rules between groups: a public IP takes no inbound connection.
+    expect(pub.template.toJSON().Resources[crawlers].Properties.SecurityGroupIngress).toBeUndefined();
+    expect(ingressTo(pub, crawlers)).toEqual([]);
+    const service = pub.template.toJSON().Resources[logicalIdOf(pub, pub.stack.fleet.service)].Properties;
+    expect(service.NetworkConfiguration.AwsvpcConfiguration.AssignPublicIp).toBe('ENABLED');
+    expect(service.NetworkConfiguration.AwsvpcConfiguration.SecurityGroups).toEqual([
+      { 'Fn::GetAtt': [crawlers, 'GroupId'] },
+    ]);
+    // The standard stack's other parts are as they were: the URL Frontier, Serverless, provisioned pollers.
+    pub.template.resourceCountIs('AWS::ElasticLoadBalancingV2::LoadBalancer', 1);
+    pub.template.resourceCountIs('AWS::MSK::ServerlessCluster', 1);
+  });
+});

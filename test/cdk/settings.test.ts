@@ -1,5 +1,6 @@
 import { describe, expect, it } from 'vitest';
-import { readSettings, SettingsError } from '../../cdk/settings.ts';
+import { SettingsError } from '../../cdk/context-values.ts';
+import { readSettings } from '../../cdk/settings.ts';
 import { VARIABLES } from '../../lib/config/variables.ts';
 
 describe('settings from context', () => {

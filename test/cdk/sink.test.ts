@@ -32,6 +32,13 @@ function mappingOf(syn: Synthesized): Cfn {
   return list[0]?.Properties;
 }
 
+/** The alarms on the sink. */
+function sinkAlarms(syn: Synthesized): Cfn[] {
+  return Object.values(syn.template.findResources('AWS::CloudWatch::Alarm'))
+    .map((a) => a.Properties)
+    .filter((p) => /archive sink/.test(String(p.AlarmDescription)));
+}
+
 /** The allowed statements of the sink function's role and policies. */
 function sinkStatements(syn: Synthesized) {
   const sink = sinkOf(syn);
@@ -148,6 +155,7 @@ describe('sink', () => {
     none.template.resourceCountIs('AWS::Lambda::EventSourceMapping', 2);
     expect(none.template.toJSON().Outputs.SinkUri).toBeUndefined();
     expect(JSON.stringify(none.template.toJSON())).not.toContain('SINK_FORMATS');
+    expect(sinkAlarms(none)).toEqual([]);
     expect(() => synthStack({ sinkFormats: 'parquet' })).toThrow(/sinkFormats/);
     expect(() => synthStack({ runtimeEnv: { SINK_URI: 's3://elsewhere/' } })).toThrow(/SINK_URI is set by the stack/);
   });
@@ -178,6 +186,22 @@ describe('sink', () => {
     expect(() => synthStack({ sinkExpireDays: 60 })).toThrow(/sinkExpireDays/);
     expect(() => synthStack({ sinkBucket: 'Not_A_Bucket' })).toThrow(/sinkBucket/);
     expect(() => synthStack({ sinkBucket: 'my-archive', sinkPrefix: 'a/../b' })).toThrow(/sinkPrefix/);
+  });
+
+  it('pages someone when the sink keeps failing or falls behind: one alarm on its errors and its offset lag', () => {
+    const alarms = sinkAlarms(s);
+    expect(alarms).toHaveLength(1);
+    const alarm = alarms[0] as Cfn;
+    const stats = (alarm.Metrics as Cfn[]).filter((m) => m.MetricStat);
+    // Two billed metrics, within CloudWatch's 10 a metric math alarm.
+    expect(stats.map((m) => m.MetricStat.Metric.MetricName).sort()).toEqual(['Errors', 'OffsetLag']);
+    const fn = { Ref: logicalIdOf(s, sinkOf(s).fn.function) };
+    for (const m of stats) expect(m.MetricStat.Metric.Dimensions).toEqual([{ Name: 'FunctionName', Value: fn }]);
+    expect((alarm.Metrics as Cfn[]).find((m) => m.Expression)?.Expression).toBe(
+      'IF(errors >= 3 OR lag > 100000, 1, 0)',
+    );
+    expect(alarm.AlarmActions).toHaveLength(1);
+    expect([alarm.EvaluationPeriods, alarm.DatapointsToAlarm]).toEqual([3, 2]);
   });
 
   it('says MSK_EVENT_SOURCE_MODE to the function when the event sources are on demand', () => {

@@ -1,12 +1,14 @@
 /**
  * The bill at a volume (cdk/cost-volume.ts) on hand-made templates: Fargate bills allocated task time (one task all
  * month while crawling, more when the pages/s pass what a task sustains), Spot and its on-demand base, broker
- * storage against the retention, NAT at the compressed transfer size, the body bucket, the provisional sink, and the
- * warnings.
+ * storage against the retention, NAT at the compressed transfer size, the body bucket, the archive sink as the template
+ * deploys it (its formats, its batching window, the outputs bucket's lifecycle; a second reader of the firehose), and
+ * the warnings.
  */
 import { describe, expect, it } from 'vitest';
-import { CPU_MS_PER_PAGE, FETCHED_TRANSFER_RATIO } from '../../cdk/cost-model.ts';
-import { priceVolume, SINK_PROVISIONAL } from '../../cdk/cost-volume.ts';
+import { CPU_MS_PER_PAGE, FETCHED_TRANSFER_RATIO, GZIP_PAGE_RATIO } from '../../cdk/cost-model.ts';
+import { SINK_MEASURED } from '../../cdk/cost-sink.ts';
+import { priceVolume } from '../../cdk/cost-volume.ts';
 import { HOURS_PER_MONTH, PRICES } from '../../cdk/prices.ts';
 
 // biome-ignore lint/suspicious/noExplicitAny: template JSON has no static shape
@@ -22,6 +24,10 @@ interface Shape {
   brokers?: number;
   volumeGiB?: number;
   env?: Record<string, string>;
+  /** SINK_FORMATS of a sink function; none without. */
+  sink?: string;
+  /** The outputs bucket's ArchiveAging rule (IA and Glacier IR days); none: the sink writes to a bucket of yours. */
+  lifecycle?: [number, number];
 }
 
 /** A template with a crawler service, provisioned MSK (or Serverless without brokers) and the topics resource. */
@@ -94,6 +100,34 @@ function template(s: Shape = {}): Cfn {
     };
   else resources.Kafka = { Type: 'AWS::MSK::ServerlessCluster', Properties: {} };
   if (s.nat) resources.Nat = { Type: 'AWS::EC2::NatGateway', Properties: {} };
+  if (s.sink) {
+    resources.Sink = {
+      Type: 'AWS::Lambda::Function',
+      Properties: { MemorySize: 1024, Environment: { Variables: { SINK_FORMATS: s.sink } } },
+    };
+    resources.SinkSource = {
+      Type: 'AWS::Lambda::EventSourceMapping',
+      Properties: { FunctionName: { Ref: 'Sink' }, MaximumBatchingWindowInSeconds: 60 },
+    };
+  }
+  if (s.lifecycle)
+    resources.Outputs = {
+      Type: 'AWS::S3::Bucket',
+      Properties: {
+        LifecycleConfiguration: {
+          Rules: [
+            {
+              Id: 'ArchiveAging',
+              Status: 'Enabled',
+              Transitions: [
+                { StorageClass: 'STANDARD_IA', TransitionInDays: s.lifecycle[0] },
+                { StorageClass: 'GLACIER_IR', TransitionInDays: s.lifecycle[1] },
+              ],
+            },
+          ],
+        },
+      },
+    };
   return { Resources: resources };
 }
 
@@ -163,14 +197,78 @@ describe('the bill at a volume', () => {
     expect(line(priceVolume(template(), { pagesPerMonth: 1e8 }), /NAT/)).toBeUndefined();
   });
 
-  it('prices large bodies and the provisional archive sink in S3, and no sink when asked', () => {
+  it('prices large bodies in the body bucket', () => {
     const r = priceVolume(template(), { pagesPerMonth: 1e8 });
     expect(line(r, /S3 PUT of bodies over 1000000 bytes/)?.units_per_month).toBe(500);
-    const warc = line(r, /archive sink \(warc, provisional\): the month's output/);
-    expect(warc?.units_per_month).toBeCloseTo((1e8 * (SINK_PROVISIONAL.bytesPerPage.warc as number)) / 1e9, 0);
-    const none = priceVolume(template(), { pagesPerMonth: 1e8, sink: 'none' });
+    expect(line(r, /S3 storage of those bodies \(30 days kept\)/)?.units_per_month).toBeGreaterThan(500);
+  });
+
+  it('prices the sink the template deploys, in its format, as a second reader of the firehose', () => {
+    const gb = (1e8 * 28 * 1024) / 3.5 / 1e9;
+    const none = priceVolume(template(), { pagesPerMonth: 1e8 });
     expect(line(none, /archive sink/)).toBeUndefined();
-    expect(none.monthly_usd).toBeLessThan(r.monthly_usd);
+    expect(line(none, /bytes out/)).toBeUndefined();
+    const jsonl = priceVolume(template({ sink: 'jsonl', lifecycle: [30, 90] }), { pagesPerMonth: 1e8 });
+    expect(line(jsonl, /bytes out \(1 reader\(s\) of the firehose: the archive sink\)/)?.units_per_month).toBeCloseTo(
+      gb,
+      0,
+    );
+    const yours = priceVolume(template({ sink: 'jsonl' }), { pagesPerMonth: 1e8, consumers: 2 });
+    expect(line(yours, /bytes out \(3 reader\(s\).*and 2 of yours/)?.units_per_month).toBeCloseTo(3 * gb, 0);
+    // JSONL: the page as it gzips alone; one PUT a batch of what a 6 MB event holds (base64: 4 bytes for 3).
+    const perBatch = Math.floor((6 * 2 ** 20) / ((28 * 1024 * 4) / 3));
+    expect(line(jsonl, /archive sink \(jsonl\): the month's output/)?.units_per_month).toBeCloseTo(
+      (1e8 * 28 * 1024) / GZIP_PAGE_RATIO / 1e9,
+      0,
+    );
+    expect(line(jsonl, /archive sink \(jsonl\): S3 PUT, 1 a batch of ~164 pages/)?.units_per_month).toBeCloseTo(
+      1e8 / perBatch / 1000,
+      1,
+    );
+    expect(line(jsonl, /Lambda time/)?.units_per_month).toBe(
+      (1e8 * (SINK_MEASURED.lambdaMsPerPage.jsonl as number)) / 1000,
+    );
+    expect(line(jsonl, /LIST|GET/)).toBeUndefined();
+    expect(jsonl.monthly_usd).toBeGreaterThan(none.monthly_usd);
+  });
+
+  it('prices WARC at the measured bytes scaled to the page, with the large bodies it reads and stores', () => {
+    const warc = priceVolume(template({ sink: 'warc' }), { pagesPerMonth: 1e8 });
+    const stored = line(warc, /archive sink \(warc\): the month's output/)?.units_per_month as number;
+    const measured = (1e8 * SINK_MEASURED.warcBytes * ((28 * 1024) / SINK_MEASURED.messageBytes)) / 1e9;
+    expect(stored).toBeGreaterThan(measured);
+    expect(stored).toBeLessThan(measured * 1.3);
+    expect(line(warc, /S3 PUT, 2 a batch/)).toBeDefined();
+    expect(line(warc, /S3 LIST, 1 a batch/)).toBeDefined();
+    expect(line(warc, /S3 GET of large bodies/)?.units_per_month).toBe(500);
+    const both = priceVolume(template({ sink: 'warc,jsonl' }), { pagesPerMonth: 1e8 });
+    const bothStored = line(both, /archive sink \(warc,jsonl\): the month's output/)?.units_per_month as number;
+    // JSON lines beside WARC files carry no body: a few hundred bytes a page more, not a second copy.
+    expect(bothStored - stored).toBeGreaterThan(0);
+    expect(bothStored - stored).toBeLessThan(stored / 20);
+  });
+
+  it('writes smaller batches when the crawl is slower than the batching window fills them', () => {
+    // 1M pages in 730 h: 0.38 pages a second, 23 in the 60 s window.
+    const slow = priceVolume(template({ sink: 'jsonl' }), { pagesPerMonth: 1e6 });
+    expect(line(slow, /S3 PUT, 1 a batch of ~23 pages/)?.units_per_month).toBeCloseTo(
+      1e6 / ((1e6 / (730 * 3600)) * 60) / 1000,
+      1,
+    );
+  });
+
+  it("prices earlier months' output in the classes the lifecycle moved them to, Standard without the bucket", () => {
+    const r = priceVolume(template({ sink: 'jsonl', lifecycle: [30, 90] }), { pagesPerMonth: 1e8, archiveMonths: 12 });
+    const month = line(r, /the month's output/)?.units_per_month as number;
+    expect(line(r, /12 earlier month\(s\) held, 2 in Standard-IA/)?.units_per_month).toBeCloseTo(2 * month, 0);
+    expect(line(r, /10 in Glacier Instant Retrieval/)?.units_per_month).toBeCloseTo(10 * month, 0);
+    expect(line(r, /moved to Standard-IA/)).toBeDefined();
+    expect(line(r, /moved to Glacier/)).toBeDefined();
+    const yours = priceVolume(template({ sink: 'jsonl' }), { pagesPerMonth: 1e8, archiveMonths: 12 });
+    expect(line(yours, /12 in S3 Standard/)?.units_per_month).toBeCloseTo(12 * month, 0);
+    expect(line(yours, /Standard-IA|Glacier/)).toBeUndefined();
+    const first = priceVolume(template({ sink: 'jsonl', lifecycle: [30, 90] }), { pagesPerMonth: 1e8 });
+    expect(line(first, /earlier month/)).toBeUndefined();
   });
 
   it('says when politeness cannot let the month through: domains x QUEUE_HITS per QUEUE_WINDOW', () => {

@@ -110,6 +110,7 @@ describe("Scrapy Cluster's documented requests through the local cluster", () =>
           body_cut: 'string',
           body_cut_bytes: 'int',
           body_message_cut: 'boolean',
+          links_skipped: 'object',
         },
       );
       // Scrapy's header names; values are lists of strings.

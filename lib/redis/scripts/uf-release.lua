@@ -13,10 +13,10 @@
   KEYS[7..]    the buckets read (ARGV order; keys.ts urlFrontierHoldBucket), then per crawl its group: its two keys
                and its queues' six keys each, in ARGV order (includes/uf.lua; keys.ts urlFrontierReleaseKeys)
   ARGV[1]      now (epoch ms)
-  ARGV[2]      the number of buckets b, then per bucket: its end (epoch ms), the number m of members read from its
-               start, and those m hold members
-  then         the number of single hold members s, and those s members
-  then         per crawl, in KEYS order: crawl ID, queue count, then its queue keys (the queues the members name)
+  ARGV[2]      the number of buckets b
+  ARGV[3..]    per bucket: its end (epoch ms), the number m of members read from its start, and those m hold
+               members; then the number of single hold members s, and those s members; then per crawl, in KEYS
+               order: crawl ID, queue count, then its queue keys (the queues the members name)
 
   Returns the number of members and buckets done with.
   Answers the error `UFMOVE <message>` and writes nothing while the frontier is fenced (includes/uf.lua fence()).

@@ -227,9 +227,12 @@ export async function run(ctx: ScenarioContext): Promise<Numbers> {
     const measured = (await Promise.all(probes)).filter((p) => p.at >= SETTLE_MS);
     const peakHwmMb = statusKb(serverPid, 'VmHWM') / 1024;
 
-    const window = loadCounts.filter((l) => l.at - loadStart >= SETTLE_MS);
-    const first = window[0];
-    const last = window.at(-1);
+    // From the load's last report before the settle point (else its first after it) to its last report: a loaded
+    // machine may report once or not at all within a short load's measured window.
+    const first =
+      loadCounts.filter((l) => l.at - loadStart < SETTLE_MS).at(-1) ??
+      loadCounts.find((l) => l.at - loadStart >= SETTLE_MS);
+    const last = loadCounts.at(-1);
     const delta = (key: string) => (last?.counts[key] ?? 0) - (first?.counts[key] ?? 0);
     const keys = new Set(Object.keys(last?.counts ?? {}));
     const answered = [...keys].filter((k) => /^\d+$/.test(k)).reduce((sum, k) => sum + delta(k), 0);

@@ -4,7 +4,6 @@
  */
 import { spawnSync } from 'node:child_process';
 import { mkdtemp, readFile, rm } from 'node:fs/promises';
-import { get } from 'node:http';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Readable } from 'node:stream';
@@ -13,6 +12,7 @@ import { WARCParser } from 'warcio';
 import { type FixtureSite, startSite } from '../../localstack/site/site.ts';
 import { clusterEnv, runCli } from '../helpers/cli.ts';
 import { startE2eCluster, type TestCluster } from '../helpers/cluster.ts';
+import { fromSite } from '../helpers/warc.ts';
 import { warcToolsBin } from '../helpers/warc-tools.ts';
 
 const APPID = 'cli-warc';
@@ -87,17 +87,3 @@ describe('crawl-cluster crawl --warc against a running cluster with one crawler 
     expect(indexed.sort()).toEqual(expected);
   }, 300_000);
 });
-
-/** A page as the site serves it (on loopback, by its host name). */
-function fromSite(site: FixtureSite, url: string): Promise<string> {
-  const u = new URL(url);
-  return new Promise((resolve, reject) => {
-    get({ host: '127.0.0.1', port: site.port, path: u.pathname, headers: { Host: u.host } }, (res) => {
-      let text = '';
-      res.setEncoding('utf8').on('data', (d: string) => {
-        text += d;
-      });
-      res.on('end', () => resolve(text)).on('error', reject);
-    }).on('error', reject);
-  });
-}

@@ -1,8 +1,9 @@
 /**
  * Reads a V8 `.cpuprofile` (written by `node --cpu-prof`) and ranks where the samples were: self time per
- * function (`name file:line`), per file and per package, as Markdown tables for bench/PROFILE.md.
+ * function (`name file:line`), per file and per package, written as a Markdown report with these tables (the
+ * reports in bench/profile/, read for bench/PROFILE.md).
  */
-import { readFileSync } from 'node:fs';
+import { readFileSync, writeFileSync } from 'node:fs';
 import { relative } from 'node:path';
 import { REPO_ROOT } from '../../localstack/repo-root.ts';
 import { alignedTable } from './results.ts';
@@ -21,7 +22,7 @@ interface CpuProfile {
   endTime: number;
 }
 
-export interface Ranked {
+interface Ranked {
   name: string;
   ms: number;
   /** Share of the non-idle time, in percent. */
@@ -109,7 +110,33 @@ export function summarizeCpuProfile(file: string, top = 25): ProfileSummary {
 }
 
 /** A Markdown table of ranked rows, laid out as `biome format` wants it (bench/lib/results.ts). */
-export function rankedTable(title: string, rows: Ranked[]): string {
+function rankedTable(title: string, rows: Ranked[]): string {
   const body = rows.map((r) => [`\`${r.name.replaceAll('|', '\\|')}\``, String(r.ms), String(r.pct)]);
   return alignedTable([[title, 'self ms', '% of busy'], ...body]).join('\n');
+}
+
+/** The profile's times in one sentence: wall time, busy (with GC) and idle. */
+export function profileTimes(s: ProfileSummary): string {
+  return `Profile ${s.totalMs} ms: busy ${s.busyMs} ms (GC ${s.gcMs} ms), idle ${s.idleMs} ms.`;
+}
+
+/**
+ * Writes a profile's report to `path` and returns it: the Markdown heading `title`, the `intro` lines, then the
+ * ranked tables of self time per function, file and package.
+ */
+export function writeProfileReport(path: string, title: string, intro: string[], s: ProfileSummary): string {
+  const md = [
+    `# ${title}`,
+    '',
+    ...intro,
+    '',
+    rankedTable('Function (self time)', s.functions),
+    '',
+    rankedTable('File', s.files),
+    '',
+    rankedTable('Package', s.packages),
+    '',
+  ].join('\n');
+  writeFileSync(path, md);
+  return md;
 }

@@ -3,47 +3,30 @@
  * talking over Kafka to a local cluster started in this process (the real handlers, fresh prefixes) that
  * crawls the fixture site on loopback.
  */
-import { mkdtemp, readFile, rm } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
+import { readFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { config } from '../../lib/config/index.ts';
 import { ensureTopics } from '../../lib/kafka/client.ts';
 import { clusterTopicList, clusterTopics } from '../../lib/kafka/topics.ts';
-import { type FixtureSite, startSite } from '../../localstack/site/site.ts';
-import { clusterEnv, runCli, startCli } from '../helpers/cli.ts';
-import { startE2eCluster, startTestCluster, type TestCluster } from '../helpers/cluster.ts';
+import { cliCluster, clusterEnv, runCli, startCli } from '../helpers/cli.ts';
+import { startTestCluster, type TestCluster } from '../helpers/cluster.ts';
 import { testKafka, uniqueName, waitUntil } from '../helpers/services.ts';
 
 const APPID = 'cli-e2e';
 
 describe('crawl-cluster crawl against a running cluster with one crawler worker', () => {
-  let site: FixtureSite;
-  let t: TestCluster;
-  let env: Record<string, string>;
-  let dir: string;
+  const c = cliCluster('cli-crawl-');
 
-  beforeAll(async () => {
-    site = await startSite({ pages: 60, links: 4 });
-    t = await startE2eCluster({}, { site });
-    env = clusterEnv(t.vars);
-    dir = await mkdtemp(join(tmpdir(), 'cli-crawl-'));
-  });
-  afterAll(async () => {
-    await t?.stop();
-    await site?.close();
-    if (dir) await rm(dir, { recursive: true, force: true });
-  });
-
-  const urlsOf = (pages: Set<number>) => [...pages].map((n) => site.url(n)).sort();
+  const urlsOf = (pages: Set<number>) => [...pages].map((n) => c.site.url(n)).sort();
 
   it('--depth 1 exits 0 once the crawl completes; --out holds exactly the pages within one hop and the summary counts them', async () => {
-    const out = join(dir, 'pages.jsonl');
-    const expected = urlsOf(site.reachable(0, 1));
+    const out = join(c.dir, 'pages.jsonl');
+    const expected = urlsOf(c.site.reachable(0, 1));
 
     const run = await runCli(
-      ['crawl', site.url(0), '--depth', '1', '--appid', APPID, '--crawlid', 'depth1', '--out', out],
-      env,
+      ['crawl', c.site.url(0), '--depth', '1', '--appid', APPID, '--crawlid', 'depth1', '--out', out],
+      c.env,
     );
 
     expect(run.code).toBe(0);
@@ -56,21 +39,21 @@ describe('crawl-cluster crawl against a running cluster with one crawler worker'
     expect(run.stdout).toContain(`crawl depth1 complete: ${expected.length} pages, 0 failed in `);
     expect(run.stdout).toMatch(/\(\d+(\.\d)? pages\/s\)/);
     expect(run.stdout).toContain(`pages written to ${out}`);
-    expect(run.stderr).toContain(`crawling ${site.url(0)} to depth 1 (appid ${APPID}, crawlid depth1`);
+    expect(run.stderr).toContain(`crawling ${c.site.url(0)} to depth 1 (appid ${APPID}, crawlid depth1`);
   });
 
   it('--json prints one summary document whose counts match the complete notice', async () => {
-    const expected = site.reachable(5, 1).size;
+    const expected = c.site.reachable(5, 1).size;
 
-    const run = await runCli(['crawl', site.url(5), '--depth', '1', '--appid', APPID, '--json'], env);
+    const run = await runCli(['crawl', c.site.url(5), '--depth', '1', '--appid', APPID, '--json'], c.env);
 
     expect(run.code).toBe(0);
     const summary = JSON.parse(run.stdout) as Record<string, unknown>;
     expect(summary).toMatchObject({
       status: 'complete',
       appid: APPID,
-      url: site.url(5),
-      prefix: t.vars.KAFKA_TOPIC_PREFIX,
+      url: c.site.url(5),
+      prefix: c.cluster.vars.KAFKA_TOPIC_PREFIX,
       pages: expected,
       failed: 0,
       pending: 0,
@@ -84,13 +67,13 @@ describe('crawl-cluster crawl against a running cluster with one crawler worker'
   });
 
   it('--allowed-domain keeps the crawl on that host', async () => {
-    const host = site.hosts[0] as string;
-    const out = join(dir, 'allowed.jsonl');
-    const expected = urlsOf(site.reachable(0, 2, (h) => h === host));
+    const host = c.site.hosts[0] as string;
+    const out = join(c.dir, 'allowed.jsonl');
+    const expected = urlsOf(c.site.reachable(0, 2, (h) => h === host));
 
     const run = await runCli(
-      ['crawl', site.url(0), '--depth', '2', '--allowed-domain', host, '--appid', APPID, '--out', out],
-      env,
+      ['crawl', c.site.url(0), '--depth', '2', '--allowed-domain', host, '--appid', APPID, '--out', out],
+      c.env,
     );
 
     expect(run.code).toBe(0);

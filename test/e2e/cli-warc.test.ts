@@ -3,47 +3,29 @@
  * crawling the fixture site; the file is read back with warcio.js and checked by Python warcio, which nobody here wrote.
  */
 import { spawnSync } from 'node:child_process';
-import { mkdtemp, readFile, rm } from 'node:fs/promises';
-import { get } from 'node:http';
-import { tmpdir } from 'node:os';
+import { readFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { Readable } from 'node:stream';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { WARCParser } from 'warcio';
-import { type FixtureSite, startSite } from '../../localstack/site/site.ts';
-import { clusterEnv, runCli } from '../helpers/cli.ts';
-import { startE2eCluster, type TestCluster } from '../helpers/cluster.ts';
+import { cliCluster, runCli } from '../helpers/cli.ts';
+import { fromSite } from '../helpers/warc.ts';
 import { warcToolsBin } from '../helpers/warc-tools.ts';
 
 const APPID = 'cli-warc';
 
 describe('crawl-cluster crawl --warc against a running cluster with one crawler worker', () => {
-  let site: FixtureSite;
-  let t: TestCluster;
-  let env: Record<string, string>;
-  let dir: string;
+  const c = cliCluster('cli-warc-');
 
-  beforeAll(async () => {
-    site = await startSite({ pages: 60, links: 4 });
-    t = await startE2eCluster({}, { site });
-    env = clusterEnv(t.vars);
-    dir = await mkdtemp(join(tmpdir(), 'cli-warc-'));
-  });
-  afterAll(async () => {
-    await t?.stop();
-    await site?.close();
-    if (dir) await rm(dir, { recursive: true, force: true });
-  });
-
-  const urlsOf = (pages: Set<number>) => [...pages].map((n) => site.url(n)).sort();
+  const urlsOf = (pages: Set<number>) => [...pages].map((n) => c.site.url(n)).sort();
 
   it('--warc writes the crawl as one WARC file: one response per page with the body the site served, valid for warcio', async () => {
-    const warc = join(dir, 'crawl.warc.gz');
-    const expected = urlsOf(site.reachable(20, 1));
+    const warc = join(c.dir, 'crawl.warc.gz');
+    const expected = urlsOf(c.site.reachable(20, 1));
 
     const run = await runCli(
-      ['crawl', site.url(20), '--depth', '1', '--appid', APPID, '--crawlid', 'warc1', '--warc', warc, '--json'],
-      env,
+      ['crawl', c.site.url(20), '--depth', '1', '--appid', APPID, '--crawlid', 'warc1', '--warc', warc, '--json'],
+      c.env,
     );
 
     expect(run.code).toBe(0);
@@ -67,8 +49,8 @@ describe('crawl-cluster crawl --warc against a running cluster with one crawler 
     expect(responses.map((r) => r.url as string).sort()).toEqual(expected);
     expect(records.filter((r) => r.type === 'request')).toHaveLength(expected.length);
     expect(records.filter((r) => r.type === 'metadata')).toHaveLength(expected.length);
-    const seed = responses.find((r) => r.url === site.url(20));
-    expect(seed?.body).toBe(await fromSite(site, site.url(20)));
+    const seed = responses.find((r) => r.url === c.site.url(20));
+    expect(seed?.body).toBe(await fromSite(c.site, c.site.url(20)));
     const ids = new Set(responses.map((r) => r.id));
     for (const r of records.filter((x) => x.type === 'request')) expect(ids.has(r.concurrentTo)).toBe(true);
     // Python warcio, which nobody here wrote, agrees: the digests check and the index lists one response per page.
@@ -87,17 +69,3 @@ describe('crawl-cluster crawl --warc against a running cluster with one crawler 
     expect(indexed.sort()).toEqual(expected);
   }, 300_000);
 });
-
-/** A page as the site serves it (on loopback, by its host name). */
-function fromSite(site: FixtureSite, url: string): Promise<string> {
-  const u = new URL(url);
-  return new Promise((resolve, reject) => {
-    get({ host: '127.0.0.1', port: site.port, path: u.pathname, headers: { Host: u.host } }, (res) => {
-      let text = '';
-      res.setEncoding('utf8').on('data', (d: string) => {
-        text += d;
-      });
-      res.on('end', () => resolve(text)).on('error', reject);
-    }).on('error', reject);
-  });
-}

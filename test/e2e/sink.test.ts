@@ -8,7 +8,6 @@
 import { type ChildProcess, spawn, spawnSync } from 'node:child_process';
 import { watch } from 'node:fs';
 import { mkdtemp, readFile, rm } from 'node:fs/promises';
-import { get } from 'node:http';
 import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -19,7 +18,7 @@ import { clusterTopics } from '../../lib/kafka/topics.ts';
 import { type FixtureSite, startSite } from '../../localstack/site/site.ts';
 import { type CliRun, startCli } from '../helpers/cli.ts';
 import { testKafka, uniqueName, waitUntil } from '../helpers/services.ts';
-import { filesUnder, readJsonl, readWarc } from '../helpers/warc.ts';
+import { filesUnder, fromSite, readJsonl, readWarc } from '../helpers/warc.ts';
 import { warcToolsBin } from '../helpers/warc-tools.ts';
 
 const DEPTH = 2;
@@ -214,20 +213,6 @@ async function readTopic(kafka: ReturnType<typeof testKafka>, topic: string, atL
     await consumer.disconnect();
   }
   return seen;
-}
-
-/** What the site serves at `url` (its host names are the crawler's host map's: asked on loopback with that Host). */
-function fromSite(site: FixtureSite, url: string): Promise<string> {
-  const u = new URL(url);
-  return new Promise((resolve, reject) => {
-    get({ host: '127.0.0.1', port: site.port, path: u.pathname, headers: { Host: u.host } }, (res) => {
-      let text = '';
-      res.setEncoding('utf8').on('data', (d: string) => {
-        text += d;
-      });
-      res.on('end', () => resolve(text)).on('error', reject);
-    }).on('error', reject);
-  });
 }
 
 function jsonLines(dir: string): Record<string, unknown>[] {

@@ -1,10 +1,17 @@
 /**
  * Running the real CLI as a user does, for the e2e tests: `node bin/crawl-cluster.ts ...` in a child process, with
- * the environment that points it at a test cluster.
+ * the environment that points it at a test cluster; and the cluster crawling the fixture site that `crawl` runs
+ * against.
  */
 import { type ChildProcess, spawn } from 'node:child_process';
+import { mkdtemp, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { afterAll, beforeAll } from 'vitest';
 import type { Variables } from '../../lib/config/index.ts';
+import { type FixtureSite, startSite } from '../../localstack/site/site.ts';
+import { startE2eCluster, type TestCluster } from './cluster.ts';
 
 export const repoRoot = fileURLToPath(new URL('../..', import.meta.url));
 
@@ -61,4 +68,36 @@ export async function runCli(
   const run = startCli(args, env);
   const { code, ms } = await run.exited;
   return { code, ms, stdout: run.stdout(), stderr: run.stderr() };
+}
+
+/** What the tests of {@link cliCluster} run the CLI against; set once the `beforeAll` has run. */
+export interface CliCluster {
+  /** The fixture site: 60 pages of 4 links each. */
+  site: FixtureSite;
+  /** A cluster with one crawler worker, crawling the site. */
+  cluster: TestCluster;
+  /** The CLI's environment for the cluster ({@link clusterEnv}). */
+  env: Record<string, string>;
+  /** A scratch folder for the files the CLI writes. */
+  dir: string;
+}
+
+/**
+ * A {@link CliCluster} for the tests of the calling `describe`, with its hooks registered: started before them, and
+ * stopped, with the site closed and the scratch folder (`<dirPrefix>…` in the temp folder) removed, after them.
+ */
+export function cliCluster(dirPrefix: string): CliCluster {
+  const c = {} as CliCluster;
+  beforeAll(async () => {
+    c.site = await startSite({ pages: 60, links: 4 });
+    c.cluster = await startE2eCluster({}, { site: c.site });
+    c.env = clusterEnv(c.cluster.vars);
+    c.dir = await mkdtemp(join(tmpdir(), dirPrefix));
+  });
+  afterAll(async () => {
+    await c.cluster?.stop();
+    await c.site?.close();
+    if (c.dir) await rm(c.dir, { recursive: true, force: true });
+  });
+  return c;
 }

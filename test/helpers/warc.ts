@@ -1,13 +1,16 @@
 /**
  * Reading the sink's output back in tests: WARC files through warcio.js's own parser (offsets of each gzip member
- * included), JSON lines through gunzip, and sample page messages.
+ * included), JSON lines through gunzip, and sample page messages; and a page as the fixture site serves it, to hold
+ * an archived body against.
  */
 import { readdirSync, readFileSync } from 'node:fs';
+import { get } from 'node:http';
 import { join } from 'node:path';
 import { gunzipSync } from 'node:zlib';
 import { WARCParser } from 'warcio';
 import type { PageItem } from '../../lib/crawl/types.ts';
 import type { DecodedRecord } from '../../lib/kafka/record.ts';
+import type { FixtureSite } from '../../localstack/site/site.ts';
 
 export interface ReadRecord {
   type: string;
@@ -55,6 +58,20 @@ export function readJsonl(path: string): Record<string, unknown>[] {
     .split('\n')
     .filter((l) => l !== '')
     .map((l) => JSON.parse(l) as Record<string, unknown>);
+}
+
+/** What the site serves at `url` (its host names are the crawler's host map's: asked on loopback with that Host). */
+export function fromSite(site: FixtureSite, url: string): Promise<string> {
+  const u = new URL(url);
+  return new Promise((resolve, reject) => {
+    get({ host: '127.0.0.1', port: site.port, path: u.pathname, headers: { Host: u.host } }, (res) => {
+      let text = '';
+      res.setEncoding('utf8').on('data', (d: string) => {
+        text += d;
+      });
+      res.on('end', () => resolve(text)).on('error', reject);
+    }).on('error', reject);
+  });
 }
 
 /** A successful page message of the fixture shape (docs/contract.md "Pages"), `overrides` on top. */

@@ -1,15 +1,7 @@
-import { afterAll, describe, expect, it, vi } from 'vitest';
+import { describe, expect, it } from 'vitest';
 
-// Before the handler modules load: their Powertools logger and metrics are created at import.
-const savedEnv = vi.hoisted(() => {
-  const saved = {
-    LOG_LEVEL: process.env.LOG_LEVEL,
-    POWERTOOLS_METRICS_DISABLED: process.env.POWERTOOLS_METRICS_DISABLED,
-  };
-  process.env.LOG_LEVEL = 'SILENT';
-  process.env.POWERTOOLS_METRICS_DISABLED = 'true';
-  return saved;
-});
+// Ahead of the handler modules: their Powertools logger and metrics read the environment at import.
+import '../helpers/silent-powertools.ts';
 
 import type { MSKEvent, ScheduledEvent } from 'aws-lambda';
 import { expireHandler } from '../../functions/expire/handler.ts';
@@ -22,13 +14,6 @@ import type { MonitorContext } from '../../lib/monitor/context.ts';
 import { lambdaContext, loadEvent } from '../helpers/events.ts';
 import { child, seed } from '../helpers/fake-frontier.ts';
 import { TEST_NOW, TEST_NOW_SEC, type TestContext, testContext } from '../helpers/fakes.ts';
-
-afterAll(() => {
-  for (const [name, value] of Object.entries(savedEnv)) {
-    if (value === undefined) delete process.env[name];
-    else process.env[name] = value;
-  }
-});
 
 const provide = (ctx: MonitorContext) => () => Promise.resolve(ctx);
 

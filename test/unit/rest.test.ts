@@ -2,25 +2,10 @@
  * The REST API's router with in-memory fakes and a fake clock: every status code, the envelope, waiting for
  * a stored reply, polling, stats and heartbeats; and the API Gateway adapter around it.
  */
-import { afterAll, describe, expect, it, vi } from 'vitest';
+import { describe, expect, it, vi } from 'vitest';
 
-// Before the handler module loads: its Powertools logger and metrics are created at import.
-const savedEnv = vi.hoisted(() => {
-  const saved = {
-    LOG_LEVEL: process.env.LOG_LEVEL,
-    POWERTOOLS_METRICS_DISABLED: process.env.POWERTOOLS_METRICS_DISABLED,
-  };
-  process.env.LOG_LEVEL = 'SILENT';
-  process.env.POWERTOOLS_METRICS_DISABLED = 'true';
-  return saved;
-});
-
-afterAll(() => {
-  for (const [name, value] of Object.entries(savedEnv)) {
-    if (value === undefined) delete process.env[name];
-    else process.env[name] = value;
-  }
-});
+// Ahead of the handler module: its Powertools logger and metrics read the environment at import.
+import '../helpers/silent-powertools.ts';
 
 import { restHandler } from '../../functions/rest/handler.ts';
 import { decodeHttpApiEvent, type HttpApiEvent } from '../../functions/rest/http-api.ts';

@@ -1,15 +1,7 @@
-import { afterAll, afterEach, describe, expect, it, vi } from 'vitest';
+import { afterEach, describe, expect, it } from 'vitest';
 
-// Before the handler module loads: its Powertools logger and metrics are created at import.
-const savedEnv = vi.hoisted(() => {
-  const saved = {
-    LOG_LEVEL: process.env.LOG_LEVEL,
-    POWERTOOLS_METRICS_DISABLED: process.env.POWERTOOLS_METRICS_DISABLED,
-  };
-  process.env.LOG_LEVEL = 'SILENT';
-  process.env.POWERTOOLS_METRICS_DISABLED = 'true';
-  return saved;
-});
+// Ahead of the handler module: its Powertools logger and metrics read the environment at import.
+import '../helpers/silent-powertools.ts';
 
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -22,13 +14,6 @@ import { bodyReader } from '../../lib/sink/page-body.ts';
 import { parseFormats, type SinkOptions } from '../../lib/sink/sink.ts';
 import { lambdaContext } from '../helpers/events.ts';
 import { filesUnder, pageRecord, readJsonl, samplePage } from '../helpers/warc.ts';
-
-afterAll(() => {
-  for (const [name, value] of Object.entries(savedEnv)) {
-    if (value === undefined) delete process.env[name];
-    else process.env[name] = value;
-  }
-});
 
 const dirs: string[] = [];
 afterEach(() => {

@@ -21,6 +21,7 @@ import {
   COMPRESSION_RATIO,
   FREE_TYPES,
   HOURS_PER_MONTH,
+  hourlyPrice,
   INSTANCE_SOURCES,
   MSK_BROKER_HOUR,
   PRICES,
@@ -135,6 +136,10 @@ function line(id: string, r: Cfn, what: string, price: Price, units: number): Re
 type Pricer = (id: string, r: Cfn, t: Tmpl) => ResourceCost[];
 
 /** How each billable type is priced when idle (per-use charges are in {@link perMillionPages}). */
+/** A line's note for a price derived from another size of the family (prices.ts hourlyPrice), else nothing. */
+const derived = (price: { derivedFrom?: string }) =>
+  price.derivedFrom ? ` (priced from ${price.derivedFrom} by size)` : '';
+
 const PRICERS: Record<string, Pricer> = {
   'AWS::MSK::ServerlessCluster': (id, r) => [
     line(id, r, 'MSK Serverless cluster-hours', PRICES.mskServerlessClusterHour, HOURS_PER_MONTH),
@@ -159,16 +164,17 @@ const PRICERS: Record<string, Pricer> = {
   'AWS::MSK::Cluster': (id, r, t) => {
     const p = r.Properties;
     const type = p.BrokerNodeGroupInfo.InstanceType as string;
-    const hour = MSK_BROKER_HOUR[type];
-    if (hour === undefined) throw new UnpricedResourceError([`MSK broker type ${type}`]);
+    const price = hourlyPrice(MSK_BROKER_HOUR, type);
+    if (price === undefined)
+      throw new UnpricedResourceError([`MSK broker type ${type} (a family not in cdk/prices.ts MSK_BROKER_HOUR)`]);
     const brokers = Number(p.NumberOfBrokerNodes);
     const gib = Number(p.BrokerNodeGroupInfo.StorageInfo?.EBSStorageInfo?.VolumeSize ?? 0);
     return [
       line(
         id,
         r,
-        `${brokers} x ${type} broker-hours`,
-        { usd: hour, unit: 'broker-hour', source: INSTANCE_SOURCES.msk },
+        `${brokers} x ${type} broker-hours${derived(price)}`,
+        { usd: price.usd, unit: 'broker-hour', source: INSTANCE_SOURCES.msk },
         brokers * HOURS_PER_MONTH,
       ),
       line(id, r, `${brokers} x ${gib} GiB broker storage`, PRICES.mskStorageGbMonth, brokers * gib),
@@ -187,8 +193,12 @@ const PRICERS: Record<string, Pricer> = {
   },
   'AWS::ElastiCache::ReplicationGroup': (id, r, t) => {
     const c = cacheLayout(r, t);
-    const hour = VALKEY_NODE_HOUR[c.node_type];
-    if (hour === undefined) throw new UnpricedResourceError([`ElastiCache node type ${c.node_type}`]);
+    const price = hourlyPrice(VALKEY_NODE_HOUR, c.node_type);
+    if (price === undefined) {
+      throw new UnpricedResourceError([
+        `ElastiCache node type ${c.node_type} (a family not in cdk/prices.ts VALKEY_NODE_HOUR)`,
+      ]);
+    }
     // Every node is billed alike, primaries and replicas, in cluster mode as without.
     const nodes = c.shards * c.nodes_per_shard;
     const shape = c.cluster_mode ? ` (${c.shards} shard(s) x ${c.nodes_per_shard} node(s))` : '';
@@ -196,8 +206,8 @@ const PRICERS: Record<string, Pricer> = {
       line(
         id,
         r,
-        `${nodes} x ${c.node_type} node-hours${shape}`,
-        { usd: hour, unit: 'node-hour', source: INSTANCE_SOURCES.valkey },
+        `${nodes} x ${c.node_type} node-hours${shape}${derived(price)}`,
+        { usd: price.usd, unit: 'node-hour', source: INSTANCE_SOURCES.valkey },
         nodes * HOURS_PER_MONTH,
       ),
     ];

@@ -123,6 +123,38 @@ export const ASSUMPTIONS = {
   mskMetrics: { perBroker: 38, perTopicPerBroker: 3, perPartitionPerGroup: 2 },
 };
 
+/** How many `small`s of its family a size is (AWS lists a family's sizes at prices in these ratios). */
+function sizeUnits(size: string): number | undefined {
+  const fixed: Record<string, number> = { micro: 0.5, small: 1, medium: 2, large: 4, xlarge: 8 };
+  if (size in fixed) return fixed[size];
+  const m = size.match(/^([1-9][0-9]?)xlarge$/);
+  return m ? 8 * Number(m[1]) : undefined;
+}
+
+/**
+ * The hourly list price of instance or node type `type` (`<prefix>.<family>.<size>`) in `table`: its own entry, or,
+ * for a size the table lacks, one of its family's listed sizes scaled by their ratio (cache.r7g.xlarge is 2 x
+ * cache.r7g.large), with `derivedFrom` naming that size. Undefined for a family the table does not list.
+ */
+export function hourlyPrice(
+  table: Record<string, number>,
+  type: string,
+): { usd: number; derivedFrom?: string } | undefined {
+  const listed = table[type];
+  if (listed !== undefined) return { usd: listed };
+  const at = type.lastIndexOf('.');
+  const units = sizeUnits(type.slice(at + 1));
+  if (at < 0 || units === undefined) return undefined;
+  const family = type.slice(0, at + 1);
+  for (const [other, usd] of Object.entries(table)) {
+    const otherUnits = other.startsWith(family) ? sizeUnits(other.slice(family.length)) : undefined;
+    if (otherUnits !== undefined) return { usd: round4((usd * units) / otherUnits), derivedFrom: other };
+  }
+  return undefined;
+}
+
+const round4 = (n: number) => Math.round(n * 10_000) / 10_000;
+
 /**
  * Bytes a page message shrinks by on the wire, per KAFKA_COMPRESSION, as the crawl measures it (bench/scenarios/crawl.ts
  * compression pass, `<codec>_compression_ratio`: article pages in the crawler's own record batches), rounded down. The

@@ -9,7 +9,7 @@ import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { cacheLine, parseContext } from '../../cdk/cost.ts';
 import { priceTemplate, UnpricedResourceError, unpricedTypes } from '../../cdk/cost-model.ts';
-import { ASSUMPTIONS, COMPRESSION_RATIO } from '../../cdk/prices.ts';
+import { ASSUMPTIONS, COMPRESSION_RATIO, hourlyPrice, MSK_BROKER_HOUR, VALKEY_NODE_HOUR } from '../../cdk/prices.ts';
 import { REPO_ROOT } from '../../cdk/repo-root.ts';
 import { type Cfn, synthStack } from './synth.ts';
 
@@ -164,6 +164,32 @@ describe('npm run cost', () => {
     expect(floor('standard, cluster mode, 6 shard(s)') - floor('standard, cluster mode, 3 shard(s)')).toBeCloseTo(
       6 * (0.0256 * 730 + 0.1),
       1,
+    );
+  });
+
+  it('prices a size the table lacks from its family (cache.r7g.xlarge, kafka.m7g.4xlarge); an unknown family fails', () => {
+    expect(hourlyPrice(VALKEY_NODE_HOUR, 'cache.r7g.large')).toEqual({ usd: VALKEY_NODE_HOUR['cache.r7g.large'] });
+    const large = VALKEY_NODE_HOUR['cache.r7g.large'] as number;
+    expect(hourlyPrice(VALKEY_NODE_HOUR, 'cache.r7g.xlarge')).toEqual({
+      usd: 2 * large,
+      derivedFrom: 'cache.r7g.large',
+    });
+    expect(hourlyPrice(VALKEY_NODE_HOUR, 'cache.r7g.12xlarge')?.usd).toBeCloseTo(24 * large, 4);
+    expect(hourlyPrice(MSK_BROKER_HOUR, 'kafka.m7g.4xlarge')?.usd).toBeCloseTo(
+      8 * (MSK_BROKER_HOUR['kafka.m7g.large'] as number),
+      4,
+    );
+    expect(hourlyPrice(VALKEY_NODE_HOUR, 'cache.t4g.micro')?.usd).toBe(VALKEY_NODE_HOUR['cache.t4g.micro']);
+    expect(hourlyPrice(VALKEY_NODE_HOUR, 'cache.x9q.large')).toBeUndefined();
+    expect(hourlyPrice(VALKEY_NODE_HOUR, 'cache.r7g.huge')).toBeUndefined();
+    // Through the stack: the node line says where its price came from; an unknown family is unpriced.
+    const lines = priceTemplate(synthStack({ cacheNodeType: 'cache.r7g.xlarge' }).template.toJSON()).resources.filter(
+      (x) => x.type === 'AWS::ElastiCache::ReplicationGroup',
+    );
+    expect(lines.map((x) => x.what)).toEqual(['2 x cache.r7g.xlarge node-hours (priced from cache.r7g.large by size)']);
+    expect(lines[0]?.idle_usd_per_month).toBeCloseTo(2 * 2 * large * 730, 1);
+    expect(() => priceTemplate(synthStack({ cacheNodeType: 'cache.x9q.large' }).template.toJSON())).toThrow(
+      UnpricedResourceError,
     );
   });
 

@@ -102,6 +102,13 @@ export interface SinkProps extends SinkSettings {
 /** Records per invocation: the event's 6 MB payload limit bounds it first at crawl-sized pages. */
 const SINK_BATCH_SIZE = 10_000;
 
+/**
+ * The function's memory (MB), and the size its WARC files are closed at (bytes): an eighth of it, since a file held
+ * while built and written peaks at about three times its size in the process.
+ */
+const SINK_MEMORY_MB = 1024;
+const SINK_WARC_MAX_BYTES = (SINK_MEMORY_MB / 8) * 1024 * 1024;
+
 export class Sink extends Construct {
   readonly fn: CrawlFunction;
   /** The stack's outputs bucket; undefined when the sink writes to an existing bucket (`sinkBucket`). */
@@ -141,13 +148,18 @@ export class Sink extends Construct {
       name: 'sink',
       description: 'crawl-cluster sink: every page on crawled_firehose as WARC and/or JSON lines in S3',
       timeout,
-      // The batch, the bodies read from the body store and the gzip output are all in memory.
-      memorySize: 1024,
+      // The batch (at most 6 MB), one WARC file being built and one page's stored body are in memory.
+      memorySize: SINK_MEMORY_MB,
       environment: {
         ...environment(
           {
             SINK_FORMATS: props.formats,
             SINK_URI: this.uri,
+            // A WARC file is held whole until written: an eighth of the memory (the 1 GiB default would not fit),
+            // unless runtimeEnv sets another size.
+            ...(props.runtimeEnv.SINK_WARC_MAX_BYTES === undefined
+              ? { SINK_WARC_MAX_BYTES: String(SINK_WARC_MAX_BYTES) }
+              : {}),
             ...(props.eventSource.eventSourceMode === 'provisioned'
               ? {}
               : { MSK_EVENT_SOURCE_MODE: props.eventSource.eventSourceMode }),

@@ -13,7 +13,7 @@ import type { Log } from '../ports.ts';
 import { basename, cdxjKey, groupFolder, groupStem, jsonlKey, partsPrefix, warcKey } from './layout.ts';
 import type { SinkOutput } from './output.ts';
 import { type BodyReader, bodyBytes, parsePage, type SinkPage } from './page-body.ts';
-import { type WarcLocation, WarcParts } from './warc-parts.ts';
+import { type WarcLocation, type WarcPart, WarcParts } from './warc-parts.ts';
 import { pageRecords, type RecordSource, warcDate } from './warc-records.ts';
 
 export type SinkFormat = 'warc' | 'jsonl';
@@ -129,22 +129,25 @@ async function writeGroup(group: Group, options: SinkOptions, result: SinkResult
   const locations: WarcLocation[] = [];
   const written = new Set<string>();
   if (warc) {
+    // Each file is written as soon as it is closed, so the group holds one file at a time (at most
+    // SINK_WARC_MAX_BYTES, besides one page's body): a batch of large stored bodies does not hold them all.
+    const writePart = async (part: WarcPart) => {
+      const key = warcKey(group.stem, part.n);
+      await output.put(key, part.chunks, 'application/warc');
+      written.add(key);
+      result.bytes.warc += part.bytes;
+      const index = cdxjKey(group.stem, part.n);
+      await output.put(index, [Buffer.from(part.cdxj)], 'application/x-cdxj');
+      written.add(index);
+      result.objects += 2;
+    };
     const parts = new WarcParts((n) => basename(warcKey(group.stem, n)), options.warcMaxBytes, group.isPartOf);
     for (const { page, record, date } of group.pages) {
       const body = await bodyBytes(page, options.bodies);
       locations.push(await parts.add(await pageRecords(page, body, sourceOf(record)), date));
+      for (const part of parts.takeClosed()) await writePart(part);
     }
-    const finished = parts.finish();
-    for (const [n, part] of finished.entries()) {
-      const key = warcKey(group.stem, n);
-      await output.put(key, part.chunks, 'application/warc');
-      written.add(key);
-      result.bytes.warc += part.bytes;
-      const index = cdxjKey(group.stem, n);
-      await output.put(index, [Buffer.from(part.cdxj)], 'application/x-cdxj');
-      written.add(index);
-    }
-    result.objects += finished.length * 2;
+    for (const part of parts.finish()) await writePart(part);
   }
   if (formats.has('jsonl')) {
     const lines = group.pages.map(({ page, record }, i) => jsonLine(page, record, warc ? locations[i] : undefined));

@@ -9,6 +9,8 @@ import { type BuiltRecord, warcinfoRecord } from './warc-records.ts';
 
 /** One finished WARC file. */
 export interface WarcPart {
+  /** Its number in the group (0 first). */
+  n: number;
   /** The file's name (its object key's last segment). */
   name: string;
   chunks: Uint8Array[];
@@ -27,6 +29,7 @@ export interface WarcLocation {
 }
 
 interface OpenPart {
+  n: number;
   name: string;
   chunks: Uint8Array[];
   bytes: number;
@@ -39,7 +42,10 @@ export class WarcParts {
   readonly #nameOf: (part: number) => string;
   readonly #maxBytes: number;
   readonly #isPartOf: string;
-  readonly #done: WarcPart[] = [];
+  /** Closed files not taken yet ({@link takeClosed}). */
+  #closed: WarcPart[] = [];
+  /** Files begun so far: the next one's number. */
+  #begun = 0;
   #open: OpenPart | undefined;
 
   /**
@@ -82,16 +88,28 @@ export class WarcParts {
     return location;
   }
 
-  /** Every file, the open one closed. */
+  /**
+   * The files closed since the last call, to be written now: the caller drops them, so a group holds at most one
+   * file (up to its size limit) in memory however many pages it has.
+   */
+  takeClosed(): WarcPart[] {
+    const closed = this.#closed;
+    this.#closed = [];
+    return closed;
+  }
+
+  /** The files not taken yet, the open one closed. */
   finish(): WarcPart[] {
     if (this.#open) this.#close(this.#open);
-    return this.#done;
+    return this.takeClosed();
   }
 
   async #begin(date: string): Promise<OpenPart> {
-    const name = this.#nameOf(this.#done.length);
+    const n = this.#begun++;
+    const name = this.#nameOf(n);
     const info = await warcinfoRecord(name, date, this.#isPartOf);
     const part: OpenPart = {
+      n,
       name,
       chunks: [info.bytes],
       bytes: info.bytes.length,
@@ -104,7 +122,8 @@ export class WarcParts {
 
   #close(part: OpenPart): void {
     const index = part.index.sort();
-    this.#done.push({
+    this.#closed.push({
+      n: part.n,
       name: part.name,
       chunks: part.chunks,
       bytes: part.bytes,

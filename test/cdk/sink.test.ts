@@ -150,6 +150,10 @@ describe('sink', () => {
   it('takes the formats from sinkFormats, and with none deploys no function, event source or bucket', () => {
     const both = synthStack({ sinkFormats: 'warc,jsonl' });
     expect(envOf(both).SINK_FORMATS).toBe('warc,jsonl');
+    // WARC files are held whole until written: closed at an eighth of the function's 1,024 MB unless runtimeEnv says.
+    expect(envOf(both).SINK_WARC_MAX_BYTES).toBe(String(128 * 1024 * 1024));
+    const sized = synthStack({ sinkFormats: 'warc', runtimeEnv: { SINK_WARC_MAX_BYTES: '100000000' } });
+    expect(envOf(sized).SINK_WARC_MAX_BYTES).toBe('100000000');
     const none = synthStack({ sinkFormats: 'none' });
     expect(none.stack.sink).toBeUndefined();
     none.template.resourceCountIs('AWS::Lambda::EventSourceMapping', 2);

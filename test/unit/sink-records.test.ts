@@ -2,7 +2,7 @@
  * The sink's WARC records, indexes and JSON lines (lib/sink), read back with warcio.js's own parser: what each page
  * becomes, that the same message gives the same bytes, the rollover, and the layout's idempotence on redelivery.
  */
-import { createHash } from 'node:crypto';
+import { createHash, randomBytes } from 'node:crypto';
 import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -301,6 +301,47 @@ describe('files', () => {
       .filter((f) => f.endsWith('.jsonl.gz'))
       .flatMap((f) => readJsonl(join(dir, f)).map((l) => l.url));
     expect(lines.sort()).toEqual(seen);
+  });
+
+  it('large stored bodies are written a file at a time: a closed WARC file is out before more bodies are read', async () => {
+    const dir = tempDir();
+    const output = fileOutput(dir);
+    const events: string[] = [];
+    // Ten pages whose stored bodies do not compress (2 MB each): with files of at most 5 MB, two pages a file.
+    const bodies: SinkOptions['bodies'] = {
+      async read(ref) {
+        events.push(`read ${ref}`);
+        return randomBytes(2_000_000);
+      },
+    };
+    const recording: SinkOptions['output'] = {
+      ...output,
+      async put(key, chunks, type) {
+        if (key.endsWith('.warc.gz')) events.push(`put ${key.split('/').pop()}`);
+        return output.put(key, chunks, type);
+      },
+    };
+    const records = Array.from({ length: 10 }, (_, i) =>
+      pageRecord(samplePage(i, { body: '', body_ref: `mem://body/${i}` }), 100 + i),
+    );
+    const result = await sinkBatch(
+      records,
+      options(dir, { formats: parseFormats('warc'), output: recording, bodies, warcMaxBytes: 5_000_000 }),
+    );
+    expect(result).toMatchObject({ pages: 10, failures: [] });
+    const puts = events.filter((e) => e.startsWith('put'));
+    expect(puts).toHaveLength(5);
+    // Each file is written before the body of the page that did not fit in it is read, and no later than that: at
+    // most one file's pages (and the next page's body) are held at once.
+    for (const [k, put] of puts.entries()) {
+      const at = events.indexOf(put);
+      if (k < puts.length - 1) expect(events.slice(0, at).filter((e) => e.startsWith('read'))).toHaveLength(2 * k + 3);
+    }
+    // The files read back whole: every page once, its body as stored.
+    const warcs = filesUnder(dir).filter((f) => f.endsWith('.warc.gz'));
+    const read = (await Promise.all(warcs.map(async (f) => readWarc(readFileSync(join(dir, f)))))).flat();
+    const responses = read.filter((r) => r.type === 'response');
+    expect(responses.map((r) => r.url).sort()).toEqual(records.map((_, i) => `http://site.test/page/${i}`).sort());
   });
 
   it('a record that is not a page is skipped, and the batch goes on', async () => {

@@ -129,8 +129,8 @@ function pagesPerInvocation(sink: SinkShape, v: Pick<SinkVolume, 'pagesPerMonth'
 }
 
 /**
- * The sink's lines: S3 requests (one group a batch: the page messages are keyed by appid, so one app's pages come from
- * one partition), the month's output stored in S3 Standard for a month, the archive of earlier months in the classes
+ * The sink's lines: S3 requests (one group a batch: the page messages are keyed by crawlid, so one crawl's pages come
+ * from one partition), the month's output stored in S3 Standard for a month, the archive of earlier months in the classes
  * the lifecycle moved it to, the Lambda's time and invocations, and the large bodies it reads.
  */
 export function sinkLines(sink: SinkShape, v: SinkVolume, add: Add): void {

@@ -363,6 +363,23 @@ describe('fitPageMessage', () => {
     expect(fitPageMessage({ ...page, url: 'http://a.example/'.padEnd(30_000, 'x') }, 20_000, false)).toBeUndefined();
   });
 
+  it('keys the message by crawlid, whole or cut, so the crawls of one app spread over the firehose', async () => {
+    const small = buildPage(request(), response({ text: 'x' }), [], { base64: false, success: true, now: NOW });
+    const big = buildPage(request(), response({ text: 'x'.repeat(60_000) }), [], {
+      base64: false,
+      success: true,
+      now: NOW,
+    });
+    for (const page of [small, big]) {
+      const message = await pageMessage(page, { maxBytes: 20_000, base64: false, bodyKey: () => 'k' });
+      expect(message.key).toBe(page.crawlid);
+      expect(message.key).not.toBe(page.appid);
+    }
+    expect(
+      JSON.parse(String((await pageMessage(big, { maxBytes: 20_000, base64: false, bodyKey: () => 'k' })).value)),
+    ).toMatchObject({ body_truncated: true });
+  });
+
   it('serializes a page over the limit whole only once on the way to its message', async () => {
     const page = buildPage(request(), response({ text: 'x'.repeat(60_000) }), [], {
       base64: false,

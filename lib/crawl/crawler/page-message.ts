@@ -25,7 +25,9 @@ export interface PageMessageOptions {
 }
 
 /**
- * The page as a message keyed by appid, its value the page's JSON as UTF-8 bytes. Over the limit, the whole body
+ * The page as a message keyed by crawlid, its value the page's JSON as UTF-8 bytes: a crawl's pages are on one
+ * partition of the firehose, in order, and the firehose's partitions spread the crawls of one app as of several
+ * (Scrapy Cluster sends no key; a key by appid put every page of an app on one partition). Over the limit, the whole body
  * goes to the body store first (`body_ref`), then {@link fitPageMessage} cuts. Mutates `page` (`body_ref`).
  * @throws PageTooLargeError when not even a page without body and links fits.
  */
@@ -38,7 +40,7 @@ export async function pageMessage(page: PageItem, options: PageMessageOptions): 
   // NULs) is never built.
   const json = page.body.length > options.maxBytes ? undefined : JSON.stringify(page);
   if (json !== undefined && (json.length * 3 <= options.maxBytes || Buffer.byteLength(json) <= options.maxBytes))
-    return { key: page.appid, value: Buffer.from(json, 'utf8') };
+    return { key: page.crawlid, value: Buffer.from(json, 'utf8') };
   if (options.bodyStore && page.body.length > 0) {
     // The body as fetched: the response's decoded bytes, which are the first `body_cut_bytes` when the fetcher cut it.
     const full = options.response?.body ?? Buffer.from(page.body, base64Body ? 'base64' : 'utf8');
@@ -51,7 +53,7 @@ export async function pageMessage(page: PageItem, options: PageMessageOptions): 
   if (fitted === undefined) {
     throw new PageTooLargeError(`the page message does not fit ${options.maxBytes} bytes even without body and links`);
   }
-  return { key: page.appid, value: Buffer.from(fitted, 'utf8') };
+  return { key: page.crawlid, value: Buffer.from(fitted, 'utf8') };
 }
 
 /** Room left for the truncation flags and JSON punctuation a cut adds. */

@@ -80,25 +80,42 @@ function envInt(name: string, fallback: number): number {
 /** One SLOWLOG entry: id, time, duration (µs), arguments. */
 type SlowEntry = [number, number, number, string[], ...unknown[]];
 
+/** Script names by SHA, so an EVALSHA reads as the script it ran. */
+const scriptBySha = new Map(allScripts().map((s) => [s.sha, s.name]));
+
+/**
+ * A command as its name and first arguments: a frontier script as `<script> <ARGV[6]> <ARGV[7]>` (its mode and
+ * first own argument; the 19 partition keys and the 5 common arguments left out), anything else as its first three
+ * words. SLOWLOG keeps a command's first 32 arguments, enough for these.
+ */
+function describe(args: readonly unknown[]): string {
+  const words = args.map((a) => (Buffer.isBuffer(a) ? a.toString('latin1') : String(a)));
+  const short = (w: string | undefined) =>
+    Array.from((w ?? '').slice(0, 24), (c) => (c.charCodeAt(0) < 32 ? '.' : c)).join('');
+  const name = (words[0] ?? '').toLowerCase();
+  if (name === 'evalsha' || name === 'eval') {
+    // EVAL carries the source, which SLOWLOG cuts to its first 128 bytes: enough to tell the scripts apart.
+    const head = (words[1] ?? '').slice(0, 128);
+    const script = scriptBySha.get(words[1] ?? '') ?? allScripts().find((s) => s.source.startsWith(head))?.name ?? '?';
+    const own = 3 + Number(words[2]) + 5;
+    return [script, short(words[own]), short(words[own + 1])].join(' ').trim();
+  }
+  return words.slice(0, 3).map(short).join(' ');
+}
+
 /**
  * The commands SLOWLOG holds since its last reset (logging everything), the bench's own SLOWLOG and CONFIG left out:
- * the slowest (µs and what it was), how many, and how many took over 10 ms.
+ * the slowest (µs and what it was), the three slowest described, how many, and how many took over 10 ms.
  */
 async function slowest(redis: RedisClient) {
   const entries = ((await redis.call('SLOWLOG', 'GET', '-1')) as SlowEntry[]).filter(
     (e) => !/^(slowlog|config)$/i.test(String(e[3][0])),
   );
-  let best: SlowEntry | undefined;
-  for (const e of entries) if (!best || e[2] > best[2]) best = e;
-  const command = best
-    ? best[3]
-        .slice(0, 3)
-        .map((a) => String(a).slice(0, 24))
-        .join(' ')
-    : '';
+  const top = [...entries].sort((a, b) => b[2] - a[2]).slice(0, 3);
   return {
-    us: best?.[2] ?? 0,
-    command,
+    us: top[0]?.[2] ?? 0,
+    command: top[0] ? describe(top[0][3]) : '',
+    top: top.map((e) => `${describe(e[3])} ${(e[2] / 1000).toFixed(2)}`).join('; '),
     commands: entries.length,
     over10ms: entries.filter((e) => e[2] > 10_000).length,
   };
@@ -120,7 +137,7 @@ function mainThreadCpuNs(pid: number | undefined): number | undefined {
  * Unlike SLOWLOG's wall time, a command the OS preempts on a busy machine does not look slow.
  */
 async function cpuPerCommand(redis: RedisClient, pid: number, read: () => Promise<unknown>) {
-  type Command = { name: string; promise: Promise<unknown> };
+  type Command = { name: string; args: unknown[]; promise: Promise<unknown> };
   const client = redis as unknown as { sendCommand: (command: Command, ...rest: unknown[]) => unknown };
   const original = client.sendCommand;
   const samples: { name: string; ms: number }[] = [];
@@ -130,7 +147,11 @@ async function cpuPerCommand(redis: RedisClient, pid: number, read: () => Promis
     const sent = original.call(this, command, ...rest);
     pending.push(
       command.promise.then(
-        () => samples.push({ name: command.name, ms: ((mainThreadCpuNs(pid) ?? 0) - before) / 1e6 }),
+        () =>
+          samples.push({
+            name: describe([command.name, ...command.args]),
+            ms: ((mainThreadCpuNs(pid) ?? 0) - before) / 1e6,
+          }),
         () => undefined,
       ),
     );
@@ -180,17 +201,20 @@ export async function run(ctx: ScenarioContext): Promise<Numbers> {
   let slowestCpu = 0;
   /**
    * Runs a read `runs` times with SLOWLOG logging every command: its wall ms (median), its slowest command (ms; the
-   * median over the runs, and the worst), and how many commands it sent. The machine is shared: a command the OS
+   * median over the runs, and the worst), the three slowest of each run and the three slowest by Redis CPU (named, so
+   * a reader sees which script and mode they were), and how many commands it sent. The machine is shared: a command the OS
    * preempts shows in SLOWLOG as slow, so one run's slowest is noisy; a read whose own commands are slow is slow in
    * every run.
    */
   const measure = async (name: string, read: () => Promise<unknown>, runs = 3) => {
     const walls: number[] = [];
     const worst: number[] = [];
-    let last = { us: 0, command: '', commands: 0, over10ms: 0 };
+    let last = { us: 0, command: '', top: '', commands: 0, over10ms: 0 };
+    const tops: string[] = [];
     let over = 0;
     let cpuWorst = { name: '', ms: 0 };
     let cpuOver = 0;
+    let cpuTop: { name: string; ms: number }[] = [];
     const commands0 = await commandStats(redis);
     for (let i = 0; i < runs; i++) {
       if (private_) {
@@ -206,10 +230,12 @@ export async function run(ctx: ScenarioContext): Promise<Numbers> {
         if (c.ms > cpuWorst.ms) cpuWorst = c;
         if (c.ms > 10) cpuOver++;
       }
+      cpuTop = [...cpuTop, ...cpu].sort((a, b) => b.ms - a.ms).slice(0, 3);
       if (private_) {
         await redis.call('CONFIG', 'SET', 'slowlog-log-slower-than', '10000');
         last = await slowest(redis);
         worst.push(last.us / 1000);
+        tops.push(last.top);
         over += last.over10ms;
       }
     }
@@ -220,16 +246,20 @@ export async function run(ctx: ScenarioContext): Promise<Numbers> {
       out[`${name}_slowest_command_ms`] = round(median(worst), 2);
       out[`${name}_slowest_command_max_ms`] = round(Math.max(...worst), 2);
       out[`${name}_slowest_command`] = last.command;
+      out[`${name}_slowest_commands`] = tops.join(' | ');
       out[`${name}_commands`] = last.commands;
       out[`${name}_commands_over_10ms`] = over;
       out[`${name}_slowest_command_cpu_ms`] = round(cpuWorst.ms, 2);
       out[`${name}_slowest_command_cpu`] = cpuWorst.name;
+      out[`${name}_slowest_commands_cpu`] = cpuTop.map((c) => `${c.name} ${c.ms.toFixed(2)}`).join('; ');
       out[`${name}_commands_over_10ms_cpu`] = cpuOver;
       slowestOverall = Math.max(slowestOverall, median(worst));
       slowestCpu = Math.max(slowestCpu, cpuWorst.ms);
       ctx.progress(
         `  ${name}: ${median(walls).toFixed(1)} ms, ${last.commands} commands, slowest ${worst.map((w) => w.toFixed(2)).join(' / ')} ms (${last.command}), ${over} over 10 ms; by CPU slowest ${cpuWorst.ms.toFixed(2)} ms (${cpuWorst.name}), ${cpuOver} over 10 ms`,
       );
+      ctx.progress(`    slowest by wall, each run: ${tops.join(' | ')}`);
+      ctx.progress(`    slowest by CPU: ${out[`${name}_slowest_commands_cpu`]}`);
     } else ctx.progress(`  ${name}: ${median(walls).toFixed(1)} ms`);
   };
 

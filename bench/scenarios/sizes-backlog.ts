@@ -9,8 +9,10 @@
  *    its wall time and its slowest single command. The reads: the stats function (`fleetMetrics`), the `queue`
  *    stats reply (`statsPayload`), the dashboard's queue table (`queueSummary` top 10) and crawl list (`appInfo`),
  *    an `info` of the main crawl (`crawlInfo`), the expire function's reads (`dueCrawls`, `sweepFinished`), reclaim;
- *    then a `stop` of the 20 % crawl and the stats read that settles its counters. For comparison, the commands the
- *    old reads were: one HGETALL of the per-domain counts, one ZRANGEBYSCORE of the main crawl's counters.
+ *    then a `stop` of the 20 % crawl and the stats read that settles its counters; then the reclaim of 1,000 expired
+ *    leases and the sweep of 1,000 completed one-request crawls (the reclaim and expire functions with work to do).
+ *    For comparison, the commands the old reads were: one HGETALL of the per-domain counts, one ZRANGEBYSCORE of the
+ *    main crawl's counters.
  *
  * Sizes: BENCH_BACKLOG_URLS, BENCH_BACKLOG_DOMAINS. Redis: bench/lib/redis.ts (`BENCH_REDIS`; the SLOWLOG figures need
  * the private one, which this scenario may reconfigure).
@@ -60,6 +62,8 @@ export const headline: [string, string][] = [
   ['slowest_command_cpu_ms', 'slowest cmd Redis CPU ms (all reads)'],
   ['info_slowest_command_cpu_ms', 'info slowest cmd CPU ms'],
   ['stop_settle_slowest_command_cpu_ms', 'stop + settle slowest cmd CPU ms'],
+  ['reclaim_slowest_command_cpu_ms', 'reclaim 1,000 slowest cmd CPU ms'],
+  ['sweep_completed_slowest_command_cpu_ms', 'sweep 1,000 completed slowest cmd CPU ms'],
   ['old_hgetall_slowest_command_cpu_ms', 'old: HGETALL CPU ms'],
   ['old_info_range_slowest_command_cpu_ms', 'old: info range CPU ms'],
   ['queue_stats_commands_over_10ms', 'queue stats cmds > 10 ms'],
@@ -71,6 +75,8 @@ export const headline: [string, string][] = [
 
 const SPIDER = 'link';
 const BATCH = 2000;
+/** Expired leases for the reclaim read, and completed crawls for the sweep. */
+const WORK = 1000;
 
 function envInt(name: string, fallback: number): number {
   const v = Number(process.env[name]);
@@ -343,6 +349,56 @@ export async function run(ctx: ScenarioContext): Promise<Numbers> {
       async () => {
         out.stop_purged = (await frontier.stop(SPIDER, 'bench-app', 'stop-me')).purged;
         out.after_stop_backlog = (await frontier.queueSummary(SPIDER)).queued;
+      },
+      1,
+    );
+    // ---- the reclaim and expire functions with work to do ----------------------------------------------
+    // Leases of the main crawl that expire (crawlers died holding them), then one-request crawls that complete and
+    // fall due for sweeping: each function's script calls carry full pages of work.
+    const options = frontierOptions(config());
+    // On the frontier's clock (Redis's TIME), leases would only expire after LEASE_TIMEOUT: these calls pass the time.
+    const timed = new Frontier(redis, { ...options, prefix, redisClock: false });
+    const leasedAt = Date.now();
+    let leased = 0;
+    while (leased < WORK) {
+      const { leases } = await timed.leaseMany(SPIDER, Math.min(100, WORK - leased), { now: leasedAt });
+      if (leases.length === 0) break;
+      leased += leases.length;
+    }
+    out.expired_leases = leased;
+    await measure(
+      'reclaim',
+      async () => {
+        out.reclaimed = await timed.reclaim(SPIDER, leasedAt + options.leaseMs + 1);
+      },
+      1,
+    );
+    const doneAt = leasedAt + options.leaseMs + 2;
+    const completed: FrontierItem[] = Array.from({ length: WORK }, (_, i) => {
+      const ref = { appid: 'bench-app', crawlid: `done-${i}` };
+      const url = `https://www.done${i}.com/`;
+      return {
+        crawl: { ...ref, settings: { ...ref, spiderid: SPIDER, priority: 90, maxdepth: 0, expires: 0 } },
+        // Above the main crawl's priorities: the next leases take these.
+        request: { url, domain: `done${i}.com`, fingerprint: requestFingerprint(url), priority: 90, depth: 0 },
+      };
+    });
+    for (const item of completed)
+      dupeKeys.push(dupefilterKey(p, crawlKey(item.crawl.appid, item.crawl.crawlid, SPIDER)));
+    for (let i = 0; i < WORK; i += 500) await timed.enqueue(SPIDER, completed.slice(i, i + 500), doneAt);
+    for (let acked = 0; acked < WORK; ) {
+      const { leases } = await timed.leaseMany(SPIDER, Math.min(100, WORK - acked), { now: doneAt });
+      if (leases.length === 0) break;
+      await timed.ackMany(
+        leases.map((lease) => ({ lease, outcome: 'done' as const })),
+        doneAt,
+      );
+      acked += leases.length;
+    }
+    await measure(
+      'sweep_completed',
+      async () => {
+        out.swept_crawls = await timed.sweepFinished(SPIDER, doneAt + options.dupefilterTtlSec * 1000 + 1);
       },
       1,
     );

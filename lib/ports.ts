@@ -165,9 +165,9 @@ export interface FrontierApi {
   queueSummary(spider: string, top?: number, now?: number): Promise<QueueSummary>;
   /** Crawls whose expiry has passed (at most `limit`). */
   dueCrawls(spider: string, now?: number, limit?: number): Promise<CrawlSettings[]>;
-  /** Returns expired leases to their queues (one retry counted each): how many. */
+  /** Returns expired leases to their queues (one retry counted each, at most `limit` a script call): how many. */
   reclaim(spider: string, now?: number, limit?: number): Promise<number>;
-  /** Drops the records of crawls completed a dupefilter TTL ago: how many. */
+  /** Drops the records of crawls completed a dupefilter TTL ago (at most `limit` a script call): how many. */
   sweepFinished(spider: string, now?: number, limit?: number): Promise<number>;
 }
 

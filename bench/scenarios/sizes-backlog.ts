@@ -9,8 +9,10 @@
  *    its wall time and its slowest single command. The reads: the stats function (`fleetMetrics`), the `queue`
  *    stats reply (`statsPayload`), the dashboard's queue table (`queueSummary` top 10) and crawl list (`appInfo`),
  *    an `info` of the main crawl (`crawlInfo`), the expire function's reads (`dueCrawls`, `sweepFinished`), reclaim;
- *    then a `stop` of the 20 % crawl and the stats read that settles its counters. For comparison, the commands the
- *    old reads were: one HGETALL of the per-domain counts, one ZRANGEBYSCORE of the main crawl's counters.
+ *    then a `stop` of the 20 % crawl and the stats read that settles its counters; then the reclaim of 1,000 expired
+ *    leases and the sweep of 1,000 completed one-request crawls (the reclaim and expire functions with work to do).
+ *    For comparison, the commands the old reads were: one HGETALL of the per-domain counts, one ZRANGEBYSCORE of the
+ *    main crawl's counters.
  *
  * Sizes: BENCH_BACKLOG_URLS, BENCH_BACKLOG_DOMAINS. Redis: bench/lib/redis.ts (`BENCH_REDIS`; the SLOWLOG figures need
  * the private one, which this scenario may reconfigure).
@@ -60,6 +62,8 @@ export const headline: [string, string][] = [
   ['slowest_command_cpu_ms', 'slowest cmd Redis CPU ms (all reads)'],
   ['info_slowest_command_cpu_ms', 'info slowest cmd CPU ms'],
   ['stop_settle_slowest_command_cpu_ms', 'stop + settle slowest cmd CPU ms'],
+  ['reclaim_slowest_command_cpu_ms', 'reclaim 1,000 slowest cmd CPU ms'],
+  ['sweep_completed_slowest_command_cpu_ms', 'sweep 1,000 completed slowest cmd CPU ms'],
   ['old_hgetall_slowest_command_cpu_ms', 'old: HGETALL CPU ms'],
   ['old_info_range_slowest_command_cpu_ms', 'old: info range CPU ms'],
   ['queue_stats_commands_over_10ms', 'queue stats cmds > 10 ms'],
@@ -71,6 +75,8 @@ export const headline: [string, string][] = [
 
 const SPIDER = 'link';
 const BATCH = 2000;
+/** Expired leases for the reclaim read, and completed crawls for the sweep. */
+const WORK = 1000;
 
 function envInt(name: string, fallback: number): number {
   const v = Number(process.env[name]);
@@ -80,25 +86,42 @@ function envInt(name: string, fallback: number): number {
 /** One SLOWLOG entry: id, time, duration (µs), arguments. */
 type SlowEntry = [number, number, number, string[], ...unknown[]];
 
+/** Script names by SHA, so an EVALSHA reads as the script it ran. */
+const scriptBySha = new Map(allScripts().map((s) => [s.sha, s.name]));
+
+/**
+ * A command as its name and first arguments: a frontier script as `<script> <ARGV[6]> <ARGV[7]>` (its mode and
+ * first own argument; the 19 partition keys and the 5 common arguments left out), anything else as its first three
+ * words. SLOWLOG keeps a command's first 32 arguments, enough for these.
+ */
+function describe(args: readonly unknown[]): string {
+  const words = args.map((a) => (Buffer.isBuffer(a) ? a.toString('latin1') : String(a)));
+  const short = (w: string | undefined) =>
+    Array.from((w ?? '').slice(0, 24), (c) => (c.charCodeAt(0) < 32 ? '.' : c)).join('');
+  const name = (words[0] ?? '').toLowerCase();
+  if (name === 'evalsha' || name === 'eval') {
+    // EVAL carries the source, which SLOWLOG cuts to its first 128 bytes: enough to tell the scripts apart.
+    const head = (words[1] ?? '').slice(0, 128);
+    const script = scriptBySha.get(words[1] ?? '') ?? allScripts().find((s) => s.source.startsWith(head))?.name ?? '?';
+    const own = 3 + Number(words[2]) + 5;
+    return [script, short(words[own]), short(words[own + 1])].join(' ').trim();
+  }
+  return words.slice(0, 3).map(short).join(' ');
+}
+
 /**
  * The commands SLOWLOG holds since its last reset (logging everything), the bench's own SLOWLOG and CONFIG left out:
- * the slowest (µs and what it was), how many, and how many took over 10 ms.
+ * the slowest (µs and what it was), the three slowest described, how many, and how many took over 10 ms.
  */
 async function slowest(redis: RedisClient) {
   const entries = ((await redis.call('SLOWLOG', 'GET', '-1')) as SlowEntry[]).filter(
     (e) => !/^(slowlog|config)$/i.test(String(e[3][0])),
   );
-  let best: SlowEntry | undefined;
-  for (const e of entries) if (!best || e[2] > best[2]) best = e;
-  const command = best
-    ? best[3]
-        .slice(0, 3)
-        .map((a) => String(a).slice(0, 24))
-        .join(' ')
-    : '';
+  const top = [...entries].sort((a, b) => b[2] - a[2]).slice(0, 3);
   return {
-    us: best?.[2] ?? 0,
-    command,
+    us: top[0]?.[2] ?? 0,
+    command: top[0] ? describe(top[0][3]) : '',
+    top: top.map((e) => `${describe(e[3])} ${(e[2] / 1000).toFixed(2)}`).join('; '),
     commands: entries.length,
     over10ms: entries.filter((e) => e[2] > 10_000).length,
   };
@@ -120,7 +143,7 @@ function mainThreadCpuNs(pid: number | undefined): number | undefined {
  * Unlike SLOWLOG's wall time, a command the OS preempts on a busy machine does not look slow.
  */
 async function cpuPerCommand(redis: RedisClient, pid: number, read: () => Promise<unknown>) {
-  type Command = { name: string; promise: Promise<unknown> };
+  type Command = { name: string; args: unknown[]; promise: Promise<unknown> };
   const client = redis as unknown as { sendCommand: (command: Command, ...rest: unknown[]) => unknown };
   const original = client.sendCommand;
   const samples: { name: string; ms: number }[] = [];
@@ -130,7 +153,11 @@ async function cpuPerCommand(redis: RedisClient, pid: number, read: () => Promis
     const sent = original.call(this, command, ...rest);
     pending.push(
       command.promise.then(
-        () => samples.push({ name: command.name, ms: ((mainThreadCpuNs(pid) ?? 0) - before) / 1e6 }),
+        () =>
+          samples.push({
+            name: describe([command.name, ...command.args]),
+            ms: ((mainThreadCpuNs(pid) ?? 0) - before) / 1e6,
+          }),
         () => undefined,
       ),
     );
@@ -180,17 +207,20 @@ export async function run(ctx: ScenarioContext): Promise<Numbers> {
   let slowestCpu = 0;
   /**
    * Runs a read `runs` times with SLOWLOG logging every command: its wall ms (median), its slowest command (ms; the
-   * median over the runs, and the worst), and how many commands it sent. The machine is shared: a command the OS
+   * median over the runs, and the worst), the three slowest of each run and the three slowest by Redis CPU (named, so
+   * a reader sees which script and mode they were), and how many commands it sent. The machine is shared: a command the OS
    * preempts shows in SLOWLOG as slow, so one run's slowest is noisy; a read whose own commands are slow is slow in
    * every run.
    */
   const measure = async (name: string, read: () => Promise<unknown>, runs = 3) => {
     const walls: number[] = [];
     const worst: number[] = [];
-    let last = { us: 0, command: '', commands: 0, over10ms: 0 };
+    let last = { us: 0, command: '', top: '', commands: 0, over10ms: 0 };
+    const tops: string[] = [];
     let over = 0;
     let cpuWorst = { name: '', ms: 0 };
     let cpuOver = 0;
+    let cpuTop: { name: string; ms: number }[] = [];
     const commands0 = await commandStats(redis);
     for (let i = 0; i < runs; i++) {
       if (private_) {
@@ -206,10 +236,12 @@ export async function run(ctx: ScenarioContext): Promise<Numbers> {
         if (c.ms > cpuWorst.ms) cpuWorst = c;
         if (c.ms > 10) cpuOver++;
       }
+      cpuTop = [...cpuTop, ...cpu].sort((a, b) => b.ms - a.ms).slice(0, 3);
       if (private_) {
         await redis.call('CONFIG', 'SET', 'slowlog-log-slower-than', '10000');
         last = await slowest(redis);
         worst.push(last.us / 1000);
+        tops.push(last.top);
         over += last.over10ms;
       }
     }
@@ -220,16 +252,20 @@ export async function run(ctx: ScenarioContext): Promise<Numbers> {
       out[`${name}_slowest_command_ms`] = round(median(worst), 2);
       out[`${name}_slowest_command_max_ms`] = round(Math.max(...worst), 2);
       out[`${name}_slowest_command`] = last.command;
+      out[`${name}_slowest_commands`] = tops.join(' | ');
       out[`${name}_commands`] = last.commands;
       out[`${name}_commands_over_10ms`] = over;
       out[`${name}_slowest_command_cpu_ms`] = round(cpuWorst.ms, 2);
       out[`${name}_slowest_command_cpu`] = cpuWorst.name;
+      out[`${name}_slowest_commands_cpu`] = cpuTop.map((c) => `${c.name} ${c.ms.toFixed(2)}`).join('; ');
       out[`${name}_commands_over_10ms_cpu`] = cpuOver;
       slowestOverall = Math.max(slowestOverall, median(worst));
       slowestCpu = Math.max(slowestCpu, cpuWorst.ms);
       ctx.progress(
         `  ${name}: ${median(walls).toFixed(1)} ms, ${last.commands} commands, slowest ${worst.map((w) => w.toFixed(2)).join(' / ')} ms (${last.command}), ${over} over 10 ms; by CPU slowest ${cpuWorst.ms.toFixed(2)} ms (${cpuWorst.name}), ${cpuOver} over 10 ms`,
       );
+      ctx.progress(`    slowest by wall, each run: ${tops.join(' | ')}`);
+      ctx.progress(`    slowest by CPU: ${out[`${name}_slowest_commands_cpu`]}`);
     } else ctx.progress(`  ${name}: ${median(walls).toFixed(1)} ms`);
   };
 
@@ -313,6 +349,56 @@ export async function run(ctx: ScenarioContext): Promise<Numbers> {
       async () => {
         out.stop_purged = (await frontier.stop(SPIDER, 'bench-app', 'stop-me')).purged;
         out.after_stop_backlog = (await frontier.queueSummary(SPIDER)).queued;
+      },
+      1,
+    );
+    // ---- the reclaim and expire functions with work to do ----------------------------------------------
+    // Leases of the main crawl that expire (crawlers died holding them), then one-request crawls that complete and
+    // fall due for sweeping: each function's script calls carry full pages of work.
+    const options = frontierOptions(config());
+    // On the frontier's clock (Redis's TIME), leases would only expire after LEASE_TIMEOUT: these calls pass the time.
+    const timed = new Frontier(redis, { ...options, prefix, redisClock: false });
+    const leasedAt = Date.now();
+    let leased = 0;
+    while (leased < WORK) {
+      const { leases } = await timed.leaseMany(SPIDER, Math.min(100, WORK - leased), { now: leasedAt });
+      if (leases.length === 0) break;
+      leased += leases.length;
+    }
+    out.expired_leases = leased;
+    await measure(
+      'reclaim',
+      async () => {
+        out.reclaimed = await timed.reclaim(SPIDER, leasedAt + options.leaseMs + 1);
+      },
+      1,
+    );
+    const doneAt = leasedAt + options.leaseMs + 2;
+    const completed: FrontierItem[] = Array.from({ length: WORK }, (_, i) => {
+      const ref = { appid: 'bench-app', crawlid: `done-${i}` };
+      const url = `https://www.done${i}.com/`;
+      return {
+        crawl: { ...ref, settings: { ...ref, spiderid: SPIDER, priority: 90, maxdepth: 0, expires: 0 } },
+        // Above the main crawl's priorities: the next leases take these.
+        request: { url, domain: `done${i}.com`, fingerprint: requestFingerprint(url), priority: 90, depth: 0 },
+      };
+    });
+    for (const item of completed)
+      dupeKeys.push(dupefilterKey(p, crawlKey(item.crawl.appid, item.crawl.crawlid, SPIDER)));
+    for (let i = 0; i < WORK; i += 500) await timed.enqueue(SPIDER, completed.slice(i, i + 500), doneAt);
+    for (let acked = 0; acked < WORK; ) {
+      const { leases } = await timed.leaseMany(SPIDER, Math.min(100, WORK - acked), { now: doneAt });
+      if (leases.length === 0) break;
+      await timed.ackMany(
+        leases.map((lease) => ({ lease, outcome: 'done' as const })),
+        doneAt,
+      );
+      acked += leases.length;
+    }
+    await measure(
+      'sweep_completed',
+      async () => {
+        out.swept_crawls = await timed.sweepFinished(SPIDER, doneAt + options.dupefilterTtlSec * 1000 + 1);
       },
       1,
     );

@@ -16,11 +16,30 @@ import type { FrontierCalls } from './frontier-calls.ts';
 import { crawlKey, dupefilterKey, partitionKeys } from './keys.ts';
 import { holdLiveElsewhere } from './partition-sums.ts';
 
-/**
- * At most this many counters of stopped (or swept) crawls are settled per sweep-finished.lua call: a few ms of Redis
- * (its Lua work per counter is most of it), inside the 10 ms no command may take.
+/*
+ * Per-call bounds of the periodic and admin scripts. No command may take 10 ms (docs/design.md §3), and a Redis on a
+ * busy host runs a command several times slower than its own CPU time now and then (it is preempted, its caches are
+ * cold): each bound keeps a call's work to a small fraction of that, so its slowest calls stay inside it too
+ * (bench/PROFILE.md, sizes-backlog). More work is more calls, never a bigger one.
  */
-export const SETTLE_BUDGET = 500;
+
+/**
+ * At most this many counters of stopped (or swept) crawls are settled per sweep-finished.lua call (its Lua work per
+ * counter is most of a call).
+ */
+const SETTLE_BUDGET = 100;
+
+/**
+ * At most this many crawls one sweep-finished.lua call visits (`Frontier.sweepFinished`'s default): a completed crawl
+ * dropped is a dozen commands and a JSON decode.
+ */
+export const SWEEP_CRAWLS = 25;
+
+/**
+ * At most this many expired leases one reclaim.lua call returns to their queues (`Frontier.reclaim`'s default): each
+ * is a dozen commands (the request, its counters, its domain's schedule).
+ */
+export const RECLAIM_PAGE = 10;
 
 /** `Frontier.stop`: stop.lua on every partition of the spider type. */
 export async function stopCrawl(
@@ -64,7 +83,7 @@ async function sweep(
   p: PartitionRef,
   mode: 'all' | 'stopped',
   now: number,
-  limit = 1000,
+  limit = SWEEP_CRAWLS,
 ): Promise<number> {
   let total = 0;
   for (;;) {
@@ -98,10 +117,13 @@ export async function dueCrawls(
   return out;
 }
 
-/** Most crawl counters (a domain at a priority) one info.lua call returns; a crawl with more is read in pages. */
-export const INFO_PAGE = 1000;
-/** Most crawls one info.lua call lists (mode `app`). */
-const INFO_CRAWLS = 200;
+/**
+ * Most crawl counters (a domain at a priority) one info.lua call returns; a crawl with more is read in pages. Like
+ * the bounds at the top of this file, small enough that the slowest calls stay far inside the 10 ms.
+ */
+const INFO_PAGE = 250;
+/** Most crawls one info.lua call lists (mode `app`): each is a handful of commands and its settings. */
+const INFO_CRAWLS = 50;
 
 /** A crawl as info.lua lists it (its header). */
 type InfoRow = [string, number, number, number, number, number, string, string, number, number, number[]];
@@ -109,7 +131,7 @@ type InfoRow = [string, number, number, number, number, number, string, string, 
 /**
  * info.lua's answer for one crawl (`mode` crawl, `id` its crawl key) or every crawl of an app (`mode` app, `id`
  * the appid) on every partition of the spider type; {@link mergeInfos} sums a crawl's partitions. Each call returns
- * at most {@link INFO_PAGE} counters and `INFO_CRAWLS` crawls; the rest come in further calls, so a crawl over
+ * at most {@link INFO_PAGE} counters and {@link INFO_CRAWLS} crawls; the rest come in further calls, so a crawl over
  * 100,000 domains is many bounded commands. Not a snapshot: counts that change between two pages can leave a domain
  * out of one answer (queued, leased, done and failed are each read at once, and exact).
  */

@@ -44,6 +44,8 @@ import {
   crawlInfos,
   dueCrawls,
   queueSummary,
+  RECLAIM_PAGE,
+  SWEEP_CRAWLS,
   stopCrawl,
   sweepFinished,
 } from './frontier-admin.ts';
@@ -370,8 +372,11 @@ export class Frontier implements FrontierApi, CrawlerFrontier {
     return partitionTag(lease.partition);
   }
 
-  /** Returns expired leases of one spider type to their queues. @returns how many */
-  async reclaim(spider: string, now = Date.now(), limit = 1000): Promise<number> {
+  /**
+   * Returns expired leases of one spider type to their queues, at most `limit` a script call, in as many calls as it
+   * takes. @returns how many
+   */
+  async reclaim(spider: string, now = Date.now(), limit = RECLAIM_PAGE): Promise<number> {
     await this.#count.check();
     let total = 0;
     for (const p of this.partitionsOf(spider)) {
@@ -401,10 +406,11 @@ export class Frontier implements FrontierApi, CrawlerFrontier {
    * per-domain counters of stopped crawls (stop leaves their deletion to this). Called by the scheduled
    * expire function. Afterwards such a crawl is unknown: late children are refused, a new
    * seed starts it afresh. With `SCHEDULER_TYPE_ENABLED=false` the spider types of a scope share their
-   * crawl records, so this sweeps the scope's finished crawls whatever their spider type.
+   * crawl records, so this sweeps the scope's finished crawls whatever their spider type. At most `limit` crawls a
+   * script call, in as many calls as it takes.
    * @returns how many completed crawls were dropped
    */
-  async sweepFinished(spider: string, now = Date.now(), limit = 1000): Promise<number> {
+  async sweepFinished(spider: string, now = Date.now(), limit = SWEEP_CRAWLS): Promise<number> {
     await this.#count.check();
     return sweepFinished(this.#calls, spider, now, limit);
   }

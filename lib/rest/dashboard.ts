@@ -22,7 +22,7 @@
  *
  * **Bounded work.** Every answer reads registries and counters, never the keyspace: the spider registry
  * (SMEMBERS), per spider the app's crawl counters (info.lua: O(crawls of the app × domains), in calls of at most
- * 1,000 counters and 200 crawls) and the backlog (`Frontier.queueSummary`: kept totals, and the busiest domains from
+ * 250 counters and 50 crawls) and the backlog (`Frontier.queueSummary`: kept totals, and the busiest domains from
  * the per-domain counts read in pages of 500, so no command grows with the domains; it first settles stopped crawls'
  * counters in bounded chunks, as the `queue` stats do), the stats name registry and one HMGET per crawler counter,
  * and the heartbeat set. Each Redis call is bounded by `probeTimeoutMs`; Redis down is answered 500. At most

@@ -155,7 +155,7 @@ export class Sink extends Construct {
           {
             SINK_FORMATS: props.formats,
             SINK_URI: this.uri,
-            // A WARC file is held whole until written: an eighth of the memory (the 1 GiB default would not fit),
+            // A WARC file is held whole until written: an eighth of the memory (the default peaks near 800 MB),
             // unless runtimeEnv sets another size.
             ...(props.runtimeEnv.SINK_WARC_MAX_BYTES === undefined
               ? { SINK_WARC_MAX_BYTES: String(SINK_WARC_MAX_BYTES) }

@@ -123,9 +123,10 @@ export const VARIABLES = {
   },
   SINK_WARC_MAX_BYTES: {
     type: 'integer',
-    default: 1_073_741_824,
+    default: 268_435_456,
     minimum: 65_536,
-    description: 'A WARC file is closed before a page that would take it past this many bytes (1 GiB).',
+    description:
+      'A WARC file is closed before a page that would take it past this many bytes (256 MiB), and written then; the sink holds the file being built in memory (about three times its size at its peak).',
   },
   SINK_FLUSH_S: {
     type: 'integer',

@@ -56,7 +56,7 @@ describe('attrs.proxy in the kafka-monitor', () => {
           {
             path: '/attrs/proxy',
             message:
-              'must name a proxy group of this cluster\'s crawlers (CRAWLER_PROXY_GROUPS: one of residential, datacenter or "none" for direct), not "mobile"',
+              'must name a proxy group of this cluster\'s crawlers (CRAWLER_PROXY_GROUPS: one of residential, datacenter or "none" for direct), not "mobile"; a group is known once a crawler that has it has started',
           },
         ],
       },

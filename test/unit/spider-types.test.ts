@@ -81,7 +81,8 @@ describe('the kafka-monitor with the fleet’s spider types', () => {
         details: [
           {
             path: '/spiderid',
-            message: 'must be a spider type this cluster runs (link, wandering, sitemap, browser), not "nope"',
+            message:
+              'must be a spider type this cluster runs (link, wandering, sitemap, browser), not "nope"; a type is known once a crawler serving it has started',
           },
         ],
       },

@@ -135,11 +135,11 @@ function line(id: string, r: Cfn, what: string, price: Price, units: number): Re
 
 type Pricer = (id: string, r: Cfn, t: Tmpl) => ResourceCost[];
 
-/** How each billable type is priced when idle (per-use charges are in {@link perMillionPages}). */
 /** A line's note for a price derived from another size of the family (prices.ts hourlyPrice), else nothing. */
 const derived = (price: { derivedFrom?: string }) =>
   price.derivedFrom ? ` (priced from ${price.derivedFrom} by size)` : '';
 
+/** How each billable type is priced when idle (per-use charges are in {@link perMillionPages}). */
 const PRICERS: Record<string, Pricer> = {
   'AWS::MSK::ServerlessCluster': (id, r) => [
     line(id, r, 'MSK Serverless cluster-hours', PRICES.mskServerlessClusterHour, HOURS_PER_MONTH),

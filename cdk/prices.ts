@@ -123,10 +123,12 @@ export const ASSUMPTIONS = {
   mskMetrics: { perBroker: 38, perTopicPerBroker: 3, perPartitionPerGroup: 2 },
 };
 
+/** Sizes below 2xlarge in `small`s of their family. */
+const SIZE_UNITS: Record<string, number> = { micro: 0.5, small: 1, medium: 2, large: 4, xlarge: 8 };
+
 /** How many `small`s of its family a size is (AWS lists a family's sizes at prices in these ratios). */
 function sizeUnits(size: string): number | undefined {
-  const fixed: Record<string, number> = { micro: 0.5, small: 1, medium: 2, large: 4, xlarge: 8 };
-  if (size in fixed) return fixed[size];
+  if (Object.hasOwn(SIZE_UNITS, size)) return SIZE_UNITS[size];
   const m = size.match(/^([1-9][0-9]?)xlarge$/);
   return m ? 8 * Number(m[1]) : undefined;
 }

@@ -303,14 +303,7 @@ describe.each(clients)('the expire path on %s Redis', (_mode, redis) => {
 
   test('expired leases go back 10 a call, every one of them', async () => {
     const frontier = testFrontier(redis);
-    await frontier.enqueue(
-      'link',
-      Array.from({ length: 100 }, (_, i) => ({
-        crawl: i === 0 ? seedCrawl('app', 'a') : childCrawl(seedCrawl('app', 'a')),
-        request: queueRequest(`http://d${i}.com/`),
-      })),
-      T0,
-    );
+    await queueDomains(frontier, 100, 1);
     expect(await leaseAll(frontier, 'link', T0)).toHaveLength(100);
     expect((await frontier.queueSummary('link', 0, T0)).queued).toBe(0);
 

@@ -68,6 +68,15 @@ async function queueDomains(frontier: Frontier, domains: number, perDomain: numb
   if (batch.length > 0) await frontier.enqueue('link', batch, T0);
 }
 
+/** Queues one request in each of `crawls` crawls (`<name><i>`, app `app`), the i-th on domain `d<i>.com`. */
+async function queueCrawls(frontier: Frontier, crawls: number, name: string): Promise<void> {
+  const items = Array.from({ length: crawls }, (_, i) => ({
+    crawl: seedCrawl('app', `${name}${i}`),
+    request: queueRequest(`http://d${i}.com/`),
+  }));
+  await frontier.enqueue('link', items, T0);
+}
+
 /** The monitors' context for the stats reads: the frontier and the stats store on `redis`. */
 function statsContext(redis: RedisClient, frontier: Frontier): MonitorContext {
   return {
@@ -277,14 +286,7 @@ describe.each(clients)('the expire path on %s Redis', (_mode, redis) => {
 
   test('completed crawls are swept 25 a call, every one of them', async () => {
     const frontier = testFrontier(redis);
-    await frontier.enqueue(
-      'link',
-      Array.from({ length: 60 }, (_, i) => ({
-        crawl: seedCrawl('app', `done${i}`),
-        request: queueRequest(`http://d${i}.com/`),
-      })),
-      T0,
-    );
+    await queueCrawls(frontier, 60, 'done');
     const leases = await leaseAll(frontier, 'link', T0);
     expect(leases).toHaveLength(60);
     await frontier.ackMany(
@@ -318,14 +320,7 @@ describe.each(clients)('the expire path on %s Redis', (_mode, redis) => {
 
   test('a stop drops at most 100 run-out stops, so none deletes a whole quiet spell of them in one command', async () => {
     const frontier = testFrontier(redis, { stopTtlMs: 1000 });
-    await frontier.enqueue(
-      'link',
-      Array.from({ length: 150 }, (_, i) => ({
-        crawl: seedCrawl('app', `c${i}`),
-        request: queueRequest(`http://d${i}.com/`),
-      })),
-      T0,
-    );
+    await queueCrawls(frontier, 150, 'c');
     for (let i = 0; i < 150; i++) await frontier.stop('link', 'app', `c${i}`, T0 + 1);
     const stopped = partitionKeys(frontier.partitionFor('link')).stopped;
     expect(await redis.zcard(stopped)).toBe(150);

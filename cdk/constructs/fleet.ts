@@ -254,7 +254,8 @@ export class Fleet extends Construct {
    *   2, 4, ... 64: never past the need), then waits 2 minutes for the new tasks to start and report. TasksNeeded only
    *   exceeds LiveTasks when the tasks are saturated (their slots held by CPU, memory, event-loop or body budgets, or
    *   their ceiling, not by a lack of due work) and the backlog would take over 10 minutes at the pages/s a saturated
-   *   task measures, or when no task runs and requests are queued (one starts and measures).
+   *   task measures, or when no task runs and requests are queued (one starts and measures) or a request was just
+   *   rejected for a spider type or proxy group no crawler has registered (one starts and registers its names).
    * - In: ten minutes with the gap at -1 or below removes a fifth of the tasks (at least one), then waits 5 minutes.
    *   TasksNeeded falls below LiveTasks only when the tasks are not saturated and their summed load (each one's highest
    *   budget share) fits in fewer at 60 % each, or when the frontier is empty; it stays at least 1 while anything is

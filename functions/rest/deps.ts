@@ -12,6 +12,7 @@ import { BUILT_IN_SPIDERS } from '../../lib/crawl/spiders/index.ts';
 import { createKafka, createProducer, kafkaSettings } from '../../lib/kafka/client.ts';
 import { producerSink } from '../../lib/kafka/sink.ts';
 import type { Kafka, Producer } from '../../lib/kafka/types.ts';
+import { redisFleetWake } from '../../lib/monitor/fleet-wake.ts';
 import { fleetProxyGroups } from '../../lib/monitor/proxy-groups.ts';
 import { fleetSpiderTypes } from '../../lib/monitor/spider-types.ts';
 import { redisReplyStore, redisStatsStore } from '../../lib/monitor/stores.ts';
@@ -79,6 +80,7 @@ export function createRestDeps(
     spiders: BUILT_IN_SPIDERS,
     spiderTypes: fleetSpiderTypes(redis, vars.REDIS_KEY_PREFIX, log),
     proxyGroups: fleetProxyGroups(redis, vars.REDIS_KEY_PREFIX, log),
+    fleetWake: redisFleetWake(redis, vars.REDIS_KEY_PREFIX),
     topicPrefix: vars.KAFKA_TOPIC_PREFIX,
     nodeId: `${name}@${hostname()}:${process.pid}`,
     log,

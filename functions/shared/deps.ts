@@ -13,6 +13,7 @@ import { createKafka, createProducer, kafkaSettings } from '../../lib/kafka/clie
 import { kafkaTopicLookup } from '../../lib/kafka/per-app.ts';
 import { producerSink } from '../../lib/kafka/sink.ts';
 import type { MonitorContext } from '../../lib/monitor/context.ts';
+import { redisFleetWake } from '../../lib/monitor/fleet-wake.ts';
 import { fleetProxyGroups } from '../../lib/monitor/proxy-groups.ts';
 import { fleetSpiderTypes } from '../../lib/monitor/spider-types.ts';
 import { redisStateWatch } from '../../lib/monitor/state-watch.ts';
@@ -83,6 +84,7 @@ export async function createMonitorDeps(
     spiders: BUILT_IN_SPIDERS,
     spiderTypes: fleetSpiderTypes(redis, vars.REDIS_KEY_PREFIX, log),
     proxyGroups: fleetProxyGroups(redis, vars.REDIS_KEY_PREFIX, log),
+    fleetWake: redisFleetWake(redis, vars.REDIS_KEY_PREFIX),
     // Module scope: a warm container remembers the markers it has seen across invocations (docs/design.md §12).
     state: redisStateWatch(redis, {
       prefix: vars.REDIS_KEY_PREFIX,

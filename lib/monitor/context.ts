@@ -7,6 +7,7 @@ import { SchemaValidationError } from '../errors.ts';
 import type { FrontierApi, Log, MessageSink, ReplyStore, StatsStore, UrlFrontierView } from '../ports.ts';
 import { type ClassifiedRequest, parseRequest } from '../schemas/index.ts';
 import type { FleetNameSource } from './fleet-registry.ts';
+import type { FleetWake } from './fleet-wake.ts';
 import type { StateWatch } from './state-watch.ts';
 
 export interface MonitorContext {
@@ -39,6 +40,12 @@ export interface MonitorContext {
    */
   proxyGroups?: FleetNameSource;
   /**
+   * Records a request rejected for a spider type or proxy group no crawler has registered, so that a fleet scaled to
+   * zero starts a task that registers its names (lib/monitor/fleet-wake.ts); the stats run reads it. Without it such
+   * a request only gets its rejection.
+   */
+  fleetWake?: FleetWake;
+  /**
    * Watches the frontier's state markers (lib/monitor/state-watch.ts): the stats run and `info` check them, and
    * `info` answers "frontier state lost" for a crawl of a partition that lost its state. Without it neither happens.
    */
@@ -62,15 +69,27 @@ export function serverTime(ctx: Pick<MonitorContext, 'now'>): number {
 /**
  * Parses records against the accepted spider types and proxy groups: the cached sets first; a record naming a type
  * or group its set does not know forces one fresh read of that registry (once per parser, i.e. per batch) before it is
- * rejected.
+ * rejected. Such a rejection is also recorded in {@link MonitorContext.fleetWake} (once per parser), which sizes a
+ * fleet at zero to one task that registers its names.
  */
 export async function fleetAwareParser(
-  ctx: Pick<MonitorContext, 'spiders' | 'spiderTypes' | 'proxyGroups'>,
+  ctx: Pick<MonitorContext, 'spiders' | 'spiderTypes' | 'proxyGroups' | 'fleetWake' | 'log' | 'now'>,
 ): Promise<(raw: Uint8Array | string, options?: { maxBytes?: number }) => Promise<ClassifiedRequest>> {
   let spiders = ctx.spiderTypes ? await ctx.spiderTypes.known() : ctx.spiders;
   let proxyGroups = await ctx.proxyGroups?.known();
   let forcedSpiders = false;
   let forcedGroups = false;
+  let woken = false;
+  // The rejection goes out whether or not the record could be written: a Redis blip costs the wake, not the answer.
+  const wake = async () => {
+    if (woken || !ctx.fleetWake) return;
+    woken = true;
+    await ctx.fleetWake.want(ctx.now()).catch((error: unknown) => {
+      ctx.log.warn('a request named an unregistered spider type or proxy group; the fleet was not woken', {
+        error: (error as Error).message,
+      });
+    });
+  };
   return async (raw, options = {}) => {
     for (;;) {
       try {
@@ -83,7 +102,10 @@ export async function fleetAwareParser(
         } else if (error.kind === 'unknown_proxy_group' && ctx.proxyGroups && !forcedGroups) {
           forcedGroups = true;
           proxyGroups = await ctx.proxyGroups.known({ force: true });
-        } else throw error;
+        } else {
+          if (error.kind === 'unknown_spider' || error.kind === 'unknown_proxy_group') await wake();
+          throw error;
+        }
       }
     }
   };

@@ -6,8 +6,8 @@
  * serves (every one but `browser`) and its tasks are those whose reports do not name `browser`. The browser fleet
  * (cdk/constructs/browser-fleet.ts) scales on its own figure, the `SpiderBacklog` of `browser` per running task
  * (docs/spiders-browser.md "Who runs it").
- * Reads: the spider types' backlog (kept totals, O(1) per partition), the live heartbeats and the reports of the live tasks (one MGET):
- * never a listing of the keyspace or of a queue.
+ * Reads: the spider types' backlog (kept totals, O(1) per partition), the live heartbeats and the reports of the live tasks (one MGET),
+ * the fleet's wake record (fleet-wake.ts, one GET): never a listing of the keyspace or of a queue.
  */
 import { CRAWLER_TASK_KIND, type CrawlerLoad, parseCrawlerLoad } from '../crawl/crawler/load-report.ts';
 import { BROWSER_SPIDER } from '../crawl/spiders/browser.ts';
@@ -75,7 +75,10 @@ export async function fleetMetrics(ctx: MonitorContext): Promise<FleetMetrics> {
   const totalBacklog = Object.values(backlog).reduce((s, n) => s + n, 0);
   const now = ctx.now();
   const liveCrawlers = (await ctx.stats.live('crawler', now, HEARTBEAT_TTL_MS)).length;
-  const load = fleetLoad((await liveLoads(ctx, now)).filter(isHtmlTask), htmlBacklog);
+  // A request waiting for a plugin type or proxy group: the HTML fleet's names (the browser fleet's one type is
+  // built in).
+  const wanted = (await ctx.fleetWake?.wanted(now)) ?? false;
+  const load = fleetLoad((await liveLoads(ctx, now)).filter(isHtmlTask), htmlBacklog, wanted);
   // The kept total: one command, however many crawls and queues the URL Frontier holds.
   const urlFrontierTotal = (await ctx.urlFrontier?.backlogTotal()) ?? 0;
   return {

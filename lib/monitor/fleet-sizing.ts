@@ -12,7 +12,9 @@
  *   tasks that drain the backlog in that time. A saturated fleet never needs fewer tasks than it runs.
  * - **In**: when it is not saturated, the tasks that would carry its load (the sum of each task's highest budget
  *   share) at {@link TARGET_LOAD} each, never more than it runs and at least one while anything is queued.
- * - No task reporting and a backlog: one (it will measure); no backlog: none (the fleet's floor applies).
+ * - No task reporting and a backlog: one (it will measure); no backlog: none (the fleet's floor applies), unless a
+ *   request was rejected for a spider type or proxy group no crawler has registered (`wanted`, fleet-wake.ts): then
+ *   one, which registers what it has.
  */
 import type { CrawlerLoad } from '../crawl/crawler/load-report.ts';
 
@@ -46,8 +48,11 @@ export interface FleetLoad {
 const sum = (xs: number[]) => xs.reduce((a, b) => a + b, 0);
 const round = (n: number) => Math.round(n * 1000) / 1000;
 
-/** The fleet's load from the fresh reports of its tasks and the backlog it serves. */
-export function fleetLoad(loads: readonly CrawlerLoad[], backlog: number): FleetLoad {
+/**
+ * The fleet's load from the fresh reports of its tasks and the backlog it serves; `wanted`: a request is waiting for
+ * a name only a running crawler registers (fleet-wake.ts).
+ */
+export function fleetLoad(loads: readonly CrawlerLoad[], backlog: number, wanted = false): FleetLoad {
   const n = loads.length;
   const limits = sum(loads.map((l) => l.slotLimit));
   const saturatedShare = n > 0 ? sum(loads.map((l) => l.saturated)) / n : 0;
@@ -59,7 +64,7 @@ export function fleetLoad(loads: readonly CrawlerLoad[], backlog: number): Fleet
     slotUtilization: round(limits > 0 ? sum(loads.map((l) => l.slotsInUse)) / limits : 0),
     saturatedShare: round(saturatedShare),
     taskPagesPerSecond: round(taskPagesPerSecond),
-    tasksNeeded: tasksNeeded(loads, backlog, saturatedShare, taskPagesPerSecond),
+    tasksNeeded: tasksNeeded(loads, backlog, saturatedShare, taskPagesPerSecond, wanted),
   };
 }
 
@@ -68,9 +73,10 @@ function tasksNeeded(
   backlog: number,
   saturatedShare: number,
   taskPagesPerSecond: number,
+  wanted: boolean,
 ): number {
   const n = loads.length;
-  if (backlog <= 0) return 0;
+  if (backlog <= 0) return n === 0 && wanted ? 1 : 0;
   if (n === 0) return 1;
   if (saturatedShare >= SATURATED_FLEET) {
     if (taskPagesPerSecond <= 0) return n;

@@ -342,3 +342,13 @@ export function spiderTypesKey(prefix: string): string {
 export function proxyGroupsKey(prefix: string): string {
   return `${prefix}:proxy-groups`;
 }
+
+/**
+ * STRING: epoch ms of the last request rejected for naming a spider type or proxy group no crawler has registered,
+ * kept for lib/monitor/fleet-wake.ts `FLEET_WAKE_MS` (it expires then): while it stands and no crawler task runs,
+ * the fleet is sized to one task, so that the task can register what it has (a fleet scaled to zero registers
+ * nothing).
+ */
+export function fleetWakeKey(prefix: string): string {
+  return `${prefix}:fleet-wake`;
+}

@@ -77,7 +77,17 @@ export type DashboardFrontier = Pick<Frontier, 'spiders' | 'appInfo' | 'queueSum
 export interface RestContext
   extends Pick<
     MonitorContext,
-    'sink' | 'replies' | 'stats' | 'spiders' | 'spiderTypes' | 'proxyGroups' | 'topicPrefix' | 'nodeId' | 'log' | 'now'
+    | 'sink'
+    | 'replies'
+    | 'stats'
+    | 'spiders'
+    | 'spiderTypes'
+    | 'proxyGroups'
+    | 'fleetWake'
+    | 'topicPrefix'
+    | 'nodeId'
+    | 'log'
+    | 'now'
   > {
   health: HealthProbes;
   /**

@@ -319,7 +319,7 @@ function checkSpider(spiderid: string, spiders: ReadonlySet<string> | undefined,
   throw new SchemaValidationError('unknown_spider', [
     {
       path: '/spiderid',
-      message: `must be a spider type this cluster runs (${known.join(', ')}), not ${JSON.stringify(spiderid)}; a type is known once a crawler serving it has started`,
+      message: `must be a spider type this cluster runs (${known.join(', ')}), not ${JSON.stringify(spiderid)}; a type is known once a crawler serving it has started (with none running, this request starts one: send it again in a few minutes)`,
     },
   ]);
 }
@@ -333,7 +333,7 @@ function checkProxyGroup(attrs: Record<string, unknown> | undefined, groups: Rea
   throw new SchemaValidationError('unknown_proxy_group', [
     {
       path: '/attrs/proxy',
-      message: `must name a proxy group of this cluster's crawlers (CRAWLER_PROXY_GROUPS: ${known} "${DIRECT_PROXY_GROUP}" for direct), not ${JSON.stringify(group)?.slice(0, 100)}; a group is known once a crawler that has it has started`,
+      message: `must name a proxy group of this cluster's crawlers (CRAWLER_PROXY_GROUPS: ${known} "${DIRECT_PROXY_GROUP}" for direct), not ${JSON.stringify(group)?.slice(0, 100)}; a group is known once a crawler that has it has started (with none running, this request starts one: send it again in a few minutes)`,
     },
   ]);
 }

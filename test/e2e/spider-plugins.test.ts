@@ -10,6 +10,7 @@ import { afterAll, beforeAll, describe, expect, onTestFinished, test } from 'vit
 import type { Variables } from '../../lib/config/index.ts';
 import { redisSpiderTypeStore } from '../../lib/monitor/spider-types.ts';
 import type { RedisClient } from '../../lib/redis/client.ts';
+import { fleetWakeKey } from '../../lib/redis/keys.ts';
 import {
   type FixtureSite,
   PRODUCTS,
@@ -201,6 +202,8 @@ describe('spider plugins with crawler worker processes', () => {
     const r = await rejected.waitFor((m) => String(m.raw).includes('never-registered'), 'the rejection');
     expect(r).toMatchObject({ error: 'unknown_spider', details: [{ path: '/spiderid' }] });
     expect(String((r.details as { message: string }[])[0]?.message)).toMatch(/link, wandering, sitemap/);
+    // The rejection calls for a crawler task (lib/monitor/fleet-wake.ts): the kafka-monitor recorded it in Redis.
+    expect(Number(await redis.get(fleetWakeKey(t.vars.REDIS_KEY_PREFIX)))).toBeGreaterThan(0);
   });
 
   test('a broken plugin stops the worker at start with the module’s name and the reason, exit code 2', async () => {

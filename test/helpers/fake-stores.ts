@@ -6,6 +6,7 @@
 import { InfrastructureError } from '../../lib/errors.ts';
 import type { DomainAction } from '../../lib/frontier-model.ts';
 import type { FleetRegistryStore } from '../../lib/monitor/fleet-registry.ts';
+import { FLEET_WAKE_MS, type FleetWake } from '../../lib/monitor/fleet-wake.ts';
 import type { Log, MessageSink, OutMessage, ReplyStore, StatsStore, UrlFrontierView } from '../../lib/ports.ts';
 import { FAILURES_KEPT } from '../../lib/redis/failure-log.ts';
 import type { CrawlKey, FailureNote } from '../../lib/stats-model.ts';
@@ -298,6 +299,20 @@ export class FakeUrlFrontier implements UrlFrontierView {
 }
 
 /** An in-memory fleet registry (lib/monitor/fleet-registry.ts) that counts its reads. */
+/** The fleet's wake record in memory (lib/monitor/fleet-wake.ts): every `want`, in order. */
+export class MemoryFleetWake implements FleetWake {
+  readonly wants: number[] = [];
+  failing = false;
+  async want(nowMs: number): Promise<void> {
+    if (this.failing) throw new Error('Connection is closed.');
+    this.wants.push(nowMs);
+  }
+  async wanted(nowMs: number): Promise<boolean> {
+    const last = this.wants.at(-1);
+    return last !== undefined && nowMs - last < FLEET_WAKE_MS;
+  }
+}
+
 export class MemoryRegistry implements FleetRegistryStore {
   readonly names = new Map<string, number>();
   reads = 0;

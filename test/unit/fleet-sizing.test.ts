@@ -110,6 +110,13 @@ describe('the tasks the backlog needs', () => {
     expect(fleetLoad([], 5).tasksNeeded).toBe(1);
   });
 
+  it('one when nothing is queued and no task reports but a request waits for a name only a crawler registers', () => {
+    expect(fleetLoad([], 0, true).tasksNeeded).toBe(1);
+    // A running task has registered what it has: a name still unknown is not one this fleet would learn.
+    expect(fleetLoad([workBound(0.1)], 0, true).tasksNeeded).toBe(0);
+    expect(fleetLoad([], 0, false).tasksNeeded).toBe(0);
+  });
+
   it('saturated tasks and a backlog longer than the drain target: the tasks that drain it in time, at the pages/s a saturated task measures', () => {
     // Two CPU-bound tasks at 500 pages/s: 2.4 M queued take 40 minutes; 10 minutes need 8 tasks.
     const m = fleetLoad([cpuBound(500), cpuBound(500)], 2_400_000);

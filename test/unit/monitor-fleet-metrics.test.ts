@@ -3,7 +3,7 @@ import { CRAWLER_TASK_KIND, type CrawlerLoad } from '../../lib/crawl/crawler/loa
 import { fleetMetrics } from '../../lib/monitor/fleet-metrics.ts';
 import { HEARTBEAT_TTL_MS } from '../../lib/monitor/stats-report.ts';
 import { child, seed } from '../helpers/fake-frontier.ts';
-import { FakeUrlFrontier } from '../helpers/fake-stores.ts';
+import { FakeUrlFrontier, MemoryFleetWake } from '../helpers/fake-stores.ts';
 import { TEST_NOW, type TestContext, testContext } from '../helpers/fakes.ts';
 
 describe('fleetMetrics', () => {
@@ -44,6 +44,14 @@ describe('fleetMetrics', () => {
       taskPagesPerSecond: 0,
       tasksNeeded: 1,
     });
+  });
+
+  it('needs one task with nothing queued and none running when a request waited for a name only a crawler registers', async () => {
+    const wake = new MemoryFleetWake();
+    const ctx = testContext({ fleetWake: wake });
+    expect((await fleetMetrics(ctx)).tasksNeeded).toBe(0);
+    await wake.want(TEST_NOW - 60_000);
+    expect(await fleetMetrics(ctx)).toMatchObject({ totalBacklog: 0, liveTasks: 0, tasksNeeded: 1 });
   });
 
   function report(over: Partial<CrawlerLoad>): CrawlerLoad {

@@ -8,7 +8,7 @@ import { FleetNames } from '../../lib/monitor/fleet-registry.ts';
 import { handleIncoming } from '../../lib/monitor/kafka-monitor.ts';
 import { parseRequest } from '../../lib/schemas/index.ts';
 import { recordsOf } from '../helpers/events.ts';
-import { MemoryRegistry } from '../helpers/fake-stores.ts';
+import { MemoryFleetWake, MemoryRegistry } from '../helpers/fake-stores.ts';
 import { testContext } from '../helpers/fakes.ts';
 
 const crawl = (proxy: unknown, crawlid = 'c1') => ({
@@ -22,8 +22,9 @@ function setup() {
   let now = 1_000_000;
   const store = new MemoryRegistry();
   const groups = new FleetNames(new Set(), store, { ttlMs: 5000, minForceMs: 250, now: () => now });
-  const ctx = testContext({ proxyGroups: groups });
-  return { store, ctx, advance: (ms: number) => (now += ms) };
+  const wake = new MemoryFleetWake();
+  const ctx = testContext({ proxyGroups: groups, fleetWake: wake, now: () => now });
+  return { store, ctx, wake, advance: (ms: number) => (now += ms) };
 }
 
 describe('attrs.proxy in the kafka-monitor', () => {
@@ -56,11 +57,20 @@ describe('attrs.proxy in the kafka-monitor', () => {
           {
             path: '/attrs/proxy',
             message:
-              'must name a proxy group of this cluster\'s crawlers (CRAWLER_PROXY_GROUPS: one of residential, datacenter or "none" for direct), not "mobile"; a group is known once a crawler that has it has started',
+              'must name a proxy group of this cluster\'s crawlers (CRAWLER_PROXY_GROUPS: one of residential, datacenter or "none" for direct), not "mobile"; a group is known once a crawler that has it has started (with none running, this request starts one: send it again in a few minutes)',
           },
         ],
       },
     ]);
+  });
+
+  it('calls for a crawler task when it rejects an unregistered group, and not for a registered one', async () => {
+    const { store, ctx, wake } = setup();
+    await store.register(['residential'], 1);
+    await handleIncoming(ctx, recordsOf('demo.incoming', [crawl('residential'), crawl('none', 'c2')]));
+    expect(wake.wants).toEqual([]);
+    await handleIncoming(ctx, recordsOf('demo.incoming', [crawl('mobile', 'c3')]));
+    expect(wake.wants).toEqual([1_000_000]);
   });
 
   it('says so when no crawler registered any group, and refuses a value that is not a name', async () => {

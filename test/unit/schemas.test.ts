@@ -252,7 +252,7 @@ describe('validateRequest: spiders', () => {
     expect(error.kind).toBe('unknown_spider');
     expect(paths(error)).toEqual(['/spiderid']);
     expect(error.details[0]?.message).toBe(
-      'must be a spider type this cluster runs (link, wandering, sitemap, browser), not "nope"; a type is known once a crawler serving it has started',
+      'must be a spider type this cluster runs (link, wandering, sitemap, browser), not "nope"; a type is known once a crawler serving it has started (with none running, this request starts one: send it again in a few minutes)',
     );
   });
 

@@ -9,7 +9,7 @@ import { FleetNames } from '../../lib/monitor/fleet-registry.ts';
 import { handleIncoming } from '../../lib/monitor/kafka-monitor.ts';
 import { handleActions } from '../../lib/monitor/redis-monitor.ts';
 import { recordsOf } from '../helpers/events.ts';
-import { MemoryRegistry } from '../helpers/fake-stores.ts';
+import { MemoryFleetWake, MemoryRegistry } from '../helpers/fake-stores.ts';
 import { testContext } from '../helpers/fakes.ts';
 
 const crawl = (spiderid: string, crawlid = 'c1') => ({
@@ -23,8 +23,9 @@ function setup() {
   let now = 1_000_000;
   const store = new MemoryRegistry();
   const fleet = new FleetNames(BUILT_IN_SPIDERS, store, { ttlMs: 5000, minForceMs: 250, now: () => now });
-  const ctx = testContext({ spiderTypes: fleet });
-  return { store, fleet, ctx, advance: (ms: number) => (now += ms) };
+  const wake = new MemoryFleetWake();
+  const ctx = testContext({ spiderTypes: fleet, fleetWake: wake, now: () => now });
+  return { store, fleet, ctx, wake, advance: (ms: number) => (now += ms) };
 }
 
 describe('FleetNames over the spider types', () => {
@@ -82,11 +83,38 @@ describe('the kafka-monitor with the fleet’s spider types', () => {
           {
             path: '/spiderid',
             message:
-              'must be a spider type this cluster runs (link, wandering, sitemap, browser), not "nope"; a type is known once a crawler serving it has started',
+              'must be a spider type this cluster runs (link, wandering, sitemap, browser), not "nope"; a type is known once a crawler serving it has started (with none running, this request starts one: send it again in a few minutes)',
           },
         ],
       },
     ]);
+  });
+
+  it('calls for a crawler task when it rejects an unregistered type: once per batch, never for a known type', async () => {
+    const { store, ctx, wake, advance } = setup();
+    await store.register(['products'], 1);
+    await handleIncoming(ctx, recordsOf('demo.incoming', [crawl('products'), crawl('link', 'c2')]));
+    expect(wake.wants).toEqual([]);
+    advance(1000);
+    const result = await handleIncoming(
+      ctx,
+      recordsOf('demo.incoming', [crawl('nope', 'a'), crawl('products', 'b'), crawl('other', 'c')]),
+    );
+    expect(result.rejected).toBe(2);
+    expect(result.crawl.queued).toBe(1);
+    expect(wake.wants).toEqual([1_001_000]);
+    expect(await wake.wanted(1_001_000 + 60_000)).toBe(true);
+  });
+
+  it('still rejects, with a warning, when the call for a task cannot be recorded', async () => {
+    const { ctx, wake } = setup();
+    wake.failing = true;
+    const result = await handleIncoming(ctx, recordsOf('demo.incoming', [crawl('nope')]));
+    expect(result.rejected).toBe(1);
+    expect(ctx.sink.values('demo.rejected')).toMatchObject([{ error: 'unknown_spider' }]);
+    expect(ctx.log.at('warn').map((l) => l.message)).toContain(
+      'a request named an unregistered spider type or proxy group; the fleet was not woken',
+    );
   });
 
   it('always accepts the built-ins, and reads the registry once for a whole batch, not per record', async () => {

@@ -23,7 +23,7 @@ import {
   type PackedQueue,
   SERVE_CAP,
   SERVE_WAVE,
-  SERVE_WAVES_AHEAD,
+  serveWavesAhead,
 } from './model.ts';
 
 /** What GetURLs needs of the store. */
@@ -92,16 +92,17 @@ export async function getUrlsPacked(s: UfServer, req: GetUrlsRequest, emit: Emit
 /**
  * Claims the queues due by the request's start and serves them: a claim of up to {@link CLAIM_MAX} queues is in
  * flight while the claimed ones are served in waves of {@link SERVE_WAVE} (one script call each, over any crawls of one
- * partition), {@link SERVE_WAVES_AHEAD} waves in flight, so Redis always has the next call queued while the stream is
- * written (one call for every queue would hold back the first URL until Redis served the last queue). A queue looked
- * at is placed after the time it was served (uf-serve.lua), and a claimed one after the claim, so no claim of this
- * request takes a queue twice; claims go to the next partition (in {@link UfServer.claimOrder}) once one finds none
- * due, and the loop ends after the last. With `maxQueues`, queues are claimed only within the budget left beyond
- * those claimed and not served yet.
+ * partition), {@link serveWavesAhead} waves in flight (more when the request's max URLs per queue is small), so Redis
+ * always has the next call queued while the stream is written (one call for every queue would hold back the first
+ * URL until Redis served the last queue). A queue looked at is placed after the time it was served (uf-serve.lua), and
+ * a claimed one after the claim, so no claim of this request takes a queue twice; claims go to the next partition
+ * (in {@link UfServer.claimOrder}) once one finds none due, and the loop ends after the last. With `maxQueues`, queues
+ * are claimed only within the budget left beyond those claimed and not served yet.
  */
 async function serveDue(s: UfServer, req: GetUrlsRequest, emit: Emit): Promise<void> {
   const start = s.now();
   const order = s.claimOrder();
+  const ahead = serveWavesAhead(req.maxUrlsPerQueue);
   let produced = 0;
   // Claimed queues not yet served, and those being served.
   const claimed: Claimed[] = [];
@@ -134,7 +135,7 @@ async function serveDue(s: UfServer, req: GetUrlsRequest, emit: Emit): Promise<v
     );
   };
   const launch = () => {
-    while (waves.length < SERVE_WAVES_AHEAD && claimed.length > 0 && !req.cancelled?.()) {
+    while (waves.length < ahead && claimed.length > 0 && !req.cancelled?.()) {
       const p = (claimed[0] as Claimed).p;
       let n = 1;
       while (n < SERVE_WAVE && claimed[n]?.p === p) n++;

@@ -98,15 +98,32 @@ export const ITEMS_PER_CALL = 1000;
  */
 export const SERVE_CAP = 1000;
 
-/** GetURLs: queues served per script call, and calls in flight at once. */
+/** GetURLs: queues served per script call. */
 export const SERVE_WAVE = 32;
-export const SERVE_WAVES_AHEAD = 2;
 
 /**
- * GetURLs: due queues claimed per uf-claim call: several waves' worth, so the next claim is answered while the
- * claimed queues are still being served and Redis never waits for one.
+ * GetURLs: the most URLs that waves served but not yet written to the stream may hold, counted as if every queue gave
+ * all it may (the request's max per queue, at most {@link SERVE_CAP}): two waves of queues that give 1,000 each.
  */
-export const CLAIM_MAX = 4 * SERVE_WAVE * SERVE_WAVES_AHEAD;
+export const SERVE_AHEAD_URLS = 2 * SERVE_WAVE * SERVE_CAP;
+
+/**
+ * GetURLs: how many serve calls (waves) are in flight at once for a request with `maxUrlsPerQueue` (0: no max, so
+ * {@link SERVE_CAP}): as many as {@link SERVE_AHEAD_URLS} allows, from 2 (a max of 1,000, or none) to 8 (a max of 250
+ * or less). More calls queued keep Redis busy while the stream is written, which is what a GetURLs over many small
+ * queues waits on; the bound keeps what one stream holds in the server where it was with two waves.
+ */
+export function serveWavesAhead(maxUrlsPerQueue: number): number {
+  const perQueue = maxUrlsPerQueue > 0 ? Math.min(maxUrlsPerQueue, SERVE_CAP) : SERVE_CAP;
+  return Math.min(8, Math.max(2, Math.floor(SERVE_AHEAD_URLS / (SERVE_WAVE * perQueue))));
+}
+
+/**
+ * GetURLs: due queues claimed per uf-claim call: eight waves' worth, so the next claim is answered while the claimed
+ * queues are still being served and Redis never waits for one. Not grown with {@link serveWavesAhead}: a claim over
+ * one crawl looks at up to four times this many queues in one call (uf-claim.lua).
+ */
+export const CLAIM_MAX = 4 * SERVE_WAVE * 2;
 
 /**
  * GetURLs: how long a claimed queue is kept from other GetURLs calls until uf-serve places it (it does so within

@@ -298,7 +298,6 @@ export class FakeUrlFrontier implements UrlFrontierView {
   }
 }
 
-/** An in-memory fleet registry (lib/monitor/fleet-registry.ts) that counts its reads. */
 /** The fleet's wake record in memory (lib/monitor/fleet-wake.ts): every `want`, in order. */
 export class MemoryFleetWake implements FleetWake {
   readonly wants: number[] = [];
@@ -313,6 +312,7 @@ export class MemoryFleetWake implements FleetWake {
   }
 }
 
+/** An in-memory fleet registry (lib/monitor/fleet-registry.ts) that counts its reads. */
 export class MemoryRegistry implements FleetRegistryStore {
   readonly names = new Map<string, number>();
   reads = 0;

@@ -101,11 +101,15 @@ export const SERVE_CAP = 1000;
 /** GetURLs: queues served per script call. */
 export const SERVE_WAVE = 32;
 
+/** GetURLs: the fewest and the most serve calls (waves) one stream keeps in flight ({@link serveWavesAhead}). */
+const SERVE_WAVES_MIN = 2;
+const SERVE_WAVES_MAX = 8;
+
 /**
  * GetURLs: the most URLs that waves served but not yet written to the stream may hold, counted as if every queue gave
- * all it may (the request's max per queue, at most {@link SERVE_CAP}): two waves of queues that give 1,000 each.
+ * all it may (the request's max per queue, at most {@link SERVE_CAP}): the fewest waves of queues that give 1,000 each.
  */
-export const SERVE_AHEAD_URLS = 2 * SERVE_WAVE * SERVE_CAP;
+export const SERVE_AHEAD_URLS = SERVE_WAVES_MIN * SERVE_WAVE * SERVE_CAP;
 
 /**
  * GetURLs: how many serve calls (waves) are in flight at once for a request with `maxUrlsPerQueue` (0: no max, so
@@ -115,15 +119,16 @@ export const SERVE_AHEAD_URLS = 2 * SERVE_WAVE * SERVE_CAP;
  */
 export function serveWavesAhead(maxUrlsPerQueue: number): number {
   const perQueue = maxUrlsPerQueue > 0 ? Math.min(maxUrlsPerQueue, SERVE_CAP) : SERVE_CAP;
-  return Math.min(8, Math.max(2, Math.floor(SERVE_AHEAD_URLS / (SERVE_WAVE * perQueue))));
+  const fit = Math.floor(SERVE_AHEAD_URLS / (SERVE_WAVE * perQueue));
+  return Math.min(SERVE_WAVES_MAX, Math.max(SERVE_WAVES_MIN, fit));
 }
 
 /**
- * GetURLs: due queues claimed per uf-claim call: eight waves' worth, so the next claim is answered while the claimed
- * queues are still being served and Redis never waits for one. Not grown with {@link serveWavesAhead}: a claim over
- * one crawl looks at up to four times this many queues in one call (uf-claim.lua).
+ * GetURLs: due queues claimed per uf-claim call: the most waves in flight, so the next claim is answered while the
+ * claimed queues are still being served and Redis never waits for one. A claim over one crawl looks at up to four
+ * times this many queues in one call (uf-claim.lua).
  */
-export const CLAIM_MAX = 4 * SERVE_WAVE * 2;
+export const CLAIM_MAX = SERVE_WAVES_MAX * SERVE_WAVE;
 
 /**
  * GetURLs: how long a claimed queue is kept from other GetURLs calls until uf-serve places it (it does so within
